@@ -1,0 +1,147 @@
+// Package config holds the scheduler's file format: the schema of SPEC
+// section 3, its defaults, strict decoding and validation that reports every
+// problem at once with the file, line and column it came from.
+package config
+
+import (
+	"time"
+)
+
+// Config is one whole configuration file.
+type Config struct {
+	Cluster   Cluster    `yaml:"cluster" json:"cluster"`
+	API       API        `yaml:"api" json:"api"`
+	Worker    Worker     `yaml:"worker" json:"worker"`
+	Resources []Resource `yaml:"resources" json:"resources,omitempty"`
+	Jobs      []Job      `yaml:"jobs" json:"jobs"`
+}
+
+// Cluster says how replicas reach etcd and how long their sessions live.
+type Cluster struct {
+	Etcd    Etcd   `yaml:"etcd" json:"etcd"`
+	DataDir string `yaml:"data_dir" json:"data_dir"`
+	// SessionTTL is the lease TTL of a replica's session (whole seconds, >= 2s).
+	SessionTTL Duration `yaml:"session_ttl" json:"session_ttl"`
+	// LeaseMargin: runs are cancelled this long before the lease could expire.
+	LeaseMargin Duration `yaml:"lease_margin" json:"lease_margin"`
+}
+
+// Etcd is the connection to an external cluster; no endpoints means embedded.
+type Etcd struct {
+	Endpoints    []string `yaml:"endpoints" json:"endpoints"`
+	Prefix       string   `yaml:"prefix" json:"prefix"`
+	DialTimeout  Duration `yaml:"dial_timeout" json:"dial_timeout"`
+	Username     string   `yaml:"username" json:"username,omitempty"`
+	PasswordFile string   `yaml:"password_file" json:"password_file,omitempty"`
+	TLS          TLS      `yaml:"tls" json:"tls"`
+}
+
+// TLS holds client certificate paths for etcd.
+type TLS struct {
+	CAFile   string `yaml:"ca_file" json:"ca_file,omitempty"`
+	CertFile string `yaml:"cert_file" json:"cert_file,omitempty"`
+	KeyFile  string `yaml:"key_file" json:"key_file,omitempty"`
+}
+
+// API is the HTTP server of a replica.
+type API struct {
+	Listen       string `yaml:"listen" json:"listen"`
+	TokenFile    string `yaml:"token_file" json:"token_file,omitempty"`
+	ProtectReads bool   `yaml:"protect_reads" json:"protect_reads"`
+}
+
+// Worker bounds what one replica executes.
+type Worker struct {
+	MaxParallel   int      `yaml:"max_parallel" json:"max_parallel"`
+	ShutdownGrace Duration `yaml:"shutdown_grace" json:"shutdown_grace"`
+}
+
+// Resource is a semaphore shared by every job that names it.
+type Resource struct {
+	Name  string `yaml:"name" json:"name"`
+	Limit int    `yaml:"limit" json:"limit"`
+}
+
+// Overlap policies, applied when all of a job's slots are taken.
+const (
+	OverlapSkip    = "skip"
+	OverlapQueue   = "queue"
+	OverlapReplace = "replace"
+)
+
+// Catch-up policies for ticks missed during a leader gap.
+const (
+	CatchUpNone   = "none"
+	CatchUpLatest = "latest"
+	CatchUpAll    = "all"
+)
+
+// Job is one scheduled job. It is also what travels inside a queue entry, so
+// a worker runs exactly what the leader scheduled.
+type Job struct {
+	Name             string   `yaml:"name" json:"name"`
+	Schedule         string   `yaml:"schedule" json:"schedule"`
+	Timezone         string   `yaml:"timezone" json:"timezone,omitempty"`
+	Jitter           Duration `yaml:"jitter" json:"jitter,omitempty"`
+	MaxConcurrency   int      `yaml:"max_concurrency" json:"max_concurrency"`
+	Overlap          string   `yaml:"overlap" json:"overlap"`
+	QueueLimit       int      `yaml:"queue_limit" json:"queue_limit"`
+	Timeout          Duration `yaml:"timeout" json:"timeout"`
+	Retries          Retries  `yaml:"retries" json:"retries"`
+	CatchUp          string   `yaml:"catch_up" json:"catch_up"`
+	StartingDeadline Duration `yaml:"starting_deadline" json:"starting_deadline"`
+	Resources        []string `yaml:"resources" json:"resources,omitempty"`
+	Paused           bool     `yaml:"paused" json:"paused"`
+	HistoryLimit     int      `yaml:"history_limit" json:"history_limit"`
+	HTTP             *HTTP    `yaml:"http" json:"http,omitempty"`
+	Exec             *Exec    `yaml:"exec" json:"exec,omitempty"`
+}
+
+// Retries: exponential backoff, on failure only.
+type Retries struct {
+	Max        int      `yaml:"max" json:"max"`
+	Backoff    Duration `yaml:"backoff" json:"backoff"`
+	MaxBackoff Duration `yaml:"max_backoff" json:"max_backoff"`
+}
+
+// HTTP is a request target.
+type HTTP struct {
+	Method       string            `yaml:"method" json:"method"`
+	URL          string            `yaml:"url" json:"url"`
+	Headers      map[string]string `yaml:"headers" json:"headers,omitempty"`
+	Body         string            `yaml:"body" json:"body,omitempty"`
+	SuccessCodes []string          `yaml:"success_codes" json:"success_codes"`
+	// FollowRedirects is off by default: a scheduler should see what the
+	// target answered, not what a redirect chain ended at.
+	FollowRedirects bool `yaml:"follow_redirects" json:"follow_redirects,omitempty"`
+}
+
+// Exec is a command target; no shell unless Command names one.
+type Exec struct {
+	Command []string          `yaml:"command" json:"command"`
+	Env     map[string]string `yaml:"env" json:"env,omitempty"`
+	Dir     string            `yaml:"dir" json:"dir,omitempty"`
+	// KillGrace is how long the process group has between SIGTERM and SIGKILL.
+	KillGrace Duration `yaml:"kill_grace" json:"kill_grace,omitempty"`
+}
+
+// Duration is a time.Duration written as "5s", "1m30s" in YAML and JSON.
+type Duration time.Duration
+
+// D returns the value as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+func (d Duration) String() string { return time.Duration(d).String() }
+
+// MarshalText writes the Go duration syntax.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
+
+// UnmarshalText reads the Go duration syntax.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return err
+	}
+	*d = Duration(v)
+	return nil
+}
