@@ -1,0 +1,78 @@
+// Package runs names what a run is and how it ended: the record of SPEC
+// section 6 that workers and the leader write, the API serves and tests check.
+package runs
+
+import (
+	"strings"
+	"time"
+)
+
+// Outcome is how a run ended.
+type Outcome string
+
+const (
+	Succeeded Outcome = "succeeded"
+	Failed    Outcome = "failed"
+	TimedOut  Outcome = "timed_out"
+	Cancelled Outcome = "cancelled"
+	Lost      Outcome = "lost"    // holder died holding the slot
+	Skipped   Outcome = "skipped" // overlap: every slot was taken
+	Missed    Outcome = "missed"  // past starting_deadline, never started
+)
+
+// Retryable reports whether a retry may follow this outcome.
+func (o Outcome) Retryable() bool {
+	return o == Failed || o == TimedOut || o == Lost
+}
+
+// Trigger is what created a run.
+type Trigger string
+
+const (
+	Schedule Trigger = "schedule"
+	Manual   Trigger = "manual"
+	Retry    Trigger = "retry"
+)
+
+// Record is a finished run, stored at runs/<job>/<run-id>.
+type Record struct {
+	RunID        string    `json:"run_id"`
+	Job          string    `json:"job"`
+	Attempt      int       `json:"attempt"`
+	Trigger      Trigger   `json:"trigger"`
+	ScheduledAt  time.Time `json:"scheduled_at"`
+	StartedAt    time.Time `json:"started_at,omitzero"`
+	EndedAt      time.Time `json:"ended_at,omitzero"`
+	Holder       string    `json:"holder,omitempty"`
+	Slot         int       `json:"slot"`
+	FencingToken int64     `json:"fencing_token,omitempty"`
+	Outcome      Outcome   `json:"outcome"`
+	ExitCode     *int      `json:"exit_code,omitempty"`
+	HTTPStatus   int       `json:"http_status,omitempty"`
+	Error        string    `json:"error,omitempty"`
+	Output       string    `json:"output,omitempty"`
+}
+
+// TimeFormat is how scheduled times appear in run ids and headers:
+// RFC 3339 with nanoseconds, trailing zeros dropped, always UTC.
+const TimeFormat = time.RFC3339Nano
+
+// ID is the deterministic id of a scheduled run: <job>@<scheduled_at>.
+func ID(job string, scheduledAt time.Time) string {
+	return job + "@" + scheduledAt.UTC().Format(TimeFormat)
+}
+
+// ManualID is the id of a manually triggered run, made from a unique suffix
+// (a ULID).
+func ManualID(job, unique string) string {
+	return job + "@manual-" + unique
+}
+
+// JobOf returns the job part of a run id.
+func JobOf(runID string) string {
+	job, _, _ := strings.Cut(runID, "@")
+	return job
+}
+
+// OutputLimit is how much output a record keeps: the last 4 KiB.
+const OutputLimit = 4 << 10
