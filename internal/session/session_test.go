@@ -1,0 +1,152 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/goleak"
+
+	"github.com/etcdsched/scheduler/internal/etcdtest"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("go.etcd.io/etcd/client/v3.(*watchGRPCStream).run"))
+}
+
+// With keepalives cut off, the session must end strictly before the server
+// expires the lease: that ordering is what keeps a run from executing after
+// its slot was handed to someone else (SPEC rule 5). Responses are delayed
+// first, so a guard that counted from when an acknowledgement arrived (as
+// etcd's client does) would end the session after the server expired the
+// lease; only counting from the send time passes.
+func TestGuardEndsSessionBeforeServerExpiresLease(t *testing.T) {
+	cluster := etcdtest.Start(t)
+	proxy := etcdtest.NewProxy(t, cluster.Endpoints()[0])
+	holderCli := etcdtest.NewClient(t, []string{proxy.Endpoint()})
+	observer := cluster.Client()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := New(ctx, holderCli, Options{TTL: 5 * time.Second, Margin: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Orphan()
+	if _, err := holderCli.Put(ctx, "held", "x", clientv3.WithLease(s.Lease())); err != nil {
+		t.Fatal(err)
+	}
+	watch := observer.Watch(ctx, "held")
+	proxy.SetDelay(0, 1500*time.Millisecond)
+	// Let keepalives sent after the delay began be acknowledged, so the
+	// deadline comes from a slow round trip.
+	delayed := time.Now()
+	waitFor(t, 20*time.Second, func() bool { return s.Deadline().After(delayed.Add(4 * time.Second)) })
+
+	proxy.Pause()
+	var lostAt time.Time
+	select {
+	case <-s.Done():
+		lostAt = time.Now()
+	case <-ctx.Done():
+		t.Fatal("session did not end with keepalives blocked")
+	}
+	if !errors.Is(s.Err(), ErrGuardExpired) {
+		t.Errorf("cause = %v, want %v", s.Err(), ErrGuardExpired)
+	}
+	var deletedAt time.Time
+	for deletedAt.IsZero() {
+		select {
+		case resp := <-watch:
+			for _, ev := range resp.Events {
+				if ev.Type == clientv3.EventTypeDelete {
+					deletedAt = time.Now()
+				}
+			}
+		case <-ctx.Done():
+			t.Fatal("server never expired the lease")
+		}
+	}
+	// Runs need the margin to stop; ending a hair before the delete is not
+	// enough.
+	if gap := deletedAt.Sub(lostAt); gap < 500*time.Millisecond {
+		t.Fatalf("session ended at %s, only %s before the server deleted the key at %s", lostAt.Format(time.StampMicro), gap, deletedAt.Format(time.StampMicro))
+	}
+	t.Logf("session ended %s before the server deleted the key", deletedAt.Sub(lostAt))
+	proxy.Resume()
+}
+
+func TestCloseRevokesLease(t *testing.T) {
+	cluster := etcdtest.Start(t)
+	cli := cluster.Client()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := New(ctx, cli, Options{TTL: 5 * time.Second, Margin: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.Put(ctx, "k", "v", clientv3.WithLease(s.Lease())); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(s.Err(), ErrClosed) {
+		t.Errorf("cause = %v, want %v", s.Err(), ErrClosed)
+	}
+	resp, err := cli.Get(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Kvs) != 0 {
+		t.Fatal("key bound to a revoked lease still exists")
+	}
+}
+
+func TestRevokedLeaseEndsSession(t *testing.T) {
+	cluster := etcdtest.Start(t)
+	cli := cluster.Client()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := New(ctx, cli, Options{TTL: 5 * time.Second, Margin: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Orphan()
+	if _, err := cluster.Client().Revoke(ctx, s.Lease()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-s.Done():
+	case <-ctx.Done():
+		t.Fatal("session outlived its revoked lease")
+	}
+	if !errors.Is(s.Err(), ErrLeaseGone) {
+		t.Errorf("cause = %v, want %v", s.Err(), ErrLeaseGone)
+	}
+}
+
+func TestOptionsAreChecked(t *testing.T) {
+	for _, o := range []Options{
+		{TTL: 500 * time.Millisecond, Margin: 100 * time.Millisecond},
+		{TTL: 2 * time.Second, Margin: 2 * time.Second},
+		{TTL: 2 * time.Second, Margin: 0},
+	} {
+		if err := o.check(); err == nil {
+			t.Errorf("%+v accepted", o)
+		}
+	}
+}
+
+func waitFor(t *testing.T, within time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("condition not met within %s", within)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
