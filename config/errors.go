@@ -1,0 +1,157 @@
+package config
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Problem is one thing wrong with a configuration file.
+type Problem struct {
+	File string
+	// Line and Col are 1-based and point at the offending value, at the key
+	// of an unknown field, or at the enclosing mapping for a missing field.
+	// Zero when the config did not come from a file.
+	Line, Col int
+	// Path names the setting, e.g. "jobs[1].schedule"; empty for a problem
+	// with the file as a whole, such as a YAML syntax error.
+	Path    string
+	Message string
+}
+
+func (p Problem) String() string {
+	var b strings.Builder
+	if p.File != "" {
+		b.WriteString(p.File)
+		b.WriteString(":")
+	}
+	if p.Line > 0 {
+		b.WriteString(strconv.Itoa(p.Line) + ":" + strconv.Itoa(p.Col) + ":")
+	}
+	if b.Len() > 0 {
+		b.WriteString(" ")
+	}
+	if p.Path != "" {
+		b.WriteString(p.Path + ": ")
+	}
+	b.WriteString(p.Message)
+	return b.String()
+}
+
+// Error is every problem found in one configuration, in file order.
+type Error struct {
+	Problems []Problem
+}
+
+// Error returns one problem per line, each as FILE:LINE:COL: path: message.
+func (e *Error) Error() string {
+	lines := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		lines[i] = p.String()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// problems collects what decoding and validation find, so that a user
+// sees every mistake in one run instead of fixing them one at a time.
+type problems struct {
+	file string
+	list []Problem
+	// nodes maps each path that appeared in the file to its value node.
+	nodes map[string]*yaml.Node
+	// broken holds paths whose value could not be decoded: checks on them
+	// or below them would only repeat the same mistake in other words.
+	broken map[string]bool
+}
+
+func newProblems(file string) *problems {
+	return &problems{file: file, nodes: map[string]*yaml.Node{}, broken: map[string]bool{}}
+}
+
+// atNode records a problem at a node's position.
+func (p *problems) atNode(n *yaml.Node, path, format string, args ...any) {
+	pr := Problem{File: p.file, Path: path, Message: fmt.Sprintf(format, args...)}
+	if n != nil {
+		pr.Line, pr.Col = n.Line, n.Column
+	}
+	p.list = append(p.list, pr)
+}
+
+// add records a problem with path, positioned at the path's value or, when
+// the path is not in the file (a default or a missing field), at the nearest
+// enclosing value that is.
+func (p *problems) add(path, format string, args ...any) {
+	for q := path; ; q = parent(q) {
+		if p.broken[q] {
+			return
+		}
+		if q == "" {
+			break
+		}
+	}
+	p.atNode(p.node(path), path, format, args...)
+}
+
+// node returns the value node of path or of its nearest ancestor in the file.
+func (p *problems) node(path string) *yaml.Node {
+	for q := path; ; q = parent(q) {
+		if n, ok := p.nodes[q]; ok {
+			return n
+		}
+		if q == "" {
+			return nil
+		}
+	}
+}
+
+// present reports whether path was written in the file.
+func (p *problems) present(path string) bool {
+	_, ok := p.nodes[path]
+	return ok
+}
+
+// fromFile reports whether positions are known, that is, whether the config
+// was decoded from a file rather than built in code.
+func (p *problems) fromFile() bool { return len(p.nodes) > 0 }
+
+// line returns the line of path's value, for messages that refer to it.
+func (p *problems) line(path string) int {
+	if n := p.node(path); n != nil {
+		return n.Line
+	}
+	return 0
+}
+
+func (p *problems) err() error {
+	if len(p.list) == 0 {
+		return nil
+	}
+	list := slices.Clone(p.list)
+	slices.SortStableFunc(list, func(a, b Problem) int {
+		if a.Line != b.Line {
+			return a.Line - b.Line
+		}
+		return a.Col - b.Col
+	})
+	return &Error{Problems: list}
+}
+
+// parent strips the last element of a path: "jobs[1].http" -> "jobs[1]" ->
+// "jobs" -> "".
+func parent(path string) string {
+	i := strings.LastIndexAny(path, ".[")
+	if i < 0 {
+		return ""
+	}
+	return path[:i]
+}
+
+func join(path, field string) string {
+	if path == "" {
+		return field
+	}
+	return path + "." + field
+}

@@ -1,0 +1,75 @@
+package config
+
+import (
+	"sync"
+	"time"
+
+	"github.com/etcdsched/scheduler/internal/schedule"
+)
+
+// Job returns the job called name, or nil.
+func (c *Config) Job(name string) *Job {
+	for i := range c.Jobs {
+		if c.Jobs[i].Name == name {
+			return &c.Jobs[i]
+		}
+	}
+	return nil
+}
+
+// Caches shared by all Jobs. A Job travels as JSON inside queue entries, so
+// it carries no parsed state of its own; these keep the dispatch loop from
+// reading zone files and parsing cron on every tick. Locations and
+// schedules are immutable, so sharing them is safe.
+var (
+	locations sync.Map // zone name -> *time.Location
+	schedules sync.Map // zone name + "\n" + spec -> schedule.Schedule
+)
+
+// Location returns the job's time zone; UTC when it is empty or cannot be
+// loaded (Parse rejects the latter).
+func (j *Job) Location() *time.Location {
+	name := j.Timezone
+	if name == "" || name == "UTC" {
+		return time.UTC
+	}
+	if l, ok := locations.Load(name); ok {
+		return l.(*time.Location)
+	}
+	l, err := time.LoadLocation(name)
+	if err != nil || name == "Local" {
+		return time.UTC
+	}
+	locations.Store(name, l)
+	return l
+}
+
+// ParsedSchedule returns the job's schedule, evaluated in its time zone.
+func (j *Job) ParsedSchedule() (schedule.Schedule, error) {
+	key := j.Timezone + "\n" + j.Schedule
+	if s, ok := schedules.Load(key); ok {
+		return s.(schedule.Schedule), nil
+	}
+	s, err := schedule.Parse(j.Schedule, j.Location())
+	if err != nil {
+		return nil, err
+	}
+	schedules.Store(key, s)
+	return s, nil
+}
+
+// JitterAt returns the delay added to the job's tick: in [0, jitter) and
+// the same on every replica.
+func (j *Job) JitterAt(tick time.Time) time.Duration {
+	return schedule.Jitter(j.Name, tick, j.Jitter.D())
+}
+
+// Delay returns how long to wait before retry number n (1 for the first
+// retry): backoff doubled per retry, capped at max_backoff.
+func (r Retries) Delay(n int) time.Duration {
+	d, limit := r.Backoff.D(), r.MaxBackoff.D()
+	for i := 1; i < n && d > 0 && d < limit; i++ {
+		d *= 2
+	}
+	return min(d, limit)
+}

@@ -1,0 +1,146 @@
+package config
+
+import (
+	"net"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// NamePattern is the syntax of job and resource names: they appear in etcd keys
+// and run ids ("<job>@<time>"), so no "/" and no "@".
+var NamePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)
+
+// MaxConcurrency bounds max_concurrency: every slot is an etcd key a
+// worker may probe when it claims a run.
+const MaxConcurrency = 1000
+
+// MinSessionTTL is the shortest session: with less, one slow keepalive
+// round trip is enough to lose every slot a replica holds.
+const MinSessionTTL = 2 * time.Second
+
+// Validate checks a Config built or changed in code, such as one with
+// command-line overrides applied. Problems carry paths but no positions.
+func (c *Config) Validate() error {
+	p := newProblems("")
+	c.validate(p)
+	return p.err()
+}
+
+func (c *Config) validate(p *problems) {
+	c.validateCluster(p)
+	c.validateAPI(p)
+	if c.Worker.MaxParallel < 1 {
+		p.add("worker.max_parallel", "must be at least 1, got %d", c.Worker.MaxParallel)
+	}
+	notNegative(p, "worker.shutdown_grace", c.Worker.ShutdownGrace)
+	declared := c.validateResources(p)
+	first := map[string]string{} // job name -> path of its first use
+	for i := range c.Jobs {
+		c.Jobs[i].validate(p, "jobs["+strconv.Itoa(i)+"]", declared, first)
+	}
+}
+
+func (c *Config) validateCluster(p *problems) {
+	e := c.Cluster.Etcd
+	for i, ep := range e.Endpoints {
+		path := "cluster.etcd.endpoints[" + strconv.Itoa(i) + "]"
+		if !validEndpoint(ep) {
+			p.add(path, "invalid endpoint %q: want host:port or http(s)://host:port", ep)
+		}
+	}
+	if !strings.HasPrefix(e.Prefix, "/") {
+		p.add("cluster.etcd.prefix", "must start with \"/\", got %q", e.Prefix)
+	}
+	positive(p, "cluster.etcd.dial_timeout", e.DialTimeout)
+	if e.PasswordFile != "" && e.Username == "" {
+		p.add("cluster.etcd.password_file", "set without username")
+	}
+	if e.TLS.CertFile != "" && e.TLS.KeyFile == "" {
+		p.add("cluster.etcd.tls.cert_file", "set without key_file")
+	}
+	if e.TLS.KeyFile != "" && e.TLS.CertFile == "" {
+		p.add("cluster.etcd.tls.key_file", "set without cert_file")
+	}
+	if len(e.Endpoints) == 0 && c.Cluster.DataDir == "" {
+		p.add("cluster.data_dir", "must be set when there are no etcd endpoints (embedded etcd)")
+	}
+
+	ttl, margin := c.Cluster.SessionTTL.D(), c.Cluster.LeaseMargin.D()
+	ttlOK := false
+	switch {
+	case ttl < MinSessionTTL:
+		p.add("cluster.session_ttl", "must be at least %s, got %s", MinSessionTTL, ttl)
+	case ttl%time.Second != 0:
+		// etcd grants leases in whole seconds.
+		p.add("cluster.session_ttl", "must be a whole number of seconds, got %s", ttl)
+	default:
+		ttlOK = true
+	}
+	switch {
+	case margin <= 0:
+		p.add("cluster.lease_margin", "must be positive, got %s", margin)
+	case ttlOK && margin >= ttl:
+		p.add("cluster.lease_margin", "must be less than session_ttl (%s), got %s", ttl, margin)
+	}
+}
+
+func validEndpoint(ep string) bool {
+	if strings.Contains(ep, "://") {
+		u, err := url.Parse(ep)
+		return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
+	}
+	host, port, err := net.SplitHostPort(ep)
+	return err == nil && host != "" && validPort(port)
+}
+
+func validPort(s string) bool {
+	n, err := strconv.Atoi(s)
+	return err == nil && n >= 0 && n <= 65535
+}
+
+func (c *Config) validateAPI(p *problems) {
+	_, port, err := net.SplitHostPort(c.API.Listen)
+	if err != nil || !validPort(port) {
+		p.add("api.listen", "invalid address %q: want host:port, e.g. 127.0.0.1:8080 or :8080", c.API.Listen)
+	}
+}
+
+// validateResources returns the declared names with the path of each.
+func (c *Config) validateResources(p *problems) map[string]string {
+	declared := map[string]string{}
+	for i, r := range c.Resources {
+		path := "resources[" + strconv.Itoa(i) + "]"
+		switch prev, dup := declared[r.Name]; {
+		case r.Name == "":
+			p.add(path+".name", "required")
+		case !NamePattern.MatchString(r.Name):
+			p.add(path+".name", "invalid resource name %q: want %s", r.Name, NamePattern)
+		case dup:
+			p.add(path+".name", "duplicate resource name %q (first at line %d)", r.Name, p.line(prev+".name"))
+		default:
+			declared[r.Name] = path
+		}
+		switch {
+		case r.Limit < 1 && p.fromFile() && !p.present(path+".limit"):
+			p.add(path+".limit", "required")
+		case r.Limit < 1:
+			p.add(path+".limit", "must be at least 1, got %d", r.Limit)
+		}
+	}
+	return declared
+}
+
+func notNegative(p *problems, path string, d Duration) {
+	if d < 0 {
+		p.add(path, "must not be negative, got %s", d)
+	}
+}
+
+func positive(p *problems, path string, d Duration) {
+	if d <= 0 {
+		p.add(path, "must be positive, got %s", d)
+	}
+}
