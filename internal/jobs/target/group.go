@@ -1,0 +1,72 @@
+package target
+
+import (
+	"log/slog"
+	"syscall"
+	"time"
+)
+
+// killWait bounds how long we wait for a group to vanish after SIGKILL.
+// SIGKILL cannot be caught, so only a process stuck in the kernel (D state)
+// outlives it; we log that rather than hold the run open forever.
+const killWait = 5 * time.Second
+
+// group is the process group of one exec run. The leader was started with
+// Setpgid, so the group id is its pid; every descendant stays in it unless
+// it deliberately calls setsid or setpgid.
+//
+// Signals go to the group only while the leader is unreaped (see waitExit):
+// a zombie leader keeps its pid, hence the group id, from being reused, so a
+// signal can never reach an unrelated process that happens to get the number.
+type group struct {
+	pgid int
+	log  *slog.Logger
+}
+
+// stop ends every process of the group: SIGTERM, up to grace for them to
+// exit, then SIGKILL. It returns once none is alive (or killWait passed).
+// Used both on cancellation and after a leader exits by itself, because a
+// process it left behind would go on running outside the run's slot.
+func (g group) stop(grace time.Duration) {
+	if !g.alive() {
+		return
+	}
+	g.signal(syscall.SIGTERM)
+	if g.waitGone(grace) {
+		return
+	}
+	g.log.Info("process group ignored SIGTERM, killing", "pgid", g.pgid, "grace", grace)
+	g.signal(syscall.SIGKILL)
+	if !g.waitGone(killWait) {
+		g.log.Warn("process group still alive after SIGKILL", "pgid", g.pgid)
+	}
+}
+
+func (g group) signal(sig syscall.Signal) {
+	// ESRCH only means the group just emptied; nothing else is actionable.
+	if err := syscall.Kill(-g.pgid, sig); err != nil && err != syscall.ESRCH {
+		g.log.Warn("signal process group", "pgid", g.pgid, "signal", sig.String(), "err", err)
+	}
+}
+
+// waitGone polls until the group is empty or d passes. Members are not our
+// children (grandchildren are reparented), so there is nothing to wait on
+// but their absence; the poll starts fast and backs off to stay cheap.
+func (g group) waitGone(d time.Duration) bool {
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	step := 2 * time.Millisecond
+	for {
+		if !g.alive() {
+			return true
+		}
+		t := time.NewTimer(step)
+		select {
+		case <-deadline.C:
+			t.Stop()
+			return !g.alive()
+		case <-t.C:
+		}
+		step = min(2*step, 50*time.Millisecond)
+	}
+}

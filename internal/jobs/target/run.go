@@ -1,0 +1,37 @@
+package target
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/etcdsched/scheduler/internal/runs"
+)
+
+// Run is what a target learns about the run it executes (SPEC section 7).
+type Run struct {
+	Job          string // defaults to the job's name when empty
+	RunID        string
+	Attempt      int
+	ScheduledAt  time.Time
+	Slot         int
+	FencingToken int64
+	Holder       string
+}
+
+// field is one value of SPEC section 7, named once for both forms so the
+// header and the environment variable can never drift apart.
+type field struct {
+	header, env, value string
+}
+
+func (r Run) fields() []field {
+	return []field{
+		{"X-Scheduler-Job", "SCHEDULER_JOB", r.Job},
+		{"X-Scheduler-Run-Id", "SCHEDULER_RUN_ID", r.RunID},
+		{"X-Scheduler-Attempt", "SCHEDULER_ATTEMPT", strconv.Itoa(r.Attempt)},
+		{"X-Scheduler-Scheduled-At", "SCHEDULER_SCHEDULED_AT", r.ScheduledAt.UTC().Format(runs.TimeFormat)},
+		{"X-Scheduler-Slot", "SCHEDULER_SLOT", strconv.Itoa(r.Slot)},
+		{"X-Scheduler-Fencing-Token", "SCHEDULER_FENCING_TOKEN", strconv.FormatInt(r.FencingToken, 10)},
+		{"X-Scheduler-Holder", "SCHEDULER_HOLDER", r.Holder},
+	}
+}
