@@ -1,0 +1,145 @@
+package target
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/etcdsched/scheduler/config"
+)
+
+// helperEnv makes the test binary act as a target program instead of
+// running tests, so tests control exactly what a process writes.
+const helperEnv = "TARGET_TEST_HELPER"
+
+func TestMain(m *testing.M) {
+	switch os.Getenv(helperEnv) {
+	case "":
+		goleak.VerifyTestMain(m)
+	case "write":
+		n, _ := strconv.Atoi(os.Getenv("TARGET_TEST_BYTES"))
+		if err := writePattern(os.Stdout, n); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+		os.Exit(0)
+	default:
+		os.Exit(3)
+	}
+}
+
+// pattern is the byte at offset i of a helper's output. Its period, 251, is
+// prime and so never lines up with the 4 KiB tail or the ring's wrap point:
+// a tail with bytes out of order or misplaced cannot match by accident.
+func pattern(i int) byte { return byte(i % 251) }
+
+func writePattern(f *os.File, n int) error {
+	// A block whose length is a multiple of the period repeats seamlessly.
+	block := make([]byte, 251*256)
+	for i := range block {
+		block[i] = pattern(i)
+	}
+	for n > 0 {
+		k, err := f.Write(block[:min(n, len(block))])
+		if err != nil {
+			return err
+		}
+		n -= k
+	}
+	return nil
+}
+
+func patternTail(total, n int) []byte {
+	out := make([]byte, 0, n)
+	for i := total - n; i < total; i++ {
+		out = append(out, pattern(i))
+	}
+	return out
+}
+
+func testExecutor(t *testing.T) *Executor {
+	t.Helper()
+	e := New(Options{})
+	t.Cleanup(e.Close)
+	return e
+}
+
+func testRun() Run {
+	return Run{
+		Job:          "nightly-report",
+		RunID:        "nightly-report@2026-11-22T01:00:00.123456789Z",
+		Attempt:      1,
+		ScheduledAt:  time.Date(2026, 11, 22, 2, 0, 0, 123456789, time.FixedZone("CET", 3600)),
+		Slot:         2,
+		FencingToken: 7340032,
+		Holder:       "replica-a",
+	}
+}
+
+// wantFields is what testRun must look like to a target.
+var wantFields = map[string]string{
+	"JOB":           "nightly-report",
+	"RUN_ID":        "nightly-report@2026-11-22T01:00:00.123456789Z",
+	"ATTEMPT":       "1",
+	"SCHEDULED_AT":  "2026-11-22T01:00:00.123456789Z",
+	"SLOT":          "2",
+	"FENCING_TOKEN": "7340032",
+	"HOLDER":        "replica-a",
+}
+
+func execJob(timeout time.Duration, grace time.Duration, command ...string) *config.Job {
+	return &config.Job{
+		Name:    "nightly-report",
+		Timeout: config.Duration(timeout),
+		Exec:    &config.Exec{Command: command, KillGrace: config.Duration(grace)},
+	}
+}
+
+// eventually polls cond until it holds or a generous deadline passes; the
+// machines running tests are shared and slow, so the deadline only bounds a
+// broken test, it is not a timing claim.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("timed out waiting for %s", what)
+		case <-tick.C:
+		}
+	}
+}
+
+// liveInGroup lists the processes of group pgid that are not zombies, read
+// straight from /proc/*/stat, independently of the package's own scan.
+func liveInGroup(t *testing.T, pgid int) []string {
+	t.Helper()
+	paths, err := filepath.Glob("/proc/[0-9]*/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var live []string
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		rest := strings.Fields(s[strings.LastIndex(s, ")")+1:])
+		if len(rest) < 3 || rest[2] != strconv.Itoa(pgid) || rest[0] == "Z" {
+			continue
+		}
+		live = append(live, s[:strings.LastIndex(s, ")")+1]+" "+rest[0])
+	}
+	return live
+}

@@ -1,0 +1,106 @@
+// Package target executes one run of a job against its target, an HTTP
+// request or a local command (SPEC section 7), and reports how it ended
+// (SPEC section 6). It knows nothing of etcd: the caller holds the slot and
+// hands in a context that is cancelled when the run must stop (timeout is
+// applied here; cancel requests and the lease guard come from the caller).
+package target
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/etcdsched/scheduler/config"
+)
+
+const (
+	// defaultTimeout is SPEC section 3's default. Config applies it too; this
+	// guards a Job built in code so a run can never be unbounded.
+	defaultTimeout = time.Hour
+	// defaultKillGrace is how long a process group gets between SIGTERM and
+	// SIGKILL when neither the job nor the Options say.
+	defaultKillGrace = 10 * time.Second
+)
+
+// Options configure an Executor. The zero value is usable.
+type Options struct {
+	Logger *slog.Logger
+	// Transport replaces the shared HTTP transport, for tests or proxies.
+	Transport http.RoundTripper
+	// DefaultKillGrace applies to exec jobs without kill_grace; 10s if zero.
+	DefaultKillGrace time.Duration
+}
+
+// Executor runs targets. It is safe for concurrent use; HTTP runs share one
+// transport so keep-alive connections are reused from run to run.
+type Executor struct {
+	log       *slog.Logger
+	transport http.RoundTripper
+	// Two clients over one transport: redirects are a per-job choice, and
+	// http.Client takes it as a client setting, not a request setting.
+	follow, noFollow *http.Client
+	killGrace        time.Duration
+}
+
+// New returns an Executor.
+func New(opts Options) *Executor {
+	e := &Executor{
+		log:       opts.Logger,
+		transport: opts.Transport,
+		killGrace: opts.DefaultKillGrace,
+	}
+	if e.log == nil {
+		e.log = slog.New(slog.DiscardHandler)
+	}
+	e.log = e.log.With("component", "target")
+	if e.transport == nil {
+		e.transport = newTransport()
+	}
+	if e.killGrace <= 0 {
+		e.killGrace = defaultKillGrace
+	}
+	e.follow = &http.Client{Transport: e.transport}
+	e.noFollow = &http.Client{
+		Transport: e.transport,
+		CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
+		},
+	}
+	return e
+}
+
+// Execute runs job's target once and returns how it ended. It applies
+// job.Timeout itself (timed_out); if ctx ends first the run is cancelled and
+// the Error carries context.Cause(ctx). It returns only once the target is
+// over: the HTTP exchange aborted or done, every process of an exec job's
+// group gone.
+func (e *Executor) Execute(ctx context.Context, job *config.Job, run Run) Result {
+	if run.Job == "" {
+		run.Job = job.Name
+	}
+	timeout := job.Timeout.D()
+	if timeout <= 0 {
+		timeout = defaultTimeout
+	}
+	ctx, cancel := context.WithTimeoutCause(ctx, timeout,
+		fmt.Errorf("%w after %s", errTimeout, timeout))
+	defer cancel()
+
+	switch {
+	case job.HTTP != nil && job.Exec != nil:
+		return failed("target: job %q has both http and exec", job.Name)
+	case job.HTTP != nil:
+		return e.doHTTP(ctx, job.HTTP, run)
+	case job.Exec != nil:
+		return e.doExec(ctx, job.Exec, run)
+	default:
+		return failed("target: job %q has neither http nor exec", job.Name)
+	}
+}
+
+// Close drops idle keep-alive connections; in-flight runs are not affected.
+func (e *Executor) Close() {
+	e.noFollow.CloseIdleConnections()
+}
