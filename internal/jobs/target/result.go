@@ -11,7 +11,7 @@ import (
 // Result is how a target ended: the executor's part of a run record.
 type Result struct {
 	Outcome    runs.Outcome
-	ExitCode   *int   // exec only: set when the process exited by itself
+	ExitCode   *int   // exec only: set when the process exited, nil when a signal ended it
 	HTTPStatus int    // HTTP only: set when a response arrived
 	Error      string // why the run did not succeed; empty on success
 	Output     string // the last runs.OutputLimit bytes of output or body
