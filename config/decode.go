@@ -116,11 +116,17 @@ func (d decoder) structure(n *yaml.Node, v reflect.Value, path string) {
 		return
 	}
 	fields := fieldsOf(v.Type())
+	// Merged mappings first: keys written next to "<<" win wherever they
+	// stand.
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].ShortTag() == "!!merge" {
+			d.merge(n.Content[i+1], v, path)
+		}
+	}
 	seen := map[string]*yaml.Node{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		key, val := n.Content[i], n.Content[i+1]
 		if key.ShortTag() == "!!merge" {
-			d.merge(val, v, path)
 			continue
 		}
 		if first, ok := seen[key.Value]; ok {
@@ -129,6 +135,11 @@ func (d decoder) structure(n *yaml.Node, v reflect.Value, path string) {
 		}
 		seen[key.Value] = key
 		idx, ok := fields[key.Value]
+		if !ok && path == "" && strings.HasPrefix(key.Value, "x-") {
+			// Top-level "x-" keys hold anchors to merge from, as in
+			// docker compose files; they configure nothing themselves.
+			continue
+		}
 		if !ok {
 			d.atNode(key, path, "unknown field %q", key.Value)
 			continue
@@ -138,8 +149,7 @@ func (d decoder) structure(n *yaml.Node, v reflect.Value, path string) {
 }
 
 // merge applies a YAML merge key ("<<: *defaults"), so that jobs can share
-// settings through anchors. Keys written next to the merge key win because
-// they come later or are decoded over it.
+// settings through anchors.
 func (d decoder) merge(n *yaml.Node, v reflect.Value, path string) {
 	if n.Kind == yaml.AliasNode && n.Alias != nil {
 		n = n.Alias

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -81,10 +82,16 @@ func (e *docError) Error() string {
 
 var reYAMLLine = regexp.MustCompile(`^yaml: (?:line (\d+): )?(.*)$`)
 
+// maxSearchLines bounds the search for the line of a syntax error.
+const maxSearchLines = 5000
+
 // syntaxProblem positions a yaml syntax error. yaml reports a line but no
-// column; a tab is by far the most common cause, so we point at it when the
-// line has one and at the line's first character otherwise. yaml leaves
-// the line out for errors on the first line.
+// column, and the line is often where the enclosing block began rather
+// than where it broke (and is left out entirely for the first line). The
+// first line at which a prefix of the file fails with the same message is
+// where the user has to look (this parses the file once per line, which is
+// nothing for a config file and only happens when it is broken); within it we point at a tab, the most common
+// cause, or else at the first character.
 func syntaxProblem(filename string, data []byte, err error) Problem {
 	pr := Problem{File: filename, Line: 1, Col: 1, Message: err.Error()}
 	m := reYAMLLine.FindStringSubmatch(err.Error())
@@ -95,16 +102,36 @@ func syntaxProblem(filename string, data []byte, err error) Problem {
 	if m[1] != "" {
 		pr.Line, _ = strconv.Atoi(m[1])
 	}
-	lines := strings.Split(string(data), "\n")
+	lines := strings.SplitAfter(string(data), "\n")
+	if len(lines) <= maxSearchLines {
+		prefix := 0
+		for i, l := range lines {
+			prefix += len(l)
+			_, perr := parseYAML(data[:prefix])
+			if perr == nil {
+				continue
+			}
+			// A cut through a multi-line value fails differently;
+			// keep going until the cut fails the way the file does.
+			if pm := reYAMLLine.FindStringSubmatch(perr.Error()); pm != nil && pm[2] == pr.Message {
+				pr.Line = i + 1
+				break
+			}
+		}
+	}
 	if pr.Line < 1 || pr.Line > len(lines) {
 		return pr
 	}
-	text := lines[pr.Line-1]
-	if i := strings.IndexByte(text, '\t'); i >= 0 && strings.Contains(pr.Message, "cannot start any token") {
-		pr.Col = i + 1
-		pr.Message = "tab character: YAML indents with spaces only"
+	text := strings.TrimRight(lines[pr.Line-1], "\r\n")
+	if i := strings.IndexByte(text, '\t'); i >= 0 &&
+		(strings.Contains(pr.Message, "tab") || strings.Contains(pr.Message, "cannot start any token")) {
+		pr.Col = utf8.RuneCountInString(text[:i]) + 1
+		pr.Message = "found a tab character: YAML indents with spaces only"
 		return pr
 	}
 	pr.Col = len(text) - len(strings.TrimLeft(text, " ")) + 1
+	if strings.Contains(pr.Message, "'-' indicator") || strings.Contains(pr.Message, "expected key") {
+		pr.Message += " (check the indentation)"
+	}
 	return pr
 }

@@ -11,7 +11,9 @@ import (
 
 // NamePattern is the syntax of job and resource names: they appear in etcd keys
 // and run ids ("<job>@<time>"), so no "/" and no "@".
-var NamePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)
+const NamePattern = `[a-z0-9][a-z0-9._-]{0,62}`
+
+var reName = regexp.MustCompile(`^` + NamePattern + `$`)
 
 // MaxConcurrency bounds max_concurrency: every slot is an etcd key a
 // worker may probe when it claims a run.
@@ -116,7 +118,7 @@ func (c *Config) validateResources(p *problems) map[string]string {
 		switch prev, dup := declared[r.Name]; {
 		case r.Name == "":
 			p.add(path+".name", "required")
-		case !NamePattern.MatchString(r.Name):
+		case !reName.MatchString(r.Name):
 			p.add(path+".name", "invalid resource name %q: want %s", r.Name, NamePattern)
 		case dup:
 			p.add(path+".name", "duplicate resource name %q (first at line %d)", r.Name, p.line(prev+".name"))

@@ -14,7 +14,7 @@ func (j *Job) validate(p *problems, path string, resources, first map[string]str
 	switch prev, dup := first[j.Name]; {
 	case j.Name == "":
 		p.add(path+".name", "required")
-	case !NamePattern.MatchString(j.Name):
+	case !reName.MatchString(j.Name):
 		p.add(path+".name", "invalid job name %q: want %s", j.Name, NamePattern)
 	case dup:
 		p.add(path+".name", "duplicate job name %q (first at line %d)", j.Name, p.line(prev+".name"))
