@@ -86,6 +86,10 @@ func TestDST(t *testing.T) {
 		spec: "45 1 * * *", tz: "Australia/Lord_Howe", from: "2026-04-04T12:00:00+11:00",
 		want: []string{"2026-04-05T01:45:00+11:00", "2026-04-06T01:45:00+10:30"},
 	}, {
+		name: "Sao Paulo, midnight does not exist (2018-11-04 00:00 -03:00 -> 01:00 -02:00)",
+		spec: "@daily", tz: "America/Sao_Paulo", from: "2018-11-03T12:00:00-03:00",
+		want: []string{"2018-11-04T01:00:00-02:00", "2018-11-05T00:00:00-02:00"},
+	}, {
 		name: "@every ignores wall time entirely",
 		spec: "@every 1h", tz: "Europe/Berlin", from: "2026-10-25T01:30:00+02:00",
 		want: []string{"2026-10-25T02:00:00+02:00", "2026-10-25T02:00:00+01:00", "2026-10-25T03:00:00+01:00"},
