@@ -3,7 +3,6 @@ package config
 import (
 	"fmt"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
@@ -151,11 +150,10 @@ func validCode(s string) bool {
 	if len(s) != 3 || s[0] < '1' || s[0] > '5' {
 		return false
 	}
-	if rest := strings.ToLower(s[1:]); rest == "xx" {
+	if s[1:] == "xx" || s[1:] == "XX" {
 		return true
 	}
-	_, err := strconv.Atoi(s)
-	return err == nil && s[1] >= '0' && s[1] <= '9' && s[2] >= '0' && s[2] <= '9'
+	return '0' <= s[1] && s[1] <= '9' && '0' <= s[2] && s[2] <= '9'
 }
 
 // isToken reports whether s is an RFC 9110 token, the syntax of methods
