@@ -1,0 +1,225 @@
+package slots
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/etcdsched/scheduler/internal/session"
+)
+
+// maxAttempts bounds how often a claim retries after losing the race for the
+// indexes it picked; each retry picks from a fresh, consistent read.
+const maxAttempts = 8
+
+// Resource is a shared semaphore a job names, with its cluster-wide limit.
+type Resource struct {
+	Name  string
+	Limit int
+}
+
+// Request says what to claim.
+type Request struct {
+	Job            string
+	MaxConcurrency int
+	Resources      []Resource
+	// Value is stored in every claimed key; Value.RunID is required, since
+	// it is how a claim whose response was lost is recognised.
+	Value Value
+	// If and Then are the caller's compares and operations, applied in the
+	// claim's transaction: the dispatch engine checks that the queue entry
+	// exists and deletes it, so the run leaves the queue exactly when it
+	// gets its slot (SPEC rule 3).
+	If   []clientv3.Cmp
+	Then []clientv3.Op
+	// Index, when set, claims exactly this job slot instead of any free one.
+	Index *int
+}
+
+func (r *Request) check() error {
+	if r.Job == "" || r.MaxConcurrency < 1 || r.Value.RunID == "" {
+		return fmt.Errorf("slots: claim needs a job, max concurrency >= 1 and a run id, got %q, %d, %q", r.Job, r.MaxConcurrency, r.Value.RunID)
+	}
+	if r.Index != nil && (*r.Index < 0 || *r.Index >= r.MaxConcurrency) {
+		return fmt.Errorf("slots: claim %s: index %d outside 0..%d", r.Job, *r.Index, r.MaxConcurrency-1)
+	}
+	seen := map[string]bool{}
+	for _, res := range r.Resources {
+		if res.Name == "" || res.Limit < 1 || seen[res.Name] {
+			return fmt.Errorf("slots: claim %s: resource %q with limit %d is empty, unlimited or repeated", r.Job, res.Name, res.Limit)
+		}
+		seen[res.Name] = true
+	}
+	return nil
+}
+
+// Claim takes a free slot of the job and one of each resource, with the
+// caller's If and Then, in one transaction: all or nothing. Free indexes come
+// from the view, starting at a random one so that contending workers spread
+// out; when another worker took one first, the failed transaction returns a
+// fresh read of the job's and resources' keys and the claim retries from it.
+//
+// Errors: ErrFull when the job or a resource has no free slot (by the view
+// at first, then by the transaction's read; wait on Changed and retry),
+// ErrConflict when the caller's If failed. When the response is lost, the
+// keys are read back (their value holds the run id) for as long as the
+// session lives; a slot found held is returned even if ctx ended meanwhile,
+// because the caller's Then was applied with it.
+func (s *Semaphore) Claim(ctx context.Context, sess *session.Session, req Request) (*Held, error) {
+	if err := req.check(); err != nil {
+		return nil, err
+	}
+	if err := sess.Err(); err != nil {
+		return nil, fmt.Errorf("slots: claim %s: session ended: %w", req.Job, err)
+	}
+	if err := s.waitReady(ctx); err != nil {
+		return nil, err
+	}
+	value, err := json.Marshal(req.Value)
+	if err != nil {
+		return nil, fmt.Errorf("slots: claim %s: %w", req.Job, err)
+	}
+	var start time.Time
+	defer func() {
+		// Only claims that reached etcd: a refusal by the view takes
+		// microseconds and would hide the latency that matters.
+		if !start.IsZero() {
+			s.metrics.claimDuration.Observe(time.Since(start).Seconds())
+		}
+	}()
+	free := s.freeFromView(req)
+	for range maxAttempts {
+		p, err := free.pick()
+		if err != nil {
+			return nil, fmt.Errorf("slots: claim %s: %w", req.Job, err)
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, context.Cause(ctx)
+		}
+		if start.IsZero() {
+			start = time.Now()
+		}
+		keys := p.keys(s.prefix, req)
+		slotCmps := make([]clientv3.Cmp, len(keys))
+		then := make([]clientv3.Op, 0, len(keys)+len(req.Then))
+		for i, k := range keys {
+			slotCmps[i] = clientv3.Compare(clientv3.CreateRevision(k), "=", 0)
+			then = append(then, clientv3.OpPut(k, string(value), clientv3.WithLease(sess.Lease())))
+		}
+		then = append(then, req.Then...)
+		// Else reads what holds the job's and resources' slots, keys only, so
+		// a lost race costs no extra round trip to refresh.
+		why := []clientv3.Op{clientv3.OpGet(SlotPrefix(s.prefix, req.Job), clientv3.WithPrefix(), clientv3.WithKeysOnly())}
+		for _, r := range req.Resources {
+			why = append(why, clientv3.OpGet(ResourcePrefix(s.prefix, r.Name), clientv3.WithPrefix(), clientv3.WithKeysOnly()))
+		}
+		// The caller's compares come first and alone in the outer
+		// transaction, so its failure is told apart from a taken slot.
+		resp, err := s.client.Txn(ctx).If(req.If...).Then(clientv3.OpTxn(slotCmps, then, why)).Commit()
+		if err != nil {
+			if definite(err) {
+				return nil, fmt.Errorf("slots: claim %s: %w", req.Job, err)
+			}
+			s.logger.Warn("claim outcome unknown; reading back", "job", req.Job, "slot", p.slot, "run_id", req.Value.RunID, "err", err)
+			h, err := s.readBack(ctx, sess, req, p)
+			if err != nil || h != nil {
+				return h, err
+			}
+			free = s.freeFromView(req)
+			continue
+		}
+		if !resp.Succeeded {
+			return nil, fmt.Errorf("slots: claim %s run %s: %w", req.Job, req.Value.RunID, ErrConflict)
+		}
+		inner := resp.Responses[0].GetResponseTxn()
+		if inner.Succeeded {
+			h := newHeld(sess, req.Job, p.slot, resp.Header.Revision, p.resources(req), keys, req.Value)
+			s.track(h)
+			s.logger.Debug("slot claimed", "job", req.Job, "slot", p.slot, "token", h.Token, "run_id", req.Value.RunID)
+			return h, nil
+		}
+		free = s.freeFromRead(req, inner.Responses)
+	}
+	return nil, fmt.Errorf("slots: claim %s: lost the race for a free slot %d times: %w", req.Job, maxAttempts, ErrFull)
+}
+
+// readBack resolves a claim whose response was lost: the job slot key holds
+// our run id under our lease exactly when the transaction was applied. It
+// keeps trying after ctx ends (the caller's Then may have been applied, so
+// walking away could strand a queue entry's run) until the session ends;
+// from then on anything we might hold is bound to a lease the server will
+// expire, and the loss is visible as a slot gone without a run record.
+func (s *Semaphore) readBack(ctx context.Context, sess *session.Session, req Request, p pick) (*Held, error) {
+	rctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer cancel(nil)
+	stop := context.AfterFunc(sess.Context(), func() { cancel(context.Cause(sess.Context())) })
+	defer stop()
+	keys := p.keys(s.prefix, req)
+	gets := make([]clientv3.Op, len(keys))
+	for i, k := range keys {
+		gets[i] = clientv3.OpGet(k)
+	}
+	backoff := newBackoff()
+	for {
+		resp, err := s.client.Txn(rctx).Then(gets...).Commit()
+		if err == nil {
+			return s.heldFromRead(sess, req, p, keys, resp)
+		}
+		if rctx.Err() != nil || definite(err) {
+			return nil, fmt.Errorf("slots: claim %s run %s: %w: %w", req.Job, req.Value.RunID, ErrIndeterminate, errors.Join(context.Cause(rctx), err))
+		}
+		s.logger.Warn("reading back a claim failed; retrying", "job", req.Job, "run_id", req.Value.RunID, "err", err)
+		if !backoff.wait(rctx) {
+			return nil, fmt.Errorf("slots: claim %s run %s: %w: %w", req.Job, req.Value.RunID, ErrIndeterminate, context.Cause(rctx))
+		}
+	}
+}
+
+func (s *Semaphore) heldFromRead(sess *session.Session, req Request, p pick, keys []string, resp *clientv3.TxnResponse) (*Held, error) {
+	var token int64
+	for i, r := range resp.Responses {
+		kvs := r.GetResponseRange().Kvs
+		var v Value
+		if len(kvs) == 1 {
+			_ = json.Unmarshal(kvs[0].Value, &v)
+		}
+		mine := len(kvs) == 1 && clientv3.LeaseID(kvs[0].Lease) == sess.Lease() && v.RunID == req.Value.RunID
+		switch {
+		case i == 0 && !mine:
+			return nil, nil // not applied: the keys are free or someone else's
+		case i == 0:
+			token = kvs[0].CreateRevision
+		case !mine || kvs[0].CreateRevision != token:
+			// One transaction wrote them all; anything else is a bug to surface.
+			return nil, fmt.Errorf("slots: claim %s run %s: read back job slot %d with token %d but not resource key %s", req.Job, req.Value.RunID, p.slot, token, keys[i])
+		}
+	}
+	h := newHeld(sess, req.Job, p.slot, token, p.resources(req), keys, req.Value)
+	s.track(h)
+	s.logger.Info("claim read back as applied", "job", req.Job, "slot", p.slot, "token", token, "run_id", req.Value.RunID)
+	return h, nil
+}
+
+// definite reports whether err means the server refused the request, so it
+// was certainly not applied; anything else (timeouts, unavailability, the
+// context ending) leaves the outcome unknown.
+func definite(err error) bool {
+	code := status.Code(err)
+	var ee rpctypes.EtcdError
+	if errors.As(err, &ee) {
+		code = ee.Code()
+	}
+	switch code {
+	case codes.InvalidArgument, codes.FailedPrecondition, codes.NotFound, codes.AlreadyExists,
+		codes.PermissionDenied, codes.Unauthenticated, codes.ResourceExhausted, codes.OutOfRange:
+		return true
+	}
+	return false
+}

@@ -1,0 +1,295 @@
+package slots
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/etcdsched/scheduler/internal/etcdtest"
+)
+
+// The dispatch engine's queue entry leaves the queue exactly when the run
+// gets its slot: the second claim of the same entry changes nothing.
+func TestClaimAppliesCallerOpsAtomically(t *testing.T) {
+	cluster := etcdtest.Start(t)
+	cli := cluster.Client()
+	sem := startSemaphore(t, cli)
+	sess := newSession(t, cli, 5*time.Second, time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	queueKey := testPrefix + "queue/j/j@1"
+	if _, err := cli.Put(ctx, queueKey, "pending"); err != nil {
+		t.Fatal(err)
+	}
+	req := func(holder string) Request {
+		return Request{
+			Job: "j", MaxConcurrency: 2,
+			Value: Value{RunID: "j@1", Holder: holder},
+			If:    []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(queueKey), ">", 0)},
+			Then:  []clientv3.Op{clientv3.OpDelete(queueKey)},
+		}
+	}
+	h, err := sem.Claim(ctx, sess, req("a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := keysUnder(t, cli, testPrefix)
+	if _, queued := keys[queueKey]; queued {
+		t.Error("queue entry survived its claim")
+	}
+	if keys[h.Key()] != h.Token {
+		t.Errorf("slot %s has create revision %d, held token %d", h.Key(), keys[h.Key()], h.Token)
+	}
+	if _, err := sem.Claim(ctx, sess, req("b")); !errors.Is(err, ErrConflict) {
+		t.Fatalf("second claim of the same entry: err = %v, want %v", err, ErrConflict)
+	}
+	if n := len(keysUnder(t, cli, SlotsPrefix(testPrefix))); n != 1 {
+		t.Fatalf("%d slot keys after a failed claim, want 1", n)
+	}
+	if err := sem.Release(ctx, h); err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(context.Cause(h.Context()), ErrReleased) {
+		t.Errorf("holder context cause = %v, want %v", context.Cause(h.Context()), ErrReleased)
+	}
+}
+
+// frozenSemaphore has read the (empty) view once and stopped watching, so
+// its claims believe every slot is free and only the transaction can tell.
+func frozenSemaphore(t *testing.T, cli *clientv3.Client) *Semaphore {
+	t.Helper()
+	sem, err := New(cli, testPrefix, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- sem.Run(ctx) }()
+	<-sem.Ready()
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	return sem
+}
+
+// A claim takes the job slot and the resource slot together or neither,
+// judged by the transaction even when the view is stale; a lost race is
+// retried from the keys the failed transaction read.
+func TestClaimIsAllOrNothingAgainstAStaleView(t *testing.T) {
+	cluster := etcdtest.Start(t)
+	cli := cluster.Client()
+	sem := frozenSemaphore(t, cli)
+	sess := newSession(t, cli, 5*time.Second, time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	// Another replica holds the only slot of the resource and slots 0 and 1
+	// of the job.
+	for _, k := range []string{ResourceKey(testPrefix, "db", 0), SlotKey(testPrefix, "j", 0), SlotKey(testPrefix, "j", 1)} {
+		if _, err := cli.Put(ctx, k, `{"run_id":"other"}`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := keysUnder(t, cli, testPrefix)
+	_, err := sem.Claim(ctx, sess, Request{Job: "j", MaxConcurrency: 3, Resources: []Resource{{"db", 1}}, Value: Value{RunID: "j@1"}})
+	if !errors.Is(err, ErrFull) || !strings.Contains(err.Error(), "resource db") {
+		t.Fatalf("err = %v, want %v naming resource db", err, ErrFull)
+	}
+	if after := keysUnder(t, cli, testPrefix); len(after) != len(before) {
+		t.Fatalf("a refused claim wrote keys: %v", after)
+	}
+	// Without the resource only slot 2 is free, whatever the view believes.
+	for range 5 {
+		h, err := sem.Claim(ctx, sess, Request{Job: "j", MaxConcurrency: 3, Value: Value{RunID: "j@2"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Slot != 2 {
+			t.Fatalf("claimed slot %d, want 2", h.Slot)
+		}
+		if err := sem.Release(ctx, h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	two := 2
+	if _, err := sem.Claim(ctx, sess, Request{Job: "j", MaxConcurrency: 3, Index: &two, Value: Value{RunID: "j@3"}}); err != nil {
+		t.Fatalf("claim of exactly slot 2: %v", err)
+	}
+	one := 1
+	if _, err := sem.Claim(ctx, sess, Request{Job: "j", MaxConcurrency: 3, Index: &one, Value: Value{RunID: "j@4"}}); !errors.Is(err, ErrFull) {
+		t.Fatalf("claim of exactly the taken slot 1: err = %v, want %v", err, ErrFull)
+	}
+}
+
+// A slot deleted under its holder (here by hand) ends the holder's context
+// although the session lives on.
+func TestDeletedSlotEndsHolderContext(t *testing.T) {
+	cluster := etcdtest.Start(t)
+	cli := cluster.Client()
+	sem := startSemaphore(t, cli)
+	sess := newSession(t, cli, 5*time.Second, time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	h, err := sem.Claim(ctx, sess, Request{Job: "j", MaxConcurrency: 1, Value: Value{RunID: "j@1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.Delete(ctx, h.Key()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-h.Context().Done():
+	case <-ctx.Done():
+		t.Fatal("holder context outlived its slot")
+	}
+	if !errors.Is(context.Cause(h.Context()), ErrLost) {
+		t.Errorf("cause = %v, want %v", context.Cause(h.Context()), ErrLost)
+	}
+	if sess.Err() != nil {
+		t.Errorf("session ended too: %v", sess.Err())
+	}
+	if err := sem.Release(ctx, h); !errors.Is(err, ErrNotOwner) {
+		t.Errorf("release of a lost slot: err = %v, want %v", err, ErrNotOwner)
+	}
+}
+
+func TestListAndMetrics(t *testing.T) {
+	cluster := etcdtest.Start(t)
+	cli := cluster.Client()
+	reg := prometheus.NewPedanticRegistry()
+	sem, err := New(cli, testPrefix, nil, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runSemaphore(t, sem)
+	sess := newSession(t, cli, 5*time.Second, time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	scheduled := time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC)
+	started := scheduled.Add(time.Second)
+	v := Value{RunID: "j@2026-11-22T01:00:00Z", Holder: "replica-a", StartedAt: started, ScheduledAt: scheduled}
+	h, err := sem.Claim(ctx, sess, Request{Job: "j", MaxConcurrency: 1, Resources: []Resource{{"db", 3}}, Value: v})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, func() bool { return len(sem.List()) == 2 })
+	list := sem.List()
+	want := []Info{
+		{Job: "j", Slot: 0, RunID: v.RunID, Holder: "replica-a", FencingToken: h.Token, StartedAt: started, ScheduledAt: scheduled},
+		{Resource: "db", Slot: h.Resources[0].Index, RunID: v.RunID, Holder: "replica-a", FencingToken: h.Token, StartedAt: started, ScheduledAt: scheduled},
+	}
+	for i := range want {
+		if !list[i].StartedAt.Equal(want[i].StartedAt) || !list[i].ScheduledAt.Equal(want[i].ScheduledAt) {
+			t.Errorf("List()[%d] times = %v, %v", i, list[i].StartedAt, list[i].ScheduledAt)
+		}
+		list[i].StartedAt, list[i].ScheduledAt = want[i].StartedAt, want[i].ScheduledAt
+		if list[i] != want[i] {
+			t.Errorf("List()[%d] = %+v, want %+v", i, list[i], want[i])
+		}
+	}
+	if sem.InUse("j") != 1 || sem.ResourceInUse("db") != 1 {
+		t.Errorf("in use: job %d, resource %d", sem.InUse("j"), sem.ResourceInUse("db"))
+	}
+	gauges := func(job, res int) string {
+		return strings.NewReplacer("JOB", string(rune('0'+job)), "RES", string(rune('0'+res))).Replace(`
+# HELP scheduler_resource_slots_in_use Shared-resource slots held across the cluster, as seen by this replica's watch.
+# TYPE scheduler_resource_slots_in_use gauge
+scheduler_resource_slots_in_use{resource="db"} RES
+# HELP scheduler_slots_in_use Job slots held across the cluster, as seen by this replica's watch.
+# TYPE scheduler_slots_in_use gauge
+scheduler_slots_in_use{job="j"} JOB
+`)
+	}
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(gauges(1, 1)), "scheduler_slots_in_use", "scheduler_resource_slots_in_use"); err != nil {
+		t.Error(err)
+	}
+	if err := sem.Release(ctx, h); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, func() bool { return len(sem.List()) == 0 })
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(gauges(0, 0)), "scheduler_slots_in_use", "scheduler_resource_slots_in_use"); err != nil {
+		t.Error(err)
+	}
+	if n := testutil.CollectAndCount(reg, "scheduler_claim_duration_seconds"); n != 1 {
+		t.Errorf("%d claim duration series", n)
+	}
+	if problems, err := testutil.GatherAndLint(reg); err != nil || len(problems) > 0 {
+		t.Errorf("lint: %v %v", problems, err)
+	}
+}
+
+// syncBuffer collects log output written from several goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// A claim whose response is lost (it arrives after the caller's deadline)
+// is resolved by reading the slot back: the caller gets the slot that was
+// created, with its token, and its queue entry is gone with it (SPEC rule 7).
+func TestLostClaimResponseIsReadBack(t *testing.T) {
+	cluster := etcdtest.Start(t)
+	proxy := etcdtest.NewProxy(t, cluster.Endpoints()[0])
+	cli := etcdtest.NewClient(t, []string{proxy.Endpoint()})
+	observer := cluster.Client()
+	var logs syncBuffer
+	sem, err := New(cli, testPrefix, slog.New(slog.NewTextHandler(&logs, nil)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runSemaphore(t, sem)
+	sess := newSession(t, cli, 5*time.Second, time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	queueKey := testPrefix + "queue/j/j@1"
+	if _, err := observer.Put(ctx, queueKey, "pending"); err != nil {
+		t.Fatal(err)
+	}
+
+	proxy.SetDelay(0, time.Second)
+	claimCtx, claimCancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer claimCancel()
+	h, err := sem.Claim(claimCtx, sess, Request{
+		Job: "j", MaxConcurrency: 3, Value: Value{RunID: "j@1"},
+		If:   []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(queueKey), ">", 0)},
+		Then: []clientv3.Op{clientv3.OpDelete(queueKey)},
+	})
+	proxy.SetDelay(0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logs.String(), "reading back") {
+		t.Fatalf("the response was not lost, so nothing was read back; logs:\n%s", logs.String())
+	}
+	keys := keysUnder(t, observer, testPrefix)
+	if len(keys) != 1 || keys[h.Key()] != h.Token {
+		t.Fatalf("keys after the claim: %v; held %s with token %d", keys, h.Key(), h.Token)
+	}
+	if err := sem.Release(ctx, h); err != nil {
+		t.Fatal(err)
+	}
+}

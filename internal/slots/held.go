@@ -1,0 +1,118 @@
+package slots
+
+import (
+	"context"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/etcdsched/scheduler/internal/session"
+)
+
+// HeldResource is the slot of one shared resource that a claim holds.
+type HeldResource struct {
+	Name  string
+	Index int
+}
+
+// Held is a claim: a job slot and one slot of each resource the job names,
+// all created by one transaction. They therefore share one CreateRevision,
+// the fencing token of the run (SPEC rule 6); a target guarding a resource
+// can compare the same number.
+type Held struct {
+	Job       string
+	Slot      int
+	Token     int64
+	Resources []HeldResource
+	Value     Value
+	Lease     clientv3.LeaseID
+
+	keys   []string // the job slot key first, then the resource keys
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+
+	// Guarded by Semaphore.mu.
+	releasing bool // a release is in flight: a delete is not a loss yet
+	deleted   bool // the view saw a delete while releasing
+}
+
+func newHeld(sess *session.Session, job string, slot int, token int64, resources []HeldResource, keys []string, v Value) *Held {
+	ctx, cancel := context.WithCancelCause(sess.Context())
+	return &Held{
+		Job:       job,
+		Slot:      slot,
+		Token:     token,
+		Resources: resources,
+		Value:     v,
+		Lease:     sess.Lease(),
+		keys:      keys,
+		ctx:       ctx,
+		cancel:    cancel,
+	}
+}
+
+// Context is cancelled when the slot can no longer be trusted: the session
+// ends (its guard fires at last_acknowledged_send + TTL - margin, before the
+// server can expire the lease), the view sees the key deleted, or the slot
+// is released. context.Cause says which (session.ErrGuardExpired,
+// session.ErrLeaseGone, ErrLost, ErrReleased, ...). A run executes under it.
+func (h *Held) Context() context.Context { return h.ctx }
+
+// Key is the job slot key.
+func (h *Held) Key() string { return h.keys[0] }
+
+// IsOwner is true while the job slot key is still this claim's incarnation.
+// Add it to any transaction that must only apply while the slot is held.
+func (h *Held) IsOwner() clientv3.Cmp {
+	return clientv3.Compare(clientv3.CreateRevision(h.keys[0]), "=", h.Token)
+}
+
+// ownerCmps guard every key of the claim, so a release never deletes a
+// resource slot that a newer claim created under the same name.
+func (h *Held) ownerCmps() []clientv3.Cmp {
+	cmps := make([]clientv3.Cmp, len(h.keys))
+	for i, k := range h.keys {
+		cmps[i] = clientv3.Compare(clientv3.CreateRevision(k), "=", h.Token)
+	}
+	return cmps
+}
+
+// track lets the view end the holder's context when one of its keys is
+// deleted under it.
+func (s *Semaphore) track(h *Held) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, k := range h.keys {
+		// The view already shows a newer incarnation: ours is gone.
+		if e, ok := s.entries[k]; ok && e.token > h.Token {
+			s.lostLocked(h)
+			return
+		}
+	}
+	for _, k := range h.keys {
+		s.held[k] = h
+	}
+}
+
+func (s *Semaphore) lostLocked(h *Held) {
+	if h.releasing {
+		h.deleted = true
+		return
+	}
+	s.logger.Warn("slot lost", "job", h.Job, "slot", h.Slot, "token", h.Token, "run_id", h.Value.RunID)
+	s.finishLocked(h, ErrLost)
+}
+
+func (s *Semaphore) finishLocked(h *Held, cause error) {
+	for _, k := range h.keys {
+		if s.held[k] == h {
+			delete(s.held, k)
+		}
+	}
+	h.cancel(cause)
+}
+
+func (s *Semaphore) finish(h *Held, cause error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.finishLocked(h, cause)
+}

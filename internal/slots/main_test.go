@@ -1,0 +1,105 @@
+package slots
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/goleak"
+
+	"github.com/etcdsched/scheduler/internal/session"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("go.etcd.io/etcd/client/v3.(*watchGRPCStream).run"))
+}
+
+const testPrefix = "/scheduler/"
+
+// startSemaphore runs a semaphore's view for the life of the test and waits
+// for its first read.
+func startSemaphore(t testing.TB, cli *clientv3.Client) *Semaphore {
+	t.Helper()
+	s, err := New(cli, testPrefix, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return runSemaphore(t, s)
+}
+
+func runSemaphore(t testing.TB, s *Semaphore) *Semaphore {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	select {
+	case <-s.Ready():
+	case <-time.After(30 * time.Second):
+		t.Fatal("view never became ready")
+	}
+	return s
+}
+
+// newSession opens a session that is orphaned (left to expire) at cleanup,
+// which works whether or not its client can still reach etcd.
+func newSession(t testing.TB, cli *clientv3.Client, ttl, margin time.Duration) *session.Session {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := session.New(ctx, cli, session.Options{TTL: ttl, Margin: margin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Orphan)
+	return s
+}
+
+// claimWait claims, waiting for the view to change after each ErrFull.
+func claimWait(ctx context.Context, s *Semaphore, sess *session.Session, req Request) (*Held, error) {
+	for {
+		changed := s.Changed()
+		h, err := s.Claim(ctx, sess, req)
+		if !errors.Is(err, ErrFull) {
+			return h, err
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return nil, err
+		}
+	}
+}
+
+func waitFor(t testing.TB, within time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("condition not met within %s", within)
+		}
+		time.Sleep(10 * time.Millisecond) // polling interval of a condition with a deadline
+	}
+}
+
+func keysUnder(t testing.TB, cli *clientv3.Client, prefix string) map[string]int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := cli.Get(ctx, prefix, clientv3.WithPrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := map[string]int64{}
+	for _, kv := range resp.Kvs {
+		keys[string(kv.Key)] = kv.CreateRevision
+	}
+	return keys
+}

@@ -1,0 +1,99 @@
+package slots
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// Release gives the claim's keys up and applies then (the run record) in the
+// same transaction, only if every key is still this claim's incarnation
+// (SPEC rule 4): a holder that lost its slot while paused cannot delete the
+// key a new holder created under the same name, nor write a record for a
+// run that someone else now owns. ErrNotOwner says the slot was lost and
+// then was not applied.
+//
+// When the response is lost the job slot key is read back: still ours means
+// the release did not apply and it is sent again; gone while the lease lives
+// means it applied (nothing else deletes a slot of a live lease); gone with
+// the lease gone cannot be told apart from an expiry (ErrIndeterminate).
+func (s *Semaphore) Release(ctx context.Context, h *Held, then ...clientv3.Op) error {
+	s.mu.Lock()
+	h.releasing = true
+	s.mu.Unlock()
+	ops := make([]clientv3.Op, 0, len(h.keys)+len(then))
+	for _, k := range h.keys {
+		ops = append(ops, clientv3.OpDelete(k))
+	}
+	ops = append(ops, then...)
+	backoff := newBackoff()
+	for {
+		resp, err := s.client.Txn(ctx).If(h.ownerCmps()...).Then(ops...).Commit()
+		switch {
+		case err == nil && resp.Succeeded:
+			s.finish(h, ErrReleased)
+			s.logger.Debug("slot released", "job", h.Job, "slot", h.Slot, "token", h.Token, "run_id", h.Value.RunID)
+			return nil
+		case err == nil:
+			s.finish(h, ErrLost)
+			return fmt.Errorf("slots: release %s slot %d token %d: %w", h.Job, h.Slot, h.Token, ErrNotOwner)
+		case definite(err):
+			s.unrelease(h)
+			return fmt.Errorf("slots: release %s slot %d token %d: %w", h.Job, h.Slot, h.Token, err)
+		}
+		s.logger.Warn("release outcome unknown; reading back", "job", h.Job, "slot", h.Slot, "token", h.Token, "err", err)
+		released, err := s.releasedBack(ctx, h)
+		switch {
+		case err != nil:
+			s.unrelease(h)
+			return err
+		case released:
+			s.finish(h, ErrReleased)
+			return nil
+		}
+		if !backoff.wait(ctx) {
+			s.unrelease(h)
+			return fmt.Errorf("slots: release %s slot %d token %d: %w", h.Job, h.Slot, h.Token, context.Cause(ctx))
+		}
+	}
+}
+
+// releasedBack tells whether a release whose response was lost was applied:
+// false with a nil error means the key is still held and the release can be
+// sent again.
+func (s *Semaphore) releasedBack(ctx context.Context, h *Held) (bool, error) {
+	backoff := newBackoff()
+	for {
+		resp, err := s.client.Get(ctx, h.keys[0])
+		if err == nil {
+			if len(resp.Kvs) == 1 && resp.Kvs[0].CreateRevision == h.Token {
+				return false, nil
+			}
+			ttl, err := s.client.TimeToLive(ctx, h.Lease)
+			if err == nil {
+				if ttl.TTL > 0 {
+					return true, nil
+				}
+				s.finish(h, ErrLost)
+				return false, fmt.Errorf("slots: release %s slot %d token %d: slot and lease gone: %w", h.Job, h.Slot, h.Token, ErrIndeterminate)
+			}
+		}
+		if ctx.Err() != nil || !backoff.wait(ctx) {
+			return false, fmt.Errorf("slots: release %s slot %d token %d: %w: %w", h.Job, h.Slot, h.Token, ErrIndeterminate, errors.Join(context.Cause(ctx), err))
+		}
+	}
+}
+
+// unrelease hands the claim back to the view's watch after a release that
+// certainly did not apply; a delete seen meanwhile was a loss.
+func (s *Semaphore) unrelease(h *Held) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h.releasing = false
+	if h.deleted {
+		h.deleted = false
+		s.lostLocked(h)
+	}
+}

@@ -1,0 +1,163 @@
+package slots
+
+import (
+	"cmp"
+	"context"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// Semaphore claims and releases slots and keeps a watch-maintained view of
+// every held one, so a claim can pick free indexes without a read per try
+// and the API can list them. Run maintains the view.
+type Semaphore struct {
+	client  *clientv3.Client
+	prefix  string
+	logger  *slog.Logger
+	metrics *metrics
+
+	mu      sync.Mutex
+	entries map[string]entry // held slot keys by key
+	counts  map[group]int    // held keys per job or resource
+	changed chan struct{}    // closed and replaced on every view change
+	ready   chan struct{}    // closed after the first read
+	loaded  bool
+	held    map[string]*Held // claims made through this semaphore, by each of their keys
+}
+
+// entry is one held slot key as the view saw it.
+type entry struct {
+	group
+	index int
+	value Value
+	token int64 // CreateRevision
+	lease int64
+}
+
+// group is a job or a shared resource.
+type group struct {
+	kind Kind
+	name string
+}
+
+// New checks its arguments; Run does the watching. prefix is the scheduler's
+// key prefix (for example "/scheduler/"); reg may be nil.
+func New(client *clientv3.Client, prefix string, logger *slog.Logger, reg prometheus.Registerer) (*Semaphore, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	m, err := newMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
+	return &Semaphore{
+		client:  client,
+		prefix:  prefix,
+		logger:  logger.With("component", "slots"),
+		metrics: m,
+		entries: map[string]entry{},
+		counts:  map[group]int{},
+		changed: make(chan struct{}),
+		ready:   make(chan struct{}),
+		held:    map[string]*Held{},
+	}, nil
+}
+
+// Ready closes once the view holds a first complete read.
+func (s *Semaphore) Ready() <-chan struct{} { return s.ready }
+
+// Changed closes at the next change of the view. Workers waiting for a free
+// slot take it before trying and wait on it after ErrFull, so a release they
+// race with is never missed.
+func (s *Semaphore) Changed() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.changed
+}
+
+// InUse is how many slots of job are held, per the view.
+func (s *Semaphore) InUse(job string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.counts[group{JobSlot, job}]
+}
+
+// ResourceInUse is how many slots of a shared resource are held, per the view.
+func (s *Semaphore) ResourceInUse(name string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.counts[group{ResourceSlot, name}]
+}
+
+// Info is one held slot as GET /api/v1/slots shows it: exactly one of Job
+// and Resource is set.
+type Info struct {
+	Job          string    `json:"job,omitempty"`
+	Resource     string    `json:"resource,omitempty"`
+	Slot         int       `json:"slot"`
+	RunID        string    `json:"run_id"`
+	Holder       string    `json:"holder"`
+	FencingToken int64     `json:"fencing_token"`
+	StartedAt    time.Time `json:"started_at"`
+	ScheduledAt  time.Time `json:"scheduled_at"`
+}
+
+// List returns every held slot, jobs before resources, by name and index.
+func (s *Semaphore) List() []Info {
+	s.mu.Lock()
+	list := make([]Info, 0, len(s.entries))
+	sorted := make([]entry, 0, len(s.entries))
+	for _, e := range s.entries {
+		sorted = append(sorted, e)
+	}
+	s.mu.Unlock()
+	slices.SortFunc(sorted, func(a, b entry) int {
+		return cmp.Or(cmp.Compare(a.kind, b.kind), cmp.Compare(a.name, b.name), cmp.Compare(a.index, b.index))
+	})
+	for _, e := range sorted {
+		info := Info{
+			Slot:         e.index,
+			RunID:        e.value.RunID,
+			Holder:       e.value.Holder,
+			FencingToken: e.token,
+			StartedAt:    e.value.StartedAt,
+			ScheduledAt:  e.value.ScheduledAt,
+		}
+		if e.kind == ResourceSlot {
+			info.Resource = e.name
+		} else {
+			info.Job = e.name
+		}
+		list = append(list, info)
+	}
+	return list
+}
+
+// free returns the indexes below limit that the view shows as free.
+func (s *Semaphore) free(kind Kind, name string, limit int) []int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var free []int
+	for i := range limit {
+		if _, taken := s.entries[key(s.prefix, kind, name, i)]; !taken {
+			free = append(free, i)
+		}
+	}
+	return free
+}
+
+// waitReady blocks until the view is loaded, so a claim never trusts an
+// empty view that merely has not been read yet.
+func (s *Semaphore) waitReady(ctx context.Context) error {
+	select {
+	case <-s.ready:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}

@@ -1,0 +1,215 @@
+package slots
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// errWatchClosed: the watch channel closed without a reason (the client is
+// closing or the member lost its leader, see WithRequireLeader).
+var errWatchClosed = errors.New("slots: watch closed")
+
+// Run keeps the view of held slots until ctx ends: one read of both
+// prefixes, then watches from the revision after it. A watch that closes is
+// resumed from the revision after its last event; a compacted one (its
+// history is gone) starts over with a fresh read (SPEC rule 8).
+func (s *Semaphore) Run(ctx context.Context) error {
+	// Without a leader a member's watch can fall silent; this makes it close
+	// so we resume, possibly on another member.
+	ctx = clientv3.WithRequireLeader(ctx)
+	backoff := newBackoff()
+	for {
+		rev, err := s.load(ctx)
+		if err == nil {
+			backoff.reset()
+			err = s.follow(ctx, rev)
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		s.logger.Warn("re-reading slots", "err", err)
+		if !backoff.wait(ctx) {
+			return nil
+		}
+	}
+}
+
+// load replaces the view with a read of both prefixes at one revision.
+func (s *Semaphore) load(ctx context.Context) (int64, error) {
+	resp, err := s.client.Txn(ctx).Then(
+		clientv3.OpGet(SlotsPrefix(s.prefix), clientv3.WithPrefix()),
+		clientv3.OpGet(ResourcesPrefix(s.prefix), clientv3.WithPrefix()),
+	).Commit()
+	if err != nil {
+		return 0, fmt.Errorf("slots: read held slots: %w", err)
+	}
+	rev := resp.Header.Revision
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old := s.counts
+	s.entries = map[string]entry{}
+	s.counts = map[group]int{}
+	for _, r := range resp.Responses {
+		for _, kv := range r.GetResponseRange().Kvs {
+			s.put(kv)
+		}
+	}
+	for g := range old {
+		s.metrics.setInUse(g.kind, g.name, s.counts[g])
+	}
+	for g, n := range s.counts {
+		s.metrics.setInUse(g.kind, g.name, n)
+	}
+	// A claim registered after this read began has a token above rev and
+	// is not in it; only older claims can be judged.
+	for k, h := range s.held {
+		if e, ok := s.entries[k]; h.Token <= rev && (!ok || e.token != h.Token) {
+			s.lostLocked(h)
+		}
+	}
+	if !s.loaded {
+		s.loaded = true
+		close(s.ready)
+	}
+	s.signalLocked()
+	return rev, nil
+}
+
+// follow watches both prefixes from rev+1 and resumes each watch after its
+// last event until the history is compacted or ctx ends.
+func (s *Semaphore) follow(ctx context.Context, rev int64) error {
+	next := [2]int64{rev + 1, rev + 1}
+	backoff := newBackoff()
+	for {
+		err := s.watch(ctx, &next)
+		if ctx.Err() != nil || errors.Is(err, rpctypes.ErrCompacted) {
+			return err
+		}
+		s.logger.Info("slot watch ended; resuming", "err", err, "slots_rev", next[0], "resources_rev", next[1])
+		if !backoff.wait(ctx) {
+			return ctx.Err()
+		}
+	}
+}
+
+func (s *Semaphore) watch(ctx context.Context, next *[2]int64) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var chans [2]clientv3.WatchChan
+	for i, prefix := range []string{SlotsPrefix(s.prefix), ResourcesPrefix(s.prefix)} {
+		chans[i] = s.client.Watch(ctx, prefix, clientv3.WithPrefix(), clientv3.WithPrevKV(), clientv3.WithRev(next[i]))
+	}
+	for {
+		var (
+			resp clientv3.WatchResponse
+			ok   bool
+			i    int
+		)
+		select {
+		case resp, ok = <-chans[0]:
+		case resp, ok = <-chans[1]:
+			i = 1
+		}
+		switch {
+		case !ok:
+			return errWatchClosed
+		case resp.CompactRevision != 0:
+			return fmt.Errorf("slots: watch from revision %d: %w", next[i], rpctypes.ErrCompacted)
+		case resp.Err() != nil:
+			return resp.Err()
+		}
+		if n := len(resp.Events); n > 0 {
+			s.apply(resp.Events)
+			next[i] = resp.Events[n-1].Kv.ModRevision + 1
+		}
+	}
+}
+
+func (s *Semaphore) apply(events []*clientv3.Event) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	touched := map[group]bool{}
+	for _, ev := range events {
+		k := string(ev.Kv.Key)
+		if ev.Type == mvccpb.PUT {
+			if e, ok := s.put(ev.Kv); ok {
+				touched[e.group] = true
+			}
+			continue
+		}
+		if e, ok := s.entries[k]; ok {
+			delete(s.entries, k)
+			s.counts[e.group]--
+			if s.counts[e.group] == 0 {
+				delete(s.counts, e.group)
+			}
+			touched[e.group] = true
+		}
+		h, ok := s.held[k]
+		if !ok {
+			continue
+		}
+		// A lagging watch may still report the end of the key's previous
+		// holder; only a delete of this claim's incarnation is a loss.
+		if ev.PrevKv != nil && ev.PrevKv.CreateRevision == h.Token || ev.PrevKv == nil && ev.Kv.ModRevision > h.Token {
+			s.lostLocked(h)
+		}
+	}
+	for g := range touched {
+		s.metrics.setInUse(g.kind, g.name, s.counts[g])
+	}
+	if len(touched) > 0 {
+		s.signalLocked()
+	}
+}
+
+// put records a held key; keys that are not slot keys are ignored.
+func (s *Semaphore) put(kv *mvccpb.KeyValue) (entry, bool) {
+	kind, name, index, ok := ParseKey(s.prefix, string(kv.Key))
+	if !ok {
+		s.logger.Debug("ignoring key under the slot prefixes", "key", string(kv.Key))
+		return entry{}, false
+	}
+	e := entry{group: group{kind, name}, index: index, token: kv.CreateRevision, lease: kv.Lease}
+	if err := json.Unmarshal(kv.Value, &e.value); err != nil {
+		// Still held: count it, so nobody is told the slot is free.
+		s.logger.Warn("slot key holds no valid value", "key", string(kv.Key), "err", err)
+	}
+	if _, existed := s.entries[string(kv.Key)]; !existed {
+		s.counts[e.group]++
+	}
+	s.entries[string(kv.Key)] = e
+	return e, true
+}
+
+func (s *Semaphore) signalLocked() {
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+// backoff spaces out retries against an unreachable or leaderless cluster.
+type backoff struct{ d time.Duration }
+
+func newBackoff() *backoff { return &backoff{d: 50 * time.Millisecond} }
+
+func (b *backoff) reset() { b.d = 50 * time.Millisecond }
+
+// wait sleeps for the current delay and doubles it; false when ctx ended.
+func (b *backoff) wait(ctx context.Context) bool {
+	t := time.NewTimer(b.d)
+	defer t.Stop()
+	b.d = min(2*b.d, 2*time.Second)
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
