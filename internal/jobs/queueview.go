@@ -1,0 +1,175 @@
+package jobs
+
+import (
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// queued is one queue entry as the view knows it.
+type queued struct {
+	*Entry
+	Key    string
+	ModRev int64 // for a running entry: the fencing token of its slot
+}
+
+// queueView mirrors queue/ so workers learn of new runs from a watch, not by
+// polling, and the reaper and API can look at running runs without a read.
+type queueView struct {
+	keys Keys
+	log  *slog.Logger
+
+	mu       sync.Mutex
+	entries  map[string]*queued // by key
+	rev      int64
+	ready    chan struct{}
+	changed  chan struct{}
+	onChange []func(q *queued) // called with each put (pending or running)
+	onDelete []func(key string, prev *queued)
+}
+
+func newQueueView(keys Keys, log *slog.Logger) *queueView {
+	return &queueView{keys: keys, log: log, entries: map[string]*queued{}, ready: make(chan struct{}), changed: make(chan struct{})}
+}
+
+// subscribe registers callbacks; they run on the mirror goroutine, outside
+// the view's lock, and must not block.
+func (v *queueView) subscribe(put func(*queued), del func(string, *queued)) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if put != nil {
+		v.onChange = append(v.onChange, put)
+	}
+	if del != nil {
+		v.onDelete = append(v.onDelete, del)
+	}
+}
+
+func (v *queueView) decode(kv *mvccpb.KeyValue) *queued {
+	e, err := decodeEntry(kv.Value)
+	if err != nil {
+		v.log.Warn("ignoring unreadable queue entry", "key", string(kv.Key), "err", err)
+		return nil
+	}
+	return &queued{Entry: e, Key: string(kv.Key), ModRev: kv.ModRevision}
+}
+
+// Reset implements mirror.Handler.
+func (v *queueView) Reset(kvs []*mvccpb.KeyValue, rev int64) {
+	fresh := make(map[string]*queued, len(kvs))
+	for _, kv := range kvs {
+		if q := v.decode(kv); q != nil {
+			fresh[q.Key] = q
+		}
+	}
+	v.mu.Lock()
+	old := v.entries
+	v.entries, v.rev = fresh, rev
+	puts, dels := v.onChange, v.onDelete
+	v.signalLocked()
+	select {
+	case <-v.ready:
+	default:
+		close(v.ready)
+	}
+	v.mu.Unlock()
+	for k, q := range old {
+		if _, ok := fresh[k]; !ok {
+			for _, f := range dels {
+				f(k, q)
+			}
+		}
+	}
+	for _, q := range fresh {
+		for _, f := range puts {
+			f(q)
+		}
+	}
+}
+
+// Apply implements mirror.Handler.
+func (v *queueView) Apply(events []*clientv3.Event, rev int64) {
+	type change struct {
+		key  string
+		put  *queued
+		prev *queued
+	}
+	var changes []change
+	v.mu.Lock()
+	for _, ev := range events {
+		key := string(ev.Kv.Key)
+		prev := v.entries[key]
+		if ev.Type == clientv3.EventTypeDelete {
+			delete(v.entries, key)
+			changes = append(changes, change{key: key, prev: prev})
+			continue
+		}
+		if q := v.decode(ev.Kv); q != nil {
+			v.entries[key] = q
+			changes = append(changes, change{key: key, put: q, prev: prev})
+		}
+	}
+	v.rev = rev
+	puts, dels := v.onChange, v.onDelete
+	v.signalLocked()
+	v.mu.Unlock()
+	for _, c := range changes {
+		if c.put != nil {
+			for _, f := range puts {
+				f(c.put)
+			}
+		} else {
+			for _, f := range dels {
+				f(c.key, c.prev)
+			}
+		}
+	}
+}
+
+func (v *queueView) signalLocked() {
+	close(v.changed)
+	v.changed = make(chan struct{})
+}
+
+// Changed closes at the next change of the view.
+func (v *queueView) Changed() <-chan struct{} {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.changed
+}
+
+// get returns the entry at key as last seen.
+func (v *queueView) get(key string) *queued {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.entries[key]
+}
+
+// find returns the entry of runID.
+func (v *queueView) find(runID string) *queued {
+	job, _, _ := strings.Cut(runID, "@")
+	return v.get(v.keys.Queue(job, runID))
+}
+
+// list returns entries matching keep, oldest scheduled first.
+func (v *queueView) list(keep func(*queued) bool) []*queued {
+	v.mu.Lock()
+	var out []*queued
+	for _, q := range v.entries {
+		if keep == nil || keep(q) {
+			out = append(out, q)
+		}
+	}
+	v.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].ScheduledAt.Equal(out[j].ScheduledAt) {
+			return out[i].ScheduledAt.Before(out[j].ScheduledAt)
+		}
+		return out[i].RunID < out[j].RunID
+	})
+	return out
+}
