@@ -26,15 +26,15 @@ const (
 // Entry is the value of queue/<job>/<run-id>. It carries the job spec, so a
 // worker whose config file is older runs what the leader scheduled.
 type Entry struct {
-	RunID       string           `json:"run_id"`
-	Job         string           `json:"job"`
-	ScheduledAt time.Time        `json:"scheduled_at"`
-	NotBefore   time.Time        `json:"not_before"`
-	Attempt     int              `json:"attempt"`
-	Trigger     runs.Trigger     `json:"trigger"`
-	Spec        config.Job       `json:"spec"`
-	Resources   []ResourceLimit  `json:"resources,omitempty"`
-	State       State            `json:"state"`
+	RunID       string          `json:"run_id"`
+	Job         string          `json:"job"`
+	ScheduledAt time.Time       `json:"scheduled_at"`
+	NotBefore   time.Time       `json:"not_before"`
+	Attempt     int             `json:"attempt"`
+	Trigger     runs.Trigger    `json:"trigger"`
+	Spec        config.Job      `json:"spec"`
+	Resources   []ResourceLimit `json:"resources,omitempty"`
+	State       State           `json:"state"`
 
 	// Set while running.
 	Holder    string    `json:"holder,omitempty"`
@@ -117,4 +117,27 @@ func encodeRecord(r *runs.Record) string {
 		panic(fmt.Sprintf("jobs: encode record: %v", err))
 	}
 	return string(b)
+}
+
+func encodeJob(j *config.Job) string {
+	b, err := json.Marshal(j)
+	if err != nil {
+		panic(fmt.Sprintf("jobs: encode job: %v", err))
+	}
+	return string(b)
+}
+
+// retry is the pending entry of the next attempt after a failure at now, or
+// nil when no retries remain.
+func (e *Entry) retry(now time.Time) *Entry {
+	if e.Attempt >= 1+e.Spec.Retries.Max {
+		return nil
+	}
+	next := *e
+	next.Attempt = e.Attempt + 1
+	next.Trigger = runs.Retry
+	next.NotBefore = now.Add(e.Spec.Retries.Delay(e.Attempt)).UTC()
+	next.State = Pending
+	next.Holder, next.Slot, next.StartedAt = "", 0, time.Time{}
+	return &next
 }

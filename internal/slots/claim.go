@@ -39,6 +39,9 @@ type Request struct {
 	// gets its slot (SPEC rule 3).
 	If   []clientv3.Cmp
 	Then []clientv3.Op
+	// ThenFor, when set, adds operations that depend on the job slot index
+	// the claim picked (the engine records it in the running entry).
+	ThenFor func(slot int) []clientv3.Op
 	// Index, when set, claims exactly this job slot instead of any free one.
 	Index *int
 }
@@ -114,6 +117,9 @@ func (s *Semaphore) Claim(ctx context.Context, sess *session.Session, req Reques
 			then = append(then, clientv3.OpPut(k, string(value), clientv3.WithLease(sess.Lease())))
 		}
 		then = append(then, req.Then...)
+		if req.ThenFor != nil {
+			then = append(then, req.ThenFor(p.slot)...)
+		}
 		// Else reads what holds the job's and resources' slots, keys only, so
 		// a lost race costs no extra round trip to refresh.
 		why := []clientv3.Op{clientv3.OpGet(SlotPrefix(s.prefix, req.Job), clientv3.WithPrefix(), clientv3.WithKeysOnly())}

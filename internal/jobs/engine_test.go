@@ -1,0 +1,49 @@
+package jobs
+
+import (
+	"testing"
+	"time"
+
+	"github.com/etcdsched/scheduler/internal/etcdtest"
+)
+
+// Every tick of an @every 1s job runs exactly once across three engines:
+// the target counts run ids; none twice, no gap.
+func TestEveryTickRunsExactlyOnce(t *testing.T) {
+	etcd := etcdtest.Start(t)
+	w := startWitness(t)
+	cfg := testConfig(httpJob("tick", "@every 1s", w.url("")))
+	var nodes []*node
+	for _, id := range []string{"a", "b", "c"} {
+		nodes = append(nodes, startNode(t, etcd.Endpoints(), id, cfg))
+	}
+	leaderOf(t, nodes)
+	const want = 30
+	waitFor(t, 90*time.Second, "30 runs", func() bool { return len(w.finished("tick")) >= want })
+
+	hits := w.finished("tick")
+	seen := map[string]int{}
+	holders := map[string]int{}
+	for _, h := range hits {
+		seen[h.RunID]++
+		holders[h.Holder]++
+		if h.Attempt != 1 {
+			t.Errorf("%s: attempt %d", h.RunID, h.Attempt)
+		}
+	}
+	for id, n := range seen {
+		if n != 1 {
+			t.Errorf("%s ran %d times", id, n)
+		}
+	}
+	first, last := hits[0].Scheduled, hits[len(hits)-1].Scheduled
+	for at := first; !at.After(last); at = at.Add(time.Second) {
+		if seen["tick@"+at.UTC().Format("2006-01-02T15:04:05Z07:00")] == 0 {
+			t.Errorf("tick %s never ran", at.UTC().Format(time.RFC3339))
+		}
+	}
+	t.Logf("%d runs from %s to %s; by holder: %v", len(hits), first.Format(time.TimeOnly), last.Format(time.TimeOnly), holders)
+	if len(holders) < 2 {
+		t.Errorf("runs were not spread over the engines: %v", holders)
+	}
+}

@@ -1,0 +1,343 @@
+package jobs
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"sort"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/etcdsched/scheduler/config"
+	"github.com/etcdsched/scheduler/internal/election"
+	"github.com/etcdsched/scheduler/internal/etcdtest"
+	"github.com/etcdsched/scheduler/internal/jobs/target"
+	"github.com/etcdsched/scheduler/internal/runs"
+	"github.com/etcdsched/scheduler/internal/session"
+	"github.com/etcdsched/scheduler/internal/slots"
+)
+
+const testPrefix = "/sched/"
+
+// node is one replica's engine stack in the test process: its own client,
+// session, slots view, elector and engine.
+type node struct {
+	t        *testing.T
+	id       string
+	client   *clientv3.Client
+	sessions *session.Manager
+	slots    *slots.Semaphore
+	elector  *election.Elector
+	engine   *Engine
+	exec     *target.Executor
+
+	mu  sync.Mutex
+	cfg *config.Config
+
+	stopElector, stopWork, stopBase context.CancelFunc
+	electorDone, workDone, baseDone chan struct{}
+	stopped                         bool
+}
+
+func testLogger(t *testing.T, id string) *slog.Logger {
+	if os.Getenv("TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug})).With("node", id)
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+func startNode(t *testing.T, endpoints []string, id string, cfg *config.Config) *node {
+	t.Helper()
+	cli := etcdtest.NewClient(t, endpoints)
+	log := testLogger(t, id)
+	n := &node{t: t, id: id, client: cli, cfg: cfg}
+	var err error
+	n.sessions, err = session.NewManager(cli, session.Options{
+		TTL: cfg.Cluster.SessionTTL.D(), Margin: cfg.Cluster.LeaseMargin.D(), Logger: log}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.slots, err = slots.New(cli, testPrefix, log, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.elector, err = election.New(cli, n.sessions, election.Config{Prefix: testPrefix, ID: id, APIAddr: "127.0.0.1:0", Logger: log}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.exec = target.New(target.Options{Logger: log, DefaultKillGrace: time.Second})
+	n.engine, err = New(Options{
+		Client: cli, Prefix: testPrefix, ID: id, Sessions: n.sessions, Slots: n.slots, Executor: n.exec,
+		Config: n.config, Logger: log,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var baseCtx, workCtx, electorCtx context.Context
+	baseCtx, n.stopBase = context.WithCancel(context.Background())
+	workCtx, n.stopWork = context.WithCancel(context.Background())
+	electorCtx, n.stopElector = context.WithCancel(context.Background())
+	n.baseDone, n.workDone, n.electorDone = make(chan struct{}), make(chan struct{}), make(chan struct{})
+	var baseWG sync.WaitGroup
+	baseWG.Add(2)
+	go func() { defer baseWG.Done(); _ = n.sessions.Run(baseCtx) }()
+	go func() { defer baseWG.Done(); _ = n.slots.Run(baseCtx) }()
+	go func() { baseWG.Wait(); close(n.baseDone) }()
+	go func() { defer close(n.workDone); _ = n.engine.Run(workCtx) }()
+	go func() {
+		defer close(n.electorDone)
+		_ = n.elector.Run(electorCtx, func(ctx context.Context, l election.Leadership) {
+			if err := n.engine.Lead(ctx, l.Fence()); err != nil {
+				log.Warn("lead ended", "err", err)
+			}
+		})
+	}()
+	t.Cleanup(func() { n.stop(5 * time.Second) })
+	return n
+}
+
+func (n *node) config() *config.Config {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.cfg
+}
+
+func (n *node) setConfig(cfg *config.Config) {
+	n.mu.Lock()
+	n.cfg = cfg
+	n.mu.Unlock()
+	n.engine.ConfigChanged()
+}
+
+// stop shuts the node down gracefully, in the order of SPEC section 9.
+func (n *node) stop(grace time.Duration) {
+	if n.stopped {
+		return
+	}
+	n.stopped = true
+	n.stopElector()
+	<-n.electorDone
+	n.stopWork()
+	<-n.workDone
+	ctx, cancel := context.WithTimeout(context.Background(), grace)
+	n.engine.Drain(ctx)
+	cancel()
+	n.stopBase()
+	<-n.baseDone
+	n.exec.Close()
+}
+
+// crash stops the node without resigning or revoking: its client is closed
+// at once, so its lease is left to expire and its slots with it.
+func (n *node) crash() {
+	if n.stopped {
+		return
+	}
+	n.stopped = true
+	_ = n.client.Close()
+	n.stopElector()
+	n.stopWork()
+	n.stopBase()
+	<-n.electorDone
+	<-n.workDone
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	n.engine.Drain(ctx)
+	cancel()
+	<-n.baseDone
+	n.exec.Close()
+}
+
+func testConfig(jobs ...config.Job) *config.Config {
+	cfg := &config.Config{}
+	cfg.Cluster.SessionTTL = config.Duration(2 * time.Second)
+	cfg.Cluster.LeaseMargin = config.Duration(500 * time.Millisecond)
+	cfg.Worker.MaxParallel = 64
+	cfg.Resources = []config.Resource{{Name: "shared", Limit: 2}}
+	for _, j := range jobs {
+		cfg.Jobs = append(cfg.Jobs, withDefaults(j))
+	}
+	return cfg
+}
+
+func withDefaults(j config.Job) config.Job {
+	if j.Timezone == "" {
+		j.Timezone = "UTC"
+	}
+	if j.MaxConcurrency == 0 {
+		j.MaxConcurrency = 1
+	}
+	if j.Overlap == "" {
+		j.Overlap = config.OverlapSkip
+	}
+	if j.QueueLimit == 0 {
+		j.QueueLimit = 1
+	}
+	if j.Timeout == 0 {
+		j.Timeout = config.Duration(time.Minute)
+	}
+	if j.CatchUp == "" {
+		j.CatchUp = config.CatchUpLatest
+	}
+	if j.StartingDeadline == 0 {
+		j.StartingDeadline = config.Duration(time.Minute)
+	}
+	if j.HistoryLimit == 0 {
+		j.HistoryLimit = 1000
+	}
+	if j.Retries.Backoff == 0 {
+		j.Retries.Backoff = config.Duration(100 * time.Millisecond)
+		j.Retries.MaxBackoff = config.Duration(time.Second)
+	}
+	return j
+}
+
+// witness is a real HTTP target that records every request it gets, with
+// its own clock, and how many runs of each job overlap.
+type witness struct {
+	srv *httptest.Server
+
+	mu       sync.Mutex
+	hits     []hit
+	inFlight map[string]int
+	maxSeen  map[string]int
+	changed  chan struct{}
+}
+
+type hit struct {
+	Job, RunID, Holder string
+	Attempt, Slot      int
+	Token              int64
+	Start, End         time.Time
+	Scheduled          time.Time
+}
+
+// startWitness serves /run?sleep=D: each request is held for D.
+func startWitness(t *testing.T) *witness {
+	w := &witness{inFlight: map[string]int{}, maxSeen: map[string]int{}, changed: make(chan struct{})}
+	w.srv = httptest.NewServer(http.HandlerFunc(w.serve))
+	t.Cleanup(w.srv.Close)
+	return w
+}
+
+func (w *witness) serve(rw http.ResponseWriter, r *http.Request) {
+	h := hit{
+		Job:    r.Header.Get("X-Scheduler-Job"),
+		RunID:  r.Header.Get("X-Scheduler-Run-Id"),
+		Holder: r.Header.Get("X-Scheduler-Holder"),
+		Start:  time.Now(),
+	}
+	h.Attempt, _ = strconv.Atoi(r.Header.Get("X-Scheduler-Attempt"))
+	h.Slot, _ = strconv.Atoi(r.Header.Get("X-Scheduler-Slot"))
+	h.Token, _ = strconv.ParseInt(r.Header.Get("X-Scheduler-Fencing-Token"), 10, 64)
+	h.Scheduled, _ = time.Parse(runs.TimeFormat, r.Header.Get("X-Scheduler-Scheduled-At"))
+	w.mu.Lock()
+	w.inFlight[h.Job]++
+	w.maxSeen[h.Job] = max(w.maxSeen[h.Job], w.inFlight[h.Job])
+	w.signalLocked()
+	w.mu.Unlock()
+
+	status := http.StatusOK
+	if d, err := time.ParseDuration(r.URL.Query().Get("sleep")); err == nil {
+		select {
+		case <-time.After(d): // the run's work
+		case <-r.Context().Done():
+			status = 499
+		}
+	}
+	if c := r.URL.Query().Get("status"); c != "" {
+		status, _ = strconv.Atoi(c)
+	}
+	h.End = time.Now()
+	w.mu.Lock()
+	w.inFlight[h.Job]--
+	w.hits = append(w.hits, h)
+	w.signalLocked()
+	w.mu.Unlock()
+	rw.WriteHeader(status)
+	fmt.Fprintf(rw, "ran %s", h.RunID)
+}
+
+func (w *witness) signalLocked() {
+	close(w.changed)
+	w.changed = make(chan struct{})
+}
+
+func (w *witness) url(query string) string { return w.srv.URL + "/run?" + query }
+
+// finished returns the completed requests of job, by start time.
+func (w *witness) finished(job string) []hit {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []hit
+	for _, h := range w.hits {
+		if h.Job == job {
+			out = append(out, h)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Start.Before(out[j].Start) })
+	return out
+}
+
+func (w *witness) maxConcurrent(job string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.maxSeen[job]
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", within, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// records reads every run record of job.
+func records(t *testing.T, cli *clientv3.Client, job string) map[string]runs.Record {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	out := map[string]runs.Record{}
+	n := &Engine{opts: Options{Client: cli, Config: func() *config.Config { return testConfig(config.Job{Name: job}) }}, keys: Keys{Prefix: testPrefix}}
+	recs, err := n.Runs(ctx, job, 100000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs {
+		out[r.RunID] = r
+	}
+	return out
+}
+
+func httpJob(name, schedule, url string) config.Job {
+	return config.Job{Name: name, Schedule: schedule, HTTP: &config.HTTP{Method: "GET", URL: url, SuccessCodes: []string{"2xx"}}}
+}
+
+// leaderOf returns the node that leads, once exactly one does.
+func leaderOf(t *testing.T, nodes []*node) *node {
+	t.Helper()
+	var leader *node
+	waitFor(t, 30*time.Second, "a leader", func() bool {
+		leader = nil
+		count := 0
+		for _, n := range nodes {
+			if !n.stopped && n.elector.IsLeader() {
+				leader = n
+				count++
+			}
+		}
+		return count == 1
+	})
+	return leader
+}

@@ -1,0 +1,93 @@
+package jobs
+
+import (
+	"strings"
+	"sync"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// jobState mirrors jobs/: which jobs are paused. Pause is stored in etcd so
+// it holds cluster-wide and across restarts, and wins over the file: the
+// marker jobs/<job>/paused holds "true" while paused; "false" records a
+// resume of a job whose file says paused: true; no marker, the file decides.
+type jobState struct {
+	keys Keys
+
+	mu      sync.Mutex
+	paused  map[string]bool // job -> marker value
+	changed chan struct{}
+}
+
+func newJobState(keys Keys) *jobState {
+	return &jobState{keys: keys, paused: map[string]bool{}, changed: make(chan struct{})}
+}
+
+// pauseJob parses jobs/<job>/paused.
+func (s *jobState) pauseJob(key []byte) (string, bool) {
+	rest, ok := strings.CutPrefix(string(key), s.keys.JobsPrefix())
+	if !ok {
+		return "", false
+	}
+	return strings.CutSuffix(rest, "/paused")
+}
+
+// Reset implements mirror.Handler.
+func (s *jobState) Reset(kvs []*mvccpb.KeyValue, _ int64) {
+	paused := map[string]bool{}
+	for _, kv := range kvs {
+		if job, ok := s.pauseJob(kv.Key); ok {
+			paused[job] = string(kv.Value) != "false"
+		}
+	}
+	s.mu.Lock()
+	s.paused = paused
+	s.signalLocked()
+	s.mu.Unlock()
+}
+
+// Apply implements mirror.Handler.
+func (s *jobState) Apply(events []*clientv3.Event, _ int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	changed := false
+	for _, ev := range events {
+		job, ok := s.pauseJob(ev.Kv.Key)
+		if !ok {
+			continue // cursors: the leader's own writes
+		}
+		changed = true
+		if ev.Type == clientv3.EventTypeDelete {
+			delete(s.paused, job)
+		} else {
+			s.paused[job] = string(ev.Kv.Value) != "false"
+		}
+	}
+	if changed {
+		s.signalLocked()
+	}
+}
+
+func (s *jobState) signalLocked() {
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+// isPaused reports whether job is paused: the etcd marker if there is one,
+// else the file's setting.
+func (s *jobState) isPaused(job string, file bool) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if v, ok := s.paused[job]; ok {
+		return v
+	}
+	return file
+}
+
+// Changed closes when a job is paused or resumed.
+func (s *jobState) Changed() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.changed
+}
