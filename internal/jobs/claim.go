@@ -58,6 +58,9 @@ func (w *worker) attempt(ctx context.Context, q *queued) {
 			// Claimed early to start on time; a slot may yet free.
 			w.waitChange(ctx, q.NotBefore)
 			continue
+		case q.CatchUp && q.Spec.Overlap != config.OverlapReplace:
+			// Caught-up ticks take turns, whatever the overlap policy.
+			w.waitChange(ctx, deadline)
 		case q.Spec.Overlap == config.OverlapQueue:
 			if pos := w.queuePosition(q, now); pos >= q.Spec.QueueLimit {
 				w.finishUnstarted(ctx, q, runs.Skipped, "queue_full",

@@ -35,6 +35,10 @@ type Entry struct {
 	Spec        config.Job      `json:"spec"`
 	Resources   []ResourceLimit `json:"resources,omitempty"`
 	State       State           `json:"state"`
+	// CatchUp marks a tick run late by the catch_up policy. Caught-up
+	// ticks come due together; they wait for a slot in turn (until the
+	// starting deadline) instead of skipping one another.
+	CatchUp bool `json:"catch_up,omitempty"`
 
 	// Set while running.
 	Holder    string    `json:"holder,omitempty"`

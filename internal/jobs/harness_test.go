@@ -55,6 +55,12 @@ func testLogger(t *testing.T, id string) *slog.Logger {
 
 func startNode(t *testing.T, endpoints []string, id string, cfg *config.Config) *node {
 	t.Helper()
+	return startNodeWith(t, endpoints, id, cfg, Options{})
+}
+
+// startNodeWith lets a test set the engine's timing options.
+func startNodeWith(t *testing.T, endpoints []string, id string, cfg *config.Config, timing Options) *node {
+	t.Helper()
 	cli := etcdtest.NewClient(t, endpoints)
 	log := testLogger(t, id)
 	n := &node{t: t, id: id, client: cli, cfg: cfg}
@@ -76,6 +82,7 @@ func startNode(t *testing.T, endpoints []string, id string, cfg *config.Config) 
 	n.engine, err = New(Options{
 		Client: cli, Prefix: testPrefix, ID: id, Sessions: n.sessions, Slots: n.slots, Executor: n.exec,
 		Config: n.config, Logger: log,
+		Lookahead: timing.Lookahead, ClaimLead: timing.ClaimLead, Backup: timing.Backup,
 	})
 	if err != nil {
 		t.Fatal(err)

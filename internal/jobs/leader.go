@@ -255,6 +255,7 @@ func (l *leader) processOnce(ctx context.Context, j *config.Job, _ func(time.Tim
 		var op clientv3.Op
 		if t.Action == queueTick {
 			entry := newEntry(runID, j, cfg.Resources, t.At, t.NotBefore, 1, runs.Schedule)
+			entry.CatchUp = t.CatchUp
 			op = clientv3.OpPut(qkey, entry.encode())
 		} else {
 			rec := runs.Record{RunID: runID, Job: j.Name, Attempt: 1, Trigger: runs.Schedule,

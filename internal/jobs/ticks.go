@@ -37,6 +37,7 @@ type plannedTick struct {
 	At        time.Time // the tick: scheduled_at and the run id
 	NotBefore time.Time // the tick plus the job's jitter
 	Action    tickAction
+	CatchUp   bool // a late tick run by the catch_up policy
 }
 
 // plan is what one pass does for one job, in tick order. Cursor is the
@@ -110,12 +111,18 @@ func planTicks(job *config.Job, sched schedule.Schedule, cursor, now time.Time, 
 	skipMissed := max(0, missedCount-maxMissedRecords) // oldest missed, not recorded
 	p.Dropped += skipMissed
 	seenLate := 0
+	caughtUp := false
 	for _, c := range all {
 		if c.late {
 			seenLate++
 			if seenLate <= lateCount-keepLate {
 				c.Action = missTick
+			} else {
+				c.CatchUp, caughtUp = true, true
 			}
+		} else if caughtUp && c.Action == queueTick && !c.NotBefore.After(now) {
+			// Due together with the caught-up ticks: take turns with them.
+			c.CatchUp = true
 		}
 		if c.Action == missTick && skipMissed > 0 {
 			skipMissed--
