@@ -32,6 +32,9 @@ func (w *worker) attempt(ctx context.Context, q *queued) {
 				fmt.Sprintf("not started by its starting deadline %s (due %s)", q.Spec.StartingDeadline, q.NotBefore.Format(runs.TimeFormat)))
 			return
 		}
+		// Taken before the claim: a slot freed between a refusal and the
+		// wait must wake the wait.
+		changed := changes{slots: e.opts.Slots.Changed(), queue: e.queue.Changed()}
 		held, running, err := w.claim(ctx, sess, q)
 		switch {
 		case err == nil:
@@ -56,18 +59,18 @@ func (w *worker) attempt(ctx context.Context, q *queued) {
 		switch {
 		case now.Before(q.NotBefore):
 			// Claimed early to start on time; a slot may yet free.
-			w.waitChange(ctx, q.NotBefore)
+			w.waitChange(ctx, changed, q.NotBefore)
 			continue
 		case q.CatchUp && q.Spec.Overlap != config.OverlapReplace:
 			// Caught-up ticks take turns, whatever the overlap policy.
-			w.waitChange(ctx, deadline)
+			w.waitChange(ctx, changed, deadline)
 		case q.Spec.Overlap == config.OverlapQueue:
 			if pos := w.queuePosition(q, now); pos >= q.Spec.QueueLimit {
 				w.finishUnstarted(ctx, q, runs.Skipped, "queue_full",
 					fmt.Sprintf("all %d slots taken and %d runs already queued (queue_limit %d)", q.Spec.MaxConcurrency, pos, q.Spec.QueueLimit))
 				return
 			}
-			w.waitChange(ctx, deadline)
+			w.waitChange(ctx, changed, deadline)
 		case q.Spec.Overlap == config.OverlapReplace:
 			if !replaced {
 				if victim := w.oldestRunning(q.Job); victim != nil {
@@ -79,7 +82,7 @@ func (w *worker) attempt(ctx context.Context, q *queued) {
 					}
 				}
 			}
-			w.waitChange(ctx, deadline)
+			w.waitChange(ctx, changed, deadline)
 		default:
 			w.finishUnstarted(ctx, q, runs.Skipped, "overlap",
 				fmt.Sprintf("all %d slots taken (overlap: skip)", q.Spec.MaxConcurrency))
@@ -120,8 +123,11 @@ func (w *worker) claim(ctx context.Context, sess *session.Session, q *queued) (*
 	return held, &running, nil
 }
 
+// changes are the views' change channels as they were before a claim.
+type changes struct{ slots, queue <-chan struct{} }
+
 // waitChange waits for a slot or the queue to change, or until.
-func (w *worker) waitChange(ctx context.Context, until time.Time) {
+func (w *worker) waitChange(ctx context.Context, c changes, until time.Time) {
 	d := until.Sub(w.e.clock.Now())
 	if d <= 0 {
 		d = time.Millisecond
@@ -130,8 +136,8 @@ func (w *worker) waitChange(ctx context.Context, until time.Time) {
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
-	case <-w.e.opts.Slots.Changed():
-	case <-w.e.queue.Changed():
+	case <-c.slots:
+	case <-c.queue:
 	case <-t.Chan():
 	}
 }

@@ -39,6 +39,9 @@ type Entry struct {
 	// ticks come due together; they wait for a slot in turn (until the
 	// starting deadline) instead of skipping one another.
 	CatchUp bool `json:"catch_up,omitempty"`
+	// Previous carries the earlier attempts of a retried run into its
+	// final record.
+	Previous []runs.Attempt `json:"previous_attempts,omitempty"`
 
 	// Set while running.
 	Holder    string    `json:"holder,omitempty"`
@@ -112,6 +115,7 @@ func (e *Entry) record(outcome runs.Outcome) runs.Record {
 		Holder:      e.Holder,
 		Slot:        e.Slot,
 		Outcome:     outcome,
+		Previous:    e.Previous,
 	}
 }
 
@@ -131,13 +135,14 @@ func encodeJob(j *config.Job) string {
 	return string(b)
 }
 
-// retry is the pending entry of the next attempt after a failure at now, or
-// nil when no retries remain.
-func (e *Entry) retry(now time.Time) *Entry {
+// retry is the pending entry of the next attempt after the attempt that
+// rec records, or nil when no retries remain.
+func (e *Entry) retry(now time.Time, rec *runs.Record) *Entry {
 	if e.Attempt >= 1+e.Spec.Retries.Max {
 		return nil
 	}
 	next := *e
+	next.Previous = append(append([]runs.Attempt(nil), e.Previous...), rec.Summary())
 	next.Attempt = e.Attempt + 1
 	next.Trigger = runs.Retry
 	next.NotBefore = now.Add(e.Spec.Retries.Delay(e.Attempt)).UTC()

@@ -67,7 +67,7 @@ func (w *worker) execute(q *queued, entry *Entry, held *slots.Held, log *slog.Lo
 	ops := []clientv3.Op{clientv3.OpPut(e.keys.Record(entry.Job, entry.RunID), encodeRecord(&rec))}
 	var retry *Entry
 	if res.Outcome.Retryable() {
-		retry = entry.retry(endedAt)
+		retry = entry.retry(endedAt, &rec)
 	}
 	if retry != nil {
 		ops = append(ops, clientv3.OpPut(q.Key, retry.encode()))

@@ -85,7 +85,7 @@ func (l *leader) markLost(ctx context.Context, q *queued) error {
 	rec.EndedAt = now.UTC()
 	rec.Error = fmt.Sprintf("holder %s lost slot %d (its session ended) before recording an outcome", q.Holder, q.Slot)
 	ops := []clientv3.Op{clientv3.OpPut(l.e.keys.Record(q.Job, q.RunID), encodeRecord(&rec))}
-	retry := q.retry(now)
+	retry := q.retry(now, &rec)
 	if retry != nil {
 		ops = append(ops, clientv3.OpPut(q.Key, retry.encode()))
 	} else {

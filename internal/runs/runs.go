@@ -51,6 +51,26 @@ type Record struct {
 	HTTPStatus   int       `json:"http_status,omitempty"`
 	Error        string    `json:"error,omitempty"`
 	Output       string    `json:"output,omitempty"`
+	// Previous lists the attempts before this one: a retry keeps the run
+	// id, so its record replaces theirs at the same key.
+	Previous []Attempt `json:"previous_attempts,omitempty"`
+}
+
+// Attempt summarizes one earlier attempt of a run.
+type Attempt struct {
+	Attempt      int       `json:"attempt"`
+	Outcome      Outcome   `json:"outcome"`
+	Holder       string    `json:"holder,omitempty"`
+	FencingToken int64     `json:"fencing_token,omitempty"`
+	StartedAt    time.Time `json:"started_at,omitzero"`
+	EndedAt      time.Time `json:"ended_at,omitzero"`
+	Error        string    `json:"error,omitempty"`
+}
+
+// Summary is the record as an earlier attempt of its retry.
+func (r *Record) Summary() Attempt {
+	return Attempt{Attempt: r.Attempt, Outcome: r.Outcome, Holder: r.Holder, FencingToken: r.FencingToken,
+		StartedAt: r.StartedAt, EndedAt: r.EndedAt, Error: r.Error}
 }
 
 // TimeFormat is how scheduled times appear in run ids and headers:

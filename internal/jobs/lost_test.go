@@ -1,0 +1,96 @@
+package jobs
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/etcdsched/scheduler/internal/etcdtest"
+	"github.com/etcdsched/scheduler/internal/runs"
+)
+
+// A holder that crashes mid-run: the leader records its run lost (SPEC
+// rule 7) once the slot's lease is gone, and the retry runs on another
+// engine under a new, higher fencing token.
+func TestCrashedHolderRunIsLostAndRetried(t *testing.T) {
+	etcd := etcdtest.Start(t)
+	w := startWitness(t)
+	job := httpJob("work", "@every 1h", w.url("sleep=4s"))
+	job.Retries.Max = 2
+	cfg := testConfig(job)
+	nodes := map[string]*node{}
+	var list []*node
+	for _, id := range []string{"a", "b", "c"} {
+		n := startNode(t, etcd.Endpoints(), id, cfg)
+		nodes[id] = n
+		list = append(list, n)
+	}
+	leader := leaderOf(t, list)
+	runID, err := leader.engine.Trigger(t.Context(), "work")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Find who holds it, and crash that replica (if it leads, fine: the
+	// next leader must do the recording).
+	var holder string
+	waitFor(t, 30*time.Second, "the run to start", func() bool {
+		for _, s := range leader.slots.List() {
+			if s.RunID == runID {
+				holder = s.Holder
+				return true
+			}
+		}
+		return false
+	})
+	firstToken := int64(0)
+	for _, s := range leader.slots.List() {
+		if s.RunID == runID {
+			firstToken = s.FencingToken
+		}
+	}
+	crashedAt := time.Now()
+	nodes[holder].crash()
+	var survivor *node
+	for id, n := range nodes {
+		if id != holder {
+			survivor = n
+		}
+	}
+
+	var retry hit
+	waitFor(t, 60*time.Second, "the retry to finish on another engine", func() bool {
+		for _, h := range w.finished("work") {
+			if h.RunID == runID && h.Attempt == 2 {
+				retry = h
+				return true
+			}
+		}
+		return false
+	})
+	if retry.Holder == holder {
+		t.Errorf("retry ran on the crashed replica %s", holder)
+	}
+	if retry.Token <= firstToken {
+		t.Errorf("retry token %d not above the lost run's %d", retry.Token, firstToken)
+	}
+	if lostAfter := retry.Start.Sub(crashedAt); lostAfter > cfg.Cluster.SessionTTL.D()+5*time.Second {
+		t.Errorf("retry started %s after the crash", lostAfter)
+	}
+	var final runs.Record
+	waitFor(t, 30*time.Second, "the final record", func() bool {
+		var ok bool
+		final, ok = records(t, survivor.client, "work")[runID]
+		return ok && final.Outcome == runs.Succeeded && final.Attempt == 2
+	})
+	if len(final.Previous) != 1 {
+		t.Fatalf("final record lists %d earlier attempts, want 1: %+v", len(final.Previous), final.Previous)
+	}
+	if p := final.Previous[0]; p.Attempt != 1 || p.Outcome != runs.Lost || p.Holder != holder || p.FencingToken != firstToken {
+		t.Errorf("earlier attempt recorded as %+v, want attempt 1 lost on %s with token %d", p, holder, firstToken)
+	}
+	t.Logf("run %s held by %s (token %d) crashed; retried by %s (token %d) %s after the crash",
+		runID, holder, firstToken, retry.Holder, retry.Token, retry.Start.Sub(crashedAt).Round(time.Millisecond))
+	if !strings.Contains(runID, "@manual-") {
+		t.Errorf("manual run id %q", runID)
+	}
+}
