@@ -59,6 +59,7 @@ func runCommand(args []string, stderr io.Writer) int {
 		Version:    buildVersion(),
 		Logger:     logger,
 		Reload:     reload,
+		Overrides:  func(c *config.Config) { applyOverrides(c, &f, set) },
 	})
 	if err != nil {
 		logger.Error("scheduler stopped with an error", "err", err)

@@ -99,6 +99,9 @@ func (s *Server) token() string {
 	return s.tok
 }
 
+// SetCluster wires the cluster endpoints; call it before Serve.
+func (s *Server) SetCluster(c Cluster) { s.opts.Cluster = c }
+
 // Handler is the whole API, for tests that serve it themselves.
 func (s *Server) Handler() http.Handler { return s.mux }
 

@@ -18,8 +18,12 @@ import (
 
 	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/api"
+	"github.com/etcdsched/scheduler/internal/election"
 	"github.com/etcdsched/scheduler/internal/embedetcd"
+	"github.com/etcdsched/scheduler/internal/jobs"
+	"github.com/etcdsched/scheduler/internal/jobs/target"
 	"github.com/etcdsched/scheduler/internal/session"
+	"github.com/etcdsched/scheduler/internal/slots"
 )
 
 // Options are what main hands over.
@@ -31,6 +35,9 @@ type Options struct {
 	Logger     *slog.Logger
 	// Reload delivers SIGHUP.
 	Reload <-chan os.Signal
+	// Overrides re-applies the command line and environment to a config
+	// read again on reload.
+	Overrides func(*config.Config)
 }
 
 // Run runs the replica until ctx ends, then shuts it down gracefully.
@@ -56,11 +63,17 @@ type replica struct {
 	reloadErr error
 	reloadAt  time.Time
 
-	embedded  *embedetcd.Server
-	endpoints []string
-	client    *clientv3.Client
-	sessions  *session.Manager
-	api       *api.Server
+	embedded   *embedetcd.Server
+	endpoints  []string
+	client     *clientv3.Client
+	sessions   *session.Manager
+	slots      *slots.Semaphore
+	exec       *target.Executor
+	engine     *jobs.Engine
+	elector    *election.Elector
+	membership *election.Membership
+	api        *api.Server
+	reloads    *reloadMetrics
 }
 
 func (r *replica) config() *config.Config {
@@ -102,6 +115,27 @@ func (r *replica) run(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	r.slots, err = slots.New(r.client, cfg.Cluster.Etcd.Prefix, r.log.With("component", "slots"), reg)
+	if err != nil {
+		return err
+	}
+	r.exec = target.New(target.Options{Logger: r.log.With("component", "target")})
+	defer r.exec.Close()
+	r.engine, err = jobs.New(jobs.Options{
+		Client:   r.client,
+		Prefix:   cfg.Cluster.Etcd.Prefix,
+		ID:       r.opts.ID,
+		Sessions: r.sessions,
+		Slots:    r.slots,
+		Executor: r.exec,
+		Config:   r.config,
+		Logger:   r.log.With("component", "jobs"),
+		Reg:      reg,
+	})
+	if err != nil {
+		return err
+	}
+	r.reloads = newReloadMetrics(reg)
 
 	r.api, err = api.New(api.Options{
 		Listen:       cfg.API.Listen,
@@ -118,44 +152,74 @@ func (r *replica) run(ctx context.Context) (err error) {
 	if err := r.api.Listen(); err != nil {
 		return err
 	}
-	r.log.Info("api listening", "addr", r.api.Addr())
+	apiAddr := advertised(r.api.Addr())
+	r.log.Info("api listening", "addr", r.api.Addr(), "advertised", apiAddr)
 
-	var wg sync.WaitGroup
-	errs := make(chan error, 4)
-	serve := func(name string, f func() error) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := f(); err != nil {
-				errs <- fmt.Errorf("%s: %w", name, err)
-			}
-		}()
+	r.elector, err = election.New(r.client, r.sessions, election.Config{
+		Prefix: cfg.Cluster.Etcd.Prefix, ID: r.opts.ID, APIAddr: apiAddr, Logger: r.log,
+	}, reg)
+	if err != nil {
+		return err
 	}
-	sessCtx, stopSessions := context.WithCancel(context.Background())
-	serve("session", func() error { return r.sessions.Run(sessCtx) })
-	serve("api", r.api.Serve)
+	r.membership, err = election.NewMembership(r.client, r.sessions, cfg.Cluster.Etcd.Prefix, election.Member{
+		ID: r.opts.ID, APIAddr: apiAddr, Version: r.opts.Version, ConfigHash: cfg.Hash(), StartedAt: r.started,
+	}, r.log)
+	if err != nil {
+		return err
+	}
+	r.api.SetCluster(cluster{Engine: r.engine, elector: r.elector, membership: r.membership, slots: r.slots})
+
+	// Each stage has its own context, cancelled in the order of SPEC
+	// section 9: stop claiming and resign, drain runs, then give up the
+	// lease and stop answering.
+	var stages stages
+	base := stages.add("base")     // session, slots view, membership
+	work := stages.add("work")     // the engine's worker
+	leading := stages.add("elect") // the elector
+	base.serve("session", func(ctx context.Context) error { return r.sessions.Run(ctx) })
+	base.serve("slots", r.slots.Run)
+	base.serve("membership", r.membership.Run)
+	work.serve("engine", r.engine.Run)
+	leading.serve("election", func(ctx context.Context) error {
+		return r.elector.Run(ctx, func(ctx context.Context, l election.Leadership) {
+			if err := r.engine.Lead(ctx, l.Fence()); err != nil {
+				r.log.Error("leader work failed; giving up leadership", "err", err, "leader_rev", l.Rev)
+			}
+		})
+	})
+	apiDone := make(chan error, 1)
+	go func() { apiDone <- r.api.Serve() }()
+	if r.opts.Reload != nil {
+		work.serve("reload", func(ctx context.Context) error { r.serveReloads(ctx, r.opts.Reload); return nil })
+	}
 
 	var runErr error
 	select {
 	case <-ctx.Done():
 		r.log.Info("shutting down")
-	case runErr = <-errs:
+	case runErr = <-stages.errs:
 		r.log.Error("component failed; shutting down", "err", runErr)
+	case runErr = <-apiDone:
+		r.log.Error("api server failed; shutting down", "err", runErr)
 	}
 
-	// Stop work first, then give up the lease (revoking deletes every
-	// session key at once), then stop answering.
-	stopSessions()
+	// Stop claiming and resign at once: a standby takes over in
+	// milliseconds. Then let runs finish within the grace, cancel the
+	// rest and release their slots with records.
+	work.stop()
+	leading.stop()
+	grace := r.config().Worker.ShutdownGrace.D()
+	drainCtx, cancelDrain := context.WithTimeout(context.Background(), grace)
+	r.engine.Drain(drainCtx)
+	cancelDrain()
+	// Revoking the lease deletes every session key at once.
+	base.stop()
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := r.api.Shutdown(shutdownCtx); err != nil {
 		r.log.Warn("api shutdown", "err", err)
 	}
-	wg.Wait()
-	close(errs)
-	for e := range errs {
-		runErr = errors.Join(runErr, e)
-	}
+	runErr = errors.Join(runErr, stages.wait())
 	r.log.Info("stopped")
 	return runErr
 }
@@ -165,6 +229,7 @@ func (r *replica) status() api.Status {
 	defer r.mu.Unlock()
 	st := api.Status{
 		ID:            r.opts.ID,
+		IsLeader:      r.elector != nil && r.elector.IsLeader(),
 		Version:       r.opts.Version,
 		ConfigFile:    r.opts.ConfigPath,
 		ConfigHash:    r.cfg.Hash(),

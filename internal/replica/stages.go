@@ -1,0 +1,60 @@
+package replica
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+)
+
+// stages are groups of goroutines stopped one group at a time, so shutdown
+// follows an order (SPEC section 9) rather than cancelling everything at once.
+type stages struct {
+	errs chan error
+}
+
+type stage struct {
+	name   string
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	errs   chan error
+}
+
+func (s *stages) add(name string) *stage {
+	if s.errs == nil {
+		s.errs = make(chan error, 32)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &stage{name: name, ctx: ctx, cancel: cancel, errs: s.errs}
+}
+
+// serve runs f until the stage stops; an error is reported once.
+func (st *stage) serve(name string, f func(context.Context) error) {
+	st.wg.Add(1)
+	go func() {
+		defer st.wg.Done()
+		if err := f(st.ctx); err != nil && !errors.Is(err, context.Canceled) {
+			st.errs <- fmt.Errorf("%s: %w", name, err)
+		}
+	}()
+}
+
+// stop cancels the stage and waits for its goroutines.
+func (st *stage) stop() {
+	st.cancel()
+	st.wg.Wait()
+}
+
+// wait collects errors reported after the first.
+func (s *stages) wait() error {
+	var err error
+	for {
+		select {
+		case e := <-s.errs:
+			err = errors.Join(err, e)
+		default:
+			return err
+		}
+	}
+}
