@@ -1,0 +1,111 @@
+package dashboard
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+func get(t *testing.T, path string) (*http.Response, string) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+	res := rec.Result()
+	body, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatalf("GET %s: read body: %v", path, err)
+	}
+	return res, string(body)
+}
+
+func TestServesPageAndAssets(t *testing.T) {
+	for _, tc := range []struct {
+		path, contentType, contains string
+	}{
+		{"/", "text/html; charset=utf-8", "<title>etcd scheduler</title>"},
+		{"/style.css", "text/css; charset=utf-8", "--bad:"},
+		{"/app.js", "text/javascript; charset=utf-8", "/api/v1/jobs"},
+	} {
+		res, body := get(t, tc.path)
+		if res.StatusCode != http.StatusOK {
+			t.Errorf("GET %s: status %d, want 200", tc.path, res.StatusCode)
+			continue
+		}
+		if got := res.Header.Get("Content-Type"); got != tc.contentType {
+			t.Errorf("GET %s: Content-Type %q, want %q", tc.path, got, tc.contentType)
+		}
+		if !strings.Contains(body, tc.contains) {
+			t.Errorf("GET %s: body lacks %q", tc.path, tc.contains)
+		}
+		if csp := res.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'none'") {
+			t.Errorf("GET %s: Content-Security-Policy %q does not start from nothing", tc.path, csp)
+		}
+		if got := res.Header.Get("X-Content-Type-Options"); got != "nosniff" {
+			t.Errorf("GET %s: X-Content-Type-Options %q, want nosniff", tc.path, got)
+		}
+	}
+}
+
+func TestUnknownPathIsNotFound(t *testing.T) {
+	for _, path := range []string{"/nope", "/nope.js", "/api/v1/nothing"} {
+		if res, _ := get(t, path); res.StatusCode != http.StatusNotFound {
+			t.Errorf("GET %s: status %d, want 404", path, res.StatusCode)
+		}
+	}
+}
+
+var (
+	// absoluteURL is any scheme-qualified or protocol-relative address.
+	absoluteURL = regexp.MustCompile(`(?i)\b[a-z][a-z0-9+.-]*://|["'(=]\s*//[^/\s]`)
+	// reference is a src or href attribute, or a CSS url().
+	reference = regexp.MustCompile(`(?i)(?:\b(?:src|href)\s*=\s*["']([^"']*)["']|url\(\s*["']?([^"')]*))`)
+)
+
+// TestOnlyLocalURLs: the page must work on a machine with no internet, so
+// it may reference nothing but its own assets and the API of its origin.
+func TestOnlyLocalURLs(t *testing.T) {
+	entries, err := files.ReadDir(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) == 0 {
+		t.Fatal("nothing embedded")
+	}
+	for _, e := range entries {
+		b, err := files.ReadFile(e.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := string(b)
+		if m := absoluteURL.FindString(text); m != "" {
+			t.Errorf("%s references an absolute URL near %q", e.Name(), m)
+		}
+		for _, m := range reference.FindAllStringSubmatch(text, -1) {
+			ref := m[1] + m[2]
+			if ref == "data:," {
+				continue // the empty favicon, so the browser asks for none
+			}
+			res, _ := get(t, "/"+strings.TrimPrefix(ref, "/"))
+			if res.StatusCode != http.StatusOK {
+				t.Errorf("%s references %q, which answers %d", e.Name(), ref, res.StatusCode)
+			}
+		}
+	}
+}
+
+// TestScriptNeverParsesHTML: everything the page shows comes from the API
+// and may hold a job's output, so the script sets text, never markup.
+func TestScriptNeverParsesHTML(t *testing.T) {
+	b, err := files.ReadFile("app.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sink := range []string{"innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval("} {
+		if strings.Contains(string(b), sink) {
+			t.Errorf("app.js uses %s", sink)
+		}
+	}
+}
