@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/etcdsched/scheduler/internal/api/dashboard"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -144,6 +145,8 @@ func (s *Server) routes() {
 	}
 	s.mux.HandleFunc("GET /api/v1/status", read(s.status))
 	s.clusterRoutes(read, write)
+	s.mux.Handle("GET /", dashboard.Handler())
+	s.mux.HandleFunc("GET /api/", s.notFound)
 	s.mux.HandleFunc("/", s.notFound)
 }
 
