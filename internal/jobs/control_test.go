@@ -1,0 +1,183 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/etcdsched/scheduler/config"
+	"github.com/etcdsched/scheduler/internal/etcdtest"
+	"github.com/etcdsched/scheduler/internal/runs"
+)
+
+// Manual triggers obey max_concurrency like scheduled runs; pause holds
+// cluster-wide and across restarts; cancel stops a running run and removes
+// a queued one; history is pruned to history_limit.
+func TestControl(t *testing.T) {
+	etcd := etcdtest.Start(t)
+	w := startWitness(t)
+	slow := httpJob("slow", "@every 1h", w.url("sleep=3s"))
+	slow.MaxConcurrency = 1
+	slow.Overlap = config.OverlapQueue
+	slow.QueueLimit = 5
+	quick := httpJob("quick", "@every 1s", w.url(""))
+	quick.HistoryLimit = 5
+	cfg := testConfig(slow, quick)
+	a := startNode(t, etcd.Endpoints(), "a", cfg)
+	b := startNode(t, etcd.Endpoints(), "b", cfg)
+	leaderOf(t, []*node{a, b})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	t.Run("trigger obeys max_concurrency", func(t *testing.T) {
+		var ids []string
+		for range 3 {
+			id, err := b.engine.Trigger(ctx, "slow")
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, id)
+		}
+		waitFor(t, 60*time.Second, "three triggered runs", func() bool { return len(w.finished("slow")) >= 3 })
+		if got := w.maxConcurrent("slow"); got != 1 {
+			t.Errorf("the target saw %d triggered runs at once, max_concurrency is 1", got)
+		}
+		recs := records(t, a.client, "slow")
+		for _, id := range ids {
+			if r := recs[id]; r.Outcome != runs.Succeeded || r.Trigger != runs.Manual {
+				t.Errorf("%s: %s (%s)", id, r.Outcome, r.Trigger)
+			}
+		}
+		if _, err := a.engine.Trigger(ctx, "nope"); !errors.Is(err, ErrUnknownJob) {
+			t.Errorf("trigger of an unknown job: %v", err)
+		}
+	})
+
+	t.Run("cancel", func(t *testing.T) {
+		running, err := a.engine.Trigger(ctx, "slow")
+		if err != nil {
+			t.Fatal(err)
+		}
+		queued, err := a.engine.Trigger(ctx, "slow")
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, 30*time.Second, "the first run to hold the slot", func() bool {
+			st, err := b.engine.FindRun(ctx, running)
+			return err == nil && st.State == "running"
+		})
+		if err := b.engine.Cancel(ctx, queued, "not needed"); err != nil {
+			t.Fatalf("cancel queued: %v", err)
+		}
+		if err := b.engine.Cancel(ctx, running, "operator said so"); err != nil {
+			t.Fatalf("cancel running: %v", err)
+		}
+		waitFor(t, 30*time.Second, "both cancelled", func() bool {
+			recs := records(t, a.client, "slow")
+			return recs[running].Outcome == runs.Cancelled && recs[queued].Outcome == runs.Cancelled
+		})
+		recs := records(t, a.client, "slow")
+		if !strings.Contains(recs[running].Error, "operator said so") || recs[running].FencingToken == 0 {
+			t.Errorf("running run's record: %+v", recs[running])
+		}
+		if !strings.Contains(recs[queued].Error, "before it started") {
+			t.Errorf("queued run's record: %+v", recs[queued])
+		}
+		for _, h := range w.finished("slow") {
+			if h.RunID == queued {
+				t.Error("the cancelled queued run reached the target")
+			}
+		}
+		if err := b.engine.Cancel(ctx, running, "again"); !errors.Is(err, ErrFinished) {
+			t.Errorf("second cancel: %v", err)
+		}
+		if err := b.engine.Cancel(ctx, "slow@nope", "x"); !errors.Is(err, ErrUnknownRun) {
+			t.Errorf("cancel of an unknown run: %v", err)
+		}
+	})
+
+	t.Run("history is pruned to history_limit", func(t *testing.T) {
+		waitFor(t, 60*time.Second, "more runs than the limit", func() bool { return len(w.finished("quick")) >= 12 })
+		waitFor(t, 30*time.Second, "history pruned to 5", func() bool { return len(records(t, a.client, "quick")) <= 5 })
+		newest, err := a.engine.Runs(ctx, "quick", 1)
+		if err != nil || len(newest) != 1 {
+			t.Fatalf("newest run: %v %v", newest, err)
+		}
+		hits := w.finished("quick")
+		if last := hits[len(hits)-1]; newest[0].ScheduledAt.Before(last.Scheduled.Add(-2 * time.Second)) {
+			t.Errorf("newest record %s, last run %s: pruning dropped new records", newest[0].RunID, last.RunID)
+		}
+	})
+
+	t.Run("pause holds cluster-wide and across restarts", func(t *testing.T) {
+		if _, err := a.engine.Pause(ctx, "quick"); err != nil {
+			t.Fatal(err)
+		}
+		st, err := b.engine.Job(ctx, "quick")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !st.Paused {
+			waitFor(t, 10*time.Second, "b to see the pause", func() bool { st, _ = b.engine.Job(ctx, "quick"); return st.Paused })
+		}
+		// Runs already queued ahead of time may still start; after that, none.
+		pausedAt := time.Now()
+		settled := pausedAt.Add(3 * time.Second)
+		waitFor(t, 10*time.Second, "queued runs to drain", func() bool { return time.Now().After(settled) })
+		before := len(w.finished("quick"))
+
+		// Restart both replicas: the pause is in etcd, not in memory.
+		a.stop(10 * time.Second)
+		b.stop(10 * time.Second)
+		c := startNode(t, etcd.Endpoints(), "c", cfg)
+		leaderOf(t, []*node{c})
+		stc, err := c.engine.Job(ctx, "quick")
+		if err != nil || !stc.Paused {
+			t.Fatalf("after restart: paused=%v err=%v", stc.Paused, err)
+		}
+		watchUntil := time.Now().Add(4 * time.Second)
+		waitFor(t, 10*time.Second, "four seconds paused", func() bool { return time.Now().After(watchUntil) })
+		if after := len(w.finished("quick")); after != before {
+			t.Errorf("%d runs while paused", after-before)
+		}
+		if _, err := c.engine.Resume(ctx, "quick"); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, 30*time.Second, "runs after resume", func() bool { return len(w.finished("quick")) >= before+2 })
+		// Ticks during the pause are not caught up.
+		for _, r := range records(t, c.client, "quick") {
+			if r.Outcome == runs.Missed {
+				t.Errorf("tick %s recorded missed after a pause", r.RunID)
+			}
+		}
+	})
+}
+
+// A worker whose config file is older runs what the leader scheduled: the
+// job spec travels in the queue entry.
+func TestWorkerRunsTheLeadersSpec(t *testing.T) {
+	etcd := etcdtest.Start(t)
+	w := startWitness(t)
+	leaderCfg := testConfig(httpJob("spec", "@every 1s", w.url("from=leader")))
+	leader := startNode(t, etcd.Endpoints(), "leader", leaderCfg)
+	leaderOf(t, []*node{leader})
+	// The worker's file points the job elsewhere and never leads: its
+	// elector is stopped at once.
+	workerCfg := testConfig(httpJob("spec", "@every 1s", "http://127.0.0.1:1/old"))
+	worker := startNode(t, etcd.Endpoints(), "worker", workerCfg)
+	worker.stopElector()
+	<-worker.electorDone
+	// Keep the leader from executing, so the worker does.
+	leader.stopWork()
+	<-leader.workDone
+	waitFor(t, 60*time.Second, "runs by the worker", func() bool {
+		for _, h := range w.finished("spec") {
+			if h.Holder == "worker" {
+				return true
+			}
+		}
+		return false
+	})
+}

@@ -1,0 +1,41 @@
+package jobs
+
+import (
+	"testing"
+	"time"
+
+	"github.com/etcdsched/scheduler/config"
+	"github.com/etcdsched/scheduler/internal/runs"
+)
+
+// Retries back off exponentially from the moment the attempt ended, capped
+// at max_backoff, and stop after retries.max; each keeps the run id and
+// carries the attempts before it.
+func TestRetryBackoff(t *testing.T) {
+	ended := time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC)
+	job := withDefaults(config.Job{Name: "r", Schedule: "@every 1m",
+		Retries: config.Retries{Max: 4, Backoff: config.Duration(time.Second), MaxBackoff: config.Duration(5 * time.Second)}})
+	e := newEntry(runs.ID("r", ended), &job, nil, ended, ended, 1, runs.Schedule)
+	want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 5 * time.Second}
+	for i, d := range want {
+		rec := e.record(runs.Failed)
+		next := e.retry(ended, &rec)
+		if next == nil {
+			t.Fatalf("attempt %d: no retry, want one after %s", e.Attempt, d)
+		}
+		if got := next.NotBefore.Sub(ended); got != d {
+			t.Errorf("retry %d after %s, want %s", i+1, got, d)
+		}
+		if next.Attempt != e.Attempt+1 || next.RunID != e.RunID || next.Trigger != runs.Retry || next.State != Pending {
+			t.Errorf("retry %d: %+v", i+1, next)
+		}
+		if len(next.Previous) != i+1 || next.Previous[i].Attempt != i+1 || next.Previous[i].Outcome != runs.Failed {
+			t.Errorf("retry %d carries %+v", i+1, next.Previous)
+		}
+		e = next
+	}
+	rec := e.record(runs.Failed)
+	if next := e.retry(ended, &rec); next != nil {
+		t.Errorf("attempt %d retried past retries.max 4", next.Attempt)
+	}
+}
