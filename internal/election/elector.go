@@ -79,6 +79,9 @@ func New(client *clientv3.Client, sessions *session.Manager, cfg Config, reg pro
 // After a term Run campaigns again, with a new session if the old one was
 // lost. While Run is active it also keeps the view behind Leader current.
 func (e *Elector) Run(ctx context.Context, lead func(ctx context.Context, l Leadership)) error {
+	if lead == nil {
+		return errors.New("election: lead function is required")
+	}
 	if !e.running.CompareAndSwap(false, true) {
 		return ErrRunning
 	}
