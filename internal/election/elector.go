@@ -121,6 +121,11 @@ func (e *Elector) Run(ctx context.Context, lead func(ctx context.Context, l Lead
 // campaign waits until this session wins and confirms the win. The wait is
 // abandoned when the session ends: a candidate whose lease is gone cannot
 // win, and the next session should queue up at once.
+//
+// When its context is cancelled, etcd's Campaign deletes the candidate key
+// under the client's own context, so with etcd unreachable that cleanup
+// lasts until the connection fails or the client closes; give the client
+// gRPC keepalives (DialKeepAliveTime) so a dead connection fails.
 func (e *Elector) campaign(ctx context.Context, s *session.Session) (*concurrency.Election, Leadership, error) {
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -2,6 +2,7 @@ package election
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -196,5 +197,34 @@ func TestPartitionedLeaderStopsBeforeNewLeader(t *testing.T) {
 	}
 	if a.elector.IsLeader() {
 		t.Error("partitioned replica still reports leadership")
+	}
+}
+
+// Deleting the election key (an operator, or a lease etcd expired while the
+// session still trusted it) ends the term at once: the lead context is
+// cancelled with ErrLeadershipLost, without waiting for the session.
+func TestDeletedKeyEndsTheTerm(t *testing.T) {
+	cluster := etcdtest.Start(t)
+	ts := newTerms(t)
+	a := startReplica(t, cluster.Endpoints(), "a", ts.lead("a"))
+	first := ts.nextStart(20 * time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	deleted := time.Now()
+	if _, err := cluster.Client().Delete(ctx, first.l.Key); err != nil {
+		t.Fatal(err)
+	}
+	end := ts.nextEnd(20 * time.Second)
+	t.Logf("term ended %s after its key was deleted", end.cancelled.Sub(deleted))
+	if !errors.Is(end.cause, ErrLeadershipLost) {
+		t.Errorf("cause = %v, want %v", end.cause, ErrLeadershipLost)
+	}
+	// Same session, new key: a term with a new revision.
+	next := ts.nextStart(20 * time.Second)
+	if next.l.Rev == first.l.Rev || next.l.Lease != first.l.Lease {
+		t.Errorf("next term %+v, after %+v", next.l, first.l)
+	}
+	if !a.elector.IsLeader() {
+		t.Error("a does not lead again")
 	}
 }

@@ -137,3 +137,42 @@ func TestObserverRereadsAfterCompaction(t *testing.T) {
 		t.Errorf("leader_changes_total = %v, want 2", got)
 	}
 }
+
+// The leader's watch on its own key is cut, and the key is deleted and the
+// history compacted while it is away: the resumed watch is refused and
+// closes, and the re-read finds the key gone, which ends the term. A watch
+// simply re-opened at the current revision would never see that delete.
+func TestTermEndsWhenKeyDeletedWhileWatchWasDown(t *testing.T) {
+	cluster := etcdtest.Start(t)
+	proxy := newCutProxy(t, cluster.Endpoints()[0])
+	witness := cluster.Client()
+	ts := newTerms(t)
+	logs := &recorder{}
+	// A long TTL, so the session outlives the client's reconnect backoff.
+	startReplica(t, []string{proxy.endpoint()}, "a", ts.lead("a"),
+		replicaOpts{ttl: 10 * time.Second, margin: time.Second, logger: slog.New(logs)})
+	first := ts.nextStart(20 * time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	proxy.cut()
+	if _, err := witness.Delete(ctx, first.l.Key); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := witness.Put(ctx, testPrefix+"unrelated", "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := witness.Compact(ctx, resp.Header.Revision); err != nil {
+		t.Fatal(err)
+	}
+	proxy.restore()
+
+	end := ts.nextEnd(20 * time.Second)
+	if !errors.Is(end.cause, ErrLeadershipLost) {
+		t.Errorf("cause = %v, want %v", end.cause, ErrLeadershipLost)
+	}
+	if !logs.has("leader key watch closed; re-reading the key") {
+		t.Error("the term watch never closed; the test did not exercise re-reading")
+	}
+}
