@@ -1,0 +1,7 @@
+//go:build !unsafe_noguard
+
+package session
+
+// guardDisabled is false in every real build: the lease guard ends the
+// session at its deadline (SPEC rule 5). See guard_unsafe.go.
+const guardDisabled = false
