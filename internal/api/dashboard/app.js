@@ -77,11 +77,14 @@
 
   function pad(n) { return String(n).padStart(2, '0'); }
 
-  function absTime(t) {
+  // absTime writes local time; short leaves out the date when it is today.
+  function absTime(t, short) {
     const d = new Date(t);
     if (isNaN(d)) return String(t);
-    return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ` +
-      `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+    const day = `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}`;
+    const clock = `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+    if (short && d.toDateString() === new Date().toDateString()) return clock;
+    return `${day} ${clock}`;
   }
 
   function span(ms) {
@@ -98,14 +101,15 @@
     return ms >= 0 ? `in ${span(ms)}` : `${span(ms)} ago`;
   }
 
-  // fillTime puts an absolute time and, beneath it, a relative one into node.
-  function fillTime(node, t, withRel = true) {
+  // fillTime puts an absolute time and, beneath it, a relative one into
+  // node; compact is for the runs table, where the date is mostly today.
+  function fillTime(node, t, compact = false) {
     node.replaceChildren();
     node.removeAttribute('title');
     if (!isTime(t)) { node.textContent = '—'; return; }
     node.title = t;
-    node.append(document.createTextNode(absTime(t)));
-    if (withRel) node.append(el('span', { class: 'sub', text: relTime(t) }));
+    node.append(el('span', { class: 'abs', text: absTime(t, compact) }));
+    if (!compact) node.append(el('span', { class: 'sub', text: relTime(t) }));
   }
 
   function badge(text, cls) { return el('span', { class: 'badge ' + (cls || text), text }); }
@@ -215,7 +219,10 @@
     const odd = members.filter((m) => m.config_hash !== ref);
     const drift = $('drift');
     drift.hidden = odd.length === 0;
-    setText(drift, odd.length ? `Config drift: ${odd.map((m) => m.id).join(', ')} run${odd.length === 1 ? 's' : ''} a different config than the other ${members.length - odd.length}.` : '');
+    const n = members.length - odd.length;
+    setText(drift, odd.length ? `Config drift: ${odd.map((m) => m.id).join(', ')} ${odd.length === 1 ? 'runs' : 'run'} ` +
+      `a config other than ${(ref || '').slice(0, 12)}${ref === leaderHash ? ' (the leader\'s)' : ''}, ` +
+      `which ${n} of ${members.length} members run.` : '');
     setText($('members-count'), `(${members.length})`);
 
     syncRows(tbody, members, (m) => m.id,
@@ -228,7 +235,7 @@
         setText(version, m.version);
         hash.className = 'hash mono';
         hash.title = m.config_hash || '';
-        hash.replaceChildren(document.createTextNode((m.config_hash || '').slice(0, 16)));
+        hash.replaceChildren(document.createTextNode((m.config_hash || '').slice(0, 12)));
         if (m.config_hash !== ref) hash.append(badge('drift'));
         fillTime(started, m.started_at);
         role.replaceChildren(m.is_leader ? badge('leader') : badge('follower', 'plain'));
@@ -307,7 +314,7 @@
       (a.job || a.resource).localeCompare(b.job || b.resource) || a.slot - b.slot);
     setText($('slots-count'), `(${slots.length})`);
     syncRows(tbody, slots, (s) => `${s.job ? 'job' : 'resource'}/${s.job || s.resource}/${s.slot}`,
-      (s) => el('tr', { data: { slot: `${s.job || s.resource}/${s.slot}` } }),
+      (s) => el('tr', { data: { slot: `${s.job ? 'job' : 'resource'}/${s.job || s.resource}/${s.slot}` } }),
       (tr, s) => {
         const [name, slot, run, holder, token, started, scheduled] = cells(tr, 7);
         name.replaceChildren(document.createTextNode(s.job || s.resource),
@@ -345,7 +352,7 @@
     syncRows(tbody, rows, (x) => x.run_id,
       (x) => el('tr', { data: { runId: x.run_id, job: x.job } }),
       (tr, x) => {
-        const [id, outcome, trigger, attempt, scheduled, started, ended, holder, token, result, detail] = cells(tr, 11);
+        const [id, outcome, trigger, scheduled, started, ended, holder, token, result, detail] = cells(tr, 10);
         const shown = x.state === 'finished' ? x.outcome : x.state;
         tr.dataset.outcome = shown || '';
         tr.dataset.state = x.state || '';
@@ -363,19 +370,21 @@
         const cancel = outcome.querySelector('button');
         cancel.hidden = x.state === 'finished';
         cancel.disabled = state.busy.has(`cancel:${x.run_id}`);
-        setText(trigger, x.trigger || '');
-        attempt.replaceChildren(document.createTextNode(x.attempt || ''));
+        trigger.className = 'nowrap';
+        trigger.replaceChildren(el('span', { class: 'trigger', text: x.trigger || '' }));
+        if (x.attempt) trigger.append(el('span', { class: 'sub', text: `attempt ${x.attempt}` }));
         if (x.previous_attempts && x.previous_attempts.length) {
-          attempt.append(el('span', { class: 'sub', text: 'earlier: ' + x.previous_attempts.map((p) => p.outcome).join(', ') }));
+          trigger.append(el('span', { class: 'sub', text: 'before: ' + x.previous_attempts.map((p) => p.outcome).join(', ') }));
         }
-        fillTime(scheduled, x.scheduled_at, false);
-        fillTime(started, x.started_at, false);
-        fillTime(ended, x.ended_at, false);
+        fillTime(scheduled, x.scheduled_at, true);
+        fillTime(started, x.started_at, true);
+        fillTime(ended, x.ended_at, true);
         if (isTime(x.ended_at) && isTime(x.started_at)) {
           ended.append(el('span', { class: 'sub', text: 'took ' + span(new Date(x.ended_at) - new Date(x.started_at)) }));
         }
+        holder.className = 'nowrap';
         setText(holder, x.holder || '');
-        token.className = 'mono';
+        token.className = 'mono nowrap';
         setText(token, x.fencing_token ? `${x.slot} · ${x.fencing_token}` : '');
         const res = [];
         if (x.exit_code !== undefined && x.exit_code !== null) res.push(`exit ${x.exit_code}`);
