@@ -1,0 +1,58 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+)
+
+// chromiumPath finds Debian's chromium, which .ci/run installs; the browser
+// tests skip where it is absent rather than fetch a browser of their own.
+func chromiumPath() string {
+	if p, err := exec.LookPath("chromium"); err == nil {
+		return p
+	}
+	if _, err := os.Stat("/usr/bin/chromium"); err == nil {
+		return "/usr/bin/chromium"
+	}
+	return ""
+}
+
+// browser starts a headless Chromium with a fresh profile for this test
+// and returns a tab's context; the browser is closed when the test ends.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	path := chromiumPath()
+	if path == "" {
+		t.Skip("no chromium on PATH or at /usr/bin/chromium (apt-get install chromium); skipping the browser test")
+	}
+	profile := t.TempDir() // made before the cleanup below, so removed after the browser exits
+	// Puppeteer's defaults (among them no throttling of the page's timers,
+	// which drive its polling), then what a machine with no internet and no
+	// display needs.
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(path),
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.UserDataDir(profile),
+		chromedp.WindowSize(1400, 1000),
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("crash-dumps-dir", filepath.Join(profile, "crashes")),
+	)
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(allocCtx, chromedp.WithLogf(t.Logf))
+	t.Cleanup(func() {
+		cancel()
+		cancelAlloc()
+	})
+	// Start the browser now, so a broken install fails here with its own error.
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("start %s: %v", path, err)
+	}
+	return ctx
+}
