@@ -2,25 +2,66 @@ package api
 
 import (
 	"crypto/subtle"
+	"fmt"
 	"net/http"
+	"os"
 	"strings"
 )
 
+// auth is what requests are checked against; it changes on reload.
+type auth struct {
+	token        string // empty: no auth at all
+	protectReads bool
+}
+
+// SetAuth (re)reads the bearer token from tokenFile and decides whether reads
+// need it too. An empty path turns auth off. On error nothing changes, so a
+// reload with a missing token file keeps the old token rather than opening
+// the API.
+func (s *Server) SetAuth(tokenFile string, protectReads bool) error {
+	var tok string
+	if tokenFile != "" {
+		b, err := os.ReadFile(tokenFile)
+		if err != nil {
+			return fmt.Errorf("api: token file: %w", err)
+		}
+		tok = strings.TrimSpace(string(b))
+		if tok == "" {
+			return fmt.Errorf("api: token file %s is empty", tokenFile)
+		}
+	}
+	s.mu.Lock()
+	s.auth = auth{token: tok, protectReads: protectReads}
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *Server) currentAuth() auth {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.auth
+}
+
 // authorize wraps h so it needs "Authorization: Bearer <token>" when a token
-// is configured. The comparison takes the same time whatever the guess.
-func (s *Server) authorize(h http.HandlerFunc, mutating bool) http.HandlerFunc {
+// is configured: always for mutating endpoints, for reads only with
+// protect_reads. The probes are never wrapped: a kubelet sends no token, and
+// a probe that answered 401 would keep every replica out of service.
+func (s *Server) authorize(h http.Handler, mutating bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		token := s.token()
-		if token == "" || (!mutating && !s.opts.ProtectReads) {
-			h(w, r)
+		a := s.currentAuth()
+		if a.token == "" || (!mutating && !a.protectReads) {
+			h.ServeHTTP(w, r)
 			return
 		}
 		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
+		// ConstantTimeCompare takes the same time whatever the guess's
+		// content; only a length mismatch returns early, and the length of
+		// the token is not the secret.
+		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(a.token)) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="scheduler"`)
 			writeError(w, http.StatusUnauthorized, "unauthorized", "a valid bearer token is required")
 			return
 		}
-		h(w, r)
+		h.ServeHTTP(w, r)
 	}
 }

@@ -9,8 +9,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
-	"strings"
 	"sync"
 	"time"
 
@@ -53,8 +51,8 @@ type Server struct {
 	ln   net.Listener
 	http *http.Server
 
-	mu  sync.Mutex
-	tok string
+	mu   sync.Mutex
+	auth auth
 }
 
 // New reads the token file and builds the routes.
@@ -63,7 +61,7 @@ func New(opts Options) (*Server, error) {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{opts: opts, mux: http.NewServeMux()}
-	if err := s.LoadToken(opts.TokenFile); err != nil {
+	if err := s.SetAuth(opts.TokenFile, opts.ProtectReads); err != nil {
 		return nil, err
 	}
 	s.routes()
@@ -73,31 +71,6 @@ func New(opts Options) (*Server, error) {
 		ErrorLog:          slog.NewLogLogger(opts.Logger.Handler(), slog.LevelWarn),
 	}
 	return s, nil
-}
-
-// LoadToken (re)reads the bearer token; an empty path turns auth off.
-func (s *Server) LoadToken(path string) error {
-	var tok string
-	if path != "" {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return fmt.Errorf("api: token file: %w", err)
-		}
-		tok = strings.TrimSpace(string(b))
-		if tok == "" {
-			return fmt.Errorf("api: token file %s is empty", path)
-		}
-	}
-	s.mu.Lock()
-	s.tok = tok
-	s.mu.Unlock()
-	return nil
-}
-
-func (s *Server) token() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.tok
 }
 
 // SetCluster wires the cluster endpoints; call it before Serve.
@@ -129,6 +102,17 @@ func (s *Server) Serve() error {
 	return err
 }
 
+// Close releases the address at once, also when Serve never ran.
+func (s *Server) Close() error {
+	err := s.http.Close()
+	if s.ln != nil {
+		if cerr := s.ln.Close(); cerr != nil && !errors.Is(cerr, net.ErrClosed) && err == nil {
+			err = cerr
+		}
+	}
+	return err
+}
+
 // Shutdown stops accepting and waits for requests in flight, up to ctx.
 func (s *Server) Shutdown(ctx context.Context) error {
 	return s.http.Shutdown(ctx)
@@ -138,10 +122,13 @@ func (s *Server) routes() {
 	read := func(h http.HandlerFunc) http.HandlerFunc { return s.authorize(h, false) }
 	write := func(h http.HandlerFunc) http.HandlerFunc { return s.authorize(h, true) }
 
+	// Probes stay open whatever the auth settings (see authorize).
 	s.mux.HandleFunc("GET /healthz", s.healthz)
 	s.mux.HandleFunc("GET /readyz", s.readyz)
 	if s.opts.Gatherer != nil {
-		s.mux.Handle("GET /metrics", promhttp.HandlerFor(s.opts.Gatherer, promhttp.HandlerOpts{}))
+		// Metrics are a read: with protect_reads, Prometheus sends the
+		// token (scrape config authorization.credentials_file).
+		s.mux.Handle("GET /metrics", s.authorize(promhttp.HandlerFor(s.opts.Gatherer, promhttp.HandlerOpts{}), false))
 	}
 	s.mux.HandleFunc("GET /api/v1/status", read(s.status))
 	s.clusterRoutes(read, write)

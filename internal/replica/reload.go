@@ -2,6 +2,7 @@ package replica
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"os"
 	"slices"
@@ -16,15 +17,19 @@ type reloadMetrics struct {
 	total *prometheus.CounterVec
 }
 
-func newReloadMetrics(reg prometheus.Registerer) *reloadMetrics {
+func newReloadMetrics(reg prometheus.Registerer) (*reloadMetrics, error) {
 	m := &reloadMetrics{total: prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "scheduler_config_reloads_total",
 		Help: "Configuration reloads by result (success or error).",
 	}, []string{"result"})}
+	// Both series exist from the start, so an alert on increase() of the
+	// error series sees the first error.
 	m.total.WithLabelValues("success")
 	m.total.WithLabelValues("error")
-	reg.MustRegister(m.total)
-	return m
+	if err := reg.Register(m.total); err != nil {
+		return nil, fmt.Errorf("replica: metrics: %w", err)
+	}
+	return m, nil
 }
 
 // serveReloads reloads the config on every SIGHUP until ctx ends.
@@ -34,23 +39,50 @@ func (r *replica) serveReloads(ctx context.Context, signals <-chan os.Signal) {
 		case <-ctx.Done():
 			return
 		case <-signals:
-			if err := r.reload(); err != nil {
-				r.log.Error("config reload refused; the previous config keeps running", "file", r.opts.ConfigPath, "err", err)
-			}
+			r.log.Info("SIGHUP: reloading the config", "file", r.opts.ConfigPath)
+			r.reload(false)
 		}
 	}
 }
 
+// fileSum is the SHA-256 of the config file's bytes.
+type fileSum [sha256.Size]byte
+
 // reload reads the file again. A valid file replaces the jobs (removed jobs
 // stop being scheduled; their running runs finish); an invalid one changes
-// nothing and its error shows on /api/v1/status and in the metric.
-func (r *replica) reload() error {
-	cfg, err := config.Load(r.opts.ConfigPath)
+// nothing and its error shows on /api/v1/status, in the log and in the
+// metric. With onlyIfChanged (the file watcher), content already seen, valid
+// or not, is left alone: a directory event for another file, or a ConfigMap
+// swap that kept this file, is no reload.
+func (r *replica) reload(onlyIfChanged bool) {
+	data, err := os.ReadFile(r.opts.ConfigPath)
+	if err != nil && onlyIfChanged && os.IsNotExist(err) {
+		// In the middle of an editor's rename or a swap: the next event
+		// brings the file back.
+		return
+	}
+	sum := fileSum(sha256.Sum256(data))
+	r.mu.Lock()
+	if onlyIfChanged && err == nil && sum == r.fileSum {
+		r.mu.Unlock()
+		return
+	}
+	if err == nil {
+		r.fileSum = sum
+	}
+	r.mu.Unlock()
+
+	var cfg *config.Config
+	if err != nil {
+		err = fmt.Errorf("config: %w", err)
+	} else {
+		cfg, err = config.Parse(r.opts.ConfigPath, data)
+	}
 	if err == nil && r.opts.Overrides != nil {
 		r.opts.Overrides(cfg)
 	}
 	if err == nil {
-		err = r.api.LoadToken(cfg.API.TokenFile)
+		err = r.api.SetAuth(cfg.API.TokenFile, cfg.API.ProtectReads)
 	}
 	r.mu.Lock()
 	r.reloadAt = time.Now()
@@ -58,7 +90,8 @@ func (r *replica) reload() error {
 		r.reloadErr = err
 		r.mu.Unlock()
 		r.reloads.total.WithLabelValues("error").Inc()
-		return err
+		r.log.Error("config reload refused; the previous config keeps running", "file", r.opts.ConfigPath, "err", err)
+		return
 	}
 	old := r.cfg
 	r.cfg, r.reloadErr = cfg, nil
@@ -70,7 +103,6 @@ func (r *replica) reload() error {
 	r.membership.SetConfigHash(cfg.Hash())
 	r.engine.ConfigChanged()
 	r.log.Info("config reloaded", "file", r.opts.ConfigPath, "config_hash", cfg.Hash(), "jobs", len(cfg.Jobs))
-	return nil
 }
 
 // restartOnly names the changed settings a running replica cannot adopt.

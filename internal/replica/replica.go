@@ -5,6 +5,7 @@ package replica
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -35,10 +36,17 @@ type Options struct {
 	Logger     *slog.Logger
 	// Reload delivers SIGHUP.
 	Reload <-chan os.Signal
+	// NoWatch turns off reloading when the config file changes; SIGHUP
+	// still reloads.
+	NoWatch bool
 	// Overrides re-applies the command line and environment to a config
 	// read again on reload.
 	Overrides func(*config.Config)
 }
+
+// ErrStart wraps what keeps a replica from starting (the API address in use,
+// an unusable etcd setting), as opposed to a failure while it ran.
+var ErrStart = errors.New("replica: cannot start")
 
 // Run runs the replica until ctx ends, then shuts it down gracefully.
 func Run(ctx context.Context, opts Options) error {
@@ -62,6 +70,9 @@ type replica struct {
 	cfg       *config.Config
 	reloadErr error
 	reloadAt  time.Time
+	fileSum   fileSum // of the config file content last read
+
+	cleanups []func() // run last first, after the stages stopped
 
 	embedded   *embedetcd.Server
 	endpoints  []string
@@ -82,10 +93,42 @@ func (r *replica) config() *config.Config {
 	return r.cfg
 }
 
-func (r *replica) run(ctx context.Context) (err error) {
-	cfg := r.config()
+func (r *replica) run(ctx context.Context) error {
 	reg := prometheus.NewRegistry()
+	if err := r.start(ctx, reg); err != nil {
+		r.runCleanups()
+		return fmt.Errorf("%w: %w", ErrStart, err)
+	}
+	return r.serve(ctx)
+}
+
+// start binds the API address first, so a port in use fails at once and
+// before an embedded etcd is started, then builds the parts.
+func (r *replica) start(ctx context.Context, reg *prometheus.Registry) (err error) {
+	cfg := r.config()
+	if data, err := os.ReadFile(r.opts.ConfigPath); err == nil {
+		r.fileSum = sha256.Sum256(data)
+	}
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if r.reloads, err = newReloadMetrics(reg); err != nil {
+		return err
+	}
+	r.api, err = api.New(api.Options{
+		Listen:       cfg.API.Listen,
+		TokenFile:    cfg.API.TokenFile,
+		ProtectReads: cfg.API.ProtectReads,
+		Logger:       r.log.With("component", "api"),
+		Gatherer:     reg,
+		Status:       r.status,
+		Ready:        r.ready,
+	})
+	if err != nil {
+		return err
+	}
+	if err := r.api.Listen(); err != nil {
+		return err
+	}
+	r.cleanup(func() { _ = r.api.Close() })
 
 	r.endpoints = cfg.Cluster.Etcd.Endpoints
 	if len(r.endpoints) == 0 {
@@ -95,17 +138,17 @@ func (r *replica) run(ctx context.Context) (err error) {
 		}
 		// Stopped last: it waits for open client streams, so everything
 		// that talks to it must be closed first.
-		defer func() {
+		r.cleanup(func() {
 			r.embedded.Close()
 			r.log.Info("embedded etcd stopped")
-		}()
+		})
 		r.endpoints = r.embedded.Endpoints()
 	}
 	r.client, err = connect(cfg.Cluster.Etcd, r.endpoints)
 	if err != nil {
 		return err
 	}
-	defer func() { _ = r.client.Close() }()
+	r.cleanup(func() { _ = r.client.Close() })
 
 	r.sessions, err = session.NewManager(r.client, session.Options{
 		TTL:    cfg.Cluster.SessionTTL.D(),
@@ -120,7 +163,7 @@ func (r *replica) run(ctx context.Context) (err error) {
 		return err
 	}
 	r.exec = target.New(target.Options{Logger: r.log.With("component", "target")})
-	defer r.exec.Close()
+	r.cleanup(r.exec.Close)
 	r.engine, err = jobs.New(jobs.Options{
 		Client:   r.client,
 		Prefix:   cfg.Cluster.Etcd.Prefix,
@@ -133,23 +176,6 @@ func (r *replica) run(ctx context.Context) (err error) {
 		Reg:      reg,
 	})
 	if err != nil {
-		return err
-	}
-	r.reloads = newReloadMetrics(reg)
-
-	r.api, err = api.New(api.Options{
-		Listen:       cfg.API.Listen,
-		TokenFile:    cfg.API.TokenFile,
-		ProtectReads: cfg.API.ProtectReads,
-		Logger:       r.log.With("component", "api"),
-		Gatherer:     reg,
-		Status:       r.status,
-		Ready:        r.ready,
-	})
-	if err != nil {
-		return err
-	}
-	if err := r.api.Listen(); err != nil {
 		return err
 	}
 	apiAddr := advertised(r.api.Addr())
@@ -168,13 +194,19 @@ func (r *replica) run(ctx context.Context) (err error) {
 		return err
 	}
 	r.api.SetCluster(cluster{Engine: r.engine, elector: r.elector, membership: r.membership, slots: r.slots})
+	return nil
+}
 
+// serve runs the parts until ctx ends or one fails, then shuts down in the
+// order of SPEC section 9.
+func (r *replica) serve(ctx context.Context) error {
+	defer r.runCleanups()
 	// Each stage has its own context, cancelled in the order of SPEC
 	// section 9: stop claiming and resign, drain runs, then give up the
 	// lease and stop answering.
 	var stages stages
 	base := stages.add("base")     // session, slots view, membership
-	work := stages.add("work")     // the engine's worker
+	work := stages.add("work")     // the engine's worker, reloads
 	leading := stages.add("elect") // the elector
 	base.serve("session", func(ctx context.Context) error { return r.sessions.Run(ctx) })
 	base.serve("slots", r.slots.Run)
@@ -192,14 +224,19 @@ func (r *replica) run(ctx context.Context) (err error) {
 	if r.opts.Reload != nil {
 		work.serve("reload", func(ctx context.Context) error { r.serveReloads(ctx, r.opts.Reload); return nil })
 	}
+	if !r.opts.NoWatch && r.opts.ConfigPath != "" {
+		work.serve("config watch", r.watchConfig)
+	}
 
 	var runErr error
+	apiServing := true
 	select {
 	case <-ctx.Done():
 		r.log.Info("shutting down")
 	case runErr = <-stages.errs:
 		r.log.Error("component failed; shutting down", "err", runErr)
 	case runErr = <-apiDone:
+		apiServing = false
 		r.log.Error("api server failed; shutting down", "err", runErr)
 	}
 
@@ -209,19 +246,38 @@ func (r *replica) run(ctx context.Context) (err error) {
 	work.stop()
 	leading.stop()
 	grace := r.config().Worker.ShutdownGrace.D()
+	r.log.Info("shutdown: stopped claiming and resigned; draining runs", "grace", grace)
 	drainCtx, cancelDrain := context.WithTimeout(context.Background(), grace)
 	r.engine.Drain(drainCtx)
 	cancelDrain()
 	// Revoking the lease deletes every session key at once.
 	base.stop()
+	r.log.Info("shutdown: runs released, session revoked")
+	// The API answers until here, so the drain can be watched.
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := r.api.Shutdown(shutdownCtx); err != nil {
 		r.log.Warn("api shutdown", "err", err)
 	}
+	if apiServing {
+		if err := <-apiDone; err != nil {
+			runErr = errors.Join(runErr, err)
+		}
+	}
 	runErr = errors.Join(runErr, stages.wait())
 	r.log.Info("stopped")
 	return runErr
+}
+
+// cleanup registers f to run at exit, before the ones registered earlier:
+// the client closes before the embedded etcd it talks to stops.
+func (r *replica) cleanup(f func()) { r.cleanups = append(r.cleanups, f) }
+
+func (r *replica) runCleanups() {
+	for i := len(r.cleanups) - 1; i >= 0; i-- {
+		r.cleanups[i]()
+	}
+	r.cleanups = nil
 }
 
 func (r *replica) status() api.Status {
