@@ -1,0 +1,88 @@
+package replica
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
+)
+
+// A running replica exposes every metric of SPEC section 10 once a run has
+// happened, plus the Go and process collectors, and promlint finds nothing
+// in the scrape.
+func TestMetricsOfSpec(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "jobs.yaml")
+	if err := os.WriteFile(path, []byte(configYAML(newEtcd(t), "/metrics/", `jobs:
+  - name: echo
+    schedule: "0 0 1 1 *"
+    catch_up: none
+    exec:
+      command: ["echo", "hello"]
+  # Paused with a tick every second: the leader records skipped ticks.
+  - name: idle
+    schedule: "@every 1s"
+    paused: true
+    exec:
+      command: ["true"]
+`)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := startReplica(t, "m1", path)
+	id := r.trigger("echo", "")
+	if got := r.waitRun(id, "finished", 20*time.Second); got.Outcome != "succeeded" {
+		t.Fatalf("run %s: %+v", id, got)
+	}
+
+	want := []string{
+		`scheduler_is_leader 1`,
+		`scheduler_leader_changes_total `,
+		`scheduler_runs_total{job="echo",outcome="succeeded"} 1`,
+		`scheduler_run_duration_seconds_count{job="echo"} 1`,
+		`scheduler_schedule_lateness_seconds_count `,
+		`scheduler_slots_in_use{job="echo"} 0`,
+		`scheduler_claim_duration_seconds_count `,
+		`scheduler_runs_skipped_total{job="idle",reason="paused"} `,
+		`scheduler_session_lost_total 0`,
+		`scheduler_config_reloads_total{result="error"} 0`,
+		`scheduler_config_reloads_total{result="success"} 0`,
+		`go_goroutines `,
+		`process_cpu_seconds_total `,
+	}
+	var scrape []byte
+	waitFor(t, 20*time.Second, "every metric of SPEC section 10", func() (bool, string) {
+		var code int
+		code, scrape = r.get("/metrics", "")
+		if code != 200 {
+			return false, fmt.Sprintf("/metrics: %d", code)
+		}
+		for _, w := range want {
+			if !hasLinePrefix(scrape, w) {
+				return false, "missing " + w
+			}
+		}
+		return true, ""
+	})
+
+	problems, err := promlint.New(bytes.NewReader(scrape)).Lint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("promlint: %s: %s", p.Metric, p.Text)
+	}
+}
+
+func hasLinePrefix(scrape []byte, prefix string) bool {
+	for _, line := range strings.Split(string(scrape), "\n") {
+		if strings.HasPrefix(line, prefix) {
+			return true
+		}
+	}
+	return false
+}
