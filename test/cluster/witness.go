@@ -56,10 +56,6 @@ type WitnessOptions struct {
 	// slot, and supersede older runs when a higher token arrives. Off, the
 	// witness accepts anything (the positive control).
 	Fencing bool
-	// Endpoints and Prefix: when set, the witness also watches the
-	// scheduler's keys straight on the members (see Observer).
-	Endpoints []string
-	Prefix    string
 }
 
 // Witness is the HTTP target of the suite. It serves POST /run with query
@@ -85,13 +81,6 @@ func StartWitness(opts WitnessOptions) (*Witness, error) {
 		return nil, err
 	}
 	w := &Witness{opts: opts, ln: ln, highest: map[string]int64{}, inFlight: map[string][]*Run{}}
-	if len(opts.Endpoints) > 0 {
-		w.obs, err = StartObserver(opts.Endpoints, opts.Prefix)
-		if err != nil {
-			_ = ln.Close()
-			return nil, err
-		}
-	}
 	w.srv = &http.Server{Handler: http.HandlerFunc(w.serve), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = w.srv.Serve(ln) }()
 	return w, nil
@@ -100,8 +89,26 @@ func StartWitness(opts WitnessOptions) (*Witness, error) {
 // URL of the run endpoint with the given query (e.g. "sleep=1s&fail=3").
 func (w *Witness) URL(query string) string { return "http://" + w.ln.Addr().String() + "/run?" + query }
 
-// Observer is the witness's own view of etcd (nil without endpoints).
-func (w *Witness) Observer() *Observer { return w.obs }
+// Watch starts the witness's own watch of the scheduler's keys under
+// prefix, straight on the etcd members (see Observer). The target URL must
+// exist before the cluster's config can name it, so this comes after.
+func (w *Witness) Watch(endpoints []string, prefix string) error {
+	obs, err := StartObserver(endpoints, prefix)
+	if err != nil {
+		return err
+	}
+	w.mu.Lock()
+	w.obs = obs
+	w.mu.Unlock()
+	return nil
+}
+
+// Observer is the witness's own view of etcd (nil before Watch).
+func (w *Witness) Observer() *Observer {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.obs
+}
 
 // Close stops serving and watching.
 func (w *Witness) Close() {
@@ -109,8 +116,8 @@ func (w *Witness) Close() {
 	defer cancel()
 	_ = w.srv.Shutdown(ctx)
 	_ = w.srv.Close()
-	if w.obs != nil {
-		w.obs.Close()
+	if obs := w.Observer(); obs != nil {
+		obs.Close()
 	}
 }
 

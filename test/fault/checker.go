@@ -1,0 +1,388 @@
+// Package fault is the fault-injection suite: real etcd members and
+// scheduler replicas (test/cluster), faults injected as signals and network
+// partitions, and a checker over what an independent witness saw. The
+// checker lives outside the _test files so its properties can be read,
+// and tested, on their own.
+package fault
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/etcdsched/scheduler/internal/runs"
+	"github.com/etcdsched/scheduler/test/cluster"
+)
+
+// Job is what the checker needs to know of a job's declaration.
+type Job struct {
+	Name           string
+	Every          time.Duration // @every interval
+	MaxConcurrency int
+	CatchUp        string
+	Resources      []string
+}
+
+// Window is an interval of time.
+type Window struct{ From, To time.Time }
+
+func (w Window) contains(t time.Time) bool { return !t.Before(w.From) && !t.After(w.To) }
+
+// Freeze: replica Holder was SIGSTOPped during the window.
+type Freeze struct {
+	Holder string
+	Window
+}
+
+// History is everything the checker looks at.
+type History struct {
+	Jobs      []Job
+	Resources map[string]int // name -> limit
+	// Runs as the witness saw them, in arrival order.
+	Runs []cluster.Run
+	// Records read from etcd at the end, by run id.
+	Records map[string]runs.Record
+	// Ticks scheduled in [TicksFrom, TicksUntil] must each be accounted for.
+	TicksFrom, TicksUntil time.Time
+	// Failover are the measured windows without a working leader or store
+	// (plus a margin): the only place a tick may be lost.
+	Failover []Window
+	// EtcdDown are the windows in which no etcd member ran; RunStartGrace
+	// is how long after the store went down a run claimed before may still
+	// start (the lease guard's deadline).
+	EtcdDown      []Window
+	RunStartGrace time.Duration
+	Freezes       []Freeze
+	// SlotPeaks from the witness's own etcd watch.
+	SlotPeaks map[string]cluster.SlotPeak
+	// Healed: every job must have started a run after this.
+	Healed time.Time
+	// Now ends the runs still in flight.
+	Now time.Time
+}
+
+// Report is the checker's verdict.
+type Report struct {
+	RunsChecked   int
+	Rejected      int // stale tokens refused by the witness
+	Superseded    int // runs fenced off by a newer token while frozen
+	ExcusedShared int // shared-resource overlaps caused by a frozen holder
+	TicksChecked  int
+	TicksLost     int // lost inside failover windows (allowed)
+	Violations    []string
+}
+
+func (r *Report) violate(format string, args ...any) {
+	r.Violations = append(r.Violations, fmt.Sprintf(format, args...))
+}
+
+// Check runs every property over h.
+func Check(h *History) *Report {
+	r := &Report{RunsChecked: len(h.Runs)}
+	for _, run := range h.Runs {
+		if run.Rejected {
+			r.Rejected++
+		}
+		if run.Superseded {
+			r.Superseded++
+		}
+	}
+	jobs := map[string]Job{}
+	for _, j := range h.Jobs {
+		jobs[j.Name] = j
+	}
+	checkOverlap(h, jobs, r)
+	checkSharedResources(h, jobs, r)
+	checkSuperseded(h, r)
+	checkTwice(h, r)
+	checkTokens(h, r)
+	checkTicks(h, jobs, r)
+	checkEtcdDown(h, r)
+	checkSlotPeaks(h, jobs, r)
+	checkHealed(h, r)
+	checkRecords(h, r)
+	return r
+}
+
+type span struct {
+	from, to time.Time
+	run      *cluster.Run
+}
+
+// maxOverlap sweeps spans and calls over for each moment more than limit
+// overlap, with the spans active then.
+func maxOverlap(spans []span, limit int, over func(at time.Time, active []*cluster.Run)) {
+	type edge struct {
+		at    time.Time
+		start bool
+		run   *cluster.Run
+	}
+	var edges []edge
+	for _, s := range spans {
+		if !s.to.After(s.from) {
+			continue
+		}
+		edges = append(edges, edge{s.from, true, s.run}, edge{s.to, false, s.run})
+	}
+	// Ends before starts at the same instant: back-to-back is no overlap.
+	sort.Slice(edges, func(i, j int) bool {
+		if !edges[i].at.Equal(edges[j].at) {
+			return edges[i].at.Before(edges[j].at)
+		}
+		return !edges[i].start && edges[j].start
+	})
+	active := map[*cluster.Run]bool{}
+	for _, e := range edges {
+		if !e.start {
+			delete(active, e.run)
+			continue
+		}
+		active[e.run] = true
+		if len(active) > limit {
+			var list []*cluster.Run
+			for a := range active {
+				list = append(list, a)
+			}
+			over(e.at, list)
+		}
+	}
+}
+
+func accepted(h *History, pred func(*cluster.Run) bool) []span {
+	var out []span
+	for i := range h.Runs {
+		run := &h.Runs[i]
+		if run.Rejected || !pred(run) {
+			continue
+		}
+		out = append(out, span{run.Start, run.Until(h.Now), run})
+	}
+	return out
+}
+
+func describe(list []*cluster.Run) string {
+	var parts []string
+	for _, r := range list {
+		parts = append(parts, fmt.Sprintf("%s#%d(slot %d, token %d, %s, %s..%s)", r.RunID, r.Attempt, r.Slot, r.Token, r.Holder,
+			r.Start.Format("15:04:05.000"), r.End.Format("15:04:05.000")))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ", ")
+}
+
+// Property 1: accepted runs of a job never overlap beyond max_concurrency.
+func checkOverlap(h *History, jobs map[string]Job, r *Report) {
+	for _, j := range h.Jobs {
+		n := 0
+		maxOverlap(accepted(h, func(x *cluster.Run) bool { return x.Job == j.Name }), j.MaxConcurrency, func(at time.Time, active []*cluster.Run) {
+			if n++; n <= 5 {
+				r.violate("overlap: job %s had %d accepted runs at %s (max_concurrency %d): %s",
+					j.Name, len(active), at.Format("15:04:05.000"), j.MaxConcurrency, describe(active))
+			}
+		})
+	}
+}
+
+// Shared resources carry no fencing token to the target, so a frozen
+// holder's run can overlap the next holder's; that is counted, anything
+// else is a violation.
+func checkSharedResources(h *History, jobs map[string]Job, r *Report) {
+	for name, limit := range h.Resources {
+		users := map[string]bool{}
+		for _, j := range h.Jobs {
+			for _, res := range j.Resources {
+				if res == name {
+					users[j.Name] = true
+				}
+			}
+		}
+		maxOverlap(accepted(h, func(x *cluster.Run) bool { return users[x.Job] }), limit, func(at time.Time, active []*cluster.Run) {
+			for _, a := range active {
+				if frozenDuring(h, a.Holder, Window{a.Start, at}) {
+					r.ExcusedShared++
+					return
+				}
+			}
+			r.violate("resource %s: %d runs at %s (limit %d), no holder frozen: %s", name, len(active),
+				at.Format("15:04:05.000"), limit, describe(active))
+		})
+	}
+}
+
+func frozenDuring(h *History, holder string, w Window) bool {
+	for _, f := range h.Freezes {
+		if f.Holder == holder && !f.From.After(w.To) && !f.To.Before(w.From) {
+			return true
+		}
+	}
+	return false
+}
+
+// A run may only be superseded while its holder could not act on the lease
+// guard: frozen. Anywhere else the guard should have ended it before the
+// lease expired and another holder could take the slot.
+func checkSuperseded(h *History, r *Report) {
+	for _, run := range h.Runs {
+		if run.Superseded && !frozenDuring(h, run.Holder, Window{run.Start, run.SupersededAt}) {
+			r.violate("guard: run %s#%d of %s (slot %d, token %d) was still in flight at %s when a newer token took its slot, and %s was not frozen",
+				run.RunID, run.Attempt, run.Holder, run.Slot, run.Token, run.SupersededAt.Format("15:04:05.000"), run.Holder)
+		}
+	}
+}
+
+// Property 2: no attempt of a run reaches the target twice; a retry has a
+// new attempt number.
+func checkTwice(h *History, r *Report) {
+	seen := map[string]cluster.Run{}
+	for _, run := range h.Runs {
+		if run.Rejected {
+			continue
+		}
+		k := fmt.Sprintf("%s#%d", run.RunID, run.Attempt)
+		if prev, ok := seen[k]; ok {
+			r.violate("twice: %s ran twice: token %d on %s at %s and token %d on %s at %s", k,
+				prev.Token, prev.Holder, prev.Start.Format("15:04:05.000"), run.Token, run.Holder, run.Start.Format("15:04:05.000"))
+			continue
+		}
+		seen[k] = run
+	}
+}
+
+// Property 4: per job and slot, accepted tokens strictly increase in the
+// order they arrived.
+func checkTokens(h *History, r *Report) {
+	last := map[string]int64{}
+	for _, run := range h.Runs {
+		if run.Rejected {
+			continue
+		}
+		k := fmt.Sprintf("%s/%d", run.Job, run.Slot)
+		if prev, ok := last[k]; ok && run.Token <= prev {
+			r.violate("tokens: %s accepted token %d after %d (%s#%d on %s)", k, run.Token, prev, run.RunID, run.Attempt, run.Holder)
+		}
+		last[k] = max(last[k], run.Token)
+	}
+}
+
+// Property 3: every tick was run or recorded (skipped, missed, lost, ...);
+// one that was neither is allowed only inside a failover window.
+func checkTicks(h *History, jobs map[string]Job, r *Report) {
+	ran := map[string]bool{}
+	for _, run := range h.Runs {
+		ran[run.RunID] = true
+	}
+	for _, j := range h.Jobs {
+		if j.Every <= 0 {
+			continue
+		}
+		first := time.Time{}
+		for id, rec := range h.Records {
+			if rec.Job == j.Name && rec.Trigger != runs.Manual && (first.IsZero() || rec.ScheduledAt.Before(first)) {
+				first = rec.ScheduledAt
+				_ = id
+			}
+		}
+		for _, run := range h.Runs {
+			if run.Job == j.Name && (first.IsZero() || run.ScheduledAt.Before(first)) {
+				first = run.ScheduledAt
+			}
+		}
+		if first.IsZero() {
+			r.violate("ticks: job %s never ran nor was recorded", j.Name)
+			continue
+		}
+		if first.Before(h.TicksFrom) {
+			first = h.TicksFrom.Truncate(j.Every).Add(j.Every)
+		}
+		lost := 0
+		for t := first; !t.After(h.TicksUntil); t = t.Add(j.Every) {
+			r.TicksChecked++
+			id := runs.ID(j.Name, t)
+			if ran[id] {
+				continue
+			}
+			if _, ok := h.Records[id]; ok {
+				continue
+			}
+			inWindow := false
+			for _, w := range h.Failover {
+				if w.contains(t) {
+					inWindow = true
+				}
+			}
+			if inWindow {
+				r.TicksLost++
+				continue
+			}
+			if lost++; lost <= 5 {
+				r.violate("ticks: %s neither ran nor was recorded, outside every failover window", id)
+			}
+		}
+	}
+}
+
+// While the whole store is down no run starts: a run needs a slot, and a
+// slot needs etcd. Runs claimed just before may start until the guard ends
+// their session.
+func checkEtcdDown(h *History, r *Report) {
+	for _, w := range h.EtcdDown {
+		for _, run := range h.Runs {
+			if run.Start.After(w.From.Add(h.RunStartGrace)) && run.Start.Before(w.To) {
+				r.violate("etcd down: %s#%d started on %s at %s, with every etcd member down since %s",
+					run.RunID, run.Attempt, run.Holder, run.Start.Format("15:04:05.000"), w.From.Format("15:04:05.000"))
+			}
+		}
+	}
+}
+
+// The witness's own watch: never more slot keys than slots.
+func checkSlotPeaks(h *History, jobs map[string]Job, r *Report) {
+	for group, peak := range h.SlotPeaks {
+		limit := -1
+		if name, ok := strings.CutPrefix(group, "slots/"); ok {
+			if j, ok := jobs[name]; ok {
+				limit = j.MaxConcurrency
+			}
+		} else if name, ok := strings.CutPrefix(group, "resources/"); ok {
+			if l, ok := h.Resources[name]; ok {
+				limit = l
+			}
+		}
+		if limit >= 0 && peak.Count > limit {
+			r.violate("slots: %s had %d slot keys at revision %d (limit %d)", group, peak.Count, peak.Rev, limit)
+		}
+	}
+}
+
+// Property 5: after the last heal every job runs again.
+func checkHealed(h *History, r *Report) {
+	for _, j := range h.Jobs {
+		ok := false
+		for _, run := range h.Runs {
+			if run.Job == j.Name && !run.Rejected && run.Start.After(h.Healed) {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			r.violate("healed: job %s started no run after the last heal at %s", j.Name, h.Healed.Format("15:04:05.000"))
+		}
+	}
+}
+
+// A record that says succeeded is backed by a witness answer of 200 to
+// that attempt.
+func checkRecords(h *History, r *Report) {
+	ok := map[string]bool{}
+	for _, run := range h.Runs {
+		if run.Status == 200 {
+			ok[fmt.Sprintf("%s#%d", run.RunID, run.Attempt)] = true
+		}
+	}
+	for id, rec := range h.Records {
+		if rec.Outcome == runs.Succeeded && !ok[fmt.Sprintf("%s#%d", id, rec.Attempt)] {
+			r.violate("records: %s#%d recorded succeeded, but the witness never answered it 200", id, rec.Attempt)
+		}
+	}
+}

@@ -1,0 +1,433 @@
+package fault
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/etcdsched/scheduler/internal/runs"
+	"github.com/etcdsched/scheduler/test/cluster"
+)
+
+type faultKind string
+
+const (
+	killLeader      faultKind = "kill-leader"       // SIGKILL the leader replica, restart it
+	stopLeader      faultKind = "stop-leader"       // SIGSTOP the leader for 2×TTL
+	stopWorker      faultKind = "stop-worker"       // SIGSTOP a replica holding a slot for 2×TTL
+	partition       faultKind = "partition"         // pause a slot holder's proxies for 2×TTL
+	partitionLeader faultKind = "partition-leader"  // the same for the leader
+	killEtcdMember  faultKind = "kill-etcd-member"  // SIGKILL a follower member, restart it
+	killEtcdLeader  faultKind = "kill-etcd-leader"  // SIGKILL the raft leader, restart it
+	etcdDown        faultKind = "etcd-down"         // SIGKILL every member for 2×TTL
+	slowLink        faultKind = "slow-link"         // TTL/8 each way on a replica's etcd traffic
+)
+
+// scenario is one cluster run: a warm-up, faults one after another with a
+// gap between them, a settle period, then the checker.
+type scenario struct {
+	name    string
+	ttl     time.Duration
+	faults  []faultKind
+	gap     time.Duration // between a heal and the next fault
+	warmup  time.Duration
+	settle  time.Duration
+	control bool // the unsafe_noguard binary and a witness without fencing
+	seed    uint64
+}
+
+// injected is one fault as it happened.
+type injected struct {
+	kind     faultKind
+	target   string
+	start    time.Time
+	end      time.Time     // healed
+	leader   bool          // scheduling had to move or wait: a failover window
+	failover time.Duration // leader faults: to the new leader's first tick write
+}
+
+type runner struct {
+	t        *testing.T
+	sc       scenario
+	c        *cluster.Cluster
+	w        *cluster.Witness
+	rng      *rand.Rand
+	faults   []injected
+	freezes  []Freeze
+	etcdDown []Window
+	resumes  []time.Duration // etcd back -> first run started
+	problems []string        // seen while injecting
+}
+
+// outcome of a scenario.
+type outcome struct {
+	report  *Report
+	summary string
+}
+
+func runScenario(t *testing.T, sc scenario) outcome {
+	var bins cluster.Binaries
+	if sc.control {
+		bins = binaries(t, "unsafe_noguard")
+	} else {
+		bins = binaries(t)
+	}
+	w, err := cluster.StartWitness(cluster.WitnessOptions{Fencing: !sc.control})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Close)
+	cfg, jobs, resources := workload(sc.ttl, w)
+	c := cluster.StartT(t, cluster.Options{Dir: t.TempDir(), Binaries: bins, Config: cfg})
+	if err := w.Watch(c.Endpoints(), prefix); err != nil {
+		t.Fatal(err)
+	}
+	r := &runner{t: t, sc: sc, c: c, w: w, rng: rand.New(rand.NewPCG(sc.seed, sc.seed^0x5eed))}
+	t.Logf("%s: seed %d, ttl %s, %d faults, logs in %s", sc.name, sc.seed, sc.ttl, len(sc.faults), c.Dir)
+
+	// Warm-up: every job has run once, then the schedule's own warm-up.
+	r.waitFor(90*time.Second, "every job to run once", func() bool {
+		seen := map[string]bool{}
+		for _, run := range w.Runs() {
+			seen[run.Job] = true
+		}
+		return len(seen) == len(jobs)
+	})
+	ticksFrom := time.Now()
+	r.hold(sc.warmup)
+
+	for i, kind := range sc.faults {
+		f := r.inject(kind)
+		r.faults = append(r.faults, f)
+		t.Logf("fault %d/%d %s on %s: %s..%s%s", i+1, len(sc.faults), f.kind, f.target,
+			f.start.Format("15:04:05.000"), f.end.Format("15:04:05.000"), failoverNote(f))
+		r.waitHealthy()
+		r.hold(sc.gap)
+	}
+	healed := time.Now()
+	r.hold(sc.settle)
+
+	hist := r.history(jobs, resources, ticksFrom, healed)
+	rep := Check(hist)
+	rep.Violations = append(r.problems, rep.Violations...)
+	sum := r.summary(rep)
+	t.Log(sum)
+	fmt.Println(sum)
+	return outcome{report: rep, summary: sum}
+}
+
+func failoverNote(f injected) string {
+	if f.failover > 0 {
+		return fmt.Sprintf(" (failover %s)", f.failover.Round(time.Millisecond))
+	}
+	return ""
+}
+
+// hold lets time pass: the fault schedule itself (a fault lasts this long,
+// the next comes this much later), not a wait for a condition.
+func (r *runner) hold(d time.Duration) { time.Sleep(d) }
+
+func (r *runner) waitFor(within time.Duration, what string, cond func() bool) {
+	r.t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			r.t.Fatalf("%s: timed out after %s waiting for %s", r.sc.name, within, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (r *runner) ctx(d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), d)
+}
+
+// waitHealthy: every member and replica runs, every replica is ready and
+// one leads.
+func (r *runner) waitHealthy() {
+	r.t.Helper()
+	ctx, cancel := r.ctx(90 * time.Second)
+	defer cancel()
+	if err := r.c.WaitEtcdHealthy(ctx); err != nil {
+		r.t.Fatalf("etcd did not recover: %v", err)
+	}
+	for _, rep := range r.c.Replicas {
+		if err := rep.WaitReady(ctx); err != nil {
+			r.t.Fatalf("replica did not recover: %v", err)
+		}
+	}
+	if _, err := r.c.WaitLeader(ctx); err != nil {
+		r.t.Fatalf("no leader after the fault: %v", err)
+	}
+}
+
+func (r *runner) leader() *cluster.Replica {
+	r.t.Helper()
+	ctx, cancel := r.ctx(60 * time.Second)
+	defer cancel()
+	l, err := r.c.WaitLeader(ctx)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return l
+}
+
+// holder picks a replica other than the leader that holds a slot,
+// preferring the long job's (its run outlives the TTL); any non-leader if
+// none does within a few seconds.
+func (r *runner) holder(leader *cluster.Replica) *cluster.Replica {
+	var pick *cluster.Replica
+	deadline := time.Now().Add(5 * time.Second)
+	for pick == nil && time.Now().Before(deadline) {
+		ctx, cancel := r.ctx(5 * time.Second)
+		held, err := r.c.Slots(ctx)
+		cancel()
+		if err == nil {
+			slices.SortFunc(held, func(a, b cluster.SlotInfo) int {
+				return boolInt(b.Job == "long") - boolInt(a.Job == "long")
+			})
+			for _, s := range held {
+				if s.Job != "" && s.Holder != leader.ID {
+					pick = r.c.Replica(s.Holder)
+					break
+				}
+			}
+		}
+		if pick == nil {
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	if pick == nil {
+		others := slices.DeleteFunc(slices.Clone(r.c.Replicas), func(x *cluster.Replica) bool { return x == leader })
+		pick = others[r.rng.IntN(len(others))]
+	}
+	return pick
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// failover measures from t0 to the first tick written by a leader other
+// than old, as the witness's own watch saw it.
+func (r *runner) failover(t0 time.Time, old string) time.Duration {
+	obs := r.w.Observer()
+	var took time.Duration
+	r.waitFor(60*time.Second, "a new leader to write ticks", func() bool {
+		for _, lc := range obs.Leaders() {
+			if lc.At.After(t0) && lc.ID != "" && lc.ID != old {
+				if at := obs.FirstCursorWriteAfter(lc.At); !at.IsZero() {
+					took = at.Sub(t0)
+					return true
+				}
+			}
+		}
+		return false
+	})
+	return took
+}
+
+func (r *runner) inject(kind faultKind) injected {
+	r.t.Helper()
+	ttl := r.sc.ttl
+	f := injected{kind: kind}
+	must := func(err error) {
+		r.t.Helper()
+		if err != nil {
+			r.t.Fatalf("%s: %v", kind, err)
+		}
+	}
+	switch kind {
+	case killLeader:
+		l := r.leader()
+		f.target, f.leader, f.start = l.ID, true, time.Now()
+		must(l.Kill())
+		f.failover = r.failover(f.start, l.ID)
+		must(l.Start())
+	case stopLeader:
+		l := r.leader()
+		f.target, f.leader, f.start = l.ID, true, time.Now()
+		must(l.Stop())
+		f.failover = r.failover(f.start, l.ID)
+		r.hold(time.Until(f.start.Add(2 * ttl)))
+		must(l.Cont())
+		r.freezes = append(r.freezes, Freeze{Holder: l.ID, Window: Window{f.start, time.Now()}})
+	case stopWorker:
+		h := r.holder(r.leader())
+		f.target, f.start = h.ID, time.Now()
+		must(h.Stop())
+		r.hold(2 * ttl)
+		must(h.Cont())
+		r.freezes = append(r.freezes, Freeze{Holder: h.ID, Window: Window{f.start, time.Now()}})
+	case partition, partitionLeader:
+		l := r.leader()
+		h := l
+		if kind == partition {
+			h = r.holder(l)
+		}
+		f.target, f.leader, f.start = h.ID, h == l, time.Now()
+		h.PauseProxy()
+		r.hold(2 * ttl)
+		h.ResumeProxy()
+	case slowLink:
+		h := r.c.Replicas[r.rng.IntN(len(r.c.Replicas))]
+		f.target, f.start = h.ID, time.Now()
+		h.DelayProxy(ttl/8, ttl/8)
+		r.hold(2 * ttl)
+		h.DelayProxy(0, 0)
+	case killEtcdMember, killEtcdLeader:
+		ctx, cancel := r.ctx(30 * time.Second)
+		el, err := r.c.EtcdLeader(ctx)
+		cancel()
+		must(err)
+		m := el
+		if kind == killEtcdMember {
+			others := slices.DeleteFunc(slices.Clone(r.c.Members), func(x *cluster.Member) bool { return x == el })
+			m = others[r.rng.IntN(len(others))]
+		}
+		f.target, f.leader, f.start = m.Name, kind == killEtcdLeader, time.Now()
+		must(m.Kill())
+		r.hold(ttl)
+		must(m.Restart())
+		ctx, cancel = r.ctx(60 * time.Second)
+		must(m.WaitHealthy(ctx))
+		cancel()
+	case etcdDown:
+		f.target, f.leader, f.start = "all members", true, time.Now()
+		must(r.c.KillEtcd())
+		r.checkNotReady(f.start)
+		r.hold(time.Until(f.start.Add(2 * ttl)))
+		ctx, cancel := r.ctx(90 * time.Second)
+		must(r.c.StartEtcd(ctx))
+		cancel()
+		up := time.Now()
+		r.etcdDown = append(r.etcdDown, Window{f.start, up})
+		ctx, cancel = r.ctx(60 * time.Second)
+		run, err := r.w.WaitRun(ctx, func(x *cluster.Run) bool { return x.Start.After(up) && !x.Rejected })
+		cancel()
+		if err != nil {
+			r.problems = append(r.problems, fmt.Sprintf("etcd down: no run started within 60s of etcd's return at %s", up.Format("15:04:05.000")))
+		} else {
+			r.resumes = append(r.resumes, run.Start.Sub(up))
+		}
+	default:
+		r.t.Fatalf("unknown fault %q", kind)
+	}
+	f.end = time.Now()
+	return f
+}
+
+// checkNotReady: with the store down every replica keeps running and
+// answers /readyz with 503 within the session's TTL (plus slack for a slow
+// machine).
+func (r *runner) checkNotReady(since time.Time) {
+	deadline := since.Add(r.sc.ttl + 10*time.Second)
+	for _, rep := range r.c.Replicas {
+		for {
+			ctx, cancel := r.ctx(3 * time.Second)
+			code, err := rep.Get(ctx, "/readyz", nil)
+			cancel()
+			if err == nil && code == http.StatusServiceUnavailable {
+				break
+			}
+			if time.Now().After(deadline) {
+				r.problems = append(r.problems, fmt.Sprintf("etcd down: %s /readyz answered %d (err %v) %s after every member was killed; want 503",
+					rep.ID, code, err, time.Since(since).Round(time.Millisecond)))
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if !rep.Running() {
+			r.problems = append(r.problems, fmt.Sprintf("etcd down: replica %s exited", rep.ID))
+		}
+	}
+}
+
+// history gathers the witness's runs, its watch and the records in etcd.
+func (r *runner) history(jobs []Job, resources map[string]int, ticksFrom, healed time.Time) *History {
+	r.t.Helper()
+	now := time.Now()
+	cli, err := r.c.Client()
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	defer cli.Close()
+	ctx, cancel := r.ctx(30 * time.Second)
+	defer cancel()
+	records := map[string]runs.Record{}
+	resp, err := cli.Get(ctx, prefix+"runs/", clientv3.WithPrefix())
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	for _, kv := range resp.Kvs {
+		var rec runs.Record
+		if err := json.Unmarshal(kv.Value, &rec); err != nil {
+			r.t.Fatalf("record %s: %v", kv.Key, err)
+		}
+		records[rec.RunID] = rec
+	}
+	// Ticks still queued (pending or running) are accounted for too.
+	queued, err := cli.Get(ctx, prefix+"queue/", clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	for _, kv := range queued.Kvs {
+		id := string(kv.Key[strings.LastIndex(string(kv.Key), "/")+1:])
+		if _, ok := records[id]; !ok {
+			records[id] = runs.Record{RunID: id, Outcome: "queued"}
+		}
+	}
+	margin := 2*r.sc.ttl + 3*time.Second
+	var windows []Window
+	obs := r.w.Observer()
+	for _, f := range r.faults {
+		if !f.leader {
+			continue
+		}
+		to := f.end
+		if at := obs.FirstCursorWriteAfter(f.end); !at.IsZero() {
+			to = at
+		}
+		windows = append(windows, Window{f.start.Add(-time.Second), to.Add(margin)})
+	}
+	return &History{
+		Jobs: jobs, Resources: resources, Runs: r.w.Runs(), Records: records,
+		TicksFrom: ticksFrom, TicksUntil: now.Add(-5 * time.Second),
+		Failover: windows, EtcdDown: r.etcdDown, RunStartGrace: r.sc.ttl,
+		Freezes: r.freezes, SlotPeaks: obs.MaxSlots(), Healed: healed, Now: now,
+	}
+}
+
+func (r *runner) summary(rep *Report) string {
+	var kills []time.Duration
+	for _, f := range r.faults {
+		if f.kind == killLeader {
+			kills = append(kills, f.failover)
+		}
+	}
+	revs, restarts := r.w.Observer().Revisions()
+	return fmt.Sprintf("fault summary %s: faults=%d runs=%d violations=%d rejected_stale_tokens=%d superseded=%d "+
+		"ticks=%d ticks_lost_in_failover=%d failover(kill-leader) min/median/max=%s resume_after_etcd=%s watched_revisions=%d watch_restarts=%d",
+		r.sc.name, len(r.faults), rep.RunsChecked, len(rep.Violations), rep.Rejected, rep.Superseded,
+		rep.TicksChecked, rep.TicksLost, spread(kills), spread(r.resumes), revs, restarts)
+}
+
+func spread(ds []time.Duration) string {
+	if len(ds) == 0 {
+		return "n/a"
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return fmt.Sprintf("%s/%s/%s", s[0].Round(time.Millisecond), s[len(s)/2].Round(time.Millisecond), s[len(s)-1].Round(time.Millisecond))
+}
