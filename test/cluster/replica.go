@@ -161,5 +161,6 @@ type SlotInfo struct {
 	Slot         int    `json:"slot"`
 	RunID        string `json:"run_id"`
 	Holder       string `json:"holder"`
-	FencingToken int64  `json:"fencing_token"`
+	FencingToken int64     `json:"fencing_token"`
+	StartedAt    time.Time `json:"started_at"`
 }

@@ -74,7 +74,7 @@ func TestPositiveControl(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fault injection runs real processes")
 	}
-	faults := []faultKind{stopWorker, partition, stopLeader, stopWorker}
+	faults := []faultKind{stopWorker, partition, stopWorker, stopLeader, stopWorker}
 	if profile() == "long" {
 		faults = repeat([]faultKind{stopWorker, partition, stopLeader, partitionLeader}, 8)
 	}

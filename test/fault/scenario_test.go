@@ -181,42 +181,43 @@ func (r *runner) leader() *cluster.Replica {
 }
 
 // holder picks a replica other than the leader that holds a slot,
-// preferring the long job's (its run outlives the TTL); any non-leader if
-// none does within a few seconds.
+// preferring one whose long run (longer than the TTL) started within the
+// last TTL/2, so that freezing it makes its lease expire while its run is
+// still in the target's handler. Any slot holder, or any non-leader, when
+// none shows up within a few seconds.
 func (r *runner) holder(leader *cluster.Replica) *cluster.Replica {
-	var pick *cluster.Replica
-	deadline := time.Now().Add(5 * time.Second)
-	for pick == nil && time.Now().Before(deadline) {
+	var fresh, any *cluster.Replica
+	deadline := time.Now().Add(3 * r.sc.ttl * 3 / 2)
+	for fresh == nil && time.Now().Before(deadline) {
 		ctx, cancel := r.ctx(5 * time.Second)
 		held, err := r.c.Slots(ctx)
 		cancel()
 		if err == nil {
-			slices.SortFunc(held, func(a, b cluster.SlotInfo) int {
-				return boolInt(b.Job == "long") - boolInt(a.Job == "long")
-			})
 			for _, s := range held {
-				if s.Job != "" && s.Holder != leader.ID {
-					pick = r.c.Replica(s.Holder)
+				if s.Job == "" || s.Holder == leader.ID {
+					continue
+				}
+				if s.Job == "long" && time.Since(s.StartedAt) < r.sc.ttl/2 {
+					fresh = r.c.Replica(s.Holder)
 					break
+				}
+				if any == nil {
+					any = r.c.Replica(s.Holder)
 				}
 			}
 		}
-		if pick == nil {
-			time.Sleep(100 * time.Millisecond)
+		if fresh == nil {
+			time.Sleep(50 * time.Millisecond)
 		}
 	}
-	if pick == nil {
-		others := slices.DeleteFunc(slices.Clone(r.c.Replicas), func(x *cluster.Replica) bool { return x == leader })
-		pick = others[r.rng.IntN(len(others))]
+	switch {
+	case fresh != nil:
+		return fresh
+	case any != nil:
+		return any
 	}
-	return pick
-}
-
-func boolInt(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
+	others := slices.DeleteFunc(slices.Clone(r.c.Replicas), func(x *cluster.Replica) bool { return x == leader })
+	return others[r.rng.IntN(len(others))]
 }
 
 // failover measures from t0 to the first tick written by a leader other

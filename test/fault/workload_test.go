@@ -14,7 +14,7 @@ const prefix = "/fault/"
 // 500ms, max_concurrency 1 and 2, runs shorter and longer than the TTL,
 // one shared resource, every catch_up policy, retries on some jobs.
 func workload(ttl time.Duration, w *cluster.Witness) (string, []Job, map[string]int) {
-	long := ttl * 3 / 2
+	long := 3 * ttl // a frozen holder's run outlives its lease
 	jobs := []struct {
 		Job
 		yaml string
