@@ -1,0 +1,86 @@
+package fault
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/etcdsched/scheduler/internal/runs"
+	"github.com/etcdsched/scheduler/test/cluster"
+)
+
+// The checker on hand-made histories: a clean one passes, and each broken
+// property is reported.
+func TestCheckerProperties(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	run := func(tick, attempt, slot int, token int64, holder string, from, to int) cluster.Run {
+		return cluster.Run{Job: "j", RunID: runs.ID("j", at(tick)), ScheduledAt: at(tick), Attempt: attempt, Slot: slot,
+			Token: token, Holder: holder, Start: at(from), End: at(to), Status: 200}
+	}
+	clean := func() *History {
+		return &History{
+			Jobs:      []Job{{Name: "j", Every: time.Second, MaxConcurrency: 1}},
+			Runs:      []cluster.Run{run(0, 1, 0, 10, "a", 0, 500), run(1000, 1, 0, 12, "b", 1000, 1500), run(2000, 1, 0, 14, "a", 2000, 2500)},
+			Records:   map[string]runs.Record{},
+			TicksFrom: t0, TicksUntil: at(2000), Healed: at(1500), Now: at(3000),
+		}
+	}
+	tests := []struct {
+		name   string
+		breaks func(h *History)
+		want   string // "" = no violation
+	}{
+		{"clean", func(*History) {}, ""},
+		{"overlap", func(h *History) { h.Runs[1].Start = at(400) }, "overlap: job j had 2"},
+		{"overlap fenced off", func(h *History) {
+			h.Runs[0].End = at(1200)
+			h.Runs[0].Superseded, h.Runs[0].SupersededAt = true, at(1000)
+			h.Freezes = []Freeze{{Holder: "a", Window: Window{at(100), at(1300)}}}
+		}, ""},
+		{"superseded without a freeze", func(h *History) {
+			h.Runs[0].End = at(1200)
+			h.Runs[0].Superseded, h.Runs[0].SupersededAt = true, at(1000)
+		}, "guard: run"},
+		{"twice", func(h *History) { h.Runs[2] = run(1000, 1, 0, 14, "a", 2000, 2500) }, "twice:"},
+		{"retry is not twice", func(h *History) {
+			h.Runs[2] = run(1000, 2, 0, 14, "a", 2000, 2500)
+			h.Records[runs.ID("j", at(2000))] = runs.Record{Outcome: runs.Missed}
+		}, ""},
+		{"token goes back", func(h *History) { h.Runs[2].Token = 11 }, "tokens: j/0 accepted token 11"},
+		{"tick lost", func(h *History) { h.Runs = h.Runs[:2]; h.Healed = at(900) }, "ticks: j@"},
+		{"tick lost in a failover window", func(h *History) {
+			h.Runs = h.Runs[:2]
+			h.Healed = at(900)
+			h.Failover = []Window{{at(1800), at(2200)}}
+		}, ""},
+		{"tick recorded", func(h *History) {
+			h.Runs = h.Runs[:2]
+			h.Healed = at(900)
+			h.Records[runs.ID("j", at(2000))] = runs.Record{Outcome: runs.Skipped}
+		}, ""},
+		{"run while etcd down", func(h *History) {
+			h.EtcdDown = []Window{{at(1500), at(3000)}}
+			h.RunStartGrace = 200 * time.Millisecond
+		}, "etcd down:"},
+		{"no run after heal", func(h *History) { h.Healed = at(2900) }, "healed: job j"},
+		{"phantom success", func(h *History) {
+			h.Records[h.Runs[0].RunID] = runs.Record{RunID: h.Runs[0].RunID, Attempt: 2, Outcome: runs.Succeeded}
+		}, "records:"},
+		{"too many slot keys", func(h *History) { h.SlotPeaks = map[string]cluster.SlotPeak{"slots/j": {Count: 2}} }, "slots: slots/j had 2"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := clean()
+			tt.breaks(h)
+			rep := Check(h)
+			got := strings.Join(rep.Violations, "\n")
+			if tt.want == "" && got != "" {
+				t.Fatalf("unexpected violations:\n%s", got)
+			}
+			if tt.want != "" && !strings.Contains(got, tt.want) {
+				t.Fatalf("want a violation containing %q, got:\n%s", tt.want, got)
+			}
+		})
+	}
+}
