@@ -156,11 +156,11 @@ type LeaderInfo struct {
 
 // SlotInfo is one entry of GET /api/v1/slots.
 type SlotInfo struct {
-	Job          string `json:"job"`
-	Resource     string `json:"resource"`
-	Slot         int    `json:"slot"`
-	RunID        string `json:"run_id"`
-	Holder       string `json:"holder"`
+	Job          string    `json:"job"`
+	Resource     string    `json:"resource"`
+	Slot         int       `json:"slot"`
+	RunID        string    `json:"run_id"`
+	Holder       string    `json:"holder"`
 	FencingToken int64     `json:"fencing_token"`
 	StartedAt    time.Time `json:"started_at"`
 }

@@ -32,7 +32,7 @@ func main() {
 func run() error {
 	var (
 		name, dataDir, clientURL, peerURL, initialCluster, state, logLevel string
-		noFsync                                                           bool
+		noFsync                                                            bool
 	)
 	flag.StringVar(&name, "name", "default", "member name")
 	flag.StringVar(&dataDir, "data-dir", "", "data directory (required)")

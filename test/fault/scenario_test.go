@@ -20,15 +20,15 @@ import (
 type faultKind string
 
 const (
-	killLeader      faultKind = "kill-leader"       // SIGKILL the leader replica, restart it
-	stopLeader      faultKind = "stop-leader"       // SIGSTOP the leader for 2×TTL
-	stopWorker      faultKind = "stop-worker"       // SIGSTOP a replica holding a slot for 2×TTL
-	partition       faultKind = "partition"         // pause a slot holder's proxies for 2×TTL
-	partitionLeader faultKind = "partition-leader"  // the same for the leader
-	killEtcdMember  faultKind = "kill-etcd-member"  // SIGKILL a follower member, restart it
-	killEtcdLeader  faultKind = "kill-etcd-leader"  // SIGKILL the raft leader, restart it
-	etcdDown        faultKind = "etcd-down"         // SIGKILL every member for 2×TTL
-	slowLink        faultKind = "slow-link"         // TTL/8 each way on a replica's etcd traffic
+	killLeader      faultKind = "kill-leader"      // SIGKILL the leader replica, restart it
+	stopLeader      faultKind = "stop-leader"      // SIGSTOP the leader for 2×TTL
+	stopWorker      faultKind = "stop-worker"      // SIGSTOP a replica holding a slot for 2×TTL
+	partition       faultKind = "partition"        // pause a slot holder's proxies for 2×TTL
+	partitionLeader faultKind = "partition-leader" // the same for the leader
+	killEtcdMember  faultKind = "kill-etcd-member" // SIGKILL a follower member, restart it
+	killEtcdLeader  faultKind = "kill-etcd-leader" // SIGKILL the raft leader, restart it
+	etcdDown        faultKind = "etcd-down"        // SIGKILL every member for 2×TTL
+	slowLink        faultKind = "slow-link"        // TTL/8 each way on a replica's etcd traffic
 )
 
 // scenario is one cluster run: a warm-up, faults one after another with a
