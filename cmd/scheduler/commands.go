@@ -61,6 +61,10 @@ func runCommand(args []string, stderr io.Writer) int {
 		Reload:     reload,
 		Overrides:  func(c *config.Config) { applyOverrides(c, &f, set) },
 	})
+	if errors.Is(err, replica.ErrStart) {
+		logger.Error("scheduler refused to start", "err", err)
+		return exitFail
+	}
 	if err != nil {
 		logger.Error("scheduler stopped with an error", "err", err)
 		return exitFail

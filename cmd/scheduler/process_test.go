@@ -1,0 +1,226 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// proc is one `scheduler run` process of a test.
+type proc struct {
+	t    *testing.T
+	id   string
+	cmd  *exec.Cmd
+	url  string
+	http *http.Client
+
+	mu    sync.Mutex
+	lines []map[string]any
+
+	exited   chan struct{} // closed when the process is gone
+	exitAt   time.Time
+	exitCode int
+}
+
+// writeConfig writes a config on an external etcd with an isolated prefix.
+func writeConfig(t *testing.T, endpoint, prefix, extra string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "jobs.yaml")
+	content := fmt.Sprintf(`cluster:
+  etcd:
+    endpoints: [%q]
+    prefix: %s
+  session_ttl: 2s
+  lease_margin: 500ms
+api:
+  listen: 127.0.0.1:0
+%s`, endpoint, prefix, extra)
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// startProc runs the binary and waits until it is ready; it is killed at
+// cleanup if the test left it running.
+func startProc(t *testing.T, id, config string) *proc {
+	t.Helper()
+	p := &proc{t: t, id: id, exited: make(chan struct{}),
+		http: &http.Client{Transport: &http.Transport{}, Timeout: 10 * time.Second}}
+	p.cmd = exec.Command(binary, "run", "--config", config, "--id", id, "--log-format", "json", "--log-level", "debug")
+	stderr, err := p.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+		p.http.CloseIdleConnections()
+	})
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			var rec map[string]any
+			if json.Unmarshal(sc.Bytes(), &rec) == nil {
+				p.mu.Lock()
+				p.lines = append(p.lines, rec)
+				p.mu.Unlock()
+			}
+		}
+		_, _ = io.Copy(io.Discard, stderr)
+		err := p.cmd.Wait()
+		p.exitAt = time.Now()
+		if ee, ok := err.(*exec.ExitError); ok {
+			p.exitCode = ee.ExitCode()
+		} else if err != nil {
+			p.exitCode = -1
+		}
+		close(p.exited)
+	}()
+	waitUntil(t, 60*time.Second, id+" listening", func() (bool, string) {
+		select {
+		case <-p.exited:
+			t.Fatalf("%s exited while starting (%d): %v", id, p.exitCode, p.logLines())
+		default:
+		}
+		if rec := p.find("api listening"); rec != nil {
+			p.url = "http://" + rec["addr"].(string)
+			return true, ""
+		}
+		return false, "no 'api listening' line"
+	})
+	waitUntil(t, 60*time.Second, id+" ready", func() (bool, string) {
+		code, body := p.do(http.MethodGet, "/readyz")
+		return code == http.StatusOK, fmt.Sprintf("%d %s", code, body)
+	})
+	return p
+}
+
+func (p *proc) find(msg string) map[string]any {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, rec := range p.lines {
+		if rec["msg"] == msg {
+			return rec
+		}
+	}
+	return nil
+}
+
+func (p *proc) logLines() []map[string]any {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]map[string]any(nil), p.lines...)
+}
+
+func (p *proc) do(method, path string) (int, []byte) {
+	req, err := http.NewRequest(method, p.url+path, nil)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	resp, err := p.http.Do(req)
+	if err != nil {
+		return 0, []byte(err.Error())
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
+// leaderID is who GET /api/v1/leader names, or "".
+func (p *proc) leaderID() string {
+	code, body := p.do(http.MethodGet, "/api/v1/leader")
+	if code != http.StatusOK {
+		return ""
+	}
+	var l struct {
+		ID string `json:"id"`
+	}
+	_ = json.Unmarshal(body, &l)
+	return l.ID
+}
+
+func (p *proc) trigger(job string) string {
+	p.t.Helper()
+	code, body := p.do(http.MethodPost, "/api/v1/jobs/"+job+"/trigger")
+	if code != http.StatusAccepted {
+		p.t.Fatalf("trigger %s: %d %s", job, code, body)
+	}
+	var out struct {
+		RunID string `json:"run_id"`
+	}
+	if err := json.Unmarshal(body, &out); err != nil {
+		p.t.Fatal(err)
+	}
+	return out.RunID
+}
+
+// runState is GET /api/v1/runs/{id}, as far as the tests look.
+type runState struct {
+	State     string    `json:"state"`
+	Outcome   string    `json:"outcome"`
+	Holder    string    `json:"holder"`
+	Error     string    `json:"error"`
+	StartedAt time.Time `json:"started_at"`
+	EndedAt   time.Time `json:"ended_at"`
+}
+
+func (p *proc) waitRunning(runID string) runState {
+	p.t.Helper()
+	var st runState
+	waitUntil(p.t, 30*time.Second, "run "+runID+" running", func() (bool, string) {
+		code, body := p.do(http.MethodGet, "/api/v1/runs/"+runID)
+		st = runState{}
+		_ = json.Unmarshal(body, &st)
+		return code == http.StatusOK && st.State == "running", fmt.Sprintf("%d %s", code, body)
+	})
+	return st
+}
+
+func (p *proc) terminate() {
+	p.t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+// waitExit waits for the process to end and returns its exit code.
+func (p *proc) waitExit(within time.Duration) int {
+	p.t.Helper()
+	select {
+	case <-p.exited:
+		return p.exitCode
+	case <-time.After(within):
+		p.t.Fatalf("%s still running %s after SIGTERM", p.id, within)
+		return -1
+	}
+}
+
+// waitUntil polls cond until it holds or the deadline passes.
+func waitUntil(t *testing.T, within time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		ok, why := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s: %s", what, within, why)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
