@@ -108,7 +108,11 @@ func TestSettingsAreChecked(t *testing.T) {
 			t.Errorf("NewMembership accepted %+v", cfg)
 		}
 	}
-	if err := r.elector.Run(context.Background(), ts.lead("again")); err != ErrRunning {
+	// Bounded: if the first Run were not active, this one would campaign
+	// and must not hang the test.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := r.elector.Run(ctx, func(ctx context.Context, _ Leadership) { <-ctx.Done() }); err != ErrRunning {
 		t.Errorf("second Run: %v, want %v", err, ErrRunning)
 	}
 }
