@@ -51,12 +51,16 @@ type RunStatus struct {
 // Jobs lists every job of the current config.
 func (e *Engine) Jobs(ctx context.Context) ([]JobStatus, error) {
 	cfg := e.opts.Config()
+	pending := map[string]int{}
+	for _, q := range e.queue.list(func(q *queued) bool { return q.State == Pending }) {
+		pending[q.Job]++
+	}
 	out := make([]JobStatus, len(cfg.Jobs))
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 16)
 	errs := make([]error, len(cfg.Jobs))
 	for i := range cfg.Jobs {
-		out[i] = e.jobStatus(&cfg.Jobs[i])
+		out[i] = e.jobStatus(&cfg.Jobs[i], pending[cfg.Jobs[i].Name])
 		if len(cfg.Jobs) > lastRunLookups {
 			continue
 		}
@@ -77,24 +81,24 @@ func (e *Engine) Job(ctx context.Context, name string) (JobStatus, error) {
 	if j == nil {
 		return JobStatus{}, fmt.Errorf("%w %q", ErrUnknownJob, name)
 	}
-	st := e.jobStatus(j)
+	st := e.jobStatus(j, len(e.queue.list(func(q *queued) bool { return q.Job == j.Name && q.State == Pending })))
 	var err error
 	st.LastRun, err = e.lastRun(ctx, name)
 	return st, err
 }
 
-func (e *Engine) jobStatus(j *config.Job) JobStatus {
+func (e *Engine) jobStatus(j *config.Job, pending int) JobStatus {
 	st := JobStatus{
 		Name:           j.Name,
 		Spec:           *j,
 		Paused:         e.state.isPaused(j.Name, j.Paused),
 		Running:        e.opts.Slots.InUse(j.Name),
 		MaxConcurrency: j.MaxConcurrency,
+		Pending:        pending,
 	}
 	if sched, err := j.ParsedSchedule(); err == nil {
 		st.NextRun = sched.Next(e.clock.Now())
 	}
-	st.Pending = len(e.queue.list(func(q *queued) bool { return q.Job == j.Name && q.State == Pending }))
 	return st
 }
 

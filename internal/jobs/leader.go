@@ -49,6 +49,12 @@ func (e *Engine) Lead(ctx context.Context, fence clientv3.Cmp) error {
 	if err := l.loadCursors(ctx); err != nil {
 		return err
 	}
+	if err := l.initCursors(ctx); err != nil {
+		if errors.Is(err, errNotLeader) || ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel(nil)
@@ -96,6 +102,51 @@ func (l *leader) loadCursors(ctx context.Context) error {
 				l.cursors[job] = t
 			}
 		}
+	}
+	return nil
+}
+
+// cursorBatch: cursor puts per transaction, with their compares and the
+// fence under etcd's default limit of 128 operations.
+const cursorBatch = 60
+
+// initCursors gives every job without a cursor one at now, many per
+// transaction. A job needs a cursor from the moment a leader first sees it:
+// without one, a tick that fell in a later leader gap would be
+// indistinguishable from a tick before the job existed, and lost silently.
+func (l *leader) initCursors(ctx context.Context) error {
+	cfg := l.e.opts.Config()
+	now := l.e.clock.Now().UTC()
+	value := now.Format(runs.TimeFormat)
+	var pending []string
+	l.mu.Lock()
+	for i := range cfg.Jobs {
+		if _, ok := l.cursors[cfg.Jobs[i].Name]; !ok {
+			pending = append(pending, cfg.Jobs[i].Name)
+		}
+	}
+	l.mu.Unlock()
+	for len(pending) > 0 {
+		batch := pending[:min(len(pending), cursorBatch)]
+		pending = pending[len(batch):]
+		cmps := []clientv3.Cmp{l.fence}
+		ops := make([]clientv3.Op, 0, len(batch))
+		for _, job := range batch {
+			key := l.e.keys.Cursor(job)
+			cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(key), "=", 0))
+			ops = append(ops, clientv3.OpPut(key, value))
+		}
+		resp, err := l.e.opts.Client.Txn(ctx).If(cmps...).Then(ops...).Commit()
+		if err != nil {
+			return fmt.Errorf("jobs: initialize cursors: %w", err)
+		}
+		if resp.Succeeded {
+			for _, job := range batch {
+				l.setCursor(job, now)
+			}
+		}
+		// Otherwise a cursor appeared meanwhile or the fence failed: the
+		// per-job writes find out which and create the rest one by one.
 	}
 	return nil
 }
