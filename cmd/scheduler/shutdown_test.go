@@ -140,14 +140,16 @@ func TestShutdownHandsOverLeadershipBeforeExit(t *testing.T) {
 	}
 	b := startProc(t, "b", cfg)
 
-	// The election keys now: a's (the oldest) and b's.
-	resp, err := cli.Get(context.Background(), prefix+"election/", clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(resp.Kvs) != 2 {
-		t.Fatalf("%d election keys, want 2", len(resp.Kvs))
-	}
+	// The election keys, once b campaigns: a's (the oldest) and b's.
+	var resp *clientv3.GetResponse
+	waitUntil(t, 30*time.Second, "b campaigns", func() (bool, string) {
+		var err error
+		resp, err = cli.Get(context.Background(), prefix+"election/", clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(resp.Kvs) == 2, fmt.Sprintf("%d election keys", len(resp.Kvs))
+	})
 	aKey, bKey := string(resp.Kvs[0].Key), string(resp.Kvs[1].Key)
 
 	ctx, cancel := context.WithCancel(context.Background())
