@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -86,7 +88,12 @@ func runScenario(t *testing.T, sc scenario) outcome {
 	}
 	t.Cleanup(w.Close)
 	cfg, jobs, resources := workload(sc.ttl, w)
-	c := cluster.StartT(t, cluster.Options{Dir: t.TempDir(), Binaries: bins, Config: cfg})
+	dir := t.TempDir()
+	if keep := os.Getenv("FAULT_LOG_DIR"); keep != "" {
+		// Keep data and logs after the test, for a post-mortem.
+		dir = filepath.Join(keep, fmt.Sprintf("%s-%d", sc.name, time.Now().Unix()))
+	}
+	c := cluster.StartT(t, cluster.Options{Dir: dir, Binaries: bins, Config: cfg})
 	if err := w.Watch(c.Endpoints(), prefix); err != nil {
 		t.Fatal(err)
 	}
