@@ -1,0 +1,104 @@
+package jobs
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/etcdsched/scheduler/internal/etcdtest"
+	"github.com/etcdsched/scheduler/internal/runs"
+)
+
+// worker.max_parallel bounds what one replica executes at once, across
+// jobs; runs beyond it wait for a free worker instead of failing.
+func TestMaxParallelBoundsOneReplica(t *testing.T) {
+	etcd := etcdtest.Start(t)
+	w := startWitness(t)
+	var jobs []string
+	cfg := testConfig()
+	for _, name := range []string{"p1", "p2", "p3", "p4", "p5", "p6"} {
+		cfg.Jobs = append(cfg.Jobs, withDefaults(httpJob(name, "@every 1h", w.url("sleep=1s"))))
+		jobs = append(jobs, name)
+	}
+	cfg.Worker.MaxParallel = 2
+	n := startNode(t, etcd.Endpoints(), "solo", cfg)
+	leaderOf(t, []*node{n})
+	var ids []string
+	for _, j := range jobs {
+		id, err := n.engine.Trigger(t.Context(), j)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	waitFor(t, 60*time.Second, "all six runs", func() bool {
+		total := 0
+		for _, j := range jobs {
+			total += len(w.finished(j))
+		}
+		return total == 6
+	})
+	// Overlap across jobs, as the witness saw it.
+	var all []hit
+	for _, j := range jobs {
+		all = append(all, w.finished(j)...)
+	}
+	peak := 0
+	for _, a := range all {
+		at := 0
+		for _, b := range all {
+			if !b.Start.After(a.Start) && b.End.After(a.Start) {
+				at++
+			}
+		}
+		peak = max(peak, at)
+	}
+	if peak > 2 {
+		t.Errorf("%d runs at once on one replica, max_parallel is 2", peak)
+	}
+	if peak < 2 {
+		t.Errorf("never two runs at once: max_parallel 2 not used")
+	}
+	for i, j := range jobs {
+		if r := records(t, n.client, j)[ids[i]]; r.Outcome != runs.Succeeded {
+			t.Errorf("%s: %s %s", ids[i], r.Outcome, r.Error)
+		}
+	}
+}
+
+// A failing target is retried with backoff, keeping the run id, and the
+// final record lists the failed attempt.
+func TestFailedRunIsRetried(t *testing.T) {
+	etcd := etcdtest.Start(t)
+	w := startWitness(t)
+	job := httpJob("flaky", "@every 1h", w.url("status=500"))
+	job.Retries.Max = 1
+	cfg := testConfig(job)
+	n := startNode(t, etcd.Endpoints(), "solo", cfg)
+	leaderOf(t, []*node{n})
+	id, err := n.engine.Trigger(t.Context(), "flaky")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Both attempts fail (the target always answers 500): two requests,
+	// attempts 1 and 2, then a failed record with the first attempt in it.
+	var final runs.Record
+	waitFor(t, 30*time.Second, "the final record", func() bool {
+		r, ok := records(t, n.client, "flaky")[id]
+		final = r
+		return ok && r.Attempt == 2
+	})
+	hits := w.finished("flaky")
+	if len(hits) != 2 || hits[0].Attempt != 1 || hits[1].Attempt != 2 || hits[0].RunID != id || hits[1].RunID != id {
+		t.Fatalf("target saw %+v", hits)
+	}
+	if gap := hits[1].Start.Sub(hits[0].End); gap < 100*time.Millisecond {
+		t.Errorf("retry came %s after the failure, backoff is 100ms", gap)
+	}
+	if final.Outcome != runs.Failed || final.HTTPStatus != 500 || final.Trigger != runs.Retry {
+		t.Errorf("final record: %s %d %s", final.Outcome, final.HTTPStatus, final.Trigger)
+	}
+	if len(final.Previous) != 1 || final.Previous[0].Outcome != runs.Failed || !strings.Contains(final.Previous[0].Error, "500") {
+		t.Errorf("earlier attempts: %+v", final.Previous)
+	}
+}
