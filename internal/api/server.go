@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
+	"os"
 	"sync"
 	"time"
 
@@ -131,6 +133,12 @@ func (s *Server) routes() {
 		s.mux.Handle("GET /metrics", s.authorize(promhttp.HandlerFor(s.opts.Gatherer, promhttp.HandlerOpts{}), false))
 	}
 	s.mux.HandleFunc("GET /api/v1/status", read(s.status))
+	// Profiling for the benchmark (test/bench); off unless asked for,
+	// and behind the read token like every other read.
+	if os.Getenv("SCHEDULER_PPROF") == "1" {
+		s.mux.HandleFunc("GET /debug/pprof/", read(pprof.Index))
+		s.mux.HandleFunc("GET /debug/pprof/profile", read(pprof.Profile))
+	}
 	s.clusterRoutes(read, write)
 	s.mux.Handle("GET /", dashboard.Handler())
 	s.mux.HandleFunc("GET /api/", s.notFound)
