@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strconv"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -40,7 +41,12 @@ func (w *worker) execute(q *queued, entry *Entry, held *slots.Held, log *slog.Lo
 	} else {
 		e.metrics.lateness.Observe(startedAt.Sub(entry.NotBefore).Seconds())
 		log.Debug("run started")
+		var resourceSlots []string
+		for _, r := range held.Resources {
+			resourceSlots = append(resourceSlots, r.Name+"/"+strconv.Itoa(r.Index))
+		}
 		res = e.opts.Executor.Execute(runCtx, &entry.Spec, target.Run{
+			ResourceSlots: resourceSlots,
 			Job:          entry.Job,
 			RunID:        entry.RunID,
 			Attempt:      entry.Attempt,

@@ -219,6 +219,7 @@ type witness struct {
 
 type hit struct {
 	Job, RunID, Holder string
+	ResourceSlots      string
 	Attempt, Slot      int
 	Token              int64
 	Start, End         time.Time
@@ -235,10 +236,11 @@ func startWitness(t *testing.T) *witness {
 
 func (w *witness) serve(rw http.ResponseWriter, r *http.Request) {
 	h := hit{
-		Job:    r.Header.Get("X-Scheduler-Job"),
-		RunID:  r.Header.Get("X-Scheduler-Run-Id"),
-		Holder: r.Header.Get("X-Scheduler-Holder"),
-		Start:  time.Now(),
+		Job:           r.Header.Get("X-Scheduler-Job"),
+		RunID:         r.Header.Get("X-Scheduler-Run-Id"),
+		Holder:        r.Header.Get("X-Scheduler-Holder"),
+		ResourceSlots: r.Header.Get("X-Scheduler-Resource-Slots"),
+		Start:         time.Now(),
 	}
 	h.Attempt, _ = strconv.Atoi(r.Header.Get("X-Scheduler-Attempt"))
 	h.Slot, _ = strconv.Atoi(r.Header.Get("X-Scheduler-Slot"))

@@ -102,3 +102,26 @@ func TestFailedRunIsRetried(t *testing.T) {
 		t.Errorf("earlier attempts: %+v", final.Previous)
 	}
 }
+
+// A run that takes a shared resource tells its target which resource slot
+// it holds; the fencing token covers it, since one transaction created
+// both slots.
+func TestResourceSlotReachesTarget(t *testing.T) {
+	etcd := etcdtest.Start(t)
+	w := startWitness(t)
+	job := httpJob("res", "@every 1h", w.url(""))
+	job.Resources = []string{"shared"}
+	n := startNode(t, etcd.Endpoints(), "solo", testConfig(job))
+	leaderOf(t, []*node{n})
+	if _, err := n.engine.Trigger(t.Context(), "res"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "the run", func() bool { return len(w.finished("res")) == 1 })
+	h := w.finished("res")[0]
+	if h.ResourceSlots != "shared/0" && h.ResourceSlots != "shared/1" {
+		t.Errorf("X-Scheduler-Resource-Slots = %q, want shared/<0 or 1>", h.ResourceSlots)
+	}
+	if h.Token == 0 {
+		t.Error("no fencing token")
+	}
+}

@@ -2,6 +2,7 @@ package target
 
 import (
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/etcdsched/scheduler/internal/runs"
@@ -16,6 +17,11 @@ type Run struct {
 	Slot         int
 	FencingToken int64
 	Holder       string
+	// ResourceSlots are the shared-resource slots the run holds, as
+	// "name/index". They were created in the same transaction as the job
+	// slot, so FencingToken is their token too: a target guarding a shared
+	// resource keeps the highest token per resource slot.
+	ResourceSlots []string
 }
 
 // field is one value of SPEC section 7, named once for both forms so the
@@ -25,7 +31,7 @@ type field struct {
 }
 
 func (r Run) fields() []field {
-	return []field{
+	fs := []field{
 		{"X-Scheduler-Job", "SCHEDULER_JOB", r.Job},
 		{"X-Scheduler-Run-Id", "SCHEDULER_RUN_ID", r.RunID},
 		{"X-Scheduler-Attempt", "SCHEDULER_ATTEMPT", strconv.Itoa(r.Attempt)},
@@ -34,4 +40,8 @@ func (r Run) fields() []field {
 		{"X-Scheduler-Fencing-Token", "SCHEDULER_FENCING_TOKEN", strconv.FormatInt(r.FencingToken, 10)},
 		{"X-Scheduler-Holder", "SCHEDULER_HOLDER", r.Holder},
 	}
+	if len(r.ResourceSlots) > 0 {
+		fs = append(fs, field{"X-Scheduler-Resource-Slots", "SCHEDULER_RESOURCE_SLOTS", strings.Join(r.ResourceSlots, ",")})
+	}
+	return fs
 }
