@@ -11,6 +11,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/internal/etcdtest"
+	"github.com/etcdsched/scheduler/internal/netproxy"
 )
 
 // Graceful shutdown resigns: the standby leads within 300ms, not a TTL.
@@ -47,7 +48,7 @@ func TestResignHandsOverQuickly(t *testing.T) {
 
 // failoverSetup starts a leader "a" whose client goes through a proxy, and a
 // standby "b" queued behind it.
-func failoverSetup(t *testing.T) (*etcdtest.Cluster, *etcdtest.Proxy, *terms, *replica, started) {
+func failoverSetup(t *testing.T) (*etcdtest.Cluster, *netproxy.Proxy, *terms, *replica, started) {
 	cluster := etcdtest.Start(t)
 	proxy := etcdtest.NewProxy(t, cluster.Endpoints()[0])
 	ts := newTerms(t)

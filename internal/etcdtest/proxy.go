@@ -1,201 +1,21 @@
 package etcdtest
 
 import (
-	"net"
-	"sync"
+	"strings"
 	"testing"
-	"time"
+
+	"github.com/etcdsched/scheduler/internal/netproxy"
 )
 
-// Proxy forwards TCP between a client and one etcd member and can stop
-// forwarding while keeping connections open, the way a network partition
-// looks to both sides (no reset, just silence).
-type Proxy struct {
-	ln     net.Listener
-	target string
-
-	mu     sync.Mutex
-	paused bool
-	resume chan struct{}    // closed when a pause ends
-	delay  [2]time.Duration // by direction: toServer, toClient
-	conns  map[net.Conn]struct{}
-	closed bool
-	wg     sync.WaitGroup
-}
-
-// NewProxy listens on a loopback port and forwards to target (host:port or
-// an http:// URL). It is closed at cleanup.
-func NewProxy(t testing.TB, target string) *Proxy {
+// NewProxy starts a pausable, delaying TCP proxy in front of target (an
+// http:// URL or host:port), closed at cleanup.
+func NewProxy(t testing.TB, target string) *netproxy.Proxy {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	target = strings.TrimPrefix(strings.TrimPrefix(target, "http://"), "https://")
+	p, err := netproxy.New(target)
 	if err != nil {
-		t.Fatalf("etcdtest: proxy listen: %v", err)
+		t.Fatalf("etcdtest: proxy: %v", err)
 	}
-	p := &Proxy{ln: ln, target: hostPort(target), conns: map[net.Conn]struct{}{}, resume: make(chan struct{})}
-	p.wg.Add(1)
-	go p.accept()
 	t.Cleanup(p.Close)
 	return p
-}
-
-func hostPort(target string) string {
-	for _, scheme := range []string{"http://", "https://"} {
-		if len(target) > len(scheme) && target[:len(scheme)] == scheme {
-			return target[len(scheme):]
-		}
-	}
-	return target
-}
-
-// Endpoint is the URL a client dials instead of the member's.
-func (p *Proxy) Endpoint() string { return "http://" + p.ln.Addr().String() }
-
-// Pause stops forwarding in both directions; connections stay open.
-func (p *Proxy) Pause() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.paused = true
-}
-
-// Resume forwards again, including whatever was held back.
-func (p *Proxy) Resume() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.paused {
-		p.paused = false
-		close(p.resume)
-		p.resume = make(chan struct{})
-	}
-}
-
-// Directions of traffic through the proxy.
-const (
-	toServer = 0
-	toClient = 1
-)
-
-// SetDelay holds every chunk for d on its way to the server and for
-// back on its way to the client. Chunks keep their order and the delay does
-// not add up: each leaves d after it arrived.
-func (p *Proxy) SetDelay(to, back time.Duration) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.delay = [2]time.Duration{to, back}
-}
-
-// Close stops listening and closes every connection.
-func (p *Proxy) Close() {
-	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
-		return
-	}
-	p.closed = true
-	_ = p.ln.Close()
-	for c := range p.conns {
-		_ = c.Close()
-	}
-	if p.paused {
-		p.paused = false
-		close(p.resume)
-	}
-	p.mu.Unlock()
-	p.wg.Wait()
-}
-
-func (p *Proxy) accept() {
-	defer p.wg.Done()
-	for {
-		in, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		out, err := net.Dial("tcp", p.target)
-		if err != nil {
-			_ = in.Close()
-			continue
-		}
-		if !p.track(in, out) {
-			return
-		}
-		p.wg.Add(2)
-		go p.pipe(out, in, toServer)
-		go p.pipe(in, out, toClient)
-	}
-}
-
-func (p *Proxy) track(conns ...net.Conn) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		for _, c := range conns {
-			_ = c.Close()
-		}
-		return false
-	}
-	for _, c := range conns {
-		p.conns[c] = struct{}{}
-	}
-	return true
-}
-
-// gate blocks while paused and reports the delay to apply.
-func (p *Proxy) gate(dir int) (time.Duration, bool) {
-	for {
-		p.mu.Lock()
-		paused, resume, delay, closed := p.paused, p.resume, p.delay[dir], p.closed
-		p.mu.Unlock()
-		if closed {
-			return 0, false
-		}
-		if !paused {
-			return delay, true
-		}
-		<-resume
-	}
-}
-
-type chunk struct {
-	data    []byte
-	arrived time.Time
-}
-
-// pipe reads src and hands each chunk, stamped with its arrival, to a
-// writer that forwards it once the pause and the delay allow.
-func (p *Proxy) pipe(dst, src net.Conn, dir int) {
-	defer p.wg.Done()
-	chunks := make(chan chunk, 1024)
-	writerDone := make(chan struct{})
-	go func() {
-		defer close(writerDone)
-		defer func() { _ = dst.Close(); _ = src.Close() }()
-		for c := range chunks {
-			delay, ok := p.gate(dir)
-			if !ok {
-				return
-			}
-			if wait := time.Until(c.arrived.Add(delay)); wait > 0 {
-				time.Sleep(wait) // the injected latency itself, not a wait for a condition
-			}
-			if _, err := dst.Write(c.data); err != nil {
-				return
-			}
-		}
-	}()
-	defer func() { <-writerDone }()
-	defer close(chunks)
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := src.Read(buf)
-		if n > 0 {
-			select {
-			case chunks <- chunk{data: append([]byte(nil), buf[:n]...), arrived: time.Now()}:
-			case <-writerDone:
-				return
-			}
-		}
-		if err != nil {
-			return
-		}
-	}
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/etcdsched/scheduler/internal/netproxy"
 )
 
 // Replica is one scheduler process and the proxies it reaches etcd through:
@@ -17,7 +19,7 @@ import (
 type Replica struct {
 	ID      string
 	APIAddr string // 127.0.0.1:port
-	Proxies []*Proxy
+	Proxies []*netproxy.Proxy
 
 	proc *process
 }
@@ -30,7 +32,7 @@ func newReplica(dir, bin, id, configPath string, members []*Member) (*Replica, e
 	r := &Replica{ID: id, APIAddr: fmt.Sprintf("127.0.0.1:%d", port)}
 	var eps []string
 	for _, m := range members {
-		p, err := NewProxy(m.HostPort())
+		p, err := netproxy.New(m.HostPort())
 		if err != nil {
 			r.closeProxies()
 			return nil, err

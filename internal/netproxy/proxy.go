@@ -1,4 +1,7 @@
-package cluster
+// Package netproxy forwards TCP between a client and a server and can stop
+// forwarding or delay it, the way a partition or a slow link looks to both
+// ends. Tests put it between a replica and etcd.
+package netproxy
 
 import (
 	"net"
@@ -6,10 +9,9 @@ import (
 	"time"
 )
 
-// Proxy forwards TCP from a loopback port to one etcd member. Paused, it
-// stops forwarding in both directions but keeps connections open: what a
-// network partition looks like to both ends (no reset, just silence). The
-// idea is internal/etcdtest's proxy, without its testing dependency.
+// Proxy forwards TCP from a loopback port to one server. Paused, it stops
+// forwarding in both directions but keeps connections open: what a network
+// partition looks like to both ends (no reset, just silence).
 type Proxy struct {
 	ln     net.Listener
 	target string
@@ -23,9 +25,8 @@ type Proxy struct {
 	wg     sync.WaitGroup
 }
 
-// NewProxy listens on a free loopback port and forwards to target
-// (host:port).
-func NewProxy(target string) (*Proxy, error) {
+// New listens on a free loopback port and forwards to target (host:port).
+func New(target string) (*Proxy, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
