@@ -144,11 +144,14 @@ func (r *replica) start(ctx context.Context, reg *prometheus.Registry) (err erro
 		})
 		r.endpoints = r.embedded.Endpoints()
 	}
-	r.client, err = connect(cfg.Cluster.Etcd, r.endpoints)
+	r.client, err = connect(ctx, cfg.Cluster.Etcd, r.endpoints)
 	if err != nil {
 		return err
 	}
 	r.cleanup(func() { _ = r.client.Close() })
+	if err := checkEtcd(ctx, r.client, cfg.Cluster.Etcd, r.log); err != nil {
+		return err
+	}
 
 	r.sessions, err = session.NewManager(r.client, session.Options{
 		TTL:    cfg.Cluster.SessionTTL.D(),
