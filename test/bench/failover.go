@@ -1,0 +1,242 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/etcdsched/scheduler/internal/runs"
+)
+
+const (
+	failoverJobs  = 10
+	failoverEvery = 100 * time.Millisecond
+)
+
+// handover is one leader change forced by a signal.
+type handover struct {
+	Signal string `json:"signal"`
+	Leader string `json:"old_leader"`
+	New    string `json:"new_leader"`
+	// ElectedMs: signal -> the observer sees another replica's election
+	// key lead. FirstTickMs: signal -> the new leader's first cursor write
+	// (it materializes ticks). FirstRunMs: signal -> the witness receives
+	// the first run of a tick the old leader had not materialized.
+	ElectedMs   float64 `json:"elected_ms"`
+	FirstTickMs float64 `json:"first_tick_ms"`
+	FirstRunMs  float64 `json:"first_new_leader_run_ms"`
+	// MaxGapMs: the longest time without any run start around the change;
+	// GapBeforeMs the same over the 5 s before it (the reference).
+	MaxGapMs    float64 `json:"max_gap_ms"`
+	GapBeforeMs float64 `json:"max_gap_before_ms"`
+	MaxLateMs   float64 `json:"max_lateness_ms"`
+	// Expected and Missed count ticks in [signal-2s, signal+12s) and those
+	// the witness never received.
+	Expected int `json:"ticks_expected"`
+	Missed   int `json:"ticks_missed"`
+}
+
+type failoverResult struct {
+	SessionTTL string   `json:"session_ttl"`
+	Jobs       int      `json:"jobs"`
+	Every      string   `json:"every"`
+	Kill       handover `json:"sigkill"`
+	Term       handover `json:"sigterm"`
+}
+
+// failover kills the leader, then terminates the next one, while ten jobs
+// run every 100ms.
+func failover(ctx context.Context, e *env) (report, error) {
+	res := failoverResult{SessionTTL: e.settings.SessionTTL.String(), Jobs: failoverJobs, Every: failoverEvery.String()}
+	jobs := make([]jobSpec, failoverJobs)
+	for i := range jobs {
+		jobs[i] = jobSpec{Name: fmt.Sprintf("fo-%02d", i), Schedule: "@every " + failoverEvery.String()}
+	}
+	if err := e.reload(ctx, jobs); err != nil {
+		return report{}, err
+	}
+	defer func() {
+		if err := e.reload(ctx, nil); err == nil {
+			e.drain(ctx)
+		}
+	}()
+	time.Sleep(5 * time.Second)
+	var err error
+	logf("failover: SIGKILL of the leader")
+	if res.Kill, err = forceHandover(ctx, e, "SIGKILL"); err != nil {
+		return report{}, err
+	}
+	logf("failover: SIGKILL: %+v", res.Kill)
+	logf("failover: SIGTERM of the leader")
+	if res.Term, err = forceHandover(ctx, e, "SIGTERM"); err != nil {
+		return report{}, err
+	}
+	logf("failover: SIGTERM: %+v", res.Term)
+	ttl := e.settings.SessionTTL
+	k, t := res.Kill, res.Term
+	rows := []row{
+		{Scenario: "failover", Figure: "SIGKILL: signal -> new leader's first tick written", Value: fmt.Sprintf("%.0f ms", k.FirstTickMs),
+			Reference: fmt.Sprintf("session_ttl %s; elected after %.0f ms", ttl, k.ElectedMs),
+			Goal:      fmt.Sprintf("<= %s", ttl+500*time.Millisecond), Verdict: verdict(k.FirstTickMs <= ms(ttl+500*time.Millisecond))},
+		{Scenario: "failover", Figure: "SIGKILL: first run of a new-leader tick; longest gap between run starts", Value: fmt.Sprintf("%.0f ms; gap %.0f ms", k.FirstRunMs, k.MaxGapMs),
+			Reference: fmt.Sprintf("gap before the kill %.0f ms; lookahead 2s hides a short outage", k.GapBeforeMs)},
+		{Scenario: "failover", Figure: "SIGKILL: ticks missed; max lateness", Value: fmt.Sprintf("%d of %d; %.0f ms", k.Missed, k.Expected, k.MaxLateMs),
+			Reference: "catch_up: latest (default) runs only the newest late tick"},
+		{Scenario: "failover", Figure: "SIGTERM: signal -> new leader's first tick written", Value: fmt.Sprintf("%.0f ms", t.FirstTickMs),
+			Reference: fmt.Sprintf("elected after %.0f ms", t.ElectedMs),
+			Goal:      "< 100 ms", Verdict: verdict(t.FirstTickMs < 100)},
+		{Scenario: "failover", Figure: "SIGTERM: longest gap between run starts; ticks missed", Value: fmt.Sprintf("%.0f ms; %d of %d missed", t.MaxGapMs, t.Missed, t.Expected),
+			Reference: fmt.Sprintf("gap before the signal %.0f ms", t.GapBeforeMs)},
+	}
+	return report{Scenario: "failover", Data: res, Rows: rows}, nil
+}
+
+func forceHandover(ctx context.Context, e *env, sig string) (handover, error) {
+	h := handover{Signal: sig}
+	old, err := e.leader(ctx)
+	if err != nil {
+		return h, err
+	}
+	h.Leader = old.ID
+	obs := e.w.Observer()
+	at := time.Now()
+	switch sig {
+	case "SIGKILL":
+		err = old.Kill()
+	default:
+		done := make(chan error, 1)
+		go func() { done <- old.Term(30 * time.Second) }()
+		defer func() { <-done }()
+	}
+	if err != nil {
+		return h, err
+	}
+	// The old leader's cursors: ticks after them are the new leader's
+	// (exact after SIGKILL; after SIGTERM the old leader may still write
+	// for the moment it takes to resign).
+	cursors, err := readCursors(ctx, e.cli)
+	if err != nil {
+		return h, err
+	}
+
+	// Wait for the new leader at work.
+	deadline := time.Now().Add(30 * time.Second)
+	var elected time.Time
+	for elected.IsZero() && time.Now().Before(deadline) {
+		for _, lc := range obs.Leaders() {
+			if lc.At.After(at) && lc.ID != "" && lc.ID != old.ID {
+				elected, h.New = lc.At, lc.ID
+				break
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if elected.IsZero() {
+		return h, fmt.Errorf("bench: no new leader within 30s of %s", sig)
+	}
+	var firstTick time.Time
+	for firstTick.IsZero() && time.Now().Before(deadline) {
+		firstTick = obs.FirstCursorWriteAfter(elected)
+		time.Sleep(10 * time.Millisecond)
+	}
+	// Let the ticks of the window run.
+	if wait := time.Until(at.Add(14 * time.Second)); wait > 0 {
+		time.Sleep(wait)
+	}
+	h.ElectedMs = ms(elected.Sub(at))
+	h.FirstTickMs = ms(firstTick.Sub(at))
+
+	all := e.w.Runs()
+	var starts []time.Time
+	seen := map[string]bool{}
+	var firstRun time.Time
+	for _, r := range all {
+		if !strings.HasPrefix(r.Job, "fo-") {
+			continue
+		}
+		seen[r.RunID] = true
+		if r.Start.After(at.Add(-6*time.Second)) && r.Start.Before(at.Add(12*time.Second)) {
+			starts = append(starts, r.Start)
+		}
+		if r.Start.After(at) && r.ScheduledAt.After(cursors[r.Job]) && (firstRun.IsZero() || r.Start.Before(firstRun)) {
+			firstRun = r.Start
+		}
+		if r.Start.After(at) && r.Start.Before(at.Add(12*time.Second)) {
+			h.MaxLateMs = max(h.MaxLateMs, ms(r.Start.Sub(r.ScheduledAt)))
+		}
+	}
+	if !firstRun.IsZero() {
+		h.FirstRunMs = ms(firstRun.Sub(at))
+	}
+	h.MaxGapMs = maxGap(starts, at.Add(-time.Second), at.Add(12*time.Second))
+	h.GapBeforeMs = maxGap(starts, at.Add(-6*time.Second), at.Add(-time.Second))
+	for i := range failoverJobs {
+		job := fmt.Sprintf("fo-%02d", i)
+		for t := at.Add(-2 * time.Second).Truncate(failoverEvery).Add(failoverEvery); t.Before(at.Add(12 * time.Second)); t = t.Add(failoverEvery) {
+			h.Expected++
+			if !seen[runs.ID(job, t)] {
+				h.Missed++
+			}
+		}
+	}
+
+	// Bring the old leader back for what follows.
+	if sig != "SIGKILL" {
+		waitCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		for old.Running() && waitCtx.Err() == nil {
+			time.Sleep(50 * time.Millisecond)
+		}
+		cancel()
+	}
+	if err := old.Start(); err != nil {
+		return h, err
+	}
+	rctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := old.WaitReady(rctx); err != nil {
+		return h, err
+	}
+	time.Sleep(3 * time.Second)
+	return h, nil
+}
+
+// maxGap is the longest interval without a start within [from, to).
+func maxGap(starts []time.Time, from, to time.Time) float64 {
+	prev := from
+	var gap time.Duration
+	for _, s := range sortedTimes(starts) {
+		if s.Before(from) || !s.Before(to) {
+			continue
+		}
+		gap = max(gap, s.Sub(prev))
+		prev = s
+	}
+	return ms(max(gap, to.Sub(prev)))
+}
+
+func readCursors(ctx context.Context, cli *clientv3.Client) (map[string]time.Time, error) {
+	resp, err := cli.Get(ctx, prefix+"jobs/", clientv3.WithPrefix())
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]time.Time{}
+	for _, kv := range resp.Kvs {
+		rest := strings.TrimPrefix(string(kv.Key), prefix+"jobs/")
+		if job, ok := strings.CutSuffix(rest, "/cursor"); ok {
+			if t, err := time.Parse(runs.TimeFormat, string(kv.Value)); err == nil {
+				out[job] = t
+			}
+		}
+	}
+	return out, nil
+}
+
+func sortedTimes(ts []time.Time) []time.Time {
+	out := slices.Clone(ts)
+	slices.SortFunc(out, func(a, b time.Time) int { return a.Compare(b) })
+	return out
+}

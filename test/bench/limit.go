@@ -1,0 +1,116 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+)
+
+// limitResult is the raw etcd transaction rate of the cluster: the most any
+// design built on one transaction per step could do on this machine.
+type limitResult struct {
+	Clients     int     `json:"clients"`
+	PerClient   int     `json:"in_flight_per_client"`
+	ValueBytes  int     `json:"value_bytes"`
+	Seconds     float64 `json:"seconds"`
+	Txns        int64   `json:"txns"`
+	TxnPerSec   float64 `json:"txn_per_s"`
+	Revisions   int64   `json:"revisions"`
+	Latency     dist    `json:"latency"`
+	Errors      int64   `json:"errors"`
+	ThroughProx bool    `json:"through_replica_proxies"`
+}
+
+// measureLimit runs put-if-absent transactions of a small queue-entry-sized
+// value from one client per replica, each through that replica's own proxies
+// (the path the replica's traffic takes), with conc in flight per client.
+func measureLimit(ctx context.Context, e *env, conc int, d time.Duration) (limitResult, error) {
+	res := limitResult{Clients: len(e.c.Replicas), PerClient: conc, ValueBytes: 512, ThroughProx: true}
+	var clis []*clientv3.Client
+	defer func() {
+		for _, c := range clis {
+			_ = c.Close()
+		}
+	}()
+	for _, r := range e.c.Replicas {
+		var eps []string
+		for _, p := range r.Proxies {
+			eps = append(eps, p.Endpoint())
+		}
+		cli, err := clientv3.New(clientv3.Config{Endpoints: eps, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+		if err != nil {
+			return res, err
+		}
+		clis = append(clis, cli)
+	}
+	value := strings.Repeat("x", res.ValueBytes)
+	rev0, err := e.revision(ctx)
+	if err != nil {
+		return res, err
+	}
+	runCtx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	var txns, errs atomic.Int64
+	lat := make([][]time.Duration, len(clis)*conc)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for ci, cli := range clis {
+		for g := range conc {
+			slot := ci*conc + g
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for n := 0; runCtx.Err() == nil; n++ {
+					key := fmt.Sprintf("/bench/limit/%d/%d", slot, n)
+					t := time.Now()
+					_, err := cli.Txn(runCtx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+						Then(clientv3.OpPut(key, value)).Commit()
+					if err != nil {
+						if runCtx.Err() == nil {
+							errs.Add(1)
+						}
+						continue
+					}
+					txns.Add(1)
+					lat[slot] = append(lat[slot], time.Since(t))
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	rev1, err := e.revision(ctx)
+	if err != nil {
+		return res, err
+	}
+	// Clean up so later scenarios' revision counts see only their own writes.
+	if _, err := e.cli.Delete(ctx, "/bench/limit/", clientv3.WithPrefix()); err != nil {
+		return res, err
+	}
+	var all []time.Duration
+	for _, l := range lat {
+		all = append(all, l...)
+	}
+	res.Seconds = elapsed.Seconds()
+	res.Txns = txns.Load()
+	res.Errors = errs.Load()
+	res.TxnPerSec = float64(res.Txns) / res.Seconds
+	res.Revisions = rev1 - rev0
+	res.Latency = distOf(all)
+	return res, nil
+}
+
+func (r limitResult) rows() []row {
+	return []row{
+		{Scenario: "limit", Figure: "raw etcd txn/s (put-if-absent, 512 B)",
+			Value:     fmt.Sprintf("%.0f txn/s", r.TxnPerSec),
+			Reference: fmt.Sprintf("%d clients x %d in flight, through the replicas' proxies; %d revisions for %d txns", r.Clients, r.PerClient, r.Revisions, r.Txns)},
+		{Scenario: "limit", Figure: "raw etcd txn latency", Value: r.Latency.String(), Reference: "(the reference for claim/release)"},
+	}
+}

@@ -1,0 +1,179 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/etcdsched/scheduler/internal/runs"
+	"github.com/etcdsched/scheduler/internal/schedule"
+	"github.com/etcdsched/scheduler/test/cluster"
+)
+
+// loadResult is one steady-load step: n jobs "@every 1s" against the
+// witness, measured over a window after a warm-up.
+type loadResult struct {
+	Jobs        int                `json:"jobs"`
+	Jitter      string             `json:"jitter"`
+	Seconds     float64            `json:"seconds"`
+	Outcomes    map[string]float64 `json:"outcomes"` // scheduler_runs_total deltas over the window
+	Completed   float64            `json:"completed_runs"`
+	RunsPerSec  float64            `json:"runs_per_s"`
+	Revisions   int64              `json:"revisions"`
+	WritesPerRn float64            `json:"writes_per_run"`
+	Lateness    dist               `json:"lateness"` // witness receive time - (scheduled_at + the job's jitter)
+	Reference   *dist              `json:"reference_lateness,omitempty"`
+	RefRate     int                `json:"reference_runs_per_s,omitempty"`
+}
+
+func loadJobs(n int, jitter time.Duration) []jobSpec {
+	jobs := make([]jobSpec, n)
+	for i := range jobs {
+		jobs[i] = jobSpec{Name: fmt.Sprintf("load-%05d", i), Schedule: "@every 1s", Jitter: jitter}
+	}
+	return jobs
+}
+
+// runLoad declares n jobs, lets them settle for warm, measures over window
+// and removes them again. With refRate > 0 a bench-side timer sends refRate
+// requests per second to the witness at due times of its own: the lateness
+// of a bare timer and HTTP client on this machine at this moment.
+func runLoad(ctx context.Context, e *env, n int, jitter, warm, window time.Duration, refRate int) (loadResult, error) {
+	res := loadResult{Jobs: n, Jitter: jitter.String()}
+	if err := e.reload(ctx, loadJobs(n, jitter)); err != nil {
+		return res, err
+	}
+	defer func() {
+		if err := e.reload(ctx, nil); err == nil {
+			e.drain(ctx)
+		}
+	}()
+	select {
+	case <-ctx.Done():
+		return res, ctx.Err()
+	case <-time.After(warm):
+	}
+	refCtx, stopRef := context.WithCancel(ctx)
+	var refWG sync.WaitGroup
+	if refRate > 0 {
+		res.RefRate = refRate
+		refWG.Add(1)
+		go func() { defer refWG.Done(); reference(refCtx, e.w, refRate, jitter) }()
+	}
+	out0, err := e.runsTotal(ctx)
+	if err != nil {
+		stopRef()
+		return res, err
+	}
+	rev0, err := e.revision(ctx)
+	if err != nil {
+		stopRef()
+		return res, err
+	}
+	t0 := time.Now()
+	select {
+	case <-ctx.Done():
+	case <-time.After(window):
+	}
+	out1, err1 := e.runsTotal(ctx)
+	rev1, err2 := e.revision(ctx)
+	t1 := time.Now()
+	stopRef()
+	refWG.Wait()
+	if err1 != nil || err2 != nil {
+		return res, fmt.Errorf("bench: after the window: %v %v", err1, err2)
+	}
+	res.Seconds = t1.Sub(t0).Seconds()
+	res.Outcomes = map[string]float64{}
+	for k, v := range out1 {
+		if d := v - out0[k]; d != 0 {
+			res.Outcomes[k] = d
+		}
+	}
+	res.Completed = res.Outcomes[string(runs.Succeeded)]
+	res.RunsPerSec = res.Completed / res.Seconds
+	res.Revisions = rev1 - rev0
+	if res.Completed > 0 {
+		res.WritesPerRn = float64(res.Revisions) / res.Completed
+	}
+	lat, ref := lateness(e.w.Runs(), t0, t1, jitter)
+	res.Lateness = distOf(lat)
+	if refRate > 0 {
+		d := distOf(ref)
+		res.Reference = &d
+	}
+	return res, nil
+}
+
+// lateness splits the witness's requests received in [from, to) into the
+// scheduler's and the reference's, as receive time minus due time.
+func lateness(all []cluster.Run, from, to time.Time, jitter time.Duration) (sched, ref []time.Duration) {
+	for _, r := range all {
+		if r.Start.Before(from) || !r.Start.Before(to) || r.ScheduledAt.IsZero() {
+			continue
+		}
+		due := r.ScheduledAt.Add(schedule.Jitter(r.Job, r.ScheduledAt, jitter))
+		if len(r.Job) > 4 && r.Job[:4] == "ref-" {
+			ref = append(ref, r.Start.Sub(due))
+		} else {
+			sched = append(sched, r.Start.Sub(due))
+		}
+	}
+	return sched, ref
+}
+
+// reference behaves like an ideal scheduler: rate jobs "@every 1s" with the
+// same jitter, each a goroutine that sleeps until its due time and posts to
+// the witness with the scheduler's headers.
+func reference(ctx context.Context, w *cluster.Witness, rate int, jitter time.Duration) {
+	client := &http.Client{Timeout: 5 * time.Second}
+	var wg sync.WaitGroup
+	for i := range rate {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			job := fmt.Sprintf("ref-%05d", i)
+			tick := time.Now().Truncate(time.Second).Add(time.Second)
+			for {
+				due := tick.Add(schedule.Jitter(job, tick, jitter))
+				t := time.NewTimer(time.Until(due))
+				select {
+				case <-ctx.Done():
+					t.Stop()
+					return
+				case <-t.C:
+				}
+				req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.URL(""), nil)
+				if err != nil {
+					return
+				}
+				req.Header.Set("X-Scheduler-Job", job)
+				req.Header.Set("X-Scheduler-Run-Id", runs.ID(job, tick))
+				req.Header.Set("X-Scheduler-Attempt", "1")
+				req.Header.Set("X-Scheduler-Scheduled-At", tick.UTC().Format(runs.TimeFormat))
+				if resp, err := client.Do(req); err == nil {
+					resp.Body.Close()
+				}
+				tick = tick.Add(time.Second)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// drain waits until the witness has had no request for a second and a
+// half (the removed jobs' last queued runs are done), at most 15 seconds.
+func (e *env) drain(ctx context.Context) {
+	deadline := time.Now().Add(15 * time.Second)
+	last, lastChange := e.w.Count(), time.Now()
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		time.Sleep(250 * time.Millisecond)
+		if c := e.w.Count(); c != last {
+			last, lastChange = c, time.Now()
+		} else if time.Since(lastChange) > 1500*time.Millisecond {
+			return
+		}
+	}
+}

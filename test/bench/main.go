@@ -1,0 +1,234 @@
+// Command bench measures the scheduler on a real cluster on loopback: three
+// etcd members and three replicas as separate processes, driven against a
+// witness HTTP target. Every figure is printed beside a reference measured
+// in the same run, since absolute times on a shared machine are noise.
+//
+//	go run ./test/bench                              # everything
+//	go run ./test/bench -scenario throughput -jobs 500,1000 -duration 10s
+//	go run ./test/bench -scenario scale -scale-jobs 10000 -json-only
+//
+// Scenarios: limit (raw etcd transactions), throughput, lateness, failover,
+// scale. One JSON object per scenario goes to stdout, then the table;
+// progress goes to stderr. All traffic stays on 127.0.0.1 and every phase
+// is bounded in time.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/etcdsched/scheduler/test/cluster"
+)
+
+var logf = func(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s bench: %s\n", time.Now().Format("15:04:05.000"), fmt.Sprintf(format, args...))
+}
+
+type flags struct {
+	scenario  string
+	jobs      []int
+	rates     []int
+	scaleJobs []int
+	duration  time.Duration
+	limitConc int
+	jsonOnly  bool
+	dir       string
+	keep      bool
+	pprof     bool
+	logLevel  string
+	timeout   time.Duration
+}
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	var f flags
+	var jobs, rates, scaleJobs string
+	flag.StringVar(&f.scenario, "scenario", "all", "all, or a comma list of: limit, throughput, lateness, failover, scale")
+	flag.StringVar(&jobs, "jobs", "500,1000,2000", "throughput: job counts, each a step (@every 1s jobs: runs/s offered)")
+	flag.StringVar(&rates, "rates", "10,100,1000", "lateness: runs per second, each a step")
+	flag.StringVar(&scaleJobs, "scale-jobs", "10000,100000", "scale: declared job counts, each its own cluster")
+	flag.DurationVar(&f.duration, "duration", 20*time.Second, "measurement window of each step")
+	flag.IntVar(&f.limitConc, "limit-conc", 32, "limit: transactions in flight per client")
+	flag.BoolVar(&f.jsonOnly, "json-only", false, "print only the JSON objects")
+	flag.StringVar(&f.dir, "dir", "", "work directory for binaries, data and logs (default: a temporary one)")
+	flag.BoolVar(&f.keep, "keep", false, "keep the work directory")
+	flag.BoolVar(&f.pprof, "pprof", false, "save CPU and heap profiles of the leader into the work directory")
+	flag.StringVar(&f.logLevel, "log-level", "info", "the replicas' log level (SCHEDULER_LOG_LEVEL)")
+	flag.DurationVar(&f.timeout, "timeout", 45*time.Minute, "stop everything after this long")
+	flag.Parse()
+	var err error
+	if f.jobs, err = ints(jobs); err != nil {
+		return fmt.Errorf("-jobs: %w", err)
+	}
+	if f.rates, err = ints(rates); err != nil {
+		return fmt.Errorf("-rates: %w", err)
+	}
+	if f.scaleJobs, err = ints(scaleJobs); err != nil {
+		return fmt.Errorf("-scale-jobs: %w", err)
+	}
+	want := map[string]bool{}
+	for _, s := range strings.Split(f.scenario, ",") {
+		switch s {
+		case "all":
+			for _, k := range []string{"limit", "throughput", "lateness", "failover", "scale"} {
+				want[k] = true
+			}
+		case "limit", "throughput", "lateness", "failover", "scale":
+			want[s] = true
+		default:
+			return fmt.Errorf("-scenario %q: unknown", s)
+		}
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, f.timeout)
+	defer cancel()
+
+	if f.dir == "" {
+		if f.dir, err = os.MkdirTemp("", "bench-"); err != nil {
+			return err
+		}
+		if !f.keep {
+			defer os.RemoveAll(f.dir)
+		}
+	}
+	// The replicas inherit these.
+	os.Setenv("SCHEDULER_LOG_LEVEL", f.logLevel)
+	if f.pprof {
+		os.Setenv("SCHEDULER_PPROF", "1")
+	}
+	logf("building into %s (GOMAXPROCS %d, %d CPUs)", f.dir, runtime.GOMAXPROCS(0), runtime.NumCPU())
+	if err := os.MkdirAll(filepath.Join(f.dir, "bin"), 0o755); err != nil {
+		return err
+	}
+	bins, err := cluster.Build(ctx, filepath.Join(f.dir, "bin"))
+	if err != nil {
+		return err
+	}
+
+	var reports []report
+	emit := func(r report) {
+		reports = append(reports, r)
+		if err := printJSON(os.Stdout, r); err != nil {
+			logf("json: %v", err)
+		}
+	}
+	var errs []error
+	if want["limit"] || want["throughput"] || want["lateness"] || want["failover"] {
+		if err := mainCluster(ctx, f, bins, want, emit); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if want["scale"] {
+		for _, n := range f.scaleJobs {
+			r, err := scale(ctx, f, bins, n)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("scale %d: %w", n, err))
+				continue
+			}
+			emit(r)
+		}
+	}
+	if !f.jsonOnly {
+		fmt.Println()
+		fmt.Printf("machine: %s\n\n", machine())
+		printTable(os.Stdout, reports)
+	}
+	return errors.Join(errs...)
+}
+
+// mainCluster runs limit, throughput, lateness and failover on one cluster:
+// the limit is measured on the very cluster the runs then use.
+func mainCluster(ctx context.Context, f flags, bins cluster.Binaries, want map[string]bool, emit func(report)) error {
+	logf("starting 3 etcd members and 3 replicas")
+	e, err := startEnv(ctx, bins, filepath.Join(f.dir, "main"), settings{SessionTTL: 5 * time.Second, MaxParallel: 256},
+		func(string) []jobSpec { return nil })
+	if err != nil {
+		return err
+	}
+	defer e.close()
+	if f.pprof {
+		defer saveProfiles(ctx, e, f.dir, "main")
+	}
+	var limit limitResult
+	if want["limit"] || want["throughput"] {
+		logf("limit: %d clients x %d in flight for %s", len(e.c.Replicas), f.limitConc, f.duration)
+		if limit, err = measureLimit(ctx, e, f.limitConc, f.duration); err != nil {
+			return fmt.Errorf("limit: %w", err)
+		}
+		logf("limit: %.0f txn/s, %s", limit.TxnPerSec, limit.Latency)
+		emit(report{Scenario: "limit", Data: limit, Rows: limit.rows()})
+	}
+	if want["throughput"] {
+		r, err := throughput(ctx, e, limit, f.jobs, f.duration)
+		if err != nil {
+			return fmt.Errorf("throughput: %w", err)
+		}
+		emit(r)
+	}
+	if want["lateness"] {
+		r, err := latenessScenario(ctx, e, f.rates, f.duration)
+		if err != nil {
+			return fmt.Errorf("lateness: %w", err)
+		}
+		emit(r)
+	}
+	if want["failover"] {
+		r, err := failover(ctx, e)
+		if err != nil {
+			return fmt.Errorf("failover: %w", err)
+		}
+		emit(r)
+	}
+	return nil
+}
+
+func ints(s string) ([]int, error) {
+	var out []int
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p == "" {
+			continue
+		}
+		n, err := strconv.Atoi(p)
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("%q is not a positive number", p)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// machine describes where the numbers come from.
+func machine() string {
+	model := "unknown CPU"
+	if data, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(data), "\n") {
+			if v, ok := strings.CutPrefix(line, "model name"); ok {
+				model = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(v), ":"))
+				break
+			}
+		}
+	}
+	load := ""
+	if data, err := os.ReadFile("/proc/loadavg"); err == nil {
+		load = ", load average " + strings.Join(strings.Fields(string(data))[:3], " ")
+	}
+	return fmt.Sprintf("%s, %d CPUs, %s/%s, %s%s", model, runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version(), load)
+}

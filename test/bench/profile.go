@@ -1,0 +1,55 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+)
+
+// saveProfiles fetches a 10 s CPU profile and a heap profile of the leader
+// (replicas started with SCHEDULER_PPROF=1) into dir/profiles.
+func saveProfiles(ctx context.Context, e *env, dir, name string) {
+	leader, err := e.leader(ctx)
+	if err != nil {
+		logf("pprof: %v", err)
+		return
+	}
+	out := filepath.Join(dir, "profiles")
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		logf("pprof: %v", err)
+		return
+	}
+	for _, p := range []struct{ path, file string }{
+		{"/debug/pprof/profile?seconds=10", name + "-cpu.pprof"},
+		{"/debug/pprof/heap", name + "-heap.pprof"},
+	} {
+		if err := fetch(ctx, leader.URL()+p.path, filepath.Join(out, p.file)); err != nil {
+			logf("pprof: %v", err)
+			continue
+		}
+		logf("pprof: saved %s", filepath.Join(out, p.file))
+	}
+}
+
+func fetch(ctx context.Context, url, path string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := longClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Goals of issue 8.
+const (
+	goalWritesPerRun  = 3.0
+	goalLimitFraction = 0.70
+	goalLatenessP99   = 5.0 // ms, at 1,000 runs/s
+)
+
+type throughputResult struct {
+	Limit limitResult  `json:"limit"`
+	Steps []loadResult `json:"steps"`
+	// Best is the step with the most completed runs per second.
+	BestRunsPerSec float64 `json:"best_runs_per_s"`
+	WritesPerRun   float64 `json:"writes_per_run"`
+	// Ceiling is limit txn/s divided by the measured writes per run: the
+	// runs/s this design could reach if etcd were the only bound.
+	Ceiling       float64 `json:"ceiling_runs_per_s"`
+	LimitFraction float64 `json:"limit_fraction"`
+}
+
+// throughput runs a load step per job count; targets return at once.
+func throughput(ctx context.Context, e *env, limit limitResult, counts []int, window time.Duration) (report, error) {
+	res := throughputResult{Limit: limit}
+	for _, n := range counts {
+		logf("throughput: %d jobs @every 1s for %s", n, window)
+		step, err := runLoad(ctx, e, n, time.Second, 4*time.Second, window, 0)
+		if err != nil {
+			return report{}, err
+		}
+		logf("throughput: %d jobs: %.0f runs/s, %.2f writes/run, outcomes %v", n, step.RunsPerSec, step.WritesPerRn, step.Outcomes)
+		res.Steps = append(res.Steps, step)
+		if step.RunsPerSec > res.BestRunsPerSec {
+			res.BestRunsPerSec, res.WritesPerRun = step.RunsPerSec, step.WritesPerRn
+		}
+	}
+	if res.WritesPerRun > 0 {
+		res.Ceiling = limit.TxnPerSec / res.WritesPerRun
+		res.LimitFraction = res.BestRunsPerSec / res.Ceiling
+	}
+	var rows []row
+	for _, s := range res.Steps {
+		rows = append(rows, row{Scenario: "throughput", Figure: fmt.Sprintf("%d jobs @every 1s: completed runs/s", s.Jobs),
+			Value:     fmt.Sprintf("%.0f runs/s (offered %d/s)", s.RunsPerSec, s.Jobs),
+			Reference: fmt.Sprintf("limit %.0f txn/s / %.2f writes = %.0f runs/s", limit.TxnPerSec, s.WritesPerRn, limit.TxnPerSec/max(s.WritesPerRn, 1e-9)),
+		}, row{Scenario: "throughput", Figure: fmt.Sprintf("%d jobs: etcd writes per run (counted)", s.Jobs),
+			Value:     fmt.Sprintf("%.3f", s.WritesPerRn),
+			Reference: fmt.Sprintf("%d revisions / %.0f runs", s.Revisions, s.Completed),
+			Goal:      "<= 3", Verdict: verdict(s.WritesPerRn <= goalWritesPerRun && s.WritesPerRn > 0)})
+	}
+	rows = append(rows, row{Scenario: "throughput", Figure: "best runs/s as a share of the etcd limit",
+		Value:     pct(res.LimitFraction),
+		Reference: fmt.Sprintf("%.0f of %.0f runs/s", res.BestRunsPerSec, res.Ceiling),
+		Goal:      ">= 70%", Verdict: verdict(res.LimitFraction >= goalLimitFraction)})
+	return report{Scenario: "throughput", Data: res, Rows: rows}, nil
+}
+
+type latenessResult struct {
+	Steps []loadResult `json:"steps"`
+}
+
+// latenessScenario measures start lateness at each rate, beside a bare
+// timer and HTTP client at the same moment.
+func latenessScenario(ctx context.Context, e *env, rates []int, window time.Duration) (report, error) {
+	var res latenessResult
+	var rows []row
+	for _, r := range rates {
+		logf("lateness: %d runs/s for %s", r, window)
+		step, err := runLoad(ctx, e, r, time.Second, 4*time.Second, window, min(r, 100))
+		if err != nil {
+			return report{}, err
+		}
+		logf("lateness: %d runs/s: %s (reference %s)", r, step.Lateness, step.Reference)
+		res.Steps = append(res.Steps, step)
+		x := row{Scenario: "lateness", Figure: fmt.Sprintf("start lateness at %d runs/s", r),
+			Value:     step.Lateness.String(),
+			Reference: "bare timer+HTTP: " + step.Reference.String()}
+		if r >= 1000 {
+			x.Goal, x.Verdict = "p99 < 5 ms", verdict(step.Lateness.N > 0 && step.Lateness.P99 < goalLatenessP99)
+		}
+		rows = append(rows, x)
+	}
+	return report{Scenario: "lateness", Data: res, Rows: rows}, nil
+}
