@@ -103,7 +103,7 @@ func (e *Engine) jobStatus(j *config.Job, pending int) JobStatus {
 }
 
 func (e *Engine) lastRun(ctx context.Context, job string) (*runs.Record, error) {
-	recs, err := e.Runs(ctx, job, 1)
+	recs, err := e.readRuns(ctx, job, 1)
 	if err != nil || len(recs) == 0 {
 		return nil, err
 	}
@@ -115,6 +115,12 @@ func (e *Engine) Runs(ctx context.Context, job string, limit int) ([]runs.Record
 	if e.opts.Config().Job(job) == nil {
 		return nil, fmt.Errorf("%w %q", ErrUnknownJob, job)
 	}
+	return e.readRuns(ctx, job, limit)
+}
+
+// readRuns reads records without asking the current config: a listing made
+// from one config must not fail because a reload removed a job meanwhile.
+func (e *Engine) readRuns(ctx context.Context, job string, limit int) ([]runs.Record, error) {
 	resp, err := e.opts.Client.Get(ctx, e.keys.JobRuns(job), clientv3.WithPrefix(),
 		clientv3.WithSort(clientv3.SortByModRevision, clientv3.SortDescend), clientv3.WithLimit(int64(limit)))
 	if err != nil {

@@ -181,3 +181,31 @@ func TestWorkerRunsTheLeadersSpec(t *testing.T) {
 		return false
 	})
 }
+
+// A job listing made from one config answers even when a reload removes a
+// job while the listing reads last runs (it did answer 404 before).
+func TestJobsListingSurvivesReload(t *testing.T) {
+	etcd := etcdtest.Start(t)
+	before := testConfig(httpJob("old", "@every 1h", "http://127.0.0.1:1/"), httpJob("kept", "@every 1h", "http://127.0.0.1:1/"))
+	after := testConfig(httpJob("kept", "@every 1h", "http://127.0.0.1:1/"))
+	n := startNode(t, etcd.Endpoints(), "a", before)
+	calls := 0
+	e, err := New(Options{Client: n.client, Prefix: testPrefix, ID: "lister", Sessions: n.sessions, Slots: n.slots, Executor: n.exec,
+		Config: func() *config.Config {
+			calls++
+			if calls == 1 {
+				return before
+			}
+			return after // reloaded right after the listing began
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := e.Jobs(t.Context())
+	if err != nil {
+		t.Fatalf("listing during a reload: %v", err)
+	}
+	if len(list) != 2 || list[0].Name != "old" {
+		t.Errorf("listing: %+v", list)
+	}
+}

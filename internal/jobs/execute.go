@@ -47,13 +47,13 @@ func (w *worker) execute(q *queued, entry *Entry, held *slots.Held, log *slog.Lo
 		}
 		res = e.opts.Executor.Execute(runCtx, &entry.Spec, target.Run{
 			ResourceSlots: resourceSlots,
-			Job:          entry.Job,
-			RunID:        entry.RunID,
-			Attempt:      entry.Attempt,
-			ScheduledAt:  entry.ScheduledAt,
-			Slot:         held.Slot,
-			FencingToken: held.Token,
-			Holder:       e.opts.ID,
+			Job:           entry.Job,
+			RunID:         entry.RunID,
+			Attempt:       entry.Attempt,
+			ScheduledAt:   entry.ScheduledAt,
+			Slot:          held.Slot,
+			FencingToken:  held.Token,
+			Holder:        e.opts.ID,
 		})
 	}
 	endedAt := e.clock.Now()

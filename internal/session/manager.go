@@ -50,7 +50,11 @@ func NewManager(client *clientv3.Client, opts Options, reg prometheus.Registerer
 func (m *Manager) Run(ctx context.Context) error {
 	backoff := 100 * time.Millisecond
 	for {
-		s, err := New(ctx, m.client, m.opts)
+		// Bounded, so an etcd that never answers shows up as a logged,
+		// retried failure rather than a silent wait.
+		grantCtx, cancelGrant := context.WithTimeout(ctx, m.opts.TTL)
+		s, err := New(grantCtx, m.client, m.opts)
+		cancelGrant()
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
