@@ -215,30 +215,56 @@ func (l *leader) pass(ctx context.Context) error {
 	}
 	l.mu.Unlock()
 
+	batches, single := l.splitBatches(due, now)
 	sem := make(chan struct{}, materializeParallelism)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var firstErr error
-	for _, j := range due {
+	// done schedules j's next look after a pass over it.
+	done := func(j *config.Job, next time.Time, err error) {
+		if err != nil {
+			mu.Lock()
+			firstErr = errors.Join(firstErr, err)
+			mu.Unlock()
+			if ctx.Err() == nil && !errors.Is(err, errNotLeader) {
+				l.e.log.Warn("materializing ticks failed; retrying", "job", j.Name, "err", err)
+				next = l.e.clock.Now().Add(500 * time.Millisecond)
+			}
+		}
+		if !next.IsZero() {
+			l.mu.Lock()
+			heap.Push(&l.wakes, wake{at: next, job: j.Name, gen: l.gen[j.Name]})
+			l.mu.Unlock()
+		}
+	}
+	for _, b := range batches {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			ok, err := l.writeBatch(ctx, b)
+			for _, it := range b {
+				switch {
+				case ok:
+					done(it.job, l.nextWake(it.sched, it.tick.At), nil)
+				case errors.Is(err, errNotLeader):
+					done(it.job, time.Time{}, err)
+				default:
+					// Some job's cursor moved or its run exists: each
+					// job alone finds out which.
+					next, err := l.process(ctx, it.job)
+					done(it.job, next, err)
+				}
+			}
+		}()
+	}
+	for _, j := range single {
 		sem <- struct{}{}
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
 			next, err := l.process(ctx, j)
-			if err != nil {
-				mu.Lock()
-				firstErr = errors.Join(firstErr, err)
-				mu.Unlock()
-				if ctx.Err() == nil && !errors.Is(err, errNotLeader) {
-					l.e.log.Warn("materializing ticks failed; retrying", "job", j.Name, "err", err)
-					next = l.e.clock.Now().Add(500 * time.Millisecond)
-				}
-			}
-			if !next.IsZero() {
-				l.mu.Lock()
-				heap.Push(&l.wakes, wake{at: next, job: j.Name, gen: l.gen[j.Name]})
-				l.mu.Unlock()
-			}
+			done(j, next, err)
 		}()
 	}
 	wg.Wait()
