@@ -29,6 +29,9 @@ type settings struct {
 type jobSpec struct {
 	Name, Schedule string
 	Jitter         time.Duration
+	// MaxConcurrency (default 1): jittered ticks of one job can fall
+	// milliseconds apart, and with one slot the later one is skipped.
+	MaxConcurrency int
 }
 
 // configYAML writes the scheduler config for jobs, all HTTP jobs against url.
@@ -54,6 +57,9 @@ worker:
 		if j.Jitter > 0 {
 			fmt.Fprintf(&b, "    jitter: %s\n", j.Jitter)
 		}
+		if j.MaxConcurrency > 1 {
+			fmt.Fprintf(&b, "    max_concurrency: %d\n", j.MaxConcurrency)
+		}
 		fmt.Fprintf(&b, "    timeout: 10s\n    starting_deadline: 30s\n    http: {method: POST, url: %q}\n", url)
 	}
 	return b.String()
@@ -67,6 +73,9 @@ type env struct {
 	c        *cluster.Cluster
 	w        *cluster.Witness
 	cli      *clientv3.Client
+	// profileDir, when set, receives leader profiles taken during each
+	// load step.
+	profileDir string
 }
 
 // startEnv starts the witness, then a cluster whose config holds jobs.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
 	"sync"
 	"time"
 
@@ -26,12 +27,15 @@ type loadResult struct {
 	Lateness    dist               `json:"lateness"` // witness receive time - (scheduled_at + the job's jitter)
 	Reference   *dist              `json:"reference_lateness,omitempty"`
 	RefRate     int                `json:"reference_runs_per_s,omitempty"`
+	// CPU is each group's use over the window, in cores: where the two
+	// cores of the machine went.
+	CPU map[string]float64 `json:"cpu_cores"`
 }
 
 func loadJobs(n int, jitter time.Duration) []jobSpec {
 	jobs := make([]jobSpec, n)
 	for i := range jobs {
-		jobs[i] = jobSpec{Name: fmt.Sprintf("load-%05d", i), Schedule: "@every 1s", Jitter: jitter}
+		jobs[i] = jobSpec{Name: fmt.Sprintf("load-%05d", i), Schedule: "@every 1s", Jitter: jitter, MaxConcurrency: 2}
 	}
 	return jobs
 }
@@ -72,7 +76,13 @@ func runLoad(ctx context.Context, e *env, n int, jitter, warm, window time.Durat
 		stopRef()
 		return res, err
 	}
+	pids := e.pids()
+	cpu0 := readAll(pids)
 	t0 := time.Now()
+	if e.profileDir != "" {
+		refWG.Add(1)
+		go func() { defer refWG.Done(); saveProfiles(ctx, e, e.profileDir, fmt.Sprintf("load-%d", n)) }()
+	}
 	select {
 	case <-ctx.Done():
 	case <-time.After(window):
@@ -80,6 +90,13 @@ func runLoad(ctx context.Context, e *env, n int, jitter, warm, window time.Durat
 	out1, err1 := e.runsTotal(ctx)
 	rev1, err2 := e.revision(ctx)
 	t1 := time.Now()
+	cpu1 := readAll(pids)
+	res.CPU = map[string]float64{}
+	for group, ps := range pids {
+		for _, pid := range ps {
+			res.CPU[group] += float64(cpu1[pid]-cpu0[pid]) / clockTicks / t1.Sub(t0).Seconds()
+		}
+	}
 	stopRef()
 	refWG.Wait()
 	if err1 != nil || err2 != nil {
@@ -176,4 +193,33 @@ func (e *env) drain(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// pids groups the processes of the run: etcd members, replicas, and this
+// program (witness, reference, observer).
+func (e *env) pids() map[string][]int {
+	out := map[string][]int{"bench": {os.Getpid()}}
+	for _, m := range e.c.Members {
+		if pid := m.Pid(); pid != 0 {
+			out["etcd"] = append(out["etcd"], pid)
+		}
+	}
+	for _, r := range e.c.Replicas {
+		if pid := r.Pid(); pid != 0 {
+			out["replicas"] = append(out["replicas"], pid)
+		}
+	}
+	return out
+}
+
+func readAll(pids map[string][]int) map[int]int64 {
+	out := map[int]int64{}
+	for _, ps := range pids {
+		for _, pid := range ps {
+			if st, err := readProc(pid); err == nil {
+				out[pid] = st.CPUTicks
+			}
+		}
+	}
+	return out
 }

@@ -165,7 +165,7 @@ func mainCluster(ctx context.Context, f flags, bins cluster.Binaries, want map[s
 	}
 	defer e.close()
 	if f.pprof {
-		defer saveProfiles(ctx, e, f.dir, "main")
+		e.profileDir = f.dir
 	}
 	var limit limitResult
 	if want["limit"] || want["throughput"] {

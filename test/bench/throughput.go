@@ -34,7 +34,7 @@ func throughput(ctx context.Context, e *env, limit limitResult, counts []int, wi
 		if err != nil {
 			return report{}, err
 		}
-		logf("throughput: %d jobs: %.0f runs/s, %.2f writes/run, outcomes %v", n, step.RunsPerSec, step.WritesPerRn, step.Outcomes)
+		logf("throughput: %d jobs: %.0f runs/s, %.2f writes/run, outcomes %v, cpu cores %v, lateness %s", n, step.RunsPerSec, step.WritesPerRn, step.Outcomes, step.CPU, step.Lateness)
 		res.Steps = append(res.Steps, step)
 		if step.RunsPerSec > res.BestRunsPerSec {
 			res.BestRunsPerSec, res.WritesPerRun = step.RunsPerSec, step.WritesPerRn
