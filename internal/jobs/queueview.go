@@ -25,6 +25,7 @@ type queueView struct {
 
 	mu       sync.Mutex
 	entries  map[string]*queued // by key
+	running  map[string]*queued // the entries in state running, by key
 	rev      int64
 	ready    chan struct{}
 	changed  chan struct{}
@@ -33,7 +34,7 @@ type queueView struct {
 }
 
 func newQueueView(keys Keys, log *slog.Logger) *queueView {
-	return &queueView{keys: keys, log: log, entries: map[string]*queued{}, ready: make(chan struct{}), changed: make(chan struct{})}
+	return &queueView{keys: keys, log: log, entries: map[string]*queued{}, running: map[string]*queued{}, ready: make(chan struct{}), changed: make(chan struct{})}
 }
 
 // subscribe registers callbacks; they run on the mirror goroutine, outside
@@ -61,14 +62,18 @@ func (v *queueView) decode(kv *mvccpb.KeyValue) *queued {
 // Reset implements mirror.Handler.
 func (v *queueView) Reset(kvs []*mvccpb.KeyValue, rev int64) {
 	fresh := make(map[string]*queued, len(kvs))
+	running := map[string]*queued{}
 	for _, kv := range kvs {
 		if q := v.decode(kv); q != nil {
 			fresh[q.Key] = q
+			if q.State == Running {
+				running[q.Key] = q
+			}
 		}
 	}
 	v.mu.Lock()
 	old := v.entries
-	v.entries, v.rev = fresh, rev
+	v.entries, v.running, v.rev = fresh, running, rev
 	puts, dels := v.onChange, v.onDelete
 	v.signalLocked()
 	select {
@@ -105,11 +110,17 @@ func (v *queueView) Apply(events []*clientv3.Event, rev int64) {
 		prev := v.entries[key]
 		if ev.Type == clientv3.EventTypeDelete {
 			delete(v.entries, key)
+			delete(v.running, key)
 			changes = append(changes, change{key: key, prev: prev})
 			continue
 		}
 		if q := v.decode(ev.Kv); q != nil {
 			v.entries[key] = q
+			if q.State == Running {
+				v.running[key] = q
+			} else {
+				delete(v.running, key)
+			}
 			changes = append(changes, change{key: key, put: q, prev: prev})
 		}
 	}
@@ -165,11 +176,31 @@ func (v *queueView) list(keep func(*queued) bool) []*queued {
 		}
 	}
 	v.mu.Unlock()
+	sortQueued(out)
+	return out
+}
+
+// listRunning returns the running entries, oldest scheduled first. The
+// reaper looks at them on every queue or slot change, so this costs what
+// runs, not what is queued (at 1,000 runs/s the queue holds the next two
+// seconds of pending runs, and scanning it on every change was a third of
+// the leader's CPU).
+func (v *queueView) listRunning() []*queued {
+	v.mu.Lock()
+	out := make([]*queued, 0, len(v.running))
+	for _, q := range v.running {
+		out = append(out, q)
+	}
+	v.mu.Unlock()
+	sortQueued(out)
+	return out
+}
+
+func sortQueued(out []*queued) {
 	sort.Slice(out, func(i, j int) bool {
 		if !out[i].ScheduledAt.Equal(out[j].ScheduledAt) {
 			return out[i].ScheduledAt.Before(out[j].ScheduledAt)
 		}
 		return out[i].RunID < out[j].RunID
 	})
-	return out
 }

@@ -36,7 +36,7 @@ func (l *leader) reap(ctx context.Context) error {
 		now := l.e.clock.Now()
 		alive := map[string]bool{}
 		next := time.Duration(0)
-		for _, q := range l.e.queue.list(func(q *queued) bool { return q.State == Running }) {
+		for _, q := range l.e.queue.listRunning() {
 			alive[q.Key] = true
 			if held[slots.SlotKey(l.e.opts.Prefix, q.Job, q.Slot)] == q.ModRev {
 				delete(suspects, q.Key)
