@@ -64,7 +64,7 @@ func failover(ctx context.Context, e *env) (report, error) {
 			e.drain(ctx)
 		}
 	}()
-	time.Sleep(5 * time.Second)
+	time.Sleep(8 * time.Second) // the reference window is the 5 s before the signal
 	var err error
 	logf("failover: SIGKILL of the leader")
 	if res.Kill, err = forceHandover(ctx, e, "SIGKILL"); err != nil {
