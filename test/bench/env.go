@@ -100,12 +100,6 @@ func startEnv(ctx context.Context, bins cluster.Binaries, dir string, s settings
 		w.Close()
 		return nil, err
 	}
-	if err := w.Watch(c.Endpoints(), prefix); err != nil {
-		_ = cli.Close()
-		c.Close()
-		w.Close()
-		return nil, err
-	}
 	return &env{dir: dir, settings: s, c: c, w: w, cli: cli}, nil
 }
 
@@ -113,6 +107,19 @@ func (e *env) close() {
 	_ = e.cli.Close()
 	e.c.Close()
 	e.w.Close()
+}
+
+// observe starts the witness's watch of every scheduler key (leaders,
+// cursor writes). Only failover needs it: a watch of the whole prefix costs
+// etcd and this process CPU the load steps should not pay.
+func (e *env) observe() (*cluster.Observer, error) {
+	if obs := e.w.Observer(); obs != nil {
+		return obs, nil
+	}
+	if err := e.w.Watch(e.c.Endpoints(), prefix); err != nil {
+		return nil, err
+	}
+	return e.w.Observer(), nil
 }
 
 // reload rewrites the config with jobs and waits until every running replica

@@ -102,7 +102,10 @@ func forceHandover(ctx context.Context, e *env, sig string) (handover, error) {
 		return h, err
 	}
 	h.Leader = old.ID
-	obs := e.w.Observer()
+	obs, err := e.observe()
+	if err != nil {
+		return h, err
+	}
 	at := time.Now()
 	switch sig {
 	case "SIGKILL":

@@ -25,6 +25,9 @@ type limitResult struct {
 	Latency     dist    `json:"latency"`
 	Errors      int64   `json:"errors"`
 	ThroughProx bool    `json:"through_replica_proxies"`
+	// EtcdCPUPerTxn: the members' CPU time over the window per
+	// transaction, in milliseconds (all three members together).
+	EtcdCPUPerTxn float64 `json:"etcd_cpu_ms_per_txn"`
 }
 
 // measureLimit runs put-if-absent transactions of a small queue-entry-sized
@@ -59,6 +62,8 @@ func measureLimit(ctx context.Context, e *env, conc int, d time.Duration) (limit
 	var txns, errs atomic.Int64
 	lat := make([][]time.Duration, len(clis)*conc)
 	var wg sync.WaitGroup
+	pids := e.pids()
+	cpu0 := readAll(pids)
 	start := time.Now()
 	for ci, cli := range clis {
 		for g := range conc {
@@ -85,6 +90,7 @@ func measureLimit(ctx context.Context, e *env, conc int, d time.Duration) (limit
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
+	cpu1 := readAll(pids)
 	rev1, err := e.revision(ctx)
 	if err != nil {
 		return res, err
@@ -103,7 +109,14 @@ func measureLimit(ctx context.Context, e *env, conc int, d time.Duration) (limit
 	res.TxnPerSec = float64(res.Txns) / res.Seconds
 	res.Revisions = rev1 - rev0
 	res.Latency = distOf(all)
-	return res, nil
+	var etcdTicks int64
+	for _, pid := range pids["etcd"] {
+		etcdTicks += cpu1[pid] - cpu0[pid]
+	}
+	if res.Txns > 0 {
+		res.EtcdCPUPerTxn = float64(etcdTicks) * 1000 / clockTicks / float64(res.Txns)
+	}
+	return res, e.compact(ctx)
 }
 
 func (r limitResult) rows() []row {
@@ -112,5 +125,6 @@ func (r limitResult) rows() []row {
 			Value:     fmt.Sprintf("%.0f txn/s", r.TxnPerSec),
 			Reference: fmt.Sprintf("%d clients x %d in flight, through the replicas' proxies; %d revisions for %d txns", r.Clients, r.PerClient, r.Revisions, r.Txns)},
 		{Scenario: "limit", Figure: "raw etcd txn latency", Value: r.Latency.String(), Reference: "(the reference for claim/release)"},
+		{Scenario: "limit", Figure: "etcd CPU per raw txn (3 members)", Value: fmt.Sprintf("%.3f ms", r.EtcdCPUPerTxn), Reference: "(the reference for etcd CPU per run)"},
 	}
 }

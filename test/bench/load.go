@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/internal/runs"
 	"github.com/etcdsched/scheduler/internal/schedule"
@@ -30,12 +33,16 @@ type loadResult struct {
 	// CPU is each group's use over the window, in cores: where the two
 	// cores of the machine went.
 	CPU map[string]float64 `json:"cpu_cores"`
+	// EtcdCPUPerRun: the members' CPU time per completed run, in ms.
+	EtcdCPUPerRun float64 `json:"etcd_cpu_ms_per_run"`
 }
 
+// loadJobs names the jobs after their step, so that runs of an earlier
+// step still draining are not counted in this one.
 func loadJobs(n int, jitter time.Duration) []jobSpec {
 	jobs := make([]jobSpec, n)
 	for i := range jobs {
-		jobs[i] = jobSpec{Name: fmt.Sprintf("load-%05d", i), Schedule: "@every 1s", Jitter: jitter, MaxConcurrency: 2}
+		jobs[i] = jobSpec{Name: fmt.Sprintf("load%d-%05d", n, i), Schedule: "@every 1s", Jitter: jitter, MaxConcurrency: 2}
 	}
 	return jobs
 }
@@ -46,6 +53,9 @@ func loadJobs(n int, jitter time.Duration) []jobSpec {
 // of a bare timer and HTTP client on this machine at this moment.
 func runLoad(ctx context.Context, e *env, n int, jitter, warm, window time.Duration, refRate int) (loadResult, error) {
 	res := loadResult{Jobs: n, Jitter: jitter.String()}
+	if err := e.compact(ctx); err != nil {
+		return res, err
+	}
 	if err := e.reload(ctx, loadJobs(n, jitter)); err != nil {
 		return res, err
 	}
@@ -97,25 +107,23 @@ func runLoad(ctx context.Context, e *env, n int, jitter, warm, window time.Durat
 			res.CPU[group] += float64(cpu1[pid]-cpu0[pid]) / clockTicks / t1.Sub(t0).Seconds()
 		}
 	}
+	if res.Completed = outcomesDelta(out0, out1)[string(runs.Succeeded)]; res.Completed > 0 {
+		res.EtcdCPUPerRun = res.CPU["etcd"] * t1.Sub(t0).Seconds() * 1000 / res.Completed
+	}
 	stopRef()
 	refWG.Wait()
 	if err1 != nil || err2 != nil {
 		return res, fmt.Errorf("bench: after the window: %v %v", err1, err2)
 	}
 	res.Seconds = t1.Sub(t0).Seconds()
-	res.Outcomes = map[string]float64{}
-	for k, v := range out1 {
-		if d := v - out0[k]; d != 0 {
-			res.Outcomes[k] = d
-		}
-	}
+	res.Outcomes = outcomesDelta(out0, out1)
 	res.Completed = res.Outcomes[string(runs.Succeeded)]
 	res.RunsPerSec = res.Completed / res.Seconds
 	res.Revisions = rev1 - rev0
 	if res.Completed > 0 {
 		res.WritesPerRn = float64(res.Revisions) / res.Completed
 	}
-	lat, ref := lateness(e.w.Runs(), t0, t1, jitter)
+	lat, ref := lateness(e.w.Runs(), fmt.Sprintf("load%d-", n), t0, t1, jitter)
 	res.Lateness = distOf(lat)
 	if refRate > 0 {
 		d := distOf(ref)
@@ -126,15 +134,16 @@ func runLoad(ctx context.Context, e *env, n int, jitter, warm, window time.Durat
 
 // lateness splits the witness's requests received in [from, to) into the
 // scheduler's and the reference's, as receive time minus due time.
-func lateness(all []cluster.Run, from, to time.Time, jitter time.Duration) (sched, ref []time.Duration) {
+func lateness(all []cluster.Run, jobPrefix string, from, to time.Time, jitter time.Duration) (sched, ref []time.Duration) {
 	for _, r := range all {
 		if r.Start.Before(from) || !r.Start.Before(to) || r.ScheduledAt.IsZero() {
 			continue
 		}
 		due := r.ScheduledAt.Add(schedule.Jitter(r.Job, r.ScheduledAt, jitter))
-		if len(r.Job) > 4 && r.Job[:4] == "ref-" {
+		switch {
+		case strings.HasPrefix(r.Job, "ref-"):
 			ref = append(ref, r.Start.Sub(due))
-		} else {
+		case strings.HasPrefix(r.Job, jobPrefix):
 			sched = append(sched, r.Start.Sub(due))
 		}
 	}
@@ -180,19 +189,19 @@ func reference(ctx context.Context, w *cluster.Witness, rate int, jitter time.Du
 	wg.Wait()
 }
 
-// drain waits until the witness has had no request for a second and a
-// half (the removed jobs' last queued runs are done), at most 15 seconds.
+// drain waits until the queue is empty (the removed jobs' last runs are
+// done or recorded), at most a minute: an overloaded step leaves a backlog
+// that would otherwise weigh on the next one.
 func (e *env) drain(ctx context.Context) {
-	deadline := time.Now().Add(15 * time.Second)
-	last, lastChange := e.w.Count(), time.Now()
+	deadline := time.Now().Add(time.Minute)
 	for time.Now().Before(deadline) && ctx.Err() == nil {
-		time.Sleep(250 * time.Millisecond)
-		if c := e.w.Count(); c != last {
-			last, lastChange = c, time.Now()
-		} else if time.Since(lastChange) > 1500*time.Millisecond {
+		resp, err := e.cli.Get(ctx, prefix+"queue/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+		if err == nil && resp.Count == 0 {
 			return
 		}
+		time.Sleep(250 * time.Millisecond)
 	}
+	logf("the queue did not drain within a minute; going on")
 }
 
 // pids groups the processes of the run: etcd members, replicas, and this
@@ -219,6 +228,30 @@ func readAll(pids map[string][]int) map[int]int64 {
 			if st, err := readProc(pid); err == nil {
 				out[pid] = st.CPUTicks
 			}
+		}
+	}
+	return out
+}
+
+// compact compacts etcd at its current revision, as a deployment's
+// auto-compaction would: without it every step would run on a store
+// holding every earlier step's revisions (hundreds of MB in a few minutes).
+func (e *env) compact(ctx context.Context) error {
+	rev, err := e.revision(ctx)
+	if err != nil {
+		return err
+	}
+	if _, err := e.cli.Compact(ctx, rev, clientv3.WithCompactPhysical()); err != nil {
+		return fmt.Errorf("bench: compact: %w", err)
+	}
+	return nil
+}
+
+func outcomesDelta(before, after map[string]float64) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range after {
+		if d := v - before[k]; d != 0 {
+			out[k] = d
 		}
 	}
 	return out
