@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/internal/runs"
@@ -241,7 +243,7 @@ func (e *env) compact(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, err := e.cli.Compact(ctx, rev, clientv3.WithCompactPhysical()); err != nil {
+	if _, err := e.cli.Compact(ctx, rev, clientv3.WithCompactPhysical()); err != nil && !errors.Is(err, rpctypes.ErrCompacted) {
 		return fmt.Errorf("bench: compact: %w", err)
 	}
 	return nil
