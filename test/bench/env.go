@@ -230,6 +230,7 @@ func (e *env) runsTotal(ctx context.Context) (map[string]float64, error) {
 // procStat is what /proc says about one process.
 type procStat struct {
 	RSSBytes int64
+	HWMBytes int64 // peak RSS
 	CPUTicks int64 // utime + stime, in clock ticks
 }
 
@@ -243,9 +244,15 @@ func readProc(pid int) (procStat, error) {
 		return ps, err
 	}
 	for _, line := range strings.Split(string(status), "\n") {
+		kb := func(rest string) int64 {
+			n, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			return n * 1024
+		}
 		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-			ps.RSSBytes = kb * 1024
+			ps.RSSBytes = kb(rest)
+		}
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			ps.HWMBytes = kb(rest)
 		}
 	}
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))

@@ -25,7 +25,8 @@ type scaleResult struct {
 	RestartMs   float64 `json:"restart_to_first_run_ms"`
 	Leader      string  `json:"leader"`
 	LeaderRSS   int64   `json:"leader_rss_bytes"`
-	FollowerRSS int64   `json:"follower_rss_bytes"` // the larger follower
+	LeaderPeak  int64   `json:"leader_peak_rss_bytes"` // VmHWM: the start's peak
+	FollowerRSS int64   `json:"follower_rss_bytes"`    // the larger follower
 	EtcdRSS     int64   `json:"etcd_member_rss_bytes"`
 	LeaderCPU   float64 `json:"leader_cpu_share"`   // of one core, steady state
 	FollowerCPU float64 `json:"follower_cpu_share"` // the busier follower
@@ -116,7 +117,7 @@ func scale(ctx context.Context, f flags, bins cluster.Binaries, n int) (report, 
 			return report{}, err
 		}
 		if r == leader {
-			res.LeaderRSS, res.LeaderCPU = ps.RSSBytes, shares[i]
+			res.LeaderRSS, res.LeaderPeak, res.LeaderCPU = ps.RSSBytes, ps.HWMBytes, shares[i]
 		} else {
 			res.FollowerRSS, res.FollowerCPU = max(res.FollowerRSS, ps.RSSBytes), max(res.FollowerCPU, shares[i])
 		}
@@ -126,7 +127,7 @@ func scale(ctx context.Context, f flags, bins cluster.Binaries, n int) (report, 
 			res.EtcdRSS = max(res.EtcdRSS, ps.RSSBytes)
 		}
 	}
-	logf("scale: %d jobs: leader RSS %s, CPU %s; follower RSS %s, CPU %s", n, mib(res.LeaderRSS), pct(res.LeaderCPU), mib(res.FollowerRSS), pct(res.FollowerCPU))
+	logf("scale: %d jobs: leader RSS %s (peak %s), CPU %s; follower RSS %s, CPU %s", n, mib(res.LeaderRSS), mib(res.LeaderPeak), pct(res.LeaderCPU), mib(res.FollowerRSS), pct(res.FollowerCPU))
 
 	var jobsLat, healthLat []time.Duration
 	for range 5 {
@@ -149,7 +150,7 @@ func scale(ctx context.Context, f flags, bins cluster.Binaries, n int) (report, 
 	name := fmt.Sprintf("%dk jobs", n/1000)
 	rows := []row{
 		{Scenario: "scale", Figure: name + ": leader RSS", Value: mib(res.LeaderRSS),
-			Reference: fmt.Sprintf("follower %s, etcd member %s", mib(res.FollowerRSS), mib(res.EtcdRSS)),
+			Reference: fmt.Sprintf("peak %s; follower %s, etcd member %s", mib(res.LeaderPeak), mib(res.FollowerRSS), mib(res.EtcdRSS)),
 			Goal:      "< 300 MB at 100k", Verdict: verdict(res.LeaderRSS < goalScaleRSS)},
 		{Scenario: "scale", Figure: fmt.Sprintf("%s: leader CPU, steady (%d runs/s)", name, res.EverySecond), Value: pct(res.LeaderCPU) + " of a core",
 			Reference: "follower " + pct(res.FollowerCPU),
