@@ -76,6 +76,7 @@ type env struct {
 	// profileDir, when set, receives leader profiles taken during each
 	// load step.
 	profileDir string
+	steps      int // load steps so far: each names its jobs anew
 }
 
 // startEnv starts the witness, then a cluster whose config holds jobs.
