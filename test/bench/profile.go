@@ -24,6 +24,7 @@ func saveProfiles(ctx context.Context, e *env, dir, name string) {
 	for _, p := range []struct{ path, file string }{
 		{"/debug/pprof/profile?seconds=10", name + "-cpu.pprof"},
 		{"/debug/pprof/heap", name + "-heap.pprof"},
+		{"/debug/pprof/heap?debug=1", name + "-heap.txt"}, // ends with runtime.MemStats
 	} {
 		if err := fetch(ctx, leader.URL()+p.path, filepath.Join(out, p.file)); err != nil {
 			logf("pprof: %v", err)

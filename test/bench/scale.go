@@ -101,6 +101,14 @@ func scale(ctx context.Context, f flags, bins cluster.Binaries, n int) (report, 
 		return report{}, err
 	}
 	res.Leader = leader.ID
+	if f.pprof {
+		// Before the API calls, whose responses would dominate the heap.
+		for _, r := range e.c.Replicas {
+			if err := fetch(ctx, r.URL()+"/debug/pprof/heap?debug=1", filepath.Join(f.dir, "profiles", fmt.Sprintf("scale-%d-%s-heap.txt", n, r.ID))); err != nil {
+				logf("pprof: %v", err)
+			}
+		}
+	}
 	var pids []int
 	for _, r := range e.c.Replicas {
 		pids = append(pids, r.Pid())
