@@ -1,10 +1,9 @@
 package jobs
 
 import (
+	"context"
 	"fmt"
 	"time"
-
-	"context"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
