@@ -3,6 +3,7 @@ package fault
 import (
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -48,8 +49,12 @@ func TestFaults(t *testing.T) {
 		scenarios = []scenario{
 			{name: "long-ttl2s", ttl: 2 * time.Second, faults: repeat(every, 27), gap: 3 * time.Second,
 				warmup: 5 * time.Second, settle: 12 * time.Second, seed: seed()},
+			// The settle outlasts the longest run (3×TTL = 15s) plus a tick
+			// and a failover: a run that started just before the last heal
+			// rightly holds its only slot that long, and "every job runs
+			// again" needs a run to start after it.
 			{name: "long-ttl5s", ttl: 5 * time.Second, faults: repeat(every, 9), gap: 4 * time.Second,
-				warmup: 5 * time.Second, settle: 15 * time.Second, seed: seed()},
+				warmup: 5 * time.Second, settle: 25 * time.Second, seed: seed()},
 		}
 	default:
 		scenarios = []scenario{{name: "short-ttl2s", ttl: 2 * time.Second,
@@ -82,6 +87,15 @@ func TestPositiveControl(t *testing.T) {
 		gap: 2 * time.Second, warmup: 3 * time.Second, settle: 6 * time.Second, control: true, seed: seed()})
 	if len(out.report.Violations) == 0 {
 		t.Fatal("positive control: the checker found no violation with the guard and fencing off")
+	}
+	// What the guard and fencing protect is max_concurrency: the control
+	// must break that, not only liveness.
+	overlap := false
+	for _, v := range out.report.Violations {
+		overlap = overlap || strings.HasPrefix(v, "overlap:")
+	}
+	if !overlap {
+		t.Errorf("positive control: no overlap found, only %v", out.report.Violations)
 	}
 	for i, v := range out.report.Violations {
 		if i == 10 {
