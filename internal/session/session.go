@@ -174,35 +174,64 @@ func (s *Session) end(cause error) {
 	s.wg.Wait()
 }
 
-// keepAlive sends a keepalive three times per guarded window, so that one
-// lost or slow acknowledgement does not end the session.
+// keepAlive sends a keepalive three times per guarded window, on a fixed
+// beat: a send does not wait for the previous answer, so a slow round trip
+// (up to about two thirds of the window) does not end a healthy session,
+// while the deadline still counts from the send time of each answered one.
 func (s *Session) keepAlive(ctx context.Context) {
 	defer s.wg.Done()
 	interval := max((s.ttl-s.opts.Margin)/3, 50*time.Millisecond)
+	var inFlight sync.WaitGroup
+	defer inFlight.Wait()
+	outstanding := 0
+	done := make(chan struct{}, maxInFlight)
 	for {
-		sent := s.opts.Clock.Now()
-		callCtx, cancel := context.WithDeadline(ctx, s.Deadline())
-		resp, err := s.client.KeepAliveOnce(callCtx, s.Lease())
-		cancel()
-		switch {
-		case err == nil:
-			s.extend(sent.Add(time.Duration(resp.TTL)*time.Second - s.opts.Margin))
-		case ctx.Err() != nil:
-			return
-		case errors.Is(err, context.DeadlineExceeded):
-			// The guard ends the session at the deadline.
-		default:
-			if isLeaseGone(err) {
-				s.cancel(ErrLeaseGone)
+		if outstanding < maxInFlight {
+			outstanding++
+			inFlight.Add(1)
+			go func() {
+				defer inFlight.Done()
+				s.sendKeepAlive(ctx)
+				done <- struct{}{}
+			}()
+		}
+		tick := s.opts.Clock.After(interval)
+	wait:
+		for {
+			select {
+			case <-ctx.Done():
 				return
+			case <-done:
+				outstanding--
+			case <-tick:
+				break wait
 			}
-			s.opts.Logger.Warn("keepalive failed", "lease", int64(s.Lease()), "err", err)
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-s.opts.Clock.After(interval):
-		}
+	}
+}
+
+// maxInFlight bounds the keepalives awaiting an answer.
+const maxInFlight = 3
+
+// sendKeepAlive sends one keepalive and, when it is answered, moves the
+// deadline to its send time + TTL - margin.
+func (s *Session) sendKeepAlive(ctx context.Context) {
+	sent := s.opts.Clock.Now()
+	// An answer can move the deadline to at most sent + TTL - margin, so it
+	// is worth waiting for until then, even past the current deadline: an
+	// earlier keepalive's answer may move that meanwhile.
+	callCtx, cancel := context.WithDeadline(ctx, sent.Add(s.ttl-s.opts.Margin))
+	defer cancel()
+	resp, err := s.client.KeepAliveOnce(callCtx, s.Lease())
+	switch {
+	case err == nil:
+		s.extend(sent.Add(time.Duration(resp.TTL)*time.Second - s.opts.Margin))
+	case ctx.Err() != nil, errors.Is(err, context.DeadlineExceeded):
+		// Stopped, or the guard ends the session at the deadline.
+	case isLeaseGone(err):
+		s.cancel(ErrLeaseGone)
+	default:
+		s.opts.Logger.Warn("keepalive failed", "lease", int64(s.Lease()), "err", err)
 	}
 }
 

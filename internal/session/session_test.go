@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"fmt"
 	"errors"
 	"testing"
 	"time"
@@ -43,7 +44,10 @@ func TestGuardEndsSessionBeforeServerExpiresLease(t *testing.T) {
 	// Let keepalives sent after the delay began be acknowledged, so the
 	// deadline comes from a slow round trip.
 	delayed := time.Now()
-	waitFor(t, 20*time.Second, func() bool { return s.Deadline().After(delayed.Add(4 * time.Second)) })
+	waitForOr(t, 30*time.Second, func() bool { return s.Deadline().After(delayed.Add(4 * time.Second)) }, func() string {
+		return fmt.Sprintf("no keepalive sent after the delay began was acknowledged: session err %v, deadline %s, delay began %s",
+			s.Err(), s.Deadline().Format(time.StampMilli), delayed.Format(time.StampMilli))
+	})
 
 	proxy.Pause()
 	var lostAt time.Time
@@ -140,6 +144,18 @@ func TestOptionsAreChecked(t *testing.T) {
 	}
 }
 
+// waitForOr is waitFor with a description of the state on failure.
+func waitForOr(t *testing.T, within time.Duration, cond func() bool, state func() string) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("condition not met within %s: %s", within, state())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 func waitFor(t *testing.T, within time.Duration, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(within)
@@ -148,5 +164,34 @@ func waitFor(t *testing.T, within time.Duration, cond func() bool) {
 			t.Fatalf("condition not met within %s", within)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// A slow but working link does not end the session: keepalives go out on a
+// fixed beat, not one answer after another, so a 2s round trip against a 4s
+// guarded window (TTL 5s, margin 1s) keeps the lease trusted. (Sending the
+// next keepalive only after the previous answer ended it within seconds.)
+func TestSlowRoundTripsKeepTheSession(t *testing.T) {
+	cluster := etcdtest.Start(t)
+	proxy := etcdtest.NewProxy(t, cluster.Endpoints()[0])
+	cli := etcdtest.NewClient(t, []string{proxy.Endpoint()})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	s, err := New(ctx, cli, Options{TTL: 5 * time.Second, Margin: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Orphan()
+	proxy.SetDelay(0, 2*time.Second)
+	slowFrom := time.Now()
+	// Fifteen seconds is several guarded windows of slow answers.
+	waitForOr(t, 30*time.Second, func() bool {
+		return s.Err() != nil || time.Since(slowFrom) > 15*time.Second
+	}, func() string { return "" })
+	if err := s.Err(); err != nil {
+		t.Fatalf("session ended %s into 2s round trips: %v", time.Since(slowFrom).Round(time.Millisecond), err)
+	}
+	if !s.Deadline().After(slowFrom.Add(4 * time.Second)) {
+		t.Errorf("deadline %s never moved past the slow period's start", s.Deadline())
 	}
 }
