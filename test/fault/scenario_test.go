@@ -316,11 +316,15 @@ func (r *runner) inject(kind faultKind) injected {
 		must(r.c.KillEtcd())
 		r.checkNotReady(f.start)
 		r.hold(time.Until(f.start.Add(2 * ttl)))
+		// The store is down until the members restart: from then on a
+		// quorum may serve (and runs may rightly start) before the last
+		// member answers the health check below.
+		restarting := time.Now()
 		ctx, cancel := r.ctx(90 * time.Second)
 		must(r.c.StartEtcd(ctx))
 		cancel()
 		up := time.Now()
-		r.etcdDown = append(r.etcdDown, Window{f.start, up})
+		r.etcdDown = append(r.etcdDown, Window{f.start, restarting})
 		ctx, cancel = r.ctx(60 * time.Second)
 		run, err := r.w.WaitRun(ctx, func(x *cluster.Run) bool { return x.Start.After(up) && !x.Rejected })
 		cancel()
