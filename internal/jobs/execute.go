@@ -5,7 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"strconv"
-	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -97,5 +96,4 @@ func (w *worker) execute(q *queued, entry *Entry, held *slots.Held, log *slog.Lo
 	}
 	e.metrics.runs.WithLabelValues(entry.Job, string(res.Outcome)).Inc()
 	log.Info("run finished", "outcome", res.Outcome, "duration", endedAt.Sub(startedAt), "retry", retry != nil)
-	_ = time.Second
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/runs"
+	"github.com/etcdsched/scheduler/internal/schedule"
 )
 
 var (
@@ -281,7 +282,7 @@ func (l *leader) process(ctx context.Context, j *config.Job) (time.Time, error) 
 		return time.Time{}, fmt.Errorf("job %s: %w", j.Name, err)
 	}
 	for attempt := 0; ; attempt++ {
-		err := l.processOnce(ctx, j, sched.Next)
+		err := l.processOnce(ctx, j, sched)
 		if errors.Is(err, errCursorMoved) && attempt < 3 {
 			continue
 		}
@@ -291,16 +292,11 @@ func (l *leader) process(ctx context.Context, j *config.Job) (time.Time, error) 
 		l.mu.Lock()
 		cursor := l.cursors[j.Name]
 		l.mu.Unlock()
-		next := sched.Next(cursor)
-		if next.IsZero() {
-			return time.Time{}, nil
-		}
-		return next.Add(-l.e.opts.Lookahead), nil
+		return l.nextWake(sched, cursor), nil
 	}
 }
 
-func (l *leader) processOnce(ctx context.Context, j *config.Job, _ func(time.Time) time.Time) error {
-	sched, _ := j.ParsedSchedule()
+func (l *leader) processOnce(ctx context.Context, j *config.Job, sched schedule.Schedule) error {
 	now := l.e.clock.Now()
 	l.mu.Lock()
 	cursor, known := l.cursors[j.Name]

@@ -174,19 +174,6 @@ func (w *worker) drain(ctx context.Context) {
 	close(w.drained)
 }
 
-// running counts runs this worker holds.
-func (w *worker) running() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	n := 0
-	for _, a := range w.active {
-		if a.cancel != nil {
-			n++
-		}
-	}
-	return n
-}
-
 // txnIfUnchanged applies ops if the entry is as the view saw it.
 func (w *worker) txnIfUnchanged(ctx context.Context, q *queued, ops ...clientv3.Op) (bool, error) {
 	resp, err := w.e.opts.Client.Txn(ctx).
