@@ -40,7 +40,16 @@ func TestControl(t *testing.T) {
 			}
 			ids = append(ids, id)
 		}
-		waitFor(t, 60*time.Second, "three triggered runs", func() bool { return len(w.finished("slow")) >= 3 })
+		// The record is written at release, after the target answered.
+		waitFor(t, 60*time.Second, "three triggered runs recorded", func() bool {
+			recs := records(t, a.client, "slow")
+			for _, id := range ids {
+				if _, ok := recs[id]; !ok {
+					return false
+				}
+			}
+			return true
+		})
 		if got := w.maxConcurrent("slow"); got != 1 {
 			t.Errorf("the target saw %d triggered runs at once, max_concurrency is 1", got)
 		}
