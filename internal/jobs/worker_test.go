@@ -59,8 +59,15 @@ func TestMaxParallelBoundsOneReplica(t *testing.T) {
 	if peak < 2 {
 		t.Errorf("never two runs at once: max_parallel 2 not used")
 	}
+	// Records are written at release, after the target answered.
 	for i, j := range jobs {
-		if r := records(t, n.client, j)[ids[i]]; r.Outcome != runs.Succeeded {
+		var r runs.Record
+		waitFor(t, 30*time.Second, ids[i]+" recorded", func() bool {
+			var ok bool
+			r, ok = records(t, n.client, j)[ids[i]]
+			return ok
+		})
+		if r.Outcome != runs.Succeeded {
 			t.Errorf("%s: %s %s", ids[i], r.Outcome, r.Error)
 		}
 	}
