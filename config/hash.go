@@ -4,20 +4,41 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"hash"
 )
 
 // Hash is a short fingerprint of the parsed configuration, shown per
 // member so that a replica still running an older file stands out. It
 // hashes the decoded values, not the bytes, so comments, key order and
 // spelled-out defaults do not count as drift.
+//
+// The JSON goes into the hash a job at a time: encoding the whole config at
+// once built one buffer as large as the encoding (163 MB of allocations at
+// 100,000 jobs, measured by test/bench).
 func (c *Config) Hash() string {
+	h := sha256.New()
+	top := *c
+	top.Jobs = nil
 	// encoding/json writes struct fields in declaration order and map keys
-	// sorted, so equal configs encode identically. Marshal cannot fail on
+	// sorted, so equal configs encode identically. Encode cannot fail on
 	// these types (no channels, funcs or cyclic values).
-	b, err := json.Marshal(c)
-	if err != nil {
+	if !encodeInto(h, &top) {
 		return "unhashable"
 	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])[:12]
+	for i := range c.Jobs {
+		if !encodeInto(h, &c.Jobs[i]) {
+			return "unhashable"
+		}
+	}
+	sum := h.Sum(nil)
+	return hex.EncodeToString(sum)[:12]
+}
+
+func encodeInto(h hash.Hash, v any) bool {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return false
+	}
+	h.Write(b)
+	return true
 }

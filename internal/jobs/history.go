@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -48,8 +49,17 @@ func (f *finishedJobs) take(threshold func(job string) int) []string {
 	return due
 }
 
-// prune keeps each job's history at history_limit records. It runs every
-// tenth of the limit, so pruning costs a small share of a write per run.
+// pruneGap is the least time between two pruning rounds: one round reads
+// and trims the history of every job that finished enough runs since, many
+// jobs to a transaction, instead of one read and one delete per job.
+const pruneGap = time.Second
+
+// pruneReadBatch: history reads per read transaction.
+const pruneReadBatch = 32
+
+// prune keeps each job's history at history_limit records. A job is trimmed
+// after every tenth of its limit in finished runs, so pruning costs a small
+// share of a write per run.
 func (l *leader) prune(ctx context.Context) error {
 	threshold := func(job string) int {
 		l.mu.Lock()
@@ -61,12 +71,13 @@ func (l *leader) prune(ctx context.Context) error {
 		return max(1, j.HistoryLimit/10)
 	}
 	for {
-		for _, job := range l.e.finished.take(threshold) {
-			if err := l.pruneJob(ctx, job); err != nil {
+		looked := l.e.clock.Now()
+		if due := l.e.finished.take(threshold); len(due) > 0 {
+			if err := l.pruneJobs(ctx, due); err != nil {
 				if err == errNotLeader || ctx.Err() != nil {
 					return err
 				}
-				l.e.log.Warn("pruning history failed", "job", job, "err", err)
+				l.e.log.Warn("pruning history failed", "jobs", len(due), "err", err)
 			}
 		}
 		select {
@@ -74,36 +85,60 @@ func (l *leader) prune(ctx context.Context) error {
 			return nil
 		case <-l.e.finished.changed:
 		}
+		if !l.pause(ctx, looked.Add(pruneGap)) {
+			return nil
+		}
 	}
 }
 
-func (l *leader) pruneJob(ctx context.Context, job string) error {
-	limit := 100
-	l.mu.Lock()
-	if j := l.jobs[job]; j != nil {
-		limit = j.HistoryLimit
-	}
-	l.mu.Unlock()
-	resp, err := l.e.opts.Client.Get(ctx, l.e.keys.JobRuns(job), clientv3.WithPrefix(), clientv3.WithKeysOnly(),
-		clientv3.WithSort(clientv3.SortByModRevision, clientv3.SortAscend))
-	if err != nil {
-		return fmt.Errorf("jobs: read history of %s: %w", job, err)
-	}
-	excess := resp.Kvs[:max(0, len(resp.Kvs)-limit)]
-	for len(excess) > 0 {
-		n := min(len(excess), maxOpsPerTxn)
-		ops := make([]clientv3.Op, n)
-		for i, kv := range excess[:n] {
-			ops[i] = clientv3.OpDelete(string(kv.Key))
+// pruneJobs deletes, for each job, its oldest records beyond history_limit:
+// the keys are read a batch of jobs at a time and deleted up to
+// maxOpsPerTxn at a time, in fenced transactions.
+func (l *leader) pruneJobs(ctx context.Context, jobs []string) error {
+	var dels []clientv3.Op
+	flush := func() error {
+		if len(dels) == 0 {
+			return nil
 		}
-		tr, err := l.e.opts.Client.Txn(ctx).If(l.fence).Then(ops...).Commit()
+		tr, err := l.e.opts.Client.Txn(ctx).If(l.fence).Then(dels...).Commit()
+		dels = dels[:0]
 		if err != nil {
-			return fmt.Errorf("jobs: prune history of %s: %w", job, err)
+			return fmt.Errorf("jobs: prune history: %w", err)
 		}
 		if !tr.Succeeded {
 			return errNotLeader
 		}
-		excess = excess[n:]
+		return nil
 	}
-	return nil
+	for len(jobs) > 0 {
+		batch := jobs[:min(len(jobs), pruneReadBatch)]
+		jobs = jobs[len(batch):]
+		reads := make([]clientv3.Op, len(batch))
+		for i, job := range batch {
+			reads[i] = clientv3.OpGet(l.e.keys.JobRuns(job), clientv3.WithPrefix(), clientv3.WithKeysOnly(),
+				clientv3.WithSort(clientv3.SortByModRevision, clientv3.SortAscend))
+		}
+		resp, err := l.e.opts.Client.Txn(ctx).Then(reads...).Commit()
+		if err != nil {
+			return fmt.Errorf("jobs: read history: %w", err)
+		}
+		for i, job := range batch {
+			limit := 100
+			l.mu.Lock()
+			if j := l.jobs[job]; j != nil {
+				limit = j.HistoryLimit
+			}
+			l.mu.Unlock()
+			kvs := resp.Responses[i].GetResponseRange().Kvs
+			for _, kv := range kvs[:max(0, len(kvs)-limit)] {
+				dels = append(dels, clientv3.OpDelete(string(kv.Key)))
+				if len(dels) == maxOpsPerTxn {
+					if err := flush(); err != nil {
+						return err
+					}
+				}
+			}
+		}
+	}
+	return flush()
 }

@@ -17,7 +17,9 @@ import (
 
 // Handler receives the prefix: Reset with every key at rev (the first read
 // and each re-read), then Apply with each watch response's events in
-// revision order. Calls come from one goroutine.
+// revision order. Calls come from one goroutine. Events carry no PrevKv:
+// asking for it makes the member read the key's previous revision from its
+// backend once per event and watcher, and a handler keeps what it needs.
 type Handler interface {
 	Reset(kvs []*mvccpb.KeyValue, rev int64)
 	Apply(events []*clientv3.Event, rev int64)
@@ -78,7 +80,7 @@ func load(ctx context.Context, client *clientv3.Client, prefix string, h Handler
 func follow(ctx context.Context, client *clientv3.Client, prefix string, rev int64, h Handler) (int64, error) {
 	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 	defer cancel()
-	wch := client.Watch(wctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(rev), clientv3.WithPrevKV(), clientv3.WithProgressNotify())
+	wch := client.Watch(wctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(rev), clientv3.WithProgressNotify())
 	for resp := range wch {
 		if err := resp.Err(); err != nil {
 			if resp.CompactRevision != 0 {

@@ -95,18 +95,19 @@ func (r *replica) reload(onlyIfChanged bool) {
 		return
 	}
 	old := r.cfg
-	r.cfg, r.reloadErr = cfg, nil
+	hash := cfg.Hash()
+	r.cfg, r.cfgHash, r.reloadErr = cfg, hash, nil
 	r.mu.Unlock()
 	r.reloads.total.WithLabelValues("success").Inc()
 	if fixed := restartOnly(old, cfg); len(fixed) > 0 {
 		r.log.Warn("some changed settings take effect only at restart", "settings", fixed)
 	}
-	r.membership.SetConfigHash(cfg.Hash())
+	r.membership.SetConfigHash(hash)
 	r.engine.ConfigChanged()
 	// The parse's garbage is several times the file (see cmd/scheduler):
 	// give it back to the OS now rather than over minutes.
 	debug.FreeOSMemory()
-	r.log.Info("config reloaded", "file", r.opts.ConfigPath, "config_hash", cfg.Hash(), "jobs", len(cfg.Jobs))
+	r.log.Info("config reloaded", "file", r.opts.ConfigPath, "config_hash", hash, "jobs", len(cfg.Jobs))
 }
 
 // restartOnly names the changed settings a running replica cannot adopt.

@@ -57,7 +57,7 @@ func Run(ctx context.Context, opts Options) error {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	r := &replica{opts: opts, log: opts.Logger.With("replica", opts.ID), started: time.Now()}
-	r.cfg = opts.Config
+	r.cfg, r.cfgHash = opts.Config, opts.Config.Hash()
 	return r.run(ctx)
 }
 
@@ -68,6 +68,7 @@ type replica struct {
 
 	mu        sync.Mutex
 	cfg       *config.Config
+	cfgHash   string // cfg.Hash(), which encodes every job: kept, not recomputed per request
 	reloadErr error
 	reloadAt  time.Time
 	fileSum   fileSum // of the config file content last read
@@ -91,6 +92,12 @@ func (r *replica) config() *config.Config {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.cfg
+}
+
+func (r *replica) configHash() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.cfgHash
 }
 
 func (r *replica) run(ctx context.Context) error {
@@ -191,7 +198,7 @@ func (r *replica) start(ctx context.Context, reg *prometheus.Registry) (err erro
 		return err
 	}
 	r.membership, err = election.NewMembership(r.client, r.sessions, cfg.Cluster.Etcd.Prefix, election.Member{
-		ID: r.opts.ID, APIAddr: apiAddr, Version: r.opts.Version, ConfigHash: cfg.Hash(), StartedAt: r.started,
+		ID: r.opts.ID, APIAddr: apiAddr, Version: r.opts.Version, ConfigHash: r.configHash(), StartedAt: r.started,
 	}, r.log)
 	if err != nil {
 		return err
@@ -291,7 +298,7 @@ func (r *replica) status() api.Status {
 		IsLeader:      r.elector != nil && r.elector.IsLeader(),
 		Version:       r.opts.Version,
 		ConfigFile:    r.opts.ConfigPath,
-		ConfigHash:    r.cfg.Hash(),
+		ConfigHash:    r.cfgHash,
 		StartedAt:     r.started,
 		EtcdEndpoints: r.endpoints,
 		EmbeddedEtcd:  r.embedded != nil,

@@ -104,7 +104,7 @@ func (s *Semaphore) watch(ctx context.Context, next *[2]int64) error {
 	defer cancel()
 	var chans [2]clientv3.WatchChan
 	for i, prefix := range []string{SlotsPrefix(s.prefix), ResourcesPrefix(s.prefix)} {
-		chans[i] = s.client.Watch(ctx, prefix, clientv3.WithPrefix(), clientv3.WithPrevKV(), clientv3.WithRev(next[i]))
+		chans[i] = s.client.Watch(ctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(next[i]))
 	}
 	for {
 		var (
@@ -157,8 +157,12 @@ func (s *Semaphore) apply(events []*clientv3.Event) {
 			continue
 		}
 		// A lagging watch may still report the end of the key's previous
-		// holder; only a delete of this claim's incarnation is a loss.
-		if ev.PrevKv != nil && ev.PrevKv.CreateRevision == h.Token || ev.PrevKv == nil && ev.Kv.ModRevision > h.Token {
+		// holder; only a delete of this claim's incarnation is a loss. That
+		// one came after the claim created the key (revision h.Token), an
+		// earlier holder's before it, so the delete's revision tells them
+		// apart without the previous value (which costs the member a
+		// backend read per event and watcher).
+		if ev.Kv.ModRevision > h.Token {
 			s.lostLocked(h)
 		}
 	}

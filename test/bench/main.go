@@ -113,6 +113,7 @@ func run() error {
 	os.Setenv("SCHEDULER_LOG_LEVEL", f.logLevel)
 	if f.pprof {
 		os.Setenv("SCHEDULER_PPROF", "1")
+		os.Setenv("ETCDNODE_PPROF", "1")
 	}
 	logf("building into %s (GOMAXPROCS %d, %d CPUs)", f.dir, runtime.GOMAXPROCS(0), runtime.NumCPU())
 	if err := os.MkdirAll(filepath.Join(f.dir, "bin"), 0o755); err != nil {

@@ -21,6 +21,24 @@ func saveProfiles(ctx context.Context, e *env, dir, name string) {
 		logf("pprof: %v", err)
 		return
 	}
+	// The etcd leader's CPU over the same 10 s (etcdnode serves pprof with
+	// ETCDNODE_PPROF=1, which -pprof sets).
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		m, err := e.c.EtcdLeader(ctx)
+		if err != nil {
+			logf("pprof: etcd leader: %v", err)
+			return
+		}
+		file := filepath.Join(out, name+"-etcd-cpu.pprof")
+		if err := fetch(ctx, m.ClientURL+"/debug/pprof/profile?seconds=10", file); err != nil {
+			logf("pprof: %v", err)
+			return
+		}
+		logf("pprof: saved %s", file)
+	}()
+	defer func() { <-done }()
 	for _, p := range []struct{ path, file string }{
 		{"/debug/pprof/profile?seconds=10", name + "-cpu.pprof"},
 		{"/debug/pprof/heap", name + "-heap.pprof"},

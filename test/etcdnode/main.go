@@ -72,6 +72,8 @@ func run() error {
 	cfg.ClusterState = state
 	cfg.InitialClusterToken = "etcdnode"
 	cfg.UnsafeNoFsync = noFsync
+	// For test/bench -pprof: /debug/pprof/ on the client URL.
+	cfg.EnablePprof = os.Getenv("ETCDNODE_PPROF") == "1"
 	cfg.LogLevel = logLevel
 	cfg.LogOutputs = []string{"stderr"}
 
