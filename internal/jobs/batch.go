@@ -12,27 +12,40 @@ import (
 	"github.com/etcdsched/scheduler/internal/schedule"
 )
 
-// tickBatch bounds the jobs whose ticks share one transaction. Each adds
-// three compares (cursor, queue entry absent, record absent) and two puts;
-// with the fence that is 121 compares, under etcd's default --max-txn-ops
-// of 128.
-const tickBatch = 40
+// Limits of one batched transaction, under etcd's default --max-txn-ops of
+// 128 (it bounds the compares and the operations of each branch apart).
+const (
+	batchMaxCompares = 121
+	batchMaxOps      = 100
+	// batchMaxTicks: a job with more ticks in one pass (a long catch-up)
+	// takes the one-job path.
+	batchMaxTicks = 8
+)
 
-// batchItem is a job whose pass is exactly one tick, on time, after a
-// cursor the leader knows: the steady state of every job. Such ticks are
-// written many to a transaction, so materializing costs etcd a fraction of
-// a revision per run instead of one (the benchmark's throughput scenario
-// found the leader's one-transaction-per-tick the bound at ~1,000 runs/s).
+// batchItem is a job whose pass can share a transaction with other jobs':
+// its ticks (on time, late, caught up or missed) and its new cursor. In the
+// steady state that is one on-time tick per job; after a leader gap, or
+// when the leader fell behind, a few missed or caught-up ones. Writing them
+// many to a transaction makes materializing cost etcd a fraction of a
+// revision per run instead of one (the benchmark's throughput scenario
+// found the leader's one-transaction-per-tick the bound at ~1,000 runs/s,
+// and a leader that fell behind wrote each missed tick alone, fell further
+// behind, and halved the completed runs).
 type batchItem struct {
 	job   *config.Job
 	sched schedule.Schedule
 	known time.Time // the cursor as stored
-	tick  plannedTick
+	has   bool      // whether the job has a cursor (a new job has none)
+	plan  plan
 }
 
-// batchable returns j's item when its pass can share a transaction; every
-// other case (unknown cursor, paused, several or late or missed ticks,
-// nothing to do) takes the one-job path, which handles it in full.
+// compares and ops are what the item adds to a batched transaction.
+func (it *batchItem) compares() int { return 1 + 2*len(it.plan.Ticks) }
+func (it *batchItem) ops() int      { return 1 + len(it.plan.Ticks) }
+
+// batchable returns j's item when its pass can share a transaction; the
+// other cases (paused, ticks not recorded, a long catch-up, nothing to do)
+// take the one-job path, which handles them in full.
 func (l *leader) batchable(j *config.Job, now time.Time) (batchItem, bool) {
 	sched, err := j.ParsedSchedule()
 	if err != nil {
@@ -41,37 +54,83 @@ func (l *leader) batchable(j *config.Job, now time.Time) (batchItem, bool) {
 	l.mu.Lock()
 	cursor, known := l.cursors[j.Name]
 	l.mu.Unlock()
-	if !known || l.e.state.isPaused(j.Name, j.Paused) {
+	if !known {
+		cursor = time.Time{}
+	}
+	if l.e.state.isPaused(j.Name, j.Paused) {
 		return batchItem{}, false
 	}
 	p := planTicks(j, sched, cursor, now, l.e.opts.Lookahead)
-	if p.Dropped > 0 || len(p.Ticks) != 1 || p.Ticks[0].Action != queueTick || p.Ticks[0].CatchUp || !p.Cursor.Equal(p.Ticks[0].At) {
+	if p.Dropped > 0 || len(p.Ticks) == 0 || len(p.Ticks) > batchMaxTicks || !p.Cursor.Equal(p.Ticks[len(p.Ticks)-1].At) {
 		return batchItem{}, false
 	}
-	return batchItem{job: j, sched: sched, known: cursor, tick: p.Ticks[0]}, true
+	return batchItem{job: j, sched: sched, known: cursor, has: known, plan: p}, true
 }
 
-// writeBatch materializes each item's tick in one transaction carrying, for
-// every item, exactly the conditions of the one-job write (SPEC rule 2:
-// cursor as known, no queue entry, no record) and the leader fence (rule
-// 1): all ticks are written or none. ok is false when a condition other
-// than the fence failed; the caller then takes the jobs one by one, which
-// finds out which and why.
+// tickOp is the write that materializes tick t of job j: its queue entry,
+// or its missed record. Both the one-job and the batched path use it.
+func (l *leader) tickOp(cfg *config.Config, j *config.Job, t plannedTick, now time.Time) (runID string, op clientv3.Op) {
+	runID = runs.ID(j.Name, t.At)
+	if t.Action == queueTick {
+		entry := newEntry(runID, j, cfg.Resources, t.At, t.NotBefore, 1, runs.Schedule)
+		entry.CatchUp = t.CatchUp
+		return runID, clientv3.OpPut(l.e.keys.Queue(j.Name, runID), entry.encode())
+	}
+	rec := runs.Record{RunID: runID, Job: j.Name, Attempt: 1, Trigger: runs.Schedule,
+		ScheduledAt: t.At.UTC(), Outcome: runs.Missed, Slot: -1,
+		Error: fmt.Sprintf("not started: due %s, leader caught up at %s (catch_up: %s, starting_deadline: %s)",
+			t.NotBefore.UTC().Format(runs.TimeFormat), now.UTC().Format(runs.TimeFormat), j.CatchUp, j.StartingDeadline)}
+	return runID, clientv3.OpPut(l.e.keys.Record(j.Name, runID), encodeRecord(&rec))
+}
+
+// absent are the compares that make a tick's write happen at most once
+// (SPEC rule 2): no queue entry and no record of the run.
+func (l *leader) absent(job, runID string) []clientv3.Cmp {
+	return []clientv3.Cmp{
+		clientv3.Compare(clientv3.CreateRevision(l.e.keys.Queue(job, runID)), "=", 0),
+		clientv3.Compare(clientv3.CreateRevision(l.e.keys.Record(job, runID)), "=", 0),
+	}
+}
+
+// cursorIs compares job's cursor with what the leader knows of it.
+func (l *leader) cursorIs(job string, known time.Time, ok bool) clientv3.Cmp {
+	ckey := l.e.keys.Cursor(job)
+	if !ok {
+		return clientv3.Compare(clientv3.CreateRevision(ckey), "=", 0)
+	}
+	return clientv3.Compare(clientv3.Value(ckey), "=", known.UTC().Format(runs.TimeFormat))
+}
+
+// countTick records a written tick in the metrics.
+func (l *leader) countTick(job string, t plannedTick) {
+	if t.Action == queueTick {
+		l.e.metrics.ticks.Inc()
+		return
+	}
+	l.e.metrics.runs.WithLabelValues(job, string(runs.Missed)).Inc()
+	l.e.metrics.skipped.WithLabelValues(job, "missed").Inc()
+}
+
+// writeBatch materializes every item's ticks in one transaction carrying,
+// for every item and tick, exactly the conditions of the one-job writes
+// (SPEC rule 2: cursor as known, no queue entry, no record) and the leader
+// fence (rule 1): all are written or none. ok is false when a condition
+// other than the fence failed; the caller then takes the jobs one by one,
+// which finds out which and why.
 func (l *leader) writeBatch(ctx context.Context, items []batchItem) (ok bool, err error) {
 	cfg := l.e.opts.Config()
-	cmps := make([]clientv3.Cmp, 0, 1+3*len(items))
-	ops := make([]clientv3.Op, 0, 2*len(items))
-	cmps = append(cmps, l.fence)
+	now := l.e.clock.Now()
+	cmps := []clientv3.Cmp{l.fence}
+	var ops []clientv3.Op
 	for _, it := range items {
 		name := it.job.Name
-		runID := runs.ID(name, it.tick.At)
-		qkey, rkey, ckey := l.e.keys.Queue(name, runID), l.e.keys.Record(name, runID), l.e.keys.Cursor(name)
-		cmps = append(cmps,
-			clientv3.Compare(clientv3.Value(ckey), "=", it.known.UTC().Format(runs.TimeFormat)),
-			clientv3.Compare(clientv3.CreateRevision(qkey), "=", 0),
-			clientv3.Compare(clientv3.CreateRevision(rkey), "=", 0))
-		entry := newEntry(runID, it.job, cfg.Resources, it.tick.At, it.tick.NotBefore, 1, runs.Schedule)
-		ops = append(ops, clientv3.OpPut(qkey, entry.encode()), clientv3.OpPut(ckey, it.tick.At.UTC().Format(runs.TimeFormat)))
+		cmps = append(cmps, l.cursorIs(name, it.known, it.has))
+		for _, t := range it.plan.Ticks {
+			runID, op := l.tickOp(cfg, it.job, t, now)
+			cmps = append(cmps, l.absent(name, runID)...)
+			ops = append(ops, op)
+		}
+		ops = append(ops, clientv3.OpPut(l.e.keys.Cursor(name), it.plan.Cursor.UTC().Format(runs.TimeFormat)))
 	}
 	resp, err := l.e.opts.Client.Txn(ctx).If(cmps...).Then(ops...).Else(clientv3.OpGet(l.fenceKey)).Commit()
 	if err != nil {
@@ -84,8 +143,10 @@ func (l *leader) writeBatch(ctx context.Context, items []batchItem) (ok bool, er
 		return false, nil
 	}
 	for _, it := range items {
-		l.setCursor(it.job.Name, it.tick.At)
-		l.e.metrics.ticks.Inc()
+		l.setCursor(it.job.Name, it.plan.Cursor)
+		for _, t := range it.plan.Ticks {
+			l.countTick(it.job.Name, t)
+		}
 	}
 	return true, nil
 }
@@ -99,19 +160,22 @@ func (l *leader) nextWake(sched schedule.Schedule, cursor time.Time) time.Time {
 	return next.Add(-l.e.opts.Lookahead)
 }
 
-// splitBatches separates the due jobs into batches of one-tick jobs and
-// the rest. A lone batchable job goes the one-job way.
+// splitBatches separates the due jobs into batches that fit one
+// transaction and the rest. A lone batchable job goes the one-job way.
 func (l *leader) splitBatches(due []*config.Job, now time.Time) (batches [][]batchItem, single []*config.Job) {
 	var cur []batchItem
+	cmps, ops := 1, 0 // of cur; the fence is the first compare
 	for _, j := range due {
 		it, ok := l.batchable(j, now)
 		if !ok {
 			single = append(single, j)
 			continue
 		}
-		if cur = append(cur, it); len(cur) == tickBatch {
-			batches, cur = append(batches, cur), nil
+		if cmps+it.compares() > batchMaxCompares || ops+it.ops() > batchMaxOps {
+			batches, cur, cmps, ops = append(batches, cur), nil, 1, 0
 		}
+		cur = append(cur, it)
+		cmps, ops = cmps+it.compares(), ops+it.ops()
 	}
 	switch len(cur) {
 	case 0:

@@ -104,6 +104,8 @@ func (w *worker) claim(ctx context.Context, sess *session.Session, q *queued) (*
 	running.State = Running
 	running.Holder = e.opts.ID
 	running.StartedAt = started.UTC()
+	sent := e.clock.Now()
+	defer func() { w.claimRTT.observe(e.clock.Since(sent)) }()
 	held, err := e.opts.Slots.Claim(ctx, sess, slots.Request{
 		Job:            q.Job,
 		MaxConcurrency: q.Spec.MaxConcurrency,

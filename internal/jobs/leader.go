@@ -247,7 +247,7 @@ func (l *leader) pass(ctx context.Context) error {
 			for _, it := range b {
 				switch {
 				case ok:
-					done(it.job, l.nextWake(it.sched, it.tick.At), nil)
+					done(it.job, l.nextWake(it.sched, it.plan.Cursor), nil)
 				case errors.Is(err, errNotLeader):
 					done(it.job, time.Time{}, err)
 				default:
@@ -319,35 +319,13 @@ func (l *leader) processOnce(ctx context.Context, j *config.Job, sched schedule.
 	}
 	cfg := l.e.opts.Config()
 	for _, t := range p.Ticks {
-		runID := runs.ID(j.Name, t.At)
-		qkey, rkey := l.e.keys.Queue(j.Name, runID), l.e.keys.Record(j.Name, runID)
-		absent := []clientv3.Cmp{
-			clientv3.Compare(clientv3.CreateRevision(qkey), "=", 0),
-			clientv3.Compare(clientv3.CreateRevision(rkey), "=", 0),
-		}
-		var op clientv3.Op
-		if t.Action == queueTick {
-			entry := newEntry(runID, j, cfg.Resources, t.At, t.NotBefore, 1, runs.Schedule)
-			entry.CatchUp = t.CatchUp
-			op = clientv3.OpPut(qkey, entry.encode())
-		} else {
-			rec := runs.Record{RunID: runID, Job: j.Name, Attempt: 1, Trigger: runs.Schedule,
-				ScheduledAt: t.At.UTC(), Outcome: runs.Missed, Slot: -1,
-				Error: fmt.Sprintf("not started: due %s, leader caught up at %s (catch_up: %s, starting_deadline: %s)",
-					t.NotBefore.UTC().Format(runs.TimeFormat), now.UTC().Format(runs.TimeFormat), j.CatchUp, j.StartingDeadline)}
-			op = clientv3.OpPut(rkey, encodeRecord(&rec))
-		}
-		wrote, err := l.write(ctx, j.Name, t.At, absent, []clientv3.Op{op})
+		runID, op := l.tickOp(cfg, j, t, now)
+		wrote, err := l.write(ctx, j.Name, t.At, l.absent(j.Name, runID), []clientv3.Op{op})
 		if err != nil {
 			return err
 		}
 		if wrote {
-			if t.Action == queueTick {
-				l.e.metrics.ticks.Inc()
-			} else {
-				l.e.metrics.runs.WithLabelValues(j.Name, string(runs.Missed)).Inc()
-				l.e.metrics.skipped.WithLabelValues(j.Name, "missed").Inc()
-			}
+			l.countTick(j.Name, t)
 		}
 	}
 	l.mu.Lock()
@@ -370,10 +348,7 @@ func (l *leader) write(ctx context.Context, job string, at time.Time, conds []cl
 	l.mu.Lock()
 	known, ok := l.cursors[job]
 	l.mu.Unlock()
-	cursorCmp := clientv3.Compare(clientv3.CreateRevision(ckey), "=", 0)
-	if ok {
-		cursorCmp = clientv3.Compare(clientv3.Value(ckey), "=", known.UTC().Format(runs.TimeFormat))
-	}
+	cursorCmp := l.cursorIs(job, known, ok)
 	cmps := append([]clientv3.Cmp{l.fence, cursorCmp}, conds...)
 	then := append(ops, clientv3.OpPut(ckey, at.UTC().Format(runs.TimeFormat)))
 	resp, err := l.e.opts.Client.Txn(ctx).If(cmps...).Then(then...).

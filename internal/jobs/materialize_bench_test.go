@@ -47,7 +47,7 @@ func BenchmarkMaterialize(b *testing.B) {
 }
 
 func benchMaterialize(b *testing.B, batched bool) {
-	const jobCount = tickBatch
+	const jobCount = 40 // one batch of one-tick jobs
 	cli := etcdtest.Start(b).Client()
 	ctx := b.Context()
 	var jobs []config.Job
@@ -56,21 +56,7 @@ func benchMaterialize(b *testing.B, batched bool) {
 	}
 	cfg := testConfig(jobs...)
 	clock := clockwork.NewFakeClockAt(time.Date(2026, 11, 21, 21, 0, 0, 0, time.UTC))
-	m, err := newMetrics(nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	keys := Keys{Prefix: "/bench/"}
-	e := &Engine{opts: Options{Client: cli, Config: func() *config.Config { return cfg }, Lookahead: 2 * time.Second},
-		keys: keys, clock: clock, log: slog.New(slog.DiscardHandler), metrics: m, state: newJobState(keys)}
-	fenceKey := "/bench/election/bench"
-	put, err := cli.Put(ctx, fenceKey, "bench")
-	if err != nil {
-		b.Fatal(err)
-	}
-	rev := put.Header.Revision
-	l := &leader{e: e, fence: clientv3.Compare(clientv3.CreateRevision(fenceKey), "=", rev), fenceKey: fenceKey, fenceRev: rev,
-		cursors: map[string]time.Time{}, gen: map[string]uint64{}}
+	l := newTestLeader(b, cli, "/bench/", cfg, clock)
 	if err := l.initCursors(ctx); err != nil {
 		b.Fatal(err)
 	}
@@ -107,10 +93,36 @@ func benchMaterialize(b *testing.B, batched bool) {
 	b.ReportMetric(float64(revision(b, cli)-rev0)/float64(ticks), "revisions/tick")
 }
 
-func revision(b *testing.B, cli *clientv3.Client) int64 {
+func revision(b testing.TB, cli *clientv3.Client) int64 {
 	resp, err := cli.Get(b.Context(), "/bench/none")
 	if err != nil {
 		b.Fatal(err)
 	}
 	return resp.Header.Revision
+}
+
+// newTestLeader is a leader of an engine with cfg under prefix, without
+// workers or mirrors, holding a fence of its own making.
+func newTestLeader(tb testing.TB, cli *clientv3.Client, prefix string, cfg *config.Config, clock clockwork.Clock) *leader {
+	tb.Helper()
+	m, err := newMetrics(nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	keys := Keys{Prefix: prefix}
+	e := &Engine{opts: Options{Client: cli, Config: func() *config.Config { return cfg }, Lookahead: 2 * time.Second},
+		keys: keys, clock: clock, log: slog.New(slog.DiscardHandler), metrics: m, state: newJobState(keys)}
+	fenceKey := prefix + "election/test"
+	put, err := cli.Put(tb.Context(), fenceKey, "test")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	rev := put.Header.Revision
+	l := &leader{e: e, fence: clientv3.Compare(clientv3.CreateRevision(fenceKey), "=", rev), fenceKey: fenceKey, fenceRev: rev,
+		cursors: map[string]time.Time{}, gen: map[string]uint64{}}
+	l.jobs = map[string]*config.Job{}
+	for i := range cfg.Jobs {
+		l.jobs[cfg.Jobs[i].Name] = &cfg.Jobs[i]
+	}
+	return l
 }

@@ -26,6 +26,8 @@ type worker struct {
 	wg       sync.WaitGroup
 	drained  chan struct{}
 	stopping bool
+
+	claimRTT claimLatency // of this worker's claims: backups wait longer when etcd is slow
 }
 
 type activeRun struct {
@@ -53,7 +55,7 @@ func (w *worker) onPut(q *queued) {
 	}
 	at := q.NotBefore.Add(-w.e.opts.ClaimLead)
 	rank := w.e.members.rank(w.e.opts.ID, q.Key+"#"+strconv.Itoa(q.Attempt))
-	at = at.Add(time.Duration(rank) * w.e.opts.Backup)
+	at = at.Add(time.Duration(rank) * (w.e.opts.Backup + w.claimRTT.backupWait()))
 	w.mu.Lock()
 	heap.Push(&w.pending, attempt{at: at, key: q.Key, modRev: q.ModRev})
 	w.mu.Unlock()
