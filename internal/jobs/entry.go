@@ -75,9 +75,19 @@ func (e *Entry) encode() string {
 
 func decodeEntry(b []byte) (*Entry, error) {
 	var e Entry
-	if err := json.Unmarshal(b, &e); err != nil {
+	// The outer Spec is less nested than Entry's, so it takes "spec".
+	w := struct {
+		*Entry
+		Spec json.RawMessage `json:"spec"`
+	}{Entry: &e}
+	if err := json.Unmarshal(b, &w); err != nil {
 		return nil, fmt.Errorf("jobs: decode queue entry: %w", err)
 	}
+	spec, err := specs.decode(w.Spec)
+	if err != nil {
+		return nil, fmt.Errorf("jobs: decode queue entry: spec: %w", err)
+	}
+	e.Spec = *spec
 	return &e, nil
 }
 

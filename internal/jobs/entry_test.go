@@ -39,3 +39,27 @@ func TestRetryBackoff(t *testing.T) {
 		t.Errorf("attempt %d retried past retries.max 4", next.Attempt)
 	}
 }
+
+// An entry decodes to what was encoded, its spec included, whether the spec
+// was decoded before (the cache) or not, and specs that differ stay apart.
+func TestEntryRoundTrip(t *testing.T) {
+	at := time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC)
+	a := withDefaults(config.Job{Name: "a", Schedule: "@every 1m", HTTP: &config.HTTP{Method: "POST", URL: "http://127.0.0.1:1/a",
+		Headers: map[string]string{"X-Team": "one"}}})
+	b := a
+	b.HTTP = &config.HTTP{Method: "POST", URL: "http://127.0.0.1:1/a", Headers: map[string]string{"X-Team": "two"}}
+	for i, job := range []*config.Job{&a, &a, &b, &a} {
+		e := newEntry(runs.ID(job.Name, at), job, nil, at, at, 1, runs.Schedule)
+		e.State, e.Holder, e.Slot = Running, "r1", i
+		got, err := decodeEntry([]byte(e.encode()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.encode() != e.encode() {
+			t.Errorf("entry %d:\n got  %s\n want %s", i, got.encode(), e.encode())
+		}
+	}
+	if _, err := decodeEntry([]byte(`{"run_id":"x","spec":{"max_concurrency":"two"}}`)); err == nil {
+		t.Error("an entry whose spec does not decode was accepted")
+	}
+}
