@@ -67,3 +67,51 @@ func TestClaimWaitsForTheView(t *testing.T) {
 		t.Fatalf("%d keys written without a view", n)
 	}
 }
+
+// A view that lags may deliver the delete of a slot key's previous holder
+// after this replica claimed the key anew. That delete is not a loss of the
+// new claim: only a delete after the claim's own revision is.
+func TestLaggingDeleteOfAnEarlierHolderIsNotALoss(t *testing.T) {
+	cluster := etcdtest.Start(t)
+	cli := cluster.Client()
+	sem, err := New(cli, testPrefix, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rev, err := sem.load(ctx) // the view stops here until follow below
+	if err != nil {
+		t.Fatal(err)
+	}
+	// An earlier holder comes and goes after the view's read.
+	key := SlotKey(testPrefix, "j", 0)
+	if _, err := cli.Put(ctx, key, `{"run_id":"j@0"}`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.Delete(ctx, key); err != nil {
+		t.Fatal(err)
+	}
+	sess := newSession(t, cli, 5*time.Second, time.Second)
+	held, err := sem.Claim(ctx, sess, Request{Job: "j", MaxConcurrency: 1, Value: Value{RunID: "j@1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Now the view catches up: the earlier holder's put and delete, then
+	// this claim's put.
+	followCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- sem.follow(followCtx, rev) }()
+	defer func() { stop(); <-done }()
+	waitFor(t, 10*time.Second, func() bool {
+		for _, s := range sem.List() {
+			if s.Job == "j" && s.FencingToken == held.Token {
+				return true
+			}
+		}
+		return false
+	})
+	if err := held.Context().Err(); err != nil {
+		t.Fatalf("the claim (token %d) was ended by the delete of an earlier holder: %v (%v)", held.Token, err, context.Cause(held.Context()))
+	}
+}
