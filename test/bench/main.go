@@ -60,7 +60,7 @@ func run() error {
 	var f flags
 	var jobs, rates, scaleJobs string
 	flag.StringVar(&f.scenario, "scenario", "all", "all, or a comma list of: limit, throughput, lateness, failover, scale")
-	flag.StringVar(&jobs, "jobs", "250,500,1000,1500", "throughput: job counts, each a step (@every 1s jobs: runs/s offered)")
+	flag.StringVar(&jobs, "jobs", "500,1000,1250,1500,2000", "throughput: job counts, each a step (@every 1s jobs: runs/s offered)")
 	flag.StringVar(&rates, "rates", "10,100,1000", "lateness: runs per second, each a step")
 	flag.StringVar(&scaleJobs, "scale-jobs", "10000,100000", "scale: declared job counts, each its own cluster")
 	flag.DurationVar(&f.duration, "duration", 20*time.Second, "measurement window of each step")

@@ -23,11 +23,19 @@ type throughputResult struct {
 	// runs/s this design could reach if etcd were the only bound.
 	Ceiling       float64 `json:"ceiling_runs_per_s"`
 	LimitFraction float64 `json:"limit_fraction"`
+	// EtcdCoresAtLimit is the members' CPU during the limit; the best
+	// step's etcd cores beside it say how much of the machine the replicas
+	// and the bench took from etcd.
+	EtcdCoresAtLimit float64 `json:"etcd_cores_at_limit"`
+	// PerCoreFraction is LimitFraction with etcd's CPU evened out: the
+	// best step's etcd writes per etcd core-second over the limit's.
+	PerCoreFraction float64 `json:"per_core_fraction"`
 }
 
 // throughput runs a load step per job count; targets return at once.
 func throughput(ctx context.Context, e *env, limit limitResult, counts []int, window time.Duration) (report, error) {
-	res := throughputResult{Limit: limit}
+	res := throughputResult{Limit: limit, EtcdCoresAtLimit: limit.EtcdCPUPerTxn * limit.TxnPerSec / 1000}
+	var best loadResult
 	for _, n := range counts {
 		logf("throughput: %d jobs @every 1s for %s", n, window)
 		step, err := runLoad(ctx, e, n, time.Second, 4*time.Second, window, 0)
@@ -38,11 +46,15 @@ func throughput(ctx context.Context, e *env, limit limitResult, counts []int, wi
 		res.Steps = append(res.Steps, step)
 		if step.RunsPerSec > res.BestRunsPerSec {
 			res.BestRunsPerSec, res.WritesPerRun = step.RunsPerSec, step.WritesPerRn
+			best = step
 		}
 	}
 	if res.WritesPerRun > 0 {
 		res.Ceiling = limit.TxnPerSec / res.WritesPerRun
 		res.LimitFraction = res.BestRunsPerSec / res.Ceiling
+		if cores := best.CPU["etcd"]; cores > 0 && res.EtcdCoresAtLimit > 0 {
+			res.PerCoreFraction = res.LimitFraction * res.EtcdCoresAtLimit / cores
+		}
 	}
 	var rows []row
 	for _, s := range res.Steps {
@@ -59,6 +71,10 @@ func throughput(ctx context.Context, e *env, limit limitResult, counts []int, wi
 		Value:     pct(res.LimitFraction),
 		Reference: fmt.Sprintf("%.0f of %.0f runs/s", res.BestRunsPerSec, res.Ceiling),
 		Goal:      ">= 70%", Verdict: verdict(res.LimitFraction >= goalLimitFraction)})
+	rows = append(rows, row{Scenario: "throughput", Figure: "the same, per etcd core (etcd writes per etcd CPU-second, best step over the limit)",
+		Value: pct(res.PerCoreFraction),
+		Reference: fmt.Sprintf("etcd had %.2f cores in the limit, %.2f in the best step (replicas %.2f, bench %.2f); a write cost etcd %.3f ms, a raw txn %.3f ms",
+			res.EtcdCoresAtLimit, best.CPU["etcd"], best.CPU["replicas"], best.CPU["bench"], best.EtcdCPUPerRun/max(best.WritesPerRn, 1e-9), limit.EtcdCPUPerTxn)})
 	return report{Scenario: "throughput", Data: res, Rows: rows}, nil
 }
 
