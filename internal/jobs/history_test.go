@@ -1,0 +1,57 @@
+package jobs
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/jonboulle/clockwork"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/etcdsched/scheduler/config"
+	"github.com/etcdsched/scheduler/internal/etcdtest"
+)
+
+// One pruning round trims every job it is given to its newest
+// history_limit records, many jobs and more than one transaction's worth
+// of deletes at once, and leaves jobs under the limit alone.
+func TestPruneJobsKeepsTheNewestRecordsOfEachJob(t *testing.T) {
+	cli := etcdtest.Start(t).Client()
+	ctx := t.Context()
+	counts := map[string]int{"p-small": 7, "p-mid": 30, "p-big": 150, "p-other": 40}
+	var jobs []config.Job
+	for name := range counts {
+		j := httpJob(name, "@every 1s", "http://127.0.0.1:1/")
+		j.HistoryLimit = 10
+		jobs = append(jobs, j)
+	}
+	l := newTestLeader(t, cli, "/prune/", testConfig(jobs...), clockwork.NewFakeClock())
+	for name, n := range counts {
+		for i := range n {
+			if _, err := cli.Put(ctx, l.e.keys.Record(name, fmt.Sprintf("%s@%03d", name, i)), "{}"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := l.pruneJobs(ctx, []string{"p-small", "p-mid", "p-big"}); err != nil {
+		t.Fatal(err)
+	}
+	for name, n := range counts {
+		resp, err := cli.Get(ctx, l.e.keys.JobRuns(name), clientv3.WithPrefix(), clientv3.WithKeysOnly())
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := min(n, 10)
+		if name == "p-other" {
+			want = n // not in this round
+		}
+		if len(resp.Kvs) != want {
+			t.Errorf("%s: %d records left, want %d", name, len(resp.Kvs), want)
+			continue
+		}
+		for i, kv := range resp.Kvs { // sorted by key: the newest, in order
+			if w := l.e.keys.Record(name, fmt.Sprintf("%s@%03d", name, n-want+i)); string(kv.Key) != w {
+				t.Errorf("%s: kept %s, want %s", name, kv.Key, w)
+			}
+		}
+	}
+}
