@@ -68,6 +68,7 @@ func runLoad(ctx context.Context, e *env, n int, jitter, warm, window time.Durat
 	defer func() {
 		if err := e.reload(ctx, nil); err == nil {
 			e.drain(ctx)
+			e.forget(ctx)
 		}
 	}()
 	select {
@@ -237,6 +238,19 @@ func readAll(pids map[string][]int) map[int]int64 {
 		}
 	}
 	return out
+}
+
+// forget deletes the run records and cursors of the step's jobs, gone from
+// the config: each step starts from the same store. Left in place, the
+// steps' records (up to history_limit per job, over 100,000 keys after the
+// default steps) made each later step run on a larger store than its own
+// jobs would leave.
+func (e *env) forget(ctx context.Context) {
+	for _, p := range []string{prefix + "runs/", prefix + "jobs/"} {
+		if _, err := e.cli.Delete(ctx, p, clientv3.WithPrefix()); err != nil {
+			logf("forgetting %s: %v", p, err)
+		}
+	}
 }
 
 // compact compacts etcd at its current revision, as a deployment's
