@@ -53,7 +53,7 @@ func (w *worker) onPut(q *queued) {
 	if q.State != Pending {
 		return
 	}
-	at := q.NotBefore.Add(-w.e.opts.ClaimLead - w.claimRTT.extraLead())
+	at := q.NotBefore.Add(-w.e.opts.ClaimLead)
 	rank := w.e.members.rank(w.e.opts.ID, q.Key+"#"+strconv.Itoa(q.Attempt))
 	at = at.Add(time.Duration(rank) * (w.e.opts.Backup + w.claimRTT.backupWait()))
 	w.mu.Lock()
