@@ -105,7 +105,6 @@ func (w *worker) claim(ctx context.Context, sess *session.Session, q *queued) (*
 	running.Holder = e.opts.ID
 	running.StartedAt = started.UTC()
 	sent := e.clock.Now()
-	defer func() { w.claimRTT.observe(e.clock.Since(sent)) }()
 	held, err := e.opts.Slots.Claim(ctx, sess, slots.Request{
 		Job:            q.Job,
 		MaxConcurrency: q.Spec.MaxConcurrency,
@@ -118,6 +117,11 @@ func (w *worker) claim(ctx context.Context, sess *session.Session, q *queued) (*
 			return []clientv3.Op{clientv3.OpPut(q.Key, r.encode())}
 		},
 	})
+	// Only answers of etcd count: a refusal by the view (ErrFull) takes
+	// microseconds and would pull the average down when etcd is slowest.
+	if err == nil || errors.Is(err, slots.ErrConflict) {
+		w.claimRTT.observe(e.clock.Since(sent))
+	}
 	if err != nil {
 		return nil, nil, err
 	}

@@ -3,6 +3,7 @@ package jobs
 import (
 	"context"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -57,6 +58,19 @@ const pruneGap = time.Second
 // pruneReadBatch: history reads per read transaction.
 const pruneReadBatch = 32
 
+// again makes jobs due at the next take, after a round that failed.
+func (f *finishedJobs) again(jobs []string) {
+	f.mu.Lock()
+	for _, job := range jobs {
+		f.counts[job] = math.MaxInt32
+	}
+	f.mu.Unlock()
+	select {
+	case f.changed <- struct{}{}:
+	default:
+	}
+}
+
 // prune keeps each job's history at history_limit records. A job is trimmed
 // after every tenth of its limit in finished runs, so pruning costs a small
 // share of a write per run.
@@ -77,7 +91,8 @@ func (l *leader) prune(ctx context.Context) error {
 				if err == errNotLeader || ctx.Err() != nil {
 					return err
 				}
-				l.e.log.Warn("pruning history failed", "jobs", len(due), "err", err)
+				l.e.log.Warn("pruning history failed; will try again", "jobs", len(due), "err", err)
+				l.e.finished.again(due)
 			}
 		}
 		select {
@@ -93,23 +108,9 @@ func (l *leader) prune(ctx context.Context) error {
 
 // pruneJobs deletes, for each job, its oldest records beyond history_limit:
 // the keys are read a batch of jobs at a time and deleted up to
-// maxOpsPerTxn at a time, in fenced transactions.
+// maxOpsPerTxn at a time (deleteUnchanged).
 func (l *leader) pruneJobs(ctx context.Context, jobs []string) error {
-	var dels []clientv3.Op
-	flush := func() error {
-		if len(dels) == 0 {
-			return nil
-		}
-		tr, err := l.e.opts.Client.Txn(ctx).If(l.fence).Then(dels...).Commit()
-		dels = dels[:0]
-		if err != nil {
-			return fmt.Errorf("jobs: prune history: %w", err)
-		}
-		if !tr.Succeeded {
-			return errNotLeader
-		}
-		return nil
-	}
+	var dels []seenKey
 	for len(jobs) > 0 {
 		batch := jobs[:min(len(jobs), pruneReadBatch)]
 		jobs = jobs[len(batch):]
@@ -131,14 +132,60 @@ func (l *leader) pruneJobs(ctx context.Context, jobs []string) error {
 			l.mu.Unlock()
 			kvs := resp.Responses[i].GetResponseRange().Kvs
 			for _, kv := range kvs[:max(0, len(kvs)-limit)] {
-				dels = append(dels, clientv3.OpDelete(string(kv.Key)))
+				dels = append(dels, seenKey{key: string(kv.Key), rev: kv.ModRevision})
 				if len(dels) == maxOpsPerTxn {
-					if err := flush(); err != nil {
+					if err := l.deleteUnchanged(ctx, dels); err != nil {
 						return err
 					}
+					dels = dels[:0]
 				}
 			}
 		}
 	}
-	return flush()
+	return l.deleteUnchanged(ctx, dels)
+}
+
+// seenKey is a key as a read saw it.
+type seenKey struct {
+	key string
+	rev int64 // ModRevision
+}
+
+// deleteUnchanged deletes the keys that still have the revision they were
+// read at, in one fenced transaction; when one changed meanwhile (a retried
+// run's final record replaced its earlier one at the same key), each key
+// alone. A record written after the read is never deleted for being old.
+func (l *leader) deleteUnchanged(ctx context.Context, keys []seenKey) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	del := func(keys []seenKey) (bool, error) {
+		cmps := []clientv3.Cmp{l.fence}
+		ops := make([]clientv3.Op, len(keys))
+		for i, k := range keys {
+			cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(k.key), "=", k.rev))
+			ops[i] = clientv3.OpDelete(k.key)
+		}
+		tr, err := l.e.opts.Client.Txn(ctx).If(cmps...).Then(ops...).Else(clientv3.OpGet(l.fenceKey)).Commit()
+		if err != nil {
+			return false, fmt.Errorf("jobs: prune history: %w", err)
+		}
+		if tr.Succeeded {
+			return true, nil
+		}
+		if kvs := tr.Responses[0].GetResponseRange().Kvs; len(kvs) == 0 || kvs[0].CreateRevision != l.fenceRev {
+			return false, errNotLeader
+		}
+		return false, nil
+	}
+	ok, err := del(keys)
+	if ok || err != nil || len(keys) == 1 {
+		return err
+	}
+	for _, k := range keys {
+		if _, err := del([]seenKey{k}); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -55,3 +55,34 @@ func TestPruneJobsKeepsTheNewestRecordsOfEachJob(t *testing.T) {
 		}
 	}
 }
+
+// A record rewritten after the pruner read it (a retried run's final record
+// at the key of its earlier attempt) is not deleted as old; the others are.
+func TestPruneSparesARecordRewrittenSinceTheRead(t *testing.T) {
+	cli := etcdtest.Start(t).Client()
+	ctx := t.Context()
+	l := newTestLeader(t, cli, "/prune2/", testConfig(httpJob("p", "@every 1s", "http://127.0.0.1:1/")), clockwork.NewFakeClock())
+	var seen []seenKey
+	for i := range 5 {
+		key := l.e.keys.Record("p", fmt.Sprintf("p@%d", i))
+		put, err := cli.Put(ctx, key, `{"outcome":"lost"}`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen = append(seen, seenKey{key: key, rev: put.Header.Revision})
+	}
+	rewritten := seen[2].key
+	if _, err := cli.Put(ctx, rewritten, `{"outcome":"succeeded"}`); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.deleteUnchanged(ctx, seen); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := cli.Get(ctx, l.e.keys.JobRuns("p"), clientv3.WithPrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Kvs) != 1 || string(resp.Kvs[0].Key) != rewritten || string(resp.Kvs[0].Value) != `{"outcome":"succeeded"}` {
+		t.Fatalf("left %d records (%v); want only the rewritten %s", len(resp.Kvs), resp.Kvs, rewritten)
+	}
+}

@@ -244,6 +244,9 @@ func (l *leader) pass(ctx context.Context) error {
 		go func() {
 			defer func() { <-sem; wg.Done() }()
 			ok, err := l.writeBatch(ctx, b)
+			if err != nil && !errors.Is(err, errNotLeader) && ctx.Err() == nil {
+				l.e.log.Warn("batched materialization failed; writing the jobs one by one", "jobs", len(b), "err", err)
+			}
 			for _, it := range b {
 				switch {
 				case ok:
