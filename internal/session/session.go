@@ -153,6 +153,11 @@ func (s *Session) Deadline() time.Time {
 	return s.deadline
 }
 
+// deadlinePassed reports whether the guard's deadline is behind the clock.
+func (s *Session) deadlinePassed() bool {
+	return !s.opts.Clock.Now().Before(s.Deadline())
+}
+
 // Close ends the session and revokes the lease, so every key bound to it is
 // deleted at once instead of after the TTL.
 func (s *Session) Close(ctx context.Context) error {
@@ -271,6 +276,14 @@ func (s *Session) guard(ctx context.Context) {
 			return
 		case <-s.cs.Done():
 			timer.Stop()
+			// A goroutine that ran late (a loaded machine) can find the
+			// library session ended and its own deadline passed at once;
+			// select picks either. The deadline came first: say so.
+			if s.deadlinePassed() && !guardDisabled {
+				s.opts.Logger.Warn("lease guard expired", "lease", int64(s.Lease()), "deadline", s.Deadline())
+				s.cancel(ErrGuardExpired)
+				return
+			}
 			s.cancel(ErrLeaseGone)
 			return
 		case <-moved:
