@@ -52,11 +52,8 @@ func (l *leader) batchable(j *config.Job, now time.Time) (batchItem, bool) {
 		return batchItem{}, false
 	}
 	l.mu.Lock()
-	cursor, known := l.cursors[j.Name]
+	cursor, known := l.cursors[j.Name] // zero when not known
 	l.mu.Unlock()
-	if !known {
-		cursor = time.Time{}
-	}
 	if l.e.state.isPaused(j.Name, j.Paused) {
 		return batchItem{}, false
 	}
@@ -137,7 +134,7 @@ func (l *leader) writeBatch(ctx context.Context, items []batchItem) (ok bool, er
 		return false, fmt.Errorf("jobs: materialize %d jobs: %w", len(items), err)
 	}
 	if !resp.Succeeded {
-		if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) == 0 || kvs[0].CreateRevision != l.fenceRev {
+		if l.fenceGone(resp) {
 			return false, errNotLeader
 		}
 		return false, nil

@@ -173,7 +173,7 @@ func (l *leader) deleteUnchanged(ctx context.Context, keys []seenKey) error {
 		if tr.Succeeded {
 			return true, nil
 		}
-		if kvs := tr.Responses[0].GetResponseRange().Kvs; len(kvs) == 0 || kvs[0].CreateRevision != l.fenceRev {
+		if l.fenceGone(tr) {
 			return false, errNotLeader
 		}
 		return false, nil

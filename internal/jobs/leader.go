@@ -238,11 +238,17 @@ func (l *leader) pass(ctx context.Context) error {
 			l.mu.Unlock()
 		}
 	}
-	for _, b := range batches {
+	// spawn runs f with at most materializeParallelism at once.
+	spawn := func(f func()) {
 		sem <- struct{}{}
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
+			f()
+		}()
+	}
+	for _, b := range batches {
+		spawn(func() {
 			ok, err := l.writeBatch(ctx, b)
 			if err != nil && !errors.Is(err, errNotLeader) && ctx.Err() == nil {
 				l.e.log.Warn("batched materialization failed; writing the jobs one by one", "jobs", len(b), "err", err)
@@ -260,16 +266,13 @@ func (l *leader) pass(ctx context.Context) error {
 					done(it.job, next, err)
 				}
 			}
-		}()
+		})
 	}
 	for _, j := range single {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
+		spawn(func() {
 			next, err := l.process(ctx, j)
 			done(j, next, err)
-		}()
+		})
 	}
 	wg.Wait()
 	if errors.Is(firstErr, errNotLeader) {
@@ -302,11 +305,8 @@ func (l *leader) process(ctx context.Context, j *config.Job) (time.Time, error) 
 func (l *leader) processOnce(ctx context.Context, j *config.Job, sched schedule.Schedule) error {
 	now := l.e.clock.Now()
 	l.mu.Lock()
-	cursor, known := l.cursors[j.Name]
+	cursor, known := l.cursors[j.Name] // zero when not known
 	l.mu.Unlock()
-	if !known {
-		cursor = time.Time{}
-	}
 	p := planTicks(j, sched, cursor, now, l.e.opts.Lookahead)
 	if !p.Cursor.After(cursor) && known {
 		return nil
@@ -363,8 +363,7 @@ func (l *leader) write(ctx context.Context, job string, at time.Time, conds []cl
 		l.setCursor(job, at)
 		return true, nil
 	}
-	fenceKVs := resp.Responses[0].GetResponseRange().Kvs
-	if len(fenceKVs) == 0 || fenceKVs[0].CreateRevision != l.fenceRev {
+	if l.fenceGone(resp) {
 		return false, errNotLeader
 	}
 	cursorKVs := resp.Responses[1].GetResponseRange().Kvs
@@ -388,6 +387,14 @@ func (l *leader) write(ctx context.Context, job string, at time.Time, conds []cl
 	}
 	_, err = l.write(ctx, job, at, nil, nil)
 	return false, err
+}
+
+// fenceGone reports, from a fenced transaction that failed and whose Else
+// began with a read of the election key, whether the fence is what failed:
+// the key is gone or belongs to another term.
+func (l *leader) fenceGone(resp *clientv3.TxnResponse) bool {
+	kvs := resp.Responses[0].GetResponseRange().Kvs
+	return len(kvs) == 0 || kvs[0].CreateRevision != l.fenceRev
 }
 
 func (l *leader) setCursor(job string, at time.Time) {

@@ -130,7 +130,7 @@ func (l *leader) markLost(ctx context.Context, q *queued) error {
 		return nil
 	}
 	if !resp.Succeeded {
-		if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) == 0 || kvs[0].CreateRevision != l.fenceRev {
+		if l.fenceGone(resp) {
 			return errNotLeader
 		}
 		return nil // released or re-claimed meanwhile
