@@ -158,6 +158,12 @@ func (s *Session) deadlinePassed() bool {
 	return !s.opts.Clock.Now().Before(s.Deadline())
 }
 
+// expire ends the session because its guard's deadline passed.
+func (s *Session) expire() {
+	s.opts.Logger.Warn("lease guard expired", "lease", int64(s.Lease()), "deadline", s.Deadline())
+	s.cancel(ErrGuardExpired)
+}
+
 // Close ends the session and revokes the lease, so every key bound to it is
 // deleted at once instead of after the TTL.
 func (s *Session) Close(ctx context.Context) error {
@@ -265,8 +271,7 @@ func (s *Session) guard(ctx context.Context) {
 			wait = time.Hour
 		}
 		if wait <= 0 {
-			s.opts.Logger.Warn("lease guard expired", "lease", int64(s.Lease()), "deadline", deadline)
-			s.cancel(ErrGuardExpired)
+			s.expire()
 			return
 		}
 		timer := s.opts.Clock.NewTimer(wait)
@@ -280,8 +285,7 @@ func (s *Session) guard(ctx context.Context) {
 			// library session ended and its own deadline passed at once;
 			// select picks either. The deadline came first: say so.
 			if s.deadlinePassed() && !guardDisabled {
-				s.opts.Logger.Warn("lease guard expired", "lease", int64(s.Lease()), "deadline", s.Deadline())
-				s.cancel(ErrGuardExpired)
+				s.expire()
 				return
 			}
 			s.cancel(ErrLeaseGone)
