@@ -114,9 +114,6 @@ func runLoad(ctx context.Context, e *env, n int, jitter, warm, window time.Durat
 			res.CPU[group] += float64(cpu1[pid]-cpu0[pid]) / clockTicks / t1.Sub(t0).Seconds()
 		}
 	}
-	if res.Completed = outcomesDelta(out0, out1)[string(runs.Succeeded)]; res.Completed > 0 {
-		res.EtcdCPUPerRun = res.CPU["etcd"] * t1.Sub(t0).Seconds() * 1000 / res.Completed
-	}
 	stopRef()
 	refWG.Wait()
 	if err1 != nil || err2 != nil {
@@ -125,6 +122,9 @@ func runLoad(ctx context.Context, e *env, n int, jitter, warm, window time.Durat
 	res.Seconds = t1.Sub(t0).Seconds()
 	res.Outcomes = outcomesDelta(out0, out1)
 	res.Completed = res.Outcomes[string(runs.Succeeded)]
+	if res.Completed > 0 {
+		res.EtcdCPUPerRun = res.CPU["etcd"] * res.Seconds * 1000 / res.Completed
+	}
 	res.RunsPerSec = res.Completed / res.Seconds
 	res.Revisions = rev1 - rev0
 	if res.Completed > 0 {

@@ -159,9 +159,16 @@ func run() error {
 // measured on the very cluster the runs then use), then lateness and
 // failover on a fresh one.
 func mainCluster(ctx context.Context, f flags, bins cluster.Binaries, want map[string]bool, emit func(report)) error {
+	start := func(name string) (*env, error) {
+		e, err := startEnv(ctx, bins, filepath.Join(f.dir, name), settings{SessionTTL: 5 * time.Second, MaxParallel: 256},
+			func(string) []jobSpec { return nil })
+		if err == nil && f.pprof {
+			e.profileDir = f.dir
+		}
+		return e, err
+	}
 	logf("starting 3 etcd members and 3 replicas")
-	e, err := startEnv(ctx, bins, filepath.Join(f.dir, "main"), settings{SessionTTL: 5 * time.Second, MaxParallel: 256},
-		func(string) []jobSpec { return nil })
+	e, err := start("main")
 	if err != nil {
 		return err
 	}
@@ -170,9 +177,6 @@ func mainCluster(ctx context.Context, f flags, bins cluster.Binaries, want map[s
 			e.close()
 		}
 	}()
-	if f.pprof {
-		e.profileDir = f.dir
-	}
 	var limit limitResult
 	if want["limit"] || want["throughput"] {
 		logf("limit: %d clients x %d in flight for %s", len(e.c.Replicas), f.limitConc, f.duration)
@@ -190,21 +194,16 @@ func mainCluster(ctx context.Context, f flags, bins cluster.Binaries, want map[s
 		emit(r)
 	}
 	if want["throughput"] && (want["lateness"] || want["failover"]) {
-		// The throughput steps leave their removed jobs' records (up to
-		// history_limit each, ~150,000 keys after the default steps) and a
-		// backlog's worth of etcd fragmentation behind; lateness measured
-		// after them measured those. It gets a cluster of its own, as
-		// each scale size does.
+		// Lateness measured right after the throughput steps came out
+		// seconds late: it measured what the overloaded steps left
+		// behind (their records, which forget now deletes, and the store
+		// they grew). It gets a cluster of its own, as each scale size
+		// does.
 		e.close()
 		e = nil
 		logf("starting a fresh cluster for lateness and failover")
-		e, err = startEnv(ctx, bins, filepath.Join(f.dir, "fresh"), settings{SessionTTL: 5 * time.Second, MaxParallel: 256},
-			func(string) []jobSpec { return nil })
-		if err != nil {
+		if e, err = start("fresh"); err != nil {
 			return err
-		}
-		if f.pprof {
-			e.profileDir = f.dir
 		}
 	}
 	if want["lateness"] {
