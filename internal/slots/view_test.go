@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/internal/etcdtest"
 )
@@ -14,18 +15,7 @@ import (
 // A view that fell behind a compaction cannot resume its watch; follow says
 // so (Run then reads again) and the fresh read is complete (SPEC rule 8).
 func TestViewStartsOverAfterCompaction(t *testing.T) {
-	cluster := etcdtest.Start(t)
-	cli := cluster.Client()
-	sem, err := New(cli, testPrefix, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	rev, err := sem.load(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, cli, sem, rev := loadedView(t)
 	for _, k := range []string{SlotKey(testPrefix, "j", 0), SlotKey(testPrefix, "j", 1), ResourceKey(testPrefix, "db", 0)} {
 		if _, err := cli.Put(ctx, k, `{"run_id":"j@1"}`); err != nil {
 			t.Fatal(err)
@@ -72,18 +62,7 @@ func TestClaimWaitsForTheView(t *testing.T) {
 // after this replica claimed the key anew. That delete is not a loss of the
 // new claim: only a delete after the claim's own revision is.
 func TestLaggingDeleteOfAnEarlierHolderIsNotALoss(t *testing.T) {
-	cluster := etcdtest.Start(t)
-	cli := cluster.Client()
-	sem, err := New(cli, testPrefix, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	rev, err := sem.load(ctx) // the view stops here until follow below
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, cli, sem, rev := loadedView(t) // the view stops at rev until follow below
 	// An earlier holder comes and goes after the view's read.
 	key := SlotKey(testPrefix, "j", 0)
 	if _, err := cli.Put(ctx, key, `{"run_id":"j@0"}`); err != nil {
@@ -114,4 +93,22 @@ func TestLaggingDeleteOfAnEarlierHolderIsNotALoss(t *testing.T) {
 	if err := held.Context().Err(); err != nil {
 		t.Fatalf("the claim (token %d) was ended by the delete of an earlier holder: %v (%v)", held.Token, err, context.Cause(held.Context()))
 	}
+}
+
+// loadedView is a semaphore whose view has been read once, at rev, and does
+// not follow the watch: a test drives load and follow itself.
+func loadedView(t *testing.T) (context.Context, *clientv3.Client, *Semaphore, int64) {
+	t.Helper()
+	cli := etcdtest.Start(t).Client()
+	sem, err := New(cli, testPrefix, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	rev, err := sem.load(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ctx, cli, sem, rev
 }
