@@ -8,6 +8,8 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/etcdsched/scheduler/config"
 )
 
 // maxOpsPerTxn stays under etcd's default --max-txn-ops of 128.
@@ -124,7 +126,7 @@ func (l *leader) pruneJobs(ctx context.Context, jobs []string) error {
 			return fmt.Errorf("jobs: read history: %w", err)
 		}
 		for i, job := range batch {
-			limit := 100
+			limit := config.DefaultHistoryLimit // a job gone from the config
 			l.mu.Lock()
 			if j := l.jobs[job]; j != nil {
 				limit = j.HistoryLimit
