@@ -191,10 +191,16 @@ func (r *runner) leader() *cluster.Replica {
 // preferring one whose long run (longer than the TTL) started within the
 // last TTL/2, so that freezing it makes its lease expire while its run is
 // still in the target's handler. Any slot holder, or any non-leader, when
-// none shows up within a few seconds.
+// none shows up in time.
+//
+// The wait covers about four cycles of the long job (a 3×TTL run, then the
+// next tick): each cycle's run lands on a non-leader about two times in
+// three, so the fallback is rare. Only a fresh long run can outlive the
+// lease; a fault that misses one tests little, and the positive control
+// needs at least one to show its overlap.
 func (r *runner) holder(leader *cluster.Replica) *cluster.Replica {
 	var fresh, any *cluster.Replica
-	deadline := time.Now().Add(3 * r.sc.ttl * 3 / 2)
+	deadline := time.Now().Add(12 * r.sc.ttl)
 	for fresh == nil && time.Now().Before(deadline) {
 		ctx, cancel := r.ctx(5 * time.Second)
 		held, err := r.c.Slots(ctx)
@@ -221,8 +227,10 @@ func (r *runner) holder(leader *cluster.Replica) *cluster.Replica {
 	case fresh != nil:
 		return fresh
 	case any != nil:
+		r.t.Logf("no fresh long run on a non-leader within %s: freezing %s, which holds another slot", 12*r.sc.ttl, any.ID)
 		return any
 	}
+	r.t.Logf("no slot held by a non-leader within %s: freezing a random non-leader", 12*r.sc.ttl)
 	others := slices.DeleteFunc(slices.Clone(r.c.Replicas), func(x *cluster.Replica) bool { return x == leader })
 	return others[r.rng.IntN(len(others))]
 }
