@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -62,17 +63,27 @@ func left(t *testing.T, cli *clientv3.Client, prefix string) int64 {
 
 // SIGTERM during a run that ends within worker.shutdown_grace: the run
 // finishes and is recorded succeeded, then the process releases its slot,
-// revokes its session and exits 0.
+// revokes its session and exits 0. While it drains, /readyz answers 503,
+// so a Service stops routing API calls to it.
 func TestShutdownLetsRunFinishWithinGrace(t *testing.T) {
 	etcd := etcdtest.Start(t)
 	cli := etcd.Client()
 	const prefix = "/grace-long/"
-	a := startProc(t, "a", writeConfig(t, etcd.Endpoints()[0], prefix, sleepJob("20s", 2)))
+	a := startProc(t, "a", writeConfig(t, etcd.Endpoints()[0], prefix, sleepJob("20s", 4)))
 	runID := a.trigger("long")
 	a.waitRunning(runID)
 
 	signalled := time.Now()
 	a.terminate()
+	waitUntil(t, 30*time.Second, "/readyz 503 while draining", func() (bool, string) {
+		select {
+		case <-a.exited:
+			t.Fatal("exited before /readyz answered 503 during the drain")
+		default:
+		}
+		code, body := a.do(http.MethodGet, "/readyz")
+		return code == http.StatusServiceUnavailable && strings.Contains(string(body), "draining"), fmt.Sprintf("%d %s", code, body)
+	})
 	if code := a.waitExit(30 * time.Second); code != 0 {
 		t.Fatalf("exit %d after SIGTERM", code)
 	}

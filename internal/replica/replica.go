@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -86,6 +87,10 @@ type replica struct {
 	membership *election.Membership
 	api        *api.Server
 	reloads    *reloadMetrics
+
+	// draining is set once shutdown began: /readyz answers 503 from then on,
+	// so a load balancer stops sending API traffic while runs finish.
+	draining atomic.Bool
 }
 
 func (r *replica) config() *config.Config {
@@ -253,6 +258,7 @@ func (r *replica) serve(ctx context.Context) error {
 	// Stop claiming and resign at once: a standby takes over in
 	// milliseconds. Then let runs finish within the grace, cancel the
 	// rest and release their slots with records.
+	r.draining.Store(true)
 	work.stop()
 	leading.stop()
 	grace := r.config().Worker.ShutdownGrace.D()
@@ -312,6 +318,9 @@ func (r *replica) status() api.Status {
 
 // ready: etcd answers a linearizable read and the session is alive.
 func (r *replica) ready(ctx context.Context) error {
+	if r.draining.Load() {
+		return errors.New("shutting down: no new claims, draining runs")
+	}
 	if _, err := r.client.Get(ctx, r.config().Cluster.Etcd.Prefix+"members/", clientv3.WithCountOnly()); err != nil {
 		return fmt.Errorf("etcd unreachable: %w", err)
 	}
