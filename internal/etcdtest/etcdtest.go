@@ -57,3 +57,22 @@ func NewClient(t testing.TB, endpoints []string) *clientv3.Client {
 	t.Cleanup(func() { _ = cli.Close() })
 	return cli
 }
+
+// DeletedAt reads watch until it carries a delete and returns when that
+// event arrived; the test fails with what if ctx ends first. Expiry tests
+// use it to time the server's delete of a lease-bound key.
+func DeletedAt(t testing.TB, ctx context.Context, watch clientv3.WatchChan, what string) time.Time {
+	t.Helper()
+	for {
+		select {
+		case resp := <-watch:
+			for _, ev := range resp.Events {
+				if ev.Type == clientv3.EventTypeDelete {
+					return time.Now()
+				}
+			}
+		case <-ctx.Done():
+			t.Fatal(what)
+		}
+	}
+}

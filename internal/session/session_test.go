@@ -60,19 +60,7 @@ func TestGuardEndsSessionBeforeServerExpiresLease(t *testing.T) {
 	if !errors.Is(s.Err(), ErrGuardExpired) {
 		t.Errorf("cause = %v, want %v", s.Err(), ErrGuardExpired)
 	}
-	var deletedAt time.Time
-	for deletedAt.IsZero() {
-		select {
-		case resp := <-watch:
-			for _, ev := range resp.Events {
-				if ev.Type == clientv3.EventTypeDelete {
-					deletedAt = time.Now()
-				}
-			}
-		case <-ctx.Done():
-			t.Fatal("server never expired the lease")
-		}
-	}
+	deletedAt := etcdtest.DeletedAt(t, ctx, watch, "server never expired the lease")
 	// Runs need the margin to stop; ending a hair before the delete is not
 	// enough.
 	if gap := deletedAt.Sub(lostAt); gap < 500*time.Millisecond {

@@ -39,19 +39,7 @@ func TestExpiredHolderLosesSlotsAndCannotReleaseLate(t *testing.T) {
 
 	proxy.Pause()
 	pausedAt := time.Now()
-	var deletedAt time.Time
-	for deletedAt.IsZero() {
-		select {
-		case resp := <-watch:
-			for _, ev := range resp.Events {
-				if ev.Type == clientv3.EventTypeDelete {
-					deletedAt = time.Now()
-				}
-			}
-		case <-ctx.Done():
-			t.Fatal("the server never expired the cut-off holder's slot")
-		}
-	}
+	deletedAt := etcdtest.DeletedAt(t, ctx, watch, "the server never expired the cut-off holder's slot")
 	if took, limit := deletedAt.Sub(pausedAt), sessA.TTL()+time.Second; took > limit {
 		t.Fatalf("slot deleted %s after the holder was cut off, limit %s", took, limit)
 	}
@@ -126,19 +114,7 @@ func TestHolderContextEndsBeforeServerDeletesSlot(t *testing.T) {
 	if cause := context.Cause(h.Context()); !errors.Is(cause, session.ErrGuardExpired) {
 		t.Errorf("cause = %v, want %v", cause, session.ErrGuardExpired)
 	}
-	var deletedAt time.Time
-	for deletedAt.IsZero() {
-		select {
-		case resp := <-watch:
-			for _, ev := range resp.Events {
-				if ev.Type == clientv3.EventTypeDelete {
-					deletedAt = time.Now()
-				}
-			}
-		case <-ctx.Done():
-			t.Fatal("server never expired the lease")
-		}
-	}
+	deletedAt := etcdtest.DeletedAt(t, ctx, watch, "server never expired the lease")
 	if gap := deletedAt.Sub(cancelledAt); gap < margin/2 {
 		t.Fatalf("holder context cancelled at %s, only %s before the server deleted the slot at %s",
 			cancelledAt.Format(time.StampMicro), gap, deletedAt.Format(time.StampMicro))
