@@ -2,6 +2,7 @@ package slots
 
 import (
 	"context"
+	"strings"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -77,13 +78,19 @@ func (h *Held) ownerCmps() []clientv3.Cmp {
 }
 
 // track lets the view end the holder's context when one of its keys is
-// deleted under it.
+// deleted under it. A delete the view applied before track ran would never
+// reach the holder: so a key the view has followed past the claim's
+// revision (it applied the claim's put) but that does not show this
+// incarnation is gone already, deleted or taken anew.
 func (s *Semaphore) track(h *Held) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, k := range h.keys {
-		// The view already shows a newer incarnation: ours is gone.
-		if e, ok := s.entries[k]; ok && e.token > h.Token {
+		view := slotsView
+		if strings.HasPrefix(k, ResourcesPrefix(s.prefix)) {
+			view = resourcesView
+		}
+		if e, ok := s.entries[k]; s.seen[view] >= h.Token && (!ok || e.token != h.Token) {
 			s.lostLocked(h)
 			return
 		}

@@ -28,7 +28,17 @@ type Semaphore struct {
 	ready   chan struct{}    // closed after the first read
 	loaded  bool
 	held    map[string]*Held // claims made through this semaphore, by each of their keys
+	// seen is the revision through which the view has applied each prefix
+	// (slotsView, resourcesView): the read's, then each watch response's
+	// last event's.
+	seen [2]int64
 }
+
+// The two prefixes the view follows, as indexes of seen.
+const (
+	slotsView = iota
+	resourcesView
+)
 
 // entry is one held slot key as the view saw it.
 type entry struct {

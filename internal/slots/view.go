@@ -53,6 +53,7 @@ func (s *Semaphore) load(ctx context.Context) (int64, error) {
 	rev := resp.Header.Revision
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.seen = [2]int64{rev, rev}
 	old := s.counts
 	s.entries = map[string]entry{}
 	s.counts = map[group]int{}
@@ -103,7 +104,7 @@ func (s *Semaphore) watch(ctx context.Context, next *[2]int64) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var chans [2]clientv3.WatchChan
-	for i, prefix := range []string{SlotsPrefix(s.prefix), ResourcesPrefix(s.prefix)} {
+	for i, prefix := range [2]string{slotsView: SlotsPrefix(s.prefix), resourcesView: ResourcesPrefix(s.prefix)} {
 		chans[i] = s.client.Watch(ctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(next[i]))
 	}
 	for {
@@ -126,15 +127,18 @@ func (s *Semaphore) watch(ctx context.Context, next *[2]int64) error {
 			return resp.Err()
 		}
 		if n := len(resp.Events); n > 0 {
-			s.apply(resp.Events)
+			s.apply(i, resp.Events)
 			next[i] = resp.Events[n-1].Kv.ModRevision + 1
 		}
 	}
 }
 
-func (s *Semaphore) apply(events []*clientv3.Event) {
+// apply takes one watch response's events of prefix view (slotsView or
+// resourcesView).
+func (s *Semaphore) apply(view int, events []*clientv3.Event) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.seen[view] = events[len(events)-1].Kv.ModRevision
 	touched := map[group]bool{}
 	for _, ev := range events {
 		k := string(ev.Kv.Key)

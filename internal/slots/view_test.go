@@ -95,6 +95,64 @@ func TestLaggingDeleteOfAnEarlierHolderIsNotALoss(t *testing.T) {
 	}
 }
 
+// A claim's key may be deleted (its lease expired, an operator removed it)
+// and the view may apply that delete before the claim is tracked. The view
+// then has nothing left to report; track itself must find the claim gone.
+func TestDeleteSeenBeforeTrackEndsHolder(t *testing.T) {
+	ctx, cli, sem, rev := loadedView(t)
+	sess := newSession(t, cli, 5*time.Second, time.Second)
+	key := SlotKey(testPrefix, "j", 0)
+	// What a claim writes, then the delete, then a marker the view shows
+	// only once it has applied everything before it.
+	put, err := cli.Put(ctx, key, `{"run_id":"j@1"}`, clientv3.WithLease(sess.Lease()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.Delete(ctx, key); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.Put(ctx, SlotKey(testPrefix, "marker", 0), `{"run_id":"marker@1"}`); err != nil {
+		t.Fatal(err)
+	}
+	followCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- sem.follow(followCtx, rev) }()
+	defer func() { stop(); <-done }()
+	waitFor(t, 10*time.Second, func() bool {
+		for _, s := range sem.List() {
+			if s.Job == "marker" {
+				return true
+			}
+		}
+		return false
+	})
+
+	held := newHeld(sess, "j", 0, put.Header.Revision, nil, []string{key}, Value{RunID: "j@1"})
+	sem.track(held)
+	if cause := context.Cause(held.Context()); !errors.Is(cause, ErrLost) {
+		t.Fatalf("holder of a slot deleted before it was tracked: cause %v, want %v", cause, ErrLost)
+	}
+
+	// A claim the view has not reached yet is tracked as held.
+	put2, err := cli.Put(ctx, key, `{"run_id":"j@2"}`, clientv3.WithLease(sess.Lease()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := newHeld(sess, "j", 0, put2.Header.Revision, nil, []string{key}, Value{RunID: "j@2"})
+	sem.track(live)
+	waitFor(t, 10*time.Second, func() bool {
+		for _, s := range sem.List() {
+			if s.Job == "j" && s.FencingToken == live.Token {
+				return true
+			}
+		}
+		return false
+	})
+	if err := live.Context().Err(); err != nil {
+		t.Fatalf("a live claim was ended: %v (%v)", err, context.Cause(live.Context()))
+	}
+}
+
 // loadedView is a semaphore whose view has been read once, at rev, and does
 // not follow the watch: a test drives load and follow itself.
 func loadedView(t *testing.T) (context.Context, *clientv3.Client, *Semaphore, int64) {
