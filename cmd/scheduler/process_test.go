@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/etcdsched/scheduler/internal/poll"
 )
 
 // proc is one `scheduler run` process of a test.
@@ -90,7 +92,7 @@ func startProc(t *testing.T, id, config string) *proc {
 		}
 		close(p.exited)
 	}()
-	waitUntil(t, 60*time.Second, id+" listening", func() (bool, string) {
+	poll.Until(t, 60*time.Second, id+" listening", func() (bool, string) {
 		select {
 		case <-p.exited:
 			t.Fatalf("%s exited while starting (%d): %v", id, p.exitCode, p.logLines())
@@ -102,7 +104,7 @@ func startProc(t *testing.T, id, config string) *proc {
 		}
 		return false, "no 'api listening' line"
 	})
-	waitUntil(t, 60*time.Second, id+" ready", func() (bool, string) {
+	poll.Until(t, 60*time.Second, id+" ready", func() (bool, string) {
 		code, body := p.do(http.MethodGet, "/readyz")
 		return code == http.StatusOK, fmt.Sprintf("%d %s", code, body)
 	})
@@ -181,7 +183,7 @@ type runState struct {
 func (p *proc) waitRunning(runID string) runState {
 	p.t.Helper()
 	var st runState
-	waitUntil(p.t, 30*time.Second, "run "+runID+" running", func() (bool, string) {
+	poll.Until(p.t, 30*time.Second, "run "+runID+" running", func() (bool, string) {
 		code, body := p.do(http.MethodGet, "/api/v1/runs/"+runID)
 		st = runState{}
 		_ = json.Unmarshal(body, &st)
@@ -206,21 +208,5 @@ func (p *proc) waitExit(within time.Duration) int {
 	case <-time.After(within):
 		p.t.Fatalf("%s still running %s after SIGTERM", p.id, within)
 		return -1
-	}
-}
-
-// waitUntil polls cond until it holds or the deadline passes.
-func waitUntil(t *testing.T, within time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		ok, why := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s: %s", what, within, why)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }

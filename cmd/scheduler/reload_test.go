@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/etcdsched/scheduler/internal/etcdtest"
+	"github.com/etcdsched/scheduler/internal/poll"
 )
 
 func (p *proc) getJSON(path string, v any) {
@@ -78,11 +79,11 @@ func TestSIGHUPReloads(t *testing.T) {
 	if err := a.cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, 10*time.Second, "reloaded jobs", func() (bool, string) {
+	poll.Until(t, 10*time.Second, "reloaded jobs", func() (bool, string) {
 		got := jobNames(a)
 		return slices.Equal(got, []string{"kept", "new"}), fmt.Sprint(got)
 	})
-	waitUntil(t, 10*time.Second, "SIGHUP logged", func() (bool, string) {
+	poll.Until(t, 10*time.Second, "SIGHUP logged", func() (bool, string) {
 		return a.find("SIGHUP: reloading the config") != nil, "no line"
 	})
 	var after statusBody
@@ -91,7 +92,7 @@ func TestSIGHUPReloads(t *testing.T) {
 		ID         string `json:"id"`
 		ConfigHash string `json:"config_hash"`
 	}
-	waitUntil(t, 10*time.Second, "member hash", func() (bool, string) {
+	poll.Until(t, 10*time.Second, "member hash", func() (bool, string) {
 		a.getJSON("/api/v1/members", &members)
 		return len(members) == 1 && members[0].ConfigHash == after.ConfigHash, fmt.Sprint(members)
 	})
@@ -104,7 +105,7 @@ func TestSIGHUPReloads(t *testing.T) {
 		t.Fatal(err)
 	}
 	var st statusBody
-	waitUntil(t, 10*time.Second, "reload error on status", func() (bool, string) {
+	poll.Until(t, 10*time.Second, "reload error on status", func() (bool, string) {
 		a.getJSON("/api/v1/status", &st)
 		return st.LastReloadError != "", "none"
 	})

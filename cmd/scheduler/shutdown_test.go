@@ -16,6 +16,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/internal/etcdtest"
+	"github.com/etcdsched/scheduler/internal/poll"
 )
 
 // sleepJob is a job that only runs when triggered and takes secs seconds.
@@ -75,7 +76,7 @@ func TestShutdownLetsRunFinishWithinGrace(t *testing.T) {
 
 	signalled := time.Now()
 	a.terminate()
-	waitUntil(t, 30*time.Second, "/readyz 503 while draining", func() (bool, string) {
+	poll.Until(t, 30*time.Second, "/readyz 503 while draining", func() (bool, string) {
 		select {
 		case <-a.exited:
 			t.Fatal("exited before /readyz answered 503 during the drain")
@@ -141,7 +142,7 @@ func TestShutdownHandsOverLeadershipBeforeExit(t *testing.T) {
 
 	// a starts alone, so it leads and runs the job.
 	a := startProc(t, "a", cfg)
-	waitUntil(t, 30*time.Second, "a leads", func() (bool, string) {
+	poll.Until(t, 30*time.Second, "a leads", func() (bool, string) {
 		id := a.leaderID()
 		return id == "a", "leader " + id
 	})
@@ -153,7 +154,7 @@ func TestShutdownHandsOverLeadershipBeforeExit(t *testing.T) {
 
 	// The election keys, once b campaigns: a's (the oldest) and b's.
 	var resp *clientv3.GetResponse
-	waitUntil(t, 30*time.Second, "b campaigns", func() (bool, string) {
+	poll.Until(t, 30*time.Second, "b campaigns", func() (bool, string) {
 		var err error
 		resp, err = cli.Get(context.Background(), prefix+"election/", clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))
 		if err != nil {

@@ -11,6 +11,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/internal/etcdtest"
+	"github.com/etcdsched/scheduler/internal/poll"
 )
 
 // leaderView follows the election prefix with its own client, from before
@@ -110,7 +111,7 @@ func TestOneLeaderThroughHandoffs(t *testing.T) {
 	view.arm(true)
 	given = append(given, first.l)
 	// Let all three queue up, so every handoff goes to a waiting candidate.
-	waitFor(t, 20*time.Second, func() bool { return len(electionKeys(t, witness)) == 3 })
+	poll.For(t, 20*time.Second, "three election keys", func() bool { return len(electionKeys(t, witness)) == 3 })
 	prev := first
 	var slowest time.Duration
 	for range handoffs {
@@ -124,11 +125,11 @@ func TestOneLeaderThroughHandoffs(t *testing.T) {
 		given = append(given, next.l)
 		prev = next
 		// Each resigned replica queues again behind the others.
-		waitFor(t, 20*time.Second, func() bool { return len(electionKeys(t, witness)) == 3 })
+		poll.For(t, 20*time.Second, "three election keys again", func() bool { return len(electionKeys(t, witness)) == 3 })
 	}
 	t.Logf("%d handoffs, slowest %s", handoffs, slowest)
 
-	waitFor(t, 20*time.Second, func() bool { seen, _ := view.snapshot(); return len(seen) >= len(given) })
+	poll.For(t, 20*time.Second, "every leader seen by the view", func() bool { seen, _ := view.snapshot(); return len(seen) >= len(given) })
 	view.arm(false)
 	seen, empty := view.snapshot()
 	if len(empty) > 0 {

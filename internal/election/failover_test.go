@@ -12,6 +12,7 @@ import (
 
 	"github.com/etcdsched/scheduler/internal/etcdtest"
 	"github.com/etcdsched/scheduler/internal/netproxy"
+	"github.com/etcdsched/scheduler/internal/poll"
 )
 
 // Graceful shutdown resigns: the standby leads within 300ms, not a TTL.
@@ -21,7 +22,7 @@ func TestResignHandsOverQuickly(t *testing.T) {
 	a := startReplica(t, cluster.Endpoints(), "a", ts.lead("a"))
 	ts.nextStart(20 * time.Second)
 	b := startReplica(t, cluster.Endpoints(), "b", ts.lead("b"))
-	waitFor(t, 20*time.Second, func() bool { return len(electionKeys(t, cluster.Client())) == 2 })
+	poll.For(t, 20*time.Second, "two election keys", func() bool { return len(electionKeys(t, cluster.Client())) == 2 })
 	if got := testutil.ToFloat64(a.elector.metrics.isLeader); got != 1 {
 		t.Fatalf("a: scheduler_is_leader = %v, want 1", got)
 	}
@@ -55,7 +56,7 @@ func failoverSetup(t *testing.T) (*etcdtest.Cluster, *netproxy.Proxy, *terms, *r
 	a := startReplica(t, []string{proxy.Endpoint()}, "a", ts.lead("a"))
 	first := ts.nextStart(20 * time.Second)
 	startReplica(t, cluster.Endpoints(), "b", ts.lead("b"))
-	waitFor(t, 20*time.Second, func() bool { return len(electionKeys(t, cluster.Client())) == 2 })
+	poll.For(t, 20*time.Second, "two election keys", func() bool { return len(electionKeys(t, cluster.Client())) == 2 })
 	// Resume before the replicas stop (cleanups run last-in first-out).
 	t.Cleanup(proxy.Resume)
 	return cluster, proxy, ts, a, first

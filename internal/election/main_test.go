@@ -178,17 +178,6 @@ func (ts *terms) nextEnd(within time.Duration) ended {
 	}
 }
 
-func waitFor(t *testing.T, within time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not met within %s", within)
-		}
-		time.Sleep(10 * time.Millisecond) // polling interval, not a stand-in for the condition
-	}
-}
-
 // electionKeys lists the election keys, oldest first.
 func electionKeys(t *testing.T, cli *clientv3.Client) []string {
 	t.Helper()

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/etcdsched/scheduler/internal/etcdtest"
+	"github.com/etcdsched/scheduler/internal/poll"
 )
 
 type runningMembership struct {
@@ -50,7 +51,7 @@ func TestMembersAreListedWithTheLeader(t *testing.T) {
 		}
 		return members
 	}
-	waitFor(t, 20*time.Second, func() bool { return len(list()) == 2 })
+	poll.For(t, 20*time.Second, "two members", func() bool { return len(list()) == 2 })
 	got := list()
 	if got[0].ID != "r0" || !got[0].IsLeader || got[1].ID != "r1" || got[1].IsLeader {
 		t.Fatalf("members = %+v, want r0 (leader) and r1", got)
@@ -60,7 +61,7 @@ func TestMembersAreListedWithTheLeader(t *testing.T) {
 	}
 
 	m1.SetConfigHash("h2")
-	waitFor(t, 20*time.Second, func() bool { return list()[1].ConfigHash == "h2" })
+	poll.For(t, 20*time.Second, "r1 to publish config hash h2", func() bool { return list()[1].ConfigHash == "h2" })
 
 	// A lost session takes the member key with it; the next one puts it back.
 	s, err := r1.sessions.Current(ctx)
@@ -72,7 +73,7 @@ func TestMembersAreListedWithTheLeader(t *testing.T) {
 		t.Fatal(err)
 	}
 	key := membersPrefix(testPrefix) + "r1"
-	waitFor(t, 20*time.Second, func() bool {
+	poll.For(t, 20*time.Second, "the member key back", func() bool {
 		resp, err := cluster.Client().Get(ctx, key)
 		if err != nil {
 			t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"go.etcd.io/etcd/client/v3/concurrency"
 
 	"github.com/etcdsched/scheduler/internal/etcdtest"
+	"github.com/etcdsched/scheduler/internal/poll"
 	"github.com/etcdsched/scheduler/internal/session"
 )
 
@@ -32,7 +33,7 @@ func TestLeaderReportsTheWinner(t *testing.T) {
 	won := ts.nextStart(20 * time.Second)
 	for _, e := range []*Elector{a.elector, idle} {
 		var got Leader
-		waitFor(t, 20*time.Second, func() bool {
+		poll.For(t, 20*time.Second, "the observer to name a leader", func() bool {
 			var err error
 			got, err = e.Leader(ctx)
 			return err == nil
@@ -113,7 +114,7 @@ func TestObserverRereadsAfterCompaction(t *testing.T) {
 	}
 
 	first := campaign("first")
-	waitFor(t, 20*time.Second, observed("first", first.Rev()))
+	poll.For(t, 20*time.Second, "the first leader observed", observed("first", first.Rev()))
 
 	proxy.cut()
 	if err := first.Resign(ctx); err != nil {
@@ -129,7 +130,7 @@ func TestObserverRereadsAfterCompaction(t *testing.T) {
 	}
 	proxy.restore()
 
-	waitFor(t, 30*time.Second, observed("second", second.Rev()))
+	poll.For(t, 30*time.Second, "the second leader observed", observed("second", second.Rev()))
 	if !logs.has("election watch closed; re-reading the leader") {
 		t.Error("the watch never closed; the test did not exercise re-reading")
 	}

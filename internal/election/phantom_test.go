@@ -12,6 +12,7 @@ import (
 	"go.etcd.io/etcd/client/v3/concurrency"
 
 	"github.com/etcdsched/scheduler/internal/etcdtest"
+	"github.com/etcdsched/scheduler/internal/poll"
 )
 
 // A candidate whose lease is gone while it waits in Campaign is told by
@@ -58,7 +59,7 @@ func TestCampaignWonWithLostLeaseIsNotLeadership(t *testing.T) {
 		t.Fatal(err)
 	}
 	doomed := s.Lease()
-	waitFor(t, 20*time.Second, func() bool { return len(electionKeys(t, witness)) == 2 })
+	poll.For(t, 20*time.Second, "two election keys", func() bool { return len(electionKeys(t, witness)) == 2 })
 	if keys := electionKeys(t, witness); keys[1] != fmt.Sprintf("%s%x", electionPrefix(testPrefix), doomed) {
 		t.Fatalf("queued key %s is not b's lease %x", keys[1], doomed)
 	}

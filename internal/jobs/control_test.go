@@ -9,6 +9,7 @@ import (
 
 	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/etcdtest"
+	"github.com/etcdsched/scheduler/internal/poll"
 	"github.com/etcdsched/scheduler/internal/runs"
 )
 
@@ -41,7 +42,7 @@ func TestControl(t *testing.T) {
 			ids = append(ids, id)
 		}
 		// The record is written at release, after the target answered.
-		waitFor(t, 60*time.Second, "three triggered runs recorded", func() bool {
+		poll.For(t, 60*time.Second, "three triggered runs recorded", func() bool {
 			recs := records(t, a.client, "slow")
 			for _, id := range ids {
 				if _, ok := recs[id]; !ok {
@@ -73,7 +74,7 @@ func TestControl(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, 30*time.Second, "the first run to hold the slot", func() bool {
+		poll.For(t, 30*time.Second, "the first run to hold the slot", func() bool {
 			st, err := b.engine.FindRun(ctx, running)
 			return err == nil && st.State == "running"
 		})
@@ -83,7 +84,7 @@ func TestControl(t *testing.T) {
 		if err := b.engine.Cancel(ctx, running, "operator said so"); err != nil {
 			t.Fatalf("cancel running: %v", err)
 		}
-		waitFor(t, 30*time.Second, "both cancelled", func() bool {
+		poll.For(t, 30*time.Second, "both cancelled", func() bool {
 			recs := records(t, a.client, "slow")
 			return recs[running].Outcome == runs.Cancelled && recs[queued].Outcome == runs.Cancelled
 		})
@@ -108,8 +109,8 @@ func TestControl(t *testing.T) {
 	})
 
 	t.Run("history is pruned to history_limit", func(t *testing.T) {
-		waitFor(t, 60*time.Second, "more runs than the limit", func() bool { return len(w.finished("quick")) >= 12 })
-		waitFor(t, 30*time.Second, "history pruned to 5", func() bool { return len(records(t, a.client, "quick")) <= 5 })
+		poll.For(t, 60*time.Second, "more runs than the limit", func() bool { return len(w.finished("quick")) >= 12 })
+		poll.For(t, 30*time.Second, "history pruned to 5", func() bool { return len(records(t, a.client, "quick")) <= 5 })
 		newest, err := a.engine.Runs(ctx, "quick", 1)
 		if err != nil || len(newest) != 1 {
 			t.Fatalf("newest run: %v %v", newest, err)
@@ -129,12 +130,12 @@ func TestControl(t *testing.T) {
 			t.Fatal(err)
 		}
 		if !st.Paused {
-			waitFor(t, 10*time.Second, "b to see the pause", func() bool { st, _ = b.engine.Job(ctx, "quick"); return st.Paused })
+			poll.For(t, 10*time.Second, "b to see the pause", func() bool { st, _ = b.engine.Job(ctx, "quick"); return st.Paused })
 		}
 		// Runs already queued ahead of time may still start; after that, none.
 		pausedAt := time.Now()
 		settled := pausedAt.Add(3 * time.Second)
-		waitFor(t, 10*time.Second, "queued runs to drain", func() bool { return time.Now().After(settled) })
+		poll.For(t, 10*time.Second, "queued runs to drain", func() bool { return time.Now().After(settled) })
 		before := len(w.finished("quick"))
 
 		// Restart both replicas: the pause is in etcd, not in memory.
@@ -147,14 +148,14 @@ func TestControl(t *testing.T) {
 			t.Fatalf("after restart: paused=%v err=%v", stc.Paused, err)
 		}
 		watchUntil := time.Now().Add(4 * time.Second)
-		waitFor(t, 10*time.Second, "four seconds paused", func() bool { return time.Now().After(watchUntil) })
+		poll.For(t, 10*time.Second, "four seconds paused", func() bool { return time.Now().After(watchUntil) })
 		if after := len(w.finished("quick")); after != before {
 			t.Errorf("%d runs while paused", after-before)
 		}
 		if _, err := c.engine.Resume(ctx, "quick"); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, 30*time.Second, "runs after resume", func() bool { return len(w.finished("quick")) >= before+2 })
+		poll.For(t, 30*time.Second, "runs after resume", func() bool { return len(w.finished("quick")) >= before+2 })
 		// Ticks during the pause are not caught up.
 		for _, r := range records(t, c.client, "quick") {
 			if r.Outcome == runs.Missed {
@@ -181,7 +182,7 @@ func TestWorkerRunsTheLeadersSpec(t *testing.T) {
 	// Keep the leader from executing, so the worker does.
 	leader.stopWork()
 	<-leader.workDone
-	waitFor(t, 60*time.Second, "runs by the worker", func() bool {
+	poll.For(t, 60*time.Second, "runs by the worker", func() bool {
 		for _, h := range w.finished("spec") {
 			if h.Holder == "worker" {
 				return true

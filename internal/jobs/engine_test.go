@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/etcdsched/scheduler/internal/etcdtest"
+	"github.com/etcdsched/scheduler/internal/poll"
 )
 
 // Every tick of an @every 1s job runs exactly once across three engines:
@@ -20,7 +21,7 @@ func TestEveryTickRunsExactlyOnce(t *testing.T) {
 	}
 	leaderOf(t, nodes)
 	const want = 30
-	waitFor(t, 90*time.Second, "30 runs", func() bool { return len(w.finished("tick")) >= want })
+	poll.For(t, 90*time.Second, "30 runs", func() bool { return len(w.finished("tick")) >= want })
 
 	hits := w.finished("tick")
 	seen := map[string]int{}

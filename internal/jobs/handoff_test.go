@@ -7,6 +7,7 @@ import (
 
 	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/etcdtest"
+	"github.com/etcdsched/scheduler/internal/poll"
 	"github.com/etcdsched/scheduler/internal/runs"
 )
 
@@ -35,7 +36,7 @@ func TestLeaderHandoffDuringLongRuns(t *testing.T) {
 				nodes = append(nodes, startNodeWith(t, etcd.Endpoints(), id, cfg, timing))
 			}
 			old := leaderOf(t, nodes)
-			waitFor(t, 60*time.Second, "long runs under way", func() bool { return len(w.finished("long")) >= 3 })
+			poll.For(t, 60*time.Second, "long runs under way", func() bool { return len(w.finished("long")) >= 3 })
 
 			handoffAt := time.Now()
 			if mode == "resign" {
@@ -56,11 +57,11 @@ func TestLeaderHandoffDuringLongRuns(t *testing.T) {
 				t.Errorf("resign handoff took %s", gap)
 			}
 			after := len(w.finished("catchall"))
-			waitFor(t, 60*time.Second, "runs after the handoff", func() bool {
+			poll.For(t, 60*time.Second, "runs after the handoff", func() bool {
 				return len(w.finished("catchall")) >= after+5 && len(w.finished("catchnone")) >= 8
 			})
 			// Let runs that straddled the handoff finish and be recorded.
-			waitFor(t, 30*time.Second, "in-flight runs recorded", func() bool {
+			poll.For(t, 30*time.Second, "in-flight runs recorded", func() bool {
 				return len(rest[0].engine.Pending()) <= 4
 			})
 

@@ -19,6 +19,7 @@ import (
 	"github.com/etcdsched/scheduler/internal/election"
 	"github.com/etcdsched/scheduler/internal/etcdtest"
 	"github.com/etcdsched/scheduler/internal/jobs/target"
+	"github.com/etcdsched/scheduler/internal/poll"
 	"github.com/etcdsched/scheduler/internal/runs"
 	"github.com/etcdsched/scheduler/internal/session"
 	"github.com/etcdsched/scheduler/internal/slots"
@@ -300,18 +301,6 @@ func (w *witness) maxConcurrent(job string) int {
 	return w.maxSeen[job]
 }
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", within, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // records reads every run record of job.
 func records(t *testing.T, cli *clientv3.Client, job string) map[string]runs.Record {
 	t.Helper()
@@ -337,7 +326,7 @@ func httpJob(name, schedule, url string) config.Job {
 func leaderOf(t *testing.T, nodes []*node) *node {
 	t.Helper()
 	var leader *node
-	waitFor(t, 30*time.Second, "a leader", func() bool {
+	poll.For(t, 30*time.Second, "a leader", func() bool {
 		leader = nil
 		count := 0
 		for _, n := range nodes {

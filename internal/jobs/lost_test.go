@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/etcdsched/scheduler/internal/etcdtest"
+	"github.com/etcdsched/scheduler/internal/poll"
 	"github.com/etcdsched/scheduler/internal/runs"
 )
 
@@ -33,7 +34,7 @@ func TestCrashedHolderRunIsLostAndRetried(t *testing.T) {
 	// Find who holds it, and crash that replica (if it leads, fine: the
 	// next leader must do the recording).
 	var holder string
-	waitFor(t, 30*time.Second, "the run to start", func() bool {
+	poll.For(t, 30*time.Second, "the run to start", func() bool {
 		for _, s := range leader.slots.List() {
 			if s.RunID == runID {
 				holder = s.Holder
@@ -58,7 +59,7 @@ func TestCrashedHolderRunIsLostAndRetried(t *testing.T) {
 	}
 
 	var retry hit
-	waitFor(t, 60*time.Second, "the retry to finish on another engine", func() bool {
+	poll.For(t, 60*time.Second, "the retry to finish on another engine", func() bool {
 		for _, h := range w.finished("work") {
 			if h.RunID == runID && h.Attempt == 2 {
 				retry = h
@@ -77,7 +78,7 @@ func TestCrashedHolderRunIsLostAndRetried(t *testing.T) {
 		t.Errorf("retry started %s after the crash", lostAfter)
 	}
 	var final runs.Record
-	waitFor(t, 30*time.Second, "the final record", func() bool {
+	poll.For(t, 30*time.Second, "the final record", func() bool {
 		var ok bool
 		final, ok = records(t, survivor.client, "work")[runID]
 		return ok && final.Outcome == runs.Succeeded && final.Attempt == 2

@@ -7,6 +7,7 @@ import (
 
 	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/etcdtest"
+	"github.com/etcdsched/scheduler/internal/poll"
 	"github.com/etcdsched/scheduler/internal/runs"
 )
 
@@ -35,7 +36,7 @@ func TestOverlapPolicies(t *testing.T) {
 		}
 		return out
 	}
-	waitFor(t, 90*time.Second, "each policy to act", func() bool {
+	poll.For(t, 90*time.Second, "each policy to act", func() bool {
 		return len(byOutcome("skip")[runs.Skipped]) >= 3 && len(byOutcome("skip")[runs.Succeeded]) >= 3 &&
 			len(byOutcome("queue")[runs.Skipped]) >= 2 && len(byOutcome("queue")[runs.Succeeded]) >= 4 &&
 			len(byOutcome("replace")[runs.Cancelled]) >= 3 && len(byOutcome("replace")[runs.Succeeded]) >= 0

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/etcdsched/scheduler/internal/etcdtest"
+	"github.com/etcdsched/scheduler/internal/poll"
 	"github.com/etcdsched/scheduler/internal/runs"
 )
 
@@ -31,7 +32,7 @@ func TestMaxParallelBoundsOneReplica(t *testing.T) {
 		}
 		ids = append(ids, id)
 	}
-	waitFor(t, 60*time.Second, "all six runs", func() bool {
+	poll.For(t, 60*time.Second, "all six runs", func() bool {
 		total := 0
 		for _, j := range jobs {
 			total += len(w.finished(j))
@@ -62,7 +63,7 @@ func TestMaxParallelBoundsOneReplica(t *testing.T) {
 	// Records are written at release, after the target answered.
 	for i, j := range jobs {
 		var r runs.Record
-		waitFor(t, 30*time.Second, ids[i]+" recorded", func() bool {
+		poll.For(t, 30*time.Second, ids[i]+" recorded", func() bool {
 			var ok bool
 			r, ok = records(t, n.client, j)[ids[i]]
 			return ok
@@ -90,7 +91,7 @@ func TestFailedRunIsRetried(t *testing.T) {
 	// Both attempts fail (the target always answers 500): two requests,
 	// attempts 1 and 2, then a failed record with the first attempt in it.
 	var final runs.Record
-	waitFor(t, 30*time.Second, "the final record", func() bool {
+	poll.For(t, 30*time.Second, "the final record", func() bool {
 		r, ok := records(t, n.client, "flaky")[id]
 		final = r
 		return ok && r.Attempt == 2
@@ -123,7 +124,7 @@ func TestResourceSlotReachesTarget(t *testing.T) {
 	if _, err := n.engine.Trigger(t.Context(), "res"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "the run", func() bool { return len(w.finished("res")) == 1 })
+	poll.For(t, 30*time.Second, "the run", func() bool { return len(w.finished("res")) == 1 })
 	h := w.finished("res")[0]
 	if h.ResourceSlots != "shared/0" && h.ResourceSlots != "shared/1" {
 		t.Errorf("X-Scheduler-Resource-Slots = %q, want shared/<0 or 1>", h.ResourceSlots)

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/etcdsched/scheduler/internal/poll"
 )
 
 // authConfig is a config with a token file and protect_reads as given.
@@ -98,7 +100,7 @@ func TestAuth(t *testing.T) {
 	// protect_reads on through a reload.
 	writeFile(t, path, authConfig(endpoint, "/auth/", tokenFile, true))
 	r.sighup()
-	waitFor(t, 10*time.Second, "protect_reads reloaded", func() (bool, string) {
+	poll.Until(t, 10*time.Second, "protect_reads reloaded", func() (bool, string) {
 		code, _ := r.get("/api/v1/jobs", "")
 		return code == http.StatusUnauthorized, fmt.Sprint(code)
 	})
@@ -109,7 +111,7 @@ func TestAuth(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.sighup()
-	waitFor(t, 10*time.Second, "token re-read on reload", func() (bool, string) {
+	poll.Until(t, 10*time.Second, "token re-read on reload", func() (bool, string) {
 		code, _ := r.do(http.MethodPost, "/api/v1/jobs/echo/pause", "rotated")
 		return code == http.StatusOK, fmt.Sprint(code)
 	})
@@ -123,7 +125,7 @@ func TestAuth(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.sighup()
-	waitFor(t, 10*time.Second, "empty token refused", func() (bool, string) {
+	poll.Until(t, 10*time.Second, "empty token refused", func() (bool, string) {
 		st := r.statusWith("rotated")
 		return st.LastReloadError != "", st.LastReloadError
 	})

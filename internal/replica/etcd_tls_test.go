@@ -27,6 +27,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/etcdsched/scheduler/config"
+	"github.com/etcdsched/scheduler/internal/poll"
 )
 
 // pki is a throwaway CA with a server certificate for 127.0.0.1 and a client
@@ -378,7 +379,7 @@ func TestEtcdNotAnsweringAtStart(t *testing.T) {
 			Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	}()
 	const warning = "etcd not answering yet; starting anyway, the session will keep trying"
-	waitFor(t, 10*time.Second, "warning that etcd does not answer", func() (bool, string) {
+	poll.Until(t, 10*time.Second, "warning that etcd does not answer", func() (bool, string) {
 		select {
 		case err := <-done:
 			t.Fatalf("Run returned %v while etcd was only down", err)
@@ -389,7 +390,7 @@ func TestEtcdNotAnsweringAtStart(t *testing.T) {
 	// The API is served after start returned: once it answers, start went on.
 	r := &testReplica{t: t, http: &http.Client{Transport: &http.Transport{}, Timeout: 5 * time.Second}}
 	defer r.http.CloseIdleConnections()
-	waitFor(t, 10*time.Second, "api listening", func() (bool, string) {
+	poll.Until(t, 10*time.Second, "api listening", func() (bool, string) {
 		rec := logs.find("api listening")
 		if rec == nil {
 			return false, "no 'api listening' line"

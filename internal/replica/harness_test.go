@@ -20,6 +20,7 @@ import (
 
 	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/etcdtest"
+	"github.com/etcdsched/scheduler/internal/poll"
 )
 
 func TestMain(m *testing.M) {
@@ -132,7 +133,7 @@ func startReplica(t *testing.T, id, path string, opts ...replicaOpt) *testReplic
 	go func() { r.done <- Run(ctx, o) }()
 	t.Cleanup(r.shutdown)
 
-	waitFor(t, 30*time.Second, "api listening", func() (bool, string) {
+	poll.Until(t, 30*time.Second, "api listening", func() (bool, string) {
 		select {
 		case err := <-r.done:
 			r.closed = true
@@ -146,11 +147,11 @@ func startReplica(t *testing.T, id, path string, opts ...replicaOpt) *testReplic
 		r.url = "http://" + rec["addr"].(string)
 		return true, ""
 	})
-	waitFor(t, 30*time.Second, id+" ready", func() (bool, string) {
+	poll.Until(t, 30*time.Second, id+" ready", func() (bool, string) {
 		code, body := r.get("/readyz", "")
 		return code == http.StatusOK, fmt.Sprintf("%d %s", code, body)
 	})
-	waitFor(t, 30*time.Second, id+" sees a leader", func() (bool, string) {
+	poll.Until(t, 30*time.Second, id+" sees a leader", func() (bool, string) {
 		code, body := r.get("/api/v1/leader", "")
 		return code == http.StatusOK, fmt.Sprintf("%d %s", code, body)
 	})
@@ -243,7 +244,7 @@ type run struct {
 func (r *testReplica) waitRun(id, state string, within time.Duration) run {
 	r.t.Helper()
 	var got run
-	waitFor(r.t, within, "run "+id+" "+state, func() (bool, string) {
+	poll.Until(r.t, within, "run "+id+" "+state, func() (bool, string) {
 		code, body := r.get("/api/v1/runs/"+id, "")
 		if code != http.StatusOK {
 			return false, fmt.Sprintf("%d %s", code, body)
@@ -294,23 +295,6 @@ func (r *testReplica) metric(series string) float64 {
 		}
 	}
 	return -1
-}
-
-// waitFor polls cond until it holds or the deadline passes; the last
-// explanation goes into the failure.
-func waitFor(t *testing.T, within time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		ok, why := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s: %s", what, within, why)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // newEtcd starts an embedded etcd member for one test.

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
+
+	"github.com/etcdsched/scheduler/internal/poll"
 )
 
 // A running replica exposes every metric of SPEC section 10 once a run has
@@ -55,7 +57,7 @@ func TestMetricsOfSpec(t *testing.T) {
 		`process_cpu_seconds_total `,
 	}
 	var scrape []byte
-	waitFor(t, 20*time.Second, "every metric of SPEC section 10", func() (bool, string) {
+	poll.Until(t, 20*time.Second, "every metric of SPEC section 10", func() (bool, string) {
 		var code int
 		code, scrape = r.get("/metrics", "")
 		if code != 200 {

@@ -14,6 +14,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/internal/etcdtest"
+	"github.com/etcdsched/scheduler/internal/poll"
 )
 
 // jobsYAML declares exec jobs named names, each ticking every second.
@@ -63,7 +64,7 @@ func TestReloadOnSIGHUP(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "jobs.yaml")
 	writeFile(t, path, configYAML(endpoint, "/hup/", jobsYAML("old", "kept")))
 	r := startReplica(t, "h1", path, noWatch)
-	waitFor(t, 20*time.Second, "old runs", func() (bool, string) {
+	poll.Until(t, 20*time.Second, "old runs", func() (bool, string) {
 		n := len(r.recordTimes("old"))
 		return n >= 1, fmt.Sprint(n, " runs")
 	})
@@ -71,7 +72,7 @@ func TestReloadOnSIGHUP(t *testing.T) {
 
 	writeFile(t, path, configYAML(endpoint, "/hup/", jobsYAML("kept", "new")))
 	r.sighup()
-	waitFor(t, 10*time.Second, "config hash changes", func() (bool, string) {
+	poll.Until(t, 10*time.Second, "config hash changes", func() (bool, string) {
 		st := r.status()
 		return st.ConfigHash != before && r.memberHash("h1") == st.ConfigHash,
 			fmt.Sprintf("status %s, member %s, before %s", st.ConfigHash, r.memberHash("h1"), before)
@@ -89,7 +90,7 @@ func TestReloadOnSIGHUP(t *testing.T) {
 
 	// The new job runs three times; by then the old one, if it were still
 	// scheduled, would have had ticks past the lookahead.
-	waitFor(t, 20*time.Second, "new job runs", func() (bool, string) {
+	poll.Until(t, 20*time.Second, "new job runs", func() (bool, string) {
 		n := len(r.recordTimes("new"))
 		return n >= 4, fmt.Sprint(n, " runs")
 	})
@@ -130,7 +131,7 @@ func TestReloadInvalidKeepsOld(t *testing.T) {
 	writeFile(t, path, bad)
 	r.sighup()
 	wantErr := path + ":11:15: jobs[0].schedule: expected 5 or 6 fields, got 4"
-	waitFor(t, 10*time.Second, "reload error on status", func() (bool, string) {
+	poll.Until(t, 10*time.Second, "reload error on status", func() (bool, string) {
 		st := r.status()
 		return st.LastReloadError != "", "no error yet"
 	})
@@ -151,14 +152,14 @@ func TestReloadInvalidKeepsOld(t *testing.T) {
 		t.Errorf("jobs after a refused reload: %v", got)
 	}
 	n := len(r.recordTimes("tick"))
-	waitFor(t, 20*time.Second, "tick keeps running", func() (bool, string) {
+	poll.Until(t, 20*time.Second, "tick keeps running", func() (bool, string) {
 		m := len(r.recordTimes("tick"))
 		return m >= n+2, fmt.Sprintf("%d runs, had %d", m, n)
 	})
 
 	writeFile(t, path, good+"# fixed\n")
 	r.sighup()
-	waitFor(t, 10*time.Second, "error cleared", func() (bool, string) {
+	poll.Until(t, 10*time.Second, "error cleared", func() (bool, string) {
 		st := r.status()
 		return st.LastReloadError == "", st.LastReloadError
 	})
@@ -203,7 +204,7 @@ func TestReloadConfigMapSwap(t *testing.T) {
 	if err := os.RemoveAll(filepath.Join(dir, "..2026_a")); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "reload after the swap", func() (bool, string) {
+	poll.Until(t, 10*time.Second, "reload after the swap", func() (bool, string) {
 		got := r.jobNames()
 		return slices.Equal(got, []string{"first", "second"}), fmt.Sprint(got)
 	})
@@ -219,7 +220,7 @@ func TestReloadConfigMapSwap(t *testing.T) {
 	swap("..2026_c")
 	generation("..2026_d", configYAML(endpoint, "/cm/", jobsYAML("third")))
 	swap("..2026_d")
-	waitFor(t, 10*time.Second, "reload after the second swap", func() (bool, string) {
+	poll.Until(t, 10*time.Second, "reload after the second swap", func() (bool, string) {
 		got := r.jobNames()
 		return slices.Equal(got, []string{"third"}), fmt.Sprint(got)
 	})
@@ -240,7 +241,7 @@ func TestReloadOnFileEdit(t *testing.T) {
 	r := startReplica(t, "e1", path)
 
 	writeFile(t, path, "jobs: [")
-	waitFor(t, 10*time.Second, "invalid edit refused", func() (bool, string) {
+	poll.Until(t, 10*time.Second, "invalid edit refused", func() (bool, string) {
 		st := r.status()
 		return strings.HasPrefix(st.LastReloadError, path+":"), st.LastReloadError
 	})
@@ -251,7 +252,7 @@ func TestReloadOnFileEdit(t *testing.T) {
 	if err := os.WriteFile(path, []byte(configYAML(endpoint, "/edit/", jobsYAML("one", "two"))), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "valid edit applied", func() (bool, string) {
+	poll.Until(t, 10*time.Second, "valid edit applied", func() (bool, string) {
 		got := r.jobNames()
 		return slices.Equal(got, []string{"one", "two"}), fmt.Sprint(got)
 	})

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/etcdsched/scheduler/internal/etcdtest"
+	"github.com/etcdsched/scheduler/internal/poll"
 )
 
 func TestManagerReplacesLostSession(t *testing.T) {
@@ -40,7 +41,7 @@ func TestManagerReplacesLostSession(t *testing.T) {
 	if second.Lease() == first.Lease() {
 		t.Fatal("manager handed out the lost session again")
 	}
-	waitFor(t, 10*time.Second, func() bool { return testutil.ToFloat64(m.lost) == 1 })
+	poll.For(t, 10*time.Second, "a lost session counted", func() bool { return testutil.ToFloat64(m.lost) == 1 })
 
 	stop()
 	if err := <-done; err != nil {

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/etcdsched/scheduler/internal/etcdtest"
+	"github.com/etcdsched/scheduler/internal/poll"
 )
 
 func TestMain(m *testing.M) {
@@ -44,8 +45,8 @@ func TestGuardEndsSessionBeforeServerExpiresLease(t *testing.T) {
 	// Let keepalives sent after the delay began be acknowledged, so the
 	// deadline comes from a slow round trip.
 	delayed := time.Now()
-	waitForOr(t, 30*time.Second, func() bool { return s.Deadline().After(delayed.Add(4 * time.Second)) }, func() string {
-		return fmt.Sprintf("no keepalive sent after the delay began was acknowledged: session err %v, deadline %s, delay began %s",
+	poll.Until(t, 30*time.Second, "a keepalive sent after the delay began acknowledged", func() (bool, string) {
+		return s.Deadline().After(delayed.Add(4 * time.Second)), fmt.Sprintf("session err %v, deadline %s, delay began %s",
 			s.Err(), s.Deadline().Format(time.StampMilli), delayed.Format(time.StampMilli))
 	})
 
@@ -132,23 +133,6 @@ func TestOptionsAreChecked(t *testing.T) {
 	}
 }
 
-// waitForOr is waitFor with a description of the state on failure.
-func waitForOr(t *testing.T, within time.Duration, cond func() bool, state func() string) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not met within %s: %s", within, state())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-func waitFor(t *testing.T, within time.Duration, cond func() bool) {
-	t.Helper()
-	waitForOr(t, within, cond, func() string { return "no state to show" })
-}
-
 // A slow but working link does not end the session: keepalives go out on a
 // fixed beat, not one answer after another, so a 2s round trip against a 4s
 // guarded window (TTL 5s, margin 1s) keeps the lease trusted. (Sending the
@@ -167,9 +151,9 @@ func TestSlowRoundTripsKeepTheSession(t *testing.T) {
 	proxy.SetDelay(0, 2*time.Second)
 	slowFrom := time.Now()
 	// Fifteen seconds is several guarded windows of slow answers.
-	waitForOr(t, 30*time.Second, func() bool {
+	poll.For(t, 30*time.Second, "the session to end or 15s of slow answers", func() bool {
 		return s.Err() != nil || time.Since(slowFrom) > 15*time.Second
-	}, func() string { return "" })
+	})
 	if err := s.Err(); err != nil {
 		t.Fatalf("session ended %s into 2s round trips: %v", time.Since(slowFrom).Round(time.Millisecond), err)
 	}

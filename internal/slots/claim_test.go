@@ -15,6 +15,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/internal/etcdtest"
+	"github.com/etcdsched/scheduler/internal/poll"
 )
 
 // The dispatch engine's queue entry leaves the queue exactly when the run
@@ -184,7 +185,7 @@ func TestListAndMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, func() bool { return len(sem.List()) == 2 })
+	poll.For(t, 10*time.Second, "two slots in the view", func() bool { return len(sem.List()) == 2 })
 	list := sem.List()
 	want := []Info{
 		{Job: "j", Slot: 0, RunID: v.RunID, Holder: "replica-a", FencingToken: h.Token, StartedAt: started, ScheduledAt: scheduled},
@@ -218,7 +219,7 @@ scheduler_slots_in_use{job="j"} JOB
 	if err := sem.Release(ctx, h); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, func() bool { return len(sem.List()) == 0 })
+	poll.For(t, 10*time.Second, "an empty view", func() bool { return len(sem.List()) == 0 })
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(gauges(0, 0)), "scheduler_slots_in_use", "scheduler_resource_slots_in_use"); err != nil {
 		t.Error(err)
 	}

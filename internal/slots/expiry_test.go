@@ -9,6 +9,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/internal/etcdtest"
+	"github.com/etcdsched/scheduler/internal/poll"
 	"github.com/etcdsched/scheduler/internal/session"
 )
 
@@ -101,7 +102,7 @@ func TestHolderContextEndsBeforeServerDeletesSlot(t *testing.T) {
 	// Wait until a keepalive sent after the delay began is acknowledged, so
 	// the deadline comes from a slow round trip.
 	delayed := time.Now()
-	waitFor(t, 20*time.Second, func() bool { return sess.Deadline().After(delayed.Add(ttl - margin)) })
+	poll.For(t, 20*time.Second, "a keepalive acknowledged on the slow link", func() bool { return sess.Deadline().After(delayed.Add(ttl - margin)) })
 
 	proxy.Pause()
 	var cancelledAt time.Time

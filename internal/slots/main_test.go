@@ -78,17 +78,6 @@ func claimWait(ctx context.Context, s *Semaphore, sess *session.Session, req Req
 	}
 }
 
-func waitFor(t testing.TB, within time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not met within %s", within)
-		}
-		time.Sleep(10 * time.Millisecond) // polling interval of a condition with a deadline
-	}
-}
-
 func keysUnder(t testing.TB, cli *clientv3.Client, prefix string) map[string]int64 {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

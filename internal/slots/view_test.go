@@ -10,6 +10,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/internal/etcdtest"
+	"github.com/etcdsched/scheduler/internal/poll"
 )
 
 // A view that fell behind a compaction cannot resume its watch; follow says
@@ -82,7 +83,7 @@ func TestLaggingDeleteOfAnEarlierHolderIsNotALoss(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- sem.follow(followCtx, rev) }()
 	defer func() { stop(); <-done }()
-	waitFor(t, 10*time.Second, func() bool {
+	poll.For(t, 10*time.Second, "the view to show the claim", func() bool {
 		for _, s := range sem.List() {
 			if s.Job == "j" && s.FencingToken == held.Token {
 				return true
@@ -118,7 +119,7 @@ func TestDeleteSeenBeforeTrackEndsHolder(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- sem.follow(followCtx, rev) }()
 	defer func() { stop(); <-done }()
-	waitFor(t, 10*time.Second, func() bool {
+	poll.For(t, 10*time.Second, "the view to apply the marker", func() bool {
 		for _, s := range sem.List() {
 			if s.Job == "marker" {
 				return true
@@ -140,7 +141,7 @@ func TestDeleteSeenBeforeTrackEndsHolder(t *testing.T) {
 	}
 	live := newHeld(sess, "j", 0, put2.Header.Revision, nil, []string{key}, Value{RunID: "j@2"})
 	sem.track(live)
-	waitFor(t, 10*time.Second, func() bool {
+	poll.For(t, 10*time.Second, "the view to show the live claim", func() bool {
 		for _, s := range sem.List() {
 			if s.Job == "j" && s.FencingToken == live.Token {
 				return true
