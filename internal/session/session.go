@@ -28,7 +28,10 @@ var (
 	// ErrGuardExpired: no keepalive was acknowledged in time, so the lease
 	// may expire on the server within the margin.
 	ErrGuardExpired = errors.New("session: lease guard deadline passed")
-	// ErrLeaseGone: the server says the lease no longer exists.
+	// ErrLeaseGone: the server says the lease no longer exists, or etcd's
+	// client library ended its session first (it gives up a TTL after its
+	// own last answer, which can be older than the guard's last
+	// acknowledged send).
 	ErrLeaseGone = errors.New("session: lease expired or revoked")
 	// ErrClosed: the session was closed by its owner.
 	ErrClosed = errors.New("session: closed")
@@ -257,7 +260,8 @@ func (s *Session) extend(deadline time.Time) {
 }
 
 // guard ends the session at the deadline, or when the library session ends
-// (lease revoked, expired or the client closed).
+// (lease revoked, expired, the client closed, or no answer on the library's
+// own keepalive stream for a TTL).
 func (s *Session) guard(ctx context.Context) {
 	defer s.wg.Done()
 	for {
