@@ -13,7 +13,8 @@ func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
-// readyz answers 200 only when etcd is reachable and the session is alive.
+// readyz answers 200 only when Ready says so: etcd is reachable, the
+// session is alive and the replica is not shutting down.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	if s.opts.Ready == nil {
 		writeError(w, http.StatusServiceUnavailable, "not_ready", "starting")

@@ -65,7 +65,13 @@ func DeletedAt(t testing.TB, ctx context.Context, watch clientv3.WatchChan, what
 	t.Helper()
 	for {
 		select {
-		case resp := <-watch:
+		case resp, ok := <-watch:
+			if !ok {
+				t.Fatalf("%s: the watch closed", what)
+			}
+			if err := resp.Err(); err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
 			for _, ev := range resp.Events {
 				if ev.Type == clientv3.EventTypeDelete {
 					return time.Now()

@@ -316,7 +316,8 @@ func (r *replica) status() api.Status {
 	return st
 }
 
-// ready: etcd answers a linearizable read and the session is alive.
+// ready: not shutting down, etcd answers a linearizable read and the
+// session is alive.
 func (r *replica) ready(ctx context.Context) error {
 	if r.draining.Load() {
 		return errors.New("shutting down: no new claims, draining runs")

@@ -2,7 +2,6 @@ package slots
 
 import (
 	"context"
-	"strings"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -85,9 +84,9 @@ func (h *Held) ownerCmps() []clientv3.Cmp {
 func (s *Semaphore) track(h *Held) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, k := range h.keys {
-		view := slotsView
-		if strings.HasPrefix(k, ResourcesPrefix(s.prefix)) {
+	for i, k := range h.keys {
+		view := slotsView // keys[0] is the job slot
+		if i > 0 {
 			view = resourcesView
 		}
 		if e, ok := s.entries[k]; s.seen[view] >= h.Token && (!ok || e.token != h.Token) {

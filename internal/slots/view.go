@@ -126,9 +126,16 @@ func (s *Semaphore) watch(ctx context.Context, next *[2]int64) error {
 		case resp.Err() != nil:
 			return resp.Err()
 		}
-		if n := len(resp.Events); n > 0 {
-			s.apply(i, resp.Events)
-			next[i] = resp.Events[n-1].Kv.ModRevision + 1
+		// Events older than asked for would move the view back while seen
+		// says it is ahead (track relies on it); etcd should never send
+		// them, and they are dropped if it does.
+		events := resp.Events
+		for len(events) > 0 && events[0].Kv.ModRevision < next[i] {
+			events = events[1:]
+		}
+		if n := len(events); n > 0 {
+			s.apply(i, events)
+			next[i] = events[n-1].Kv.ModRevision + 1
 		}
 	}
 }

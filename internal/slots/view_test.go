@@ -154,6 +154,30 @@ func TestDeleteSeenBeforeTrackEndsHolder(t *testing.T) {
 	}
 }
 
+// The two prefixes are watched apart, so one can be ahead of the other:
+// a resource key the resources watch has not reached yet is not missing.
+func TestTrackJudgesEachKeyByItsOwnWatch(t *testing.T) {
+	_, cli, sem, _ := loadedView(t)
+	sess := newSession(t, cli, 5*time.Second, time.Second)
+	const token = 100
+	jobKey, resKey := SlotKey(testPrefix, "j", 0), ResourceKey(testPrefix, "db", 0)
+	track := func(slotsSeen, resourcesSeen int64) *Held {
+		sem.mu.Lock()
+		sem.entries = map[string]entry{jobKey: {token: token}}
+		sem.seen = [2]int64{slotsView: slotsSeen, resourcesView: resourcesSeen}
+		sem.mu.Unlock()
+		h := newHeld(sess, "j", 0, token, []HeldResource{{Name: "db"}}, []string{jobKey, resKey}, Value{RunID: "j@1"})
+		sem.track(h)
+		return h
+	}
+	if h := track(token+5, token-1); h.Context().Err() != nil {
+		t.Fatalf("resources watch behind the claim: the claim was ended (%v)", context.Cause(h.Context()))
+	}
+	if h := track(token+5, token+5); !errors.Is(context.Cause(h.Context()), ErrLost) {
+		t.Fatalf("resources watch past the claim without its key: cause %v, want %v", context.Cause(h.Context()), ErrLost)
+	}
+}
+
 // loadedView is a semaphore whose view has been read once, at rev, and does
 // not follow the watch: a test drives load and follow itself.
 func loadedView(t *testing.T) (context.Context, *clientv3.Client, *Semaphore, int64) {

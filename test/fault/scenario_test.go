@@ -191,17 +191,20 @@ func (r *runner) leader() *cluster.Replica {
 // preferring one whose long run (longer than the TTL) started within the
 // last TTL/2, so that freezing it makes its lease expire while its run is
 // still in the target's handler. Any slot holder, or any non-leader, when
-// none shows up in time.
+// none shows up in time. It returns the leader as last seen too: over the
+// wait leadership may move, and a fault on the leader is a failover window.
 //
 // The wait covers about four cycles of the long job (a 3×TTL run, then the
 // next tick): each cycle's run lands on a non-leader about two times in
 // three, so the fallback is rare. Only a fresh long run can outlive the
 // lease; a fault that misses one tests little, and the positive control
 // needs at least one to show its overlap.
-func (r *runner) holder(leader *cluster.Replica) *cluster.Replica {
+func (r *runner) holder() (h, leader *cluster.Replica) {
 	var fresh, any *cluster.Replica
-	deadline := time.Now().Add(12 * r.sc.ttl)
+	within := 12 * r.sc.ttl
+	deadline := time.Now().Add(within)
 	for fresh == nil && time.Now().Before(deadline) {
+		leader, any = r.leader(), nil
 		ctx, cancel := r.ctx(5 * time.Second)
 		held, err := r.c.Slots(ctx)
 		cancel()
@@ -225,14 +228,14 @@ func (r *runner) holder(leader *cluster.Replica) *cluster.Replica {
 	}
 	switch {
 	case fresh != nil:
-		return fresh
+		return fresh, leader
 	case any != nil:
-		r.t.Logf("no fresh long run on a non-leader within %s: freezing %s, which holds another slot", 12*r.sc.ttl, any.ID)
-		return any
+		r.t.Logf("no fresh long run on a non-leader within %s: freezing %s, which holds another slot", within, any.ID)
+		return any, leader
 	}
-	r.t.Logf("no slot held by a non-leader within %s: freezing a random non-leader", 12*r.sc.ttl)
+	r.t.Logf("no slot held by a non-leader within %s: freezing a random non-leader", within)
 	others := slices.DeleteFunc(slices.Clone(r.c.Replicas), func(x *cluster.Replica) bool { return x == leader })
-	return others[r.rng.IntN(len(others))]
+	return others[r.rng.IntN(len(others))], leader
 }
 
 // failover measures from t0 to the first tick written by a leader other
@@ -280,7 +283,7 @@ func (r *runner) inject(kind faultKind) injected {
 		must(l.Cont())
 		r.freezes = append(r.freezes, Freeze{Holder: l.ID, Window: Window{f.start, time.Now()}})
 	case stopWorker:
-		h := r.holder(r.leader())
+		h, _ := r.holder()
 		f.target, f.start = h.ID, time.Now()
 		must(h.Stop())
 		r.hold(2 * ttl)
@@ -290,7 +293,7 @@ func (r *runner) inject(kind faultKind) injected {
 		l := r.leader()
 		h := l
 		if kind == partition {
-			h = r.holder(l)
+			h, l = r.holder()
 		}
 		f.target, f.leader, f.start = h.ID, h == l, time.Now()
 		h.PauseProxy()
