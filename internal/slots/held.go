@@ -84,19 +84,29 @@ func (h *Held) ownerCmps() []clientv3.Cmp {
 func (s *Semaphore) track(h *Held) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.goneLocked(h) {
+		s.lostLocked(h)
+		return
+	}
+	for _, k := range h.keys {
+		s.held[k] = h
+	}
+}
+
+// goneLocked reports whether the view shows a key of h no longer holding
+// h's incarnation: the view has applied the claim's revision on that key's
+// prefix, and the key is missing or was created anew since.
+func (s *Semaphore) goneLocked(h *Held) bool {
 	for i, k := range h.keys {
 		view := slotsView // keys[0] is the job slot
 		if i > 0 {
 			view = resourcesView
 		}
 		if e, ok := s.entries[k]; s.seen[view] >= h.Token && (!ok || e.token != h.Token) {
-			s.lostLocked(h)
-			return
+			return true
 		}
 	}
-	for _, k := range h.keys {
-		s.held[k] = h
-	}
+	return false
 }
 
 func (s *Semaphore) lostLocked(h *Held) {

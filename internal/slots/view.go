@@ -26,10 +26,10 @@ func (s *Semaphore) Run(ctx context.Context) error {
 	ctx = clientv3.WithRequireLeader(ctx)
 	backoff := newBackoff()
 	for {
-		rev, err := s.load(ctx)
+		err := s.load(ctx)
 		if err == nil {
 			backoff.reset()
-			err = s.follow(ctx, rev)
+			err = s.follow(ctx)
 		}
 		if ctx.Err() != nil {
 			return nil
@@ -42,13 +42,13 @@ func (s *Semaphore) Run(ctx context.Context) error {
 }
 
 // load replaces the view with a read of both prefixes at one revision.
-func (s *Semaphore) load(ctx context.Context) (int64, error) {
+func (s *Semaphore) load(ctx context.Context) error {
 	resp, err := s.client.Txn(ctx).Then(
 		clientv3.OpGet(SlotsPrefix(s.prefix), clientv3.WithPrefix()),
 		clientv3.OpGet(ResourcesPrefix(s.prefix), clientv3.WithPrefix()),
 	).Commit()
 	if err != nil {
-		return 0, fmt.Errorf("slots: read held slots: %w", err)
+		return fmt.Errorf("slots: read held slots: %w", err)
 	}
 	rev := resp.Header.Revision
 	s.mu.Lock()
@@ -70,8 +70,8 @@ func (s *Semaphore) load(ctx context.Context) (int64, error) {
 	}
 	// A claim registered after this read began has a token above rev and
 	// is not in it; only older claims can be judged.
-	for k, h := range s.held {
-		if e, ok := s.entries[k]; h.Token <= rev && (!ok || e.token != h.Token) {
+	for _, h := range s.held {
+		if s.goneLocked(h) {
 			s.lostLocked(h)
 		}
 	}
@@ -80,32 +80,42 @@ func (s *Semaphore) load(ctx context.Context) (int64, error) {
 		close(s.ready)
 	}
 	s.signalLocked()
-	return rev, nil
+	return nil
 }
 
-// follow watches both prefixes from rev+1 and resumes each watch after its
-// last event until the history is compacted or ctx ends.
-func (s *Semaphore) follow(ctx context.Context, rev int64) error {
-	next := [2]int64{rev + 1, rev + 1}
+// follow watches both prefixes from the revision after the view's and
+// resumes each watch after its last event until the history is compacted
+// or ctx ends.
+func (s *Semaphore) follow(ctx context.Context) error {
 	backoff := newBackoff()
 	for {
-		err := s.watch(ctx, &next)
+		err := s.watch(ctx)
 		if ctx.Err() != nil || errors.Is(err, rpctypes.ErrCompacted) {
 			return err
 		}
-		s.logger.Info("slot watch ended; resuming", "err", err, "slots_rev", next[0], "resources_rev", next[1])
+		from := s.watchFrom()
+		s.logger.Info("slot watch ended; resuming", "err", err, "slots_rev", from[slotsView], "resources_rev", from[resourcesView])
 		if !backoff.wait(ctx) {
 			return ctx.Err()
 		}
 	}
 }
 
-func (s *Semaphore) watch(ctx context.Context, next *[2]int64) error {
+// watchFrom is where each prefix's watch goes on: the revision after the
+// view's.
+func (s *Semaphore) watchFrom() [2]int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return [2]int64{s.seen[0] + 1, s.seen[1] + 1}
+}
+
+func (s *Semaphore) watch(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	from := s.watchFrom()
 	var chans [2]clientv3.WatchChan
 	for i, prefix := range [2]string{slotsView: SlotsPrefix(s.prefix), resourcesView: ResourcesPrefix(s.prefix)} {
-		chans[i] = s.client.Watch(ctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(next[i]))
+		chans[i] = s.client.Watch(ctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(from[i]))
 	}
 	for {
 		var (
@@ -122,21 +132,11 @@ func (s *Semaphore) watch(ctx context.Context, next *[2]int64) error {
 		case !ok:
 			return errWatchClosed
 		case resp.CompactRevision != 0:
-			return fmt.Errorf("slots: watch from revision %d: %w", next[i], rpctypes.ErrCompacted)
+			return fmt.Errorf("slots: watch from revision %d: %w", s.watchFrom()[i], rpctypes.ErrCompacted)
 		case resp.Err() != nil:
 			return resp.Err()
 		}
-		// Events older than asked for would move the view back while seen
-		// says it is ahead (track relies on it); etcd should never send
-		// them, and they are dropped if it does.
-		events := resp.Events
-		for len(events) > 0 && events[0].Kv.ModRevision < next[i] {
-			events = events[1:]
-		}
-		if n := len(events); n > 0 {
-			s.apply(i, events)
-			next[i] = events[n-1].Kv.ModRevision + 1
-		}
+		s.apply(i, resp.Events)
 	}
 }
 
@@ -145,6 +145,15 @@ func (s *Semaphore) watch(ctx context.Context, next *[2]int64) error {
 func (s *Semaphore) apply(view int, events []*clientv3.Event) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// Events the view has applied already would move it back while seen
+	// says it is ahead (goneLocked relies on it); etcd should never send
+	// them, and they are dropped if it does.
+	for len(events) > 0 && events[0].Kv.ModRevision <= s.seen[view] {
+		events = events[1:]
+	}
+	if len(events) == 0 {
+		return
+	}
 	s.seen[view] = events[len(events)-1].Kv.ModRevision
 	touched := map[group]bool{}
 	for _, ev := range events {

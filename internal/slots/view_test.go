@@ -16,7 +16,7 @@ import (
 // A view that fell behind a compaction cannot resume its watch; follow says
 // so (Run then reads again) and the fresh read is complete (SPEC rule 8).
 func TestViewStartsOverAfterCompaction(t *testing.T) {
-	ctx, cli, sem, rev := loadedView(t)
+	ctx, cli, sem := loadedView(t)
 	for _, k := range []string{SlotKey(testPrefix, "j", 0), SlotKey(testPrefix, "j", 1), ResourceKey(testPrefix, "db", 0)} {
 		if _, err := cli.Put(ctx, k, `{"run_id":"j@1"}`); err != nil {
 			t.Fatal(err)
@@ -29,10 +29,10 @@ func TestViewStartsOverAfterCompaction(t *testing.T) {
 	if _, err := cli.Compact(ctx, del.Header.Revision); err != nil {
 		t.Fatal(err)
 	}
-	if err := sem.follow(ctx, rev); !errors.Is(err, rpctypes.ErrCompacted) {
+	if err := sem.follow(ctx); !errors.Is(err, rpctypes.ErrCompacted) {
 		t.Fatalf("follow from a compacted revision: err = %v, want %v", err, rpctypes.ErrCompacted)
 	}
-	if _, err := sem.load(ctx); err != nil {
+	if err := sem.load(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if sem.InUse("j") != 1 || sem.ResourceInUse("db") != 1 || len(sem.List()) != 2 {
@@ -63,7 +63,7 @@ func TestClaimWaitsForTheView(t *testing.T) {
 // after this replica claimed the key anew. That delete is not a loss of the
 // new claim: only a delete after the claim's own revision is.
 func TestLaggingDeleteOfAnEarlierHolderIsNotALoss(t *testing.T) {
-	ctx, cli, sem, rev := loadedView(t) // the view stops at rev until follow below
+	ctx, cli, sem := loadedView(t) // the view stops at its read until followView below
 	// An earlier holder comes and goes after the view's read.
 	key := SlotKey(testPrefix, "j", 0)
 	if _, err := cli.Put(ctx, key, `{"run_id":"j@0"}`); err != nil {
@@ -79,18 +79,8 @@ func TestLaggingDeleteOfAnEarlierHolderIsNotALoss(t *testing.T) {
 	}
 	// Now the view catches up: the earlier holder's put and delete, then
 	// this claim's put.
-	followCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- sem.follow(followCtx, rev) }()
-	defer func() { stop(); <-done }()
-	poll.For(t, 10*time.Second, "the view to show the claim", func() bool {
-		for _, s := range sem.List() {
-			if s.Job == "j" && s.FencingToken == held.Token {
-				return true
-			}
-		}
-		return false
-	})
+	followView(t, ctx, sem)
+	waitListed(t, sem, "the view to show the claim", "j", held.Token)
 	if err := held.Context().Err(); err != nil {
 		t.Fatalf("the claim (token %d) was ended by the delete of an earlier holder: %v (%v)", held.Token, err, context.Cause(held.Context()))
 	}
@@ -100,7 +90,7 @@ func TestLaggingDeleteOfAnEarlierHolderIsNotALoss(t *testing.T) {
 // and the view may apply that delete before the claim is tracked. The view
 // then has nothing left to report; track itself must find the claim gone.
 func TestDeleteSeenBeforeTrackEndsHolder(t *testing.T) {
-	ctx, cli, sem, rev := loadedView(t)
+	ctx, cli, sem := loadedView(t)
 	sess := newSession(t, cli, 5*time.Second, time.Second)
 	key := SlotKey(testPrefix, "j", 0)
 	// What a claim writes, then the delete, then a marker the view shows
@@ -115,18 +105,8 @@ func TestDeleteSeenBeforeTrackEndsHolder(t *testing.T) {
 	if _, err := cli.Put(ctx, SlotKey(testPrefix, "marker", 0), `{"run_id":"marker@1"}`); err != nil {
 		t.Fatal(err)
 	}
-	followCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- sem.follow(followCtx, rev) }()
-	defer func() { stop(); <-done }()
-	poll.For(t, 10*time.Second, "the view to apply the marker", func() bool {
-		for _, s := range sem.List() {
-			if s.Job == "marker" {
-				return true
-			}
-		}
-		return false
-	})
+	followView(t, ctx, sem)
+	waitListed(t, sem, "the view to apply the marker", "marker", 0)
 
 	held := newHeld(sess, "j", 0, put.Header.Revision, nil, []string{key}, Value{RunID: "j@1"})
 	sem.track(held)
@@ -141,14 +121,7 @@ func TestDeleteSeenBeforeTrackEndsHolder(t *testing.T) {
 	}
 	live := newHeld(sess, "j", 0, put2.Header.Revision, nil, []string{key}, Value{RunID: "j@2"})
 	sem.track(live)
-	poll.For(t, 10*time.Second, "the view to show the live claim", func() bool {
-		for _, s := range sem.List() {
-			if s.Job == "j" && s.FencingToken == live.Token {
-				return true
-			}
-		}
-		return false
-	})
+	waitListed(t, sem, "the view to show the live claim", "j", live.Token)
 	if err := live.Context().Err(); err != nil {
 		t.Fatalf("a live claim was ended: %v (%v)", err, context.Cause(live.Context()))
 	}
@@ -157,7 +130,7 @@ func TestDeleteSeenBeforeTrackEndsHolder(t *testing.T) {
 // The two prefixes are watched apart, so one can be ahead of the other:
 // a resource key the resources watch has not reached yet is not missing.
 func TestTrackJudgesEachKeyByItsOwnWatch(t *testing.T) {
-	_, cli, sem, _ := loadedView(t)
+	_, cli, sem := loadedView(t)
 	sess := newSession(t, cli, 5*time.Second, time.Second)
 	const token = 100
 	jobKey, resKey := SlotKey(testPrefix, "j", 0), ResourceKey(testPrefix, "db", 0)
@@ -178,9 +151,9 @@ func TestTrackJudgesEachKeyByItsOwnWatch(t *testing.T) {
 	}
 }
 
-// loadedView is a semaphore whose view has been read once, at rev, and does
-// not follow the watch: a test drives load and follow itself.
-func loadedView(t *testing.T) (context.Context, *clientv3.Client, *Semaphore, int64) {
+// loadedView is a semaphore whose view has been read once and does not
+// follow the watch: a test drives load and follow itself.
+func loadedView(t *testing.T) (context.Context, *clientv3.Client, *Semaphore) {
 	t.Helper()
 	cli := etcdtest.Start(t).Client()
 	sem, err := New(cli, testPrefix, nil, nil)
@@ -189,9 +162,31 @@ func loadedView(t *testing.T) (context.Context, *clientv3.Client, *Semaphore, in
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
-	rev, err := sem.load(ctx)
-	if err != nil {
+	if err := sem.load(ctx); err != nil {
 		t.Fatal(err)
 	}
-	return ctx, cli, sem, rev
+	return ctx, cli, sem
+}
+
+// followView lets the view follow the watch from where it stands until the
+// test ends.
+func followView(t *testing.T, ctx context.Context, sem *Semaphore) {
+	ctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- sem.follow(ctx) }()
+	t.Cleanup(func() { stop(); <-done })
+}
+
+// waitListed waits until the view lists a slot of job, with token when it
+// is not zero.
+func waitListed(t *testing.T, sem *Semaphore, what, job string, token int64) {
+	t.Helper()
+	poll.For(t, 10*time.Second, what, func() bool {
+		for _, s := range sem.List() {
+			if s.Job == job && (token == 0 || s.FencingToken == token) {
+				return true
+			}
+		}
+		return false
+	})
 }
