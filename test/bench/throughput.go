@@ -44,11 +44,11 @@ func throughput(ctx context.Context, e *env, limit limitResult, counts []int, wi
 		}
 		logf("throughput: %d jobs: %.0f runs/s, %.2f writes/run, outcomes %v, cpu cores %v, lateness %s", n, step.RunsPerSec, step.WritesPerRn, step.Outcomes, step.CPU, step.Lateness)
 		res.Steps = append(res.Steps, step)
-		if step.RunsPerSec > res.BestRunsPerSec {
-			res.BestRunsPerSec, res.WritesPerRun = step.RunsPerSec, step.WritesPerRn
+		if step.RunsPerSec > best.RunsPerSec {
 			best = step
 		}
 	}
+	res.BestRunsPerSec, res.WritesPerRun = best.RunsPerSec, best.WritesPerRn
 	if res.WritesPerRun > 0 {
 		res.Ceiling = limit.TxnPerSec / res.WritesPerRun
 		res.LimitFraction = res.BestRunsPerSec / res.Ceiling
