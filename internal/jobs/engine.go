@@ -13,7 +13,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/config"
-	"github.com/etcdsched/scheduler/internal/jobs/target"
+	"github.com/etcdsched/scheduler/internal/target"
 	"github.com/etcdsched/scheduler/internal/mirror"
 	"github.com/etcdsched/scheduler/internal/session"
 	"github.com/etcdsched/scheduler/internal/slots"

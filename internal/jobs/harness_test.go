@@ -18,7 +18,7 @@ import (
 	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/election"
 	"github.com/etcdsched/scheduler/internal/etcdtest"
-	"github.com/etcdsched/scheduler/internal/jobs/target"
+	"github.com/etcdsched/scheduler/internal/target"
 	"github.com/etcdsched/scheduler/internal/poll"
 	"github.com/etcdsched/scheduler/internal/runs"
 	"github.com/etcdsched/scheduler/internal/session"

@@ -23,7 +23,7 @@ import (
 	"github.com/etcdsched/scheduler/internal/election"
 	"github.com/etcdsched/scheduler/internal/embedetcd"
 	"github.com/etcdsched/scheduler/internal/jobs"
-	"github.com/etcdsched/scheduler/internal/jobs/target"
+	"github.com/etcdsched/scheduler/internal/target"
 	"github.com/etcdsched/scheduler/internal/session"
 	"github.com/etcdsched/scheduler/internal/slots"
 )
