@@ -16,7 +16,9 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/internal/etcdtest"
+	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/poll"
+	"github.com/etcdsched/scheduler/internal/runs"
 )
 
 // sleepJob is a job that only runs when triggered and takes secs seconds.
@@ -37,8 +39,7 @@ jobs:
 // wrote it is gone.
 func record(t *testing.T, cli *clientv3.Client, prefix, runID string) runState {
 	t.Helper()
-	job, _, _ := strings.Cut(runID, "@")
-	resp, err := cli.Get(context.Background(), prefix+"runs/"+job+"/"+runID)
+	resp, err := cli.Get(context.Background(), keys.New(prefix).Record(runs.JobOf(runID), runID))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,8 +96,9 @@ func TestShutdownLetsRunFinishWithinGrace(t *testing.T) {
 	if !rec.EndedAt.After(signalled) || a.exitAt.Before(rec.EndedAt) {
 		t.Errorf("run ended %s, SIGTERM at %s, exit at %s: want SIGTERM < end < exit", rec.EndedAt, signalled, a.exitAt)
 	}
-	for _, p := range []string{"slots/", "members/", "election/", "queue/"} {
-		if n := left(t, cli, prefix+p); n != 0 {
+	layout := keys.New(prefix)
+	for _, p := range []string{layout.Slots(), layout.Members(), layout.Election(), layout.Queue()} {
+		if n := left(t, cli, p); n != 0 {
 			t.Errorf("%d keys left under %s after exit", n, p)
 		}
 	}
@@ -125,7 +127,7 @@ func TestShutdownCancelsRunAfterGrace(t *testing.T) {
 	if d := rec.EndedAt.Sub(signalled); d < time.Second {
 		t.Errorf("run cancelled %s after SIGTERM, before the 1s grace", d)
 	}
-	if n := left(t, cli, prefix+"slots/"); n != 0 {
+	if n := left(t, cli, keys.New(prefix).Slots()); n != 0 {
 		t.Errorf("%d slots held after exit", n)
 	}
 }
@@ -156,7 +158,7 @@ func TestShutdownHandsOverLeadershipBeforeExit(t *testing.T) {
 	var resp *clientv3.GetResponse
 	poll.Until(t, 30*time.Second, "b campaigns", func() (bool, string) {
 		var err error
-		resp, err = cli.Get(context.Background(), prefix+"election/", clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))
+		resp, err = cli.Get(context.Background(), keys.New(prefix).Election(), clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -171,7 +173,7 @@ func TestShutdownHandsOverLeadershipBeforeExit(t *testing.T) {
 	// An independent witness: the moment a's election key is deleted while
 	// b's stays is the moment b leads.
 	resigned := make(chan time.Time, 1)
-	wch := cli.Watch(ctx, prefix+"election/", clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision+1))
+	wch := cli.Watch(ctx, keys.New(prefix).Election(), clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision+1))
 	wg.Add(1)
 	go func() {
 		defer wg.Done()

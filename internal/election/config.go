@@ -7,12 +7,14 @@ import (
 	"strings"
 
 	"github.com/jonboulle/clockwork"
+
+	"github.com/etcdsched/scheduler/internal/keys"
 )
 
 // Config names a replica and the key space it campaigns in.
 type Config struct {
 	// Prefix is the scheduler's key prefix, e.g. "/scheduler/". The election
-	// lives under Prefix+"election/" and members under Prefix+"members/".
+	// and the member records live under it (package keys).
 	Prefix string
 	// ID names this replica in the leader record and the member key.
 	ID string
@@ -59,6 +61,6 @@ func checkID(id string) error {
 	return nil
 }
 
-func electionPrefix(prefix string) string { return prefix + "election/" }
+func electionPrefix(prefix string) string { return keys.New(prefix).Election() }
 
-func membersPrefix(prefix string) string { return prefix + "members/" }
+func membersPrefix(prefix string) string { return keys.New(prefix).Members() }

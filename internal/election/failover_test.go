@@ -11,6 +11,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/internal/etcdtest"
+	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/netproxy"
 	"github.com/etcdsched/scheduler/internal/poll"
 )
@@ -77,7 +78,7 @@ func TestCrashedLeaderIsReplacedWithinTTL(t *testing.T) {
 	gone := witness.Watch(ctx, first.l.Key, clientv3.WithRev(first.l.Rev+1))
 
 	fencedPut := func(cli *clientv3.Client, value string) (*clientv3.TxnResponse, error) {
-		return cli.Txn(ctx).If(first.l.Fence()).Then(clientv3.OpPut(testPrefix+"jobs/j/cursor", value)).Commit()
+		return cli.Txn(ctx).If(first.l.Fence()).Then(clientv3.OpPut(keys.New(testPrefix).Cursor("j"), value)).Commit()
 	}
 	if resp, err := fencedPut(witness, "before"); err != nil || !resp.Succeeded {
 		t.Fatalf("fenced write of the live leader: %v, %v", resp, err)
@@ -168,7 +169,7 @@ func TestCrashedLeaderIsReplacedWithinTTL(t *testing.T) {
 	if r := <-late; r.err != nil || r.resp.Succeeded {
 		t.Errorf("a's late fenced write: err %v, applied %v; want it refused", r.err, r.err == nil && r.resp.Succeeded)
 	}
-	resp, err := witness.Get(ctx, testPrefix+"jobs/j/cursor")
+	resp, err := witness.Get(ctx, keys.New(testPrefix).Cursor("j"))
 	if err != nil {
 		t.Fatal(err)
 	}

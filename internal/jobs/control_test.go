@@ -7,8 +7,12 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/etcdtest"
+	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
+	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/poll"
 	"github.com/etcdsched/scheduler/internal/runs"
 )
@@ -19,13 +23,13 @@ import (
 func TestControl(t *testing.T) {
 	etcd := etcdtest.Start(t)
 	w := startWitness(t)
-	slow := httpJob("slow", "@every 1h", w.url("sleep=3s"))
+	slow := jobstest.HTTPJob("slow", "@every 1h", w.url("sleep=3s"))
 	slow.MaxConcurrency = 1
 	slow.Overlap = config.OverlapQueue
 	slow.QueueLimit = 5
-	quick := httpJob("quick", "@every 1s", w.url(""))
+	quick := jobstest.HTTPJob("quick", "@every 1s", w.url(""))
 	quick.HistoryLimit = 5
-	cfg := testConfig(slow, quick)
+	cfg := jobstest.Config(slow, quick)
 	a := startNode(t, etcd.Endpoints(), "a", cfg)
 	b := startNode(t, etcd.Endpoints(), "b", cfg)
 	leaderOf(t, []*node{a, b})
@@ -132,10 +136,14 @@ func TestControl(t *testing.T) {
 		if !st.Paused {
 			poll.For(t, 10*time.Second, "b to see the pause", func() bool { st, _ = b.engine.Job(ctx, "quick"); return st.Paused })
 		}
-		// Runs already queued ahead of time may still start; after that, none.
-		pausedAt := time.Now()
-		settled := pausedAt.Add(3 * time.Second)
-		poll.For(t, 10*time.Second, "queued runs to drain", func() bool { return time.Now().After(settled) })
+		// Runs already queued ahead of time may still start; after that,
+		// none. The leader moves a paused job's cursor without queueing, so
+		// once the cursor is past every tick a pass may have planned before
+		// it saw the pause, and nothing of the job is queued, no run is owed.
+		pausedAt := cursorOf(t, a.client, "quick")
+		poll.For(t, 20*time.Second, "queued runs of quick to drain", func() bool {
+			return cursorOf(t, a.client, "quick").After(pausedAt.Add(3*time.Second)) && queuedOf(b.engine, "quick") == 0
+		})
 		before := len(w.finished("quick"))
 
 		// Restart both replicas: the pause is in etcd, not in memory.
@@ -147,8 +155,11 @@ func TestControl(t *testing.T) {
 		if err != nil || !stc.Paused {
 			t.Fatalf("after restart: paused=%v err=%v", stc.Paused, err)
 		}
-		watchUntil := time.Now().Add(4 * time.Second)
-		poll.For(t, 10*time.Second, "four seconds paused", func() bool { return time.Now().After(watchUntil) })
+		// Four ticks pass through the new leader's hands, none queued.
+		restartedAt := cursorOf(t, c.client, "quick")
+		poll.For(t, 20*time.Second, "four ticks passed paused", func() bool {
+			return cursorOf(t, c.client, "quick").After(restartedAt.Add(4*time.Second)) && queuedOf(c.engine, "quick") == 0
+		})
 		if after := len(w.finished("quick")); after != before {
 			t.Errorf("%d runs while paused", after-before)
 		}
@@ -170,12 +181,12 @@ func TestControl(t *testing.T) {
 func TestWorkerRunsTheLeadersSpec(t *testing.T) {
 	etcd := etcdtest.Start(t)
 	w := startWitness(t)
-	leaderCfg := testConfig(httpJob("spec", "@every 1s", w.url("from=leader")))
+	leaderCfg := jobstest.Config(jobstest.HTTPJob("spec", "@every 1s", w.url("from=leader")))
 	leader := startNode(t, etcd.Endpoints(), "leader", leaderCfg)
 	leaderOf(t, []*node{leader})
 	// The worker's file points the job elsewhere and never leads: its
 	// elector is stopped at once.
-	workerCfg := testConfig(httpJob("spec", "@every 1s", "http://127.0.0.1:1/old"))
+	workerCfg := jobstest.Config(jobstest.HTTPJob("spec", "@every 1s", "http://127.0.0.1:1/old"))
 	worker := startNode(t, etcd.Endpoints(), "worker", workerCfg)
 	worker.stopElector()
 	<-worker.electorDone
@@ -196,8 +207,8 @@ func TestWorkerRunsTheLeadersSpec(t *testing.T) {
 // job while the listing reads last runs (it did answer 404 before).
 func TestJobsListingSurvivesReload(t *testing.T) {
 	etcd := etcdtest.Start(t)
-	before := testConfig(httpJob("old", "@every 1h", "http://127.0.0.1:1/"), httpJob("kept", "@every 1h", "http://127.0.0.1:1/"))
-	after := testConfig(httpJob("kept", "@every 1h", "http://127.0.0.1:1/"))
+	before := jobstest.Config(jobstest.HTTPJob("old", "@every 1h", "http://127.0.0.1:1/"), jobstest.HTTPJob("kept", "@every 1h", "http://127.0.0.1:1/"))
+	after := jobstest.Config(jobstest.HTTPJob("kept", "@every 1h", "http://127.0.0.1:1/"))
 	n := startNode(t, etcd.Endpoints(), "a", before)
 	calls := 0
 	e, err := New(Options{Client: n.client, Prefix: testPrefix, ID: "lister", Sessions: n.sessions, Slots: n.slots, Executor: n.exec,
@@ -218,4 +229,35 @@ func TestJobsListingSurvivesReload(t *testing.T) {
 	if len(list) != 2 || list[0].Name != "old" {
 		t.Errorf("listing: %+v", list)
 	}
+}
+
+// cursorOf is the last tick the leader materialized (or passed, paused)
+// for job.
+func cursorOf(t *testing.T, cli *clientv3.Client, job string) time.Time {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := cli.Get(ctx, keys.New(testPrefix).Cursor(job))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Kvs) == 0 {
+		return time.Time{}
+	}
+	at, err := time.Parse(runs.TimeFormat, string(resp.Kvs[0].Value))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return at
+}
+
+// queuedOf counts the job's pending and running runs in e's view.
+func queuedOf(e *Engine, job string) int {
+	n := 0
+	for _, r := range e.Pending() {
+		if r.Job == job {
+			n++
+		}
+	}
+	return n
 }

@@ -1,3 +1,8 @@
+// Package jobs is the dispatch engine of one replica, wired from its rooms:
+// queue (entries and the views every replica keeps), leader (ticks, lost
+// runs and history, fenced, while this replica leads) and worker (claims,
+// overlap, execution and release). It also holds the operations and read
+// models the API serves.
 package jobs
 
 import (
@@ -13,7 +18,12 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/config"
-	"github.com/etcdsched/scheduler/internal/target"
+	"github.com/etcdsched/scheduler/internal/election"
+	"github.com/etcdsched/scheduler/internal/jobs/leader"
+	"github.com/etcdsched/scheduler/internal/jobs/metrics"
+	"github.com/etcdsched/scheduler/internal/jobs/queue"
+	"github.com/etcdsched/scheduler/internal/jobs/worker"
+	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/mirror"
 	"github.com/etcdsched/scheduler/internal/session"
 	"github.com/etcdsched/scheduler/internal/slots"
@@ -26,7 +36,7 @@ type Options struct {
 	ID       string // this replica: the holder of the runs it executes
 	Sessions *session.Manager
 	Slots    *slots.Semaphore
-	Executor *target.Executor
+	Executor worker.Executor
 	// Config returns the current configuration; ConfigChanged tells the
 	// engine it changed.
 	Config func() *config.Config
@@ -49,16 +59,16 @@ type Options struct {
 // leads, worker work (Run) always.
 type Engine struct {
 	opts    Options
-	keys    Keys
+	keys    keys.Layout
 	clock   clockwork.Clock
 	log     *slog.Logger
-	metrics *metrics
+	metrics *metrics.Set
+	writes  queue.Writes
 
-	queue    *queueView
-	state    *jobState
-	worker   *worker
-	members  *memberSet
-	finished *finishedJobs
+	queue    *queue.View
+	paused   *queue.Paused
+	worker   *worker.Worker
+	finished *leader.Finished
 
 	configChanged chan struct{}
 	wg            sync.WaitGroup
@@ -81,34 +91,33 @@ func New(opts Options) (*Engine, error) {
 	if opts.Lookahead == 0 {
 		opts.Lookahead = 2 * time.Second
 	}
-	if opts.ClaimLead == 0 {
-		opts.ClaimLead = 25 * time.Millisecond
-	}
-	if opts.Backup == 0 {
-		opts.Backup = 250 * time.Millisecond
-	}
-	m, err := newMetrics(opts.Reg)
+	m, err := metrics.New(opts.Reg)
 	if err != nil {
 		return nil, fmt.Errorf("jobs: metrics: %w", err)
 	}
-	keys := Keys{Prefix: opts.Prefix}
+	layout := keys.New(opts.Prefix)
 	e := &Engine{
 		opts:          opts,
-		keys:          keys,
+		keys:          layout,
 		clock:         opts.Clock,
 		log:           opts.Logger,
 		metrics:       m,
-		queue:         newQueueView(keys, opts.Logger),
-		state:         newJobState(keys),
-		members:       newMemberSet(opts.Prefix + "members/"),
-		finished:      newFinishedJobs(),
+		writes:        queue.Writes{Client: opts.Client, Keys: layout},
+		queue:         queue.NewView(layout, opts.Logger),
+		paused:        queue.NewPaused(layout),
+		finished:      leader.NewFinished(),
 		configChanged: make(chan struct{}, 1),
 	}
-	e.worker = newWorker(e)
+	e.worker = worker.New(worker.Deps{
+		Client: opts.Client, Keys: layout, ID: opts.ID,
+		Sessions: opts.Sessions, Slots: opts.Slots, Executor: opts.Executor,
+		Queue: e.queue, Config: opts.Config, Metrics: m, Clock: opts.Clock, Log: opts.Logger,
+		ClaimLead: opts.ClaimLead, Backup: opts.Backup,
+	})
 	// A deleted queue entry is a finished run: count it for pruning.
-	e.queue.subscribe(nil, func(_ string, prev *queued) {
+	e.queue.Subscribe(nil, func(_ string, prev *queue.Item) {
 		if prev != nil {
-			e.noteFinished(prev.Job)
+			e.finished.Note(prev.Job)
 		}
 	})
 	return e, nil
@@ -131,10 +140,10 @@ func (e *Engine) Run(ctx context.Context) error {
 		prefix string
 		h      mirror.Handler
 	}{
-		{e.keys.QueuePrefix(), e.queue},
-		{e.keys.JobsPrefix(), e.state},
-		{e.keys.CancelPrefix(), e.worker.cancels},
-		{e.opts.Prefix + "members/", e.members},
+		{e.keys.Queue(), e.queue},
+		{e.keys.Jobs(), e.paused},
+		{e.keys.Cancels(), e.worker.Cancels()},
+		{e.keys.Members(), e.worker.Members()},
 	} {
 		wg.Add(1)
 		go func() {
@@ -142,13 +151,13 @@ func (e *Engine) Run(ctx context.Context) error {
 			_ = mirror.Run(mirrorCtx, e.opts.Client, m.prefix, m.h, e.log)
 		}()
 	}
-	err := e.worker.run(ctx)
+	err := e.worker.Run(ctx)
 	// The mirrors stay until Drain: running runs still need cancel
 	// requests and releases need the queue view.
 	e.wg.Add(1)
 	go func() {
 		defer e.wg.Done()
-		<-e.worker.drained
+		<-e.worker.Drained()
 		stopMirrors()
 		wg.Wait()
 	}()
@@ -158,9 +167,19 @@ func (e *Engine) Run(ctx context.Context) error {
 // Drain waits for runs in flight to finish until ctx ends, cancels the rest
 // and waits for their releases. Call after Run returned.
 func (e *Engine) Drain(ctx context.Context) {
-	e.worker.drain(ctx)
+	e.worker.Drain(ctx)
 	e.wg.Wait()
 }
 
 // Ready closes once the queue and job state have been read.
-func (e *Engine) Ready() <-chan struct{} { return e.queue.ready }
+func (e *Engine) Ready() <-chan struct{} { return e.queue.Ready() }
+
+// Lead does the leader's work for one term while ctx lives (package
+// leader). It returns nil when ctx ends or the term is found over.
+func (e *Engine) Lead(ctx context.Context, term election.Leadership) error {
+	return leader.Run(ctx, leader.Deps{
+		Client: e.opts.Client, Keys: e.keys, Config: e.opts.Config, ConfigChanged: e.configChanged,
+		Queue: e.queue, Paused: e.paused, Slots: e.opts.Slots, Finished: e.finished,
+		Metrics: e.metrics, Clock: e.clock, Log: e.log, Lookahead: e.opts.Lookahead,
+	}, term)
+}

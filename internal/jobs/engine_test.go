@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/etcdsched/scheduler/internal/etcdtest"
+	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
 	"github.com/etcdsched/scheduler/internal/poll"
 )
 
@@ -14,7 +15,7 @@ import (
 func TestEveryTickRunsExactlyOnce(t *testing.T) {
 	etcd := etcdtest.Start(t)
 	w := startWitness(t)
-	cfg := testConfig(httpJob("tick", "@every 1s", w.url("")))
+	cfg := jobstest.Config(jobstest.HTTPJob("tick", "@every 1s", w.url("")))
 	var nodes []*node
 	for _, id := range []string{"a", "b", "c"} {
 		nodes = append(nodes, startNode(t, etcd.Endpoints(), id, cfg))

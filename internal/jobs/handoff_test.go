@@ -7,6 +7,7 @@ import (
 
 	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/etcdtest"
+	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
 	"github.com/etcdsched/scheduler/internal/poll"
 	"github.com/etcdsched/scheduler/internal/runs"
 )
@@ -21,13 +22,13 @@ func TestLeaderHandoffDuringLongRuns(t *testing.T) {
 			t.Parallel()
 			etcd := etcdtest.Start(t)
 			w := startWitness(t)
-			long := httpJob("long", "@every 1s", w.url("sleep=2500ms"))
+			long := jobstest.HTTPJob("long", "@every 1s", w.url("sleep=2500ms"))
 			long.MaxConcurrency = 2
-			all := httpJob("catchall", "@every 1s", w.url(""))
+			all := jobstest.HTTPJob("catchall", "@every 1s", w.url(""))
 			all.CatchUp = config.CatchUpAll
-			none := httpJob("catchnone", "@every 1s", w.url(""))
+			none := jobstest.HTTPJob("catchnone", "@every 1s", w.url(""))
 			none.CatchUp = config.CatchUpNone
-			cfg := testConfig(long, all, none)
+			cfg := jobstest.Config(long, all, none)
 			// A short lookahead, so the leader gap is longer than the ticks
 			// the old leader had already queued and catch_up has work.
 			timing := Options{Lookahead: 100 * time.Millisecond}
@@ -111,7 +112,7 @@ func checkAccounted(t *testing.T, w *witness, n *node, job string, around time.T
 	last := time.Now().Add(-4 * time.Second).Truncate(time.Second)
 	var unaccounted []string
 	var outcomes map[runs.Outcome]int
-	settled := func() bool {
+	settled := func() (bool, string) {
 		ran := map[string]bool{}
 		for _, h := range w.finished(job) {
 			ran[h.RunID] = true
@@ -128,14 +129,8 @@ func checkAccounted(t *testing.T, w *witness, n *node, job string, around time.T
 				unaccounted = append(unaccounted, at.Format(time.TimeOnly))
 			}
 		}
-		return len(unaccounted) == 0
+		return len(unaccounted) == 0, fmt.Sprint(unaccounted)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for !settled() && time.Now().Before(deadline) {
-		time.Sleep(100 * time.Millisecond)
-	}
-	if len(unaccounted) > 0 {
-		t.Errorf("%s: ticks neither run nor recorded (handoff at %s): %v", job, around.Format(time.TimeOnly), unaccounted)
-	}
+	poll.Until(t, 20*time.Second, fmt.Sprintf("%s: every tick run or recorded (handoff at %s)", job, around.Format(time.TimeOnly)), settled)
 	t.Logf("%s: %s", job, fmt.Sprint(outcomes))
 }

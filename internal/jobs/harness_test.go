@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -18,11 +19,12 @@ import (
 	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/election"
 	"github.com/etcdsched/scheduler/internal/etcdtest"
-	"github.com/etcdsched/scheduler/internal/target"
+	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/poll"
 	"github.com/etcdsched/scheduler/internal/runs"
 	"github.com/etcdsched/scheduler/internal/session"
 	"github.com/etcdsched/scheduler/internal/slots"
+	"github.com/etcdsched/scheduler/internal/target"
 )
 
 const testPrefix = "/sched/"
@@ -102,7 +104,7 @@ func startNodeWith(t *testing.T, endpoints []string, id string, cfg *config.Conf
 	go func() {
 		defer close(n.electorDone)
 		_ = n.elector.Run(electorCtx, func(ctx context.Context, l election.Leadership) {
-			if err := n.engine.Lead(ctx, l.Fence()); err != nil {
+			if err := n.engine.Lead(ctx, l); err != nil {
 				log.Warn("lead ended", "err", err)
 			}
 		})
@@ -160,50 +162,6 @@ func (n *node) crash() {
 	cancel()
 	<-n.baseDone
 	n.exec.Close()
-}
-
-func testConfig(jobs ...config.Job) *config.Config {
-	cfg := &config.Config{}
-	cfg.Cluster.SessionTTL = config.Duration(2 * time.Second)
-	cfg.Cluster.LeaseMargin = config.Duration(500 * time.Millisecond)
-	cfg.Worker.MaxParallel = 64
-	cfg.Resources = []config.Resource{{Name: "shared", Limit: 2}}
-	for _, j := range jobs {
-		cfg.Jobs = append(cfg.Jobs, withDefaults(j))
-	}
-	return cfg
-}
-
-func withDefaults(j config.Job) config.Job {
-	if j.Timezone == "" {
-		j.Timezone = "UTC"
-	}
-	if j.MaxConcurrency == 0 {
-		j.MaxConcurrency = 1
-	}
-	if j.Overlap == "" {
-		j.Overlap = config.OverlapSkip
-	}
-	if j.QueueLimit == 0 {
-		j.QueueLimit = 1
-	}
-	if j.Timeout == 0 {
-		j.Timeout = config.Duration(time.Minute)
-	}
-	if j.CatchUp == "" {
-		j.CatchUp = config.CatchUpLatest
-	}
-	if j.StartingDeadline == 0 {
-		j.StartingDeadline = config.Duration(time.Minute)
-	}
-	if j.HistoryLimit == 0 {
-		j.HistoryLimit = 1000
-	}
-	if j.Retries.Backoff == 0 {
-		j.Retries.Backoff = config.Duration(100 * time.Millisecond)
-		j.Retries.MaxBackoff = config.Duration(time.Second)
-	}
-	return j
 }
 
 // witness is a real HTTP target that records every request it gets, with
@@ -307,19 +265,18 @@ func records(t *testing.T, cli *clientv3.Client, job string) map[string]runs.Rec
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	out := map[string]runs.Record{}
-	n := &Engine{opts: Options{Client: cli, Config: func() *config.Config { return testConfig(config.Job{Name: job}) }}, keys: Keys{Prefix: testPrefix}}
-	recs, err := n.Runs(ctx, job, 100000)
+	resp, err := cli.Get(ctx, keys.New(testPrefix).JobRuns(job), clientv3.WithPrefix())
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range recs {
+	for _, kv := range resp.Kvs {
+		var r runs.Record
+		if err := json.Unmarshal(kv.Value, &r); err != nil {
+			t.Fatalf("record %s: %v", kv.Key, err)
+		}
 		out[r.RunID] = r
 	}
 	return out
-}
-
-func httpJob(name, schedule, url string) config.Job {
-	return config.Job{Name: name, Schedule: schedule, HTTP: &config.HTTP{Method: "GET", URL: url, SuccessCodes: []string{"2xx"}}}
 }
 
 // leaderOf returns the node that leads, once exactly one does.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/etcdsched/scheduler/internal/etcdtest"
+	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
 	"github.com/etcdsched/scheduler/internal/poll"
 	"github.com/etcdsched/scheduler/internal/runs"
 )
@@ -16,9 +17,9 @@ import (
 func TestCrashedHolderRunIsLostAndRetried(t *testing.T) {
 	etcd := etcdtest.Start(t)
 	w := startWitness(t)
-	job := httpJob("work", "@every 1h", w.url("sleep=4s"))
+	job := jobstest.HTTPJob("work", "@every 1h", w.url("sleep=4s"))
 	job.Retries.Max = 2
-	cfg := testConfig(job)
+	cfg := jobstest.Config(job)
 	nodes := map[string]*node{}
 	var list []*node
 	for _, id := range []string{"a", "b", "c"} {

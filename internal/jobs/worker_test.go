@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/etcdsched/scheduler/internal/etcdtest"
+	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
 	"github.com/etcdsched/scheduler/internal/poll"
 	"github.com/etcdsched/scheduler/internal/runs"
 )
@@ -16,9 +17,9 @@ func TestMaxParallelBoundsOneReplica(t *testing.T) {
 	etcd := etcdtest.Start(t)
 	w := startWitness(t)
 	var jobs []string
-	cfg := testConfig()
+	cfg := jobstest.Config()
 	for _, name := range []string{"p1", "p2", "p3", "p4", "p5", "p6"} {
-		cfg.Jobs = append(cfg.Jobs, withDefaults(httpJob(name, "@every 1h", w.url("sleep=1s"))))
+		cfg.Jobs = append(cfg.Jobs, jobstest.WithDefaults(jobstest.HTTPJob(name, "@every 1h", w.url("sleep=1s"))))
 		jobs = append(jobs, name)
 	}
 	cfg.Worker.MaxParallel = 2
@@ -79,9 +80,9 @@ func TestMaxParallelBoundsOneReplica(t *testing.T) {
 func TestFailedRunIsRetried(t *testing.T) {
 	etcd := etcdtest.Start(t)
 	w := startWitness(t)
-	job := httpJob("flaky", "@every 1h", w.url("status=500"))
+	job := jobstest.HTTPJob("flaky", "@every 1h", w.url("status=500"))
 	job.Retries.Max = 1
-	cfg := testConfig(job)
+	cfg := jobstest.Config(job)
 	n := startNode(t, etcd.Endpoints(), "solo", cfg)
 	leaderOf(t, []*node{n})
 	id, err := n.engine.Trigger(t.Context(), "flaky")
@@ -117,9 +118,9 @@ func TestFailedRunIsRetried(t *testing.T) {
 func TestResourceSlotReachesTarget(t *testing.T) {
 	etcd := etcdtest.Start(t)
 	w := startWitness(t)
-	job := httpJob("res", "@every 1h", w.url(""))
+	job := jobstest.HTTPJob("res", "@every 1h", w.url(""))
 	job.Resources = []string{"shared"}
-	n := startNode(t, etcd.Endpoints(), "solo", testConfig(job))
+	n := startNode(t, etcd.Endpoints(), "solo", jobstest.Config(job))
 	leaderOf(t, []*node{n})
 	if _, err := n.engine.Trigger(t.Context(), "res"); err != nil {
 		t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/embedetcd"
+	"github.com/etcdsched/scheduler/internal/keys"
 )
 
 // startEmbedded runs the single-member etcd of a laptop setup, on loopback
@@ -152,7 +153,7 @@ var errEtcdUnusable = errors.New("unusable etcd settings")
 func checkEtcd(ctx context.Context, cli *clientv3.Client, cfg config.Etcd, log *slog.Logger) error {
 	callCtx, cancel := context.WithTimeout(ctx, cfg.DialTimeout.D())
 	defer cancel()
-	_, err := cli.Get(callCtx, cfg.Prefix+"members/", clientv3.WithCountOnly())
+	_, err := cli.Get(callCtx, keys.New(cfg.Prefix).Members(), clientv3.WithCountOnly())
 	if err == nil {
 		return nil
 	}

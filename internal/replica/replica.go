@@ -23,9 +23,10 @@ import (
 	"github.com/etcdsched/scheduler/internal/election"
 	"github.com/etcdsched/scheduler/internal/embedetcd"
 	"github.com/etcdsched/scheduler/internal/jobs"
-	"github.com/etcdsched/scheduler/internal/target"
+	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/session"
 	"github.com/etcdsched/scheduler/internal/slots"
+	"github.com/etcdsched/scheduler/internal/target"
 )
 
 // Options are what main hands over.
@@ -229,7 +230,7 @@ func (r *replica) serve(ctx context.Context) error {
 	work.serve("engine", r.engine.Run)
 	leading.serve("election", func(ctx context.Context) error {
 		return r.elector.Run(ctx, func(ctx context.Context, l election.Leadership) {
-			if err := r.engine.Lead(ctx, l.Fence()); err != nil {
+			if err := r.engine.Lead(ctx, l); err != nil {
 				r.log.Error("leader work failed; giving up leadership", "err", err, "leader_rev", l.Rev)
 			}
 		})
@@ -322,7 +323,7 @@ func (r *replica) ready(ctx context.Context) error {
 	if r.draining.Load() {
 		return errors.New("shutting down: no new claims, draining runs")
 	}
-	if _, err := r.client.Get(ctx, r.config().Cluster.Etcd.Prefix+"members/", clientv3.WithCountOnly()); err != nil {
+	if _, err := r.client.Get(ctx, keys.New(r.config().Cluster.Etcd.Prefix).Members(), clientv3.WithCountOnly()); err != nil {
 		return fmt.Errorf("etcd unreachable: %w", err)
 	}
 	if !r.sessions.Alive() {

@@ -15,6 +15,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/internal/etcdtest"
+	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/poll"
 )
 
@@ -28,7 +29,7 @@ func TestClaimAppliesCallerOpsAtomically(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
-	queueKey := testPrefix + "queue/j/j@1"
+	queueKey := keys.New(testPrefix).Entry("j", "j@1")
 	if _, err := cli.Put(ctx, queueKey, "pending"); err != nil {
 		t.Fatal(err)
 	}
@@ -266,7 +267,7 @@ func TestLostClaimResponseIsReadBack(t *testing.T) {
 	sess := newSession(t, cli, 5*time.Second, time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	queueKey := testPrefix + "queue/j/j@1"
+	queueKey := keys.New(testPrefix).Entry("j", "j@1")
 	if _, err := observer.Put(ctx, queueKey, "pending"); err != nil {
 		t.Fatal(err)
 	}

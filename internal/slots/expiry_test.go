@@ -9,6 +9,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/internal/etcdtest"
+	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/poll"
 	"github.com/etcdsched/scheduler/internal/session"
 )
@@ -60,7 +61,7 @@ func TestExpiredHolderLosesSlotsAndCannotReleaseLate(t *testing.T) {
 	}
 
 	proxy.Resume()
-	record := testPrefix + "runs/solo/solo@1"
+	record := keys.New(testPrefix).Record("solo", "solo@1")
 	if err := semA.Release(ctx, hA, clientv3.OpPut(record, "succeeded")); !errors.Is(err, ErrNotOwner) {
 		t.Errorf("late release: err = %v, want %v", err, ErrNotOwner)
 	}

@@ -13,6 +13,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/internal/etcdtest"
+	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/session"
 )
 
@@ -131,7 +132,7 @@ func TestHammerNeverExceedsLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sentinel := testPrefix + "runs/hammer-done" // inside the watched range, not a slot key
+	sentinel := keys.New(testPrefix).Record("hammer", "hammer-done") // inside the watched range, not a slot key
 	watch := observer.Watch(setup, ResourcesPrefix(testPrefix), clientv3.WithRange(clientv3.GetPrefixRangeEnd(SlotsPrefix(testPrefix))), clientv3.WithRev(start.Header.Revision+1))
 	witnessDone := make(chan error, 1)
 	go func() {

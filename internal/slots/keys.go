@@ -8,9 +8,9 @@ package slots
 
 import (
 	"errors"
-	"strconv"
-	"strings"
 	"time"
+
+	"github.com/etcdsched/scheduler/internal/keys"
 )
 
 var (
@@ -50,60 +50,37 @@ const (
 	ResourceSlot
 )
 
-func (k Kind) dir() string {
-	if k == ResourceSlot {
-		return "resources/"
-	}
-	return "slots/"
-}
-
 // SlotsPrefix is where every job slot key lives.
-func SlotsPrefix(prefix string) string { return prefix + JobSlot.dir() }
+func SlotsPrefix(prefix string) string { return keys.New(prefix).Slots() }
 
 // ResourcesPrefix is where every shared-resource slot key lives.
-func ResourcesPrefix(prefix string) string { return prefix + ResourceSlot.dir() }
+func ResourcesPrefix(prefix string) string { return keys.New(prefix).Resources() }
 
-// SlotPrefix holds the slot keys of one job. The trailing slash keeps job
-// "a" from matching the keys of job "ab".
-func SlotPrefix(prefix, job string) string { return SlotsPrefix(prefix) + job + "/" }
+// SlotPrefix holds the slot keys of one job.
+func SlotPrefix(prefix, job string) string { return keys.New(prefix).JobSlots(job) }
 
 // ResourcePrefix holds the slot keys of one shared resource.
-func ResourcePrefix(prefix, name string) string { return ResourcesPrefix(prefix) + name + "/" }
+func ResourcePrefix(prefix, name string) string { return keys.New(prefix).Resource(name) }
 
 // SlotKey is job slot i.
-func SlotKey(prefix, job string, i int) string { return SlotPrefix(prefix, job) + strconv.Itoa(i) }
+func SlotKey(prefix, job string, i int) string { return keys.New(prefix).Slot(job, i) }
 
 // ResourceKey is slot i of a shared resource.
-func ResourceKey(prefix, name string, i int) string {
-	return ResourcePrefix(prefix, name) + strconv.Itoa(i)
-}
+func ResourceKey(prefix, name string, i int) string { return keys.New(prefix).ResourceSlot(name, i) }
 
 func key(prefix string, kind Kind, name string, i int) string {
-	return prefix + kind.dir() + name + "/" + strconv.Itoa(i)
+	if kind == ResourceSlot {
+		return ResourceKey(prefix, name, i)
+	}
+	return SlotKey(prefix, name, i)
 }
 
 // ParseKey splits a slot or resource key into its parts; ok is false for any
 // other key.
 func ParseKey(prefix, k string) (kind Kind, name string, index int, ok bool) {
-	rest, found := strings.CutPrefix(k, prefix)
-	if !found {
-		return 0, "", 0, false
+	resource, name, index, ok := keys.New(prefix).ParseSlot(k)
+	if resource {
+		kind = ResourceSlot
 	}
-	switch {
-	case strings.HasPrefix(rest, JobSlot.dir()):
-		kind, rest = JobSlot, rest[len(JobSlot.dir()):]
-	case strings.HasPrefix(rest, ResourceSlot.dir()):
-		kind, rest = ResourceSlot, rest[len(ResourceSlot.dir()):]
-	default:
-		return 0, "", 0, false
-	}
-	slash := strings.LastIndexByte(rest, '/')
-	if slash <= 0 {
-		return 0, "", 0, false
-	}
-	index, err := strconv.Atoi(rest[slash+1:])
-	if err != nil || index < 0 || strconv.Itoa(index) != rest[slash+1:] {
-		return 0, "", 0, false
-	}
-	return kind, rest[:slash], index, true
+	return kind, name, index, ok
 }

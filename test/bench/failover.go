@@ -9,6 +9,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/runs"
 )
 
@@ -222,14 +223,14 @@ func maxGap(starts []time.Time, from, to time.Time) float64 {
 }
 
 func readCursors(ctx context.Context, cli *clientv3.Client) (map[string]time.Time, error) {
-	resp, err := cli.Get(ctx, prefix+"jobs/", clientv3.WithPrefix())
+	layout := keys.New(prefix)
+	resp, err := cli.Get(ctx, layout.Jobs(), clientv3.WithPrefix())
 	if err != nil {
 		return nil, err
 	}
 	out := map[string]time.Time{}
 	for _, kv := range resp.Kvs {
-		rest := strings.TrimPrefix(string(kv.Key), prefix+"jobs/")
-		if job, ok := strings.CutSuffix(rest, "/cursor"); ok {
+		if job, ok := layout.CursorJob(string(kv.Key)); ok {
 			if t, err := time.Parse(runs.TimeFormat, string(kv.Value)); err == nil {
 				out[job] = t
 			}

@@ -11,6 +11,8 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"github.com/etcdsched/scheduler/internal/keys"
 )
 
 // Observer watches a scheduler's keys straight on the etcd members, with
@@ -24,7 +26,7 @@ type Observer struct {
 	done   chan struct{}
 
 	mu         sync.Mutex
-	slots      map[string]map[string]bool // "slots/<job>" or "resources/<name>" -> keys held
+	slots      map[string]map[string]bool // SlotGroup -> keys held
 	maxSlots   map[string]SlotPeak
 	election   map[string]electionKey
 	leader     string
@@ -149,20 +151,24 @@ func (o *Observer) run(ctx context.Context) {
 }
 
 func (o *Observer) applyLocked(typ mvccpb.Event_EventType, kv *mvccpb.KeyValue) {
-	rest := strings.TrimPrefix(string(kv.Key), o.prefix)
-	switch {
-	case strings.HasPrefix(rest, "slots/") || strings.HasPrefix(rest, "resources/"):
-		i := strings.LastIndex(rest, "/")
-		group := rest[:i]
+	key := string(kv.Key)
+	layout := keys.New(o.prefix)
+	if resource, name, _, ok := layout.ParseSlot(key); ok {
+		group := SlotGroup(resource, name)
 		if o.slots[group] == nil {
 			o.slots[group] = map[string]bool{}
 		}
 		if typ == mvccpb.DELETE {
-			delete(o.slots[group], rest)
+			delete(o.slots[group], key)
 		} else {
-			o.slots[group][rest] = true
+			o.slots[group][key] = true
 		}
-	case strings.HasPrefix(rest, "election/"):
+		return
+	}
+	_, cursor := layout.CursorJob(key)
+	rest := strings.TrimPrefix(key, o.prefix)
+	switch {
+	case strings.HasPrefix(key, layout.Election()):
 		if typ == mvccpb.DELETE {
 			delete(o.election, rest)
 			return
@@ -172,7 +178,7 @@ func (o *Observer) applyLocked(typ mvccpb.Event_EventType, kv *mvccpb.KeyValue) 
 		}
 		_ = json.Unmarshal(kv.Value, &v)
 		o.election[rest] = electionKey{createRev: kv.CreateRevision, id: v.ID}
-	case strings.HasPrefix(rest, "jobs/") && strings.HasSuffix(rest, "/cursor") && typ == mvccpb.PUT:
+	case cursor && typ == mvccpb.PUT:
 		o.cursors = append(o.cursors, time.Now())
 	}
 }
@@ -196,8 +202,8 @@ func (o *Observer) sampleLocked(rev int64, now time.Time) {
 	}
 }
 
-// MaxSlots is, per job ("slots/<job>") and resource
-// ("resources/<name>"), the most slot keys seen at one revision.
+// MaxSlots is, per job and resource (SlotGroup), the most slot keys seen
+// at one revision.
 func (o *Observer) MaxSlots() map[string]SlotPeak {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -233,4 +239,13 @@ func (o *Observer) Revisions() (revisions, watchRestarts int) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.revisions, o.watchFails
+}
+
+// SlotGroup names the slot keys of one job ("job <name>") or one shared
+// resource ("resource <name>") in MaxSlots.
+func SlotGroup(resource bool, name string) string {
+	if resource {
+		return "resource " + name
+	}
+	return "job " + name
 }

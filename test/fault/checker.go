@@ -340,11 +340,11 @@ func checkEtcdDown(h *History, r *Report) {
 func checkSlotPeaks(h *History, jobs map[string]Job, r *Report) {
 	for group, peak := range h.SlotPeaks {
 		limit := -1
-		if name, ok := strings.CutPrefix(group, "slots/"); ok {
+		if name, ok := strings.CutPrefix(group, cluster.SlotGroup(false, "")); ok {
 			if j, ok := jobs[name]; ok {
 				limit = j.MaxConcurrency
 			}
-		} else if name, ok := strings.CutPrefix(group, "resources/"); ok {
+		} else if name, ok := strings.CutPrefix(group, cluster.SlotGroup(true, "")); ok {
 			if l, ok := h.Resources[name]; ok {
 				limit = l
 			}

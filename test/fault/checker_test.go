@@ -67,7 +67,7 @@ func TestCheckerProperties(t *testing.T) {
 		{"phantom success", func(h *History) {
 			h.Records[h.Runs[0].RunID] = runs.Record{RunID: h.Runs[0].RunID, Attempt: 2, Outcome: runs.Succeeded}
 		}, "records:"},
-		{"too many slot keys", func(h *History) { h.SlotPeaks = map[string]cluster.SlotPeak{"slots/j": {Count: 2}} }, "slots: slots/j had 2"},
+		{"too many slot keys", func(h *History) { h.SlotPeaks = map[string]cluster.SlotPeak{cluster.SlotGroup(false, "j"): {Count: 2}} }, "slots: job j had 2"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/runs"
 	"github.com/etcdsched/scheduler/test/cluster"
 )
@@ -389,7 +390,7 @@ func (r *runner) history(jobs []Job, resources map[string]int, ticksFrom, healed
 	ctx, cancel := r.ctx(30 * time.Second)
 	defer cancel()
 	records := map[string]runs.Record{}
-	resp, err := cli.Get(ctx, prefix+"runs/", clientv3.WithPrefix())
+	resp, err := cli.Get(ctx, keys.New(prefix).Runs(), clientv3.WithPrefix())
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -401,7 +402,7 @@ func (r *runner) history(jobs []Job, resources map[string]int, ticksFrom, healed
 		records[rec.RunID] = rec
 	}
 	// Ticks still queued (pending or running) are accounted for too.
-	queued, err := cli.Get(ctx, prefix+"queue/", clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	queued, err := cli.Get(ctx, keys.New(prefix).Queue(), clientv3.WithPrefix(), clientv3.WithKeysOnly())
 	if err != nil {
 		r.t.Fatal(err)
 	}

@@ -1,0 +1,63 @@
+// Package jobstest builds configurations for the engine's tests: a job with
+// every default the config loader would give it, and a cluster config with
+// short session timings.
+package jobstest
+
+import (
+	"time"
+
+	"github.com/etcdsched/scheduler/config"
+)
+
+// Config is a cluster config of jobs (each given its defaults) with a 2s
+// session TTL and one resource "shared" of limit 2.
+func Config(jobs ...config.Job) *config.Config {
+	cfg := &config.Config{}
+	cfg.Cluster.SessionTTL = config.Duration(2 * time.Second)
+	cfg.Cluster.LeaseMargin = config.Duration(500 * time.Millisecond)
+	cfg.Worker.MaxParallel = 64
+	cfg.Resources = []config.Resource{{Name: "shared", Limit: 2}}
+	for _, j := range jobs {
+		cfg.Jobs = append(cfg.Jobs, WithDefaults(j))
+	}
+	return cfg
+}
+
+// WithDefaults fills what a test left unset as the loader would, but with
+// a short retry backoff and a long history.
+func WithDefaults(j config.Job) config.Job {
+	if j.Timezone == "" {
+		j.Timezone = "UTC"
+	}
+	if j.MaxConcurrency == 0 {
+		j.MaxConcurrency = 1
+	}
+	if j.Overlap == "" {
+		j.Overlap = config.OverlapSkip
+	}
+	if j.QueueLimit == 0 {
+		j.QueueLimit = 1
+	}
+	if j.Timeout == 0 {
+		j.Timeout = config.Duration(time.Minute)
+	}
+	if j.CatchUp == "" {
+		j.CatchUp = config.CatchUpLatest
+	}
+	if j.StartingDeadline == 0 {
+		j.StartingDeadline = config.Duration(time.Minute)
+	}
+	if j.HistoryLimit == 0 {
+		j.HistoryLimit = 1000
+	}
+	if j.Retries.Backoff == 0 {
+		j.Retries.Backoff = config.Duration(100 * time.Millisecond)
+		j.Retries.MaxBackoff = config.Duration(time.Second)
+	}
+	return j
+}
+
+// HTTPJob is a GET of url on schedule that succeeds on 2xx.
+func HTTPJob(name, schedule, url string) config.Job {
+	return config.Job{Name: name, Schedule: schedule, HTTP: &config.HTTP{Method: "GET", URL: url, SuccessCodes: []string{"2xx"}}}
+}

@@ -1,0 +1,140 @@
+package leader
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/etcdsched/scheduler/internal/runs"
+)
+
+// Cursors: jobs/<job>/cursor is the last tick the leader materialized for
+// the job. Every materializing write compares it with what this leader
+// knows, so a second leader, or this one from a stale view, cannot write a
+// tick twice (SPEC rule 2).
+
+func (l *leader) loadCursors(ctx context.Context) error {
+	resp, err := l.d.Client.Get(ctx, l.d.Keys.Jobs(), clientv3.WithPrefix())
+	if err != nil {
+		return fmt.Errorf("leader: read cursors: %w", err)
+	}
+	for _, kv := range resp.Kvs {
+		if job, ok := l.d.Keys.CursorJob(string(kv.Key)); ok {
+			if t, err := time.Parse(runs.TimeFormat, string(kv.Value)); err == nil {
+				l.cursors[job] = t
+			}
+		}
+	}
+	return nil
+}
+
+// cursorBatch: cursor puts per transaction, with their compares and the
+// fence under etcd's default limit of 128 operations.
+const cursorBatch = 60
+
+// initCursors gives every job without a cursor one at now, many per
+// transaction. A job needs a cursor from the moment a leader first sees it:
+// without one, a tick that fell in a later leader gap would be
+// indistinguishable from a tick before the job existed, and lost silently.
+func (l *leader) initCursors(ctx context.Context) error {
+	cfg := l.d.Config()
+	now := l.d.Clock.Now().UTC()
+	value := now.Format(runs.TimeFormat)
+	var pending []string
+	l.mu.Lock()
+	for i := range cfg.Jobs {
+		if _, ok := l.cursors[cfg.Jobs[i].Name]; !ok {
+			pending = append(pending, cfg.Jobs[i].Name)
+		}
+	}
+	l.mu.Unlock()
+	for len(pending) > 0 {
+		batch := pending[:min(len(pending), cursorBatch)]
+		pending = pending[len(batch):]
+		cmps := []clientv3.Cmp{l.fence}
+		ops := make([]clientv3.Op, 0, len(batch))
+		for _, job := range batch {
+			key := l.d.Keys.Cursor(job)
+			cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(key), "=", 0))
+			ops = append(ops, clientv3.OpPut(key, value))
+		}
+		resp, err := l.d.Client.Txn(ctx).If(cmps...).Then(ops...).Commit()
+		if err != nil {
+			return fmt.Errorf("leader: initialize cursors: %w", err)
+		}
+		if resp.Succeeded {
+			for _, job := range batch {
+				l.setCursor(job, now)
+			}
+		}
+		// Otherwise a cursor appeared meanwhile or the fence failed: the
+		// per-job writes find out which and create the rest one by one.
+	}
+	return nil
+}
+
+// write moves the job's cursor to at, with ops, in one fenced transaction:
+// If(fence, cursor as we know it, conds...) Then(ops..., cursor = at). It
+// reports whether ops were applied; when only conds failed (the run exists
+// already: a tick is never materialized twice, SPEC rule 2) it moves the
+// cursor alone.
+func (l *leader) write(ctx context.Context, job string, at time.Time, conds []clientv3.Cmp, ops []clientv3.Op) (bool, error) {
+	ckey := l.d.Keys.Cursor(job)
+	l.mu.Lock()
+	known, ok := l.cursors[job]
+	l.mu.Unlock()
+	cursorCmp := l.cursorIs(job, known, ok)
+	cmps := append([]clientv3.Cmp{l.fence, cursorCmp}, conds...)
+	then := append(ops, clientv3.OpPut(ckey, at.UTC().Format(runs.TimeFormat)))
+	resp, err := l.d.Client.Txn(ctx).If(cmps...).Then(then...).
+		Else(clientv3.OpGet(l.term.Key), clientv3.OpGet(ckey)).Commit()
+	if err != nil {
+		return false, fmt.Errorf("leader: materialize %s: %w", job, err)
+	}
+	if resp.Succeeded {
+		l.setCursor(job, at)
+		return true, nil
+	}
+	if l.fenceGone(resp) {
+		return false, errNotLeader
+	}
+	cursorKVs := resp.Responses[1].GetResponseRange().Kvs
+	var stored time.Time
+	storedOK := len(cursorKVs) > 0
+	if storedOK {
+		stored, _ = time.Parse(runs.TimeFormat, string(cursorKVs[0].Value))
+	}
+	if storedOK != ok || !stored.Equal(known) {
+		l.mu.Lock()
+		if storedOK {
+			l.cursors[job] = stored
+		} else {
+			delete(l.cursors, job)
+		}
+		l.mu.Unlock()
+		return false, errCursorMoved
+	}
+	if len(conds) == 0 {
+		return false, fmt.Errorf("leader: cursor write for %s failed for no known reason", job)
+	}
+	_, err = l.write(ctx, job, at, nil, nil)
+	return false, err
+}
+
+// fenceGone reports, from a fenced transaction that failed and whose Else
+// began with a read of the election key, whether the fence is what failed:
+// the key is gone or belongs to another term.
+func (l *leader) fenceGone(resp *clientv3.TxnResponse) bool {
+	kvs := resp.Responses[0].GetResponseRange().Kvs
+	return len(kvs) == 0 || kvs[0].CreateRevision != l.term.Rev
+}
+
+func (l *leader) setCursor(job string, at time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if at.After(l.cursors[job]) {
+		l.cursors[job] = at
+	}
+}

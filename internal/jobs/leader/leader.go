@@ -1,0 +1,188 @@
+// Package leader is the leader's work, done only while this replica leads
+// and only through writes fenced by its term (SPEC rule 1): turning each
+// job's ticks into queue entries exactly once (rule 2), recording runs
+// whose holder died (rule 7) and pruning history. The leader never executes
+// a run.
+package leader
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/etcdsched/scheduler/config"
+	"github.com/etcdsched/scheduler/internal/election"
+	"github.com/etcdsched/scheduler/internal/jobs/metrics"
+	"github.com/etcdsched/scheduler/internal/jobs/queue"
+	"github.com/etcdsched/scheduler/internal/keys"
+	"github.com/etcdsched/scheduler/internal/slots"
+)
+
+var (
+	errNotLeader   = errors.New("leader: not leader")
+	errCursorMoved = errors.New("leader: cursor moved")
+)
+
+// materializeParallelism bounds the jobs one leader pass works on at once:
+// enough to keep etcd busy when many jobs share a tick, few enough not to
+// swamp it.
+const materializeParallelism = 32
+
+// SlotView is what the reaper needs of the slots view: who holds what, and
+// when that changes.
+type SlotView interface {
+	List() []slots.Info
+	Changed() <-chan struct{}
+}
+
+// Deps is what the leader works with. Every field is required but Clock,
+// Log and Lookahead.
+type Deps struct {
+	Client *clientv3.Client
+	Keys   keys.Layout
+	// Config is the current configuration; ConfigChanged signals (and
+	// coalesces) its changes.
+	Config        func() *config.Config
+	ConfigChanged <-chan struct{}
+	Queue         *queue.View
+	Paused        *queue.Paused
+	Slots         SlotView
+	Finished      *Finished
+	Metrics       *metrics.Set
+	Clock         clockwork.Clock
+	Log           *slog.Logger
+	// Lookahead: ticks are materialized this long before they are due, so
+	// a worker can claim and start the target on time.
+	Lookahead time.Duration
+}
+
+func (d *Deps) defaults() {
+	if d.Clock == nil {
+		d.Clock = clockwork.NewRealClock()
+	}
+	if d.Log == nil {
+		d.Log = slog.New(slog.DiscardHandler)
+	}
+	if d.Lookahead == 0 {
+		d.Lookahead = 2 * time.Second
+	}
+}
+
+// Run does the leader's work for one term while ctx lives: it materializes
+// ticks, records runs whose holder died and prunes history. Every write it
+// makes carries the term's fence, so a deposed leader's writes fail (SPEC
+// rule 1). It returns nil when ctx ends or a write finds the fence gone,
+// and an error when the work cannot go on.
+func Run(ctx context.Context, d Deps, term election.Leadership) error {
+	d.defaults()
+	l := newLeader(d, term)
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	select {
+	case <-d.Queue.Ready():
+	case <-ctx.Done():
+		return nil
+	}
+	if err := l.loadCursors(ctx); err != nil {
+		return err
+	}
+	if err := l.initCursors(ctx); err != nil {
+		if errors.Is(err, errNotLeader) || ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel(nil)
+	for _, f := range []func(context.Context) error{l.reap, l.prune} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := f(ctx); err != nil && !errors.Is(err, context.Canceled) {
+				cancel(err)
+			}
+		}()
+	}
+	err := l.loop(ctx)
+	if cause := context.Cause(ctx); err == nil && cause != nil && !errors.Is(cause, context.Canceled) {
+		err = cause
+	}
+	if errors.Is(err, errNotLeader) || errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}
+
+type leader struct {
+	d     Deps
+	term  election.Leadership
+	fence clientv3.Cmp
+
+	mu      sync.Mutex
+	cursors map[string]time.Time // as stored in etcd
+	jobs    map[string]*config.Job
+	gen     map[string]uint64 // bumped when a job changes; stale heap items are dropped
+	wakes   wakeHeap
+}
+
+func newLeader(d Deps, term election.Leadership) *leader {
+	return &leader{d: d, term: term, fence: term.Fence(), cursors: map[string]time.Time{}, gen: map[string]uint64{}}
+}
+
+// syncJobs takes the current config: new and changed jobs are planned at
+// once, removed ones stop being scheduled (their runs in flight finish).
+func (l *leader) syncJobs() {
+	cfg := l.d.Config()
+	now := l.d.Clock.Now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	next := make(map[string]*config.Job, len(cfg.Jobs))
+	for i := range cfg.Jobs {
+		j := &cfg.Jobs[i]
+		next[j.Name] = j
+		if old, ok := l.jobs[j.Name]; ok && sameJob(old, j) {
+			continue
+		}
+		l.gen[j.Name]++
+		heap.Push(&l.wakes, wake{at: now, job: j.Name, gen: l.gen[j.Name]})
+	}
+	for name := range l.jobs {
+		if _, ok := next[name]; !ok {
+			l.gen[name]++
+		}
+	}
+	l.jobs = next
+}
+
+func (l *leader) loop(ctx context.Context) error {
+	l.syncJobs()
+	timer := l.d.Clock.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		l.mu.Lock()
+		wait := time.Hour
+		if len(l.wakes) > 0 {
+			wait = max(l.wakes[0].at.Sub(l.d.Clock.Now()), 0)
+		}
+		l.mu.Unlock()
+		timer.Reset(wait)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-l.d.ConfigChanged:
+			l.syncJobs()
+			continue
+		case <-timer.Chan():
+		}
+		if err := l.pass(ctx); err != nil {
+			return err
+		}
+	}
+}

@@ -1,0 +1,39 @@
+package leader
+
+import (
+	"testing"
+
+	"github.com/jonboulle/clockwork"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/etcdsched/scheduler/config"
+	"github.com/etcdsched/scheduler/internal/election"
+	"github.com/etcdsched/scheduler/internal/jobs/metrics"
+	"github.com/etcdsched/scheduler/internal/jobs/queue"
+	"github.com/etcdsched/scheduler/internal/keys"
+)
+
+// newTestLeader is a leader of cfg under prefix, without workers or
+// mirrors, holding a term of its own making.
+func newTestLeader(tb testing.TB, cli *clientv3.Client, prefix string, cfg *config.Config, clock clockwork.Clock) *leader {
+	tb.Helper()
+	m, err := metrics.New(nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	layout := keys.New(prefix)
+	d := Deps{Client: cli, Keys: layout, Config: func() *config.Config { return cfg }, Clock: clock,
+		Paused: queue.NewPaused(layout), Metrics: m, Finished: NewFinished()}
+	d.defaults()
+	termKey := layout.Election() + "test"
+	put, err := cli.Put(tb.Context(), termKey, "test")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	l := newLeader(d, election.Leadership{Key: termKey, Rev: put.Header.Revision})
+	l.jobs = map[string]*config.Job{}
+	for i := range cfg.Jobs {
+		l.jobs[cfg.Jobs[i].Name] = &cfg.Jobs[i]
+	}
+	return l
+}

@@ -1,0 +1,153 @@
+package leader
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/etcdsched/scheduler/config"
+	"github.com/etcdsched/scheduler/internal/schedule"
+)
+
+// pass works on every job whose wake time has come.
+func (l *leader) pass(ctx context.Context) error {
+	now := l.d.Clock.Now()
+	var due []*config.Job
+	l.mu.Lock()
+	for len(l.wakes) > 0 && !l.wakes[0].at.After(now) {
+		w := heap.Pop(&l.wakes).(wake)
+		if j, ok := l.jobs[w.job]; ok && w.gen == l.gen[w.job] {
+			due = append(due, j)
+		}
+	}
+	l.mu.Unlock()
+
+	batches, single := l.splitBatches(due, now)
+	sem := make(chan struct{}, materializeParallelism)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var firstErr error
+	// done schedules j's next look after a pass over it.
+	done := func(j *config.Job, next time.Time, err error) {
+		if err != nil {
+			mu.Lock()
+			firstErr = errors.Join(firstErr, err)
+			mu.Unlock()
+			if ctx.Err() == nil && !errors.Is(err, errNotLeader) {
+				l.d.Log.Warn("materializing ticks failed; retrying", "job", j.Name, "err", err)
+				next = l.d.Clock.Now().Add(500 * time.Millisecond)
+			}
+		}
+		if !next.IsZero() {
+			l.mu.Lock()
+			heap.Push(&l.wakes, wake{at: next, job: j.Name, gen: l.gen[j.Name]})
+			l.mu.Unlock()
+		}
+	}
+	// spawn runs f with at most materializeParallelism at once.
+	spawn := func(f func()) {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			f()
+		}()
+	}
+	for _, b := range batches {
+		spawn(func() {
+			ok, err := l.writeBatch(ctx, b)
+			if err != nil && !errors.Is(err, errNotLeader) && ctx.Err() == nil {
+				l.d.Log.Warn("batched materialization failed; writing the jobs one by one", "jobs", len(b), "err", err)
+			}
+			for _, it := range b {
+				switch {
+				case ok:
+					done(it.job, l.nextWake(it.sched, it.plan.Cursor), nil)
+				case errors.Is(err, errNotLeader):
+					done(it.job, time.Time{}, err)
+				default:
+					// Some job's cursor moved or its run exists: each
+					// job alone finds out which.
+					next, err := l.process(ctx, it.job)
+					done(it.job, next, err)
+				}
+			}
+		})
+	}
+	for _, j := range single {
+		spawn(func() {
+			next, err := l.process(ctx, j)
+			done(j, next, err)
+		})
+	}
+	wg.Wait()
+	if errors.Is(firstErr, errNotLeader) {
+		return errNotLeader
+	}
+	return nil
+}
+
+// process writes the job's due ticks and returns when to look again.
+func (l *leader) process(ctx context.Context, j *config.Job) (time.Time, error) {
+	sched, err := j.ParsedSchedule()
+	if err != nil {
+		return time.Time{}, fmt.Errorf("job %s: %w", j.Name, err)
+	}
+	for attempt := 0; ; attempt++ {
+		err := l.processOnce(ctx, j, sched)
+		if errors.Is(err, errCursorMoved) && attempt < 3 {
+			continue
+		}
+		if err != nil {
+			return time.Time{}, err
+		}
+		l.mu.Lock()
+		cursor := l.cursors[j.Name]
+		l.mu.Unlock()
+		return l.nextWake(sched, cursor), nil
+	}
+}
+
+func (l *leader) processOnce(ctx context.Context, j *config.Job, sched schedule.Schedule) error {
+	now := l.d.Clock.Now()
+	l.mu.Lock()
+	cursor, known := l.cursors[j.Name] // zero when not known
+	l.mu.Unlock()
+	p := planTicks(j, sched, cursor, now, l.d.Lookahead)
+	if !p.Cursor.After(cursor) && known {
+		return nil
+	}
+	if p.Dropped > 0 {
+		l.d.Metrics.Skipped.WithLabelValues(j.Name, "missed").Add(float64(p.Dropped))
+		l.d.Log.Warn("missed ticks not recorded individually", "job", j.Name, "count", p.Dropped)
+	}
+	if l.d.Paused.Is(j.Name, j.Paused) {
+		l.d.Metrics.Skipped.WithLabelValues(j.Name, "paused").Add(float64(len(p.Ticks)))
+		_, err := l.write(ctx, j.Name, p.Cursor, nil, nil)
+		return err
+	}
+	cfg := l.d.Config()
+	for _, t := range p.Ticks {
+		runID, op := l.tickOp(cfg, j, t, now)
+		wrote, err := l.write(ctx, j.Name, t.At, l.absent(j.Name, runID), []clientv3.Op{op})
+		if err != nil {
+			return err
+		}
+		if wrote {
+			l.countTick(j.Name, t)
+		}
+	}
+	l.mu.Lock()
+	stored := l.cursors[j.Name]
+	l.mu.Unlock()
+	if p.Cursor.After(stored) {
+		_, err := l.write(ctx, j.Name, p.Cursor, nil, nil)
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,194 @@
+package leader
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/etcdsched/scheduler/config"
+)
+
+// maxOpsPerTxn stays under etcd's default --max-txn-ops of 128.
+const maxOpsPerTxn = 100
+
+// Finished counts, per job, runs finished since its history was last
+// pruned; every replica counts (from its queue view), the leader prunes.
+type Finished struct {
+	mu      sync.Mutex
+	counts  map[string]int
+	changed chan struct{}
+}
+
+// NewFinished counts nothing yet.
+func NewFinished() *Finished {
+	return &Finished{counts: map[string]int{}, changed: make(chan struct{}, 1)}
+}
+
+// Note counts a finished run of job.
+func (f *Finished) Note(job string) {
+	f.mu.Lock()
+	f.counts[job]++
+	f.mu.Unlock()
+	select {
+	case f.changed <- struct{}{}:
+	default:
+	}
+}
+
+// take returns the jobs that finished at least threshold(job) runs.
+func (f *Finished) take(threshold func(job string) int) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var due []string
+	for job, n := range f.counts {
+		if n >= threshold(job) {
+			due = append(due, job)
+			delete(f.counts, job)
+		}
+	}
+	return due
+}
+
+// pruneGap is the least time between two pruning rounds: one round reads
+// and trims the history of every job that finished enough runs since, many
+// jobs to a transaction, instead of one read and one delete per job.
+const pruneGap = time.Second
+
+// pruneReadBatch: history reads per read transaction.
+const pruneReadBatch = 32
+
+// again makes jobs due at the next take, after a round that failed.
+func (f *Finished) again(jobs []string) {
+	f.mu.Lock()
+	for _, job := range jobs {
+		f.counts[job] = math.MaxInt32
+	}
+	f.mu.Unlock()
+	select {
+	case f.changed <- struct{}{}:
+	default:
+	}
+}
+
+// prune keeps each job's history at history_limit records. A job is trimmed
+// after every tenth of its limit in finished runs, so pruning costs a small
+// share of a write per run.
+func (l *leader) prune(ctx context.Context) error {
+	threshold := func(job string) int {
+		l.mu.Lock()
+		j := l.jobs[job]
+		l.mu.Unlock()
+		if j == nil {
+			return 1
+		}
+		return max(1, j.HistoryLimit/10)
+	}
+	for {
+		looked := l.d.Clock.Now()
+		if due := l.d.Finished.take(threshold); len(due) > 0 {
+			if err := l.pruneJobs(ctx, due); err != nil {
+				if err == errNotLeader || ctx.Err() != nil {
+					return err
+				}
+				l.d.Log.Warn("pruning history failed; will try again", "jobs", len(due), "err", err)
+				l.d.Finished.again(due)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-l.d.Finished.changed:
+		}
+		if !l.pause(ctx, looked.Add(pruneGap)) {
+			return nil
+		}
+	}
+}
+
+// pruneJobs deletes, for each job, its oldest records beyond history_limit:
+// the keys are read a batch of jobs at a time and deleted up to
+// maxOpsPerTxn at a time (deleteUnchanged).
+func (l *leader) pruneJobs(ctx context.Context, jobs []string) error {
+	var dels []seenKey
+	for len(jobs) > 0 {
+		batch := jobs[:min(len(jobs), pruneReadBatch)]
+		jobs = jobs[len(batch):]
+		reads := make([]clientv3.Op, len(batch))
+		for i, job := range batch {
+			reads[i] = clientv3.OpGet(l.d.Keys.JobRuns(job), clientv3.WithPrefix(), clientv3.WithKeysOnly(),
+				clientv3.WithSort(clientv3.SortByModRevision, clientv3.SortAscend))
+		}
+		resp, err := l.d.Client.Txn(ctx).Then(reads...).Commit()
+		if err != nil {
+			return fmt.Errorf("leader: read history: %w", err)
+		}
+		for i, job := range batch {
+			limit := config.DefaultHistoryLimit // a job gone from the config
+			l.mu.Lock()
+			if j := l.jobs[job]; j != nil {
+				limit = j.HistoryLimit
+			}
+			l.mu.Unlock()
+			kvs := resp.Responses[i].GetResponseRange().Kvs
+			for _, kv := range kvs[:max(0, len(kvs)-limit)] {
+				dels = append(dels, seenKey{key: string(kv.Key), rev: kv.ModRevision})
+				if len(dels) == maxOpsPerTxn {
+					if err := l.deleteUnchanged(ctx, dels); err != nil {
+						return err
+					}
+					dels = dels[:0]
+				}
+			}
+		}
+	}
+	return l.deleteUnchanged(ctx, dels)
+}
+
+// seenKey is a key as a read saw it.
+type seenKey struct {
+	key string
+	rev int64 // ModRevision
+}
+
+// deleteUnchanged deletes the keys that still have the revision they were
+// read at, in one fenced transaction; when one changed meanwhile (a retried
+// run's final record replaced its earlier one at the same key), each key
+// alone. A record written after the read is never deleted for being old.
+func (l *leader) deleteUnchanged(ctx context.Context, keys []seenKey) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	del := func(keys []seenKey) (bool, error) {
+		cmps := []clientv3.Cmp{l.fence}
+		ops := make([]clientv3.Op, len(keys))
+		for i, k := range keys {
+			cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(k.key), "=", k.rev))
+			ops[i] = clientv3.OpDelete(k.key)
+		}
+		tr, err := l.d.Client.Txn(ctx).If(cmps...).Then(ops...).Else(clientv3.OpGet(l.term.Key)).Commit()
+		if err != nil {
+			return false, fmt.Errorf("leader: prune history: %w", err)
+		}
+		if tr.Succeeded {
+			return true, nil
+		}
+		if l.fenceGone(tr) {
+			return false, errNotLeader
+		}
+		return false, nil
+	}
+	ok, err := del(keys)
+	if ok || err != nil || len(keys) == 1 {
+		return err
+	}
+	for _, k := range keys {
+		if _, err := del([]seenKey{k}); err != nil {
+			return err
+		}
+	}
+	return nil
+}

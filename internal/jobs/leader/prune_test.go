@@ -1,0 +1,89 @@
+package leader
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/jonboulle/clockwork"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/etcdsched/scheduler/config"
+	"github.com/etcdsched/scheduler/internal/etcdtest"
+	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
+)
+
+// One pruning round trims every job it is given to its newest
+// history_limit records, many jobs and more than one transaction's worth
+// of deletes at once, and leaves jobs under the limit alone.
+func TestPruneJobsKeepsTheNewestRecordsOfEachJob(t *testing.T) {
+	cli := etcdtest.Start(t).Client()
+	ctx := t.Context()
+	counts := map[string]int{"p-small": 7, "p-mid": 30, "p-big": 150, "p-other": 40}
+	var jobs []config.Job
+	for name := range counts {
+		j := jobstest.HTTPJob(name, "@every 1s", "http://127.0.0.1:1/")
+		j.HistoryLimit = 10
+		jobs = append(jobs, j)
+	}
+	l := newTestLeader(t, cli, "/prune/", jobstest.Config(jobs...), clockwork.NewFakeClock())
+	for name, n := range counts {
+		for i := range n {
+			if _, err := cli.Put(ctx, l.d.Keys.Record(name, fmt.Sprintf("%s@%03d", name, i)), "{}"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := l.pruneJobs(ctx, []string{"p-small", "p-mid", "p-big"}); err != nil {
+		t.Fatal(err)
+	}
+	for name, n := range counts {
+		resp, err := cli.Get(ctx, l.d.Keys.JobRuns(name), clientv3.WithPrefix(), clientv3.WithKeysOnly())
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := min(n, 10)
+		if name == "p-other" {
+			want = n // not in this round
+		}
+		if len(resp.Kvs) != want {
+			t.Errorf("%s: %d records left, want %d", name, len(resp.Kvs), want)
+			continue
+		}
+		for i, kv := range resp.Kvs { // sorted by key: the newest, in order
+			if w := l.d.Keys.Record(name, fmt.Sprintf("%s@%03d", name, n-want+i)); string(kv.Key) != w {
+				t.Errorf("%s: kept %s, want %s", name, kv.Key, w)
+			}
+		}
+	}
+}
+
+// A record rewritten after the pruner read it (a retried run's final record
+// at the key of its earlier attempt) is not deleted as old; the others are.
+func TestPruneSparesARecordRewrittenSinceTheRead(t *testing.T) {
+	cli := etcdtest.Start(t).Client()
+	ctx := t.Context()
+	l := newTestLeader(t, cli, "/prune2/", jobstest.Config(jobstest.HTTPJob("p", "@every 1s", "http://127.0.0.1:1/")), clockwork.NewFakeClock())
+	var seen []seenKey
+	for i := range 5 {
+		key := l.d.Keys.Record("p", fmt.Sprintf("p@%d", i))
+		put, err := cli.Put(ctx, key, `{"outcome":"lost"}`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen = append(seen, seenKey{key: key, rev: put.Header.Revision})
+	}
+	rewritten := seen[2].key
+	if _, err := cli.Put(ctx, rewritten, `{"outcome":"succeeded"}`); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.deleteUnchanged(ctx, seen); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := cli.Get(ctx, l.d.Keys.JobRuns("p"), clientv3.WithPrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Kvs) != 1 || string(resp.Kvs[0].Key) != rewritten || string(resp.Kvs[0].Value) != `{"outcome":"succeeded"}` {
+		t.Fatalf("left %d records (%v); want only the rewritten %s", len(resp.Kvs), resp.Kvs, rewritten)
+	}
+}

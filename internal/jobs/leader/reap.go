@@ -1,0 +1,133 @@
+package leader
+
+import (
+	"context"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/etcdsched/scheduler/internal/jobs/queue"
+	"github.com/etcdsched/scheduler/internal/runs"
+)
+
+// lostGrace: a running entry must be seen without its slot for this long
+// before the leader acts, so that two views catching up at different speeds
+// (the queue's and the slots') do not cost a wasted transaction. The
+// transaction itself decides, so a shorter grace would still be safe.
+const lostGrace = 500 * time.Millisecond
+
+// reapGap is the least time between two looks at the running runs. Every
+// claim and release changes the queue and the slots, so at 1,000 runs/s a
+// reaper that looked at each change spent a seventh of the leader's CPU
+// rebuilding the same maps; a loss waits lostGrace anyway.
+const reapGap = 100 * time.Millisecond
+
+// reap records runs whose holder died (SPEC rule 7): a running entry whose
+// slot key no longer has the entry's ModRevision as CreateRevision was
+// neither released nor is it held. The run is recorded lost and retried
+// when retries remain.
+func (l *leader) reap(ctx context.Context) error {
+	suspects := map[string]time.Time{}
+	timer := l.d.Clock.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		queueChanged, slotsChanged := l.d.Queue.Changed(), l.d.Slots.Changed()
+		held := map[string]int64{} // job slot key -> token
+		for _, s := range l.d.Slots.List() {
+			if s.Job != "" {
+				held[l.d.Keys.Slot(s.Job, s.Slot)] = s.FencingToken
+			}
+		}
+		now := l.d.Clock.Now()
+		alive := map[string]bool{}
+		next := time.Duration(0)
+		for _, q := range l.d.Queue.Running() {
+			alive[q.Key] = true
+			if held[l.d.Keys.Slot(q.Job, q.Slot)] == q.ModRev {
+				delete(suspects, q.Key)
+				continue
+			}
+			first, seen := suspects[q.Key]
+			if !seen {
+				suspects[q.Key] = now
+				first = now
+			}
+			if wait := first.Add(lostGrace).Sub(now); wait > 0 {
+				if next == 0 || wait < next {
+					next = wait
+				}
+				continue
+			}
+			if err := l.markLost(ctx, q); err != nil {
+				return err
+			}
+			delete(suspects, q.Key)
+		}
+		for k := range suspects {
+			if !alive[k] {
+				delete(suspects, k)
+			}
+		}
+		timer.Reset(time.Hour)
+		if next > 0 {
+			timer.Reset(next)
+		}
+		looked := now
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-queueChanged:
+		case <-slotsChanged:
+		case <-timer.Chan():
+		}
+		if !l.pause(ctx, looked.Add(reapGap)) {
+			return nil
+		}
+	}
+}
+
+// pause waits until t, or returns false when ctx ends first.
+func (l *leader) pause(ctx context.Context, t time.Time) bool {
+	d := t.Sub(l.d.Clock.Now())
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	timer := l.d.Clock.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-timer.Chan():
+		return true
+	}
+}
+
+func (l *leader) markLost(ctx context.Context, q *queue.Item) error {
+	slotKey := l.d.Keys.Slot(q.Job, q.Slot)
+	now := l.d.Clock.Now()
+	rec := q.Lost(q.ModRev, now)
+	ops, retry := queue.End(l.d.Keys, q.Key, q.Entry, &rec, now)
+	resp, err := l.d.Client.Txn(ctx).If(
+		l.fence,
+		clientv3.Compare(clientv3.ModRevision(q.Key), "=", q.ModRev),
+		clientv3.Compare(clientv3.CreateRevision(slotKey), "!=", q.ModRev),
+	).Then(ops...).Else(clientv3.OpGet(l.term.Key)).Commit()
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		l.d.Log.Warn("recording a lost run failed; will retry", "job", q.Job, "run_id", q.RunID, "err", err)
+		return nil
+	}
+	if !resp.Succeeded {
+		if l.fenceGone(resp) {
+			return errNotLeader
+		}
+		return nil // released or re-claimed meanwhile
+	}
+	l.d.Metrics.Runs.WithLabelValues(q.Job, string(runs.Lost)).Inc()
+	l.d.Finished.Note(q.Job)
+	l.d.Log.Warn("run lost: holder died holding its slot", "job", q.Job, "run_id", q.RunID, "holder", q.Holder,
+		"slot", q.Slot, "token", q.ModRev, "retry", retry != nil)
+	return nil
+}

@@ -1,0 +1,68 @@
+package leader
+
+import (
+	"fmt"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/etcdsched/scheduler/config"
+	"github.com/etcdsched/scheduler/internal/jobs/queue"
+	"github.com/etcdsched/scheduler/internal/runs"
+	"github.com/etcdsched/scheduler/internal/schedule"
+)
+
+// The writes of one tick and the compares that make them happen once,
+// shared by the one-job path (pass.go) and batches (batch.go).
+
+// tickOp is the write that materializes tick t of job j: its queue entry,
+// or its missed record. Both the one-job and the batched path use it.
+func (l *leader) tickOp(cfg *config.Config, j *config.Job, t plannedTick, now time.Time) (runID string, op clientv3.Op) {
+	runID = runs.ID(j.Name, t.At)
+	if t.Action == queueTick {
+		entry := queue.NewEntry(runID, j, cfg.Resources, t.At, t.NotBefore, 1, runs.Schedule)
+		entry.CatchUp = t.CatchUp
+		return runID, clientv3.OpPut(l.d.Keys.Entry(j.Name, runID), entry.Encode())
+	}
+	rec := queue.MissedTick(j.Name, runID, t.At,
+		fmt.Sprintf("not started: due %s, leader caught up at %s (catch_up: %s, starting_deadline: %s)",
+			t.NotBefore.UTC().Format(runs.TimeFormat), now.UTC().Format(runs.TimeFormat), j.CatchUp, j.StartingDeadline))
+	return runID, clientv3.OpPut(l.d.Keys.Record(j.Name, runID), queue.EncodeRecord(&rec))
+}
+
+// absent are the compares that make a tick's write happen at most once
+// (SPEC rule 2): no queue entry and no record of the run.
+func (l *leader) absent(job, runID string) []clientv3.Cmp {
+	return []clientv3.Cmp{
+		clientv3.Compare(clientv3.CreateRevision(l.d.Keys.Entry(job, runID)), "=", 0),
+		clientv3.Compare(clientv3.CreateRevision(l.d.Keys.Record(job, runID)), "=", 0),
+	}
+}
+
+// cursorIs compares job's cursor with what the leader knows of it.
+func (l *leader) cursorIs(job string, known time.Time, ok bool) clientv3.Cmp {
+	ckey := l.d.Keys.Cursor(job)
+	if !ok {
+		return clientv3.Compare(clientv3.CreateRevision(ckey), "=", 0)
+	}
+	return clientv3.Compare(clientv3.Value(ckey), "=", known.UTC().Format(runs.TimeFormat))
+}
+
+// countTick records a written tick in the metrics.
+func (l *leader) countTick(job string, t plannedTick) {
+	if t.Action == queueTick {
+		l.d.Metrics.Ticks.Inc()
+		return
+	}
+	l.d.Metrics.Runs.WithLabelValues(job, string(runs.Missed)).Inc()
+	l.d.Metrics.Skipped.WithLabelValues(job, "missed").Inc()
+}
+
+// nextWake is when to look at a job again once its cursor is at cursor.
+func (l *leader) nextWake(sched schedule.Schedule, cursor time.Time) time.Time {
+	next := sched.Next(cursor)
+	if next.IsZero() {
+		return time.Time{}
+	}
+	return next.Add(-l.d.Lookahead)
+}

@@ -1,0 +1,65 @@
+// Package metrics holds the engine's Prometheus metrics, shared by the
+// leader (ticks, lost and missed runs) and the worker (runs, lateness,
+// claims), registered once through the replica's Registerer.
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Set is the engine's metrics.
+type Set struct {
+	Runs       *prometheus.CounterVec
+	Duration   *prometheus.HistogramVec
+	Lateness   prometheus.Histogram
+	Skipped    *prometheus.CounterVec
+	Ticks      prometheus.Counter
+	ClaimFails *prometheus.CounterVec
+}
+
+// New registers the metrics with reg; a nil reg registers nothing (tests).
+func New(reg prometheus.Registerer) (*Set, error) {
+	m := &Set{
+		Runs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "scheduler_runs_total",
+			Help: "Runs finished by this replica (or recorded by it as leader), by job and outcome.",
+		}, []string{"job", "outcome"}),
+		Duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "scheduler_run_duration_seconds",
+			Help:    "Time from a run's start to its end, as executed on this replica.",
+			Buckets: prometheus.ExponentialBuckets(0.005, 4, 10),
+		}, []string{"job"}),
+		Lateness: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "scheduler_schedule_lateness_seconds",
+			Help:    "Start of a run minus its due time (the tick plus jitter), on this replica.",
+			Buckets: []float64{0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5, 30},
+		}),
+		Skipped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "scheduler_runs_skipped_total",
+			Help: "Ticks that did not run, by job and reason (overlap, queue_full, missed, paused).",
+		}, []string{"job", "reason"}),
+		Ticks: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "scheduler_ticks_materialized_total",
+			Help: "Queue entries this replica created as leader.",
+		}),
+		ClaimFails: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "scheduler_claim_conflicts_total",
+			Help: "Claims this replica lost to another worker or found all slots taken.",
+		}, []string{"reason"}),
+	}
+	if reg != nil {
+		for _, c := range []prometheus.Collector{m.Runs, m.Duration, m.Lateness, m.Skipped, m.Ticks, m.ClaimFails} {
+			if err := reg.Register(c); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return m, nil
+}
+
+// NotStarted counts a run recorded without starting (skipped, missed,
+// cancelled while queued) under its outcome and reason.
+func (m *Set) NotStarted(job, outcome, reason string) {
+	m.Runs.WithLabelValues(job, outcome).Inc()
+	m.Skipped.WithLabelValues(job, reason).Inc()
+}

@@ -1,0 +1,27 @@
+package queue
+
+import (
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/etcdsched/scheduler/internal/keys"
+	"github.com/etcdsched/scheduler/internal/runs"
+)
+
+// End is what follows from the end of an attempt, for the one transaction
+// that records it (the worker's release, or the leader's fenced record of a
+// lost run): the record, and either the entry of the next attempt, when the
+// outcome is retried and retries remain, or the entry's delete. Whatever
+// else a run's end causes belongs here too, so that no writer of a record
+// can forget it.
+func End(k keys.Layout, entryKey string, e *Entry, rec *runs.Record, now time.Time) (ops []clientv3.Op, retry *Entry) {
+	ops = []clientv3.Op{clientv3.OpPut(k.Record(e.Job, e.RunID), EncodeRecord(rec))}
+	if rec.Outcome.Retryable() {
+		retry = e.Retry(now, rec)
+	}
+	if retry != nil {
+		return append(ops, clientv3.OpPut(entryKey, retry.Encode())), retry
+	}
+	return append(ops, clientv3.OpDelete(entryKey)), nil
+}

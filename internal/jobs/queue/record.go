@@ -1,0 +1,91 @@
+package queue
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/etcdsched/scheduler/internal/runs"
+)
+
+// Every run record is built here, one constructor per way a run ends, so
+// that what a record says (its slot, token, times, attempts) means the same
+// whoever wrote it. A run that never held a slot has slot -1.
+
+// noSlot is the slot of a record of a run that never held one.
+const noSlot = -1
+
+// base is what every record of the entry's run says.
+func (e *Entry) base(outcome runs.Outcome) runs.Record {
+	return runs.Record{
+		RunID:       e.RunID,
+		Job:         e.Job,
+		Attempt:     e.Attempt,
+		Trigger:     e.Trigger,
+		ScheduledAt: e.ScheduledAt,
+		StartedAt:   e.StartedAt,
+		Holder:      e.Holder,
+		Slot:        e.Slot,
+		Outcome:     outcome,
+		Previous:    e.Previous,
+	}
+}
+
+// Finished records an attempt that held slot with token from startedAt to
+// endedAt; the target's result fills in the rest.
+func (e *Entry) Finished(outcome runs.Outcome, slot int, token int64, startedAt, endedAt time.Time) runs.Record {
+	r := e.base(outcome)
+	r.Slot = slot
+	r.FencingToken = token
+	r.StartedAt = startedAt.UTC()
+	r.EndedAt = endedAt.UTC()
+	return r
+}
+
+// NotStarted records a run that ended without holding a slot: skipped or
+// missed by a worker, or cancelled while queued.
+func (e *Entry) NotStarted(outcome runs.Outcome, endedAt time.Time, why string) runs.Record {
+	r := e.base(outcome)
+	r.Slot = noSlot
+	r.EndedAt = endedAt.UTC()
+	r.Error = why
+	return r
+}
+
+// Lost records a running attempt whose holder's slot (token) is gone
+// without a release: the holder died or lost its session.
+func (e *Entry) Lost(token int64, endedAt time.Time) runs.Record {
+	r := e.base(runs.Lost)
+	r.FencingToken = token
+	r.EndedAt = endedAt.UTC()
+	r.Error = fmt.Sprintf("holder %s lost slot %d (its session ended) before recording an outcome", e.Holder, e.Slot)
+	return r
+}
+
+// MissedTick records a tick the leader found past its starting deadline,
+// or dropped by the job's catch_up policy: it never had an entry.
+func MissedTick(job, runID string, scheduledAt time.Time, why string) runs.Record {
+	return runs.Record{RunID: runID, Job: job, Attempt: 1, Trigger: runs.Schedule,
+		ScheduledAt: scheduledAt.UTC(), Outcome: runs.Missed, Slot: noSlot, Error: why}
+}
+
+// InFlight is what the API shows of a queued (token 0) or running run:
+// a record without an outcome yet.
+func (e *Entry) InFlight(token int64) runs.Record {
+	r := e.base("")
+	if e.State != Running {
+		r.Slot = noSlot
+		return r
+	}
+	r.FencingToken = token
+	return r
+}
+
+// EncodeRecord is a record as stored at runs/<job>/<run-id>.
+func EncodeRecord(r *runs.Record) string {
+	b, err := json.Marshal(r)
+	if err != nil {
+		panic(fmt.Sprintf("queue: encode record: %v", err))
+	}
+	return string(b)
+}

@@ -1,0 +1,55 @@
+package queue
+
+import (
+	"context"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/etcdsched/scheduler/internal/keys"
+)
+
+// Writes are the unfenced writes a worker or the API makes to the queue:
+// each is decided by etcd against what its writer saw, so two replicas
+// acting on one entry cannot both succeed.
+type Writes struct {
+	Client *clientv3.Client
+	Keys   keys.Layout
+}
+
+// IfUnchanged applies ops if the entry is still as the view saw it.
+func (w Writes) IfUnchanged(ctx context.Context, it *Item, ops ...clientv3.Op) (bool, error) {
+	resp, err := w.Client.Txn(ctx).
+		If(clientv3.Compare(clientv3.ModRevision(it.Key), "=", it.ModRev)).
+		Then(ops...).Commit()
+	if err != nil {
+		return false, err
+	}
+	return resp.Succeeded, nil
+}
+
+// EndUnstarted deletes the entry and writes its record (of a run that never
+// started), if the entry is still as the view saw it.
+func (w Writes) EndUnstarted(ctx context.Context, it *Item, rec string) (bool, error) {
+	return w.IfUnchanged(ctx, it,
+		clientv3.OpDelete(it.Key),
+		clientv3.OpPut(w.Keys.Record(it.Job, it.RunID), rec))
+}
+
+// Add creates a pending entry, unless one of that run id exists.
+func (w Writes) Add(ctx context.Context, e *Entry) (bool, error) {
+	key := w.Keys.Entry(e.Job, e.RunID)
+	resp, err := w.Client.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+		Then(clientv3.OpPut(key, e.Encode())).Commit()
+	if err != nil {
+		return false, err
+	}
+	return resp.Succeeded, nil
+}
+
+// RequestCancel asks the holder of runID to stop it. The request lives on
+// the requester's session lease, so it cannot outlive the replica that made
+// it by more than a TTL.
+func (w Writes) RequestCancel(ctx context.Context, lease clientv3.LeaseID, runID, reason string) error {
+	_, err := w.Client.Put(ctx, w.Keys.Cancel(runID), reason, clientv3.WithLease(lease))
+	return err
+}

@@ -1,0 +1,84 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strconv"
+
+	"github.com/etcdsched/scheduler/internal/jobs/queue"
+	"github.com/etcdsched/scheduler/internal/runs"
+	"github.com/etcdsched/scheduler/internal/session"
+	"github.com/etcdsched/scheduler/internal/slots"
+	"github.com/etcdsched/scheduler/internal/target"
+)
+
+// execute runs a claimed entry at its due time and releases its slot with
+// the record. The run's context ends when the slot can no longer be trusted
+// (the session guard, SPEC rule 5), on a cancel request, or when the
+// shutdown grace is over; never merely because the worker stops claiming.
+func (w *Worker) execute(q *queue.Item, entry *queue.Entry, held *slots.Held, log *slog.Logger) {
+	log = log.With("slot", held.Slot, "token", held.Token)
+	runCtx, cancel := context.WithCancelCause(held.Context())
+	defer cancel(nil)
+	w.setCancel(q.RunID, cancel)
+
+	if d := entry.NotBefore.Sub(w.d.Clock.Now()); d > 0 {
+		t := w.d.Clock.NewTimer(d)
+		select {
+		case <-runCtx.Done():
+		case <-t.Chan():
+		}
+		t.Stop()
+	}
+	startedAt := w.d.Clock.Now()
+	var res target.Result
+	if runCtx.Err() != nil {
+		res = target.Result{Outcome: runs.Cancelled, Error: context.Cause(runCtx).Error()}
+	} else {
+		w.d.Metrics.Lateness.Observe(startedAt.Sub(entry.NotBefore).Seconds())
+		log.Debug("run started")
+		var resourceSlots []string
+		for _, r := range held.Resources {
+			resourceSlots = append(resourceSlots, r.Name+"/"+strconv.Itoa(r.Index))
+		}
+		res = w.d.Executor.Execute(runCtx, &entry.Spec, target.Run{
+			ResourceSlots: resourceSlots,
+			Job:           entry.Job,
+			RunID:         entry.RunID,
+			Attempt:       entry.Attempt,
+			ScheduledAt:   entry.ScheduledAt,
+			Slot:          held.Slot,
+			FencingToken:  held.Token,
+			Holder:        w.d.ID,
+		})
+	}
+	endedAt := w.d.Clock.Now()
+	cause := context.Cause(runCtx)
+	if res.Outcome == runs.Cancelled && (errors.Is(cause, session.ErrGuardExpired) || errors.Is(cause, session.ErrLeaseGone)) {
+		// The lease may be gone: the run was stopped because its slot could
+		// not be trusted any more. That is a lost run, retried like one.
+		res.Outcome = runs.Lost
+	}
+
+	rec := entry.Finished(res.Outcome, held.Slot, held.Token, startedAt, endedAt)
+	res.Fill(&rec)
+	ops, retry := queue.End(w.d.Keys, q.Key, entry, &rec, endedAt)
+
+	// Release even though the run's context may be over; bounded by the
+	// TTL, after which the lease has expired and the leader takes over.
+	relCtx, relCancel := context.WithTimeout(context.Background(), w.d.Config().Cluster.SessionTTL.D())
+	err := w.d.Slots.Release(relCtx, held, ops...)
+	relCancel()
+	w.d.Metrics.Duration.WithLabelValues(entry.Job).Observe(endedAt.Sub(startedAt).Seconds())
+	if err != nil {
+		if errors.Is(err, slots.ErrNotOwner) {
+			log.Warn("slot lost before release: the leader records the run lost", "outcome", res.Outcome)
+		} else {
+			log.Error("release failed: the leader records the run lost once the lease expires", "outcome", res.Outcome, "err", err)
+		}
+		return
+	}
+	w.d.Metrics.Runs.WithLabelValues(entry.Job, string(res.Outcome)).Inc()
+	log.Info("run finished", "outcome", res.Outcome, "duration", endedAt.Sub(startedAt), "retry", retry != nil)
+}

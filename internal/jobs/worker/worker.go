@@ -1,0 +1,281 @@
+// Package worker is what every replica does with the queue: it ranks
+// itself for each pending run, claims the run together with its slots in
+// one transaction (SPEC rule 3), applies the job's overlap policy when every
+// slot is taken, executes the target under a context that ends before the
+// lease can (rule 5), and releases the slots with the run's record in one
+// owner-checked transaction (rule 4). The worker never writes a fenced key.
+package worker
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/etcdsched/scheduler/config"
+	"github.com/etcdsched/scheduler/internal/jobs/metrics"
+	"github.com/etcdsched/scheduler/internal/jobs/queue"
+	"github.com/etcdsched/scheduler/internal/keys"
+	"github.com/etcdsched/scheduler/internal/mirror"
+	"github.com/etcdsched/scheduler/internal/session"
+	"github.com/etcdsched/scheduler/internal/slots"
+	"github.com/etcdsched/scheduler/internal/target"
+)
+
+// errShutdown cancels runs still going when the shutdown grace ends.
+var errShutdown = errors.New("worker: shutdown grace period over")
+
+// Sessions hands out the replica's current session.
+type Sessions interface {
+	Current(ctx context.Context) (*session.Session, error)
+}
+
+// Slots claims and releases slots, and says when any slot changes.
+type Slots interface {
+	Claim(ctx context.Context, sess *session.Session, req slots.Request) (*slots.Held, error)
+	Release(ctx context.Context, h *slots.Held, then ...clientv3.Op) error
+	Changed() <-chan struct{}
+}
+
+// Executor runs a target.
+type Executor interface {
+	Execute(ctx context.Context, job *config.Job, run target.Run) target.Result
+}
+
+// Deps is what the worker works with. Every field is required but Clock,
+// Log, ClaimLead and Backup.
+type Deps struct {
+	Client   *clientv3.Client
+	Keys     keys.Layout
+	ID       string // this replica: the holder of the runs it executes
+	Sessions Sessions
+	Slots    Slots
+	Executor Executor
+	Queue    *queue.View
+	Config   func() *config.Config
+	Metrics  *metrics.Set
+	Clock    clockwork.Clock
+	Log      *slog.Logger
+	// ClaimLead: a worker claims this long before a run is due, so the
+	// claim's round trip is not part of the run's lateness.
+	ClaimLead time.Duration
+	// Backup: a worker that is not the run's preferred worker waits this
+	// long (per rank) before competing for it, so one worker, not all,
+	// claims a run.
+	Backup time.Duration
+}
+
+// Worker claims pending runs and executes them; every replica has one.
+type Worker struct {
+	d       Deps
+	writes  queue.Writes
+	cancels *queue.Cancels
+	members *members
+
+	mu       sync.Mutex
+	pending  dueHeap
+	active   map[string]*activeRun // by run id: being claimed or running
+	wake     chan struct{}
+	wg       sync.WaitGroup
+	drained  chan struct{}
+	stopping bool
+
+	claimRTT claimLatency // of this worker's claims: backups wait longer when etcd is slow
+}
+
+type activeRun struct {
+	cancel context.CancelCauseFunc // set once the run holds its slot
+}
+
+// New is a worker that learns of runs from d.Queue. Its cancel requests
+// and member list are views the caller mirrors (Cancels, Members).
+func New(d Deps) *Worker {
+	if d.Clock == nil {
+		d.Clock = clockwork.NewRealClock()
+	}
+	if d.Log == nil {
+		d.Log = slog.New(slog.DiscardHandler)
+	}
+	if d.ClaimLead == 0 {
+		d.ClaimLead = 25 * time.Millisecond
+	}
+	if d.Backup == 0 {
+		d.Backup = 250 * time.Millisecond
+	}
+	w := &Worker{d: d, writes: queue.Writes{Client: d.Client, Keys: d.Keys}, members: newMembers(d.Keys),
+		active: map[string]*activeRun{}, wake: make(chan struct{}, 1), drained: make(chan struct{})}
+	w.cancels = queue.NewCancels(d.Keys, w.cancelRequested)
+	d.Queue.Subscribe(w.onPut, nil)
+	return w
+}
+
+// Cancels is the view of cancel requests the worker acts on.
+func (w *Worker) Cancels() mirror.Handler { return w.cancels }
+
+// Members is the view of live replicas the worker ranks itself among.
+func (w *Worker) Members() mirror.Handler { return w.members }
+
+// Drained closes once Drain has returned.
+func (w *Worker) Drained() <-chan struct{} { return w.drained }
+
+func (w *Worker) signal() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// onPut learns of a pending run from the queue view.
+func (w *Worker) onPut(q *queue.Item) {
+	if q.State != queue.Pending {
+		return
+	}
+	at := q.NotBefore.Add(-w.d.ClaimLead)
+	rank := w.members.rank(w.d.ID, q.Key+"#"+strconv.Itoa(q.Attempt))
+	at = at.Add(time.Duration(rank) * (w.d.Backup + w.claimRTT.backupWait()))
+	w.mu.Lock()
+	heap.Push(&w.pending, due{at: at, key: q.Key, modRev: q.ModRev})
+	w.mu.Unlock()
+	w.signal()
+}
+
+// Run dispatches runs until ctx ends: then it stops claiming and returns.
+// Runs in flight go on; Drain ends them.
+func (w *Worker) Run(ctx context.Context) error {
+	timer := w.d.Clock.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		wait := time.Hour
+		w.mu.Lock()
+		if len(w.pending) > 0 && len(w.active) < w.maxParallel() {
+			wait = max(w.pending[0].at.Sub(w.d.Clock.Now()), 0)
+		}
+		w.mu.Unlock()
+		timer.Reset(wait)
+		select {
+		case <-ctx.Done():
+			w.mu.Lock()
+			w.stopping = true
+			w.mu.Unlock()
+			return nil
+		case <-w.wake:
+		case <-timer.Chan():
+		}
+		w.dispatch(ctx)
+	}
+}
+
+func (w *Worker) maxParallel() int {
+	return max(1, w.d.Config().Worker.MaxParallel)
+}
+
+func (w *Worker) dispatch(ctx context.Context) {
+	now := w.d.Clock.Now()
+	limit := w.maxParallel()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for len(w.pending) > 0 && !w.pending[0].at.After(now) && len(w.active) < limit {
+		a := heap.Pop(&w.pending).(due)
+		q := w.d.Queue.Get(a.key)
+		if q == nil || q.ModRev != a.modRev || q.State != queue.Pending {
+			continue // claimed, finished or changed since
+		}
+		if _, busy := w.active[q.RunID]; busy {
+			continue
+		}
+		w.active[q.RunID] = &activeRun{}
+		w.wg.Add(1)
+		go func() {
+			defer w.wg.Done()
+			defer w.finish(q.RunID)
+			w.start(ctx, q)
+		}()
+	}
+}
+
+func (w *Worker) finish(runID string) {
+	w.mu.Lock()
+	delete(w.active, runID)
+	w.mu.Unlock()
+	w.signal()
+}
+
+// retryLater puts an entry back after a transient failure.
+func (w *Worker) retryLater(q *queue.Item, at time.Time) {
+	w.mu.Lock()
+	heap.Push(&w.pending, due{at: at, key: q.Key, modRev: q.ModRev})
+	w.mu.Unlock()
+	w.signal()
+}
+
+// cancelRequested stops a run this worker holds.
+func (w *Worker) cancelRequested(runID, reason string) {
+	w.mu.Lock()
+	a := w.active[runID]
+	w.mu.Unlock()
+	if a != nil && a.cancel != nil {
+		a.cancel(errors.New("cancelled: " + reason))
+	}
+}
+
+// setCancel registers the running run's cancel func and applies a cancel
+// request that arrived before it.
+func (w *Worker) setCancel(runID string, cancel context.CancelCauseFunc) {
+	w.mu.Lock()
+	if a := w.active[runID]; a != nil {
+		a.cancel = cancel
+	}
+	w.mu.Unlock()
+	if reason, ok := w.cancels.Requested(runID); ok {
+		cancel(errors.New("cancelled: " + reason))
+	}
+}
+
+// Drain waits for running runs until ctx ends, then cancels them and waits
+// for their releases. Call after Run returned.
+func (w *Worker) Drain(ctx context.Context) {
+	done := make(chan struct{})
+	go func() {
+		w.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		w.mu.Lock()
+		for _, a := range w.active {
+			if a.cancel != nil {
+				a.cancel(errShutdown)
+			}
+		}
+		w.mu.Unlock()
+		<-done
+	}
+	close(w.drained)
+}
+
+// due is when to try a pending run, as the view saw it.
+type due struct {
+	at     time.Time
+	key    string
+	modRev int64
+}
+
+type dueHeap []due
+
+func (h dueHeap) Len() int           { return len(h) }
+func (h dueHeap) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
+func (h dueHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *dueHeap) Push(x any)        { *h = append(*h, x.(due)) }
+func (h *dueHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}

@@ -1,0 +1,139 @@
+// Package keys is the etcd key layout of SPEC section 4: every key the
+// scheduler reads or writes is spelled here and nowhere else, so a reader
+// finds the whole layout in one file and a new key cannot collide with an
+// old one unnoticed.
+//
+// Every directory ends in "/": "slots/a" would otherwise also match the keys
+// of a job named "ab".
+package keys
+
+import (
+	"strconv"
+	"strings"
+)
+
+// Layout is the key layout under one prefix ("/scheduler/" by default);
+// one prefix is one isolated scheduler.
+type Layout struct{ Prefix string }
+
+// New is the layout under prefix.
+func New(prefix string) Layout { return Layout{Prefix: prefix} }
+
+// The directories directly under the prefix.
+const (
+	electionDir  = "election/"
+	membersDir   = "members/"
+	jobsDir      = "jobs/"
+	queueDir     = "queue/"
+	slotsDir     = "slots/"
+	resourcesDir = "resources/"
+	cancelDir    = "cancel/"
+	runsDir      = "runs/"
+)
+
+// Election is where concurrency.Election campaigns: one key per candidate,
+// the oldest leads.
+func (l Layout) Election() string { return l.Prefix + electionDir }
+
+// Members holds members/<id>, one per live replica, on its session lease.
+func (l Layout) Members() string { return l.Prefix + membersDir }
+
+// Member is the record of replica id.
+func (l Layout) Member(id string) string { return l.Members() + id }
+
+// MemberID is the id in a key under Members.
+func (l Layout) MemberID(key string) string { return strings.TrimPrefix(key, l.Members()) }
+
+// Jobs holds per-job state: cursors and pause markers.
+func (l Layout) Jobs() string { return l.Prefix + jobsDir }
+
+// Cursor is the last tick the leader materialized for job.
+func (l Layout) Cursor(job string) string { return l.Jobs() + job + "/cursor" }
+
+// Paused exists while job is paused (or says "false" after a resume of a
+// job whose file says paused).
+func (l Layout) Paused(job string) string { return l.Jobs() + job + "/paused" }
+
+// CursorJob returns the job of a cursor key.
+func (l Layout) CursorJob(key string) (string, bool) { return l.jobState(key, "/cursor") }
+
+// PausedJob returns the job of a pause marker key.
+func (l Layout) PausedJob(key string) (string, bool) { return l.jobState(key, "/paused") }
+
+func (l Layout) jobState(key, suffix string) (string, bool) {
+	rest, ok := strings.CutPrefix(key, l.Jobs())
+	if !ok {
+		return "", false
+	}
+	return strings.CutSuffix(rest, suffix)
+}
+
+// Queue holds every pending and running run.
+func (l Layout) Queue() string { return l.Prefix + queueDir }
+
+// Entry is the queue entry of one run.
+func (l Layout) Entry(job, runID string) string { return l.Queue() + job + "/" + runID }
+
+// Slots holds every job slot key.
+func (l Layout) Slots() string { return l.Prefix + slotsDir }
+
+// JobSlots holds the slot keys of one job.
+func (l Layout) JobSlots(job string) string { return l.Slots() + job + "/" }
+
+// Slot is job slot i.
+func (l Layout) Slot(job string, i int) string { return l.JobSlots(job) + strconv.Itoa(i) }
+
+// Resources holds every shared-resource slot key.
+func (l Layout) Resources() string { return l.Prefix + resourcesDir }
+
+// Resource holds the slot keys of one shared resource.
+func (l Layout) Resource(name string) string { return l.Resources() + name + "/" }
+
+// ResourceSlot is slot i of a shared resource.
+func (l Layout) ResourceSlot(name string, i int) string {
+	return l.Resource(name) + strconv.Itoa(i)
+}
+
+// ParseSlot splits a job slot or resource slot key: resource is true for a
+// resource's; ok is false for any other key.
+func (l Layout) ParseSlot(key string) (resource bool, name string, index int, ok bool) {
+	rest, found := strings.CutPrefix(key, l.Prefix)
+	if !found {
+		return false, "", 0, false
+	}
+	switch {
+	case strings.HasPrefix(rest, slotsDir):
+		rest = rest[len(slotsDir):]
+	case strings.HasPrefix(rest, resourcesDir):
+		resource, rest = true, rest[len(resourcesDir):]
+	default:
+		return false, "", 0, false
+	}
+	slash := strings.LastIndexByte(rest, '/')
+	if slash <= 0 {
+		return false, "", 0, false
+	}
+	index, err := strconv.Atoi(rest[slash+1:])
+	if err != nil || index < 0 || strconv.Itoa(index) != rest[slash+1:] {
+		return false, "", 0, false
+	}
+	return resource, rest[:slash], index, true
+}
+
+// Cancels holds requests to stop running runs.
+func (l Layout) Cancels() string { return l.Prefix + cancelDir }
+
+// Cancel asks the holder of runID to stop it.
+func (l Layout) Cancel(runID string) string { return l.Cancels() + runID }
+
+// CancelRun is the run id of a key under Cancels.
+func (l Layout) CancelRun(key string) string { return strings.TrimPrefix(key, l.Cancels()) }
+
+// Runs holds finished-run records.
+func (l Layout) Runs() string { return l.Prefix + runsDir }
+
+// JobRuns holds the records of one job.
+func (l Layout) JobRuns(job string) string { return l.Runs() + job + "/" }
+
+// Record is the finished-run record of runID.
+func (l Layout) Record(job, runID string) string { return l.JobRuns(job) + runID }

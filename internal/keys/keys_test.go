@@ -1,0 +1,73 @@
+package keys
+
+import (
+	"strings"
+	"testing"
+)
+
+const testPrefix = "/sched/"
+
+func TestParseSlot(t *testing.T) {
+	l := New(testPrefix)
+	for _, tc := range []struct {
+		key      string
+		resource bool
+		name     string
+		index    int
+		ok       bool
+	}{
+		{l.Slot("nightly-report", 0), false, "nightly-report", 0, true},
+		{l.Slot("a.b_c", 12), false, "a.b_c", 12, true},
+		{l.ResourceSlot("github-api", 4), true, "github-api", 4, true},
+		{testPrefix + "slots/job", false, "", 0, false},
+		{testPrefix + "slots//1", false, "", 0, false},
+		{testPrefix + "slots/job/01", false, "", 0, false},
+		{testPrefix + "slots/job/-1", false, "", 0, false},
+		{testPrefix + "queue/job/1", false, "", 0, false},
+		{"/other/slots/job/1", false, "", 0, false},
+	} {
+		resource, name, index, ok := l.ParseSlot(tc.key)
+		if ok != tc.ok || ok && (resource != tc.resource || name != tc.name || index != tc.index) {
+			t.Errorf("ParseSlot(%q) = %v %q %d %v, want %v %q %d %v", tc.key, resource, name, index, ok, tc.resource, tc.name, tc.index, tc.ok)
+		}
+	}
+}
+
+// Every directory ends in "/", so one name's keys never cover another's.
+func TestDirectoriesDoNotCoverLongerNames(t *testing.T) {
+	l := New(testPrefix)
+	for _, pair := range [][2]string{
+		{l.JobSlots("a"), l.JobSlots("ab")},
+		{l.Resource("a"), l.Resource("ab")},
+		{l.JobRuns("a"), l.JobRuns("ab")},
+		{l.Entry("a", ""), l.Entry("ab", "")},
+	} {
+		if strings.HasPrefix(pair[1], pair[0]) {
+			t.Errorf("%q covers %q", pair[0], pair[1])
+		}
+	}
+	for _, f := range []func() string{l.Election, l.Members, l.Jobs, l.Queue, l.Slots, l.Resources, l.Cancels, l.Runs} {
+		if d := f(); !strings.HasSuffix(d, "/") || !strings.HasPrefix(d, testPrefix) {
+			t.Errorf("directory %q must be under the prefix and end in /", d)
+		}
+	}
+}
+
+func TestJobStateKeys(t *testing.T) {
+	l := New(testPrefix)
+	if job, ok := l.CursorJob(l.Cursor("nightly")); !ok || job != "nightly" {
+		t.Errorf("CursorJob(Cursor(nightly)) = %q %v", job, ok)
+	}
+	if job, ok := l.PausedJob(l.Paused("nightly")); !ok || job != "nightly" {
+		t.Errorf("PausedJob(Paused(nightly)) = %q %v", job, ok)
+	}
+	if _, ok := l.PausedJob(l.Cursor("nightly")); ok {
+		t.Error("a cursor key was taken for a pause marker")
+	}
+	if id := l.MemberID(l.Member("r1")); id != "r1" {
+		t.Errorf("MemberID(Member(r1)) = %q", id)
+	}
+	if id := l.CancelRun(l.Cancel("j@1")); id != "j@1" {
+		t.Errorf("CancelRun(Cancel(j@1)) = %q", id)
+	}
+}
