@@ -1,4 +1,4 @@
-package jobs
+package jobs_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/etcdtest"
+	"github.com/etcdsched/scheduler/internal/jobs"
 	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
 	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/poll"
@@ -64,7 +65,7 @@ func TestControl(t *testing.T) {
 				t.Errorf("%s: %s (%s)", id, r.Outcome, r.Trigger)
 			}
 		}
-		if _, err := a.engine.Trigger(ctx, "nope"); !errors.Is(err, ErrUnknownJob) {
+		if _, err := a.engine.Trigger(ctx, "nope"); !errors.Is(err, jobs.ErrUnknownJob) {
 			t.Errorf("trigger of an unknown job: %v", err)
 		}
 	})
@@ -104,10 +105,10 @@ func TestControl(t *testing.T) {
 				t.Error("the cancelled queued run reached the target")
 			}
 		}
-		if err := b.engine.Cancel(ctx, running, "again"); !errors.Is(err, ErrFinished) {
+		if err := b.engine.Cancel(ctx, running, "again"); !errors.Is(err, jobs.ErrFinished) {
 			t.Errorf("second cancel: %v", err)
 		}
-		if err := b.engine.Cancel(ctx, "slow@nope", "x"); !errors.Is(err, ErrUnknownRun) {
+		if err := b.engine.Cancel(ctx, "slow@nope", "x"); !errors.Is(err, jobs.ErrUnknownRun) {
 			t.Errorf("cancel of an unknown run: %v", err)
 		}
 	})
@@ -188,11 +189,9 @@ func TestWorkerRunsTheLeadersSpec(t *testing.T) {
 	// elector is stopped at once.
 	workerCfg := jobstest.Config(jobstest.HTTPJob("spec", "@every 1s", "http://127.0.0.1:1/old"))
 	worker := startNode(t, etcd.Endpoints(), "worker", workerCfg)
-	worker.stopElector()
-	<-worker.electorDone
+	worker.StopLeading()
 	// Keep the leader from executing, so the worker does.
-	leader.stopWork()
-	<-leader.workDone
+	leader.StopClaiming()
 	poll.For(t, 60*time.Second, "runs by the worker", func() bool {
 		for _, h := range w.finished("spec") {
 			if h.Holder == "worker" {
@@ -211,7 +210,7 @@ func TestJobsListingSurvivesReload(t *testing.T) {
 	after := jobstest.Config(jobstest.HTTPJob("kept", "@every 1h", "http://127.0.0.1:1/"))
 	n := startNode(t, etcd.Endpoints(), "a", before)
 	calls := 0
-	e, err := New(Options{Client: n.client, Prefix: testPrefix, ID: "lister", Sessions: n.sessions, Slots: n.slots, Executor: n.exec,
+	e, err := jobs.New(jobs.Options{Client: n.client, Prefix: testPrefix, ID: "lister", Sessions: n.Sessions, Slots: n.Slots, Executor: n.Exec,
 		Config: func() *config.Config {
 			calls++
 			if calls == 1 {
@@ -252,7 +251,7 @@ func cursorOf(t *testing.T, cli *clientv3.Client, job string) time.Time {
 }
 
 // queuedOf counts the job's pending and running runs in e's view.
-func queuedOf(e *Engine, job string) int {
+func queuedOf(e *jobs.Engine, job string) int {
 	n := 0
 	for _, r := range e.Pending() {
 		if r.Job == job {

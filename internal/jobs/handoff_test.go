@@ -1,4 +1,4 @@
-package jobs
+package jobs_test
 
 import (
 	"fmt"
@@ -31,10 +31,10 @@ func TestLeaderHandoffDuringLongRuns(t *testing.T) {
 			cfg := jobstest.Config(long, all, none)
 			// A short lookahead, so the leader gap is longer than the ticks
 			// the old leader had already queued and catch_up has work.
-			timing := Options{Lookahead: 100 * time.Millisecond}
+			tm := timing{Lookahead: 100 * time.Millisecond}
 			var nodes []*node
 			for _, id := range []string{"a", "b", "c"} {
-				nodes = append(nodes, startNodeWith(t, etcd.Endpoints(), id, cfg, timing))
+				nodes = append(nodes, startNodeWith(t, etcd.Endpoints(), id, cfg, tm))
 			}
 			old := leaderOf(t, nodes)
 			poll.For(t, 60*time.Second, "long runs under way", func() bool { return len(w.finished("long")) >= 3 })

@@ -1,4 +1,4 @@
-package jobs
+package jobs_test
 
 import (
 	"context"
@@ -17,36 +17,29 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/config"
-	"github.com/etcdsched/scheduler/internal/election"
 	"github.com/etcdsched/scheduler/internal/etcdtest"
+	"github.com/etcdsched/scheduler/internal/jobs"
 	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/poll"
+	"github.com/etcdsched/scheduler/internal/replica"
 	"github.com/etcdsched/scheduler/internal/runs"
-	"github.com/etcdsched/scheduler/internal/session"
-	"github.com/etcdsched/scheduler/internal/slots"
-	"github.com/etcdsched/scheduler/internal/target"
 )
 
 const testPrefix = "/sched/"
 
-// node is one replica's engine stack in the test process: its own client,
-// session, slots view, elector and engine.
+// node is one replica's scheduling stack in the test process, wired and
+// stopped as the binary does it (replica.Node), with its own client.
 type node struct {
-	t        *testing.T
-	id       string
-	client   *clientv3.Client
-	sessions *session.Manager
-	slots    *slots.Semaphore
-	elector  *election.Elector
-	engine   *Engine
-	exec     *target.Executor
+	*replica.Node
+	t      *testing.T
+	id     string
+	client *clientv3.Client
+	engine *jobs.Engine
 
 	mu  sync.Mutex
 	cfg *config.Config
 
-	stopElector, stopWork, stopBase context.CancelFunc
-	electorDone, workDone, baseDone chan struct{}
-	stopped                         bool
+	stopped bool
 }
 
 func testLogger(t *testing.T, id string) *slog.Logger {
@@ -58,57 +51,29 @@ func testLogger(t *testing.T, id string) *slog.Logger {
 
 func startNode(t *testing.T, endpoints []string, id string, cfg *config.Config) *node {
 	t.Helper()
-	return startNodeWith(t, endpoints, id, cfg, Options{})
+	return startNodeWith(t, endpoints, id, cfg, timing{})
 }
 
-// startNodeWith lets a test set the engine's timing options.
-func startNodeWith(t *testing.T, endpoints []string, id string, cfg *config.Config, timing Options) *node {
+// timing overrides the engine's timings; zero keeps its defaults.
+type timing struct{ Lookahead, ClaimLead, Backup time.Duration }
+
+// startNodeWith lets a test set the engine's timings.
+func startNodeWith(t *testing.T, endpoints []string, id string, cfg *config.Config, tm timing) *node {
 	t.Helper()
+	cfg.Cluster.Etcd.Prefix = testPrefix
 	cli := etcdtest.NewClient(t, endpoints)
-	log := testLogger(t, id)
 	n := &node{t: t, id: id, client: cli, cfg: cfg}
 	var err error
-	n.sessions, err = session.NewManager(cli, session.Options{
-		TTL: cfg.Cluster.SessionTTL.D(), Margin: cfg.Cluster.LeaseMargin.D(), Logger: log}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n.slots, err = slots.New(cli, testPrefix, log, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n.elector, err = election.New(cli, n.sessions, election.Config{Prefix: testPrefix, ID: id, APIAddr: "127.0.0.1:0", Logger: log}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n.exec = target.New(target.Options{Logger: log, DefaultKillGrace: time.Second})
-	n.engine, err = New(Options{
-		Client: cli, Prefix: testPrefix, ID: id, Sessions: n.sessions, Slots: n.slots, Executor: n.exec,
-		Config: n.config, Logger: log,
-		Lookahead: timing.Lookahead, ClaimLead: timing.ClaimLead, Backup: timing.Backup,
+	n.Node, err = replica.NewNode(replica.NodeOptions{
+		Client: cli, ID: id, APIAddr: "127.0.0.1:0", Config: n.config, ConfigHash: cfg.Hash(),
+		Logger: testLogger(t, id), KillGrace: time.Second,
+		Lookahead: tm.Lookahead, ClaimLead: tm.ClaimLead, Backup: tm.Backup,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var baseCtx, workCtx, electorCtx context.Context
-	baseCtx, n.stopBase = context.WithCancel(context.Background())
-	workCtx, n.stopWork = context.WithCancel(context.Background())
-	electorCtx, n.stopElector = context.WithCancel(context.Background())
-	n.baseDone, n.workDone, n.electorDone = make(chan struct{}), make(chan struct{}), make(chan struct{})
-	var baseWG sync.WaitGroup
-	baseWG.Add(2)
-	go func() { defer baseWG.Done(); _ = n.sessions.Run(baseCtx) }()
-	go func() { defer baseWG.Done(); _ = n.slots.Run(baseCtx) }()
-	go func() { baseWG.Wait(); close(n.baseDone) }()
-	go func() { defer close(n.workDone); _ = n.engine.Run(workCtx) }()
-	go func() {
-		defer close(n.electorDone)
-		_ = n.elector.Run(electorCtx, func(ctx context.Context, l election.Leadership) {
-			if err := n.engine.Lead(ctx, l); err != nil {
-				log.Warn("lead ended", "err", err)
-			}
-		})
-	}()
+	n.engine = n.Engine
+	n.Start()
 	t.Cleanup(func() { n.stop(5 * time.Second) })
 	return n
 }
@@ -120,6 +85,7 @@ func (n *node) config() *config.Config {
 }
 
 func (n *node) setConfig(cfg *config.Config) {
+	cfg.Cluster.Etcd.Prefix = testPrefix
 	n.mu.Lock()
 	n.cfg = cfg
 	n.mu.Unlock()
@@ -132,16 +98,9 @@ func (n *node) stop(grace time.Duration) {
 		return
 	}
 	n.stopped = true
-	n.stopElector()
-	<-n.electorDone
-	n.stopWork()
-	<-n.workDone
-	ctx, cancel := context.WithTimeout(context.Background(), grace)
-	n.engine.Drain(ctx)
-	cancel()
-	n.stopBase()
-	<-n.baseDone
-	n.exec.Close()
+	if err := n.Stop(grace); err != nil {
+		n.t.Logf("node %s: %v", n.id, err)
+	}
 }
 
 // crash stops the node without resigning or revoking: its client is closed
@@ -152,16 +111,7 @@ func (n *node) crash() {
 	}
 	n.stopped = true
 	_ = n.client.Close()
-	n.stopElector()
-	n.stopWork()
-	n.stopBase()
-	<-n.electorDone
-	<-n.workDone
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	n.engine.Drain(ctx)
-	cancel()
-	<-n.baseDone
-	n.exec.Close()
+	_ = n.Stop(10 * time.Second)
 }
 
 // witness is a real HTTP target that records every request it gets, with
@@ -287,7 +237,7 @@ func leaderOf(t *testing.T, nodes []*node) *node {
 		leader = nil
 		count := 0
 		for _, n := range nodes {
-			if !n.stopped && n.elector.IsLeader() {
+			if !n.stopped && n.Elector.IsLeader() {
 				leader = n
 				count++
 			}

@@ -1,4 +1,4 @@
-package jobs
+package jobs_test
 
 import (
 	"strings"
@@ -36,7 +36,7 @@ func TestCrashedHolderRunIsLostAndRetried(t *testing.T) {
 	// next leader must do the recording).
 	var holder string
 	poll.For(t, 30*time.Second, "the run to start", func() bool {
-		for _, s := range leader.slots.List() {
+		for _, s := range leader.Slots.List() {
 			if s.RunID == runID {
 				holder = s.Holder
 				return true
@@ -45,7 +45,7 @@ func TestCrashedHolderRunIsLostAndRetried(t *testing.T) {
 		return false
 	})
 	firstToken := int64(0)
-	for _, s := range leader.slots.List() {
+	for _, s := range leader.Slots.List() {
 		if s.RunID == runID {
 			firstToken = s.FencingToken
 		}

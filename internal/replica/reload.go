@@ -102,8 +102,8 @@ func (r *replica) reload(onlyIfChanged bool) {
 	if fixed := restartOnly(old, cfg); len(fixed) > 0 {
 		r.log.Warn("some changed settings take effect only at restart", "settings", fixed)
 	}
-	r.membership.SetConfigHash(hash)
-	r.engine.ConfigChanged()
+	r.node.Membership.SetConfigHash(hash)
+	r.node.Engine.ConfigChanged()
 	// The parse's garbage is several times the file (see cmd/scheduler):
 	// give it back to the OS now rather than over minutes.
 	debug.FreeOSMemory()

@@ -20,13 +20,8 @@ import (
 
 	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/api"
-	"github.com/etcdsched/scheduler/internal/election"
 	"github.com/etcdsched/scheduler/internal/embedetcd"
-	"github.com/etcdsched/scheduler/internal/jobs"
 	"github.com/etcdsched/scheduler/internal/keys"
-	"github.com/etcdsched/scheduler/internal/session"
-	"github.com/etcdsched/scheduler/internal/slots"
-	"github.com/etcdsched/scheduler/internal/target"
 )
 
 // Options are what main hands over.
@@ -77,17 +72,12 @@ type replica struct {
 
 	cleanups []func() // run last first, after the stages stopped
 
-	embedded   *embedetcd.Server
-	endpoints  []string
-	client     *clientv3.Client
-	sessions   *session.Manager
-	slots      *slots.Semaphore
-	exec       *target.Executor
-	engine     *jobs.Engine
-	elector    *election.Elector
-	membership *election.Membership
-	api        *api.Server
-	reloads    *reloadMetrics
+	embedded  *embedetcd.Server
+	endpoints []string
+	client    *clientv3.Client
+	node      *Node
+	api       *api.Server
+	reloads   *reloadMetrics
 
 	// draining is set once shutdown began: /readyz answers 503 from then on,
 	// so a load balancer stops sending API traffic while runs finish.
@@ -166,50 +156,17 @@ func (r *replica) start(ctx context.Context, reg *prometheus.Registry) (err erro
 		return err
 	}
 
-	r.sessions, err = session.NewManager(r.client, session.Options{
-		TTL:    cfg.Cluster.SessionTTL.D(),
-		Margin: cfg.Cluster.LeaseMargin.D(),
-		Logger: r.log.With("component", "session"),
-	}, reg)
-	if err != nil {
-		return err
-	}
-	r.slots, err = slots.New(r.client, cfg.Cluster.Etcd.Prefix, r.log.With("component", "slots"), reg)
-	if err != nil {
-		return err
-	}
-	r.exec = target.New(target.Options{Logger: r.log.With("component", "target")})
-	r.cleanup(r.exec.Close)
-	r.engine, err = jobs.New(jobs.Options{
-		Client:   r.client,
-		Prefix:   cfg.Cluster.Etcd.Prefix,
-		ID:       r.opts.ID,
-		Sessions: r.sessions,
-		Slots:    r.slots,
-		Executor: r.exec,
-		Config:   r.config,
-		Logger:   r.log.With("component", "jobs"),
-		Reg:      reg,
+	apiAddr := advertised(r.api.Addr())
+	r.log.Info("api listening", "addr", r.api.Addr(), "advertised", apiAddr)
+	r.node, err = NewNode(NodeOptions{
+		Client: r.client, ID: r.opts.ID, APIAddr: apiAddr, Version: r.opts.Version,
+		Config: r.config, ConfigHash: r.configHash(), StartedAt: r.started,
+		Logger: r.log, Reg: reg,
 	})
 	if err != nil {
 		return err
 	}
-	apiAddr := advertised(r.api.Addr())
-	r.log.Info("api listening", "addr", r.api.Addr(), "advertised", apiAddr)
-
-	r.elector, err = election.New(r.client, r.sessions, election.Config{
-		Prefix: cfg.Cluster.Etcd.Prefix, ID: r.opts.ID, APIAddr: apiAddr, Logger: r.log,
-	}, reg)
-	if err != nil {
-		return err
-	}
-	r.membership, err = election.NewMembership(r.client, r.sessions, cfg.Cluster.Etcd.Prefix, election.Member{
-		ID: r.opts.ID, APIAddr: apiAddr, Version: r.opts.Version, ConfigHash: r.configHash(), StartedAt: r.started,
-	}, r.log)
-	if err != nil {
-		return err
-	}
-	r.api.SetCluster(cluster{Engine: r.engine, elector: r.elector, membership: r.membership, slots: r.slots})
+	r.api.SetCluster(cluster{Engine: r.node.Engine, elector: r.node.Elector, membership: r.node.Membership, slots: r.node.Slots})
 	return nil
 }
 
@@ -217,31 +174,14 @@ func (r *replica) start(ctx context.Context, reg *prometheus.Registry) (err erro
 // order of SPEC section 9.
 func (r *replica) serve(ctx context.Context) error {
 	defer r.runCleanups()
-	// Each stage has its own context, cancelled in the order of SPEC
-	// section 9: stop claiming and resign, drain runs, then give up the
-	// lease and stop answering.
-	var stages stages
-	base := stages.add("base")     // session, slots view, membership
-	work := stages.add("work")     // the engine's worker, reloads
-	leading := stages.add("elect") // the elector
-	base.serve("session", func(ctx context.Context) error { return r.sessions.Run(ctx) })
-	base.serve("slots", r.slots.Run)
-	base.serve("membership", r.membership.Run)
-	work.serve("engine", r.engine.Run)
-	leading.serve("election", func(ctx context.Context) error {
-		return r.elector.Run(ctx, func(ctx context.Context, l election.Leadership) {
-			if err := r.engine.Lead(ctx, l); err != nil {
-				r.log.Error("leader work failed; giving up leadership", "err", err, "leader_rev", l.Rev)
-			}
-		})
-	})
+	r.node.Start()
 	apiDone := make(chan error, 1)
 	go func() { apiDone <- r.api.Serve() }()
 	if r.opts.Reload != nil {
-		work.serve("reload", func(ctx context.Context) error { r.serveReloads(ctx, r.opts.Reload); return nil })
+		r.node.ServeWork("reload", func(ctx context.Context) error { r.serveReloads(ctx, r.opts.Reload); return nil })
 	}
 	if !r.opts.NoWatch && r.opts.ConfigPath != "" {
-		work.serve("config watch", r.watchConfig)
+		r.node.ServeWork("config watch", r.watchConfig)
 	}
 
 	var runErr error
@@ -249,29 +189,18 @@ func (r *replica) serve(ctx context.Context) error {
 	select {
 	case <-ctx.Done():
 		r.log.Info("shutting down")
-	case runErr = <-stages.errs:
+	case runErr = <-r.node.Failed():
 		r.log.Error("component failed; shutting down", "err", runErr)
 	case runErr = <-apiDone:
 		apiServing = false
 		r.log.Error("api server failed; shutting down", "err", runErr)
 	}
 
-	// Stop claiming and resign at once: a standby takes over in
-	// milliseconds. Then let runs finish within the grace, cancel the
-	// rest and release their slots with records.
+	// From here /readyz answers 503, while runs drain.
 	r.draining.Store(true)
-	work.stop()
-	leading.stop()
-	grace := r.config().Worker.ShutdownGrace.D()
-	r.log.Info("shutdown: stopped claiming and resigned; draining runs", "grace", grace)
-	drainCtx, cancelDrain := context.WithTimeout(context.Background(), grace)
-	r.engine.Drain(drainCtx)
-	cancelDrain()
-	// Revoking the lease deletes every session key at once.
-	base.stop()
-	r.log.Info("shutdown: runs released, session revoked")
+	nodeErr := r.node.Stop(r.config().Worker.ShutdownGrace.D())
 	// The API answers until here, so the drain can be watched.
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), StopSteps)
 	defer cancel()
 	if err := r.api.Shutdown(shutdownCtx); err != nil {
 		r.log.Warn("api shutdown", "err", err)
@@ -281,7 +210,7 @@ func (r *replica) serve(ctx context.Context) error {
 			runErr = errors.Join(runErr, err)
 		}
 	}
-	runErr = errors.Join(runErr, stages.wait())
+	runErr = errors.Join(runErr, nodeErr)
 	r.log.Info("stopped")
 	return runErr
 }
@@ -302,7 +231,7 @@ func (r *replica) status() api.Status {
 	defer r.mu.Unlock()
 	st := api.Status{
 		ID:            r.opts.ID,
-		IsLeader:      r.elector != nil && r.elector.IsLeader(),
+		IsLeader:      r.node != nil && r.node.Elector.IsLeader(),
 		Version:       r.opts.Version,
 		ConfigFile:    r.opts.ConfigPath,
 		ConfigHash:    r.cfgHash,
@@ -326,7 +255,7 @@ func (r *replica) ready(ctx context.Context) error {
 	if _, err := r.client.Get(ctx, keys.New(r.config().Cluster.Etcd.Prefix).Members(), clientv3.WithCountOnly()); err != nil {
 		return fmt.Errorf("etcd unreachable: %w", err)
 	}
-	if !r.sessions.Alive() {
+	if !r.node.Sessions.Alive() {
 		return errors.New("no live session")
 	}
 	return nil

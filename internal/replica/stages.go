@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 )
 
 // stages are groups of goroutines stopped one group at a time, so shutdown
@@ -44,6 +45,33 @@ func (st *stage) serve(name string, f func(context.Context) error) {
 func (st *stage) stop() {
 	st.cancel()
 	st.wg.Wait()
+}
+
+// stopWithin cancels the stage and waits for its goroutines at most d. It
+// reports false when they were still running: a step that waits on an
+// unreachable etcd (etcd's Campaign cleans up under the client's own
+// context) then ends when the client closes, and shutdown goes on.
+func (st *stage) stopWithin(d time.Duration) bool {
+	st.cancel()
+	return waitWithin(st.wg.Wait, d)
+}
+
+// waitWithin runs wait and reports whether it returned within d; when it
+// did not, it is left to return on its own.
+func waitWithin(wait func(), d time.Duration) bool {
+	done := make(chan struct{})
+	go func() {
+		wait()
+		close(done)
+	}()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-t.C:
+		return false
+	}
 }
 
 // wait collects errors reported after the first.

@@ -1,0 +1,178 @@
+package replica
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/etcdsched/scheduler/config"
+	"github.com/etcdsched/scheduler/internal/election"
+	"github.com/etcdsched/scheduler/internal/jobs"
+	"github.com/etcdsched/scheduler/internal/session"
+	"github.com/etcdsched/scheduler/internal/slots"
+	"github.com/etcdsched/scheduler/internal/target"
+)
+
+// Node is the scheduling stack of one replica on an etcd client: its
+// session manager, slots view, executor, engine, elector and membership,
+// wired, started and stopped in the order of SPEC section 9. A replica
+// process runs one beside its API; the engine's tests run several in one
+// process, so they test the wiring and the stop order the binary has.
+type Node struct {
+	ID         string
+	Client     *clientv3.Client
+	Sessions   *session.Manager
+	Slots      *slots.Semaphore
+	Exec       *target.Executor
+	Engine     *jobs.Engine
+	Elector    *election.Elector
+	Membership *election.Membership
+
+	log     *slog.Logger
+	config  func() *config.Config
+	stages  stages
+	base    *stage // session, slots view, membership
+	work    *stage // the engine's worker, and what the caller adds (reloads)
+	leading *stage // the elector and, while it leads, the engine's leader
+}
+
+// NodeOptions wire a Node.
+type NodeOptions struct {
+	Client  *clientv3.Client
+	ID      string
+	APIAddr string // advertised in the leader and member records
+	Version string
+	// Config is the current configuration; its cluster settings are read
+	// once, at NewNode.
+	Config     func() *config.Config
+	ConfigHash string
+	StartedAt  time.Time // of the process, in the member record; zero: now
+	Logger     *slog.Logger
+	Reg        prometheus.Registerer // nil registers nothing
+	// Engine timings; zero keeps the engine's defaults.
+	Lookahead, ClaimLead, Backup time.Duration
+	// KillGrace overrides the executor's default SIGTERM-to-SIGKILL grace.
+	KillGrace time.Duration
+}
+
+// NewNode builds the stack; nothing runs until Start.
+func NewNode(o NodeOptions) (*Node, error) {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.StartedAt.IsZero() {
+		o.StartedAt = time.Now()
+	}
+	cfg := o.Config()
+	prefix := cfg.Cluster.Etcd.Prefix
+	n := &Node{ID: o.ID, Client: o.Client, log: o.Logger, config: o.Config}
+	var err error
+	n.Sessions, err = session.NewManager(o.Client, session.Options{
+		TTL:    cfg.Cluster.SessionTTL.D(),
+		Margin: cfg.Cluster.LeaseMargin.D(),
+		Logger: o.Logger.With("component", "session"),
+	}, o.Reg)
+	if err != nil {
+		return nil, err
+	}
+	if n.Slots, err = slots.New(o.Client, prefix, o.Logger.With("component", "slots"), o.Reg); err != nil {
+		return nil, err
+	}
+	n.Exec = target.New(target.Options{Logger: o.Logger.With("component", "target"), DefaultKillGrace: o.KillGrace})
+	n.Engine, err = jobs.New(jobs.Options{
+		Client: o.Client, Prefix: prefix, ID: o.ID,
+		Sessions: n.Sessions, Slots: n.Slots, Executor: n.Exec,
+		Config: o.Config, Logger: o.Logger.With("component", "jobs"), Reg: o.Reg,
+		Lookahead: o.Lookahead, ClaimLead: o.ClaimLead, Backup: o.Backup,
+	})
+	if err != nil {
+		n.Exec.Close()
+		return nil, err
+	}
+	if n.Elector, err = election.New(o.Client, n.Sessions, election.Config{
+		Prefix: prefix, ID: o.ID, APIAddr: o.APIAddr, Logger: o.Logger,
+	}, o.Reg); err != nil {
+		n.Exec.Close()
+		return nil, err
+	}
+	if n.Membership, err = election.NewMembership(o.Client, n.Sessions, prefix, election.Member{
+		ID: o.ID, APIAddr: o.APIAddr, Version: o.Version, ConfigHash: o.ConfigHash, StartedAt: o.StartedAt,
+	}, o.Logger); err != nil {
+		n.Exec.Close()
+		return nil, err
+	}
+	return n, nil
+}
+
+// Start runs the stack: the session, slots view and membership; the
+// engine's worker; the elector, which runs the engine's leader while this
+// replica leads.
+func (n *Node) Start() {
+	n.base = n.stages.add("base")
+	n.work = n.stages.add("work")
+	n.leading = n.stages.add("elect")
+	n.base.serve("session", func(ctx context.Context) error { return n.Sessions.Run(ctx) })
+	n.base.serve("slots", n.Slots.Run)
+	n.base.serve("membership", n.Membership.Run)
+	n.work.serve("engine", n.Engine.Run)
+	n.leading.serve("election", func(ctx context.Context) error {
+		return n.Elector.Run(ctx, func(ctx context.Context, l election.Leadership) {
+			if err := n.Engine.Lead(ctx, l); err != nil {
+				n.log.Error("leader work failed; giving up leadership", "err", err, "leader_rev", l.Rev)
+			}
+		})
+	})
+}
+
+// StopClaiming stops the worker claiming runs (and what ServeWork runs);
+// runs in flight go on.
+func (n *Node) StopClaiming() { n.step("stop claiming", n.work) }
+
+// StopLeading resigns, or stops campaigning, and waits for the leader's
+// work to end.
+func (n *Node) StopLeading() { n.step("resign", n.leading) }
+
+// ServeWork runs f beside the worker, until the node stops claiming.
+func (n *Node) ServeWork(name string, f func(context.Context) error) { n.work.serve(name, f) }
+
+// Failed reports the first error of a part that ended on its own.
+func (n *Node) Failed() <-chan error { return n.stages.errs }
+
+// StopSteps bounds the steps of Stop other than the drain: each may wait
+// on etcd, and an unreachable etcd must not hold a shutdown (SPEC section
+// 16: a replica exits within shutdown_grace + 10s). What a step could not
+// write is resolved later by rule 7.
+const StopSteps = 2 * time.Second
+
+// Stop shuts the stack down in the order of SPEC section 9: stop claiming
+// and resign at once (a standby takes over in milliseconds), let runs
+// finish within grace, cancel the rest and release their slots with
+// records, then revoke the session, which deletes every key on its lease.
+// Each step is bounded, so Stop returns within grace + 4 × StopSteps; a
+// step cut short ends when the client closes. It returns the errors the
+// parts reported.
+func (n *Node) Stop(grace time.Duration) error {
+	n.StopClaiming()
+	n.StopLeading()
+	n.log.Info("shutdown: stopped claiming and resigned; draining runs", "grace", grace)
+	ctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	// After the grace the drain cancels the runs and waits for their
+	// releases, each bounded by the TTL; give them one more step.
+	if !waitWithin(func() { n.Engine.Drain(ctx) }, grace+StopSteps) {
+		n.log.Warn("shutdown: runs not released in time; the leader records them lost", "after", grace+StopSteps)
+	}
+	n.step("revoke the session", n.base)
+	n.Exec.Close()
+	n.log.Info("shutdown: runs released, session revoked")
+	return n.stages.wait()
+}
+
+func (n *Node) step(what string, st *stage) {
+	if !st.stopWithin(StopSteps) {
+		n.log.Warn("shutdown: step cut short; etcd is unreachable", "step", what, "after", StopSteps)
+	}
+}
