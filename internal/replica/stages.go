@@ -41,12 +41,6 @@ func (st *stage) serve(name string, f func(context.Context) error) {
 	}()
 }
 
-// stop cancels the stage and waits for its goroutines.
-func (st *stage) stop() {
-	st.cancel()
-	st.wg.Wait()
-}
-
 // stopWithin cancels the stage and waits for its goroutines at most d. It
 // reports false when they were still running: a step that waits on an
 // unreachable etcd (etcd's Campaign cleans up under the client's own

@@ -6,7 +6,6 @@ import (
 	"io"
 	"math"
 	"slices"
-	"strings"
 	"text/tabwriter"
 	"time"
 )
@@ -102,11 +101,3 @@ func verdict(ok bool) string {
 func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
 
 func pct(f float64) string { return fmt.Sprintf("%.1f%%", 100*f) }
-
-func joinInts(xs []int) string {
-	var s []string
-	for _, x := range xs {
-		s = append(s, fmt.Sprint(x))
-	}
-	return strings.Join(s, ",")
-}
