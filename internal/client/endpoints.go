@@ -82,14 +82,16 @@ func (c *Client) Resume(ctx context.Context, job string) (Job, error) {
 }
 
 // Cancel asks for a pending or running run to be cancelled; reason (empty:
-// the server's default) ends up in the run's record.
-func (c *Client) Cancel(ctx context.Context, runID, reason string) error {
+// the server's default) ends up in the run's record. The run ends a moment
+// later, on the replica that runs it: Wait tells when.
+func (c *Client) Cancel(ctx context.Context, runID, reason string) (Cancelled, error) {
 	var body any
 	if reason != "" {
 		body = map[string]string{"reason": reason}
 	}
-	_, err := c.do(ctx, http.MethodPost, "/api/v1/runs/"+url.PathEscape(runID)+"/cancel", nil, body, nil)
-	return err
+	var out Cancelled
+	_, err := c.do(ctx, http.MethodPost, "/api/v1/runs/"+url.PathEscape(runID)+"/cancel", nil, body, &out)
+	return out, err
 }
 
 // Leader returns the current leader; an Error with CodeNoLeader while there

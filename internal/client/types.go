@@ -88,6 +88,15 @@ type Triggered struct {
 	Raw json.RawMessage `json:"-"`
 }
 
+// Cancelled is the answer of a cancel: the request is taken, the run not
+// ended yet.
+type Cancelled struct {
+	RunID  string `json:"run_id"`
+	Status string `json:"status"`
+
+	Raw json.RawMessage `json:"-"`
+}
+
 // Leader is GET /api/v1/leader.
 type Leader struct {
 	ID       string    `json:"id"`
@@ -167,6 +176,12 @@ func (r *Run) UnmarshalJSON(b []byte) error {
 func (t *Triggered) UnmarshalJSON(b []byte) error {
 	type plain Triggered
 	return keepRaw(b, (*plain)(t), &t.Raw)
+}
+
+// UnmarshalJSON keeps the answer in Raw.
+func (c *Cancelled) UnmarshalJSON(b []byte) error {
+	type plain Cancelled
+	return keepRaw(b, (*plain)(c), &c.Raw)
 }
 
 // UnmarshalJSON keeps the answer in Raw.
