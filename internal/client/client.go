@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -48,11 +49,13 @@ func WithTimeout(d time.Duration) Option {
 // connections.
 func New(server string, opts ...Option) (*Client, error) {
 	u, err := url.Parse(strings.TrimRight(server, "/"))
-	if err != nil {
-		return nil, fmt.Errorf("client: server URL %q: %w", server, err)
+	if err == nil && ((u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
+		err = errors.New("no http or https scheme, or no host")
 	}
-	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("client: server URL %q: want http://HOST:PORT or https://HOST:PORT", server)
+	if err != nil {
+		// "127.0.0.1:8080" without a scheme is the usual slip; say what
+		// is wanted rather than only what url.Parse disliked.
+		return nil, fmt.Errorf("client: server URL %q: want http://HOST:PORT or https://HOST:PORT: %w", server, err)
 	}
 	c := &Client{base: u, timeout: DefaultTimeout,
 		http: &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}}
@@ -70,7 +73,7 @@ func (c *Client) Server() string { return c.base.String() }
 func (c *Client) CloseIdleConnections() { c.http.CloseIdleConnections() }
 
 // do sends one request and decodes a 2xx answer into out (nil: discard
-// it). Anything else comes back as an *Error; no answer at all as an error
+// it; a *[]byte: keep it as it came). Anything else comes back as an *Error; no answer at all as an error
 // that names the server.
 func (c *Client) do(ctx context.Context, method, path string, query url.Values, body, out any) (status int, err error) {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
@@ -114,7 +117,11 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return resp.StatusCode, decodeError(resp.StatusCode, data)
 	}
-	if out == nil {
+	switch out := out.(type) {
+	case nil:
+		return resp.StatusCode, nil
+	case *[]byte: // not JSON (the Prometheus text of /metrics)
+		*out = data
 		return resp.StatusCode, nil
 	}
 	if err := json.Unmarshal(data, out); err != nil {

@@ -130,3 +130,10 @@ func (c *Client) Ready(ctx context.Context) error {
 	_, err := c.do(ctx, http.MethodGet, "/readyz", nil, nil, nil)
 	return err
 }
+
+// Metrics returns the replica's Prometheus exposition, as text.
+func (c *Client) Metrics(ctx context.Context) (string, error) {
+	var out []byte
+	_, err := c.do(ctx, http.MethodGet, "/metrics", nil, nil, &out)
+	return string(out), err
+}
