@@ -137,3 +137,9 @@ func (c *Client) Metrics(ctx context.Context) (string, error) {
 	_, err := c.do(ctx, http.MethodGet, "/metrics", nil, nil, &out)
 	return string(out), err
 }
+
+// Healthy is nil when the replica's liveness probe answers 200.
+func (c *Client) Healthy(ctx context.Context) error {
+	_, err := c.do(ctx, http.MethodGet, "/healthz", nil, nil, nil)
+	return err
+}
