@@ -19,7 +19,6 @@ type runFlags struct {
 	dataDir       string
 	logLevel      string
 	logFormat     string
-	set           map[string]bool // flags given on the command line or in the environment
 }
 
 func newRunFlagSet(f *runFlags) *flag.FlagSet {
