@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 )
 
@@ -37,8 +38,27 @@ func newRunFlagSet(f *runFlags) *flag.FlagSet {
 func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) (map[string]bool, error) {
 	fs.SetOutput(io.Discard)
 	set := map[string]bool{}
+	if err := applyEnv(fs, set, nil); err != nil {
+		return nil, err
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, flagError(fs, stderr, err)
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
+	}
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	return set, nil
+}
+
+// applyEnv sets the flags named in only (nil: every flag) from
+// SCHEDULER_<FLAG>, and marks them in set.
+func applyEnv(fs *flag.FlagSet, set map[string]bool, only []string) error {
 	var envErr error
 	fs.VisitAll(func(fl *flag.Flag) {
+		if only != nil && !slices.Contains(only, fl.Name) {
+			return
+		}
 		name := "SCHEDULER_" + strings.ToUpper(strings.ReplaceAll(fl.Name, "-", "_"))
 		if v, ok := os.LookupEnv(name); ok && envErr == nil {
 			if err := fl.Value.Set(v); err != nil {
@@ -48,18 +68,53 @@ func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) (map[string]b
 		}
 	})
 	if envErr != nil {
-		return nil, fmt.Errorf("%w: %w", errUsage, envErr)
+		return fmt.Errorf("%w: %w", errUsage, envErr)
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(stderr)
-			fs.PrintDefaults()
+	return nil
+}
+
+// flagError is a parse error as a usage error; -h also prints the flags.
+func flagError(fs *flag.FlagSet, stderr io.Writer, err error) error {
+	if errors.Is(err, flag.ErrHelp) {
+		fs.SetOutput(stderr)
+		fs.PrintDefaults()
+	}
+	return fmt.Errorf("%w: %w", errUsage, err)
+}
+
+// parseInterleaved parses flags that may come before, between or after
+// the positional arguments ("trigger JOB --wait" as well as
+// "trigger --wait JOB"), which flag.Parse alone stops at. Only the flags
+// in env are read from the environment: a client command may run inside
+// an exec target, whose environment holds SCHEDULER_INPUT for that target,
+// not for --input. It returns the positional arguments, between min and
+// max of them.
+func parseInterleaved(fs *flag.FlagSet, args []string, stderr io.Writer, env []string, min, max int) ([]string, error) {
+	fs.SetOutput(io.Discard)
+	if err := applyEnv(fs, map[string]bool{}, env); err != nil {
+		return nil, err
+	}
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, flagError(fs, stderr, err)
 		}
-		return nil, fmt.Errorf("%w: %w", errUsage, err)
+		rest := fs.Args()
+		if len(rest) == 0 {
+			break
+		}
+		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
+			pos = append(pos, rest...) // after "--" nothing is a flag
+			break
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
 	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
+	switch {
+	case len(pos) < min:
+		return nil, fmt.Errorf("%w: missing argument: usage: %s", errUsage, fs.Name())
+	case len(pos) > max:
+		return nil, fmt.Errorf("%w: unexpected argument %q", errUsage, pos[max])
 	}
-	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
-	return set, nil
+	return pos, nil
 }

@@ -1,5 +1,8 @@
 // Command scheduler runs the etcd-backed job scheduler (run), checks a
-// configuration file (validate) or prints its version (version).
+// configuration file (validate), previews its schedules (next), prints its
+// version (version), and is the command-line client of a running
+// cluster's API (jobs, runs, trigger, pause, resume, cancel, leader,
+// members, slots).
 package main
 
 import (
@@ -10,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -40,24 +44,67 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "version", "--version", "-version":
 		fmt.Fprintf(stdout, "scheduler %s\n", buildVersion())
 		return exitOK
+	case "next":
+		return nextCommand(args[1:], stdout, stderr, time.Now())
 	case "help", "-h", "--help":
 		fmt.Fprintln(stdout, usage)
 		return exitOK
-	default:
-		fmt.Fprintf(stderr, "scheduler: unknown command %q (want run, validate or version)\n", args[0])
+	}
+	cmd, ok := clientCommands[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "scheduler: unknown command %q (see 'scheduler help')\n", args[0])
 		return exitUsage
 	}
+	// Ctrl-C during trigger --wait stops the wait, not the run: the
+	// context ends, the command says so and exits 1.
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	return cmd(ctx, args[1:], stdout, stderr)
+}
+
+// clientCommands talk to a running cluster's API (SPEC section 15).
+var clientCommands = map[string]func(ctx context.Context, args []string, stdout, stderr io.Writer) int{
+	"jobs":    jobsCommand,
+	"runs":    runsCommand,
+	"trigger": triggerCommand,
+	"pause": func(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+		return pauseCommand(ctx, false, args, stdout, stderr)
+	},
+	"resume": func(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+		return pauseCommand(ctx, true, args, stdout, stderr)
+	},
+	"cancel":  cancelCommand,
+	"leader":  leaderCommand,
+	"members": membersCommand,
+	"slots":   slotsCommand,
 }
 
 const usage = `usage:
   scheduler run      --config FILE [--id NAME] [--listen ADDR] [--etcd-endpoints A,B,C]
                      [--data-dir DIR] [--log-level info] [--log-format json|text]
   scheduler validate --config FILE
+  scheduler next     --config FILE [JOB] [-n 5] [-o table|json]
   scheduler version
 
-Every flag can also be set as SCHEDULER_<FLAG> in the environment
+Every flag of run can also be set as SCHEDULER_<FLAG> in the environment
 (e.g. SCHEDULER_ETCD_ENDPOINTS); flags win over the environment, and both win
-over the file.`
+over the file.
+
+Client of a running cluster's API:
+  scheduler jobs [NAME]
+  scheduler runs JOB [--limit N]
+  scheduler trigger JOB [--input JSON|@FILE] [--idempotency-key K] [--wait]
+  scheduler pause JOB
+  scheduler resume JOB
+  scheduler cancel RUN_ID [--reason TEXT]
+  scheduler leader
+  scheduler members
+  scheduler slots
+
+Client flags: --server URL (env SCHEDULER_SERVER, default http://127.0.0.1:8080),
+--token-file FILE (env SCHEDULER_TOKEN_FILE), -o table|json.
+Exit status: 0 success, 1 failure (the API's error, no answer from the server,
+a run that did not succeed with --wait), 2 usage error.`
 
 // signalContext is cancelled on SIGTERM or SIGINT; SIGHUP is delivered on
 // reload for the caller to act on.

@@ -3,11 +3,11 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
-	"io"
+	"fmt"
 	"net"
-	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -17,7 +17,11 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/etcdsched/scheduler/config"
+	"github.com/etcdsched/scheduler/internal/client"
+	"github.com/etcdsched/scheduler/internal/poll"
 )
 
 // binary is the real scheduler, built once for the package's tests.
@@ -36,6 +40,17 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
+	// The client commands run in this process: each must close what it
+	// opened. Checked once at the end, as goleak.VerifyTestMain does, but
+	// after the binary's directory is gone.
+	if code == 0 {
+		if err := goleak.Find(
+			goleak.IgnoreAnyFunction("go.etcd.io/etcd/client/v3.(*watchGRPCStream).run"),
+		); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
 	os.Exit(code)
 }
 
@@ -186,7 +201,7 @@ func TestRunExampleOnEmbeddedEtcd(t *testing.T) {
 	if len(etcdAddrs) == 0 {
 		t.Fatal("no embedded etcd endpoint logged")
 	}
-	waitReady(t, "http://"+apiAddr+"/readyz", 60*time.Second)
+	waitReady(t, "http://"+apiAddr, 60*time.Second)
 
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -213,23 +228,15 @@ func TestRunExampleOnEmbeddedEtcd(t *testing.T) {
 	}
 }
 
-func waitReady(t *testing.T, u string, within time.Duration) {
+func waitReady(t *testing.T, server string, within time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		resp, err := http.Get(u)
-		if err == nil {
-			body, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: %d %s", u, resp.StatusCode, body)
-			}
-		} else if time.Now().After(deadline) {
-			t.Fatalf("%s: %v", u, err)
-		}
-		time.Sleep(50 * time.Millisecond)
+	c, err := client.New(server)
+	if err != nil {
+		t.Fatal(err)
 	}
+	defer c.CloseIdleConnections()
+	poll.Until(t, within, server+" ready", func() (bool, string) {
+		err := c.Ready(context.Background())
+		return err == nil, fmt.Sprint(err)
+	})
 }

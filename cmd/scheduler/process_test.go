@@ -2,10 +2,10 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,16 +14,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/etcdsched/scheduler/internal/client"
 	"github.com/etcdsched/scheduler/internal/poll"
 )
 
 // proc is one `scheduler run` process of a test.
 type proc struct {
-	t    *testing.T
-	id   string
-	cmd  *exec.Cmd
-	url  string
-	http *http.Client
+	t   *testing.T
+	id  string
+	cmd *exec.Cmd
+	url string
+	api *client.Client
 
 	mu    sync.Mutex
 	lines []map[string]any
@@ -56,8 +57,7 @@ api:
 // cleanup if the test left it running.
 func startProc(t *testing.T, id, config string) *proc {
 	t.Helper()
-	p := &proc{t: t, id: id, exited: make(chan struct{}),
-		http: &http.Client{Transport: &http.Transport{}, Timeout: 10 * time.Second}}
+	p := &proc{t: t, id: id, exited: make(chan struct{})}
 	p.cmd = exec.Command(binary, "run", "--config", config, "--id", id, "--log-format", "json", "--log-level", "debug")
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {
@@ -69,7 +69,9 @@ func startProc(t *testing.T, id, config string) *proc {
 	t.Cleanup(func() {
 		_ = p.cmd.Process.Kill()
 		<-p.exited
-		p.http.CloseIdleConnections()
+		if p.api != nil {
+			p.api.CloseIdleConnections()
+		}
 	})
 	go func() {
 		sc := bufio.NewScanner(stderr)
@@ -100,13 +102,17 @@ func startProc(t *testing.T, id, config string) *proc {
 		}
 		if rec := p.find("api listening"); rec != nil {
 			p.url = "http://" + rec["addr"].(string)
+			var err error
+			if p.api, err = client.New(p.url); err != nil {
+				t.Fatal(err)
+			}
 			return true, ""
 		}
 		return false, "no 'api listening' line"
 	})
 	poll.Until(t, 60*time.Second, id+" ready", func() (bool, string) {
-		code, body := p.do(http.MethodGet, "/readyz")
-		return code == http.StatusOK, fmt.Sprintf("%d %s", code, body)
+		err := p.api.Ready(context.Background())
+		return err == nil, fmt.Sprint(err)
 	})
 	return p
 }
@@ -128,66 +134,31 @@ func (p *proc) logLines() []map[string]any {
 	return append([]map[string]any(nil), p.lines...)
 }
 
-func (p *proc) do(method, path string) (int, []byte) {
-	req, err := http.NewRequest(method, p.url+path, nil)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	resp, err := p.http.Do(req)
-	if err != nil {
-		return 0, []byte(err.Error())
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, b
-}
-
 // leaderID is who GET /api/v1/leader names, or "".
 func (p *proc) leaderID() string {
-	code, body := p.do(http.MethodGet, "/api/v1/leader")
-	if code != http.StatusOK {
+	l, err := p.api.Leader(context.Background())
+	if err != nil {
 		return ""
 	}
-	var l struct {
-		ID string `json:"id"`
-	}
-	_ = json.Unmarshal(body, &l)
 	return l.ID
 }
 
 func (p *proc) trigger(job string) string {
 	p.t.Helper()
-	code, body := p.do(http.MethodPost, "/api/v1/jobs/"+job+"/trigger")
-	if code != http.StatusAccepted {
-		p.t.Fatalf("trigger %s: %d %s", job, code, body)
+	tr, err := p.api.Trigger(context.Background(), job, nil, "")
+	if err != nil {
+		p.t.Fatalf("trigger %s: %v", job, err)
 	}
-	var out struct {
-		RunID string `json:"run_id"`
-	}
-	if err := json.Unmarshal(body, &out); err != nil {
-		p.t.Fatal(err)
-	}
-	return out.RunID
+	return tr.RunID
 }
 
-// runState is GET /api/v1/runs/{id}, as far as the tests look.
-type runState struct {
-	State     string    `json:"state"`
-	Outcome   string    `json:"outcome"`
-	Holder    string    `json:"holder"`
-	Error     string    `json:"error"`
-	StartedAt time.Time `json:"started_at"`
-	EndedAt   time.Time `json:"ended_at"`
-}
-
-func (p *proc) waitRunning(runID string) runState {
+func (p *proc) waitRunning(runID string) client.Run {
 	p.t.Helper()
-	var st runState
+	var st client.Run
 	poll.Until(p.t, 30*time.Second, "run "+runID+" running", func() (bool, string) {
-		code, body := p.do(http.MethodGet, "/api/v1/runs/"+runID)
-		st = runState{}
-		_ = json.Unmarshal(body, &st)
-		return code == http.StatusOK && st.State == "running", fmt.Sprintf("%d %s", code, body)
+		var err error
+		st, err = p.api.Run(context.Background(), runID)
+		return err == nil && st.State == client.StateRunning, fmt.Sprintf("%s %v", st.State, err)
 	})
 	return st
 }

@@ -1,9 +1,8 @@
 package main
 
 import (
-	"encoding/json"
+	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,25 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/etcdsched/scheduler/internal/client"
 	"github.com/etcdsched/scheduler/internal/etcdtest"
 	"github.com/etcdsched/scheduler/internal/poll"
 )
-
-func (p *proc) getJSON(path string, v any) {
-	p.t.Helper()
-	code, body := p.do(http.MethodGet, path)
-	if code != http.StatusOK {
-		p.t.Fatalf("GET %s: %d %s", path, code, body)
-	}
-	if err := json.Unmarshal(body, v); err != nil {
-		p.t.Fatalf("GET %s: %v", path, err)
-	}
-}
-
-type statusBody struct {
-	ConfigHash      string `json:"config_hash"`
-	LastReloadError string `json:"last_reload_error"`
-}
 
 // The binary reloads on SIGHUP: a valid file swaps the jobs and the config
 // hash on /api/v1/status and /api/v1/members; an invalid one is refused
@@ -62,8 +46,10 @@ func TestSIGHUPReloads(t *testing.T) {
 		}
 	}
 	jobNames := func(p *proc) []string {
-		var js []struct{ Name string }
-		p.getJSON("/api/v1/jobs", &js)
+		js, err := p.api.Jobs(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
 		var out []string
 		for _, j := range js {
 			out = append(out, j.Name)
@@ -72,8 +58,7 @@ func TestSIGHUPReloads(t *testing.T) {
 	}
 
 	a := startProc(t, "a", path)
-	var before statusBody
-	a.getJSON("/api/v1/status", &before)
+	before := a.status()
 
 	replace(header + jobs("kept", "new"))
 	if err := a.cmd.Process.Signal(syscall.SIGHUP); err != nil {
@@ -86,37 +71,39 @@ func TestSIGHUPReloads(t *testing.T) {
 	poll.Until(t, 10*time.Second, "SIGHUP logged", func() (bool, string) {
 		return a.find("SIGHUP: reloading the config") != nil, "no line"
 	})
-	var after statusBody
-	a.getJSON("/api/v1/status", &after)
-	var members []struct {
-		ID         string `json:"id"`
-		ConfigHash string `json:"config_hash"`
-	}
+	after := a.status()
+	var members []client.Member
 	poll.Until(t, 10*time.Second, "member hash", func() (bool, string) {
-		a.getJSON("/api/v1/members", &members)
+		var err error
+		if members, err = a.api.Members(context.Background()); err != nil {
+			t.Fatal(err)
+		}
 		return len(members) == 1 && members[0].ConfigHash == after.ConfigHash, fmt.Sprint(members)
 	})
 	if after.ConfigHash == before.ConfigHash || after.LastReloadError != "" {
-		t.Errorf("status before %+v, after %+v", before, after)
+		t.Errorf("status before %s, after %s", before.Raw, after.Raw)
 	}
 
 	replace(header + jobs("kept", "new") + "    bogus: 1\n")
 	if err := a.cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	var st statusBody
+	var st client.Status
 	poll.Until(t, 10*time.Second, "reload error on status", func() (bool, string) {
-		a.getJSON("/api/v1/status", &st)
+		st = a.status()
 		return st.LastReloadError != "", "none"
 	})
 	if want := path + ":18:5: jobs[1]: unknown field \"bogus\""; st.LastReloadError != want || st.ConfigHash != after.ConfigHash {
-		t.Errorf("status %+v, want the error at %s and the hash kept", st, want)
+		t.Errorf("status %s, want the error at %s and the hash kept", st.Raw, want)
 	}
-	_, scrape := a.do(http.MethodGet, "/metrics")
+	scrape, err := a.api.Metrics(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
 	// SIGHUP and the file watcher may both have seen the bad file; at
 	// least one of them counted it.
-	if !strings.Contains(string(scrape), `scheduler_config_reloads_total{result="error"} `) ||
-		strings.Contains(string(scrape), `scheduler_config_reloads_total{result="error"} 0`) {
+	if !strings.Contains(scrape, `scheduler_config_reloads_total{result="error"} `) ||
+		strings.Contains(scrape, `scheduler_config_reloads_total{result="error"} 0`) {
 		t.Errorf("no error counted in the metric")
 	}
 	if got := jobNames(a); !slices.Equal(got, []string{"kept", "new"}) {
@@ -126,4 +113,13 @@ func TestSIGHUPReloads(t *testing.T) {
 	if code := a.waitExit(30 * time.Second); code != 0 {
 		t.Errorf("exit %d", code)
 	}
+}
+
+func (p *proc) status() client.Status {
+	p.t.Helper()
+	st, err := p.api.Status(context.Background())
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return st
 }

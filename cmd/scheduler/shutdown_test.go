@@ -15,6 +15,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/etcdsched/scheduler/internal/client"
 	"github.com/etcdsched/scheduler/internal/etcdtest"
 	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/poll"
@@ -37,7 +38,7 @@ jobs:
 
 // record reads a finished run's record straight from etcd: the replica that
 // wrote it is gone.
-func record(t *testing.T, cli *clientv3.Client, prefix, runID string) runState {
+func record(t *testing.T, cli *clientv3.Client, prefix, runID string) client.Run {
 	t.Helper()
 	resp, err := cli.Get(context.Background(), keys.New(prefix).Record(runs.JobOf(runID), runID))
 	if err != nil {
@@ -46,7 +47,7 @@ func record(t *testing.T, cli *clientv3.Client, prefix, runID string) runState {
 	if len(resp.Kvs) != 1 {
 		t.Fatalf("no record of %s", runID)
 	}
-	var rec runState
+	var rec client.Run
 	if err := json.Unmarshal(resp.Kvs[0].Value, &rec); err != nil {
 		t.Fatal(err)
 	}
@@ -83,8 +84,9 @@ func TestShutdownLetsRunFinishWithinGrace(t *testing.T) {
 			t.Fatal("exited before /readyz answered 503 during the drain")
 		default:
 		}
-		code, body := a.do(http.MethodGet, "/readyz")
-		return code == http.StatusServiceUnavailable && strings.Contains(string(body), "draining"), fmt.Sprintf("%d %s", code, body)
+		err := a.api.Ready(context.Background())
+		e, ok := client.AsError(err)
+		return ok && e.Status == http.StatusServiceUnavailable && strings.Contains(e.Message, "draining"), fmt.Sprint(err)
 	})
 	if code := a.waitExit(30 * time.Second); code != 0 {
 		t.Fatalf("exit %d after SIGTERM", code)

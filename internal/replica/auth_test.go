@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"os"
@@ -8,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/etcdsched/scheduler/internal/client"
 	"github.com/etcdsched/scheduler/internal/poll"
 )
 
@@ -43,21 +45,39 @@ func TestAuth(t *testing.T) {
 	runID := r.trigger("echo", good)
 	r.waitRun(runID, "finished", 20*time.Second)
 
-	// The POST endpoints, with the answer a valid token gets.
+	ctx := context.Background()
+	// The POST endpoints, with the answer a valid token gets (0: 2xx).
 	posts := []struct {
-		path string
+		name string
+		call func(*client.Client) error
 		ok   int
 	}{
-		{"/api/v1/jobs/echo/pause", http.StatusOK},
-		{"/api/v1/jobs/echo/resume", http.StatusOK},
-		{"/api/v1/jobs/echo/trigger", http.StatusAccepted},
-		{"/api/v1/runs/" + runID + "/cancel", http.StatusConflict}, // finished: past auth
+		{"pause", func(c *client.Client) error { _, err := c.Pause(ctx, "echo"); return err }, 0},
+		{"resume", func(c *client.Client) error { _, err := c.Resume(ctx, "echo"); return err }, 0},
+		{"trigger", func(c *client.Client) error { _, err := c.Trigger(ctx, "echo", nil, ""); return err }, 0},
+		{"cancel", func(c *client.Client) error { _, err := c.Cancel(ctx, runID, ""); return err }, http.StatusConflict}, // finished: past auth
 	}
-	reads := []string{
-		"/api/v1/status", "/api/v1/leader", "/api/v1/members", "/api/v1/slots",
-		"/api/v1/jobs", "/api/v1/jobs/echo", "/api/v1/jobs/echo/runs", "/api/v1/runs/" + runID, "/metrics",
+	reads := []struct {
+		name string
+		call func(*client.Client) error
+	}{
+		{"status", func(c *client.Client) error { _, err := c.Status(ctx); return err }},
+		{"leader", func(c *client.Client) error { _, err := c.Leader(ctx); return err }},
+		{"members", func(c *client.Client) error { _, err := c.Members(ctx); return err }},
+		{"slots", func(c *client.Client) error { _, err := c.Slots(ctx); return err }},
+		{"jobs", func(c *client.Client) error { _, err := c.Jobs(ctx); return err }},
+		{"job", func(c *client.Client) error { _, err := c.Job(ctx, "echo"); return err }},
+		{"runs", func(c *client.Client) error { _, err := c.Runs(ctx, "echo", 0, ""); return err }},
+		{"run", func(c *client.Client) error { _, err := c.Run(ctx, runID); return err }},
+		{"metrics", func(c *client.Client) error { _, err := c.Metrics(ctx); return err }},
 	}
-	probes := []string{"/healthz", "/readyz"}
+	probes := []struct {
+		name string
+		call func(*client.Client) error
+	}{
+		{"healthz", func(c *client.Client) error { return c.Healthy(ctx) }},
+		{"readyz", func(c *client.Client) error { return c.Ready(ctx) }},
+	}
 
 	check := func(t *testing.T, protectReads bool) {
 		for _, p := range posts {
@@ -69,29 +89,29 @@ func TestAuth(t *testing.T) {
 				{"wrong token", wrong, http.StatusUnauthorized},
 				{"right token", good, p.ok},
 			} {
-				if code, body := r.do(http.MethodPost, p.path, tc.token); code != tc.want {
-					t.Errorf("POST %s with %s: %d %s, want %d", p.path, tc.name, code, body, tc.want)
+				if err := p.call(r.client(tc.token)); statusOf(err) != tc.want {
+					t.Errorf("POST %s with %s: %v, want %d", p.name, tc.name, err, tc.want)
 				}
 			}
 		}
-		wantOpen := http.StatusOK
+		wantOpen := 0
 		if protectReads {
 			wantOpen = http.StatusUnauthorized
 		}
 		for _, p := range reads {
-			if code, body := r.get(p, ""); code != wantOpen {
-				t.Errorf("GET %s without token (protect_reads %t): %d %s, want %d", p, protectReads, code, body, wantOpen)
+			if err := p.call(r.client("")); statusOf(err) != wantOpen {
+				t.Errorf("GET %s without token (protect_reads %t): %v, want %d", p.name, protectReads, err, wantOpen)
 			}
-			if code, body := r.get(p, wrong); code != wantOpen {
-				t.Errorf("GET %s with wrong token (protect_reads %t): %d %s, want %d", p, protectReads, code, body, wantOpen)
+			if err := p.call(r.client(wrong)); statusOf(err) != wantOpen {
+				t.Errorf("GET %s with wrong token (protect_reads %t): %v, want %d", p.name, protectReads, err, wantOpen)
 			}
-			if code, body := r.get(p, good); code != http.StatusOK {
-				t.Errorf("GET %s with right token: %d %s", p, code, body)
+			if err := p.call(r.client(good)); err != nil {
+				t.Errorf("GET %s with right token: %v", p.name, err)
 			}
 		}
 		for _, p := range probes {
-			if code, body := r.get(p, ""); code != http.StatusOK {
-				t.Errorf("probe %s without token (protect_reads %t): %d %s", p, protectReads, code, body)
+			if err := p.call(r.client("")); err != nil {
+				t.Errorf("probe %s without token (protect_reads %t): %v", p.name, protectReads, err)
 			}
 		}
 	}
@@ -101,8 +121,8 @@ func TestAuth(t *testing.T) {
 	writeFile(t, path, authConfig(endpoint, "/auth/", tokenFile, true))
 	r.sighup()
 	poll.Until(t, 10*time.Second, "protect_reads reloaded", func() (bool, string) {
-		code, _ := r.get("/api/v1/jobs", "")
-		return code == http.StatusUnauthorized, fmt.Sprint(code)
+		_, err := r.api.Jobs(ctx)
+		return statusOf(err) == http.StatusUnauthorized, fmt.Sprint(err)
 	})
 	t.Run("reads protected", func(t *testing.T) { check(t, true) })
 
@@ -112,11 +132,11 @@ func TestAuth(t *testing.T) {
 	}
 	r.sighup()
 	poll.Until(t, 10*time.Second, "token re-read on reload", func() (bool, string) {
-		code, _ := r.do(http.MethodPost, "/api/v1/jobs/echo/pause", "rotated")
-		return code == http.StatusOK, fmt.Sprint(code)
+		_, err := r.client("rotated").Pause(ctx, "echo")
+		return err == nil, fmt.Sprint(err)
 	})
-	if code, _ := r.do(http.MethodPost, "/api/v1/jobs/echo/resume", good); code != http.StatusUnauthorized {
-		t.Errorf("old token after rotation: %d, want 401", code)
+	if _, err := r.client(good).Resume(ctx, "echo"); statusOf(err) != http.StatusUnauthorized {
+		t.Errorf("old token after rotation: %v, want 401", err)
 	}
 
 	// An empty token file is refused and the rotated token stays: a broken
@@ -129,10 +149,22 @@ func TestAuth(t *testing.T) {
 		st := r.statusWith("rotated")
 		return st.LastReloadError != "", st.LastReloadError
 	})
-	if code, _ := r.do(http.MethodPost, "/api/v1/jobs/echo/resume", ""); code != http.StatusUnauthorized {
-		t.Errorf("no token after an empty token file: %d, want 401", code)
+	if _, err := r.api.Resume(ctx, "echo"); statusOf(err) != http.StatusUnauthorized {
+		t.Errorf("no token after an empty token file: %v, want 401", err)
 	}
-	if code, _ := r.do(http.MethodPost, "/api/v1/jobs/echo/resume", "rotated"); code != http.StatusOK {
-		t.Errorf("rotated token after an empty token file: %d, want 200", code)
+	if _, err := r.client("rotated").Resume(ctx, "echo"); err != nil {
+		t.Errorf("rotated token after an empty token file: %v, want 200", err)
 	}
+}
+
+// statusOf is the HTTP status of a failed call, 0 for a call that
+// succeeded, -1 for one that got no answer.
+func statusOf(err error) int {
+	if err == nil {
+		return 0
+	}
+	if e, ok := client.AsError(err); ok {
+		return e.Status
+	}
+	return -1
 }

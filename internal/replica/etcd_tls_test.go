@@ -285,8 +285,8 @@ func checkWorks(t *testing.T, id, path string) {
 	if got := r.waitRun(runID, "finished", 20*time.Second); got.Outcome != "succeeded" {
 		t.Errorf("run %s: outcome %q (%s), want succeeded", runID, got.Outcome, got.Error)
 	}
-	if code, body := r.get("/readyz", ""); code != 200 {
-		t.Errorf("/readyz after the run: %d %s", code, body)
+	if err := r.api.Ready(context.Background()); err != nil {
+		t.Errorf("/readyz after the run: %v", err)
 	}
 }
 
@@ -388,19 +388,21 @@ func TestEtcdNotAnsweringAtStart(t *testing.T) {
 		return logs.find(warning) != nil, "no warning yet"
 	})
 	// The API is served after start returned: once it answers, start went on.
-	r := &testReplica{t: t, http: &http.Client{Transport: &http.Transport{}, Timeout: 5 * time.Second}}
-	defer r.http.CloseIdleConnections()
+	r := &testReplica{t: t}
 	poll.Until(t, 10*time.Second, "api listening", func() (bool, string) {
 		rec := logs.find("api listening")
 		if rec == nil {
 			return false, "no 'api listening' line"
 		}
-		r.url = "http://" + rec["addr"].(string)
-		code, body := r.get("/healthz", "")
-		return code == http.StatusOK, fmt.Sprintf("/healthz: %d %s", code, body)
+		if r.api == nil {
+			r.url = "http://" + rec["addr"].(string)
+			r.api = r.client("")
+		}
+		err := r.api.Healthy(context.Background())
+		return err == nil, fmt.Sprintf("/healthz: %v", err)
 	})
-	if code, body := r.get("/readyz", ""); code != http.StatusServiceUnavailable {
-		t.Errorf("/readyz with etcd down: %d %s", code, body)
+	if err := r.api.Ready(context.Background()); statusOf(err) != http.StatusServiceUnavailable {
+		t.Errorf("/readyz with etcd down: %v", err)
 	}
 	cancel()
 	select {

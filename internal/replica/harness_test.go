@@ -5,9 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,6 +17,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/etcdsched/scheduler/config"
+	"github.com/etcdsched/scheduler/internal/client"
 	"github.com/etcdsched/scheduler/internal/etcdtest"
 	"github.com/etcdsched/scheduler/internal/poll"
 )
@@ -103,7 +102,8 @@ type testReplica struct {
 	url    string
 	logs   *logSink
 	hup    chan os.Signal
-	http   *http.Client
+	api    *client.Client // without a token
+	tokens map[string]*client.Client
 	stop   context.CancelFunc
 	done   chan error
 	closed bool
@@ -121,8 +121,7 @@ func startReplica(t *testing.T, id, path string, opts ...replicaOpt) *testReplic
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &testReplica{t: t, id: id, logs: &logSink{}, hup: make(chan os.Signal, 1), done: make(chan error, 1),
-		http: &http.Client{Transport: &http.Transport{}, Timeout: 10 * time.Second}}
+	r := &testReplica{t: t, id: id, logs: &logSink{}, hup: make(chan os.Signal, 1), done: make(chan error, 1)}
 	o := Options{Config: cfg, ConfigPath: path, ID: id, Version: "test",
 		Logger: slog.New(slog.NewJSONHandler(r.logs, &slog.HandlerOptions{Level: slog.LevelDebug})), Reload: r.hup}
 	for _, f := range opts {
@@ -145,15 +144,16 @@ func startReplica(t *testing.T, id, path string, opts ...replicaOpt) *testReplic
 			return false, "no 'api listening' line yet"
 		}
 		r.url = "http://" + rec["addr"].(string)
+		r.api = r.client("")
 		return true, ""
 	})
 	poll.Until(t, 30*time.Second, id+" ready", func() (bool, string) {
-		code, body := r.get("/readyz", "")
-		return code == http.StatusOK, fmt.Sprintf("%d %s", code, body)
+		err := r.api.Ready(context.Background())
+		return err == nil, fmt.Sprint(err)
 	})
 	poll.Until(t, 30*time.Second, id+" sees a leader", func() (bool, string) {
-		code, body := r.get("/api/v1/leader", "")
-		return code == http.StatusOK, fmt.Sprintf("%d %s", code, body)
+		_, err := r.api.Leader(context.Background())
+		return err == nil, fmt.Sprint(err)
 	})
 	return r
 }
@@ -173,107 +173,65 @@ func (r *testReplica) shutdown() {
 	case <-time.After(30 * time.Second):
 		r.t.Errorf("replica %s: Run did not return 30s after cancel", r.id)
 	}
-	r.http.CloseIdleConnections()
 }
 
 func (r *testReplica) sighup() { r.hup <- syscall.SIGHUP }
 
-func (r *testReplica) do(method, path, token string) (int, []byte) {
+// client is the replica's API client with token ("": none), closed at
+// the end of the test.
+func (r *testReplica) client(token string) *client.Client {
 	r.t.Helper()
-	req, err := http.NewRequest(method, r.url+path, nil)
+	if c, ok := r.tokens[token]; ok {
+		return c
+	}
+	c, err := client.New(r.url, client.WithToken(token))
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
+	r.t.Cleanup(c.CloseIdleConnections)
+	if r.tokens == nil {
+		r.tokens = map[string]*client.Client{}
 	}
-	resp, err := r.http.Do(req)
-	if err != nil {
-		return 0, []byte(err.Error())
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, b
-}
-
-func (r *testReplica) get(path, token string) (int, []byte) {
-	r.t.Helper()
-	return r.do(http.MethodGet, path, token)
-}
-
-// getJSON decodes a 200 answer into v.
-func (r *testReplica) getJSON(path string, v any) {
-	r.t.Helper()
-	code, body := r.get(path, "")
-	if code != http.StatusOK {
-		r.t.Fatalf("GET %s: %d %s", path, code, body)
-	}
-	if err := json.Unmarshal(body, v); err != nil {
-		r.t.Fatalf("GET %s: %v: %s", path, err, body)
-	}
+	r.tokens[token] = c
+	return c
 }
 
 // trigger starts a manual run and returns its id.
 func (r *testReplica) trigger(job, token string) string {
 	r.t.Helper()
-	code, body := r.do(http.MethodPost, "/api/v1/jobs/"+job+"/trigger", token)
-	if code != http.StatusAccepted {
-		r.t.Fatalf("trigger %s: %d %s", job, code, body)
+	tr, err := r.client(token).Trigger(context.Background(), job, nil, "")
+	if err != nil {
+		r.t.Fatalf("trigger %s: %v", job, err)
 	}
-	var out struct {
-		RunID string `json:"run_id"`
-	}
-	if err := json.Unmarshal(body, &out); err != nil {
-		r.t.Fatal(err)
-	}
-	return out.RunID
-}
-
-// run is the part of GET /api/v1/runs/{id} the tests look at.
-type run struct {
-	State       string    `json:"state"`
-	RunID       string    `json:"run_id"`
-	Job         string    `json:"job"`
-	Outcome     string    `json:"outcome"`
-	Holder      string    `json:"holder"`
-	ScheduledAt time.Time `json:"scheduled_at"`
-	Error       string    `json:"error"`
+	return tr.RunID
 }
 
 // waitRun waits until the run is in state and returns it.
-func (r *testReplica) waitRun(id, state string, within time.Duration) run {
+func (r *testReplica) waitRun(id, state string, within time.Duration) client.Run {
 	r.t.Helper()
-	var got run
+	var got client.Run
 	poll.Until(r.t, within, "run "+id+" "+state, func() (bool, string) {
-		code, body := r.get("/api/v1/runs/"+id, "")
-		if code != http.StatusOK {
-			return false, fmt.Sprintf("%d %s", code, body)
+		var err error
+		if got, err = r.api.Run(context.Background(), id); err != nil {
+			return false, err.Error()
 		}
-		got = run{}
-		_ = json.Unmarshal(body, &got)
-		return got.State == state, string(body)
+		return got.State == state, string(got.Raw)
 	})
 	return got
 }
 
-// status is the part of GET /api/v1/status the tests look at.
-type status struct {
-	ConfigHash      string `json:"config_hash"`
-	LastReloadError string `json:"last_reload_error"`
-}
-
-func (r *testReplica) status() status {
-	var st status
-	r.getJSON("/api/v1/status", &st)
-	return st
+func (r *testReplica) status() client.Status {
+	r.t.Helper()
+	return r.statusWith("")
 }
 
 // jobNames lists GET /api/v1/jobs.
 func (r *testReplica) jobNames() []string {
-	var js []struct {
-		Name string `json:"name"`
+	r.t.Helper()
+	js, err := r.api.Jobs(context.Background())
+	if err != nil {
+		r.t.Fatal(err)
 	}
-	r.getJSON("/api/v1/jobs", &js)
 	var names []string
 	for _, j := range js {
 		names = append(names, j.Name)
@@ -285,8 +243,8 @@ func (r *testReplica) jobNames() []string {
 // name and labels as exposed, or -1.
 func (r *testReplica) metric(series string) float64 {
 	r.t.Helper()
-	_, body := r.get("/metrics", "")
-	for _, line := range strings.Split(string(body), "\n") {
+	body, _ := r.api.Metrics(context.Background())
+	for _, line := range strings.Split(body, "\n") {
 		if v, ok := strings.CutPrefix(line, series+" "); ok {
 			var f float64
 			if _, err := fmt.Sscan(v, &f); err == nil {
@@ -303,15 +261,11 @@ func newEtcd(t *testing.T) string {
 }
 
 // statusWith reads /api/v1/status with a token.
-func (r *testReplica) statusWith(token string) status {
+func (r *testReplica) statusWith(token string) client.Status {
 	r.t.Helper()
-	var st status
-	code, body := r.get("/api/v1/status", token)
-	if code != http.StatusOK {
-		r.t.Fatalf("GET /api/v1/status: %d %s", code, body)
-	}
-	if err := json.Unmarshal(body, &st); err != nil {
-		r.t.Fatal(err)
+	st, err := r.client(token).Status(context.Background())
+	if err != nil {
+		r.t.Fatalf("GET /api/v1/status: %v", err)
 	}
 	return st
 }

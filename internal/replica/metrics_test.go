@@ -2,6 +2,7 @@ package replica
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -58,11 +59,11 @@ func TestMetricsOfSpec(t *testing.T) {
 	}
 	var scrape []byte
 	poll.Until(t, 20*time.Second, "every metric of SPEC section 10", func() (bool, string) {
-		var code int
-		code, scrape = r.get("/metrics", "")
-		if code != 200 {
-			return false, fmt.Sprintf("/metrics: %d", code)
+		text, err := r.api.Metrics(context.Background())
+		if err != nil {
+			return false, fmt.Sprintf("/metrics: %v", err)
 		}
+		scrape = []byte(text)
 		for _, w := range want {
 			if !hasLinePrefix(scrape, w) {
 				return false, "missing " + w

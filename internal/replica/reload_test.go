@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/etcdsched/scheduler/internal/client"
 	"github.com/etcdsched/scheduler/internal/etcdtest"
 	"github.com/etcdsched/scheduler/internal/poll"
 )
@@ -30,8 +32,10 @@ func jobsYAML(names ...string) string {
 // recordTimes lists the scheduled_at of a job's finished runs.
 func (r *testReplica) recordTimes(job string) []time.Time {
 	r.t.Helper()
-	var recs []run
-	r.getJSON("/api/v1/jobs/"+job+"/runs?limit=1000", &recs)
+	recs, err := r.api.Runs(context.Background(), job, 1000, "")
+	if err != nil {
+		r.t.Fatal(err)
+	}
 	var out []time.Time
 	for _, rec := range recs {
 		out = append(out, rec.ScheduledAt)
@@ -41,11 +45,10 @@ func (r *testReplica) recordTimes(job string) []time.Time {
 
 func (r *testReplica) memberHash(id string) string {
 	r.t.Helper()
-	var ms []struct {
-		ID         string `json:"id"`
-		ConfigHash string `json:"config_hash"`
+	ms, err := r.api.Members(context.Background())
+	if err != nil {
+		r.t.Fatal(err)
 	}
-	r.getJSON("/api/v1/members", &ms)
 	for _, m := range ms {
 		if m.ID == id {
 			return m.ConfigHash
@@ -81,8 +84,8 @@ func TestReloadOnSIGHUP(t *testing.T) {
 	if got := r.jobNames(); !slices.Equal(got, []string{"kept", "new"}) {
 		t.Errorf("jobs after reload: %v, want [kept new]", got)
 	}
-	if code, _ := r.get("/api/v1/jobs/old", ""); code != http.StatusNotFound {
-		t.Errorf("GET /api/v1/jobs/old after reload: %d, want 404", code)
+	if _, err := r.api.Job(context.Background(), "old"); statusOf(err) != http.StatusNotFound {
+		t.Errorf("GET /api/v1/jobs/old after reload: %v, want 404", err)
 	}
 	if got := r.metric(`scheduler_config_reloads_total{result="success"}`); got != 1 {
 		t.Errorf("reloads success = %v, want 1", got)
@@ -105,7 +108,7 @@ func TestReloadOnSIGHUP(t *testing.T) {
 		t.Fatal("no records of the old job in etcd")
 	}
 	for _, kv := range resp.Kvs {
-		var rec run
+		var rec client.Run
 		if err := json.Unmarshal(kv.Value, &rec); err != nil {
 			t.Fatal(err)
 		}
@@ -257,7 +260,9 @@ func TestReloadOnFileEdit(t *testing.T) {
 		return slices.Equal(got, []string{"one", "two"}), fmt.Sprint(got)
 	})
 	var st map[string]any
-	r.getJSON("/api/v1/status", &st)
+	if err := json.Unmarshal(r.status().Raw, &st); err != nil {
+		t.Fatal(err)
+	}
 	if _, ok := st["last_reload_error"]; ok {
 		b, _ := json.Marshal(st)
 		t.Errorf("error still shown after a valid edit: %s", b)

@@ -1,0 +1,352 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/etcdsched/scheduler/internal/client"
+	"github.com/etcdsched/scheduler/internal/etcdtest"
+	"github.com/etcdsched/scheduler/internal/poll"
+)
+
+// cli runs a client command in this process, as main would.
+func cli(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var o, e bytes.Buffer
+	code = run(args, &o, &e)
+	return o.String(), e.String(), code
+}
+
+// cliJobs are the jobs the client commands are tried on: they run only
+// when triggered.
+const cliJobs = `jobs:
+  - name: ok
+    schedule: "0 0 1 1 *"
+    catch_up: none
+    exec:
+      command: ["sh", "-c", "echo working; echo done"]
+  - name: fail
+    schedule: "0 0 1 1 *"
+    catch_up: none
+    exec:
+      command: ["sh", "-c", "echo boom; exit 3"]
+  - name: slow
+    schedule: "0 0 1 1 *"
+    catch_up: none
+    exec:
+      command: ["sleep", "60"]
+      kill_grace: 1s
+`
+
+// cliReplica starts one replica whose API needs a token for writes, and
+// returns it with the flags that reach it.
+func cliReplica(t *testing.T) (p *proc, server, tokenFile string) {
+	t.Helper()
+	etcd := etcdtest.Start(t)
+	tokenFile = filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte("cli-token\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := writeConfig(t, etcd.Endpoints()[0], "/cli/", "  token_file: "+tokenFile+"\n"+cliJobs)
+	p = startProc(t, "a", cfg)
+	poll.Until(t, 30*time.Second, "a leads", func() (bool, string) {
+		id := p.leaderID()
+		return id == "a", "leader " + id
+	})
+	return p, p.url, tokenFile
+}
+
+// closedURL is an address where nothing listens.
+func closedURL(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return "http://" + addr
+}
+
+func decodes(t *testing.T, stdout string, v any) {
+	t.Helper()
+	if err := json.Unmarshal([]byte(stdout), v); err != nil {
+		t.Fatalf("-o json output does not decode: %v\n%s", err, stdout)
+	}
+}
+
+// Every client command against a real replica: tables for people, JSON
+// that decodes, the API's message and exit 1 when it refuses, exit 2 for a
+// bad command line, and trigger --wait's exit code following the outcome.
+func TestClientCommands(t *testing.T) {
+	p, server, tokenFile := cliReplica(t)
+	srv := []string{"--server", server}
+	auth := append([]string{"--token-file", tokenFile}, srv...)
+	ctx := context.Background()
+	with := func(a []string, args ...string) []string { return append(args, a...) }
+
+	t.Run("jobs", func(t *testing.T) {
+		out, errOut, code := cli(t, with(srv, "jobs")...)
+		if code != 0 || !strings.HasPrefix(out, "NAME ") || !strings.Contains(out, "\nfail ") || !strings.Contains(out, "\nslow ") {
+			t.Errorf("jobs: exit %d\n%s%s", code, out, errOut)
+		}
+		out, _, code = cli(t, with(srv, "jobs", "-o", "json")...)
+		var list []client.Job
+		decodes(t, out, &list)
+		if code != 0 || len(list) != 3 || list[0].Name != "ok" || list[0].Spec.Target() != "exec" {
+			t.Errorf("jobs -o json: exit %d, %+v", code, list)
+		}
+		out, _, code = cli(t, with(srv, "jobs", "ok", "-o", "json")...)
+		var one client.Job
+		decodes(t, out, &one)
+		if code != 0 || one.Name != "ok" || one.NextRun.IsZero() {
+			t.Errorf("jobs ok -o json: exit %d, %+v", code, one)
+		}
+	})
+
+	t.Run("unknown job", func(t *testing.T) {
+		_, apiErr := p.api.Job(ctx, "nope")
+		e, ok := client.AsError(apiErr)
+		if !ok || e.Code != client.CodeUnknownJob {
+			t.Fatalf("the API on an unknown job: %v", apiErr)
+		}
+		for _, args := range [][]string{
+			with(srv, "jobs", "nope"), with(srv, "runs", "nope"), with(auth, "trigger", "nope"),
+			with(auth, "pause", "nope"), with(auth, "resume", "nope"),
+		} {
+			out, errOut, code := cli(t, args...)
+			if code != 1 || out != "" || !strings.Contains(errOut, e.Message) {
+				t.Errorf("%v: exit %d, stdout %q, stderr %q; want 1 and the API's %q", args, code, out, errOut, e.Message)
+			}
+		}
+	})
+
+	var okRun string
+	t.Run("trigger --wait succeeding", func(t *testing.T) {
+		out, errOut, code := cli(t, with(auth, "trigger", "ok", "--wait")...)
+		lines := strings.Split(out, "\n")
+		okRun = lines[0]
+		if code != 0 || !strings.HasPrefix(okRun, "ok@") || !strings.Contains(out, okRun+": succeeded (exit 0) on a") ||
+			!strings.Contains(out, "working\ndone\n") {
+			t.Errorf("exit %d, want 0\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+		}
+	})
+
+	t.Run("trigger --wait failing", func(t *testing.T) {
+		out, errOut, code := cli(t, with(auth, "trigger", "--wait", "fail")...)
+		if code != 1 || !strings.Contains(out, ": failed (exit 3)") || !strings.Contains(out, "boom") {
+			t.Errorf("exit %d, want 1\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+		}
+		out, _, code = cli(t, with(auth, "trigger", "--wait", "fail", "-o", "json")...)
+		var r client.Run
+		decodes(t, out, &r)
+		if code != 1 || r.State != client.StateFinished || r.Outcome != "failed" || r.ExitCode == nil || *r.ExitCode != 3 {
+			t.Errorf("-o json: exit %d, %+v", code, r)
+		}
+	})
+
+	t.Run("trigger with input and key", func(t *testing.T) {
+		file := filepath.Join(t.TempDir(), "input.json")
+		if err := os.WriteFile(file, []byte("{\n  \"customer_id\": \"c-1001\"\n}\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		// The server of today ignores the body; the request is still one
+		// it accepts, and the answer's run_id is printed.
+		for _, args := range [][]string{
+			with(auth, "trigger", "ok", "--input", `{"customer_id": "c-1001"}`, "--idempotency-key", "sync-c-1001"),
+			with(auth, "trigger", "ok", "--input", "@"+file),
+		} {
+			out, errOut, code := cli(t, args...)
+			if code != 0 || !strings.HasPrefix(out, "ok@") || strings.Count(out, "\n") != 1 {
+				t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, out, errOut)
+			}
+		}
+		out, _, code := cli(t, with(auth, "trigger", "ok", "-o", "json")...)
+		var tr client.Triggered
+		decodes(t, out, &tr)
+		if code != 0 || !strings.HasPrefix(tr.RunID, "ok@") {
+			t.Errorf("-o json: exit %d, %+v", code, tr)
+		}
+	})
+
+	t.Run("runs", func(t *testing.T) {
+		out, errOut, code := cli(t, with(srv, "runs", "ok", "--limit", "50")...)
+		if code != 0 || !strings.HasPrefix(out, "RUN ID ") || !strings.Contains(out, okRun+" ") {
+			t.Errorf("runs ok: exit %d, want %s listed\n%s%s", code, okRun, out, errOut)
+		}
+		out, _, code = cli(t, with(srv, "runs", "fail", "-o", "json")...)
+		var list []client.Run
+		decodes(t, out, &list)
+		if code != 0 || len(list) == 0 || list[0].Outcome != "failed" {
+			t.Errorf("runs fail -o json: exit %d, %+v", code, list)
+		}
+	})
+
+	t.Run("pause and resume", func(t *testing.T) {
+		out, errOut, code := cli(t, with(auth, "pause", "ok")...)
+		if code != 0 || out != "ok: paused\n" {
+			t.Errorf("pause: exit %d, %q %q", code, out, errOut)
+		}
+		out, _, code = cli(t, with(auth, "resume", "ok", "-o", "json")...)
+		var j client.Job
+		decodes(t, out, &j)
+		if code != 0 || j.Name != "ok" || j.Paused {
+			t.Errorf("resume -o json: exit %d, %+v", code, j)
+		}
+	})
+
+	t.Run("slots and cancel", func(t *testing.T) {
+		out, errOut, code := cli(t, with(auth, "trigger", "slow")...)
+		if code != 0 {
+			t.Fatalf("trigger slow: exit %d %s", code, errOut)
+		}
+		slow := strings.TrimSpace(out)
+		p.waitRunning(slow)
+		out, errOut, code = cli(t, with(srv, "slots")...)
+		if code != 0 || !strings.Contains(out, "slow ") || !strings.Contains(out, " "+slow+" ") {
+			t.Errorf("slots: exit %d, want %s\n%s%s", code, slow, out, errOut)
+		}
+		out, _, code = cli(t, with(srv, "slots", "-o", "json")...)
+		var slots []client.Slot
+		decodes(t, out, &slots)
+		if code != 0 || len(slots) != 1 || slots[0].RunID != slow || slots[0].Holder != "a" {
+			t.Errorf("slots -o json: exit %d, %+v", code, slots)
+		}
+
+		out, errOut, code = cli(t, with(auth, "cancel", slow, "--reason", "from the test")...)
+		if code != 0 || out != slow+": cancel requested\n" {
+			t.Errorf("cancel: exit %d, %q %q", code, out, errOut)
+		}
+		r, err := p.api.Wait(ctx, slow, 10*time.Millisecond)
+		if err != nil || r.Outcome != "cancelled" || !strings.Contains(r.Error, "from the test") {
+			t.Errorf("after cancel: %+v %v", r, err)
+		}
+		// Finished now: the API's 409 and its message.
+		_, errOut, code = cli(t, with(auth, "cancel", slow)...)
+		if code != 1 || !strings.Contains(errOut, "run_finished") {
+			t.Errorf("cancel of a finished run: exit %d, %q", code, errOut)
+		}
+	})
+
+	t.Run("leader and members", func(t *testing.T) {
+		out, errOut, code := cli(t, with(srv, "leader")...)
+		if code != 0 || !strings.HasPrefix(out, "ID ") || !strings.Contains(out, "\na ") {
+			t.Errorf("leader: exit %d\n%s%s", code, out, errOut)
+		}
+		out, _, code = cli(t, with(srv, "leader", "-o", "json")...)
+		var l client.Leader
+		decodes(t, out, &l)
+		if code != 0 || l.ID != "a" || l.Revision == 0 {
+			t.Errorf("leader -o json: exit %d, %+v", code, l)
+		}
+		out, errOut, code = cli(t, with(srv, "members")...)
+		if code != 0 || !strings.Contains(out, "\na ") || !strings.Contains(out, "true") {
+			t.Errorf("members: exit %d\n%s%s", code, out, errOut)
+		}
+	})
+
+	t.Run("writes need the token", func(t *testing.T) {
+		_, errOut, code := cli(t, with(srv, "trigger", "ok")...)
+		if code != 1 || !strings.Contains(errOut, "a valid bearer token is required") || !strings.Contains(errOut, "--token-file") {
+			t.Errorf("trigger without a token: exit %d, %q", code, errOut)
+		}
+	})
+
+	// The built binary, with the server from the environment: main wires
+	// the same commands.
+	t.Run("binary and SCHEDULER_SERVER", func(t *testing.T) {
+		cmd := exec.Command(binary, "members", "-o", "json")
+		cmd.Env = append(os.Environ(), "SCHEDULER_SERVER="+server)
+		out, err := cmd.Output()
+		var ms []client.Member
+		decodes(t, string(out), &ms)
+		if err != nil || len(ms) != 1 || ms[0].ID != "a" || !ms[0].IsLeader {
+			t.Errorf("members through the binary: %v, %+v", err, ms)
+		}
+	})
+}
+
+// With no server there, every client command exits 1 with a message that
+// names the URL it tried.
+func TestClientNoServer(t *testing.T) {
+	url := closedURL(t)
+	for _, args := range [][]string{
+		{"jobs"}, {"jobs", "x"}, {"runs", "x"}, {"trigger", "x"}, {"trigger", "x", "--wait"},
+		{"pause", "x"}, {"resume", "x"}, {"cancel", "x@1"}, {"leader"}, {"members"}, {"slots"},
+	} {
+		out, errOut, code := cli(t, append(args, "--server", url)...)
+		if code != 1 || out != "" || !strings.Contains(errOut, "no answer from "+url) || strings.Count(errOut, "\n") != 1 {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want 1 and one line naming %s", args, code, out, errOut, url)
+		}
+	}
+	// The default server, when nothing sets one.
+	t.Setenv("SCHEDULER_SERVER", "")
+	os.Unsetenv("SCHEDULER_SERVER")
+	var f clientFlags
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	f.register(fs)
+	if _, err := parseInterleaved(fs, nil, os.Stderr, clientEnv, 0, 0); err != nil || f.server != defaultServer {
+		t.Errorf("default server %q (%v), want %s", f.server, err, defaultServer)
+	}
+}
+
+// A command line the client cannot use exits 2 before any request: the
+// server here does not exist, so a request would exit 1.
+func TestClientUsageErrors(t *testing.T) {
+	url := closedURL(t)
+	missing := filepath.Join(t.TempDir(), "missing.json")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"jobs", "--bogus"}, "flag provided but not defined: -bogus"},
+		{[]string{"jobs", "a", "b"}, `unexpected argument "b"`},
+		{[]string{"runs"}, "missing argument"},
+		{[]string{"runs", "x", "--limit", "0"}, "--limit 0"},
+		{[]string{"runs", "x", "--limit", "many"}, `invalid value "many" for flag -limit`},
+		{[]string{"trigger"}, "missing argument"},
+		{[]string{"trigger", "x", "--input", "[1, 2]"}, "--input must be a JSON object, got [1,2]"},
+		{[]string{"trigger", "x", "--input", `{"a":`}, "--input must be a JSON object"},
+		{[]string{"trigger", "x", "--input", "@" + missing}, missing},
+		{[]string{"trigger", "x", "--wait=maybe"}, "invalid boolean value"},
+		{[]string{"pause"}, "missing argument"},
+		{[]string{"resume", "a", "b"}, `unexpected argument "b"`},
+		{[]string{"cancel"}, "missing argument"},
+		{[]string{"leader", "extra"}, `unexpected argument "extra"`},
+		{[]string{"members", "-o", "yaml"}, `-o "yaml": want table or json`},
+		{[]string{"slots", "--token-file", missing}, missing},
+		{[]string{"jobs", "--server", "127.0.0.1:8080"}, "want http://HOST:PORT"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			args := tc.args
+			if !slices.Contains(args, "--server") {
+				args = append(args, "--server", url)
+			}
+			out, errOut, code := cli(t, args...)
+			if code != 2 || out != "" || !strings.Contains(errOut, tc.want) || strings.Count(errOut, "\n") != 1 {
+				t.Errorf("exit %d, stdout %q, stderr %q; want 2 and one line containing %q", code, out, errOut, tc.want)
+			}
+		})
+	}
+}
+
+// "--" ends the flags: what follows is an argument even if it looks like
+// one (a run id starting with "-").
+func TestClientDoubleDash(t *testing.T) {
+	var f clientFlags
+	fs := flag.NewFlagSet("scheduler cancel RUN_ID", flag.ContinueOnError)
+	f.register(fs)
+	pos, err := parseInterleaved(fs, []string{"-o", "json", "--", "-odd@1"}, os.Stderr, nil, 1, 1)
+	if err != nil || len(pos) != 1 || pos[0] != "-odd@1" || f.output != "json" {
+		t.Errorf("pos %q, output %q, err %v", pos, f.output, err)
+	}
+}

@@ -1,0 +1,54 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"io"
+
+	"github.com/etcdsched/scheduler/internal/client"
+)
+
+// output is where and how a client command answers.
+type output struct {
+	stdout, stderr io.Writer
+	json           bool // the API's JSON rather than a table
+	width          int  // terminal width; 0: do not cut
+}
+
+// errReported: the command said why it failed already; exit 1 and say no
+// more (a run that did not succeed, for trigger --wait).
+var errReported = errors.New("reported")
+
+// clientCommand is the frame of every command that talks to the API:
+// flags (the shared ones plus those extra adds), between min and max
+// positional arguments, a client, then body. Usage errors exit 2, the rest 1.
+func clientCommand(ctx context.Context, synopsis string, args []string, stdout, stderr io.Writer, min, max int,
+	extra func(*flag.FlagSet), body func(ctx context.Context, c *client.Client, pos []string, out output) error) int {
+	var f clientFlags
+	fs := flag.NewFlagSet(synopsis, flag.ContinueOnError)
+	f.register(fs)
+	if extra != nil {
+		extra(fs)
+	}
+	pos, err := parseInterleaved(fs, args, stderr, clientEnv, min, max)
+	if err != nil {
+		return usageError(stderr, err)
+	}
+	c, err := f.newClient()
+	if err != nil {
+		return usageError(stderr, err)
+	}
+	defer c.CloseIdleConnections()
+	err = body(ctx, c, pos, output{stdout: stdout, stderr: stderr, json: f.json(), width: terminalWidth(stdout)})
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, errUsage):
+		return usageError(stderr, err)
+	case errors.Is(err, errReported):
+		return exitFail
+	default:
+		return apiFailed(stderr, err)
+	}
+}

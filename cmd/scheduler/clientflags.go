@@ -1,0 +1,83 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/etcdsched/scheduler/internal/client"
+)
+
+// defaultServer is where a client command looks without --server or
+// SCHEDULER_SERVER: the default api.listen of a replica on this machine.
+const defaultServer = "http://127.0.0.1:8080"
+
+// clientFlags are the flags every command that talks to the API takes.
+type clientFlags struct {
+	server    string
+	tokenFile string
+	output    string
+}
+
+// clientEnv are the flags read from SCHEDULER_<FLAG> for client commands.
+var clientEnv = []string{"server", "token-file"}
+
+func (f *clientFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.server, "server", defaultServer, "API `URL` of any replica (env SCHEDULER_SERVER)")
+	fs.StringVar(&f.tokenFile, "token-file", "", "`FILE` holding the API bearer token (env SCHEDULER_TOKEN_FILE)")
+	fs.StringVar(&f.output, "o", "table", "output: table (for people) or json (the API's JSON, for scripts)")
+}
+
+// check is the part of validation that needs no network.
+func (f *clientFlags) check() error {
+	if f.output != "table" && f.output != "json" {
+		return fmt.Errorf("%w: -o %q: want table or json", errUsage, f.output)
+	}
+	return nil
+}
+
+// json says whether the output is for scripts.
+func (f *clientFlags) json() bool { return f.output == "json" }
+
+// newClient builds the API client: a bad URL or an unusable token file is
+// a usage error (exit 2), like any input the command line names.
+func (f *clientFlags) newClient() (*client.Client, error) {
+	if err := f.check(); err != nil {
+		return nil, err
+	}
+	var opts []client.Option
+	if f.tokenFile != "" {
+		b, err := os.ReadFile(f.tokenFile)
+		if err != nil {
+			return nil, fmt.Errorf("%w: --token-file: %w", errUsage, err)
+		}
+		tok := strings.TrimSpace(string(b))
+		if tok == "" {
+			return nil, fmt.Errorf("%w: --token-file %s is empty", errUsage, f.tokenFile)
+		}
+		opts = append(opts, client.WithToken(tok))
+	}
+	c, err := client.New(f.server, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("%w: --server: %w", errUsage, err)
+	}
+	return c, nil
+}
+
+// apiFailed prints why a call to the API failed and returns exit 1: the
+// API's own message when it answered, the server's URL when it did not.
+func apiFailed(stderr io.Writer, err error) int {
+	msg := err.Error()
+	if e, ok := client.AsError(err); ok && e.Code == client.CodeUnauthorized {
+		msg += "; pass the API token with --token-file"
+	}
+	var u *client.UnreachableError
+	if errors.As(err, &u) && !strings.Contains(msg, "SCHEDULER_SERVER") {
+		msg += " (set the API with --server or SCHEDULER_SERVER)"
+	}
+	fmt.Fprintf(stderr, "scheduler: %s\n", msg)
+	return exitFail
+}

@@ -1,0 +1,83 @@
+package client
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+)
+
+// Error is an answer other than 2xx. Code and Message come from the API's
+// {"error": {"code", "message"}} body; an answer without one (a proxy's
+// HTML page, say) has an empty Code and a Message made from the status and
+// the start of the body.
+type Error struct {
+	Status  int
+	Code    string
+	Message string
+}
+
+func (e *Error) Error() string {
+	if e.Code == "" {
+		return fmt.Sprintf("%s (HTTP %d)", e.Message, e.Status)
+	}
+	return fmt.Sprintf("%s (HTTP %d %s)", e.Message, e.Status, e.Code)
+}
+
+// Error codes of the API that callers act on.
+const (
+	CodeUnknownJob   = "unknown_job"
+	CodeUnknownRun   = "unknown_run"
+	CodeRunFinished  = "run_finished"
+	CodeNoLeader     = "no_leader"
+	CodeUnauthorized = "unauthorized"
+)
+
+// IsCode says whether err is an API error with the code.
+func IsCode(err error, code string) bool {
+	e, ok := AsError(err)
+	return ok && e.Code == code
+}
+
+// AsError returns the API error inside err, if there is one.
+func AsError(err error) (*Error, bool) {
+	var e *Error
+	ok := errors.As(err, &e)
+	return e, ok
+}
+
+func decodeError(status int, data []byte) *Error {
+	var body struct {
+		Error struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(data, &body) == nil && body.Error.Code != "" {
+		return &Error{Status: status, Code: body.Error.Code, Message: body.Error.Message}
+	}
+	msg := http.StatusText(status)
+	if snippet := strings.TrimSpace(string(data)); snippet != "" {
+		const most = 200
+		if len(snippet) > most {
+			snippet = snippet[:most] + "..."
+		}
+		msg += ": " + snippet
+	}
+	return &Error{Status: status, Message: msg}
+}
+
+// UnreachableError is a request that got no answer: the server is down,
+// the address is wrong, or the request timed out. It names the server, as
+// that is usually what the caller has to fix.
+type UnreachableError struct {
+	Server string
+	Err    error
+}
+
+func (e *UnreachableError) Error() string {
+	return fmt.Sprintf("no answer from %s: %v", e.Server, e.Err)
+}
+
+func (e *UnreachableError) Unwrap() error { return e.Err }
