@@ -55,18 +55,18 @@ func newObserver(client *clientv3.Client, prefix string, clock clockwork.Clock, 
 // run keeps the view current until ctx ends.
 func (o *observer) run(ctx context.Context) {
 	defer o.unsync()
-	retry := newBackoff(o.clock)
+	retry := newRetry()
 	for ctx.Err() == nil {
 		rev, err := o.read(ctx)
 		if err != nil {
 			o.unsync()
 			if ctx.Err() == nil {
 				o.log.Warn("cannot read leader; retrying", "err", err)
-				retry.wait(ctx, nil)
+				retry.Wait(ctx, o.clock)
 			}
 			continue
 		}
-		retry.reset()
+		retry.Reset()
 		err = o.follow(ctx, rev+1)
 		o.unsync()
 		if err != nil && ctx.Err() == nil {
