@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -24,18 +23,18 @@ func (s *Semaphore) Run(ctx context.Context) error {
 	// Without a leader a member's watch can fall silent; this makes it close
 	// so we resume, possibly on another member.
 	ctx = clientv3.WithRequireLeader(ctx)
-	backoff := newBackoff()
+	retry := newRetry()
 	for {
 		err := s.load(ctx)
 		if err == nil {
-			backoff.reset()
+			retry.Reset()
 			err = s.follow(ctx)
 		}
 		if ctx.Err() != nil {
 			return nil
 		}
 		s.logger.Warn("re-reading slots", "err", err)
-		if !backoff.wait(ctx) {
+		if !retry.Wait(ctx, s.clock) {
 			return nil
 		}
 	}
@@ -87,7 +86,7 @@ func (s *Semaphore) load(ctx context.Context) error {
 // resumes each watch after its last event until the history is compacted
 // or ctx ends.
 func (s *Semaphore) follow(ctx context.Context) error {
-	backoff := newBackoff()
+	retry := newRetry()
 	for {
 		err := s.watch(ctx)
 		if ctx.Err() != nil || errors.Is(err, rpctypes.ErrCompacted) {
@@ -95,7 +94,7 @@ func (s *Semaphore) follow(ctx context.Context) error {
 		}
 		from := s.watchFrom()
 		s.logger.Info("slot watch ended; resuming", "err", err, "slots_rev", from[slotsView], "resources_rev", from[resourcesView])
-		if !backoff.wait(ctx) {
+		if !retry.Wait(ctx, s.clock) {
 			return ctx.Err()
 		}
 	}
@@ -216,24 +215,4 @@ func (s *Semaphore) put(kv *mvccpb.KeyValue) (entry, bool) {
 func (s *Semaphore) signalLocked() {
 	close(s.changed)
 	s.changed = make(chan struct{})
-}
-
-// backoff spaces out retries against an unreachable or leaderless cluster.
-type backoff struct{ d time.Duration }
-
-func newBackoff() *backoff { return &backoff{d: 50 * time.Millisecond} }
-
-func (b *backoff) reset() { b.d = 50 * time.Millisecond }
-
-// wait sleeps for the current delay and doubles it; false when ctx ended.
-func (b *backoff) wait(ctx context.Context) bool {
-	t := time.NewTimer(b.d)
-	defer t.Stop()
-	b.d = min(2*b.d, 2*time.Second)
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }
