@@ -23,6 +23,7 @@ type copyHandler struct {
 	rev     int64   // the copy holds every change up to here
 	reads   []int64 // the revision of each Read
 	applied []int64 // every applied event's revision, in order
+	pauses  []bool  // Paused's reread, in order
 	wrong   []string
 }
 
@@ -70,11 +71,20 @@ func (c *copyHandler) Apply(_ context.Context, prefix string, events []*clientv3
 	return nil
 }
 
+func (c *copyHandler) Paused(prefix string, _ error, reread bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.pauses = append(c.pauses, reread)
+}
+
+func (c *copyHandler) Resumed(string) {}
+
 type snapshot struct {
 	state   map[string]string
 	rev     int64
 	reads   []int64
 	applied []int64
+	pauses  []bool
 	wrong   []string
 }
 
@@ -86,6 +96,7 @@ func (c *copyHandler) snapshot() snapshot {
 		rev:     c.rev,
 		reads:   append([]int64(nil), c.reads...),
 		applied: append([]int64(nil), c.applied...),
+		pauses:  append([]bool(nil), c.pauses...),
 		wrong:   append([]string(nil), c.wrong...),
 	}
 }

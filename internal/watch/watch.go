@@ -34,12 +34,13 @@ type Handler interface {
 	Apply(ctx context.Context, prefix string, events []*clientv3.Event, rev int64) error
 }
 
-// Pauser is a Handler that must know while its state may lag: Paused is
-// called when the watch of prefix ended, with why; Resumed when it has been
-// opened again from where it stopped. After a Paused that Resumed does not
-// follow, Run calls Read.
+// Pauser is a Handler that must know while its state may lag. Paused is
+// called when the watch of prefix ended, with why: with reread, Run reads
+// afresh next (the history is gone or Apply failed); without, the watch is
+// opened again from where it stopped after the backoff, and Resumed is called
+// then.
 type Pauser interface {
-	Paused(prefix string, err error)
+	Paused(prefix string, err error, reread bool)
 	Resumed(prefix string)
 }
 
@@ -52,7 +53,7 @@ type Watch struct {
 	// prefix, so a resumed watch starts from a recent revision rather than
 	// one the history may have lost by then.
 	ProgressNotify bool
-	// Retry paces re-reads and resumed watches; the zero value is 50ms
+	// Retry paces retried reads and resumed watches; the zero value is 50ms
 	// doubling to 2s.
 	Retry  backoff.Backoff
 	Clock  clockwork.Clock // nil: the real clock
@@ -88,7 +89,7 @@ func (w Watch) Run(ctx context.Context, h Handler) error {
 		}
 		if p, ok := h.(Pauser); ok {
 			for _, prefix := range w.Prefixes {
-				p.Paused(prefix, err)
+				p.Paused(prefix, err, true)
 			}
 		}
 		// At once: etcd answered, it is only the history or the handler
@@ -136,7 +137,7 @@ func (w Watch) Follow(ctx context.Context, h Handler, from ...int64) error {
 			return m.err
 		case paused:
 			if pauser != nil {
-				pauser.Paused(m.prefix, m.err)
+				pauser.Paused(m.prefix, m.err, false)
 			}
 		case resumed:
 			if pauser != nil {

@@ -57,6 +57,9 @@ func TestCompactionWhileDisconnectedRereads(t *testing.T) {
 	if len(got.reads) < 2 || got.reads[len(got.reads)-1] < compactedAt {
 		t.Fatalf("reads at revisions %v: want a re-read at or after the compaction at %d", got.reads, compactedAt)
 	}
+	if !slices.Contains(got.pauses, true) {
+		t.Fatalf("Paused calls (reread) %v: the handler was not told its state would be read afresh", got.pauses)
+	}
 	// Everything applied after the re-read is newer than it; the copy
 	// checked each event against the revision it stood at.
 	if len(got.wrong) > 0 {
