@@ -95,7 +95,7 @@ func (e *Elector) Run(ctx context.Context, lead func(ctx context.Context, l Lead
 		e.observer.run(ctx)
 	}()
 
-	retry := newBackoff(e.cfg.Clock)
+	retry := newRetry()
 	for {
 		s, err := e.sessions.Current(ctx)
 		if err != nil {
@@ -107,10 +107,10 @@ func (e *Elector) Run(ctx context.Context, lead func(ctx context.Context, l Lead
 				return nil
 			}
 			e.log.Warn("campaign failed; retrying", "err", err, "lease", int64(s.Lease()))
-			retry.wait(ctx, s.Done())
+			retry.WaitOr(ctx, e.cfg.Clock, s.Done())
 			continue
 		}
-		retry.reset()
+		retry.Reset()
 		e.hold(ctx, s, el, l, lead)
 		if ctx.Err() != nil {
 			return nil

@@ -98,7 +98,7 @@ func (m *Membership) SetConfigHash(h string) {
 // Run puts the member key with every new session and after every config
 // change until ctx ends, then deletes it.
 func (m *Membership) Run(ctx context.Context) error {
-	retry := newBackoff(m.clock)
+	retry := newRetry()
 	var last *session.Session
 	defer func() {
 		if last != nil {
@@ -115,10 +115,10 @@ func (m *Membership) Run(ctx context.Context) error {
 				return nil
 			}
 			m.log.Warn("cannot register member; retrying", "err", err)
-			retry.wait(ctx, s.Done())
+			retry.WaitOr(ctx, m.clock, s.Done())
 			continue
 		}
-		retry.reset()
+		retry.Reset()
 		last = s
 		select {
 		case <-ctx.Done():

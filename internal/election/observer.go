@@ -11,6 +11,8 @@ import (
 	"github.com/jonboulle/clockwork"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/etcdsched/scheduler/internal/watch"
 )
 
 // Leader is the answer of GET /api/v1/leader.
@@ -32,9 +34,11 @@ type record struct {
 }
 
 // observer follows who leads. It never infers the leader from events: any
-// change under the election prefix, and every re-established watch, leads to
-// a fresh read of the oldest key, so a missed or compacted event cannot leave
-// a wrong answer behind (SPEC rule 8).
+// change under the election prefix, and every watch re-established after a
+// compaction, leads to a fresh read of the oldest key, so a missed or
+// compacted event cannot leave a wrong answer behind (SPEC rule 8). A watch
+// that merely closed resumes after the last revision it delivered, which
+// misses nothing either.
 type observer struct {
 	client  *clientv3.Client
 	prefix  string // election prefix, ending in "/"
@@ -55,44 +59,53 @@ func newObserver(client *clientv3.Client, prefix string, clock clockwork.Clock, 
 // run keeps the view current until ctx ends.
 func (o *observer) run(ctx context.Context) {
 	defer o.unsync()
-	retry := newBackoff(o.clock)
-	for ctx.Err() == nil {
-		rev, err := o.read(ctx)
-		if err != nil {
-			o.unsync()
-			if ctx.Err() == nil {
-				o.log.Warn("cannot read leader; retrying", "err", err)
-				retry.wait(ctx, nil)
-			}
-			continue
-		}
-		retry.reset()
-		err = o.follow(ctx, rev+1)
-		o.unsync()
-		if err != nil && ctx.Err() == nil {
-			o.log.Info("election watch closed; re-reading the leader", "err", err)
-		}
+	w := watch.Watch{
+		Client:   o.client,
+		Prefixes: []string{o.prefix},
+		Retry:    newRetry(),
+		Clock:    o.clock,
+		// No Logger: the observer says what happens itself (Read, Paused).
+	}
+	_ = w.Run(ctx, o) // nil: it returns when ctx ends
+}
+
+// Read reads the leader for watch.Watch, which follows from the revision
+// after the one returned.
+func (o *observer) Read(ctx context.Context) (int64, error) {
+	rev, err := o.read(ctx)
+	if err != nil && ctx.Err() == nil {
+		o.log.Warn("cannot read leader; retrying", "err", err)
+	}
+	return rev, err
+}
+
+// Apply re-reads the leader after a batch of events rather than decoding
+// them; a failed read makes the watch start over with Read.
+func (o *observer) Apply(ctx context.Context, _ string, events []*clientv3.Event, _ int64) error {
+	if len(events) == 0 {
+		return nil
+	}
+	_, err := o.read(ctx)
+	return err
+}
+
+// Paused: while the watch is down, Leader reads etcd instead of trusting
+// the view.
+func (o *observer) Paused(_ string, err error, reread bool) {
+	o.unsync()
+	if reread {
+		o.log.Info("election watch closed; re-reading the leader", "err", err)
+	} else {
+		o.log.Info("election watch closed; resuming", "err", err)
 	}
 }
 
-// follow watches the prefix from rev and re-reads the leader after each
-// batch of events. It returns when the watch closes (compaction, lost
-// connection, cancelled by the server) or ctx ends.
-func (o *observer) follow(ctx context.Context, rev int64) error {
-	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
-	defer cancel()
-	for wr := range o.client.Watch(wctx, o.prefix, clientv3.WithPrefix(), clientv3.WithRev(rev)) {
-		if err := wr.Err(); err != nil {
-			return fmt.Errorf("election: watch %s: %w", o.prefix, err)
-		}
-		if len(wr.Events) == 0 {
-			continue
-		}
-		if _, err := o.read(ctx); err != nil {
-			return err
-		}
-	}
-	return ctx.Err()
+// Resumed: the watch goes on after the last revision it delivered, so the
+// view is as current as before it closed.
+func (o *observer) Resumed(string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.synced = true
 }
 
 // read fetches the oldest key under the prefix, which is the leader's, and

@@ -71,7 +71,7 @@ func (e *Elector) endTerm(l *Leadership) {
 // (SPEC rule 8). If etcd cannot be reached at all, the session's guard ends
 // the term instead.
 func (e *Elector) watchTerm(ctx context.Context, client *clientv3.Client, l Leadership, lost context.CancelCauseFunc) {
-	retry := newBackoff(e.cfg.Clock)
+	retry := newRetry()
 	rev := l.Rev + 1
 	for ctx.Err() == nil {
 		err := e.followTerm(ctx, client, l, rev, lost)
@@ -84,13 +84,13 @@ func (e *Elector) watchTerm(ctx context.Context, client *clientv3.Client, l Lead
 		case err != nil:
 			if ctx.Err() == nil {
 				e.log.Warn("cannot read leader key; retrying", "err", err)
-				retry.wait(ctx, nil)
+				retry.Wait(ctx, e.cfg.Clock)
 			}
 		case len(resp.Kvs) == 0 || resp.Kvs[0].CreateRevision != l.Rev:
 			lost(ErrLeadershipLost)
 			return
 		default:
-			retry.reset()
+			retry.Reset()
 			rev = resp.Header.Revision + 1
 		}
 	}

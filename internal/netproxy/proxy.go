@@ -1,6 +1,7 @@
 // Package netproxy forwards TCP between a client and a server and can stop
 // forwarding or delay it, the way a partition or a slow link looks to both
-// ends. Tests put it between a replica and etcd.
+// ends, or cut every connection, the way a crashed link or a restarted
+// member looks. Tests put it between a replica and etcd.
 package netproxy
 
 import (
@@ -21,6 +22,7 @@ type Proxy struct {
 	resume chan struct{}    // closed when a pause ends
 	delay  [2]time.Duration // by direction: toServer, toClient
 	conns  map[net.Conn]struct{}
+	cut    bool // refuse new connections
 	closed bool
 	wg     sync.WaitGroup
 }
@@ -56,6 +58,25 @@ func (p *Proxy) Resume() {
 		close(p.resume)
 		p.resume = make(chan struct{})
 	}
+}
+
+// Cut closes every connection and refuses new ones until Restore: unlike a
+// pause, the client sees its streams fail, and what it resumes them with
+// meets whatever happened on the server meanwhile.
+func (p *Proxy) Cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cut = true
+	for c := range p.conns {
+		_ = c.Close()
+	}
+}
+
+// Restore accepts connections again after Cut.
+func (p *Proxy) Restore() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cut = false
 }
 
 const (
@@ -98,6 +119,10 @@ func (p *Proxy) accept() {
 		if err != nil {
 			return
 		}
+		if p.refusing() {
+			_ = in.Close()
+			continue
+		}
 		out, err := net.DialTimeout("tcp", p.target, 2*time.Second)
 		if err != nil {
 			_ = in.Close() // the member is down: the client tries another
@@ -110,6 +135,12 @@ func (p *Proxy) accept() {
 		go p.pipe(out, in, toServer)
 		go p.pipe(in, out, toClient)
 	}
+}
+
+func (p *Proxy) refusing() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cut
 }
 
 func (p *Proxy) track(conns ...net.Conn) bool {

@@ -8,6 +8,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/etcdsched/scheduler/internal/backoff"
 )
 
 // Manager keeps one live session for a replica and replaces it after a
@@ -48,7 +50,7 @@ func NewManager(client *clientv3.Client, opts Options, reg prometheus.Registerer
 // Run creates sessions until ctx ends, then revokes the live one. Cancel ctx
 // only after the work bound to the session has released what it holds.
 func (m *Manager) Run(ctx context.Context) error {
-	backoff := 100 * time.Millisecond
+	retry := backoff.Backoff{Min: 100 * time.Millisecond, Max: m.opts.TTL}
 	for {
 		// Bounded, so an etcd that never answers shows up as a logged,
 		// retried failure rather than a silent wait.
@@ -59,16 +61,13 @@ func (m *Manager) Run(ctx context.Context) error {
 			if ctx.Err() != nil {
 				return nil
 			}
-			m.opts.Logger.Warn("cannot create session; retrying", "err", err, "in", backoff)
-			select {
-			case <-ctx.Done():
+			m.opts.Logger.Warn("cannot create session; retrying", "err", err, "in", retry.Delay())
+			if !retry.Wait(ctx, m.opts.Clock) {
 				return nil
-			case <-m.opts.Clock.After(backoff):
 			}
-			backoff = min(2*backoff, m.opts.TTL)
 			continue
 		}
-		backoff = 100 * time.Millisecond
+		retry.Reset()
 		m.set(s)
 		m.opts.Logger.Info("session started", "lease", int64(s.Lease()), "ttl", s.TTL())
 		select {

@@ -172,7 +172,7 @@ func (s *Semaphore) readBack(ctx context.Context, sess *session.Session, req Req
 	for i, k := range keys {
 		gets[i] = clientv3.OpGet(k)
 	}
-	backoff := newBackoff()
+	retry := newRetry()
 	for {
 		resp, err := s.client.Txn(rctx).Then(gets...).Commit()
 		if err == nil {
@@ -182,7 +182,7 @@ func (s *Semaphore) readBack(ctx context.Context, sess *session.Session, req Req
 			return nil, fmt.Errorf("slots: claim %s run %s: %w: %w", req.Job, req.Value.RunID, ErrIndeterminate, errors.Join(context.Cause(rctx), err))
 		}
 		s.logger.Warn("reading back a claim failed; retrying", "job", req.Job, "run_id", req.Value.RunID, "err", err)
-		if !backoff.wait(rctx) {
+		if !retry.Wait(rctx, s.clock) {
 			return nil, fmt.Errorf("slots: claim %s run %s: %w: %w", req.Job, req.Value.RunID, ErrIndeterminate, context.Cause(rctx))
 		}
 	}

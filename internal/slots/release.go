@@ -28,7 +28,7 @@ func (s *Semaphore) Release(ctx context.Context, h *Held, then ...clientv3.Op) e
 		ops = append(ops, clientv3.OpDelete(k))
 	}
 	ops = append(ops, then...)
-	backoff := newBackoff()
+	retry := newRetry()
 	for {
 		resp, err := s.client.Txn(ctx).If(h.ownerCmps()...).Then(ops...).Commit()
 		switch {
@@ -53,7 +53,7 @@ func (s *Semaphore) Release(ctx context.Context, h *Held, then ...clientv3.Op) e
 			s.finish(h, ErrReleased)
 			return nil
 		}
-		if !backoff.wait(ctx) {
+		if !retry.Wait(ctx, s.clock) {
 			s.unrelease(h)
 			return fmt.Errorf("slots: release %s slot %d token %d: %w", h.Job, h.Slot, h.Token, context.Cause(ctx))
 		}
@@ -64,7 +64,7 @@ func (s *Semaphore) Release(ctx context.Context, h *Held, then ...clientv3.Op) e
 // false with a nil error means the key is still held and the release can be
 // sent again.
 func (s *Semaphore) releasedBack(ctx context.Context, h *Held) (bool, error) {
-	backoff := newBackoff()
+	retry := newRetry()
 	for {
 		resp, err := s.client.Get(ctx, h.keys[0])
 		if err == nil {
@@ -80,7 +80,7 @@ func (s *Semaphore) releasedBack(ctx context.Context, h *Held) (bool, error) {
 				return false, fmt.Errorf("slots: release %s slot %d token %d: slot and lease gone: %w", h.Job, h.Slot, h.Token, ErrIndeterminate)
 			}
 		}
-		if ctx.Err() != nil || !backoff.wait(ctx) {
+		if ctx.Err() != nil || !retry.Wait(ctx, s.clock) {
 			return false, fmt.Errorf("slots: release %s slot %d token %d: %w: %w", h.Job, h.Slot, h.Token, ErrIndeterminate, errors.Join(context.Cause(ctx), err))
 		}
 	}

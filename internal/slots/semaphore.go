@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/prometheus/client_golang/prometheus"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -20,6 +21,7 @@ type Semaphore struct {
 	prefix  string
 	logger  *slog.Logger
 	metrics *metrics
+	clock   clockwork.Clock // paces retries
 
 	mu      sync.Mutex
 	entries map[string]entry // held slot keys by key
@@ -70,6 +72,7 @@ func New(client *clientv3.Client, prefix string, logger *slog.Logger, reg promet
 		prefix:  prefix,
 		logger:  logger.With("component", "slots"),
 		metrics: m,
+		clock:   clockwork.NewRealClock(),
 		entries: map[string]entry{},
 		counts:  map[group]int{},
 		changed: make(chan struct{}),

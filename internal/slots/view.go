@@ -3,42 +3,58 @@ package slots
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
-	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/etcdsched/scheduler/internal/watch"
 )
 
-// errWatchClosed: the watch channel closed without a reason (the client is
-// closing or the member lost its leader, see WithRequireLeader).
-var errWatchClosed = errors.New("slots: watch closed")
-
 // Run keeps the view of held slots until ctx ends: one read of both
-// prefixes, then watches from the revision after it. A watch that closes is
-// resumed from the revision after its last event; a compacted one (its
-// history is gone) starts over with a fresh read (SPEC rule 8).
+// prefixes, then a watch of each from the revision after it. A watch that
+// closes is resumed from the revision after its last event; a compacted one
+// (its history is gone) starts over with a fresh read (SPEC rule 8).
 func (s *Semaphore) Run(ctx context.Context) error {
-	// Without a leader a member's watch can fall silent; this makes it close
-	// so we resume, possibly on another member.
+	// The watches require a leader themselves; this makes the read, too,
+	// fail at once on a member without one rather than wait, so it is
+	// retried, possibly on another member.
 	ctx = clientv3.WithRequireLeader(ctx)
-	backoff := newBackoff()
-	for {
-		err := s.load(ctx)
-		if err == nil {
-			backoff.reset()
-			err = s.follow(ctx)
-		}
-		if ctx.Err() != nil {
-			return nil
-		}
-		s.logger.Warn("re-reading slots", "err", err)
-		if !backoff.wait(ctx) {
-			return nil
-		}
+	return s.watch().Run(ctx, viewHandler{s})
+}
+
+// watch follows both prefixes, each at its own pace: goneLocked judges a
+// key by the watch of its own prefix.
+func (s *Semaphore) watch() watch.Watch {
+	return watch.Watch{
+		Client:   s.client,
+		Prefixes: []string{slotsView: SlotsPrefix(s.prefix), resourcesView: ResourcesPrefix(s.prefix)},
+		Retry:    newRetry(),
+		Clock:    s.clock,
+		Logger:   s.logger,
 	}
+}
+
+// viewHandler is the view as the watches see it; its methods are not
+// Semaphore's, which has a Claim and Release to offer, not a Read.
+type viewHandler struct{ s *Semaphore }
+
+func (v viewHandler) Read(ctx context.Context) (int64, error) {
+	if err := v.s.load(ctx); err != nil {
+		return 0, err
+	}
+	v.s.mu.Lock()
+	defer v.s.mu.Unlock()
+	return v.s.seen[slotsView], nil // load reads both at one revision
+}
+
+func (v viewHandler) Apply(_ context.Context, prefix string, events []*clientv3.Event, _ int64) error {
+	view := slotsView
+	if prefix == ResourcesPrefix(v.s.prefix) {
+		view = resourcesView
+	}
+	v.s.apply(view, events)
+	return nil
 }
 
 // load replaces the view with a read of both prefixes at one revision.
@@ -85,20 +101,10 @@ func (s *Semaphore) load(ctx context.Context) error {
 
 // follow watches both prefixes from the revision after the view's and
 // resumes each watch after its last event until the history is compacted
-// or ctx ends.
+// (an error wrapping rpctypes.ErrCompacted) or ctx ends.
 func (s *Semaphore) follow(ctx context.Context) error {
-	backoff := newBackoff()
-	for {
-		err := s.watch(ctx)
-		if ctx.Err() != nil || errors.Is(err, rpctypes.ErrCompacted) {
-			return err
-		}
-		from := s.watchFrom()
-		s.logger.Info("slot watch ended; resuming", "err", err, "slots_rev", from[slotsView], "resources_rev", from[resourcesView])
-		if !backoff.wait(ctx) {
-			return ctx.Err()
-		}
-	}
+	from := s.watchFrom()
+	return s.watch().Follow(ctx, viewHandler{s}, from[slotsView], from[resourcesView])
 }
 
 // watchFrom is where each prefix's watch goes on: the revision after the
@@ -107,37 +113,6 @@ func (s *Semaphore) watchFrom() [2]int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return [2]int64{s.seen[0] + 1, s.seen[1] + 1}
-}
-
-func (s *Semaphore) watch(ctx context.Context) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	from := s.watchFrom()
-	var chans [2]clientv3.WatchChan
-	for i, prefix := range [2]string{slotsView: SlotsPrefix(s.prefix), resourcesView: ResourcesPrefix(s.prefix)} {
-		chans[i] = s.client.Watch(ctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(from[i]))
-	}
-	for {
-		var (
-			resp clientv3.WatchResponse
-			ok   bool
-			i    int
-		)
-		select {
-		case resp, ok = <-chans[0]:
-		case resp, ok = <-chans[1]:
-			i = 1
-		}
-		switch {
-		case !ok:
-			return errWatchClosed
-		case resp.CompactRevision != 0:
-			return fmt.Errorf("slots: watch from revision %d: %w", s.watchFrom()[i], rpctypes.ErrCompacted)
-		case resp.Err() != nil:
-			return resp.Err()
-		}
-		s.apply(i, resp.Events)
-	}
 }
 
 // apply takes one watch response's events of prefix view (slotsView or
@@ -216,24 +191,4 @@ func (s *Semaphore) put(kv *mvccpb.KeyValue) (entry, bool) {
 func (s *Semaphore) signalLocked() {
 	close(s.changed)
 	s.changed = make(chan struct{})
-}
-
-// backoff spaces out retries against an unreachable or leaderless cluster.
-type backoff struct{ d time.Duration }
-
-func newBackoff() *backoff { return &backoff{d: 50 * time.Millisecond} }
-
-func (b *backoff) reset() { b.d = 50 * time.Millisecond }
-
-// wait sleeps for the current delay and doubles it; false when ctx ended.
-func (b *backoff) wait(ctx context.Context) bool {
-	t := time.NewTimer(b.d)
-	defer t.Stop()
-	b.d = min(2*b.d, 2*time.Second)
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }

@@ -1,0 +1,125 @@
+package mirror
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"sync"
+	"testing"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/etcdsched/scheduler/internal/etcdtest"
+	"github.com/etcdsched/scheduler/internal/poll"
+)
+
+const testPrefix = "/m/"
+
+// copyHandler is a mirror.Handler that keeps the keys and counts resets.
+type copyHandler struct {
+	mu     sync.Mutex
+	state  map[string]string
+	rev    int64
+	resets int
+	wrong  []string
+}
+
+func (c *copyHandler) Reset(kvs []*mvccpb.KeyValue, rev int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.state = map[string]string{}
+	for _, kv := range kvs {
+		c.state[string(kv.Key)] = string(kv.Value)
+	}
+	c.rev = rev
+	c.resets++
+}
+
+func (c *copyHandler) Apply(events []*clientv3.Event, rev int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(events) == 0 {
+		c.wrong = append(c.wrong, fmt.Sprintf("Apply without events at %d", rev))
+	}
+	for _, ev := range events {
+		if ev.Kv.ModRevision <= c.rev {
+			c.wrong = append(c.wrong, fmt.Sprintf("event at %d on a copy at %d", ev.Kv.ModRevision, c.rev))
+		}
+		if ev.Type == mvccpb.DELETE {
+			delete(c.state, string(ev.Kv.Key))
+		} else {
+			c.state[string(ev.Kv.Key)] = string(ev.Kv.Value)
+		}
+		c.rev = ev.Kv.ModRevision
+	}
+}
+
+// A mirror whose watch was cut while the prefix changed and the history was
+// compacted resets to the current keys and then follows (SPEC rule 8).
+func TestMirrorResetsAfterCompaction(t *testing.T) {
+	cluster := etcdtest.Start(t)
+	proxy := etcdtest.NewProxy(t, cluster.Endpoints()[0])
+	cli := etcdtest.NewClient(t, []string{proxy.Endpoint()})
+	witness := cluster.Client()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	put := func(key, value string) int64 {
+		t.Helper()
+		resp, err := witness.Put(ctx, key, value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Header.Revision
+	}
+
+	h := &copyHandler{}
+	mctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- Run(mctx, cli, testPrefix, h, nil) }()
+	defer func() {
+		stop()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Error("Run did not return within 5s of its ctx being cancelled")
+		}
+	}()
+	waitFor(t, h, put(testPrefix+"a", "1"), map[string]string{testPrefix + "a": "1"})
+
+	proxy.Cut()
+	put(testPrefix+"b", "1")
+	if _, err := witness.Delete(ctx, testPrefix+"a"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := witness.Compact(ctx, put("/elsewhere", "x")); err != nil {
+		t.Fatal(err)
+	}
+	proxy.Restore()
+	waitFor(t, h, put(testPrefix+"c", "1"), map[string]string{testPrefix + "b": "1", testPrefix + "c": "1"})
+
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.resets != 2 {
+		t.Errorf("%d resets, want 2: the first read and the one after the compaction", h.resets)
+	}
+	if len(h.wrong) > 0 {
+		t.Error(h.wrong)
+	}
+}
+
+func waitFor(t *testing.T, h *copyHandler, rev int64, want map[string]string) {
+	t.Helper()
+	poll.Until(t, 20*time.Second, fmt.Sprintf("the mirror at revision %d", rev), func() (bool, string) {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if h.rev < rev || !maps.Equal(h.state, want) {
+			return false, fmt.Sprintf("at %d: %v, want %v", h.rev, h.state, want)
+		}
+		return true, ""
+	})
+}
