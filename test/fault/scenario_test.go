@@ -16,6 +16,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/internal/keys"
+	"github.com/etcdsched/scheduler/internal/poll"
 	"github.com/etcdsched/scheduler/internal/runs"
 	"github.com/etcdsched/scheduler/test/cluster"
 )
@@ -145,13 +146,7 @@ func (r *runner) hold(d time.Duration) { time.Sleep(d) }
 
 func (r *runner) waitFor(within time.Duration, what string, cond func() bool) {
 	r.t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			r.t.Fatalf("%s: timed out after %s waiting for %s", r.sc.name, within, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	poll.For(r.t, within, r.sc.name+": "+what, cond)
 }
 
 func (r *runner) ctx(d time.Duration) (context.Context, context.CancelFunc) {
