@@ -61,7 +61,7 @@ func New(opts Options) *Executor {
 	if e.killGrace <= 0 {
 		e.killGrace = defaultKillGrace
 	}
-	e.follow = &http.Client{Transport: e.transport}
+	e.follow = &http.Client{Transport: e.transport, CheckRedirect: checkRedirect}
 	e.noFollow = &http.Client{
 		Transport: e.transport,
 		CheckRedirect: func(*http.Request, []*http.Request) error {
