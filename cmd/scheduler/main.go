@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/etcdsched/scheduler/internal/target"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -24,6 +26,11 @@ const (
 )
 
 func main() {
+	// First, before anything else: this binary is also each exec run's
+	// supervisor (target.Supervise says why).
+	if code, ok := target.Supervise(os.Args); ok {
+		os.Exit(code)
+	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 

@@ -82,3 +82,30 @@ func parseStat(stat []byte) (state byte, pgrp int, ok bool) {
 	}
 	return f[0][0], pgrp, true
 }
+
+// procAttr starts the command as the leader of a new process group, in the
+// run's cgroup when there is one (cgroupFD >= 0). Pdeathsig is the second
+// line of defence: should whoever started the command (the supervisor, or
+// the replica itself without one) die without killing the group, the
+// leader at least gets SIGKILL. It is tied to the thread that forks, which
+// is why startCommand locks that thread around the start.
+func procAttr(cgroupFD int) *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{
+		Setpgid:     true,
+		Pdeathsig:   syscall.SIGKILL,
+		UseCgroupFD: cgroupFD >= 0,
+		CgroupFD:    max(cgroupFD, 0),
+	}
+}
+
+// selfExe names this very binary for a supervisor. /proc/self/exe rather
+// than its target: after an upgrade in place the path holds the new
+// binary, whose supervisor might not speak this replica's protocol, while
+// /proc/self/exe still opens the file this process runs from.
+func selfExe() (string, error) {
+	const self = "/proc/self/exe"
+	if _, err := os.Stat(self); err == nil {
+		return self, nil
+	}
+	return os.Executable()
+}

@@ -20,6 +20,11 @@ import (
 const helperEnv = "TARGET_TEST_HELPER"
 
 func TestMain(m *testing.M) {
+	// As in the scheduler's main: the Executors of these tests re-execute
+	// this test binary as their runs' supervisor.
+	if code, ok := Supervise(os.Args); ok {
+		os.Exit(code)
+	}
 	switch os.Getenv(helperEnv) {
 	case "":
 		goleak.VerifyTestMain(m)
