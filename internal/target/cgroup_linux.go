@@ -189,3 +189,30 @@ func cgroupProcs(dir string) []int {
 	}
 	return pids
 }
+
+// sweepRunCgroups ends the run cgroups in parent left by replicas that are
+// gone: one without a supervisor, or whose supervisor was killed with it,
+// cannot end its own. A replica's pid is in the name, so the cgroups of
+// live replicas sharing the parent are left alone. It returns how many it
+// ended.
+func sweepRunCgroups(parent string) (int, error) {
+	dirs, err := filepath.Glob(filepath.Join(parent, "scheduler-run-*-*"))
+	if err != nil {
+		return 0, fmt.Errorf("list run cgroups: %w", err)
+	}
+	n := 0
+	var errs []error
+	for _, dir := range dirs {
+		owner, _, _ := strings.Cut(strings.TrimPrefix(filepath.Base(dir), "scheduler-run-"), "-")
+		pid, err := strconv.Atoi(owner)
+		if err != nil || syscall.Kill(pid, 0) != syscall.ESRCH {
+			continue
+		}
+		if err := endCgroup(dir); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		n++
+	}
+	return n, errors.Join(errs...)
+}

@@ -20,3 +20,5 @@ func newRunCgroup(string) (*runCgroup, error) {
 func (c *runCgroup) cgroupFD() int { return -1 }
 func (c *runCgroup) end() error    { return nil }
 func endCgroup(string) error       { return nil }
+
+func sweepRunCgroups(string) (int, error) { return 0, nil }

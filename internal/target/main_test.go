@@ -35,6 +35,8 @@ func TestMain(m *testing.M) {
 			os.Exit(2)
 		}
 		os.Exit(0)
+	case "replica":
+		os.Exit(actAsReplica())
 	default:
 		os.Exit(3)
 	}

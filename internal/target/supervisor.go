@@ -102,12 +102,24 @@ func supervise(ctl io.Reader, rep *os.File, out *os.File) int {
 			}
 		}
 	}()
+	if err := becomeSubreaper(); err != nil {
+		log.Warn("supervisor is no child subreaper: orphans of the command are reaped by init", "err", err)
+	}
 	c, err := startCommand(sp, out, log)
 	if err != nil {
 		w.send(report{Done: &ended{Error: err.Error()}})
 		return 0
 	}
+	over := make(chan struct{})
+	reaped := make(chan struct{})
+	go func() {
+		defer close(reaped)
+		reapOrphans(c.cmd.Process.Pid, over)
+	}()
 	st := c.wait(stop, lost)
+	close(over)
+	<-reaped
+	reapAll()
 	w.send(report{Done: &ended{Status: st}})
 	return 0
 }

@@ -84,6 +84,13 @@ func New(opts Options) *Executor {
 			"reason", err)
 	} else {
 		e.cgroupDir = dir
+		n, err := sweepRunCgroups(dir)
+		if err != nil {
+			e.log.Warn("ending run cgroups of replicas that are gone", "err", err)
+		}
+		if n > 0 {
+			e.log.Info("ended run cgroups of replicas that are gone", "count", n)
+		}
 	}
 	e.follow = &http.Client{Transport: e.transport, CheckRedirect: checkRedirect}
 	e.noFollow = &http.Client{
