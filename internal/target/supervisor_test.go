@@ -132,8 +132,10 @@ func membersOf(t *testing.T, pgid int) []string {
 		if err != nil {
 			continue
 		}
-		if state, ppid, pgrp, ok := parseStat(b); ok && pgrp == pgid {
-			members = append(members, fmt.Sprintf("%s %c ppid %d", p, state, ppid))
+		s := string(b)
+		rest := strings.Fields(s[strings.LastIndex(s, ")")+1:])
+		if len(rest) >= 3 && rest[2] == strconv.Itoa(pgid) {
+			members = append(members, s[:strings.LastIndex(s, ")")+1]+" "+rest[0]+" ppid "+rest[1])
 		}
 	}
 	return members
