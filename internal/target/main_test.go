@@ -75,6 +75,9 @@ func testExecutor(t *testing.T) *Executor {
 	t.Helper()
 	e := New(Options{})
 	t.Cleanup(e.Close)
+	if e.supervisor == "" {
+		t.Fatal("exec runs of the tests would not go through a supervisor")
+	}
 	return e
 }
 

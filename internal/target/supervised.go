@@ -38,6 +38,8 @@ func startSupervised(ctx context.Context, binary string, sp spec, out *os.File, 
 		return nil, fmt.Errorf("supervisor report pipe: %w", err)
 	}
 	proc := exec.Command(binary, SupervisorArg)
+	// Named as the replica is, not "/proc/self/exe", for whoever reads ps.
+	proc.Args[0] = os.Args[0]
 	// The supervisor needs nothing from the environment, and the
 	// scheduler's holds secrets; the command's comes in the spec. GORACE
 	// matters only to a race-enabled build (tests), whose runtime would

@@ -3,11 +3,13 @@ package target
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -161,4 +163,69 @@ func TestExecUnsupervised(t *testing.T) {
 	if res.Outcome != runs.Cancelled {
 		t.Errorf("result = %+v, want cancelled", res)
 	}
+}
+
+// recorder keeps the log records an Executor writes, one line each.
+type recorder struct {
+	mu    *sync.Mutex
+	recs  *[]string
+	attrs string
+}
+
+func newRecorder() *recorder { return &recorder{mu: new(sync.Mutex), recs: new([]string)} }
+
+func (r *recorder) Enabled(context.Context, slog.Level) bool { return true }
+func (r *recorder) Handle(_ context.Context, rec slog.Record) error {
+	line := rec.Level.String() + " " + rec.Message + r.attrs
+	rec.Attrs(func(a slog.Attr) bool {
+		line += " " + a.String()
+		return true
+	})
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	*r.recs = append(*r.recs, line)
+	return nil
+}
+func (r *recorder) WithAttrs(as []slog.Attr) slog.Handler {
+	c := *r
+	for _, a := range as {
+		c.attrs += " " + a.String()
+	}
+	return &c
+}
+func (r *recorder) WithGroup(string) slog.Handler { return r }
+
+func (r *recorder) lines() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), *r.recs...)
+}
+
+// TestSupervisorLogsReachTheReplica: what the supervisor logs (here, that
+// the group ignored SIGTERM) is logged by the replica, with the run's
+// attributes, not written into the run's output.
+func TestSupervisorLogsReachTheReplica(t *testing.T) {
+	dir := t.TempDir()
+	rec := newRecorder()
+	e := New(Options{Logger: slog.New(rec)})
+	defer e.Close()
+	job := execJob(time.Minute, 100*time.Millisecond, "sh", "-c", `trap "" TERM; echo > "$0/ready"; exec sleep 1000`, dir)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	done := make(chan Result, 1)
+	go func() { done <- e.Execute(ctx, job, testRun()) }()
+	poll.For(t, 20*time.Second, "the command to ignore TERM", func() bool {
+		_, err := os.Stat(filepath.Join(dir, "ready"))
+		return err == nil
+	})
+	cancel()
+	if res := <-done; res.Outcome != runs.Cancelled || res.Output != "" {
+		t.Errorf("result = %+v, want cancelled with no output", res)
+	}
+	for _, l := range rec.lines() {
+		if strings.Contains(l, "ignored SIGTERM") && strings.Contains(l, "run_id="+wantFields["RUN_ID"]) {
+			return
+		}
+	}
+	t.Errorf("no relayed record of the ignored SIGTERM among %q", rec.lines())
 }
