@@ -42,7 +42,11 @@ func (g group) stop(grace time.Duration, hurry <-chan struct{}) {
 		if g.waitGone(grace, hurry) {
 			return
 		}
-		g.log.Info("process group ignored SIGTERM, killing", "pgid", g.pgid, "grace", grace)
+		select {
+		case <-hurry:
+		default:
+			g.log.Info("process group ignored SIGTERM, killing", "pgid", g.pgid, "grace", grace)
+		}
 	}
 	g.signal(syscall.SIGKILL)
 	if !g.waitGone(killWait, nil) {

@@ -69,15 +69,15 @@ func New(opts Options) *Executor {
 		e.killGrace = defaultKillGrace
 	}
 	e.supervisor = opts.Supervisor
-	if e.supervisor == "" && supervisorReady.Load() {
-		if self, err := selfExe(); err != nil {
-			e.log.Warn("exec runs are not supervised: a command outlives a replica killed with SIGKILL", "err", err)
-		} else {
-			e.supervisor = self
-		}
-	} else if e.supervisor == "" {
+	switch self, err := selfExe(); {
+	case e.supervisor != "":
+	case !supervisorReady.Load():
 		e.log.Warn("exec runs are not supervised: a command outlives a replica killed with SIGKILL",
 			"reason", "this binary's main does not call target.Supervise")
+	case err != nil:
+		e.log.Warn("exec runs are not supervised: a command outlives a replica killed with SIGKILL", "err", err)
+	default:
+		e.supervisor = self
 	}
 	if dir, err := cgroupParent(); err != nil {
 		e.log.Warn("exec runs get no cgroup of their own: a daemon that escapes its run's process group with setsid survives the run",
