@@ -32,12 +32,14 @@ type group struct {
 // over: nobody will record how the run ended, and every moment the group
 // lives it may overlap the retry on another replica.
 func (g group) stop(grace time.Duration, hurry <-chan struct{}) {
-	if !g.alive() {
-		return
-	}
 	select {
 	case <-hurry:
+		// Straight to SIGKILL: alive reads all of /proc, which is time
+		// the group would go on running.
 	default:
+		if !g.alive() {
+			return
+		}
 		g.signal(syscall.SIGTERM)
 		if g.waitGone(grace, hurry) {
 			return
