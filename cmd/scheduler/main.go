@@ -14,6 +14,8 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
+
+	"github.com/etcdsched/scheduler/internal/target"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -28,6 +30,11 @@ const (
 )
 
 func main() {
+	// First, before anything else: this binary is also each exec run's
+	// supervisor (target.Supervise says why).
+	if code, ok := target.Supervise(os.Args); ok {
+		os.Exit(code)
+	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 

@@ -20,9 +20,15 @@ import (
 	"github.com/etcdsched/scheduler/internal/client"
 	"github.com/etcdsched/scheduler/internal/etcdtest"
 	"github.com/etcdsched/scheduler/internal/poll"
+	"github.com/etcdsched/scheduler/internal/target"
 )
 
 func TestMain(m *testing.M) {
+	// As in the scheduler's main: exec runs re-execute this test binary as
+	// their supervisor.
+	if code, ok := target.Supervise(os.Args); ok {
+		os.Exit(code)
+	}
 	goleak.VerifyTestMain(m,
 		goleak.IgnoreAnyFunction("go.etcd.io/etcd/client/v3.(*watchGRPCStream).run"),
 		// The process collector's and net/http's idle pools live for the

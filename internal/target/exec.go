@@ -2,10 +2,12 @@ package target
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
-	"syscall"
+	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/etcdsched/scheduler/config"
@@ -13,9 +15,22 @@ import (
 )
 
 // drainDelay is how long output may keep arriving once the group is gone.
-// Only a process that left the group (setsid) can still hold the pipe; its
-// output is no longer the run's, and it must not keep the run open.
+// Only a process that left the group (setsid) and, without a run cgroup,
+// survived can still hold the pipe; its output is no longer the run's, and
+// it must not keep the run open.
 const drainDelay = 500 * time.Millisecond
+
+// runSeq numbers run cgroups within this process; with the pid it makes
+// their names unique among the replicas sharing a parent cgroup.
+var runSeq atomic.Uint64
+
+// running is an exec run's command, started through a supervisor or, for a
+// binary that cannot supervise, by this process.
+type running interface {
+	stop() // SIGTERM to the group, SIGKILL after the grace
+	done() <-chan struct{}
+	result() (status, error) // once done
+}
 
 // doExec runs the job's command in its own process group and waits until the
 // whole group is gone, not just the process it started.
@@ -23,7 +38,9 @@ const drainDelay = 500 * time.Millisecond
 // Output goes to a pipe we read ourselves: with an *os.File as Stdout and
 // Stderr, os/exec starts no copying goroutine and its Wait does not wait for
 // the pipe to close, so a grandchild holding stdout open cannot stall the
-// run. Both streams share the pipe, which keeps their interleaving.
+// run. Both streams share the pipe, which keeps their interleaving. The
+// supervisor passes the pipe on to the command, so output never goes
+// through it.
 func (e *Executor) doExec(ctx context.Context, spec *config.Exec, run Run) Result {
 	if len(spec.Command) == 0 || spec.Command[0] == "" {
 		return failed("target: exec: empty command")
@@ -31,23 +48,22 @@ func (e *Executor) doExec(ctx context.Context, spec *config.Exec, run Run) Resul
 	if ctx.Err() != nil {
 		return stopped(ctx)
 	}
-	grace := spec.KillGrace.D()
-	if grace <= 0 {
-		grace = e.killGrace
+	sp, err := e.execSpec(spec, run)
+	if err != nil {
+		return failed("target: exec: %v", err)
 	}
 
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		return failed("target: exec: output pipe: %v", err)
 	}
-	// exec.Command, not CommandContext: cancelling means signalling the
-	// group with a grace period, which CommandContext cannot express.
-	cmd := exec.Command(spec.Command[0], spec.Command[1:]...)
-	cmd.Env = execEnv(spec.Env, run)
-	cmd.Dir = spec.Dir
-	cmd.Stdout, cmd.Stderr = pw, pw
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	err = cmd.Start()
+	log := e.log.With("job", run.Job, "run_id", run.RunID)
+	var r running
+	if e.supervisor != "" {
+		r, err = startSupervised(context.WithoutCancel(ctx), e.supervisor, sp, pw, log)
+	} else {
+		r, err = startLocal(sp, pw, log)
+	}
 	// From here only the children hold the write end, so EOF on the read
 	// end means every one of them has closed it.
 	pw.Close()
@@ -62,25 +78,16 @@ func (e *Executor) doExec(ctx context.Context, spec *config.Exec, run Run) Resul
 		defer close(copied)
 		_, _ = io.Copy(out, pr) // ends at EOF, or when we close pr
 	}()
-	var reap func() error
-	exited := make(chan struct{})
-	go func() {
-		defer close(exited)
-		reap = waitExit(cmd)
-	}()
 
-	g := group{pgid: cmd.Process.Pid, log: e.log.With("job", run.Job, "run_id", run.RunID)}
 	var res Result
 	select {
-	case <-exited:
+	case <-r.done():
 	case <-ctx.Done():
 		res = stopped(ctx)
-		g.stop(grace)
-		<-exited
+		r.stop()
+		<-r.done()
 	}
-	// Whatever the leader left behind would go on running outside the slot.
-	g.stop(grace)
-	_ = reap() // the outcome comes from ProcessState; the error says no more
+	st, err := r.result()
 
 	drain := time.NewTimer(drainDelay)
 	select {
@@ -92,31 +99,51 @@ func (e *Executor) doExec(ctx context.Context, spec *config.Exec, run Run) Resul
 	drain.Stop()
 	pr.Close()
 
-	if res.Outcome == "" {
-		res = exitResult(cmd.ProcessState)
-	} else if st := cmd.ProcessState; st != nil && st.Exited() {
-		code := st.ExitCode()
+	switch {
+	case err != nil && res.Outcome == "":
+		res = failed("target: exec: %v", err)
+	case err != nil:
+	case res.Outcome == "":
+		res = exitResult(st)
+	case st.Exited:
+		code := st.Code
 		res.ExitCode = &code
 	}
 	res.Output = out.String()
 	return res
 }
 
+// execSpec decides everything about the run's command before it starts.
+func (e *Executor) execSpec(ex *config.Exec, run Run) (spec, error) {
+	grace := ex.KillGrace.D()
+	if grace <= 0 {
+		grace = e.killGrace
+	}
+	// exec.Command resolves the name with the scheduler's PATH, as it
+	// always has; the supervisor gets the result and resolves nothing.
+	c := exec.Command(ex.Command[0], ex.Command[1:]...)
+	if c.Err != nil {
+		return spec{}, c.Err
+	}
+	sp := spec{Path: c.Path, Args: c.Args, Env: execEnv(ex.Env, run), Dir: ex.Dir, Grace: grace}
+	if e.cgroupDir != "" {
+		sp.Cgroup = filepath.Join(e.cgroupDir, fmt.Sprintf("scheduler-run-%d-%d", os.Getpid(), runSeq.Add(1)))
+	}
+	return sp, nil
+}
+
 // exitResult maps how the leader ended by itself: exit 0 succeeds; any other
 // exit fails with its code; a signal (a crash, the OOM killer) fails with no
 // code, since there is none, and names the signal.
-func exitResult(st *os.ProcessState) Result {
-	if st == nil {
-		return failed("target: exec: no exit status")
+func exitResult(st status) Result {
+	if !st.Exited {
+		return failed("target: exec: %s", st.Desc)
 	}
-	if !st.Exited() {
-		return failed("target: exec: %v", st)
-	}
-	code := st.ExitCode()
+	code := st.Code
 	res := Result{Outcome: runs.Succeeded, ExitCode: &code}
 	if code != 0 {
 		res.Outcome = runs.Failed
-		res.Error = "target: exec: " + st.String()
+		res.Error = "target: exec: " + st.Desc
 	}
 	return res
 }

@@ -27,17 +27,31 @@ type group struct {
 // exit, then SIGKILL. It returns once none is alive (or killWait passed).
 // Used both on cancellation and after a leader exits by itself, because a
 // process it left behind would go on running outside the run's slot.
-func (g group) stop(grace time.Duration) {
-	if !g.alive() {
-		return
+//
+// Once hurry is closed (the replica that owns the run is gone) the grace is
+// over: nobody will record how the run ended, and every moment the group
+// lives it may overlap the retry on another replica.
+func (g group) stop(grace time.Duration, hurry <-chan struct{}) {
+	select {
+	case <-hurry:
+		// Straight to SIGKILL: alive reads all of /proc, which is time
+		// the group would go on running.
+	default:
+		if !g.alive() {
+			return
+		}
+		g.signal(syscall.SIGTERM)
+		if g.waitGone(grace, hurry) {
+			return
+		}
+		select {
+		case <-hurry:
+		default:
+			g.log.Info("process group ignored SIGTERM, killing", "pgid", g.pgid, "grace", grace)
+		}
 	}
-	g.signal(syscall.SIGTERM)
-	if g.waitGone(grace) {
-		return
-	}
-	g.log.Info("process group ignored SIGTERM, killing", "pgid", g.pgid, "grace", grace)
 	g.signal(syscall.SIGKILL)
-	if !g.waitGone(killWait) {
+	if !g.waitGone(killWait, nil) {
 		g.log.Warn("process group still alive after SIGKILL", "pgid", g.pgid)
 	}
 }
@@ -49,22 +63,32 @@ func (g group) signal(sig syscall.Signal) {
 	}
 }
 
-// waitGone polls until the group is empty or d passes. Members are not our
-// children (grandchildren are reparented), so there is nothing to wait on
-// but their absence; the poll starts fast and backs off to stay cheap.
-func (g group) waitGone(d time.Duration) bool {
+// waitGone polls until the group is empty, d passes or hurry is closed.
+// Members are not our children (grandchildren are reparented), so there is
+// nothing to wait on but their absence; the poll starts fast and backs off
+// to stay cheap.
+func (g group) waitGone(d time.Duration, hurry <-chan struct{}) bool {
+	return waitFor(g.alive, d, hurry)
+}
+
+// waitFor polls until busy reports false, d passes or hurry is closed, and
+// reports whether busy ended.
+func waitFor(busy func() bool, d time.Duration, hurry <-chan struct{}) bool {
 	deadline := time.NewTimer(d)
 	defer deadline.Stop()
 	step := 2 * time.Millisecond
 	for {
-		if !g.alive() {
+		if !busy() {
 			return true
 		}
 		t := time.NewTimer(step)
 		select {
 		case <-deadline.C:
 			t.Stop()
-			return !g.alive()
+			return !busy()
+		case <-hurry:
+			t.Stop()
+			return !busy()
 		case <-t.C:
 		}
 		step = min(2*step, 50*time.Millisecond)

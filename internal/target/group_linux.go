@@ -56,7 +56,7 @@ func groupMembers(pgid int) []int {
 		if err != nil {
 			continue // exited while we looked
 		}
-		state, pgrp, ok := parseStat(stat)
+		state, _, pgrp, ok := parseStat(stat)
 		if ok && pgrp == pgid && state != 'Z' && state != 'X' {
 			pids = append(pids, pid)
 		}
@@ -64,21 +64,52 @@ func groupMembers(pgid int) []int {
 	return pids
 }
 
-// parseStat reads the state and process group from /proc/<pid>/stat:
-// "pid (comm) state ppid pgrp ...". comm may hold spaces and parentheses,
-// so fields are counted from the last ')'.
-func parseStat(stat []byte) (state byte, pgrp int, ok bool) {
+// parseStat reads the state, parent and process group from
+// /proc/<pid>/stat: "pid (comm) state ppid pgrp ...". comm may hold spaces
+// and parentheses, so fields are counted from the last ')'.
+func parseStat(stat []byte) (state byte, ppid, pgrp int, ok bool) {
 	i := bytes.LastIndexByte(stat, ')')
 	if i < 0 {
-		return 0, 0, false
+		return 0, 0, 0, false
 	}
 	f := bytes.Fields(stat[i+1:])
 	if len(f) < 3 || len(f[0]) != 1 {
-		return 0, 0, false
+		return 0, 0, 0, false
 	}
-	pgrp, err := strconv.Atoi(string(f[2]))
+	ppid, err := strconv.Atoi(string(f[1]))
 	if err != nil {
-		return 0, 0, false
+		return 0, 0, 0, false
 	}
-	return f[0][0], pgrp, true
+	pgrp, err = strconv.Atoi(string(f[2]))
+	if err != nil {
+		return 0, 0, 0, false
+	}
+	return f[0][0], ppid, pgrp, true
+}
+
+// procAttr starts the command as the leader of a new process group, in the
+// run's cgroup when there is one (cgroupFD >= 0). Pdeathsig is the second
+// line of defence: should whoever started the command (the supervisor, or
+// the replica itself without one) die without killing the group, the
+// leader at least gets SIGKILL. It is tied to the thread that forks, which
+// is why startCommand locks that thread around the start.
+func procAttr(cgroupFD int) *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{
+		Setpgid:     true,
+		Pdeathsig:   syscall.SIGKILL,
+		UseCgroupFD: cgroupFD >= 0,
+		CgroupFD:    max(cgroupFD, 0),
+	}
+}
+
+// selfExe names this very binary for a supervisor. /proc/self/exe rather
+// than its target: after an upgrade in place the path holds the new
+// binary, whose supervisor might not speak this replica's protocol, while
+// /proc/self/exe still opens the file this process runs from.
+func selfExe() (string, error) {
+	const self = "/proc/self/exe"
+	if _, err := os.Stat(self); err == nil {
+		return self, nil
+	}
+	return os.Executable()
 }

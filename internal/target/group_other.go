@@ -3,6 +3,7 @@
 package target
 
 import (
+	"os"
 	"os/exec"
 	"syscall"
 )
@@ -19,3 +20,11 @@ func waitExit(cmd *exec.Cmd) (reap func() error) {
 func (g group) alive() bool {
 	return syscall.Kill(-g.pgid, 0) != syscall.ESRCH
 }
+
+// procAttr starts the command as the leader of a new process group; the
+// other safeguards of Linux (Pdeathsig, cgroups) have no equivalent here.
+func procAttr(int) *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true}
+}
+
+func selfExe() (string, error) { return os.Executable() }

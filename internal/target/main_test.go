@@ -20,6 +20,11 @@ import (
 const helperEnv = "TARGET_TEST_HELPER"
 
 func TestMain(m *testing.M) {
+	// As in the scheduler's main: the Executors of these tests re-execute
+	// this test binary as their runs' supervisor.
+	if code, ok := Supervise(os.Args); ok {
+		os.Exit(code)
+	}
 	switch os.Getenv(helperEnv) {
 	case "":
 		goleak.VerifyTestMain(m)
@@ -30,6 +35,8 @@ func TestMain(m *testing.M) {
 			os.Exit(2)
 		}
 		os.Exit(0)
+	case "replica":
+		os.Exit(actAsReplica())
 	default:
 		os.Exit(3)
 	}
@@ -68,6 +75,9 @@ func testExecutor(t *testing.T) *Executor {
 	t.Helper()
 	e := New(Options{})
 	t.Cleanup(e.Close)
+	if e.supervisor == "" {
+		t.Fatal("exec runs of the tests would not go through a supervisor")
+	}
 	return e
 }
 

@@ -31,6 +31,11 @@ type Options struct {
 	Transport http.RoundTripper
 	// DefaultKillGrace applies to exec jobs without kill_grace; 10s if zero.
 	DefaultKillGrace time.Duration
+	// Supervisor is the binary started with SupervisorArg to supervise each
+	// exec run (see Supervise). Empty means this very binary when its main
+	// calls Supervise; otherwise exec runs are started unsupervised, and a
+	// command outlives a replica killed with SIGKILL.
+	Supervisor string
 }
 
 // Executor runs targets. It is safe for concurrent use; HTTP runs share one
@@ -42,6 +47,8 @@ type Executor struct {
 	// http.Client takes it as a client setting, not a request setting.
 	follow, noFollow *http.Client
 	killGrace        time.Duration
+	supervisor       string // empty: exec runs are started by this process
+	cgroupDir        string // where run cgroups are made; empty: none
 }
 
 // New returns an Executor.
@@ -61,7 +68,31 @@ func New(opts Options) *Executor {
 	if e.killGrace <= 0 {
 		e.killGrace = defaultKillGrace
 	}
-	e.follow = &http.Client{Transport: e.transport}
+	e.supervisor = opts.Supervisor
+	switch self, err := selfExe(); {
+	case e.supervisor != "":
+	case !supervisorReady.Load():
+		e.log.Warn("exec runs are not supervised: a command outlives a replica killed with SIGKILL",
+			"reason", "this binary's main does not call target.Supervise")
+	case err != nil:
+		e.log.Warn("exec runs are not supervised: a command outlives a replica killed with SIGKILL", "err", err)
+	default:
+		e.supervisor = self
+	}
+	if dir, err := cgroupParent(); err != nil {
+		e.log.Warn("exec runs get no cgroup of their own: a daemon that escapes its run's process group with setsid survives the run",
+			"reason", err)
+	} else {
+		e.cgroupDir = dir
+		n, err := sweepRunCgroups(dir)
+		if err != nil {
+			e.log.Warn("ending run cgroups of replicas that are gone", "err", err)
+		}
+		if n > 0 {
+			e.log.Info("ended run cgroups of replicas that are gone", "count", n)
+		}
+	}
+	e.follow = &http.Client{Transport: e.transport, CheckRedirect: checkRedirect}
 	e.noFollow = &http.Client{
 		Transport: e.transport,
 		CheckRedirect: func(*http.Request, []*http.Request) error {

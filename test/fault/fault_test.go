@@ -26,7 +26,7 @@ func seed() uint64 {
 }
 
 var every = []faultKind{killLeader, stopWorker, partition, killEtcdMember, stopLeader, slowLink,
-	partitionLeader, killEtcdLeader, etcdDown}
+	partitionLeader, killEtcdLeader, etcdDown, killExecHolder, etcdDownTerm}
 
 func repeat(kinds []faultKind, n int) []faultKind {
 	var out []faultKind
@@ -53,9 +53,14 @@ func TestFaults(t *testing.T) {
 			// and a failover: a run that started just before the last heal
 			// rightly holds its only slot that long, and "every job runs
 			// again" needs a run to start after it.
-			{name: "long-ttl5s", ttl: 5 * time.Second, faults: repeat(every, 9), gap: 4 * time.Second,
+			{name: "long-ttl5s", ttl: 5 * time.Second, faults: repeat(every, len(every)), gap: 4 * time.Second,
 				warmup: 5 * time.Second, settle: 25 * time.Second, seed: seed()},
 		}
+	case "edges":
+		// The faults of SPEC section 16 alone, for a quick look.
+		scenarios = []scenario{{name: "edges-ttl2s", ttl: 2 * time.Second,
+			faults: []faultKind{killExecHolder, etcdDownTerm, killExecHolder},
+			gap:    2 * time.Second, warmup: 4 * time.Second, settle: 10 * time.Second, seed: seed()}}
 	default:
 		scenarios = []scenario{{name: "short-ttl2s", ttl: 2 * time.Second,
 			faults: []faultKind{killLeader, stopWorker, partition, killEtcdLeader, etcdDown, stopLeader},

@@ -69,6 +69,9 @@ type runner struct {
 	etcdDown []Window
 	resumes  []time.Duration // etcd back -> first run started
 	problems []string        // seen while injecting
+
+	beats      string // the exec job's heartbeat folder
+	beatChecks int    // exec runs whose heartbeats were checked after a kill
 }
 
 // outcome of a scenario.
@@ -89,7 +92,8 @@ func runScenario(t *testing.T, sc scenario) outcome {
 		t.Fatal(err)
 	}
 	t.Cleanup(w.Close)
-	cfg, jobs, resources := workload(sc.ttl, w)
+	beats := t.TempDir()
+	cfg, jobs, resources := workload(sc.ttl, w, beats)
 	dir := t.TempDir()
 	if keep := os.Getenv("FAULT_LOG_DIR"); keep != "" {
 		// Keep data and logs after the test, for a post-mortem.
@@ -99,7 +103,7 @@ func runScenario(t *testing.T, sc scenario) outcome {
 	if err := w.Watch(c.Endpoints(), prefix); err != nil {
 		t.Fatal(err)
 	}
-	r := &runner{t: t, sc: sc, c: c, w: w, rng: rand.New(rand.NewPCG(sc.seed, sc.seed^0x5eed))}
+	r := &runner{t: t, sc: sc, c: c, w: w, beats: beats, rng: rand.New(rand.NewPCG(sc.seed, sc.seed^0x5eed))}
 	t.Logf("%s: seed %d, ttl %s, %d faults, logs in %s", sc.name, sc.seed, sc.ttl, len(sc.faults), c.Dir)
 
 	// Warm-up: every job has run once, then the schedule's own warm-up.
@@ -341,7 +345,9 @@ func (r *runner) inject(kind faultKind) injected {
 			r.resumes = append(r.resumes, run.Start.Sub(up))
 		}
 	default:
-		r.t.Fatalf("unknown fault %q", kind)
+		if !r.injectEdge(&f, must) {
+			r.t.Fatalf("unknown fault %q", kind)
+		}
 	}
 	f.end = time.Now()
 	return f
@@ -437,9 +443,9 @@ func (r *runner) summary(rep *Report) string {
 	}
 	revs, restarts := r.w.Observer().Revisions()
 	return fmt.Sprintf("fault summary %s: faults=%d runs=%d violations=%d rejected_stale_tokens=%d superseded=%d "+
-		"ticks=%d ticks_lost_in_failover=%d failover(kill-leader) min/median/max=%s resume_after_etcd=%s watched_revisions=%d watch_restarts=%d",
+		"ticks=%d ticks_lost_in_failover=%d failover(kill-leader) min/median/max=%s resume_after_etcd=%s watched_revisions=%d watch_restarts=%d exec_kill_checks=%d",
 		r.sc.name, len(r.faults), rep.RunsChecked, len(rep.Violations), rep.Rejected, rep.Superseded,
-		rep.TicksChecked, rep.TicksLost, spread(kills), spread(r.resumes), revs, restarts)
+		rep.TicksChecked, rep.TicksLost, spread(kills), spread(r.resumes), revs, restarts, r.beatChecks)
 }
 
 func spread(ds []time.Duration) string {

@@ -13,7 +13,9 @@ const prefix = "/fault/"
 // workload is the job set, with session_ttl ttl: intervals of 1s and
 // 500ms, max_concurrency 1 and 2, runs shorter and longer than the TTL,
 // one shared resource, every catch_up policy, retries on some jobs.
-func workload(ttl time.Duration, w *cluster.Witness) (string, []Job, map[string]int) {
+// The exec job (beatJob) writes heartbeats into beats; it is not among the
+// jobs returned, whose runs the witness sees.
+func workload(ttl time.Duration, w *cluster.Witness, beats string) (string, []Job, map[string]int) {
 	long := 3 * ttl // a frozen holder's run outlives its lease
 	jobs := []struct {
 		Job
@@ -51,12 +53,12 @@ func workload(ttl time.Duration, w *cluster.Witness) (string, []Job, map[string]
   lease_margin: 1s
 worker:
   max_parallel: 16
-  shutdown_grace: 2s
+  shutdown_grace: %s
 resources:
   - name: shared
     limit: 2
 jobs:
-`, prefix, ttl)
+`, prefix, ttl, shutdownGrace)
 	var out []Job
 	for _, j := range jobs {
 		fmt.Fprintf(&b, `  - name: %s
@@ -69,5 +71,6 @@ jobs:
 `, j.Name, j.Every, j.MaxConcurrency, j.CatchUp, j.yaml)
 		out = append(out, j.Job)
 	}
+	b.WriteString(beatYAML(beats))
 	return b.String(), out, map[string]int{"shared": 2}
 }
