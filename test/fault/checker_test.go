@@ -65,7 +65,7 @@ func TestCheckerProperties(t *testing.T) {
 		}, "etcd down:"},
 		{"no run after heal", func(h *History) { h.Healed = at(2900) }, "healed: job j"},
 		{"phantom success", func(h *History) {
-			h.Records[h.Runs[0].RunID] = runs.Record{RunID: h.Runs[0].RunID, Attempt: 2, Outcome: runs.Succeeded}
+			h.Records[h.Runs[0].RunID] = runs.Record{RunID: h.Runs[0].RunID, Job: "j", Attempt: 2, Outcome: runs.Succeeded}
 		}, "records:"},
 		{"too many slot keys", func(h *History) { h.SlotPeaks = map[string]cluster.SlotPeak{cluster.SlotGroup(false, "j"): {Count: 2}} }, "slots: job j had 2"},
 	}
