@@ -34,6 +34,10 @@ var badFiles = map[string][]string{
 		`testdata/cron_range.bad.yaml:3:15: jobs[0].schedule: hour "25": out of range 0-23`,
 		`testdata/cron_range.bad.yaml:7:15: jobs[1].schedule: month "jan-xyz": "xyz" is not a number or name`,
 	},
+	"testdata/cron_wrap.bad.yaml": {
+		`testdata/cron_wrap.bad.yaml:3:15: jobs[0].schedule: hour "22-2": range 22-2 runs backwards: ranges do not wrap around, write "22-23,0-2"`,
+		`testdata/cron_wrap.bad.yaml:6:15: jobs[1].schedule: minute "10-0": range 10-0 runs backwards: ranges do not wrap around, write "10-59,0"`,
+	},
 	"testdata/cron_tz.bad.yaml": {
 		`testdata/cron_tz.bad.yaml:3:15: jobs[0].schedule: "CRON_TZ=Europe/Berlin" prefix is not allowed: set the timezone field instead`,
 	},
