@@ -92,9 +92,13 @@ type Job struct {
 	StartingDeadline Duration `yaml:"starting_deadline" json:"starting_deadline"`
 	Resources        []string `yaml:"resources" json:"resources,omitempty"`
 	Paused           bool     `yaml:"paused" json:"paused"`
-	HistoryLimit     int      `yaml:"history_limit" json:"history_limit"`
-	HTTP             *HTTP    `yaml:"http" json:"http,omitempty"`
-	Exec             *Exec    `yaml:"exec" json:"exec,omitempty"`
+	// HistoryLimit counts records of runs that executed; skipped and
+	// missed records have their own SkippedHistoryLimit, so that a flood
+	// of skips cannot push real history out.
+	HistoryLimit        int   `yaml:"history_limit" json:"history_limit"`
+	SkippedHistoryLimit int   `yaml:"skipped_history_limit" json:"skipped_history_limit"`
+	HTTP                *HTTP `yaml:"http" json:"http,omitempty"`
+	Exec                *Exec `yaml:"exec" json:"exec,omitempty"`
 }
 
 // Retries: exponential backoff, on failure only.

@@ -41,6 +41,11 @@ var badFiles = map[string][]string{
 	"testdata/cron_tz.bad.yaml": {
 		`testdata/cron_tz.bad.yaml:3:15: jobs[0].schedule: "CRON_TZ=Europe/Berlin" prefix is not allowed: set the timezone field instead`,
 	},
+	"testdata/history.bad.yaml": {
+		`testdata/history.bad.yaml:5:28: jobs[0].skipped_history_limit: must be at least 1, got 0`,
+		`testdata/history.bad.yaml:9:20: jobs[1].history_limit: must be at least 1, got -1`,
+		`testdata/history.bad.yaml:10:28: jobs[1].skipped_history_limit: expected an integer, got "many"`,
+	},
 	"testdata/documents.bad.yaml": {
 		`testdata/documents.bad.yaml:2:1: only one document is allowed`,
 	},

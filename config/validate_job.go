@@ -80,6 +80,9 @@ func (j *Job) validate(p *problems, path string, resources, first map[string]str
 	if j.HistoryLimit < 1 {
 		p.add(path+".history_limit", "must be at least 1, got %d", j.HistoryLimit)
 	}
+	if j.SkippedHistoryLimit < 1 {
+		p.add(path+".skipped_history_limit", "must be at least 1, got %d", j.SkippedHistoryLimit)
+	}
 
 	switch {
 	case j.HTTP == nil && j.Exec == nil:
