@@ -67,6 +67,21 @@ var badFiles = map[string][]string{
 		`testdata/every.bad.yaml:3:15: jobs[0].schedule: @every 10ms: must be at least 100ms`,
 		`testdata/every.bad.yaml:7:15: jobs[1].schedule: @every: invalid duration "1.5"`,
 	},
+	"testdata/env_file.bad.yaml": {
+		`testdata/env_file.bad.yaml:7:17: jobs[0].exec.env_file: variable "TOKEN" is set both in env (line 6) and in secrets/app.env (line 2)`,
+		`testdata/env_file.bad.yaml:12:17: jobs[1].exec.env_file: secrets/bad.env:1: want KEY=VALUE`,
+		`testdata/env_file.bad.yaml:12:17: jobs[1].exec.env_file: secrets/bad.env:2: invalid environment variable name " SPACE"`,
+		`testdata/env_file.bad.yaml:12:17: jobs[1].exec.env_file: secrets/bad.env:4: A is set twice (first on line 3)`,
+		`testdata/env_file.bad.yaml:12:17: jobs[1].exec.env_file: secrets/bad.env:5: NUL: value must not contain NUL`,
+	},
+	"testdata/headers_file.bad.yaml": {
+		`testdata/headers_file.bad.yaml:6:21: jobs[0].http.headers_file: cannot read: open testdata/secrets/nope.yaml: no such file or directory`,
+		`testdata/headers_file.bad.yaml:11:21: jobs[1].http.headers_file: secrets/bad_headers.yaml:1:1: invalid header name "X Team"`,
+		`testdata/headers_file.bad.yaml:11:21: jobs[1].http.headers_file: secrets/bad_headers.yaml:2:1: header "X-Empty": want a string value`,
+		`testdata/headers_file.bad.yaml:11:21: jobs[1].http.headers_file: secrets/bad_headers.yaml:3:1: header "X-List": want a string value`,
+		`testdata/headers_file.bad.yaml:11:21: jobs[1].http.headers_file: secrets/bad_headers.yaml:5:1: header "x-token" is set twice (first on line 4)`,
+		`testdata/headers_file.bad.yaml:17:21: jobs[2].http.headers_file: header "X-Token" is set both in headers (line 16) and in secrets/headers.yaml (line 3)`,
+	},
 	"testdata/flow.bad.yaml": {
 		`testdata/flow.bad.yaml:6:5: did not find expected ',' or ']'`,
 	},
@@ -172,6 +187,10 @@ var badFiles = map[string][]string{
 	"testdata/unknown_resource.bad.yaml": {
 		`testdata/unknown_resource.bad.yaml:7:29: jobs[0].resources[1]: unknown resource "gitlab-api": declare it under resources`,
 		`testdata/unknown_resource.bad.yaml:7:41: jobs[0].resources[2]: resource "github-api" listed twice`,
+	},
+	"testdata/userinfo.bad.yaml": {
+		`testdata/userinfo.bad.yaml:5:12: jobs[0].http.url: must not contain credentials (user:password@): send them in a header from headers_file, e.g. Authorization`,
+		`testdata/userinfo.bad.yaml:9:12: jobs[1].http.url: invalid URL (not shown: it contains "@" and may hold credentials)`,
 	},
 	"testdata/url.bad.yaml": {
 		`testdata/url.bad.yaml:5:12: jobs[0].http.url: must be an absolute http or https URL, got "example.com/hook"`,

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"strconv"
@@ -42,6 +43,7 @@ func Parse(filename string, data []byte) (*Config, error) {
 		return nil, p.err()
 	}
 	decoder{p}.decode(root, reflect.ValueOf(cfg).Elem(), "")
+	cfg.loadSecrets(p, filepath.Dir(filename))
 	cfg.validate(p)
 	if err := p.err(); err != nil {
 		return nil, err
