@@ -12,6 +12,9 @@ import (
 // badFiles maps each broken file to the exact report it must produce, one
 // problem per line, in file order.
 var badFiles = map[string][]string{
+	"testdata/alias_cycle.bad.yaml": {
+		`testdata/alias_cycle.bad.yaml:3:7: jobs[0]: alias *defaults refers to a value that contains it`,
+	},
 	"testdata/both.bad.yaml": {
 		`testdata/both.bad.yaml:7:7: jobs[0].exec: http and exec are mutually exclusive`,
 	},
@@ -101,6 +104,9 @@ var badFiles = map[string][]string{
 	"testdata/max_concurrency.bad.yaml": {
 		`testdata/max_concurrency.bad.yaml:4:22: jobs[0].max_concurrency: must be between 1 and 1000, got 0`,
 		`testdata/max_concurrency.bad.yaml:9:22: jobs[1].max_concurrency: must be between 1 and 1000, got 5000`,
+	},
+	"testdata/merge_bomb.bad.yaml": {
+		`testdata/merge_bomb.bad.yaml:10:9: jobs[0]: alias *l6 expands to more than 1000000 nodes: aliases and merge keys may expand to 10 times the file's own nodes (at least 1000000)`,
 	},
 	"testdata/method.bad.yaml": {
 		`testdata/method.bad.yaml:5:15: jobs[0].http.method: invalid method "GE T"`,

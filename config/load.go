@@ -39,7 +39,12 @@ func Parse(filename string, data []byte) (*Config, error) {
 		p.atNode(&yaml.Node{Line: 1, Column: 1}, "", "file is empty")
 		return nil, p.err()
 	}
-	decoder{p}.decode(root, reflect.ValueOf(cfg).Elem(), "")
+	exp := newExpansion(root)
+	decoder{p, exp}.decode(root, reflect.ValueOf(cfg).Elem(), "")
+	if exp.refused != nil {
+		p.list = []Problem{*exp.refused}
+		return nil, p.err()
+	}
 	cfg.loadSecrets(p, filepath.Dir(filename))
 	cfg.validate(p)
 	if err := p.err(); err != nil {
