@@ -22,8 +22,10 @@ func brokenAfterComments(n int) []byte {
 	return b.Bytes()
 }
 
+// BenchmarkSyntaxError also runs 5,000 lines; yaml.v3 alone takes seconds
+// on that under the race detector.
 func TestSyntaxErrorAfterManyLines(t *testing.T) {
-	for _, n := range []int{0, 1000, 5000} {
+	for _, n := range []int{0, 1, 1000} {
 		_, err := Parse("big.yaml", brokenAfterComments(n))
 		want := fmt.Sprintf("big.yaml:%d:4: did not find expected '-' indicator (check the indentation)", 4+n+2)
 		if err == nil || err.Error() != want {
