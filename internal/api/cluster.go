@@ -160,9 +160,9 @@ func respond(w http.ResponseWriter, r *http.Request, status int, v any, err erro
 	}
 	switch {
 	case errors.Is(err, jobs.ErrUnknownJob):
-		writeError(w, http.StatusNotFound, "unknown_job", "no job "+quoteClip(r.PathValue("name")))
+		writeError(w, http.StatusNotFound, "unknown_job", unknown(r, "name", "no job ", err))
 	case errors.Is(err, jobs.ErrUnknownRun):
-		writeError(w, http.StatusNotFound, "unknown_run", "no run "+quoteClip(r.PathValue("id")))
+		writeError(w, http.StatusNotFound, "unknown_run", unknown(r, "id", "no run ", err))
 	case errors.Is(err, jobs.ErrFinished):
 		writeError(w, http.StatusConflict, "run_finished", err.Error())
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
@@ -170,6 +170,15 @@ func respond(w http.ResponseWriter, r *http.Request, status int, v any, err erro
 	default:
 		writeError(w, http.StatusInternalServerError, "internal", err.Error())
 	}
+}
+
+// unknown says which name from the path was not found, or, on a route
+// without that name, what the engine said.
+func unknown(r *http.Request, key, prefix string, err error) string {
+	if v := r.PathValue(key); v != "" {
+		return prefix + quoteClip(v)
+	}
+	return err.Error()
 }
 
 // nonNil makes an empty list encode as [] rather than null.
