@@ -1,10 +1,14 @@
 package api
 
 import (
+	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/etcdsched/scheduler/internal/jobs"
 )
 
 func TestUnknownPathsAnswerJSON(t *testing.T) {
@@ -124,6 +128,32 @@ func TestClip(t *testing.T) {
 	} {
 		if got := clip(tc.in); got != tc.want {
 			t.Errorf("clip(%d bytes) = %q", len(tc.in), got)
+		}
+	}
+}
+
+// What the engine reports as unknown is echoed from the path, clipped.
+func TestRespondUnknownClipped(t *testing.T) {
+	long := strings.Repeat("r", 1000)
+	for _, tc := range []struct {
+		key  string
+		err  error
+		code string
+		want string
+	}{
+		{"name", fmt.Errorf("get: %w", jobs.ErrUnknownJob), "unknown_job", `no job "` + strings.Repeat("r", maxEcho) + `…"`},
+		{"id", jobs.ErrUnknownRun, "unknown_run", `no run "` + strings.Repeat("r", maxEcho) + `…"`},
+		{"", jobs.ErrUnknownRun, "unknown_run", jobs.ErrUnknownRun.Error()},
+	} {
+		req := httptest.NewRequest("GET", "/x", nil)
+		if tc.key != "" {
+			req.SetPathValue(tc.key, long)
+		}
+		rec := httptest.NewRecorder()
+		respond(rec, req, http.StatusOK, nil, tc.err)
+		msg := wantError(t, answer{status: rec.Code, header: rec.Header(), body: rec.Body.Bytes()}, http.StatusNotFound, tc.code)
+		if msg != tc.want {
+			t.Errorf("message %q, want %q", msg, tc.want)
 		}
 	}
 }
