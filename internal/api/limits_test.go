@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -185,5 +186,38 @@ func waitClosed(t *testing.T, conn net.Conn, what string) {
 	_, err := io.Copy(io.Discard, conn)
 	if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
 		t.Fatalf("%s stayed open", what)
+	}
+}
+
+// deadlineRecorder is a ResponseWriter that records the write deadlines
+// set through http.ResponseController.
+type deadlineRecorder struct {
+	*httptest.ResponseRecorder
+	deadlines []time.Time
+}
+
+func (d *deadlineRecorder) SetWriteDeadline(t time.Time) error {
+	d.deadlines = append(d.deadlines, t)
+	return nil
+}
+
+// A long list moves the write deadline on as it goes out, chunk by chunk,
+// so its total time is not bounded, only the time between chunks.
+func TestStreamedListExtendsWriteDeadline(t *testing.T) {
+	items := make([]string, 20000)
+	for i := range items {
+		items[i] = strings.Repeat("x", 30)
+	}
+	rec := &deadlineRecorder{ResponseRecorder: httptest.NewRecorder()}
+	start := time.Now()
+	writeJSON(rec, http.StatusOK, items)
+	chunks := rec.Body.Len() / (64 << 10)
+	if len(rec.deadlines) < chunks {
+		t.Fatalf("%d deadlines for %d chunks of 64 KiB", len(rec.deadlines), chunks)
+	}
+	for _, d := range rec.deadlines {
+		if d.Before(start.Add(writeTimeout)) {
+			t.Fatalf("deadline %s is less than writeTimeout after the start", d.Sub(start))
+		}
 	}
 }
