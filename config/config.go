@@ -92,9 +92,13 @@ type Job struct {
 	StartingDeadline Duration `yaml:"starting_deadline" json:"starting_deadline"`
 	Resources        []string `yaml:"resources" json:"resources,omitempty"`
 	Paused           bool     `yaml:"paused" json:"paused"`
-	HistoryLimit     int      `yaml:"history_limit" json:"history_limit"`
-	HTTP             *HTTP    `yaml:"http" json:"http,omitempty"`
-	Exec             *Exec    `yaml:"exec" json:"exec,omitempty"`
+	// HistoryLimit counts records of runs that executed; skipped and
+	// missed records have their own SkippedHistoryLimit, so that a flood
+	// of skips cannot push real history out.
+	HistoryLimit        int   `yaml:"history_limit" json:"history_limit"`
+	SkippedHistoryLimit int   `yaml:"skipped_history_limit" json:"skipped_history_limit"`
+	HTTP                *HTTP `yaml:"http" json:"http,omitempty"`
+	Exec                *Exec `yaml:"exec" json:"exec,omitempty"`
 }
 
 // Retries: exponential backoff, on failure only.
@@ -106,11 +110,15 @@ type Retries struct {
 
 // HTTP is a request target.
 type HTTP struct {
-	Method       string            `yaml:"method" json:"method"`
-	URL          string            `yaml:"url" json:"url"`
-	Headers      map[string]string `yaml:"headers" json:"headers,omitempty"`
-	Body         string            `yaml:"body" json:"body,omitempty"`
-	SuccessCodes []string          `yaml:"success_codes" json:"success_codes"`
+	Method  string            `yaml:"method" json:"method"`
+	URL     string            `yaml:"url" json:"url"`
+	Headers map[string]string `yaml:"headers" json:"headers,omitempty"`
+	// HeadersFile names a YAML mapping of header name to value, read at
+	// load time (relative to the config file) and merged into Headers, so
+	// that tokens need not be written in the config file.
+	HeadersFile  string   `yaml:"headers_file" json:"headers_file,omitempty"`
+	Body         string   `yaml:"body" json:"body,omitempty"`
+	SuccessCodes []string `yaml:"success_codes" json:"success_codes"`
 	// FollowRedirects is off by default: a scheduler should see what the
 	// target answered, not what a redirect chain ended at.
 	FollowRedirects bool `yaml:"follow_redirects" json:"follow_redirects,omitempty"`
@@ -120,7 +128,10 @@ type HTTP struct {
 type Exec struct {
 	Command []string          `yaml:"command" json:"command"`
 	Env     map[string]string `yaml:"env" json:"env,omitempty"`
-	Dir     string            `yaml:"dir" json:"dir,omitempty"`
+	// EnvFile names a file of KEY=VALUE lines, read at load time
+	// (relative to the config file) and merged into Env.
+	EnvFile string `yaml:"env_file" json:"env_file,omitempty"`
+	Dir     string `yaml:"dir" json:"dir,omitempty"`
 	// KillGrace is how long the process group has between SIGTERM and SIGKILL.
 	KillGrace Duration `yaml:"kill_grace" json:"kill_grace,omitempty"`
 }

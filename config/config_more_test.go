@@ -51,6 +51,8 @@ jobs:
 		CatchUp:          CatchUpLatest,
 		StartingDeadline: Duration(time.Minute),
 		HistoryLimit:     100,
+		// skipped and missed records are kept apart from executed ones.
+		SkippedHistoryLimit: 20,
 	}
 	ping, date := job, job
 	ping.Name, ping.Schedule = "ping", "@every 10s"
@@ -72,9 +74,13 @@ jobs:
     schedule: "@every 10s"
     retries: {max: 3}
     queue_limit: 0
+    skipped_history_limit: 5
     http: {url: "http://x", method: post, success_codes: [200, 3XX]}
 `)
 	j := cfg.Jobs[0]
+	if j.SkippedHistoryLimit != 5 || j.HistoryLimit != DefaultHistoryLimit {
+		t.Errorf("history limits %d/%d, want 100/5", j.HistoryLimit, j.SkippedHistoryLimit)
+	}
 	if j.Retries != (Retries{Max: 3, Backoff: Duration(time.Second), MaxBackoff: Duration(time.Minute)}) {
 		t.Errorf("a partial retries mapping lost defaults: %+v", j.Retries)
 	}

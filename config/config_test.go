@@ -12,6 +12,9 @@ import (
 // badFiles maps each broken file to the exact report it must produce, one
 // problem per line, in file order.
 var badFiles = map[string][]string{
+	"testdata/alias_cycle.bad.yaml": {
+		`testdata/alias_cycle.bad.yaml:3:7: jobs[0]: alias *defaults refers to a value that contains it`,
+	},
 	"testdata/both.bad.yaml": {
 		`testdata/both.bad.yaml:7:7: jobs[0].exec: http and exec are mutually exclusive`,
 	},
@@ -34,8 +37,17 @@ var badFiles = map[string][]string{
 		`testdata/cron_range.bad.yaml:3:15: jobs[0].schedule: hour "25": out of range 0-23`,
 		`testdata/cron_range.bad.yaml:7:15: jobs[1].schedule: month "jan-xyz": "xyz" is not a number or name`,
 	},
+	"testdata/cron_wrap.bad.yaml": {
+		`testdata/cron_wrap.bad.yaml:3:15: jobs[0].schedule: hour "22-2": range 22-2 runs backwards: ranges do not wrap around, write "22-23,0-2"`,
+		`testdata/cron_wrap.bad.yaml:6:15: jobs[1].schedule: minute "10-0": range 10-0 runs backwards: ranges do not wrap around, write "10-59,0"`,
+	},
 	"testdata/cron_tz.bad.yaml": {
 		`testdata/cron_tz.bad.yaml:3:15: jobs[0].schedule: "CRON_TZ=Europe/Berlin" prefix is not allowed: set the timezone field instead`,
+	},
+	"testdata/history.bad.yaml": {
+		`testdata/history.bad.yaml:5:28: jobs[0].skipped_history_limit: must be at least 1, got 0`,
+		`testdata/history.bad.yaml:9:20: jobs[1].history_limit: must be at least 1, got -1`,
+		`testdata/history.bad.yaml:10:28: jobs[1].skipped_history_limit: expected an integer, got "many"`,
 	},
 	"testdata/documents.bad.yaml": {
 		`testdata/documents.bad.yaml:2:1: only one document is allowed`,
@@ -58,6 +70,21 @@ var badFiles = map[string][]string{
 		`testdata/every.bad.yaml:3:15: jobs[0].schedule: @every 10ms: must be at least 100ms`,
 		`testdata/every.bad.yaml:7:15: jobs[1].schedule: @every: invalid duration "1.5"`,
 	},
+	"testdata/env_file.bad.yaml": {
+		`testdata/env_file.bad.yaml:7:17: jobs[0].exec.env_file: variable "TOKEN" is set both in env (line 6) and in secrets/app.env (line 2)`,
+		`testdata/env_file.bad.yaml:12:17: jobs[1].exec.env_file: secrets/bad.env:1: want KEY=VALUE`,
+		`testdata/env_file.bad.yaml:12:17: jobs[1].exec.env_file: secrets/bad.env:2: invalid environment variable name " SPACE"`,
+		`testdata/env_file.bad.yaml:12:17: jobs[1].exec.env_file: secrets/bad.env:4: A is set twice (first on line 3)`,
+		`testdata/env_file.bad.yaml:12:17: jobs[1].exec.env_file: secrets/bad.env:5: NUL: value must not contain NUL`,
+	},
+	"testdata/headers_file.bad.yaml": {
+		`testdata/headers_file.bad.yaml:6:21: jobs[0].http.headers_file: cannot read: open testdata/secrets/nope.yaml: no such file or directory`,
+		`testdata/headers_file.bad.yaml:11:21: jobs[1].http.headers_file: secrets/bad_headers.yaml:1:1: invalid header name "X Team"`,
+		`testdata/headers_file.bad.yaml:11:21: jobs[1].http.headers_file: secrets/bad_headers.yaml:2:1: header "X-Empty": want a string value`,
+		`testdata/headers_file.bad.yaml:11:21: jobs[1].http.headers_file: secrets/bad_headers.yaml:3:1: header "X-List": want a string value`,
+		`testdata/headers_file.bad.yaml:11:21: jobs[1].http.headers_file: secrets/bad_headers.yaml:5:1: header "x-token" is set twice (first on line 4)`,
+		`testdata/headers_file.bad.yaml:17:21: jobs[2].http.headers_file: header "X-Token" is set both in headers (line 16) and in secrets/headers.yaml (line 3)`,
+	},
 	"testdata/flow.bad.yaml": {
 		`testdata/flow.bad.yaml:6:5: did not find expected ',' or ']'`,
 	},
@@ -77,6 +104,9 @@ var badFiles = map[string][]string{
 	"testdata/max_concurrency.bad.yaml": {
 		`testdata/max_concurrency.bad.yaml:4:22: jobs[0].max_concurrency: must be between 1 and 1000, got 0`,
 		`testdata/max_concurrency.bad.yaml:9:22: jobs[1].max_concurrency: must be between 1 and 1000, got 5000`,
+	},
+	"testdata/merge_bomb.bad.yaml": {
+		`testdata/merge_bomb.bad.yaml:10:9: jobs[0]: alias *l6 expands to more than 1000000 nodes: aliases and merge keys may expand to 10 times the file's own nodes (at least 1000000)`,
 	},
 	"testdata/method.bad.yaml": {
 		`testdata/method.bad.yaml:5:15: jobs[0].http.method: invalid method "GE T"`,
@@ -163,6 +193,10 @@ var badFiles = map[string][]string{
 	"testdata/unknown_resource.bad.yaml": {
 		`testdata/unknown_resource.bad.yaml:7:29: jobs[0].resources[1]: unknown resource "gitlab-api": declare it under resources`,
 		`testdata/unknown_resource.bad.yaml:7:41: jobs[0].resources[2]: resource "github-api" listed twice`,
+	},
+	"testdata/userinfo.bad.yaml": {
+		`testdata/userinfo.bad.yaml:5:12: jobs[0].http.url: must not contain credentials (user:password@): send them in a header from headers_file, e.g. Authorization`,
+		`testdata/userinfo.bad.yaml:9:12: jobs[1].http.url: invalid URL (not shown: it contains "@" and may hold credentials)`,
 	},
 	"testdata/url.bad.yaml": {
 		`testdata/url.bad.yaml:5:12: jobs[0].http.url: must be an absolute http or https URL, got "example.com/hook"`,

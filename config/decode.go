@@ -20,6 +20,7 @@ import (
 // A null value (a key with nothing after it) leaves the default in place.
 type decoder struct {
 	*problems
+	exp *expansion
 }
 
 // defaulter is a value that has defaults to start from before decoding.
@@ -29,7 +30,14 @@ var durationType = reflect.TypeFor[Duration]()
 
 func (d decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 	if n.Kind == yaml.AliasNode && n.Alias != nil {
+		if !d.enter(n, path) {
+			return
+		}
+		defer d.leave()
 		n = n.Alias
+	}
+	if !d.spend(1, path) {
+		return
 	}
 	d.nodes[path] = n
 	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" {
@@ -115,6 +123,9 @@ func (d decoder) structure(n *yaml.Node, v reflect.Value, path string) {
 	if !d.want(n, yaml.MappingNode, path, "a mapping") {
 		return
 	}
+	if !d.spend(len(n.Content)/2, path) {
+		return
+	}
 	fields := fieldsOf(v.Type())
 	// Merged mappings first: keys written next to "<<" win wherever they
 	// stand.
@@ -152,7 +163,14 @@ func (d decoder) structure(n *yaml.Node, v reflect.Value, path string) {
 // settings through anchors.
 func (d decoder) merge(n *yaml.Node, v reflect.Value, path string) {
 	if n.Kind == yaml.AliasNode && n.Alias != nil {
+		if !d.enter(n, path) {
+			return
+		}
+		defer d.leave()
 		n = n.Alias
+	}
+	if !d.spend(1, path) {
+		return
 	}
 	switch n.Kind {
 	case yaml.MappingNode:
@@ -183,6 +201,9 @@ func (d decoder) list(n *yaml.Node, v reflect.Value, path string) {
 
 func (d decoder) dict(n *yaml.Node, v reflect.Value, path string) {
 	if !d.want(n, yaml.MappingNode, path, "a mapping") {
+		return
+	}
+	if !d.spend(len(n.Content)/2, path) {
 		return
 	}
 	m := reflect.MakeMapWithSize(v.Type(), len(n.Content)/2)

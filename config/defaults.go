@@ -18,16 +18,17 @@ const (
 	DefaultMaxParallel   = 64
 	DefaultShutdownGrace = 30 * time.Second
 
-	DefaultTimezone         = "UTC"
-	DefaultMaxConcurrency   = 1
-	DefaultOverlap          = OverlapSkip
-	DefaultQueueLimit       = 1
-	DefaultTimeout          = time.Hour
-	DefaultRetryBackoff     = time.Second
-	DefaultRetryMaxBackoff  = time.Minute
-	DefaultCatchUp          = CatchUpLatest
-	DefaultStartingDeadline = time.Minute
-	DefaultHistoryLimit     = 100
+	DefaultTimezone            = "UTC"
+	DefaultMaxConcurrency      = 1
+	DefaultOverlap             = OverlapSkip
+	DefaultQueueLimit          = 1
+	DefaultTimeout             = time.Hour
+	DefaultRetryBackoff        = time.Second
+	DefaultRetryMaxBackoff     = time.Minute
+	DefaultCatchUp             = CatchUpLatest
+	DefaultStartingDeadline    = time.Minute
+	DefaultHistoryLimit        = 100
+	DefaultSkippedHistoryLimit = 20
 
 	// DefaultMethod is GET whatever the body: a default that changes with
 	// another field surprises more than it helps; write POST when you mean it.
@@ -68,6 +69,7 @@ func (j *Job) setDefaults() {
 	j.CatchUp = DefaultCatchUp
 	j.StartingDeadline = Duration(DefaultStartingDeadline)
 	j.HistoryLimit = DefaultHistoryLimit
+	j.SkippedHistoryLimit = DefaultSkippedHistoryLimit
 }
 
 func (h *HTTP) setDefaults() {

@@ -46,11 +46,21 @@ type Error struct {
 	Problems []Problem
 }
 
-// Error returns one problem per line, each as FILE:LINE:COL: path: message.
+// MaxPrinted bounds the problems Error prints: past it, one line counts the
+// rest. A user fixes the first ones first, and a file with thousands of
+// mistakes (or a generated one) should not flood a terminal or a log.
+const MaxPrinted = 100
+
+// Error returns one problem per line, each as FILE:LINE:COL: path: message,
+// at most MaxPrinted of them and then "and N more errors".
 func (e *Error) Error() string {
-	lines := make([]string, len(e.Problems))
-	for i, p := range e.Problems {
+	n := min(len(e.Problems), MaxPrinted)
+	lines := make([]string, n, n+1)
+	for i, p := range e.Problems[:n] {
 		lines[i] = p.String()
+	}
+	if rest := len(e.Problems) - n; rest > 0 {
+		lines = append(lines, fmt.Sprintf("and %d more errors", rest))
 	}
 	return strings.Join(lines, "\n")
 }
@@ -65,10 +75,13 @@ type problems struct {
 	// broken holds paths whose value could not be decoded: checks on them
 	// or below them would only repeat the same mistake in other words.
 	broken map[string]bool
+	// seen drops exact repeats, which merging one anchor twice into the
+	// same mapping (<<: [*a, *a]) would otherwise produce once per merge.
+	seen map[Problem]bool
 }
 
 func newProblems(file string) *problems {
-	return &problems{file: file, nodes: map[string]*yaml.Node{}, broken: map[string]bool{}}
+	return &problems{file: file, nodes: map[string]*yaml.Node{}, broken: map[string]bool{}, seen: map[Problem]bool{}}
 }
 
 // atNode records a problem at a node's position.
@@ -77,6 +90,10 @@ func (p *problems) atNode(n *yaml.Node, path, format string, args ...any) {
 	if n != nil {
 		pr.Line, pr.Col = n.Line, n.Column
 	}
+	if p.seen[pr] {
+		return
+	}
+	p.seen[pr] = true
 	p.list = append(p.list, pr)
 }
 

@@ -12,6 +12,9 @@ import (
 // hashes the decoded values, not the bytes, so comments, key order and
 // spelled-out defaults do not count as drift.
 //
+// Header and env values do not count (see below), so rotating a token in a
+// headers_file does not show up as drift.
+//
 // The JSON goes into the hash a job at a time: encoding the whole config at
 // once built one buffer as large as the encoding (163 MB of allocations at
 // 100,000 jobs, measured by test/bench).
@@ -26,7 +29,12 @@ func (c *Config) Hash() string {
 		return "unhashable"
 	}
 	for i := range c.Jobs {
-		if !encodeInto(h, &c.Jobs[i]) {
+		// Header and env values are left out: the hash is shown to
+		// anyone who may read the API, and a short hash of a config an
+		// attacker otherwise knows would let them test guesses of a
+		// secret offline. Names and the files' paths still count.
+		j := c.Jobs[i].Redacted()
+		if !encodeInto(h, &j) {
 			return "unhashable"
 		}
 	}

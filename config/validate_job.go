@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -80,6 +81,9 @@ func (j *Job) validate(p *problems, path string, resources, first map[string]str
 	if j.HistoryLimit < 1 {
 		p.add(path+".history_limit", "must be at least 1, got %d", j.HistoryLimit)
 	}
+	if j.SkippedHistoryLimit < 1 {
+		p.add(path+".skipped_history_limit", "must be at least 1, got %d", j.SkippedHistoryLimit)
+	}
 
 	switch {
 	case j.HTTP == nil && j.Exec == nil:
@@ -118,7 +122,11 @@ func (h *HTTP) validate(p *problems, path string) {
 	if h.URL == "" {
 		p.add(path+".url", "required")
 	} else if u, err := url.Parse(h.URL); err != nil {
-		p.add(path+".url", "invalid URL %q", h.URL)
+		p.add(path+".url", "invalid URL %s", quoteURL(h.URL))
+	} else if u.User != nil {
+		// The URL is shown by the API and logged; credentials belong in
+		// a header, which can come from a file and is redacted.
+		p.add(path+".url", "must not contain credentials (user:password@): send them in a header from headers_file, e.g. Authorization")
 	} else if u.Scheme != "http" && u.Scheme != "https" {
 		p.add(path+".url", "must be an absolute http or https URL, got %q", h.URL)
 	} else if u.Host == "" {
@@ -143,6 +151,14 @@ func (h *HTTP) validate(p *problems, path string) {
 			p.add(fmt.Sprintf("%s.success_codes[%d]", path, k), "invalid code %q: want 100-599 or a class 1xx-5xx", code)
 		}
 	}
+}
+
+// quoteURL quotes a URL for a message unless it may hold credentials.
+func quoteURL(s string) string {
+	if strings.Contains(s, "@") {
+		return "(not shown: it contains \"@\" and may hold credentials)"
+	}
+	return strconv.Quote(s)
 }
 
 // validCode accepts a status code 100-599 or a class such as "2xx".

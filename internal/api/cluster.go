@@ -2,12 +2,13 @@ package api
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
+	"regexp"
 	"strconv"
 	"time"
+
+	"github.com/etcdsched/scheduler/config"
 
 	"github.com/etcdsched/scheduler/internal/election"
 	"github.com/etcdsched/scheduler/internal/jobs"
@@ -43,24 +44,24 @@ func (s *Server) clusterRoutes(read, write func(http.HandlerFunc) http.HandlerFu
 			writeError(w, http.StatusServiceUnavailable, "no_leader", "no replica leads right now")
 			return
 		}
-		respond(w, http.StatusOK, l, err)
+		respond(w, r, http.StatusOK, l, err)
 	})))
 	s.mux.HandleFunc("GET /api/v1/members", read(c(func(w http.ResponseWriter, r *http.Request, cl Cluster) {
 		m, err := cl.Members(r.Context())
-		respond(w, http.StatusOK, nonNil(m), err)
+		respond(w, r, http.StatusOK, nonNil(m), err)
 	})))
 	s.mux.HandleFunc("GET /api/v1/slots", read(c(func(w http.ResponseWriter, _ *http.Request, cl Cluster) {
 		writeJSON(w, http.StatusOK, nonNil(cl.Slots()))
 	})))
 	s.mux.HandleFunc("GET /api/v1/jobs", read(c(func(w http.ResponseWriter, r *http.Request, cl Cluster) {
 		j, err := cl.Jobs(r.Context())
-		respond(w, http.StatusOK, nonNil(j), err)
+		respond(w, r, http.StatusOK, nonNil(j), err)
 	})))
-	s.mux.HandleFunc("GET /api/v1/jobs/{name}", read(c(func(w http.ResponseWriter, r *http.Request, cl Cluster) {
+	s.mux.HandleFunc("GET /api/v1/jobs/{name}", read(named(c(func(w http.ResponseWriter, r *http.Request, cl Cluster) {
 		j, err := cl.Job(r.Context(), r.PathValue("name"))
-		respond(w, http.StatusOK, j, err)
-	})))
-	s.mux.HandleFunc("GET /api/v1/jobs/{name}/runs", read(c(func(w http.ResponseWriter, r *http.Request, cl Cluster) {
+		respond(w, r, http.StatusOK, j, err)
+	}))))
+	s.mux.HandleFunc("GET /api/v1/jobs/{name}/runs", read(named(c(func(w http.ResponseWriter, r *http.Request, cl Cluster) {
 		limit := defaultRunsLimit
 		if v := r.URL.Query().Get("limit"); v != "" {
 			n, err := strconv.Atoi(v)
@@ -71,42 +72,65 @@ func (s *Server) clusterRoutes(read, write func(http.HandlerFunc) http.HandlerFu
 			limit = n
 		}
 		recs, err := cl.Runs(r.Context(), r.PathValue("name"), limit)
-		respond(w, http.StatusOK, nonNil(recs), err)
-	})))
+		respond(w, r, http.StatusOK, nonNil(recs), err)
+	}))))
 	s.mux.HandleFunc("GET /api/v1/runs/{id}", read(c(func(w http.ResponseWriter, r *http.Request, cl Cluster) {
 		run, err := cl.FindRun(r.Context(), r.PathValue("id"))
-		respond(w, http.StatusOK, run, err)
+		respond(w, r, http.StatusOK, run, err)
 	})))
-	s.mux.HandleFunc("POST /api/v1/jobs/{name}/trigger", write(c(func(w http.ResponseWriter, r *http.Request, cl Cluster) {
-		id, err := cl.Trigger(r.Context(), r.PathValue("name"))
-		respond(w, http.StatusAccepted, map[string]string{"run_id": id}, err)
-	})))
-	s.mux.HandleFunc("POST /api/v1/jobs/{name}/pause", write(c(func(w http.ResponseWriter, r *http.Request, cl Cluster) {
+	// Bodies are checked before the cluster is asked anything, so a bad
+	// request gets its 4xx even while the replica starts.
+	s.mux.HandleFunc("POST /api/v1/jobs/{name}/trigger", write(withBody(MaxTriggerBody, named(func(w http.ResponseWriter, r *http.Request) {
+		req, code, msg := parseTrigger(r.Body)
+		if code != "" {
+			writeError(w, statusOf(code), code, msg)
+			return
+		}
+		if req.Input != nil || req.IdempotencyKey != "" {
+			// Refused rather than dropped: a run started without the
+			// input it was given would do the wrong work quietly.
+			writeError(w, http.StatusNotImplemented, "not_implemented", "this replica cannot pass a trigger's input or idempotency_key to its run yet")
+			return
+		}
+		c(func(w http.ResponseWriter, r *http.Request, cl Cluster) {
+			id, err := cl.Trigger(r.Context(), r.PathValue("name"))
+			respond(w, r, http.StatusAccepted, map[string]string{"run_id": id}, err)
+		})(w, r)
+	}))))
+	s.mux.HandleFunc("POST /api/v1/jobs/{name}/pause", write(withBody(MaxEmptyBody, named(c(func(w http.ResponseWriter, r *http.Request, cl Cluster) {
 		j, err := cl.Pause(r.Context(), r.PathValue("name"))
-		respond(w, http.StatusOK, j, err)
-	})))
-	s.mux.HandleFunc("POST /api/v1/jobs/{name}/resume", write(c(func(w http.ResponseWriter, r *http.Request, cl Cluster) {
+		respond(w, r, http.StatusOK, j, err)
+	})))))
+	s.mux.HandleFunc("POST /api/v1/jobs/{name}/resume", write(withBody(MaxEmptyBody, named(c(func(w http.ResponseWriter, r *http.Request, cl Cluster) {
 		j, err := cl.Resume(r.Context(), r.PathValue("name"))
-		respond(w, http.StatusOK, j, err)
-	})))
-	s.mux.HandleFunc("POST /api/v1/runs/{id}/cancel", write(c(func(w http.ResponseWriter, r *http.Request, cl Cluster) {
-		reason := "cancelled through the API"
-		var body struct {
-			Reason string `json:"reason"`
+		respond(w, r, http.StatusOK, j, err)
+	})))))
+	s.mux.HandleFunc("POST /api/v1/runs/{id}/cancel", write(withBody(MaxCancelBody, func(w http.ResponseWriter, r *http.Request) {
+		reason, msg := parseCancel(r.Body)
+		if msg != "" {
+			writeError(w, http.StatusBadRequest, "bad_body", msg)
+			return
 		}
-		if b, _ := io.ReadAll(io.LimitReader(r.Body, 4096)); len(b) > 0 {
-			if err := json.Unmarshal(b, &body); err != nil {
-				writeError(w, http.StatusBadRequest, "bad_body", "body must be JSON like {\"reason\": \"...\"}: "+err.Error())
-				return
-			}
-			if body.Reason != "" {
-				reason = body.Reason
-			}
-		}
-		err := cl.Cancel(r.Context(), r.PathValue("id"), reason)
-		respond(w, http.StatusAccepted, map[string]string{"run_id": r.PathValue("id"), "status": "cancel requested"}, err)
+		c(func(w http.ResponseWriter, r *http.Request, cl Cluster) {
+			err := cl.Cancel(r.Context(), r.PathValue("id"), reason)
+			respond(w, r, http.StatusAccepted, map[string]string{"run_id": r.PathValue("id"), "status": "cancel requested"}, err)
+		})(w, r)
 	})))
 }
+
+// named answers 404 unknown_job for a name that no job can have, before
+// the engine is asked: such a name would only become an etcd key lookup.
+func named(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if name := r.PathValue("name"); !reJobName.MatchString(name) {
+			writeError(w, http.StatusNotFound, "unknown_job", "no job "+quoteClip(name)+": job names match "+config.NamePattern)
+			return
+		}
+		h(w, r)
+	}
+}
+
+var reJobName = regexp.MustCompile(`^` + config.NamePattern + `$`)
 
 // cluster adapts a handler that needs the cluster; 503 until it is wired.
 func (s *Server) cluster(h func(http.ResponseWriter, *http.Request, Cluster)) http.HandlerFunc {
@@ -127,16 +151,18 @@ func (s *Server) cluster(h func(http.ResponseWriter, *http.Request, Cluster)) ht
 const requestTimeout = 5 * time.Second
 
 // respond writes v with status, or the error with the status it maps to.
-func respond(w http.ResponseWriter, status int, v any, err error) {
+// Unknown names are echoed clipped: the path is the client's, and as long
+// as the client wants.
+func respond(w http.ResponseWriter, r *http.Request, status int, v any, err error) {
 	if err == nil {
 		writeJSON(w, status, v)
 		return
 	}
 	switch {
 	case errors.Is(err, jobs.ErrUnknownJob):
-		writeError(w, http.StatusNotFound, "unknown_job", err.Error())
+		writeError(w, http.StatusNotFound, "unknown_job", unknown(r, "name", "no job ", err))
 	case errors.Is(err, jobs.ErrUnknownRun):
-		writeError(w, http.StatusNotFound, "unknown_run", err.Error())
+		writeError(w, http.StatusNotFound, "unknown_run", unknown(r, "id", "no run ", err))
 	case errors.Is(err, jobs.ErrFinished):
 		writeError(w, http.StatusConflict, "run_finished", err.Error())
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
@@ -144,6 +170,15 @@ func respond(w http.ResponseWriter, status int, v any, err error) {
 	default:
 		writeError(w, http.StatusInternalServerError, "internal", err.Error())
 	}
+}
+
+// unknown says which name from the path was not found, or, on a route
+// without that name, what the engine said.
+func unknown(r *http.Request, key, prefix string, err error) string {
+	if v := r.PathValue(key); v != "" {
+		return prefix + quoteClip(v)
+	}
+	return err.Error()
 }
 
 // nonNil makes an empty list encode as [] rather than null.

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"reflect"
+	"strings"
+	"time"
 )
 
 // streamAbove: lists longer than this are written an element at a time,
@@ -27,8 +29,11 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 // writeList writes the slice list as a JSON array, one element per line.
+// Each chunk that goes out moves the write deadline on: a long list takes
+// as long as it takes while the client reads, and a client that stops
+// reading is dropped writeTimeout later.
 func writeList(w http.ResponseWriter, list reflect.Value) {
-	bw := bufio.NewWriterSize(w, 64<<10)
+	bw := bufio.NewWriterSize(progress{w, http.NewResponseController(w)}, 64<<10)
 	defer bw.Flush()
 	bw.WriteString("[")
 	for i := range list.Len() {
@@ -47,6 +52,17 @@ func writeList(w http.ResponseWriter, list reflect.Value) {
 	bw.WriteString("\n]\n")
 }
 
+// progress extends the write deadline before each write.
+type progress struct {
+	w  http.ResponseWriter
+	rc *http.ResponseController
+}
+
+func (p progress) Write(b []byte) (int, error) {
+	_ = p.rc.SetWriteDeadline(time.Now().Add(writeTimeout))
+	return p.w.Write(b)
+}
+
 type errorBody struct {
 	Error errorDetail `json:"error"`
 }
@@ -56,7 +72,13 @@ type errorDetail struct {
 	Message string `json:"message"`
 }
 
+// maxMessage bounds an error message, whatever it quotes.
+const maxMessage = 1024
+
 // writeError answers {"error": {"code": ..., "message": ...}} (SPEC section 8).
 func writeError(w http.ResponseWriter, status int, code, message string) {
+	if len(message) > maxMessage {
+		message = strings.ToValidUTF8(message[:maxMessage], "") + "…"
+	}
 	writeJSON(w, status, errorBody{Error: errorDetail{Code: code, Message: message}})
 }

@@ -68,9 +68,14 @@ func New(opts Options) (*Server, error) {
 	}
 	s.routes()
 	s.http = &http.Server{
-		Handler:           s.mux,
-		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          slog.NewLogLogger(opts.Logger.Handler(), slog.LevelWarn),
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       readTimeout,
+		// No WriteTimeout: it would cut off a long list however fast the
+		// client reads. Each answer gets its own deadline instead (see
+		// withWriteDeadline and writeList).
+		IdleTimeout: idleTimeout,
+		ErrorLog:    slog.NewLogLogger(opts.Logger.Handler(), slog.LevelWarn),
 	}
 	return s, nil
 }
@@ -79,7 +84,7 @@ func New(opts Options) (*Server, error) {
 func (s *Server) SetCluster(c Cluster) { s.opts.Cluster = c }
 
 // Handler is the whole API, for tests that serve it themselves.
-func (s *Server) Handler() http.Handler { return s.mux }
+func (s *Server) Handler() http.Handler { return withWriteDeadline(s) }
 
 // Listen binds the address, so the replica knows its API address (a port 0
 // becomes a real one) before it registers as a member.
@@ -140,11 +145,12 @@ func (s *Server) routes() {
 		s.mux.HandleFunc("GET /debug/pprof/profile", read(pprof.Profile))
 	}
 	s.clusterRoutes(read, write)
-	s.mux.Handle("GET /", dashboard.Handler())
-	s.mux.HandleFunc("GET /api/", s.notFound)
-	s.mux.HandleFunc("/", s.notFound)
-}
-
-func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
-	writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no route for %s %s", r.Method, r.URL.Path))
+	// The dashboard's three files by name, not "GET /": a catch-all GET
+	// would make every unknown path a GET route, answering 405 to a POST
+	// and the file server's text 404 to a GET. Unknown paths are
+	// answered in ServeHTTP.
+	page := dashboard.Handler()
+	for _, p := range []string{"/{$}", "/style.css", "/app.js"} {
+		s.mux.Handle("GET "+p, page)
+	}
 }

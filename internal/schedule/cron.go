@@ -57,6 +57,9 @@ func parseCron(expr string, loc *time.Location) (*cronSchedule, error) {
 	if err != nil {
 		return nil, fieldError(fields, err)
 	}
+	if err := checkRanges(fields); err != nil {
+		return nil, err
+	}
 	spec, ok := s.(*cron.SpecSchedule)
 	if !ok {
 		return nil, fmt.Errorf("cron parser returned %T", s)

@@ -41,6 +41,10 @@ func TestNext(t *testing.T) {
 		{"0 0 29 2 *", "UTC", "2026-01-01T00:00:00Z", "2028-02-29T00:00:00Z"},
 		{"0 9 1-7 jan-mar sun", "UTC", "2026-02-20T00:00:00Z", "2026-02-22T09:00:00Z"},
 		{"5 4 * * 7", "UTC", "2026-01-01T00:00:00Z", "2026-01-04T04:05:00Z"}, // 7 is Sunday too
+		// Ranges that run forwards are unchanged by the backwards check.
+		{"0 0 * * sat-7", "UTC", "2026-01-01T00:00:00Z", "2026-01-03T00:00:00Z"},
+		{"5-5 0 * * *", "UTC", "2026-01-01T00:00:00Z", "2026-01-01T00:05:00Z"},
+		{"10-40/10 * * * *", "UTC", "2026-01-01T00:41:00Z", "2026-01-01T01:10:00Z"},
 		// 6 fields: seconds first.
 		{"*/10 * * * * *", "UTC", "2026-01-01T12:00:05.5Z", "2026-01-01T12:00:10Z"},
 		{"30 0 9 * * *", "UTC", "2026-01-01T09:00:30Z", "2026-01-02T09:00:30Z"},
@@ -119,6 +123,14 @@ func TestParseErrors(t *testing.T) {
 		{"0 0 L * *", `day-of-month "l": extended syntax (H, L, W, #) is not supported`},
 		{"0 0 * * fri#3", `day-of-week "fri#3": extended syntax (H, L, W, #) is not supported`},
 		{"0 0 30 2 *", `"0 0 30 2 *" never fires: no such date`},
+		// Backwards ranges: go-cron would wrap them around, robfig/cron
+		// (Kubernetes) refuses them.
+		{"10-0 * * * *", `minute "10-0": range 10-0 runs backwards: ranges do not wrap around, write "10-59,0"`},
+		{"0 22-2 * * *", `hour "22-2": range 22-2 runs backwards: ranges do not wrap around, write "22-23,0-2"`},
+		{"0 0 * * fri-mon", `day-of-week "fri-mon": range fri-mon runs backwards: ranges do not wrap around, write "5-6,0-1"`},
+		{"0 0 1 dec-jan *", `month "dec-jan": range dec-jan runs backwards: ranges do not wrap around, write "12,1"`},
+		{"50-10/5 * * * *", `minute "50-10/5": range 50-10 runs backwards: ranges do not wrap around, write "50-59,0-10"`},
+		{"0 1,5-3 * * * *", `minute "1,5-3": range 5-3 runs backwards: ranges do not wrap around, write "5-59,0-3"`},
 		{"@foo", `unknown macro "@foo" (want @yearly, @annually, @monthly, @weekly, @daily, @midnight, @hourly or @every <duration>)`},
 		{"@daily 5", `unknown macro "@daily 5" (want @yearly, @annually, @monthly, @weekly, @daily, @midnight, @hourly or @every <duration>)`},
 		{"@every", `@every takes one duration, e.g. "@every 30s"`},

@@ -1,0 +1,48 @@
+package config
+
+import (
+	"maps"
+	"slices"
+)
+
+// RedactedValue replaces header and env values in Job.Redacted.
+const RedactedValue = "<redacted>"
+
+// Redacted returns a deep copy of the job in which every header value and
+// every environment value, whether written inline or read from
+// headers_file or env_file, is "<redacted>"; names and file paths stay.
+// It is the job as shown to someone who may not see secrets (the API
+// without the token, the dashboard, logs). The copy shares nothing with j,
+// so changing one never changes the other.
+func (j Job) Redacted() Job {
+	r := j.clone()
+	if r.HTTP != nil {
+		for name := range r.HTTP.Headers {
+			r.HTTP.Headers[name] = RedactedValue
+		}
+	}
+	if r.Exec != nil {
+		for name := range r.Exec.Env {
+			r.Exec.Env[name] = RedactedValue
+		}
+	}
+	return r
+}
+
+// clone copies every slice, map and pointer of the job.
+func (j Job) clone() Job {
+	j.Resources = slices.Clone(j.Resources)
+	if j.HTTP != nil {
+		h := *j.HTTP
+		h.Headers = maps.Clone(h.Headers)
+		h.SuccessCodes = slices.Clone(h.SuccessCodes)
+		j.HTTP = &h
+	}
+	if j.Exec != nil {
+		e := *j.Exec
+		e.Command = slices.Clone(e.Command)
+		e.Env = maps.Clone(e.Env)
+		j.Exec = &e
+	}
+	return j
+}

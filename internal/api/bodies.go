@@ -1,0 +1,91 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"regexp"
+)
+
+// MaxTriggerInput is the largest trigger input, in bytes of JSON (SPEC
+// section 12).
+const MaxTriggerInput = 64 << 10
+
+// triggerRequest is the optional body of POST /api/v1/jobs/{name}/trigger.
+type triggerRequest struct {
+	Input          json.RawMessage `json:"input"`
+	IdempotencyKey string          `json:"idempotency_key"`
+}
+
+var reIdempotencyKey = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
+
+const triggerShape = `{"input": {...}, "idempotency_key": "..."}`
+
+// parseTrigger reads a trigger body; an empty one is a trigger without
+// input. On a mistake it returns the error code and message to answer.
+func parseTrigger(body io.Reader) (req triggerRequest, code, msg string) {
+	b, err := io.ReadAll(body)
+	if err != nil {
+		return req, "bad_body", "reading the request body: " + err.Error()
+	}
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 {
+		return req, "", ""
+	}
+	if b[0] != '{' {
+		return req, "bad_body", "the body must be a JSON object like " + triggerShape
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		return req, "bad_body", fmt.Sprintf("the body must be a JSON object like %s: %v", triggerShape, err)
+	}
+	if dec.More() {
+		return req, "bad_body", "the body must be one JSON object, and nothing after it"
+	}
+	if in := bytes.TrimSpace(req.Input); len(in) == 0 || string(in) == "null" {
+		req.Input = nil
+	} else if in[0] != '{' {
+		return req, "bad_input", "input must be a JSON object"
+	} else if len(in) > MaxTriggerInput {
+		return req, "input_too_large", fmt.Sprintf("input is %d bytes of JSON; at most %d are allowed", len(in), MaxTriggerInput)
+	}
+	if req.IdempotencyKey != "" && !reIdempotencyKey.MatchString(req.IdempotencyKey) {
+		return req, "bad_body", "idempotency_key " + quoteClip(req.IdempotencyKey) + " must match [A-Za-z0-9._:-]{1,128}"
+	}
+	return req, "", ""
+}
+
+// statusOf is the HTTP status of a body error code.
+func statusOf(code string) int {
+	if code == "input_too_large" {
+		return http.StatusRequestEntityTooLarge
+	}
+	return http.StatusBadRequest
+}
+
+const defaultCancelReason = "cancelled through the API"
+
+// parseCancel reads the optional {"reason": "..."} of a cancel; msg says
+// what is wrong with a body that cannot be read.
+func parseCancel(body io.Reader) (reason, msg string) {
+	b, err := io.ReadAll(body)
+	if err != nil {
+		return "", "reading the request body: " + err.Error()
+	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		return defaultCancelReason, ""
+	}
+	var v struct {
+		Reason string `json:"reason"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return "", `the body must be JSON like {"reason": "..."}: ` + err.Error()
+	}
+	if v.Reason == "" {
+		return defaultCancelReason, ""
+	}
+	return v.Reason, ""
+}
