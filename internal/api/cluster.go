@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net/http"
 	"regexp"
-	"strconv"
 	"time"
 
 	"github.com/etcdsched/scheduler/config"
@@ -21,11 +20,11 @@ type Cluster interface {
 	Leader(ctx context.Context) (election.Leader, error)
 	Members(ctx context.Context) ([]election.Member, error)
 	Slots() []slots.Info
-	Jobs(ctx context.Context) ([]jobs.JobStatus, error)
+	Jobs(ctx context.Context, page jobs.Page) (list []jobs.JobStatus, next string, err error)
 	Job(ctx context.Context, name string) (jobs.JobStatus, error)
-	Runs(ctx context.Context, job string, limit int) ([]runs.Record, error)
+	Runs(ctx context.Context, job string, page jobs.Page) (list []runs.Record, next string, err error)
 	FindRun(ctx context.Context, runID string) (jobs.RunStatus, error)
-	Trigger(ctx context.Context, job string) (string, error)
+	Trigger(ctx context.Context, job string, req jobs.TriggerRequest) (runID string, duplicate bool, err error)
 	Pause(ctx context.Context, job string) (jobs.JobStatus, error)
 	Resume(ctx context.Context, job string) (jobs.JobStatus, error)
 	Cancel(ctx context.Context, runID, reason string) error
@@ -54,24 +53,31 @@ func (s *Server) clusterRoutes(read, write func(http.HandlerFunc) http.HandlerFu
 		writeJSON(w, http.StatusOK, nonNil(cl.Slots()))
 	})))
 	s.mux.HandleFunc("GET /api/v1/jobs", read(c(func(w http.ResponseWriter, r *http.Request, cl Cluster) {
-		j, err := cl.Jobs(r.Context())
+		page, ok := pageOf(w, r, 0, "after")
+		if !ok {
+			return
+		}
+		j, next, err := cl.Jobs(r.Context(), page)
+		if err == nil {
+			s.redact(r, j)
+			setNext(w, r, next, "after")
+		}
 		respond(w, r, http.StatusOK, nonNil(j), err)
 	})))
 	s.mux.HandleFunc("GET /api/v1/jobs/{name}", read(named(c(func(w http.ResponseWriter, r *http.Request, cl Cluster) {
 		j, err := cl.Job(r.Context(), r.PathValue("name"))
+		s.redact(r, []jobs.JobStatus{j})
 		respond(w, r, http.StatusOK, j, err)
 	}))))
 	s.mux.HandleFunc("GET /api/v1/jobs/{name}/runs", read(named(c(func(w http.ResponseWriter, r *http.Request, cl Cluster) {
-		limit := defaultRunsLimit
-		if v := r.URL.Query().Get("limit"); v != "" {
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 1 || n > maxRunsLimit {
-				writeError(w, http.StatusBadRequest, "bad_limit", "limit must be a whole number from 1 to "+strconv.Itoa(maxRunsLimit)+", got "+strconv.Quote(v))
-				return
-			}
-			limit = n
+		page, ok := pageOf(w, r, defaultRunsLimit, "before")
+		if !ok {
+			return
 		}
-		recs, err := cl.Runs(r.Context(), r.PathValue("name"), limit)
+		recs, next, err := cl.Runs(r.Context(), r.PathValue("name"), page)
+		if err == nil {
+			setNext(w, r, next, "before")
+		}
 		respond(w, r, http.StatusOK, nonNil(recs), err)
 	}))))
 	s.mux.HandleFunc("GET /api/v1/runs/{id}", read(c(func(w http.ResponseWriter, r *http.Request, cl Cluster) {
@@ -86,23 +92,24 @@ func (s *Server) clusterRoutes(read, write func(http.HandlerFunc) http.HandlerFu
 			writeError(w, statusOf(code), code, msg)
 			return
 		}
-		if req.Input != nil || req.IdempotencyKey != "" {
-			// Refused rather than dropped: a run started without the
-			// input it was given would do the wrong work quietly.
-			writeError(w, http.StatusNotImplemented, "not_implemented", "this replica cannot pass a trigger's input or idempotency_key to its run yet")
-			return
-		}
 		c(func(w http.ResponseWriter, r *http.Request, cl Cluster) {
-			id, err := cl.Trigger(r.Context(), r.PathValue("name"))
+			id, dup, err := cl.Trigger(r.Context(), r.PathValue("name"), jobs.TriggerRequest{Input: req.Input, IdempotencyKey: req.IdempotencyKey})
+			if dup {
+				// A repeat of a trigger that created the run: nothing new.
+				respond(w, r, http.StatusOK, map[string]any{"run_id": id, "duplicate": true}, err)
+				return
+			}
 			respond(w, r, http.StatusAccepted, map[string]string{"run_id": id}, err)
 		})(w, r)
 	}))))
 	s.mux.HandleFunc("POST /api/v1/jobs/{name}/pause", write(withBody(MaxEmptyBody, named(c(func(w http.ResponseWriter, r *http.Request, cl Cluster) {
 		j, err := cl.Pause(r.Context(), r.PathValue("name"))
+		s.redact(r, []jobs.JobStatus{j})
 		respond(w, r, http.StatusOK, j, err)
 	})))))
 	s.mux.HandleFunc("POST /api/v1/jobs/{name}/resume", write(withBody(MaxEmptyBody, named(c(func(w http.ResponseWriter, r *http.Request, cl Cluster) {
 		j, err := cl.Resume(r.Context(), r.PathValue("name"))
+		s.redact(r, []jobs.JobStatus{j})
 		respond(w, r, http.StatusOK, j, err)
 	})))))
 	s.mux.HandleFunc("POST /api/v1/runs/{id}/cancel", write(withBody(MaxCancelBody, func(w http.ResponseWriter, r *http.Request) {

@@ -14,9 +14,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/etcdsched/scheduler/internal/api/dashboard"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/etcdsched/scheduler/internal/api/dashboard"
 )
 
 // Status is what GET /api/v1/status says about this replica.

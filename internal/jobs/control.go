@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"github.com/oklog/ulid/v2"
@@ -11,22 +12,43 @@ import (
 	"github.com/etcdsched/scheduler/internal/runs"
 )
 
+// TriggerRequest is what a trigger may carry (SPEC section 12).
+type TriggerRequest struct {
+	// Input, a JSON object, replaces the job's default input.
+	Input json.RawMessage
+	// IdempotencyKey names the run: a second trigger with the same key,
+	// while the run is pending, running or in history, creates nothing.
+	IdempotencyKey string
+}
+
 // Trigger queues a manual run now. It obeys max_concurrency and the overlap
-// policy like a scheduled one.
-func (e *Engine) Trigger(ctx context.Context, name string) (string, error) {
+// policy like a scheduled one. duplicate is true when the request's
+// idempotency key names a run that exists: runID is that run's.
+func (e *Engine) Trigger(ctx context.Context, name string, req TriggerRequest) (runID string, duplicate bool, err error) {
 	cfg := e.opts.Config()
 	j := cfg.Job(name)
 	if j == nil {
-		return "", fmt.Errorf("%w %q", ErrUnknownJob, name)
+		return "", false, fmt.Errorf("%w %q", ErrUnknownJob, name)
 	}
 	now := e.clock.Now()
-	runID := runs.ManualID(name, ulid.Make().String())
+	runID = runs.ManualID(name, ulid.Make().String())
+	if req.IdempotencyKey != "" {
+		runID = runs.IdempotentID(name, req.IdempotencyKey)
+	}
 	entry := queue.NewEntry(runID, j, cfg.Resources, now, now, 1, runs.Manual)
-	if _, err := e.writes.Add(ctx, entry); err != nil {
-		return "", fmt.Errorf("jobs: trigger %s: %w", name, err)
+	if len(req.Input) > 0 {
+		entry.Input = req.Input
+	}
+	created, err := e.writes.Add(ctx, entry)
+	if err != nil {
+		return "", false, fmt.Errorf("jobs: trigger %s: %w", name, err)
+	}
+	if !created {
+		e.log.Info("duplicate trigger: the run exists", "job", name, "run_id", runID)
+		return runID, true, nil
 	}
 	e.log.Info("run triggered", "job", name, "run_id", runID)
-	return runID, nil
+	return runID, false, nil
 }
 
 // Pause stops the job being scheduled, cluster-wide, until Resume.

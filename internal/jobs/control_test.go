@@ -40,7 +40,7 @@ func TestControl(t *testing.T) {
 	t.Run("trigger obeys max_concurrency", func(t *testing.T) {
 		var ids []string
 		for range 3 {
-			id, err := b.engine.Trigger(ctx, "slow")
+			id, _, err := b.engine.Trigger(ctx, "slow", jobs.TriggerRequest{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -65,17 +65,17 @@ func TestControl(t *testing.T) {
 				t.Errorf("%s: %s (%s)", id, r.Outcome, r.Trigger)
 			}
 		}
-		if _, err := a.engine.Trigger(ctx, "nope"); !errors.Is(err, jobs.ErrUnknownJob) {
+		if _, _, err := a.engine.Trigger(ctx, "nope", jobs.TriggerRequest{}); !errors.Is(err, jobs.ErrUnknownJob) {
 			t.Errorf("trigger of an unknown job: %v", err)
 		}
 	})
 
 	t.Run("cancel", func(t *testing.T) {
-		running, err := a.engine.Trigger(ctx, "slow")
+		running, _, err := a.engine.Trigger(ctx, "slow", jobs.TriggerRequest{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		queued, err := a.engine.Trigger(ctx, "slow")
+		queued, _, err := a.engine.Trigger(ctx, "slow", jobs.TriggerRequest{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -116,7 +116,7 @@ func TestControl(t *testing.T) {
 	t.Run("history is pruned to history_limit", func(t *testing.T) {
 		poll.For(t, 60*time.Second, "more runs than the limit", func() bool { return len(w.finished("quick")) >= 12 })
 		poll.For(t, 30*time.Second, "history pruned to 5", func() bool { return len(records(t, a.client, "quick")) <= 5 })
-		newest, err := a.engine.Runs(ctx, "quick", 1)
+		newest, _, err := a.engine.Runs(ctx, "quick", jobs.Page{Limit: 1})
 		if err != nil || len(newest) != 1 {
 			t.Fatalf("newest run: %v %v", newest, err)
 		}
@@ -221,7 +221,7 @@ func TestJobsListingSurvivesReload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	list, err := e.Jobs(t.Context())
+	list, _, err := e.Jobs(t.Context(), jobs.Page{})
 	if err != nil {
 		t.Fatalf("listing during a reload: %v", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/etcdsched/scheduler/internal/etcdtest"
+	"github.com/etcdsched/scheduler/internal/jobs"
 	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
 	"github.com/etcdsched/scheduler/internal/poll"
 	"github.com/etcdsched/scheduler/internal/runs"
@@ -28,7 +29,7 @@ func TestCrashedHolderRunIsLostAndRetried(t *testing.T) {
 		list = append(list, n)
 	}
 	leader := leaderOf(t, list)
-	runID, err := leader.engine.Trigger(t.Context(), "work")
+	runID, _, err := leader.engine.Trigger(t.Context(), "work", jobs.TriggerRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -39,27 +41,61 @@ type RunStatus struct {
 	runs.Record
 }
 
-// Jobs lists every job of the current config.
-func (e *Engine) Jobs(ctx context.Context) ([]JobStatus, error) {
+// Page asks for part of a listing: at most Limit entries (0: all) after
+// the cursor After (a job name, or a run id for run records).
+type Page struct {
+	Limit int
+	After string
+}
+
+// Jobs lists the jobs of the current config: all of them in the file's
+// order, or, with a limit, a page in name order after page.After. next is
+// the cursor of the following page, empty on the last.
+func (e *Engine) Jobs(ctx context.Context, page Page) (list []JobStatus, next string, err error) {
 	cfg := e.opts.Config()
+	jobs := make([]*config.Job, len(cfg.Jobs))
+	for i := range cfg.Jobs {
+		jobs[i] = &cfg.Jobs[i]
+	}
+	if page.Limit > 0 {
+		slices.SortFunc(jobs, func(a, b *config.Job) int { return strings.Compare(a.Name, b.Name) })
+		from, _ := slices.BinarySearchFunc(jobs, page.After, func(j *config.Job, name string) int {
+			if j.Name <= name {
+				return -1
+			}
+			return 1
+		})
+		jobs = jobs[from:]
+		if len(jobs) > page.Limit {
+			jobs = jobs[:page.Limit]
+			next = jobs[len(jobs)-1].Name
+		}
+	}
+	list, err = e.statuses(ctx, jobs)
+	return list, next, err
+}
+
+// statuses are the jobs as the API shows them, with their last runs when
+// there are few enough to read them.
+func (e *Engine) statuses(ctx context.Context, jobs []*config.Job) ([]JobStatus, error) {
 	pending := map[string]int{}
 	for _, q := range e.queue.List(func(q *queue.Item) bool { return q.State == queue.Pending }) {
 		pending[q.Job]++
 	}
-	out := make([]JobStatus, len(cfg.Jobs))
+	out := make([]JobStatus, len(jobs))
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 16)
-	errs := make([]error, len(cfg.Jobs))
-	for i := range cfg.Jobs {
-		out[i] = e.jobStatus(&cfg.Jobs[i], pending[cfg.Jobs[i].Name])
-		if len(cfg.Jobs) > lastRunLookups {
+	errs := make([]error, len(jobs))
+	for i, j := range jobs {
+		out[i] = e.jobStatus(j, pending[j.Name])
+		if len(jobs) > lastRunLookups {
 			continue
 		}
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			out[i].LastRun, errs[i] = e.lastRun(ctx, cfg.Jobs[i].Name)
+			out[i].LastRun, errs[i] = e.lastRun(ctx, j.Name)
 		}()
 	}
 	wg.Wait()
@@ -94,37 +130,61 @@ func (e *Engine) jobStatus(j *config.Job, pending int) JobStatus {
 }
 
 func (e *Engine) lastRun(ctx context.Context, job string) (*runs.Record, error) {
-	recs, err := e.readRuns(ctx, job, 1)
+	recs, _, err := e.readRuns(ctx, job, Page{Limit: 1})
 	if err != nil || len(recs) == 0 {
 		return nil, err
 	}
 	return &recs[0], nil
 }
 
-// Runs returns the job's records, newest first.
-func (e *Engine) Runs(ctx context.Context, job string, limit int) ([]runs.Record, error) {
+// Runs returns the job's records, newest first: page.Limit of them,
+// older than the run page.After when it is set. next is the cursor of the
+// following page (the oldest run id returned), empty on the last.
+func (e *Engine) Runs(ctx context.Context, job string, page Page) (list []runs.Record, next string, err error) {
 	if e.opts.Config().Job(job) == nil {
-		return nil, fmt.Errorf("%w %q", ErrUnknownJob, job)
+		return nil, "", fmt.Errorf("%w %q", ErrUnknownJob, job)
 	}
-	return e.readRuns(ctx, job, limit)
+	return e.readRuns(ctx, job, page)
 }
 
 // readRuns reads records without asking the current config: a listing made
 // from one config must not fail because a reload removed a job meanwhile.
-func (e *Engine) readRuns(ctx context.Context, job string, limit int) ([]runs.Record, error) {
-	resp, err := e.opts.Client.Get(ctx, e.keys.JobRuns(job), clientv3.WithPrefix(),
-		clientv3.WithSort(clientv3.SortByModRevision, clientv3.SortDescend), clientv3.WithLimit(int64(limit)))
-	if err != nil {
-		return nil, fmt.Errorf("jobs: read runs of %s: %w", job, err)
+// Records are in the order they were last written, so a page after run X
+// holds the records written before X's.
+func (e *Engine) readRuns(ctx context.Context, job string, page Page) ([]runs.Record, string, error) {
+	opts := []clientv3.OpOption{clientv3.WithPrefix(),
+		clientv3.WithSort(clientv3.SortByModRevision, clientv3.SortDescend), clientv3.WithLimit(int64(page.Limit + 1))}
+	if page.After != "" {
+		at, err := e.opts.Client.Get(ctx, e.keys.Record(job, page.After), clientv3.WithKeysOnly())
+		if err != nil {
+			return nil, "", fmt.Errorf("jobs: read runs of %s: %w", job, err)
+		}
+		if len(at.Kvs) == 0 {
+			return nil, "", fmt.Errorf("%w %q of job %s to page from", ErrUnknownRun, page.After, job)
+		}
+		opts = append(opts, clientv3.WithMaxModRev(at.Kvs[0].ModRevision-1))
 	}
-	out := make([]runs.Record, 0, len(resp.Kvs))
-	for _, kv := range resp.Kvs {
+	resp, err := e.opts.Client.Get(ctx, e.keys.JobRuns(job), opts...)
+	if err != nil {
+		return nil, "", fmt.Errorf("jobs: read runs of %s: %w", job, err)
+	}
+	kvs := resp.Kvs
+	more := len(kvs) > page.Limit
+	if more {
+		kvs = kvs[:page.Limit]
+	}
+	out := make([]runs.Record, 0, len(kvs))
+	for _, kv := range kvs {
 		var r runs.Record
 		if err := json.Unmarshal(kv.Value, &r); err == nil {
 			out = append(out, r)
 		}
 	}
-	return out, nil
+	next := ""
+	if more && len(kvs) > 0 {
+		next = e.keys.RecordRun(string(kvs[len(kvs)-1].Key))
+	}
+	return out, next, nil
 }
 
 // FindRun returns one run, queued, running or finished.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/etcdsched/scheduler/internal/etcdtest"
+	"github.com/etcdsched/scheduler/internal/jobs"
 	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
 	"github.com/etcdsched/scheduler/internal/poll"
 	"github.com/etcdsched/scheduler/internal/runs"
@@ -16,18 +17,18 @@ import (
 func TestMaxParallelBoundsOneReplica(t *testing.T) {
 	etcd := etcdtest.Start(t)
 	w := startWitness(t)
-	var jobs []string
+	var names []string
 	cfg := jobstest.Config()
 	for _, name := range []string{"p1", "p2", "p3", "p4", "p5", "p6"} {
 		cfg.Jobs = append(cfg.Jobs, jobstest.WithDefaults(jobstest.HTTPJob(name, "@every 1h", w.url("sleep=1s"))))
-		jobs = append(jobs, name)
+		names = append(names, name)
 	}
 	cfg.Worker.MaxParallel = 2
 	n := startNode(t, etcd.Endpoints(), "solo", cfg)
 	leaderOf(t, []*node{n})
 	var ids []string
-	for _, j := range jobs {
-		id, err := n.engine.Trigger(t.Context(), j)
+	for _, j := range names {
+		id, _, err := n.engine.Trigger(t.Context(), j, jobs.TriggerRequest{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -35,14 +36,14 @@ func TestMaxParallelBoundsOneReplica(t *testing.T) {
 	}
 	poll.For(t, 60*time.Second, "all six runs", func() bool {
 		total := 0
-		for _, j := range jobs {
+		for _, j := range names {
 			total += len(w.finished(j))
 		}
 		return total == 6
 	})
 	// Overlap across jobs, as the witness saw it.
 	var all []hit
-	for _, j := range jobs {
+	for _, j := range names {
 		all = append(all, w.finished(j)...)
 	}
 	peak := 0
@@ -62,7 +63,7 @@ func TestMaxParallelBoundsOneReplica(t *testing.T) {
 		t.Errorf("never two runs at once: max_parallel 2 not used")
 	}
 	// Records are written at release, after the target answered.
-	for i, j := range jobs {
+	for i, j := range names {
 		var r runs.Record
 		poll.For(t, 30*time.Second, ids[i]+" recorded", func() bool {
 			var ok bool
@@ -85,7 +86,7 @@ func TestFailedRunIsRetried(t *testing.T) {
 	cfg := jobstest.Config(job)
 	n := startNode(t, etcd.Endpoints(), "solo", cfg)
 	leaderOf(t, []*node{n})
-	id, err := n.engine.Trigger(t.Context(), "flaky")
+	id, _, err := n.engine.Trigger(t.Context(), "flaky", jobs.TriggerRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +123,7 @@ func TestResourceSlotReachesTarget(t *testing.T) {
 	job.Resources = []string{"shared"}
 	n := startNode(t, etcd.Endpoints(), "solo", jobstest.Config(job))
 	leaderOf(t, []*node{n})
-	if _, err := n.engine.Trigger(t.Context(), "res"); err != nil {
+	if _, _, err := n.engine.Trigger(t.Context(), "res", jobs.TriggerRequest{}); err != nil {
 		t.Fatal(err)
 	}
 	poll.For(t, 30*time.Second, "the run", func() bool { return len(w.finished("res")) == 1 })

@@ -137,3 +137,7 @@ func (l Layout) JobRuns(job string) string { return l.Runs() + job + "/" }
 
 // Record is the finished-run record of runID.
 func (l Layout) Record(job, runID string) string { return l.JobRuns(job) + runID }
+
+// RecordRun is the run id of a record's key (or an entry's: both end in
+// it); run ids hold no "/".
+func (l Layout) RecordRun(key string) string { return key[strings.LastIndexByte(key, '/')+1:] }

@@ -3,6 +3,7 @@
 package runs
 
 import (
+	"encoding/json"
 	"strings"
 	"time"
 )
@@ -51,6 +52,8 @@ type Record struct {
 	HTTPStatus   int       `json:"http_status,omitempty"`
 	Error        string    `json:"error,omitempty"`
 	Output       string    `json:"output,omitempty"`
+	// Input is the run's input, a JSON object (SPEC section 12).
+	Input json.RawMessage `json:"input,omitempty"`
 	// Previous lists the attempts before this one: a retry keeps the run
 	// id, so its record replaces theirs at the same key.
 	Previous []Attempt `json:"previous_attempts,omitempty"`
@@ -86,6 +89,12 @@ func ID(job string, scheduledAt time.Time) string {
 // (a ULID).
 func ManualID(job, unique string) string {
 	return job + "@manual-" + unique
+}
+
+// IdempotentID is the id of a run triggered with an idempotency key: the
+// same key names the same run, so a repeated trigger finds it.
+func IdempotentID(job, key string) string {
+	return job + "@key-" + key
 }
 
 // JobOf returns the job part of a run id.

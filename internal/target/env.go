@@ -36,6 +36,9 @@ func execEnv(job map[string]string, run Run) []string {
 	for _, f := range run.fields() {
 		m[f.env] = f.value
 	}
+	if len(run.Input) > 0 {
+		m["SCHEDULER_INPUT"] = string(run.Input)
+	}
 	env := make([]string, 0, len(m))
 	for k, v := range m {
 		env = append(env, k+"="+v)

@@ -1,6 +1,7 @@
 package target
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"net/http"
@@ -36,7 +37,10 @@ func (e *Executor) doHTTP(ctx context.Context, spec *config.HTTP, run Run) Resul
 		return failed("%v", err)
 	}
 	var body io.Reader
-	if spec.Body != "" {
+	switch {
+	case len(run.Input) > 0:
+		body = bytes.NewReader(run.Input)
+	case spec.Body != "":
 		body = strings.NewReader(spec.Body)
 	}
 	req, err := http.NewRequestWithContext(ctx, spec.Method, spec.URL, body)
@@ -54,6 +58,9 @@ func (e *Executor) doHTTP(ctx context.Context, spec *config.HTTP, run Run) Resul
 	}
 	for _, f := range run.fields() {
 		req.Header.Set(f.header, f.value)
+	}
+	if len(run.Input) > 0 {
+		req.Header.Set("Content-Type", "application/json")
 	}
 
 	client := e.noFollow

@@ -22,6 +22,9 @@ type Run struct {
 	// slot, so FencingToken is their token too: a target guarding a shared
 	// resource keeps the highest token per resource slot.
 	ResourceSlots []string
+	// Input is the run's input, a JSON object (SPEC section 12): the body of
+	// an HTTP target's request, SCHEDULER_INPUT of an exec target's.
+	Input []byte
 }
 
 // field is one value of SPEC section 7, named once for both forms so the

@@ -38,6 +38,9 @@ type Entry struct {
 	Trigger     runs.Trigger    `json:"trigger"`
 	Spec        config.Job      `json:"spec"`
 	Resources   []ResourceLimit `json:"resources,omitempty"`
+	// Input is the run's input, a JSON object (SPEC section 12); it
+	// reaches the target and the record.
+	Input json.RawMessage `json:"input,omitempty"`
 	State       State           `json:"state"`
 	// CatchUp marks a tick run late by the catch_up policy. Caught-up
 	// ticks come due together; they wait for a slot in turn (until the

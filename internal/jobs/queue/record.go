@@ -27,6 +27,7 @@ func (e *Entry) base(outcome runs.Outcome) runs.Record {
 		Holder:      e.Holder,
 		Slot:        e.Slot,
 		Outcome:     outcome,
+		Input:       e.Input,
 		Previous:    e.Previous,
 	}
 }

@@ -35,11 +35,15 @@ func (w Writes) EndUnstarted(ctx context.Context, it *Item, rec string) (bool, e
 		clientv3.OpPut(w.Keys.Record(it.Job, it.RunID), rec))
 }
 
-// Add creates a pending entry, unless one of that run id exists.
+// Add creates a pending entry, unless a run of that id is queued, running
+// or recorded: it reports false then, and writes nothing. One transaction
+// decides, so of two concurrent Adds of one id exactly one creates it.
 func (w Writes) Add(ctx context.Context, e *Entry) (bool, error) {
 	key := w.Keys.Entry(e.Job, e.RunID)
-	resp, err := w.Client.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
-		Then(clientv3.OpPut(key, e.Encode())).Commit()
+	resp, err := w.Client.Txn(ctx).If(
+		clientv3.Compare(clientv3.CreateRevision(key), "=", 0),
+		clientv3.Compare(clientv3.CreateRevision(w.Keys.Record(e.Job, e.RunID)), "=", 0),
+	).Then(clientv3.OpPut(key, e.Encode())).Commit()
 	if err != nil {
 		return false, err
 	}

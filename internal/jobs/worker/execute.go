@@ -51,6 +51,7 @@ func (w *Worker) execute(q *queue.Item, entry *queue.Entry, held *slots.Held, lo
 			Slot:          held.Slot,
 			FencingToken:  held.Token,
 			Holder:        w.d.ID,
+			Input:         entry.Input,
 		})
 	}
 	endedAt := w.d.Clock.Now()
