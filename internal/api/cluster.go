@@ -59,14 +59,14 @@ func (s *Server) clusterRoutes(read, write func(http.HandlerFunc) http.HandlerFu
 		}
 		j, next, err := cl.Jobs(r.Context(), page)
 		if err == nil {
-			s.redact(r, j)
+			s.redactAll(r, j)
 			setNext(w, r, next, "after")
 		}
 		respond(w, r, http.StatusOK, nonNil(j), err)
 	})))
 	s.mux.HandleFunc("GET /api/v1/jobs/{name}", read(named(c(func(w http.ResponseWriter, r *http.Request, cl Cluster) {
 		j, err := cl.Job(r.Context(), r.PathValue("name"))
-		s.redact(r, []jobs.JobStatus{j})
+		s.redact(r, &j)
 		respond(w, r, http.StatusOK, j, err)
 	}))))
 	s.mux.HandleFunc("GET /api/v1/jobs/{name}/runs", read(named(c(func(w http.ResponseWriter, r *http.Request, cl Cluster) {
@@ -104,12 +104,12 @@ func (s *Server) clusterRoutes(read, write func(http.HandlerFunc) http.HandlerFu
 	}))))
 	s.mux.HandleFunc("POST /api/v1/jobs/{name}/pause", write(withBody(MaxEmptyBody, named(c(func(w http.ResponseWriter, r *http.Request, cl Cluster) {
 		j, err := cl.Pause(r.Context(), r.PathValue("name"))
-		s.redact(r, []jobs.JobStatus{j})
+		s.redact(r, &j)
 		respond(w, r, http.StatusOK, j, err)
 	})))))
 	s.mux.HandleFunc("POST /api/v1/jobs/{name}/resume", write(withBody(MaxEmptyBody, named(c(func(w http.ResponseWriter, r *http.Request, cl Cluster) {
 		j, err := cl.Resume(r.Context(), r.PathValue("name"))
-		s.redact(r, []jobs.JobStatus{j})
+		s.redact(r, &j)
 		respond(w, r, http.StatusOK, j, err)
 	})))))
 	s.mux.HandleFunc("POST /api/v1/runs/{id}/cancel", write(withBody(MaxCancelBody, func(w http.ResponseWriter, r *http.Request) {

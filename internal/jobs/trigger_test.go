@@ -26,11 +26,13 @@ import (
 func TestIdempotentTriggers(t *testing.T) {
 	etcd := etcdtest.Start(t)
 	w := startWitness(t)
-	cfg := jobstest.Config(jobstest.HTTPJob("sync", "0 0 1 1 *", w.url("")))
+	const tries = 50
+	job := jobstest.HTTPJob("sync", "0 0 1 1 *", w.url(""))
+	job.MaxConcurrency = tries // every run may start: only the keys decide
+	cfg := jobstest.Config(job)
 	n := startNode(t, etcd.Endpoints(), "a", cfg)
 	leaderOf(t, []*node{n})
 	ctx := t.Context()
-	const tries = 50
 	for i := range tries {
 		key := "k-" + string(rune('a'+i%26)) + strings.Repeat("x", i/26)
 		var wg sync.WaitGroup

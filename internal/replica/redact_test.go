@@ -65,7 +65,8 @@ jobs:
 			t.Errorf("a reader without the token saw %q", s)
 		}
 	}
-	for _, n := range append(names, "<redacted>") {
+	// "<redacted>", as JSON writes it.
+	for _, n := range append(names, `\u003credacted\u003e`) {
 		if !strings.Contains(seen, n) {
 			t.Errorf("a reader without the token did not see %q", n)
 		}
