@@ -17,6 +17,10 @@ import (
 
 // Cluster is what the API asks of the scheduler; the replica provides it.
 type Cluster interface {
+	// Confirm fails, wrapping ErrUnconfirmed, while the replica cannot
+	// confirm its view with etcd: the reads below then answer 503 rather
+	// than a stale view (SPEC section 16).
+	Confirm(ctx context.Context) error
 	Leader(ctx context.Context) (election.Leader, error)
 	Members(ctx context.Context) ([]election.Member, error)
 	Slots() []slots.Info
@@ -37,22 +41,22 @@ const (
 
 func (s *Server) clusterRoutes(read, write func(http.HandlerFunc) http.HandlerFunc) {
 	c := s.cluster
-	s.mux.HandleFunc("GET /api/v1/leader", read(c(func(w http.ResponseWriter, r *http.Request, cl Cluster) {
+	s.mux.HandleFunc("GET /api/v1/leader", read(c(confirmed(func(w http.ResponseWriter, r *http.Request, cl Cluster) {
 		l, err := cl.Leader(r.Context())
 		if errors.Is(err, election.ErrNoLeader) {
 			writeError(w, http.StatusServiceUnavailable, "no_leader", "no replica leads right now")
 			return
 		}
 		respond(w, r, http.StatusOK, l, err)
-	})))
-	s.mux.HandleFunc("GET /api/v1/members", read(c(func(w http.ResponseWriter, r *http.Request, cl Cluster) {
+	}))))
+	s.mux.HandleFunc("GET /api/v1/members", read(c(confirmed(func(w http.ResponseWriter, r *http.Request, cl Cluster) {
 		m, err := cl.Members(r.Context())
 		respond(w, r, http.StatusOK, nonNil(m), err)
-	})))
-	s.mux.HandleFunc("GET /api/v1/slots", read(c(func(w http.ResponseWriter, _ *http.Request, cl Cluster) {
+	}))))
+	s.mux.HandleFunc("GET /api/v1/slots", read(c(confirmed(func(w http.ResponseWriter, _ *http.Request, cl Cluster) {
 		writeJSON(w, http.StatusOK, nonNil(cl.Slots()))
-	})))
-	s.mux.HandleFunc("GET /api/v1/jobs", read(c(func(w http.ResponseWriter, r *http.Request, cl Cluster) {
+	}))))
+	s.mux.HandleFunc("GET /api/v1/jobs", read(c(confirmed(func(w http.ResponseWriter, r *http.Request, cl Cluster) {
 		page, ok := pageOf(w, r, 0, "after")
 		if !ok {
 			return
@@ -63,12 +67,12 @@ func (s *Server) clusterRoutes(read, write func(http.HandlerFunc) http.HandlerFu
 			setNext(w, r, next, "after")
 		}
 		respond(w, r, http.StatusOK, nonNil(j), err)
-	})))
-	s.mux.HandleFunc("GET /api/v1/jobs/{name}", read(named(c(func(w http.ResponseWriter, r *http.Request, cl Cluster) {
+	}))))
+	s.mux.HandleFunc("GET /api/v1/jobs/{name}", read(named(c(confirmed(func(w http.ResponseWriter, r *http.Request, cl Cluster) {
 		j, err := cl.Job(r.Context(), r.PathValue("name"))
 		s.redact(r, &j)
 		respond(w, r, http.StatusOK, j, err)
-	}))))
+	})))))
 	s.mux.HandleFunc("GET /api/v1/jobs/{name}/runs", read(named(c(func(w http.ResponseWriter, r *http.Request, cl Cluster) {
 		page, ok := pageOf(w, r, defaultRunsLimit, "before")
 		if !ok {
@@ -172,6 +176,8 @@ func respond(w http.ResponseWriter, r *http.Request, status int, v any, err erro
 		writeError(w, http.StatusNotFound, "unknown_run", unknown(r, "id", "no run ", err))
 	case errors.Is(err, jobs.ErrFinished):
 		writeError(w, http.StatusConflict, "run_finished", err.Error())
+	case errors.Is(err, ErrUnconfirmed):
+		writeError(w, http.StatusServiceUnavailable, "etcd_unavailable", err.Error())
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		writeError(w, http.StatusServiceUnavailable, "etcd_unavailable", "etcd did not answer in time: "+err.Error())
 	default:
@@ -194,4 +200,20 @@ func nonNil[T any](s []T) []T {
 		return []T{}
 	}
 	return s
+}
+
+// ErrUnconfirmed: the replica cannot confirm its view with etcd.
+var ErrUnconfirmed = errors.New("api: this replica cannot confirm its view with etcd")
+
+// confirmed answers 503 etcd_unavailable instead of running h while the
+// cluster cannot confirm its view: a dead leader or slots long released
+// must not be reported as current.
+func confirmed(h func(http.ResponseWriter, *http.Request, Cluster)) func(http.ResponseWriter, *http.Request, Cluster) {
+	return func(w http.ResponseWriter, r *http.Request, cl Cluster) {
+		if err := cl.Confirm(r.Context()); err != nil {
+			respond(w, r, 0, nil, err)
+			return
+		}
+		h(w, r, cl)
+	}
 }

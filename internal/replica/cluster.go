@@ -2,15 +2,19 @@ package replica
 
 import (
 	"context"
+	"fmt"
 
+	"github.com/etcdsched/scheduler/internal/api"
 	"github.com/etcdsched/scheduler/internal/election"
 	"github.com/etcdsched/scheduler/internal/jobs"
+	"github.com/etcdsched/scheduler/internal/session"
 	"github.com/etcdsched/scheduler/internal/slots"
 )
 
 // cluster is the API's view of this replica's parts.
 type cluster struct {
 	*jobs.Engine
+	sessions   *session.Manager
 	elector    *election.Elector
 	membership *election.Membership
 	slots      *slots.Semaphore
@@ -23,3 +27,14 @@ func (c cluster) Members(ctx context.Context) ([]election.Member, error) {
 }
 
 func (c cluster) Slots() []slots.Info { return c.slots.List() }
+
+// Confirm: the views are confirmed while the session is alive, that is,
+// while etcd acknowledged a keepalive sent less than a TTL (minus the
+// margin) ago; every view is a watch on the same etcd, so past that they
+// may be stale.
+func (c cluster) Confirm(context.Context) error {
+	if !c.sessions.Alive() {
+		return fmt.Errorf("%w: no session: etcd has not acknowledged this replica for a TTL", api.ErrUnconfirmed)
+	}
+	return nil
+}

@@ -166,7 +166,7 @@ func (r *replica) start(ctx context.Context, reg *prometheus.Registry) (err erro
 	if err != nil {
 		return err
 	}
-	r.api.SetCluster(cluster{Engine: r.node.Engine, elector: r.node.Elector, membership: r.node.Membership, slots: r.node.Slots})
+	r.api.SetCluster(cluster{Engine: r.node.Engine, sessions: r.node.Sessions, elector: r.node.Elector, membership: r.node.Membership, slots: r.node.Slots})
 	return nil
 }
 
