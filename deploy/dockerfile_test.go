@@ -69,9 +69,9 @@ func fromImage(args string) string {
 	return ""
 }
 
-// exec parses the JSON (exec) form of ENTRYPOINT and CMD. The shell form
+// execForm parses the JSON (exec) form of ENTRYPOINT and CMD. The shell form
 // would need a shell, which the final image does not have.
-func exec(t *testing.T, in instruction) []string {
+func execForm(t *testing.T, in instruction) []string {
 	t.Helper()
 	var v []string
 	if err := json.Unmarshal([]byte(in.Args), &v); err != nil {
@@ -141,9 +141,9 @@ func checkRuntimeStage(t *testing.T, s scheduler, st stage) {
 	for _, in := range st.Ins {
 		switch in.Cmd {
 		case "ENTRYPOINT":
-			entrypoint = exec(t, in)
+			entrypoint = execForm(t, in)
 		case "CMD":
-			cmd = exec(t, in)
+			cmd = execForm(t, in)
 		case "COPY":
 			copied = copied || strings.HasPrefix(in.Args, "--from=build ") && strings.HasSuffix(in.Args, " /scheduler")
 		}

@@ -124,6 +124,30 @@ func TestHelmServiceMonitor(t *testing.T) {
 	if ep["path"] != "/metrics" || ep["interval"] != "15s" {
 		t.Errorf("endpoint path %v interval %v, want /metrics 15s", ep["path"], ep["interval"])
 	}
+	// The metrics' own job label must win over the scrape job's.
+	if ep["honorLabels"] != true {
+		t.Errorf("endpoint honorLabels %v, want true", ep["honorLabels"])
+	}
+}
+
+// TestHelmServiceMonitorProtectedReads: with protect_reads /metrics needs
+// the token, so the ServiceMonitor sends it from the same Secret.
+func TestHelmServiceMonitorProtectedReads(t *testing.T) {
+	s := mustRender(t, "serviceMonitor: {enabled: true}\napiToken: {enabled: true, existingSecret: ops-token, secretKey: api}\nconfig: {api: {protect_reads: true}}")
+	sm := get[unstructured.Unstructured](t, s.objs, "ServiceMonitor", s.names.deployment)
+	eps, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
+	if len(eps) != 1 {
+		t.Fatalf("spec.endpoints %v: want one", eps)
+	}
+	ep, _ := eps[0].(map[string]any)
+	name, _, _ := unstructured.NestedString(ep, "authorization", "credentials", "name")
+	key, _, _ := unstructured.NestedString(ep, "authorization", "credentials", "key")
+	if typ, _, _ := unstructured.NestedString(ep, "authorization", "type"); typ != "Bearer" || name != "ops-token" || key != "api" {
+		t.Errorf("authorization %v: want Bearer from Secret ops-token key api", ep["authorization"])
+	}
+	if !s.config.API.ProtectReads {
+		t.Errorf("api.protect_reads not passed through from values")
+	}
 }
 
 // TestHelmTokenSecret: with apiToken enabled the token's Secret (created
