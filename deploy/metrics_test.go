@@ -219,7 +219,7 @@ func missing(fams map[string]*dto.MetricFamily, qs []query) error {
 			}
 			for _, m := range vs.LabelMatchers {
 				switch {
-				case m.Name == labels.MetricName, m.Name == "le" && bucket:
+				case m.Name == model.MetricNameLabel, m.Name == "le" && bucket:
 				case seen[m.Name] == nil:
 					errs = append(errs, fmt.Errorf("%s: %s has no label %q (has %q)", q.where, name, m.Name, slices.Sorted(maps.Keys(seen))))
 				case m.Type == labels.MatchEqual && !seen[m.Name][m.Value] &&
