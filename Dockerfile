@@ -1,6 +1,7 @@
 # syntax=docker/dockerfile:1
 
 # Build: docker build --build-arg VERSION=$(git describe --tags --always) -t scheduler .
+# Exec jobs: add --target exec for the Debian variant with a shell and tools.
 # The binary is static (CGO_ENABLED=0), so the final image needs no libc.
 
 FROM --platform=$BUILDPLATFORM golang:1.26 AS build
@@ -21,7 +22,25 @@ RUN --mount=type=cache,target=/go/pkg/mod \
     go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" \
         -o /out/scheduler ./cmd/scheduler
 
-# distroless static: CA certificates, tzdata (job timezones need it) and
+# The "exec" variant, for exec jobs: the same binary on Debian with a shell
+# and the usual tools. Build it with --target exec. It stands before the
+# default stage so a plain `docker build` still gives the distroless image.
+FROM debian:bookworm-slim AS exec
+RUN apt-get update \
+    && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+        ca-certificates tzdata bash curl coreutils \
+    && rm -rf /var/lib/apt/lists/* \
+    && groupadd --gid 65532 nonroot \
+    && useradd --uid 65532 --gid 65532 --create-home --home-dir /home/nonroot nonroot
+COPY --from=build /out/scheduler /scheduler
+# Numeric, as below, so runAsNonRoot can check it.
+USER 65532:65532
+WORKDIR /home/nonroot
+EXPOSE 8080
+ENTRYPOINT ["/scheduler"]
+CMD ["run", "--config", "/etc/scheduler/jobs.yaml"]
+
+# The default: distroless static: CA certificates, tzdata (job timezones need it) and
 # /etc/passwd with the nonroot user, nothing else; no shell.
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/scheduler /scheduler

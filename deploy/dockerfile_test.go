@@ -2,8 +2,10 @@ package deploy
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -67,9 +69,9 @@ func fromImage(args string) string {
 	return ""
 }
 
-// exec parses the JSON (exec) form of ENTRYPOINT and CMD. The shell form
+// execForm parses the JSON (exec) form of ENTRYPOINT and CMD. The shell form
 // would need a shell, which the final image does not have.
-func exec(t *testing.T, in instruction) []string {
+func execForm(t *testing.T, in instruction) []string {
 	t.Helper()
 	var v []string
 	if err := json.Unmarshal([]byte(in.Args), &v); err != nil {
@@ -78,40 +80,52 @@ func exec(t *testing.T, in instruction) []string {
 	return v
 }
 
-func TestDockerfile(t *testing.T) {
-	ins := parseDockerfile(t)
-	last := ins[len(ins)-1].Stage
-	var final, build []instruction
+// stage is one FROM and the instructions under it.
+type stage struct {
+	Name  string // after AS, if any
+	Image string
+	Ins   []instruction
+}
+
+func stages(ins []instruction) []stage {
+	var out []stage
 	for _, in := range ins {
-		if in.Stage == last {
-			final = append(final, in)
-		} else {
-			build = append(build, in)
+		if in.Cmd == "FROM" {
+			st := stage{Image: fromImage(in.Args)}
+			f := strings.Fields(in.Args)
+			if len(f) >= 2 && strings.EqualFold(f[len(f)-2], "AS") {
+				st.Name = f[len(f)-1]
+			}
+			out = append(out, st)
 		}
+		out[len(out)-1].Ins = append(out[len(out)-1].Ins, in)
 	}
+	return out
+}
 
-	image := fromImage(final[0].Args)
-	if image != "scratch" && !strings.HasPrefix(image, "gcr.io/distroless/") {
-		t.Errorf("%s:%d: final stage FROM %s: want distroless or scratch", dockerfile, final[0].Line, image)
-	}
-
-	// Non-root by the image's tag or by a USER that is not root.
-	nonroot := strings.HasSuffix(image, ":nonroot")
-	for _, in := range final {
+// checkRuntimeStage: a stage that ships the binary runs it as a non-root
+// user, exposes the port of api.listen and takes the Deployment's args.
+func checkRuntimeStage(t *testing.T, s scheduler, st stage) {
+	t.Helper()
+	where := fmt.Sprintf("%s: stage FROM %s", dockerfile, st.Image)
+	// Non-root by the image's tag or by a USER that is not root, written
+	// as a number so runAsNonRoot can check it.
+	nonroot := strings.HasSuffix(st.Image, ":nonroot")
+	for _, in := range st.Ins {
 		if in.Cmd == "USER" {
 			user, _, _ := strings.Cut(in.Args, ":")
-			nonroot = user != "root" && user != "0"
+			_, numeric := strconv.Atoi(user)
+			nonroot = user != "root" && user != "0" && numeric == nil
 		}
 	}
 	if !nonroot {
-		t.Errorf("%s: final stage runs as root: want USER 65532 or a :nonroot image", dockerfile)
+		t.Errorf("%s: runs as root or a named user: want USER 65532 or a :nonroot image", where)
 	}
 
 	// The port the Kubernetes config listens on is the one the image documents.
-	s := loadScheduler(t)
 	port := strconv.Itoa(s.listenPort(t))
 	exposed := false
-	for _, in := range final {
+	for _, in := range st.Ins {
 		if in.Cmd == "EXPOSE" {
 			for _, p := range strings.Fields(in.Args) {
 				exposed = exposed || strings.TrimSuffix(p, "/tcp") == port
@@ -119,44 +133,71 @@ func TestDockerfile(t *testing.T) {
 		}
 	}
 	if !exposed {
-		t.Errorf("%s: final stage does not EXPOSE %s, the port of api.listen in ConfigMap %q", dockerfile, port, schedulerConfigMap)
+		t.Errorf("%s: does not EXPOSE %s, the port of api.listen in ConfigMap %q", where, port, s.names.configMap)
 	}
 
 	var entrypoint, cmd []string
-	for _, in := range ins {
-		switch {
-		case in.Cmd == "HEALTHCHECK":
-			// Kubernetes ignores it, and the image has no tool to run it.
-			t.Errorf("%s:%d: HEALTHCHECK: Kubernetes probes /healthz and /readyz instead", dockerfile, in.Line)
-		case in.Cmd == "ENTRYPOINT" && in.Stage == last:
-			entrypoint = exec(t, in)
-		case in.Cmd == "CMD" && in.Stage == last:
-			cmd = exec(t, in)
+	copied := false
+	for _, in := range st.Ins {
+		switch in.Cmd {
+		case "ENTRYPOINT":
+			entrypoint = execForm(t, in)
+		case "CMD":
+			cmd = execForm(t, in)
+		case "COPY":
+			copied = copied || strings.HasPrefix(in.Args, "--from=build ") && strings.HasSuffix(in.Args, " /scheduler")
 		}
 	}
+	if !copied {
+		t.Errorf("%s: no COPY --from=build ... /scheduler", where)
+	}
 	if len(entrypoint) != 1 || entrypoint[0] != "/scheduler" {
-		t.Errorf("%s: ENTRYPOINT %q, want [\"/scheduler\"]; the Deployment passes only args", dockerfile, entrypoint)
+		t.Errorf("%s: ENTRYPOINT %q, want [\"/scheduler\"]; the Deployment passes only args", where, entrypoint)
 	}
 	if len(cmd) > 0 {
 		flags := parseArgs(t, cmd)
 		if got, want := path.Dir(flags["config"]), path.Dir(s.args["config"]); got != want {
-			t.Errorf("%s: CMD reads its config from %s, the Deployment mounts it at %s", dockerfile, got, want)
+			t.Errorf("%s: CMD reads its config from %s, the Deployment mounts it at %s", where, got, want)
+		}
+	}
+}
+
+func TestDockerfile(t *testing.T) {
+	ins := parseDockerfile(t)
+	sts := stages(ins)
+	final := sts[len(sts)-1]
+	if final.Image != "scratch" && !strings.HasPrefix(final.Image, "gcr.io/distroless/") {
+		t.Errorf("%s: final stage FROM %s: want distroless or scratch", dockerfile, final.Image)
+	}
+	s := kustomizeScheduler(t)
+	checkRuntimeStage(t, s, final)
+
+	for _, in := range ins {
+		if in.Cmd == "HEALTHCHECK" {
+			// Kubernetes ignores it, and the image has no tool to run it.
+			t.Errorf("%s:%d: HEALTHCHECK: Kubernetes probes /healthz and /readyz instead", dockerfile, in.Line)
 		}
 	}
 
 	// A static binary, because distroless/static and scratch have no libc.
 	var goBuild *instruction
-	for i, in := range build {
-		if in.Cmd == "RUN" && strings.Contains(in.Args, "go build") {
-			goBuild = &build[i]
+	var build stage
+	for _, st := range sts[:len(sts)-1] {
+		for i, in := range st.Ins {
+			if in.Cmd == "RUN" && strings.Contains(in.Args, "go build") {
+				goBuild, build = &st.Ins[i], st
+			}
 		}
 	}
 	if goBuild == nil {
 		t.Fatalf("%s: no RUN ... go build in a build stage", dockerfile)
 	}
+	if build.Name != "build" {
+		t.Errorf("%s:%d: go build runs in stage %q; the runtime stages copy from \"build\"", dockerfile, goBuild.Line, build.Name)
+	}
 	cgoOff := strings.Contains(goBuild.Args, "CGO_ENABLED=0")
-	for _, in := range build {
-		if in.Cmd == "ENV" && in.Stage == goBuild.Stage && strings.Contains(in.Args, "CGO_ENABLED=0") {
+	for _, in := range build.Ins {
+		if in.Cmd == "ENV" && strings.Contains(in.Args, "CGO_ENABLED=0") {
 			cgoOff = true
 		}
 	}
@@ -168,4 +209,57 @@ func TestDockerfile(t *testing.T) {
 			t.Errorf("%s:%d: go build without %s", dockerfile, goBuild.Line, want)
 		}
 	}
+}
+
+// execTools are what exec jobs commonly shell out to; the README promises
+// them in the exec image.
+var execTools = []string{"ca-certificates", "tzdata", "bash", "curl", "coreutils"}
+
+// TestDockerfileExecStage: the "exec" target is the same binary on a
+// Debian that matches distroless' (so tzdata and CA roots agree), with a
+// shell and the tools, running as 65532 like the default.
+func TestDockerfileExecStage(t *testing.T) {
+	sts := stages(parseDockerfile(t))
+	var ex *stage
+	for i, st := range sts {
+		if st.Name == "exec" {
+			ex = &sts[i]
+		}
+	}
+	if ex == nil {
+		t.Fatalf("%s: no stage named exec (docker build --target exec)", dockerfile)
+	}
+	if ex == &sts[len(sts)-1] {
+		t.Errorf("%s: the exec stage is last, so a plain docker build would pick it over distroless", dockerfile)
+	}
+	if !strings.HasPrefix(ex.Image, "debian:bookworm") {
+		t.Errorf("%s: exec stage FROM %s: want debian:bookworm(-slim), the Debian of distroless static-debian12", dockerfile, ex.Image)
+	}
+	var installed []string
+	for _, in := range ex.Ins {
+		if in.Cmd != "RUN" {
+			continue
+		}
+		for cmd := range strings.SplitSeq(in.Args, "&&") {
+			f := strings.Fields(cmd)
+			i := slices.Index(f, "install")
+			if i < 0 || !slices.Contains(f[:i], "apt-get") {
+				continue
+			}
+			if !slices.Contains(f, "--no-install-recommends") {
+				t.Errorf("%s:%d: apt-get install without --no-install-recommends", dockerfile, in.Line)
+			}
+			for _, a := range f[i+1:] {
+				if !strings.HasPrefix(a, "-") {
+					installed = append(installed, a)
+				}
+			}
+		}
+	}
+	for _, tool := range execTools {
+		if !slices.Contains(installed, tool) {
+			t.Errorf("%s: exec stage does not apt-get install %s (installs %q)", dockerfile, tool, installed)
+		}
+	}
+	checkRuntimeStage(t, kustomizeScheduler(t), *ex)
 }

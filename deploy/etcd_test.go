@@ -6,38 +6,45 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 )
 
-// TestEtcdEndpointsNameTheMembers: the config lists exactly the members of
-// the example StatefulSet, by the DNS names its headless Service gives them.
-func TestEtcdEndpointsNameTheMembers(t *testing.T) {
-	s := loadScheduler(t)
-	var sts statefulSet
-	d := find(t, s.docs, "StatefulSet", etcdStatefulSet, &sts)
+// checkEtcdMembers: the config lists exactly the members of the etcd
+// StatefulSet, by the DNS names its headless Service gives them, and the
+// members' --initial-cluster names every one of them.
+func (s scheduler) checkEtcdMembers(t *testing.T) {
+	t.Helper()
+	sts := get[appsv1.StatefulSet](t, s.objs, "StatefulSet", s.names.etcd)
+	where := "StatefulSet " + sts.Name
 	if sts.Spec.Replicas == nil || *sts.Spec.Replicas < 3 || *sts.Spec.Replicas%2 == 0 {
-		t.Fatalf("%s: want an odd number of members, at least 3", d)
+		t.Fatalf("%s: want an odd number of members, at least 3", where)
 	}
-	replicas := *sts.Spec.Replicas
+	replicas := int(*sts.Spec.Replicas)
 	// Members must bootstrap together; see etcd.yaml.
-	if sts.Spec.PodManagementPolicy != "Parallel" {
-		t.Errorf("%s: podManagementPolicy %q, want Parallel", d, sts.Spec.PodManagementPolicy)
+	if sts.Spec.PodManagementPolicy != appsv1.ParallelPodManagement {
+		t.Errorf("%s: podManagementPolicy %q, want Parallel", where, sts.Spec.PodManagementPolicy)
 	}
 	if len(sts.Spec.VolumeClaimTemplates) == 0 {
-		t.Errorf("%s: no volumeClaimTemplates: members would lose their data on restart", d)
+		t.Errorf("%s: no volumeClaimTemplates: members would lose their data on restart", where)
 	}
 
-	var svc service
-	sd := find(t, s.docs, "Service", sts.Spec.ServiceName, &svc)
-	if svc.Spec.ClusterIP != "None" {
-		t.Errorf("%s: want clusterIP: None, the headless Service of %s", sd, d)
+	svc := get[corev1.Service](t, s.objs, "Service", sts.Spec.ServiceName)
+	sd := "Service " + svc.Name
+	if svc.Spec.ClusterIP != corev1.ClusterIPNone {
+		t.Errorf("%s: want clusterIP: None, the headless Service of %s", sd, where)
 	}
 	if !svc.Spec.PublishNotReadyAddresses {
 		t.Errorf("%s: want publishNotReadyAddresses: true, or members cannot find each other to form a quorum", sd)
 	}
-	if !subset(svc.Spec.Selector, sts.Spec.Template.Metadata.Labels) {
+	if !subset(svc.Spec.Selector, sts.Spec.Template.Labels) {
 		t.Errorf("%s: selector %v does not select the members", sd, svc.Spec.Selector)
 	}
-	clientPort := 0
+	if !selects(t, sts.Spec.Selector, sts.Spec.Template.Labels) {
+		t.Errorf("%s: selector does not match its pod labels %v", where, sts.Spec.Template.Labels)
+	}
+	var clientPort int32
 	for _, p := range svc.Spec.Ports {
 		if p.Name == "client" {
 			clientPort = p.Port
@@ -49,7 +56,7 @@ func TestEtcdEndpointsNameTheMembers(t *testing.T) {
 
 	var want []string
 	for i := range replicas {
-		want = append(want, fmt.Sprintf("%s-%d.%s:%d", sts.Metadata.Name, i, svc.Metadata.Name, clientPort))
+		want = append(want, fmt.Sprintf("%s-%d.%s%s:%d", sts.Name, i, svc.Name, s.names.etcdDomain, clientPort))
 	}
 	var got []string
 	for _, ep := range s.config.Cluster.Etcd.Endpoints {
@@ -81,9 +88,9 @@ func TestEtcdEndpointsNameTheMembers(t *testing.T) {
 	}
 	var wantMembers []string
 	for i := range replicas {
-		wantMembers = append(wantMembers, fmt.Sprintf("%s-%d", sts.Metadata.Name, i))
+		wantMembers = append(wantMembers, fmt.Sprintf("%s-%d", sts.Name, i))
 	}
 	if !slices.Equal(members, wantMembers) {
-		t.Errorf("%s: --initial-cluster names %q, want %q", d, members, wantMembers)
+		t.Errorf("%s: --initial-cluster names %q, want %q", where, members, wantMembers)
 	}
 }
