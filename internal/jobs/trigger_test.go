@@ -196,4 +196,3 @@ func names(list []jobs.JobStatus) []string {
 	}
 	return out
 }
-

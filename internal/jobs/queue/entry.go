@@ -41,7 +41,7 @@ type Entry struct {
 	// Input is the run's input, a JSON object (SPEC section 12); it
 	// reaches the target and the record.
 	Input json.RawMessage `json:"input,omitempty"`
-	State       State           `json:"state"`
+	State State           `json:"state"`
 	// CatchUp marks a tick run late by the catch_up policy. Caught-up
 	// ticks come due together; they wait for a slot in turn (until the
 	// starting deadline) instead of skipping one another.
