@@ -29,6 +29,7 @@ const (
 	resourcesDir = "resources/"
 	cancelDir    = "cancel/"
 	runsDir      = "runs/"
+	unstartedDir = "unstarted/"
 )
 
 // Election is where concurrency.Election campaigns: one key per candidate,
@@ -137,6 +138,14 @@ func (l Layout) JobRuns(job string) string { return l.Runs() + job + "/" }
 
 // Record is the finished-run record of runID.
 func (l Layout) Record(job, runID string) string { return l.JobRuns(job) + runID }
+
+// Unstarted holds a marker per record of a run that never started (skipped
+// or missed), written with the record: pruning reads keys only, and keeps
+// those records apart from runs that executed (skipped_history_limit).
+func (l Layout) Unstarted(job string) string { return l.Prefix + unstartedDir + job + "/" }
+
+// UnstartedMark is the marker of runID's record.
+func (l Layout) UnstartedMark(job, runID string) string { return l.Unstarted(job) + runID }
 
 // RecordRun is the run id of a record's key (or an entry's: both end in
 // it); run ids hold no "/".

@@ -41,7 +41,15 @@ type batchItem struct {
 
 // compares and ops are what the item adds to a batched transaction.
 func (it *batchItem) compares() int { return 1 + 2*len(it.plan.Ticks) }
-func (it *batchItem) ops() int      { return 1 + len(it.plan.Ticks) }
+func (it *batchItem) ops() int {
+	n := 1 + len(it.plan.Ticks) // the cursor, an entry or a record per tick
+	for _, t := range it.plan.Ticks {
+		if t.Action == missTick {
+			n++ // the record's unstarted marker (queue.RecordOps)
+		}
+	}
+	return n
+}
 
 // batchable returns j's item when its pass can share a transaction; the
 // other cases (paused, ticks not recorded, a long catch-up, nothing to do)
@@ -79,9 +87,9 @@ func (l *leader) writeBatch(ctx context.Context, items []batchItem) (ok bool, er
 		name := it.job.Name
 		cmps = append(cmps, l.cursorIs(name, it.known, it.has))
 		for _, t := range it.plan.Ticks {
-			runID, op := l.tickOp(cfg, it.job, t, now)
+			runID, tickOps := l.tickOps(cfg, it.job, t, now)
 			cmps = append(cmps, l.absent(name, runID)...)
-			ops = append(ops, op)
+			ops = append(ops, tickOps...)
 		}
 		ops = append(ops, clientv3.OpPut(l.d.Keys.Cursor(name), it.plan.Cursor.UTC().Format(runs.TimeFormat)))
 	}

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/config"
@@ -109,43 +110,86 @@ func (l *leader) prune(ctx context.Context) error {
 	}
 }
 
-// pruneJobs deletes, for each job, its oldest records beyond history_limit:
-// the keys are read a batch of jobs at a time and deleted up to
+// pruneJobs deletes, for each job, its oldest records beyond its limits:
+// history_limit records of runs that executed, skipped_history_limit of
+// runs that never started (skipped, missed: those with an unstarted
+// marker), so that a flood of skips cannot push real history out. Keys are
+// read (keys only) a batch of jobs at a time and deleted up to
 // maxOpsPerTxn at a time (deleteUnchanged).
 func (l *leader) pruneJobs(ctx context.Context, jobs []string) error {
 	var dels []seenKey
+	flush := func(force bool) error {
+		if len(dels) == 0 || !force && len(dels) < maxOpsPerTxn-1 {
+			return nil
+		}
+		err := l.deleteUnchanged(ctx, dels)
+		dels = dels[:0]
+		return err
+	}
 	for len(jobs) > 0 {
-		batch := jobs[:min(len(jobs), pruneReadBatch)]
+		batch := jobs[:min(len(jobs), pruneReadBatch/2)]
 		jobs = jobs[len(batch):]
-		reads := make([]clientv3.Op, len(batch))
-		for i, job := range batch {
-			reads[i] = clientv3.OpGet(l.d.Keys.JobRuns(job), clientv3.WithPrefix(), clientv3.WithKeysOnly(),
-				clientv3.WithSort(clientv3.SortByModRevision, clientv3.SortAscend))
+		reads := make([]clientv3.Op, 0, 2*len(batch))
+		for _, job := range batch {
+			reads = append(reads,
+				clientv3.OpGet(l.d.Keys.JobRuns(job), clientv3.WithPrefix(), clientv3.WithKeysOnly(),
+					clientv3.WithSort(clientv3.SortByModRevision, clientv3.SortAscend)),
+				clientv3.OpGet(l.d.Keys.Unstarted(job), clientv3.WithPrefix(), clientv3.WithKeysOnly()))
 		}
 		resp, err := l.d.Client.Txn(ctx).Then(reads...).Commit()
 		if err != nil {
 			return fmt.Errorf("leader: read history: %w", err)
 		}
 		for i, job := range batch {
-			limit := config.DefaultHistoryLimit // a job gone from the config
-			l.mu.Lock()
-			if j := l.jobs[job]; j != nil {
-				limit = j.HistoryLimit
+			executedLimit, unstartedLimit := l.limits(job)
+			records := resp.Responses[2*i].GetResponseRange().Kvs
+			marks := map[string]*mvccpb.KeyValue{}
+			for _, kv := range resp.Responses[2*i+1].GetResponseRange().Kvs {
+				marks[l.d.Keys.RecordRun(string(kv.Key))] = kv
 			}
-			l.mu.Unlock()
-			kvs := resp.Responses[i].GetResponseRange().Kvs
-			for _, kv := range kvs[:max(0, len(kvs)-limit)] {
+			var executed, unstarted []*mvccpb.KeyValue
+			for _, kv := range records {
+				if marks[l.d.Keys.RecordRun(string(kv.Key))] != nil {
+					unstarted = append(unstarted, kv)
+				} else {
+					executed = append(executed, kv)
+				}
+			}
+			for _, kv := range executed[:max(0, len(executed)-executedLimit)] {
 				dels = append(dels, seenKey{key: string(kv.Key), rev: kv.ModRevision})
-				if len(dels) == maxOpsPerTxn {
-					if err := l.deleteUnchanged(ctx, dels); err != nil {
-						return err
-					}
-					dels = dels[:0]
+				if err := flush(false); err != nil {
+					return err
+				}
+			}
+			for _, kv := range unstarted[:max(0, len(unstarted)-unstartedLimit)] {
+				mark := marks[l.d.Keys.RecordRun(string(kv.Key))]
+				dels = append(dels, seenKey{key: string(kv.Key), rev: kv.ModRevision},
+					seenKey{key: string(mark.Key), rev: mark.ModRevision})
+				if err := flush(false); err != nil {
+					return err
 				}
 			}
 		}
 	}
-	return l.deleteUnchanged(ctx, dels)
+	return flush(true)
+}
+
+// limits are the job's history limits: of records of runs that executed,
+// and of runs that never started. A job gone from the config, or a limit
+// of 0 (an entry from an older replica), gets the defaults.
+func (l *leader) limits(job string) (executed, unstarted int) {
+	executed, unstarted = config.DefaultHistoryLimit, config.DefaultSkippedHistoryLimit
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if j := l.jobs[job]; j != nil {
+		if j.HistoryLimit > 0 {
+			executed = j.HistoryLimit
+		}
+		if j.SkippedHistoryLimit > 0 {
+			unstarted = j.SkippedHistoryLimit
+		}
+	}
+	return executed, unstarted
 }
 
 // seenKey is a key as a read saw it.

@@ -2,6 +2,7 @@ package leader
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/jonboulle/clockwork"
@@ -10,6 +11,8 @@ import (
 	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/etcdtest"
 	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
+	"github.com/etcdsched/scheduler/internal/jobs/queue"
+	"github.com/etcdsched/scheduler/internal/runs"
 )
 
 // One pruning round trims every job it is given to its newest
@@ -85,5 +88,53 @@ func TestPruneSparesARecordRewrittenSinceTheRead(t *testing.T) {
 	}
 	if len(resp.Kvs) != 1 || string(resp.Kvs[0].Key) != rewritten || string(resp.Kvs[0].Value) != `{"outcome":"succeeded"}` {
 		t.Fatalf("left %d records (%v); want only the rewritten %s", len(resp.Kvs), resp.Kvs, rewritten)
+	}
+}
+
+// history_limit counts runs that executed; skipped and missed records have
+// their own skipped_history_limit, so a flood of skips cannot push real
+// history out (SPEC section 16). The skips' markers go with their records.
+func TestPruneKeepsSkipsApart(t *testing.T) {
+	cli := etcdtest.Start(t).Client()
+	ctx := t.Context()
+	j := jobstest.HTTPJob("busy", "@every 1s", "http://127.0.0.1:1/")
+	j.HistoryLimit, j.SkippedHistoryLimit = 5, 3
+	l := newTestLeader(t, cli, "/prune-skips/", jobstest.Config(j), clockwork.NewFakeClock())
+	var executed, skipped []string
+	for i := range 60 {
+		id := fmt.Sprintf("busy@%03d", i)
+		rec := runs.Record{RunID: id, Job: "busy", Outcome: runs.Succeeded}
+		if i%6 != 0 { // five skips for each run that executed
+			rec.Outcome = runs.Skipped
+			skipped = append(skipped, id)
+		} else {
+			executed = append(executed, id)
+		}
+		if _, err := cli.Txn(ctx).Then(queue.RecordOps(l.d.Keys, &rec)...).Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.pruneJobs(ctx, []string{"busy"}); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := cli.Get(ctx, l.d.Keys.JobRuns("busy"), clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	for _, kv := range resp.Kvs {
+		left = append(left, l.d.Keys.RecordRun(string(kv.Key)))
+	}
+	want := append(append([]string(nil), executed[len(executed)-5:]...), skipped[len(skipped)-3:]...)
+	slices.Sort(want)
+	if !slices.Equal(left, want) {
+		t.Errorf("records left %v, want the 5 newest executed and the 3 newest skipped: %v", left, want)
+	}
+	marks, err := cli.Get(ctx, l.d.Keys.Unstarted("busy"), clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(marks.Kvs) != 3 {
+		t.Errorf("%d unstarted markers left, want the 3 of the skips kept", len(marks.Kvs))
 	}
 }

@@ -16,7 +16,7 @@ import (
 // else a run's end causes belongs here too, so that no writer of a record
 // can forget it.
 func End(k keys.Layout, entryKey string, e *Entry, rec *runs.Record, now time.Time) (ops []clientv3.Op, retry *Entry) {
-	ops = []clientv3.Op{clientv3.OpPut(k.Record(e.Job, e.RunID), EncodeRecord(rec))}
+	ops = RecordOps(k, rec)
 	if rec.Outcome.Retryable() {
 		retry = e.Retry(now, rec)
 	}

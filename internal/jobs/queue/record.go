@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/runs"
 )
 
@@ -81,6 +84,21 @@ func (e *Entry) InFlight(token int64) runs.Record {
 	r.FencingToken = token
 	return r
 }
+
+// RecordOps are the writes of a record: the record, and for a run that
+// never started (skipped, missed) its marker, so that pruning can keep such
+// records apart from runs that executed by reading keys only.
+func RecordOps(k keys.Layout, r *runs.Record) []clientv3.Op {
+	ops := []clientv3.Op{clientv3.OpPut(k.Record(r.Job, r.RunID), EncodeRecord(r))}
+	if Unstarted(r.Outcome) {
+		ops = append(ops, clientv3.OpPut(k.UnstartedMark(r.Job, r.RunID), ""))
+	}
+	return ops
+}
+
+// Unstarted reports whether records of this outcome count against
+// skipped_history_limit rather than history_limit.
+func Unstarted(o runs.Outcome) bool { return o == runs.Skipped || o == runs.Missed }
 
 // EncodeRecord is a record as stored at runs/<job>/<run-id>.
 func EncodeRecord(r *runs.Record) string {

@@ -6,6 +6,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/internal/keys"
+	"github.com/etcdsched/scheduler/internal/runs"
 )
 
 // Writes are the unfenced writes a worker or the API makes to the queue:
@@ -29,10 +30,8 @@ func (w Writes) IfUnchanged(ctx context.Context, it *Item, ops ...clientv3.Op) (
 
 // EndUnstarted deletes the entry and writes its record (of a run that never
 // started), if the entry is still as the view saw it.
-func (w Writes) EndUnstarted(ctx context.Context, it *Item, rec string) (bool, error) {
-	return w.IfUnchanged(ctx, it,
-		clientv3.OpDelete(it.Key),
-		clientv3.OpPut(w.Keys.Record(it.Job, it.RunID), rec))
+func (w Writes) EndUnstarted(ctx context.Context, it *Item, rec *runs.Record) (bool, error) {
+	return w.IfUnchanged(ctx, it, append([]clientv3.Op{clientv3.OpDelete(it.Key)}, RecordOps(w.Keys, rec)...)...)
 }
 
 // Add creates a pending entry, unless a run of that id is queued, running
