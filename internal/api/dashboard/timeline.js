@@ -300,6 +300,8 @@ window.SchedulerTimeline = (function () {
     const backs = root.querySelector('.tl-backs');
     labels.replaceChildren();
     backs.replaceChildren();
+    // The rows start below the axis, in the plot as beside it.
+    set(labels, 'transform', `translate(0 ${AXIS_H})`);
 
     let y = 0;
     const summary = [];
