@@ -19,6 +19,16 @@ window.SchedulerTimeline = (function () {
   const MAX_LIMIT = 1000; // the API's cap on ?limit=
   const MAX_KEPT = 3600; // records kept per job: one a second for the hour
   const LATENESS_REDRAW_MS = 10000; // the charts' time axis moves; redraw them this often at least
+  // A job listing of a large cluster carries no last_run (the API bounds its
+  // reads); the page then reads jobs' newest records itself, a few a poll.
+  const PROBES_PER_TICK = 4;
+  const PROBE_EVERY_MS = 120000;
+  const RECENT_MS = 5 * 60000; // without last_run, a job active this recently is read every 5s
+  // A drawn job keeps its row against a newcomer less than this much more
+  // recent, so that sixty equally busy jobs do not trade fifty rows every
+  // poll; and a job off the rows keeps its records this long, should it
+  // come back.
+  const STICKY_MS = 60000;
 
   // Layout of the timeline, in CSS pixels.
   const LABEL_W = 190;
@@ -45,6 +55,14 @@ window.SchedulerTimeline = (function () {
   const epoch = Date.now() - HOUR_MS;
   // What the last poll drew, to draw again when the window is changed.
   let last = null;
+  // job name -> the latest time the page knows the job was active: from the
+  // listing's last_run, a run it saw hold a slot, its records or a probe.
+  // Kept for jobs without a row too: it is what chooses the rows.
+  const seen = new Map();
+  // job name -> when a probe last read the job's newest record.
+  const probed = new Map();
+  // Whether the job listing carries last_run.
+  let listed = true;
 
   const $ = (id) => document.getElementById(id);
 
@@ -95,12 +113,14 @@ window.SchedulerTimeline = (function () {
     return r ? `${r.run_id} ${r.outcome} ${r.ended_at || ''}` : '';
   }
 
+  function mark(name, t) {
+    if (!isNaN(t) && !(seen.get(name) >= t)) seen.set(name, t);
+  }
+
   function activity(j, now) {
-    if (j.running > 0 || j.pending > 0) return now;
-    const r = j.last_run;
-    if (!r) return -Infinity;
-    const t = [r.ended_at, r.started_at, r.scheduled_at].map(ms).find((x) => !isNaN(x));
-    return t === undefined ? -Infinity : t;
+    if (j.running > 0 || j.pending > 0) mark(j.name, now);
+    if (j.last_run) mark(j.name, recordEnd(j.last_run));
+    return seen.has(j.name) ? seen.get(j.name) : -Infinity;
   }
 
   function state(name) {
@@ -116,6 +136,7 @@ window.SchedulerTimeline = (function () {
     if (st.inFlight) return false;
     if (st.due) return true;
     const since = now - st.fetchedAt;
+    if (!listed) return since >= (now - activity(j, now) < RECENT_MS ? MIN_REFETCH_MS : IDLE_REFETCH_MS);
     return (st.lastKey !== lastKey(j) && since >= MIN_REFETCH_MS) || since >= IDLE_REFETCH_MS;
   }
 
@@ -137,6 +158,7 @@ window.SchedulerTimeline = (function () {
         if (had) known++;
         if (!had || JSON.stringify(had) !== JSON.stringify(rec)) changed = true;
         st.records.set(rec.run_id, rec);
+        mark(j.name, recordEnd(rec));
       }
       if (changed) st.version++;
       const oldest = r.body.length ? ms(r.body[r.body.length - 1].scheduled_at) : NaN;
@@ -155,6 +177,27 @@ window.SchedulerTimeline = (function () {
     } finally {
       st.inFlight = false;
     }
+  }
+
+  // probe reads the newest record of a few jobs the page knows nothing
+  // recent of, oldest probe first, so that over a few minutes every job of
+  // a large cluster has been looked at once.
+  async function probe(api, jobList, shownNames, now) {
+    const todo = jobList.filter((j) => !shownNames.has(j.name) && !(now - (probed.get(j.name) || 0) < PROBE_EVERY_MS))
+      .sort((a, b) => (probed.get(a.name) || 0) - (probed.get(b.name) || 0))
+      .slice(0, PROBES_PER_TICK);
+    const errors = [];
+    await Promise.all(todo.map(async (j) => {
+      probed.set(j.name, now);
+      try {
+        const r = await api('GET', `/api/v1/jobs/${encodeURIComponent(j.name)}/runs?limit=1`);
+        if (r.ok && Array.isArray(r.body) && r.body.length) mark(j.name, recordEnd(r.body[0]));
+        else if (!r.ok) errors.push(`newest run of ${j.name}: HTTP ${r.status}`);
+      } catch (e) {
+        errors.push(`newest run of ${j.name}: ${e.message || e}`);
+      }
+    }));
+    return errors;
   }
 
   function recordEnd(rec) {
@@ -496,21 +539,30 @@ window.SchedulerTimeline = (function () {
     for (const [name, st] of jobs) {
       if (!names.has(name)) { if (st.group) st.group.remove(); jobs.delete(name); }
     }
+    for (const m of [seen, probed]) for (const name of m.keys()) if (!names.has(name)) m.delete(name);
+    listed = jobList.some((j) => j.last_run);
 
     const recent = jobList
-      .map((j) => ({ j, a: Math.max(activity(j, now), jobs.has(j.name) && jobs.get(j.name).records.size ? now - HOUR_MS : -Infinity) }))
+      .map((j) => ({ j, a: activity(j, now) }))
       .filter((x) => x.a >= now - HOUR_MS)
+      .map((x) => ({ j: x.j, a: x.a + (jobs.has(x.j.name) && jobs.get(x.j.name).group && jobs.get(x.j.name).group.isConnected ? STICKY_MS : 0) }))
       .sort((a, b) => b.a - a.a || a.j.name.localeCompare(b.j.name));
     // Rows in name order: sorted by activity they would jump about every second.
     const shown = recent.slice(0, MAX_ROWS).map((x) => x.j).sort((a, b) => a.name.localeCompare(b.name));
     const shownNames = new Set(shown.map((j) => j.name));
     for (const [name, st] of jobs) {
-      if (!shownNames.has(name)) { if (st.group) st.group.remove(); jobs.delete(name); }
+      if (shownNames.has(name)) { st.shownAt = now; continue; }
+      if (st.group) st.group.remove();
+      if (!(now - st.shownAt < STICKY_MS)) jobs.delete(name);
     }
 
     const want = shown.map((j) => [j, state(j.name)]).filter(([j, st]) => wants(st, j, now))
       .sort((a, b) => a[1].fetchedAt - b[1].fetchedAt).slice(0, FETCHES_PER_TICK);
-    const errors = (await Promise.all(want.map(([j, st]) => fetchRuns(api, j, st, now)))).filter(Boolean);
+    const [fetched, probeErrors] = await Promise.all([
+      Promise.all(want.map(([j, st]) => fetchRuns(api, j, st, now))),
+      listed ? [] : probe(api, jobList, shownNames, now),
+    ]);
+    const errors = fetched.filter(Boolean).concat(probeErrors);
     note('timeline-note', errors.length ? errors.join('; ') : '');
 
     const drawnAt = Date.now();
@@ -519,6 +571,11 @@ window.SchedulerTimeline = (function () {
     let scope = `${shown.length} of ${jobList.length} jobs: those with a run in the last hour or one running now`;
     if (recent.length > MAX_ROWS) scope += `; only the ${MAX_ROWS} most recently active of ${recent.length} are drawn, to keep the page quick`;
     else if (idle > 0) scope += `; ${idle} idle ${idle === 1 ? 'job is' : 'jobs are'} left out`;
+    if (!listed) {
+      const looked = jobList.filter((j) => probed.has(j.name) || shownNames.has(j.name)).length;
+      scope += `. The job list carries no last runs (too many jobs), so the page reads each job's newest run itself, ${PROBES_PER_TICK} a second` +
+        (looked < jobList.length ? `: ${looked} of ${jobList.length} read so far` : `, each again every ${PROBE_EVERY_MS / 60000} minutes`);
+    }
     setText($('timeline-scope'), scope + '.');
     $('timeline').querySelector('.empty').hidden = shown.length > 0;
     last = [shown, slots];
