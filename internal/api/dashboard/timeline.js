@@ -2,8 +2,11 @@
 // drawn as plain SVG from this replica's JSON API. app.js calls update()
 // once a second with the jobs and slots it has just read; this file reads
 // run records itself, but only for the jobs it shows and only when a job's
-// last_run says a record was written since the last read, so a page left
-// open does not re-read every job's history every second.
+// last_run says a record was written since the last read (at most every
+// 5s), so a page left open does not re-read every job's history every
+// second. The API has no read of recent runs across jobs; where the job
+// listing carries no last_run (large clusters), jobs' newest records are
+// read a few a poll to find the active ones.
 'use strict';
 
 window.SchedulerTimeline = (function () {
@@ -48,7 +51,8 @@ window.SchedulerTimeline = (function () {
   let NS = null;
 
   // job name -> { records: Map(run_id -> record), lastKey, fetchedAt, limit,
-  //               due, inFlight, version, bars: Map(run_id -> element), group }
+  //               due, inFlight, version, bars: Map(run_id -> element), group,
+  //               shownAt }
   const jobs = new Map();
   // Bars are placed at absolute times from this origin; moving the window
   // is then one transform on their common group, not a write per bar.
