@@ -194,6 +194,23 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 	if err != nil {
 		t.Fatalf("screenshot %s: %v", name, err)
 	}
+	savePNG(t, name, png)
+}
+
+// screenshotOf saves the element css selects, as screenshot saves the page.
+func screenshotOf(t *testing.T, ctx context.Context, name, css string) {
+	t.Helper()
+	sctx, cancel := context.WithTimeout(ctx, patience)
+	defer cancel()
+	png, err := chromedp.Run(sctx, chromedp.Screenshot(chromedp.CSS(css)))
+	if err != nil {
+		t.Fatalf("screenshot %s of %s: %v", name, css, err)
+	}
+	savePNG(t, name, png)
+}
+
+func savePNG(t *testing.T, name string, png []byte) {
+	t.Helper()
 	dir := t.TempDir()
 	if os.Getenv("UPDATE_SCREENSHOTS") == "1" {
 		root, err := moduleRoot()

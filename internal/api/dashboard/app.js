@@ -423,7 +423,9 @@
     const l = renderLeader(leader);
     renderMembers(members, l);
     const slots = renderSlots(slotsR);
-    renderJobs(jobsR, slots);
+    const jobs = renderJobs(jobsR, slots);
+    // The timeline reads run records at its own, slower pace (timeline.js).
+    await window.SchedulerTimeline.update(api, jobs, slots);
     if (job && job === state.selectedJob && runsR) {
       const records = runsR.ok && Array.isArray(runsR.body) ? runsR.body : [];
       note('runs', runsR.ok ? '' : `runs: ${problem(runsR)}`);

@@ -10,7 +10,7 @@ import (
 	"path"
 )
 
-//go:embed index.html style.css app.js
+//go:embed index.html style.css app.js timeline.js
 var files embed.FS
 
 // contentTypes are set by extension here rather than left to the mime

@@ -28,6 +28,7 @@ func TestServesPageAndAssets(t *testing.T) {
 		{"/", "text/html; charset=utf-8", "<title>etcd scheduler</title>"},
 		{"/style.css", "text/css; charset=utf-8", "--bad:"},
 		{"/app.js", "text/javascript; charset=utf-8", "/api/v1/jobs"},
+		{"/timeline.js", "text/javascript; charset=utf-8", "/runs?limit="},
 	} {
 		res, body := get(t, tc.path)
 		if res.StatusCode != http.StatusOK {
@@ -97,15 +98,34 @@ func TestOnlyLocalURLs(t *testing.T) {
 }
 
 // TestScriptNeverParsesHTML: everything the page shows comes from the API
-// and may hold a job's output, so the script sets text, never markup.
+// and may hold a job's output, so the scripts set text, never markup.
 func TestScriptNeverParsesHTML(t *testing.T) {
-	b, err := files.ReadFile("app.js")
-	if err != nil {
-		t.Fatal(err)
+	for _, name := range []string{"app.js", "timeline.js"} {
+		b, err := files.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, sink := range []string{"innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval("} {
+			if strings.Contains(string(b), sink) {
+				t.Errorf("%s uses %s", name, sink)
+			}
+		}
 	}
-	for _, sink := range []string{"innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval("} {
-		if strings.Contains(string(b), sink) {
-			t.Errorf("app.js uses %s", sink)
+}
+
+// TestNoInlineStyle: the policy allows style sheets from this origin only,
+// so a style attribute would be dropped by the browser; colours and sizes
+// of the SVG come from classes in style.css.
+func TestNoInlineStyle(t *testing.T) {
+	for _, name := range []string{"index.html", "app.js", "timeline.js"} {
+		b, err := files.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range []string{"style=", "'style'", "\"style\"", ".style."} {
+			if strings.Contains(string(b), s) {
+				t.Errorf("%s sets an inline style (%s)", name, s)
+			}
 		}
 	}
 }
