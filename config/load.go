@@ -42,6 +42,7 @@ func Parse(filename string, data []byte) (*Config, error) {
 		return nil, p.err()
 	}
 	decoder{p}.decode(root, reflect.ValueOf(cfg).Elem(), "")
+	cfg.readSinkHeaders(p, filename)
 	cfg.validate(p)
 	if err := p.err(); err != nil {
 		return nil, err
