@@ -89,7 +89,7 @@ func (e *Engine) Cancel(ctx context.Context, runID, reason string) error {
 			return e.Cancel(ctx, runID, reason) // the view is behind: read again
 		}
 		rec := q.NotStarted(runs.Cancelled, e.clock.Now(), "cancelled before it started: "+reason)
-		ok, err := e.writes.EndUnstarted(ctx, q, queue.EncodeRecord(&rec))
+		ok, err := e.writes.EndUnstarted(ctx, q, &rec)
 		if err != nil {
 			return fmt.Errorf("jobs: cancel %s: %w", runID, err)
 		}

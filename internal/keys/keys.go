@@ -29,6 +29,7 @@ const (
 	resourcesDir = "resources/"
 	cancelDir    = "cancel/"
 	runsDir      = "runs/"
+	outboxDir    = "outbox/"
 )
 
 // Election is where concurrency.Election campaigns: one key per candidate,
@@ -53,6 +54,11 @@ func (l Layout) Cursor(job string) string { return l.Jobs() + job + "/cursor" }
 // Paused exists while job is paused (or says "false" after a resume of a
 // job whose file says paused).
 func (l Layout) Paused(job string) string { return l.Jobs() + job + "/paused" }
+
+// Health says whether job's last run ended well ("ok") or not
+// ("failing"): what decides a "recovered" notification. Absent until a
+// job with a sink for "recovered" first ends a run otherwise.
+func (l Layout) Health(job string) string { return l.Jobs() + job + "/health" }
 
 // CursorJob returns the job of a cursor key.
 func (l Layout) CursorJob(key string) (string, bool) { return l.jobState(key, "/cursor") }
@@ -137,3 +143,10 @@ func (l Layout) JobRuns(job string) string { return l.Runs() + job + "/" }
 
 // Record is the finished-run record of runID.
 func (l Layout) Record(job, runID string) string { return l.JobRuns(job) + runID }
+
+// Outbox holds notifications not yet delivered, one key per sink and
+// event, written in the transaction of the record that causes them.
+func (l Layout) Outbox() string { return l.Prefix + outboxDir }
+
+// Notification is the outbox key of notification id for sink.
+func (l Layout) Notification(sink, id string) string { return l.Outbox() + sink + "/" + id }

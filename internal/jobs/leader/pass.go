@@ -8,8 +8,6 @@ import (
 	"sync"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-
 	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/schedule"
 )
@@ -133,8 +131,8 @@ func (l *leader) processOnce(ctx context.Context, j *config.Job, sched schedule.
 	}
 	cfg := l.d.Config()
 	for _, t := range p.Ticks {
-		runID, op := l.tickOp(cfg, j, t, now)
-		wrote, err := l.write(ctx, j.Name, t.At, l.absent(j.Name, runID), []clientv3.Op{op})
+		runID, ops, health := l.tickOps(cfg, j, t, now)
+		wrote, err := l.write(ctx, j.Name, t.At, l.absent(j.Name, runID), append(ops, health...))
 		if err != nil {
 			return err
 		}

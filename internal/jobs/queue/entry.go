@@ -46,6 +46,11 @@ type Entry struct {
 	// Previous carries the earlier attempts of a retried run into its
 	// final record.
 	Previous []runs.Attempt `json:"previous_attempts,omitempty"`
+	// Input is what the run is given (a trigger's input, or its
+	// upstream's when chained).
+	Input json.RawMessage `json:"input,omitempty"`
+	// UpstreamRunID is the run whose end queued this one (trigger chain).
+	UpstreamRunID string `json:"upstream_run_id,omitempty"`
 
 	// Set while running.
 	Holder    string    `json:"holder,omitempty"`

@@ -28,6 +28,9 @@ func (e *Entry) base(outcome runs.Outcome) runs.Record {
 		Slot:        e.Slot,
 		Outcome:     outcome,
 		Previous:    e.Previous,
+
+		Input:         e.Input,
+		UpstreamRunID: e.UpstreamRunID,
 	}
 }
 

@@ -60,7 +60,7 @@ func (w *Worker) oldestRunning(job string) *queue.Item {
 // removes its entry, if the entry is still as the view saw it.
 func (w *Worker) finishUnstarted(ctx context.Context, q *queue.Item, outcome runs.Outcome, reason, msg string) {
 	rec := q.NotStarted(outcome, w.d.Clock.Now(), msg)
-	ok, err := w.writes.EndUnstarted(ctx, q, queue.EncodeRecord(&rec))
+	ok, err := w.writes.EndUnstarted(ctx, q, &rec)
 	if err != nil || !ok {
 		return // another worker decided first, or etcd is away: the entry stays for another try
 	}
