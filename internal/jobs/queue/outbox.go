@@ -107,3 +107,14 @@ func (o *Outbox) List() []*Waiting {
 	})
 	return out
 }
+
+// ByJob counts the waiting notifications of each job.
+func (o *Outbox) ByJob() map[string]int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	out := map[string]int{}
+	for _, w := range o.items {
+		out[w.Record.Job]++
+	}
+	return out
+}
