@@ -137,3 +137,36 @@ func TestNotificationsAreRetriedUntilDelivered(t *testing.T) {
 	}
 	t.Logf("%d notifications, %d refused tries before delivery", len(ids), len(rcv.deliveries(false)))
 }
+
+// A sink that never answers holds its own delivery slots only: another
+// sink gets every notification meanwhile.
+func TestHangingSinkDoesNotStallOthers(t *testing.T) {
+	etcd := etcdtest.Start(t)
+	w := startWitness(t)
+	release := make(chan struct{})
+	hang := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { <-release }))
+	t.Cleanup(hang.Close)
+	t.Cleanup(func() { close(release) })
+	rcv := startReceiver(t, http.StatusOK)
+	job := jobstest.HTTPJob("fails", "@yearly", w.url("status=500"))
+	job.MaxConcurrency = 8
+	cfg := jobstest.Config(job)
+	cfg.Notify.Sinks = []config.Sink{
+		{Name: "hangs", URL: hang.URL, Format: config.FormatJSON, On: []string{"failed"}},
+		rcv.sink("ops", "failed"),
+	}
+	cfg.Notify.Default = []string{"hangs", "ops"}
+	n := startNode(t, etcd.Endpoints(), "solo", cfg)
+	leaderOf(t, []*node{n})
+	for range 8 {
+		if _, err := n.engine.Trigger(t.Context(), "fails"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	poll.For(t, 30*time.Second, "eight notifications at the answering sink", func() bool {
+		return len(rcv.deliveries(true)) == 8
+	})
+	if got := outbox(t, n.client); got != 8 {
+		t.Errorf("%d notifications waiting, want the 8 of the hanging sink", got)
+	}
+}
