@@ -13,6 +13,7 @@ type Config struct {
 	API       API        `yaml:"api" json:"api"`
 	Worker    Worker     `yaml:"worker" json:"worker"`
 	Resources []Resource `yaml:"resources" json:"resources,omitempty"`
+	Notify    Notify     `yaml:"notify" json:"notify"`
 	Jobs      []Job      `yaml:"jobs" json:"jobs"`
 }
 
@@ -99,6 +100,9 @@ type Job struct {
 	SkippedHistoryLimit int   `yaml:"skipped_history_limit" json:"skipped_history_limit"`
 	HTTP                *HTTP `yaml:"http" json:"http,omitempty"`
 	Exec                *Exec `yaml:"exec" json:"exec,omitempty"`
+	// Notify names the job's sinks; nil means notify.default, empty none.
+	Notify []string `yaml:"notify" json:"notify"`
+	After  *After   `yaml:"after" json:"after,omitempty"`
 }
 
 // Retries: exponential backoff, on failure only.

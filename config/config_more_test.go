@@ -40,6 +40,7 @@ jobs:
 		},
 		API:    API{Listen: "127.0.0.1:8080"},
 		Worker: Worker{MaxParallel: 64, ShutdownGrace: Duration(30 * time.Second)},
+		Notify: Notify{MaxAge: Duration(time.Hour)},
 	}
 	job := Job{
 		Timezone:         "UTC",

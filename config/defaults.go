@@ -50,6 +50,7 @@ func (c *Config) setDefaults() {
 		LeaseMargin: Duration(DefaultLeaseMargin),
 	}
 	c.API = API{Listen: DefaultListen}
+	c.Notify = Notify{MaxAge: Duration(DefaultNotifyMaxAge)}
 	c.Worker = Worker{
 		MaxParallel:   DefaultMaxParallel,
 		ShutdownGrace: Duration(DefaultShutdownGrace),

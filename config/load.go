@@ -46,6 +46,7 @@ func Parse(filename string, data []byte) (*Config, error) {
 		return nil, p.err()
 	}
 	cfg.loadSecrets(p, filepath.Dir(filename))
+	cfg.readSinkHeaders(p, filename)
 	cfg.validate(p)
 	if err := p.err(); err != nil {
 		return nil, err

@@ -43,6 +43,8 @@ func (c *Config) validate(p *problems) {
 	for i := range c.Jobs {
 		c.Jobs[i].validate(p, "jobs["+strconv.Itoa(i)+"]", declared, first)
 	}
+	c.validateNotify(p)
+	c.validateChains(p)
 }
 
 func (c *Config) validateCluster(p *problems) {

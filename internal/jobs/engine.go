@@ -69,6 +69,7 @@ type Engine struct {
 	paused   *queue.Paused
 	worker   *worker.Worker
 	finished *leader.Finished
+	outbox   *queue.Outbox
 
 	configChanged chan struct{}
 	wg            sync.WaitGroup
@@ -102,11 +103,15 @@ func New(opts Options) (*Engine, error) {
 		clock:         opts.Clock,
 		log:           opts.Logger,
 		metrics:       m,
-		writes:        queue.Writes{Client: opts.Client, Keys: layout},
+		writes:        queue.Writes{Client: opts.Client, Keys: layout, Config: opts.Config},
 		queue:         queue.NewView(layout, opts.Logger),
 		paused:        queue.NewPaused(layout),
 		finished:      leader.NewFinished(),
+		outbox:        queue.NewOutbox(),
 		configChanged: make(chan struct{}, 1),
+	}
+	if err := metrics.Pending(opts.Reg, e.outbox.Len); err != nil {
+		return nil, fmt.Errorf("jobs: metrics: %w", err)
 	}
 	e.worker = worker.New(worker.Deps{
 		Client: opts.Client, Keys: layout, ID: opts.ID,
@@ -144,6 +149,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		{e.keys.Jobs(), e.paused},
 		{e.keys.Cancels(), e.worker.Cancels()},
 		{e.keys.Members(), e.worker.Members()},
+		{e.keys.Outbox(), e.outbox},
 	} {
 		wg.Add(1)
 		go func() {
@@ -179,7 +185,7 @@ func (e *Engine) Ready() <-chan struct{} { return e.queue.Ready() }
 func (e *Engine) Lead(ctx context.Context, term election.Leadership) error {
 	return leader.Run(ctx, leader.Deps{
 		Client: e.opts.Client, Keys: e.keys, Config: e.opts.Config, ConfigChanged: e.configChanged,
-		Queue: e.queue, Paused: e.paused, Slots: e.opts.Slots, Finished: e.finished,
+		Queue: e.queue, Paused: e.paused, Slots: e.opts.Slots, Finished: e.finished, Outbox: e.outbox,
 		Metrics: e.metrics, Clock: e.clock, Log: e.log, Lookahead: e.opts.Lookahead,
 	}, term)
 }

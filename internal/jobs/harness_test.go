@@ -84,6 +84,14 @@ func (n *node) config() *config.Config {
 	return n.cfg
 }
 
+func (n *node) setConfig(cfg *config.Config) {
+	cfg.Cluster.Etcd.Prefix = testPrefix
+	n.mu.Lock()
+	n.cfg = cfg
+	n.mu.Unlock()
+	n.engine.ConfigChanged()
+}
+
 // stop shuts the node down gracefully, in the order of SPEC section 9.
 func (n *node) stop(grace time.Duration) {
 	if n.stopped {

@@ -32,6 +32,10 @@ type JobStatus struct {
 	Running        int          `json:"running"`
 	MaxConcurrency int          `json:"max_concurrency"`
 	Pending        int          `json:"pending"`
+	// After is the job this one is chained after (SPEC section 14).
+	After *config.After `json:"after,omitempty"`
+	// PendingNotifications are the job's notifications not yet delivered.
+	PendingNotifications int `json:"pending_notifications"`
 }
 
 // RunStatus is one run: queued ("pending"), executing ("running") or
@@ -82,12 +86,13 @@ func (e *Engine) statuses(ctx context.Context, jobs []*config.Job) ([]JobStatus,
 	for _, q := range e.queue.List(func(q *queue.Item) bool { return q.State == queue.Pending }) {
 		pending[q.Job]++
 	}
+	notes := e.outbox.ByJob()
 	out := make([]JobStatus, len(jobs))
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 16)
 	errs := make([]error, len(jobs))
 	for i, j := range jobs {
-		out[i] = e.jobStatus(j, pending[j.Name])
+		out[i] = e.jobStatus(j, pending[j.Name], notes)
 		if len(jobs) > lastRunLookups {
 			continue
 		}
@@ -108,13 +113,13 @@ func (e *Engine) Job(ctx context.Context, name string) (JobStatus, error) {
 	if j == nil {
 		return JobStatus{}, fmt.Errorf("%w %q", ErrUnknownJob, name)
 	}
-	st := e.jobStatus(j, len(e.queue.List(func(q *queue.Item) bool { return q.Job == j.Name && q.State == queue.Pending })))
+	st := e.jobStatus(j, len(e.queue.List(func(q *queue.Item) bool { return q.Job == j.Name && q.State == queue.Pending })), e.outbox.ByJob())
 	var err error
 	st.LastRun, err = e.lastRun(ctx, name)
 	return st, err
 }
 
-func (e *Engine) jobStatus(j *config.Job, pending int) JobStatus {
+func (e *Engine) jobStatus(j *config.Job, pending int, notes map[string]int) JobStatus {
 	st := JobStatus{
 		Name:           j.Name,
 		Spec:           *j,
@@ -122,7 +127,9 @@ func (e *Engine) jobStatus(j *config.Job, pending int) JobStatus {
 		Running:        e.opts.Slots.InUse(j.Name),
 		MaxConcurrency: j.MaxConcurrency,
 		Pending:        pending,
+		After:          j.After,
 	}
+	st.PendingNotifications = notes[j.Name]
 	if sched, err := j.ParsedSchedule(); err == nil {
 		st.NextRun = sched.Next(e.clock.Now())
 	}

@@ -30,6 +30,7 @@ const (
 	cancelDir    = "cancel/"
 	runsDir      = "runs/"
 	unstartedDir = "unstarted/"
+	outboxDir    = "outbox/"
 )
 
 // Election is where concurrency.Election campaigns: one key per candidate,
@@ -54,6 +55,11 @@ func (l Layout) Cursor(job string) string { return l.Jobs() + job + "/cursor" }
 // Paused exists while job is paused (or says "false" after a resume of a
 // job whose file says paused).
 func (l Layout) Paused(job string) string { return l.Jobs() + job + "/paused" }
+
+// Health says whether job's last run ended well ("ok") or not
+// ("failing"): what decides a "recovered" notification. Absent until a
+// job with a sink for "recovered" first ends a run otherwise.
+func (l Layout) Health(job string) string { return l.Jobs() + job + "/health" }
 
 // CursorJob returns the job of a cursor key.
 func (l Layout) CursorJob(key string) (string, bool) { return l.jobState(key, "/cursor") }
@@ -150,3 +156,10 @@ func (l Layout) UnstartedMark(job, runID string) string { return l.Unstarted(job
 // RecordRun is the run id of a record's key (or an entry's: both end in
 // it); run ids hold no "/".
 func (l Layout) RecordRun(key string) string { return key[strings.LastIndexByte(key, '/')+1:] }
+
+// Outbox holds notifications not yet delivered, one key per sink and
+// event, written in the transaction of the record that causes them.
+func (l Layout) Outbox() string { return l.Prefix + outboxDir }
+
+// Notification is the outbox key of notification id for sink.
+func (l Layout) Notification(sink, id string) string { return l.Outbox() + sink + "/" + id }

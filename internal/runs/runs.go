@@ -33,6 +33,8 @@ const (
 	Schedule Trigger = "schedule"
 	Manual   Trigger = "manual"
 	Retry    Trigger = "retry"
+	// Chain: queued by the end of a run of the job it is chained after.
+	Chain Trigger = "chain"
 )
 
 // Record is a finished run, stored at runs/<job>/<run-id>.
@@ -52,8 +54,11 @@ type Record struct {
 	HTTPStatus   int       `json:"http_status,omitempty"`
 	Error        string    `json:"error,omitempty"`
 	Output       string    `json:"output,omitempty"`
-	// Input is the run's input, a JSON object (SPEC section 12).
+	// Input is what the run was given (a trigger's input, or its
+	// upstream's when chained).
 	Input json.RawMessage `json:"input,omitempty"`
+	// UpstreamRunID is the run whose end queued this one (trigger chain).
+	UpstreamRunID string `json:"upstream_run_id,omitempty"`
 	// Previous lists the attempts before this one: a retry keeps the run
 	// id, so its record replaces theirs at the same key.
 	Previous []Attempt `json:"previous_attempts,omitempty"`
@@ -95,6 +100,13 @@ func ManualID(job, unique string) string {
 // same key names the same run, so a repeated trigger finds it.
 func IdempotentID(job, key string) string {
 	return job + "@key-" + key
+}
+
+// ChainID is the id of the run of job queued by the end of upstream: one
+// upstream run can queue at most one run of each job chained after it,
+// however often its end is written.
+func ChainID(job, upstream string) string {
+	return job + "@chain-" + upstream
 }
 
 // JobOf returns the job part of a run id.

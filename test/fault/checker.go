@@ -60,6 +60,9 @@ type History struct {
 	Healed time.Time
 	// Now ends the runs still in flight.
 	Now time.Time
+	// Chains and Notify: see chains.go.
+	Chains []Chain
+	Notify Notify
 }
 
 // Report is the checker's verdict.
@@ -67,6 +70,8 @@ type Report struct {
 	RunsChecked   int
 	Rejected      int // stale tokens refused by the witness
 	Superseded    int // runs fenced off by a newer token while frozen
+	ChainRuns     int // downstream runs checked against their upstream
+	Notified      int // notifications delivered or still in the outbox
 	ExcusedShared int // shared-resource overlaps caused by a frozen holder
 	TicksChecked  int
 	TicksLost     int // lost inside failover windows (allowed)
@@ -102,6 +107,8 @@ func Check(h *History) *Report {
 	checkSlotPeaks(h, jobs, r)
 	checkHealed(h, r)
 	checkRecords(h, r)
+	checkChains(h, r)
+	checkNotifications(h, r)
 	return r
 }
 

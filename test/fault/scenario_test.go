@@ -17,6 +17,7 @@ import (
 
 	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/poll"
+	"github.com/etcdsched/scheduler/internal/notify"
 	"github.com/etcdsched/scheduler/internal/runs"
 	"github.com/etcdsched/scheduler/test/cluster"
 )
@@ -93,7 +94,8 @@ func runScenario(t *testing.T, sc scenario) outcome {
 	}
 	t.Cleanup(w.Close)
 	beats := t.TempDir()
-	cfg, jobs, resources := workload(sc.ttl, w, beats)
+	rcv := startReceiver(t)
+	cfg, jobs, resources := workload(sc.ttl, w, rcv.srv.URL+"/notify", beats)
 	dir := t.TempDir()
 	if keep := os.Getenv("FAULT_LOG_DIR"); keep != "" {
 		// Keep data and logs after the test, for a post-mortem.
@@ -129,6 +131,8 @@ func runScenario(t *testing.T, sc scenario) outcome {
 	r.hold(sc.settle)
 
 	hist := r.history(jobs, resources, ticksFrom, healed)
+	hist.Chains, hist.Notify = chains, notified
+	hist.Notify.Seen = r.notificationsSeen(rcv)
 	rep := Check(hist)
 	rep.Violations = append(r.problems, rep.Violations...)
 	sum := r.summary(rep)
@@ -434,6 +438,31 @@ func (r *runner) history(jobs []Job, resources map[string]int, ticksFrom, healed
 	}
 }
 
+// notificationsSeen are the notification ids still in the outbox, then
+// those the receiver took: read in this order, a notification deleted
+// between the two reads was taken before it.
+func (r *runner) notificationsSeen(rcv *receiver) map[string]bool {
+	r.t.Helper()
+	cli, err := r.c.Client()
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	defer cli.Close()
+	ctx, cancel := r.ctx(30 * time.Second)
+	defer cancel()
+	resp, err := cli.Get(ctx, keys.New(prefix).Outbox(), clientv3.WithPrefix())
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	seen := rcv.taken()
+	for _, kv := range resp.Kvs {
+		if n, err := notify.Decode(kv.Value); err == nil {
+			seen[n.ID] = true
+		}
+	}
+	return seen
+}
+
 func (r *runner) summary(rep *Report) string {
 	var kills []time.Duration
 	for _, f := range r.faults {
@@ -443,9 +472,10 @@ func (r *runner) summary(rep *Report) string {
 	}
 	revs, restarts := r.w.Observer().Revisions()
 	return fmt.Sprintf("fault summary %s: faults=%d runs=%d violations=%d rejected_stale_tokens=%d superseded=%d "+
-		"ticks=%d ticks_lost_in_failover=%d failover(kill-leader) min/median/max=%s resume_after_etcd=%s watched_revisions=%d watch_restarts=%d exec_kill_checks=%d",
+		"ticks=%d ticks_lost_in_failover=%d failover(kill-leader) min/median/max=%s resume_after_etcd=%s watched_revisions=%d watch_restarts=%d "+
+		"chained_runs=%d notifications=%d exec_kill_checks=%d",
 		r.sc.name, len(r.faults), rep.RunsChecked, len(rep.Violations), rep.Rejected, rep.Superseded,
-		rep.TicksChecked, rep.TicksLost, spread(kills), spread(r.resumes), revs, restarts, r.beatChecks)
+		rep.TicksChecked, rep.TicksLost, spread(kills), spread(r.resumes), revs, restarts, rep.ChainRuns, rep.Notified, r.beatChecks)
 }
 
 func spread(ds []time.Duration) string {

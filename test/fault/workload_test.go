@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/etcdsched/scheduler/internal/runs"
 	"github.com/etcdsched/scheduler/test/cluster"
 )
 
@@ -13,9 +14,12 @@ const prefix = "/fault/"
 // workload is the job set, with session_ttl ttl: intervals of 1s and
 // 500ms, max_concurrency 1 and 2, runs shorter and longer than the TTL,
 // one shared resource, every catch_up policy, retries on some jobs.
-// The exec job (beatJob) writes heartbeats into beats; it is not among the
-// jobs returned, whose runs the witness sees.
-func workload(ttl time.Duration, w *cluster.Witness, beats string) (string, []Job, map[string]int) {
+//
+// Beside them, a job chained after fast (chains), and a notification sink,
+// the receiver at sinkURL, for the runs of pair (notified). The exec job
+// (beatJob) writes heartbeats into beats; it is not among the jobs
+// returned, whose runs the witness sees.
+func workload(ttl time.Duration, w *cluster.Witness, sinkURL, beats string) (string, []Job, map[string]int) {
 	long := 3 * ttl // a frozen holder's run outlives its lease
 	jobs := []struct {
 		Job
@@ -57,8 +61,14 @@ worker:
 resources:
   - name: shared
     limit: 2
+notify:
+  sinks:
+    - name: receiver
+      url: %s
+      on: [succeeded, failed, timed_out, lost, missed]
+  max_age: 10m
 jobs:
-`, prefix, ttl, shutdownGrace)
+`, prefix, ttl, shutdownGrace, sinkURL)
 	var out []Job
 	for _, j := range jobs {
 		fmt.Fprintf(&b, `  - name: %s
@@ -71,6 +81,26 @@ jobs:
 `, j.Name, j.Every, j.MaxConcurrency, j.CatchUp, j.yaml)
 		out = append(out, j.Job)
 	}
+	fmt.Fprintf(&b, `  - name: chained
+    schedule: "@yearly"
+    max_concurrency: 4
+    overlap: queue
+    queue_limit: 10
+    starting_deadline: 30s
+    history_limit: 100000
+    retries: {max: 2, backoff: 100ms, max_backoff: 1s}
+    timeout: 5s
+    after: {job: fast, on: [succeeded]}
+    http: {method: POST, url: %q}
+`, w.URL("sleep=20ms"))
+	out = append(out, Job{Name: "chained", MaxConcurrency: 4})
 	b.WriteString(beatYAML(beats))
-	return b.String(), out, map[string]int{"shared": 2}
+	return strings.Replace(b.String(), "  - name: pair\n", "  - name: pair\n    notify: [receiver]\n", 1), out, map[string]int{"shared": 2}
 }
+
+// chains and notified are what the checker checks of the workload's chain
+// and sink.
+var (
+	chains   = []Chain{{Up: "fast", Down: "chained", On: []runs.Outcome{runs.Succeeded}}}
+	notified = Notify{Job: "pair", Events: []runs.Outcome{runs.Succeeded, runs.Failed, runs.TimedOut, runs.Lost, runs.Missed}}
+)

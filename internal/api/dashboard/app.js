@@ -404,6 +404,29 @@
       });
   }
 
+  // ---- notifications and chains ----
+
+  // renderNotify lists the jobs with an upstream or with notifications not
+  // yet delivered, and the total pending, from the job listing.
+  function renderNotify(r) {
+    const section = $('notify');
+    const jobs = r.ok && Array.isArray(r.body) ? r.body : [];
+    const shown = jobs.filter((j) => j.after || j.pending_notifications > 0);
+    const total = jobs.reduce((n, j) => n + (j.pending_notifications || 0), 0);
+    setText($('notify-count'), `(${total} pending)`);
+    const rows = shown.map((j) => {
+      const tr = document.createElement('tr');
+      for (const v of [j.name, j.after ? j.after.job : '', j.after ? (j.after.on || []).join(', ') : '', j.pending_notifications || 0]) {
+        const td = document.createElement('td');
+        td.textContent = String(v);
+        tr.append(td);
+      }
+      return tr;
+    });
+    section.querySelector('tbody').replaceChildren(...rows);
+    section.querySelector(':scope > .empty').hidden = shown.length > 0;
+  }
+
   // ---- polling ----
 
   async function refresh() {
@@ -426,6 +449,7 @@
     const jobs = renderJobs(jobsR, slots);
     // The timeline reads run records at its own, slower pace (timeline.js).
     await window.SchedulerTimeline.update(api, jobs, slots);
+    renderNotify(jobsR);
     if (job && job === state.selectedJob && runsR) {
       const records = runsR.ok && Array.isArray(runsR.body) ? runsR.body : [];
       note('runs', runsR.ok ? '' : `runs: ${problem(runsR)}`);

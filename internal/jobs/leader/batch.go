@@ -37,19 +37,21 @@ type batchItem struct {
 	known time.Time // the cursor as stored
 	has   bool      // whether the job has a cursor (a new job has none)
 	plan  plan
+	// writes are the ticks' writes (queue entries, missed records and
+	// what those cause) and the job's health transition, built once:
+	// counted when the batch is split, sent when it is written.
+	writes []clientv3.Op
+	runIDs []string
 }
 
-// compares and ops are what the item adds to a batched transaction.
+// compares and ops are what the item adds to a batched transaction: the
+// cursor compare and put, two compares per tick, and its writes. A missed
+// record's notifications and chained runs are ops of their own; a chained
+// run and the health transition are nested transactions, which etcd counts
+// as one op here and bounds apart by what this transaction leaves
+// (128 - batchMaxCompares: 7) for their compares and ops (at most 2 and 1).
 func (it *batchItem) compares() int { return 1 + 2*len(it.plan.Ticks) }
-func (it *batchItem) ops() int {
-	n := 1 + len(it.plan.Ticks) // the cursor, an entry or a record per tick
-	for _, t := range it.plan.Ticks {
-		if t.Action == missTick {
-			n++ // the record's unstarted marker (queue.RecordOps)
-		}
-	}
-	return n
-}
+func (it *batchItem) ops() int      { return 1 + len(it.writes) }
 
 // batchable returns j's item when its pass can share a transaction; the
 // other cases (paused, ticks not recorded, a long catch-up, nothing to do)
@@ -69,7 +71,22 @@ func (l *leader) batchable(j *config.Job, now time.Time) (batchItem, bool) {
 	if p.Dropped > 0 || len(p.Ticks) == 0 || len(p.Ticks) > batchMaxTicks || !p.Cursor.Equal(p.Ticks[len(p.Ticks)-1].At) {
 		return batchItem{}, false
 	}
-	return batchItem{job: j, sched: sched, known: cursor, has: known, plan: p}, true
+	it := batchItem{job: j, sched: sched, known: cursor, has: known, plan: p}
+	cfg := l.d.Config()
+	var health []clientv3.Op
+	for _, t := range p.Ticks {
+		runID, ops, h := l.tickOps(cfg, j, t, now)
+		it.runIDs = append(it.runIDs, runID)
+		it.writes = append(it.writes, ops...)
+		if h != nil {
+			health = h // every tick of a batch is missed or queued: the last transition is theirs
+		}
+	}
+	it.writes = append(it.writes, health...)
+	if it.ops() > batchMaxOps {
+		return batchItem{}, false // many sinks or chains: alone, a tick a transaction
+	}
+	return it, true
 }
 
 // writeBatch materializes every item's ticks in one transaction carrying,
@@ -79,18 +96,15 @@ func (l *leader) batchable(j *config.Job, now time.Time) (batchItem, bool) {
 // other than the fence failed; the caller then takes the jobs one by one,
 // which finds out which and why.
 func (l *leader) writeBatch(ctx context.Context, items []batchItem) (ok bool, err error) {
-	cfg := l.d.Config()
-	now := l.d.Clock.Now()
 	cmps := []clientv3.Cmp{l.fence}
 	var ops []clientv3.Op
 	for _, it := range items {
 		name := it.job.Name
 		cmps = append(cmps, l.cursorIs(name, it.known, it.has))
-		for _, t := range it.plan.Ticks {
-			runID, tickOps := l.tickOps(cfg, it.job, t, now)
+		for _, runID := range it.runIDs {
 			cmps = append(cmps, l.absent(name, runID)...)
-			ops = append(ops, tickOps...)
 		}
+		ops = append(ops, it.writes...)
 		ops = append(ops, clientv3.OpPut(l.d.Keys.Cursor(name), it.plan.Cursor.UTC().Format(runs.TimeFormat)))
 	}
 	resp, err := l.d.Client.Txn(ctx).If(cmps...).Then(ops...).Else(clientv3.OpGet(l.term.Key)).Commit()

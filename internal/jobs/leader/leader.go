@@ -21,6 +21,7 @@ import (
 	"github.com/etcdsched/scheduler/internal/jobs/metrics"
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
 	"github.com/etcdsched/scheduler/internal/keys"
+	"github.com/etcdsched/scheduler/internal/notify"
 	"github.com/etcdsched/scheduler/internal/slots"
 )
 
@@ -54,9 +55,13 @@ type Deps struct {
 	Paused        *queue.Paused
 	Slots         SlotView
 	Finished      *Finished
-	Metrics       *metrics.Set
-	Clock         clockwork.Clock
-	Log           *slog.Logger
+	// Outbox is the notifications waiting for delivery; Sender POSTs them
+	// (nil: the default sender).
+	Outbox  *queue.Outbox
+	Sender  *notify.Sender
+	Metrics *metrics.Set
+	Clock   clockwork.Clock
+	Log     *slog.Logger
 	// Lookahead: ticks are materialized this long before they are due, so
 	// a worker can claim and start the target on time.
 	Lookahead time.Duration
@@ -75,7 +80,8 @@ func (d *Deps) defaults() {
 }
 
 // Run does the leader's work for one term while ctx lives: it materializes
-// ticks, records runs whose holder died and prunes history. Every write it
+// ticks, records runs whose holder died, prunes history and delivers
+// notifications. Every write it
 // makes carries the term's fence, so a deposed leader's writes fail (SPEC
 // rule 1). It returns nil when ctx ends or a write finds the fence gone,
 // and an error when the work cannot go on.
@@ -101,7 +107,7 @@ func Run(ctx context.Context, d Deps, term election.Leadership) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel(nil)
-	for _, f := range []func(context.Context) error{l.reap, l.prune} {
+	for _, f := range []func(context.Context) error{l.reap, l.prune, l.deliver} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -131,8 +131,8 @@ func (l *leader) processOnce(ctx context.Context, j *config.Job, sched schedule.
 	}
 	cfg := l.d.Config()
 	for _, t := range p.Ticks {
-		runID, ops := l.tickOps(cfg, j, t, now)
-		wrote, err := l.write(ctx, j.Name, t.At, l.absent(j.Name, runID), ops)
+		runID, ops, health := l.tickOps(cfg, j, t, now)
+		wrote, err := l.write(ctx, j.Name, t.At, l.absent(j.Name, runID), append(ops, health...))
 		if err != nil {
 			return err
 		}

@@ -106,7 +106,7 @@ func (l *leader) markLost(ctx context.Context, q *queue.Item) error {
 	slotKey := l.d.Keys.Slot(q.Job, q.Slot)
 	now := l.d.Clock.Now()
 	rec := q.Lost(q.ModRev, now)
-	ops, retry := queue.End(l.d.Keys, q.Key, q.Entry, &rec, now)
+	ops, retry := queue.End(l.d.Keys, l.d.Config(), q.Key, q.Entry, &rec, now)
 	resp, err := l.d.Client.Txn(ctx).If(
 		l.fence,
 		clientv3.Compare(clientv3.ModRevision(q.Key), "=", q.ModRev),

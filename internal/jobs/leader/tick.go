@@ -16,19 +16,24 @@ import (
 // shared by the one-job path (pass.go) and batches (batch.go).
 
 // tickOps are the writes that materialize tick t of job j: its queue
-// entry, or its missed record (with its marker). Both the one-job and the
-// batched path use them.
-func (l *leader) tickOps(cfg *config.Config, j *config.Job, t plannedTick, now time.Time) (runID string, ops []clientv3.Op) {
+// entry, or its missed record (with its unstarted marker) and what the record causes (its
+// notifications and chained runs, queue.Follows). health is the job's
+// health transition, apart because a transaction may put the key only
+// once: a batch writing several missed ticks of one job keeps one. Both
+// the one-job and the batched path use it.
+func (l *leader) tickOps(cfg *config.Config, j *config.Job, t plannedTick, now time.Time) (runID string, ops, health []clientv3.Op) {
 	runID = runs.ID(j.Name, t.At)
 	if t.Action == queueTick {
 		entry := queue.NewEntry(runID, j, cfg.Resources, t.At, t.NotBefore, 1, runs.Schedule)
 		entry.CatchUp = t.CatchUp
-		return runID, []clientv3.Op{clientv3.OpPut(l.d.Keys.Entry(j.Name, runID), entry.Encode())}
+		return runID, []clientv3.Op{clientv3.OpPut(l.d.Keys.Entry(j.Name, runID), entry.Encode())}, nil
 	}
 	rec := queue.MissedTick(j.Name, runID, t.At,
 		fmt.Sprintf("not started: due %s, leader caught up at %s (catch_up: %s, starting_deadline: %s)",
 			t.NotBefore.UTC().Format(runs.TimeFormat), now.UTC().Format(runs.TimeFormat), j.CatchUp, j.StartingDeadline))
-	return runID, queue.RecordOps(l.d.Keys, &rec)
+	f := queue.Follows(l.d.Keys, cfg, j, &rec, nil, now)
+	ops = append(queue.RecordOps(l.d.Keys, &rec), f.Ops...)
+	return runID, ops, f.Health
 }
 
 // absent are the compares that make a tick's write happen at most once

@@ -15,6 +15,9 @@ type Set struct {
 	Skipped    *prometheus.CounterVec
 	Ticks      prometheus.Counter
 	ClaimFails *prometheus.CounterVec
+	// Notifications counts deliveries by sink and result (delivered,
+	// retried, dropped), on the leader that made them.
+	Notifications *prometheus.CounterVec
 }
 
 // New registers the metrics with reg; a nil reg registers nothing (tests).
@@ -46,9 +49,13 @@ func New(reg prometheus.Registerer) (*Set, error) {
 			Name: "scheduler_claim_conflicts_total",
 			Help: "Claims this replica lost to another worker or found all slots taken.",
 		}, []string{"reason"}),
+		Notifications: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "scheduler_notifications_total",
+			Help: "Notification deliveries this replica made as leader, by sink and result (delivered, retried, dropped).",
+		}, []string{"sink", "result"}),
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.Runs, m.Duration, m.Lateness, m.Skipped, m.Ticks, m.ClaimFails} {
+		for _, c := range []prometheus.Collector{m.Runs, m.Duration, m.Lateness, m.Skipped, m.Ticks, m.ClaimFails, m.Notifications} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}
@@ -62,4 +69,17 @@ func New(reg prometheus.Registerer) (*Set, error) {
 func (m *Set) NotStarted(job, outcome, reason string) {
 	m.Runs.WithLabelValues(job, outcome).Inc()
 	m.Skipped.WithLabelValues(job, reason).Inc()
+}
+
+// Pending registers scheduler_notifications_pending, read from count (the
+// outbox as this replica sees it) at each scrape; a nil reg registers
+// nothing.
+func Pending(reg prometheus.Registerer, count func() int) error {
+	if reg == nil {
+		return nil
+	}
+	return reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "scheduler_notifications_pending",
+		Help: "Notifications written and not yet delivered or dropped (the outbox, as this replica sees it).",
+	}, func() float64 { return float64(count()) }))
 }

@@ -5,6 +5,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/runs"
 )
@@ -14,8 +15,11 @@ import (
 // lost run): the record, and either the entry of the next attempt, when the
 // outcome is retried and retries remain, or the entry's delete. Whatever
 // else a run's end causes belongs here too, so that no writer of a record
-// can forget it.
-func End(k keys.Layout, entryKey string, e *Entry, rec *runs.Record, now time.Time) (ops []clientv3.Op, retry *Entry) {
+// can forget it: when no retry follows, the run has ended, and its
+// notifications and chained runs (Follows, under cfg, the writer's
+// configuration) go in too. An attempt followed by a retry causes neither:
+// its outcome reaches the final record as a previous attempt.
+func End(k keys.Layout, cfg *config.Config, entryKey string, e *Entry, rec *runs.Record, now time.Time) (ops []clientv3.Op, retry *Entry) {
 	ops = RecordOps(k, rec)
 	if rec.Outcome.Retryable() {
 		retry = e.Retry(now, rec)
@@ -23,5 +27,6 @@ func End(k keys.Layout, entryKey string, e *Entry, rec *runs.Record, now time.Ti
 	if retry != nil {
 		return append(ops, clientv3.OpPut(entryKey, retry.Encode())), retry
 	}
-	return append(ops, clientv3.OpDelete(entryKey)), nil
+	ops = append(ops, clientv3.OpDelete(entryKey))
+	return append(ops, Follows(k, cfg, &e.Spec, rec, e.Input, now).All()...), nil
 }

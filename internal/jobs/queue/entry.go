@@ -38,10 +38,7 @@ type Entry struct {
 	Trigger     runs.Trigger    `json:"trigger"`
 	Spec        config.Job      `json:"spec"`
 	Resources   []ResourceLimit `json:"resources,omitempty"`
-	// Input is the run's input, a JSON object (SPEC section 12); it
-	// reaches the target and the record.
-	Input json.RawMessage `json:"input,omitempty"`
-	State State           `json:"state"`
+	State       State           `json:"state"`
 	// CatchUp marks a tick run late by the catch_up policy. Caught-up
 	// ticks come due together; they wait for a slot in turn (until the
 	// starting deadline) instead of skipping one another.
@@ -49,6 +46,12 @@ type Entry struct {
 	// Previous carries the earlier attempts of a retried run into its
 	// final record.
 	Previous []runs.Attempt `json:"previous_attempts,omitempty"`
+	// Input is what the run is given, a JSON object (SPEC section 12: a
+	// trigger's input, or its upstream's when chained); it reaches the
+	// target and the record.
+	Input json.RawMessage `json:"input,omitempty"`
+	// UpstreamRunID is the run whose end queued this one (trigger chain).
+	UpstreamRunID string `json:"upstream_run_id,omitempty"`
 
 	// Set while running.
 	Holder    string    `json:"holder,omitempty"`

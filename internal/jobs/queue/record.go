@@ -30,8 +30,10 @@ func (e *Entry) base(outcome runs.Outcome) runs.Record {
 		Holder:      e.Holder,
 		Slot:        e.Slot,
 		Outcome:     outcome,
-		Input:       e.Input,
 		Previous:    e.Previous,
+
+		Input:         e.Input,
+		UpstreamRunID: e.UpstreamRunID,
 	}
 }
 

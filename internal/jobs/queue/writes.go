@@ -5,6 +5,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/runs"
 )
@@ -15,6 +16,9 @@ import (
 type Writes struct {
 	Client *clientv3.Client
 	Keys   keys.Layout
+	// Config is the writer's configuration: what a record written here
+	// causes (notifications, chained runs) follows from it.
+	Config func() *config.Config
 }
 
 // IfUnchanged applies ops if the entry is still as the view saw it.
@@ -29,9 +33,12 @@ func (w Writes) IfUnchanged(ctx context.Context, it *Item, ops ...clientv3.Op) (
 }
 
 // EndUnstarted deletes the entry and writes its record (of a run that never
-// started), if the entry is still as the view saw it.
+// started) with what the record causes (Follows), if the entry is still as
+// the view saw it.
 func (w Writes) EndUnstarted(ctx context.Context, it *Item, rec *runs.Record) (bool, error) {
-	return w.IfUnchanged(ctx, it, append([]clientv3.Op{clientv3.OpDelete(it.Key)}, RecordOps(w.Keys, rec)...)...)
+	ops := append([]clientv3.Op{clientv3.OpDelete(it.Key)}, RecordOps(w.Keys, rec)...)
+	ops = append(ops, Follows(w.Keys, w.Config(), &it.Spec, rec, it.Input, rec.EndedAt).All()...)
+	return w.IfUnchanged(ctx, it, ops...)
 }
 
 // Add creates a pending entry, unless a run of that id is queued, running

@@ -64,7 +64,7 @@ func (w *Worker) execute(q *queue.Item, entry *queue.Entry, held *slots.Held, lo
 
 	rec := entry.Finished(res.Outcome, held.Slot, held.Token, startedAt, endedAt)
 	res.Fill(&rec)
-	ops, retry := queue.End(w.d.Keys, q.Key, entry, &rec, endedAt)
+	ops, retry := queue.End(w.d.Keys, w.d.Config(), q.Key, entry, &rec, endedAt)
 
 	// Release even though the run's context may be over; bounded by the
 	// TTL, after which the lease has expired and the leader takes over.

@@ -108,7 +108,7 @@ func New(d Deps) *Worker {
 	if d.Backup == 0 {
 		d.Backup = 250 * time.Millisecond
 	}
-	w := &Worker{d: d, writes: queue.Writes{Client: d.Client, Keys: d.Keys}, members: newMembers(d.Keys),
+	w := &Worker{d: d, writes: queue.Writes{Client: d.Client, Keys: d.Keys, Config: d.Config}, members: newMembers(d.Keys),
 		active: map[string]*activeRun{}, wake: make(chan struct{}, 1), drained: make(chan struct{})}
 	w.cancels = queue.NewCancels(d.Keys, w.cancelRequested)
 	d.Queue.Subscribe(w.onPut, nil)

@@ -1,0 +1,112 @@
+package queue
+
+import (
+	"encoding/json"
+	"slices"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/etcdsched/scheduler/config"
+	"github.com/etcdsched/scheduler/internal/keys"
+	"github.com/etcdsched/scheduler/internal/notify"
+	"github.com/etcdsched/scheduler/internal/runs"
+)
+
+// What a run's final record causes beyond itself: its notifications in the
+// outbox (SPEC section 13) and the runs chained after its job (section 14).
+// Both are written in the transaction of the record, whoever writes it, so
+// a record never exists without them and a repeated or re-done write of
+// the record cannot add a second of either.
+
+// Health values of keys.Health.
+const (
+	healthOK      = "ok"
+	healthFailing = "failing"
+)
+
+// Follow is what one final record adds to its transaction.
+type Follow struct {
+	// Ops are the notifications and the chained runs, one op each.
+	Ops []clientv3.Op
+	// Health is the job's health transition (a nested transaction), when
+	// a sink of the job wants "recovered". It is apart because one
+	// transaction may put a key only once: a writer recording several
+	// runs of one job in one transaction keeps only the last one's.
+	Health []clientv3.Op
+}
+
+// All is every op of f.
+func (f Follow) All() []clientv3.Op { return append(f.Ops, f.Health...) }
+
+// Follows is what rec, the final record of a run of input, causes under
+// cfg, the writer's configuration. job is the run's spec when cfg no longer
+// has the job (a record of a job removed from the file still notifies).
+func Follows(k keys.Layout, cfg *config.Config, job *config.Job, rec *runs.Record, input json.RawMessage, now time.Time) Follow {
+	var f Follow
+	if j := cfg.Job(rec.Job); j != nil {
+		job = j
+	}
+	if job != nil {
+		f = notifications(k, cfg, job, rec, now)
+	}
+	for _, down := range cfg.Downstream(rec.Job) {
+		if slices.Contains(down.After.On, string(rec.Outcome)) {
+			f.Ops = append(f.Ops, chained(k, cfg, down, rec, input, now))
+		}
+	}
+	return f
+}
+
+// notifications puts one notification per sink that wants the record's
+// outcome, and decides "recovered" in the transaction itself: the job's
+// health key says whether the runs before this one ended otherwise, and a
+// nested transaction compares it, so two records written one after the
+// other cannot both see "failing" (no read-modify-write race), and only a
+// transition costs a write.
+func notifications(k keys.Layout, cfg *config.Config, job *config.Job, rec *runs.Record, now time.Time) Follow {
+	var f Follow
+	tracked := false
+	var recovered []clientv3.Op
+	event := string(rec.Outcome)
+	for _, s := range cfg.SinksOf(job) {
+		if s.Wants(event) {
+			n := notify.New(s.Name, event, rec, now)
+			f.Ops = append(f.Ops, clientv3.OpPut(k.Notification(s.Name, n.ID), n.Encode()))
+		}
+		if s.Wants(config.Recovered) {
+			tracked = true
+			n := notify.New(s.Name, config.Recovered, rec, now)
+			recovered = append(recovered, clientv3.OpPut(k.Notification(s.Name, n.ID), n.Encode()))
+		}
+	}
+	if !tracked {
+		return f
+	}
+	health := k.Health(rec.Job)
+	failing := clientv3.Compare(clientv3.Value(health), "=", healthFailing)
+	if rec.Outcome == runs.Succeeded {
+		then := append(recovered, clientv3.OpPut(health, healthOK))
+		f.Health = []clientv3.Op{clientv3.OpTxn([]clientv3.Cmp{failing}, then, nil)}
+	} else {
+		// A value compare with an absent key fails: a job's first
+		// failure takes the else branch too.
+		f.Health = []clientv3.Op{clientv3.OpTxn([]clientv3.Cmp{failing}, nil, []clientv3.Op{clientv3.OpPut(health, healthFailing)})}
+	}
+	return f
+}
+
+// chained queues the run of down that rec's end causes, unless it exists
+// or existed: its id is derived from the upstream run id, so the nested
+// compare makes a repeat a no-op without failing the record's transaction.
+func chained(k keys.Layout, cfg *config.Config, down *config.Job, rec *runs.Record, input json.RawMessage, now time.Time) clientv3.Op {
+	id := runs.ChainID(down.Name, rec.RunID)
+	e := NewEntry(id, down, cfg.Resources, now, now, 1, runs.Chain)
+	e.UpstreamRunID = rec.RunID
+	e.Input = input
+	key := k.Entry(down.Name, id)
+	return clientv3.OpTxn([]clientv3.Cmp{
+		clientv3.Compare(clientv3.CreateRevision(key), "=", 0),
+		clientv3.Compare(clientv3.CreateRevision(k.Record(down.Name, id)), "=", 0),
+	}, []clientv3.Op{clientv3.OpPut(key, e.Encode())}, nil)
+}

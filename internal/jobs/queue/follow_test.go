@@ -1,0 +1,152 @@
+package queue
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/etcdsched/scheduler/config"
+	"github.com/etcdsched/scheduler/internal/etcdtest"
+	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
+	"github.com/etcdsched/scheduler/internal/keys"
+	"github.com/etcdsched/scheduler/internal/notify"
+	"github.com/etcdsched/scheduler/internal/runs"
+)
+
+func chainConfig() *config.Config {
+	up := jobstest.HTTPJob("extract", "@every 1s", "http://127.0.0.1:1/")
+	down := jobstest.HTTPJob("transform", "@yearly", "http://127.0.0.1:1/")
+	down.After = &config.After{Job: "extract", On: []string{"succeeded"}}
+	cfg := jobstest.Config(up, down)
+	cfg.Notify.Sinks = []config.Sink{{Name: "ops", URL: "http://127.0.0.1:1/", Format: config.FormatJSON,
+		On: []string{"failed", "recovered"}}}
+	cfg.Notify.Default = []string{"ops"}
+	return cfg
+}
+
+// end writes the end of e's attempt as the release does (its ops in one
+// transaction) and fails the test unless the transaction applies.
+func end(t *testing.T, cli *clientv3.Client, k keys.Layout, cfg *config.Config, e *Entry, outcome runs.Outcome, at time.Time) int64 {
+	t.Helper()
+	rec := e.Finished(outcome, 0, 1, at, at)
+	ops, _ := End(k, cfg, k.Entry(e.Job, e.RunID), e, &rec, at)
+	resp, err := cli.Txn(context.Background()).Then(ops...).Commit()
+	if err != nil || !resp.Succeeded {
+		t.Fatalf("end of %s (%s): %v", e.RunID, outcome, err)
+	}
+	return resp.Header.Revision
+}
+
+// The end of a run written again (a release repeated after a lost response,
+// or recorded by a new leader) queues no second chained run and does not
+// fail; nor does it once the chained run has finished and left its entry.
+func TestEndRepeatedQueuesOneChainedRun(t *testing.T) {
+	cli := etcdtest.Start(t).Client()
+	k := keys.New("/follow/")
+	cfg := chainConfig()
+	now := time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC)
+	up := NewEntry(runs.ID("extract", now), cfg.Job("extract"), nil, now, now, 1, runs.Schedule)
+	up.Input = []byte(`{"day":"2026-11-22"}`)
+	end(t, cli, k, cfg, up, runs.Succeeded, now)
+
+	id := runs.ChainID("transform", up.RunID)
+	key := k.Entry("transform", id)
+	get := func() *clientv3.GetResponse {
+		resp, err := cli.Get(context.Background(), key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	first := get()
+	if len(first.Kvs) != 1 {
+		t.Fatalf("no chained entry %s", key)
+	}
+	d, err := Decode(first.Kvs[0].Value)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Trigger != runs.Chain || d.UpstreamRunID != up.RunID || string(d.Input) != string(up.Input) || d.Spec.Name != "transform" {
+		t.Errorf("chained entry %+v: want trigger chain, upstream %s, the upstream's input", d, up.RunID)
+	}
+
+	end(t, cli, k, cfg, up, runs.Succeeded, now.Add(time.Second))
+	if again := get(); again.Kvs[0].ModRevision != first.Kvs[0].ModRevision {
+		t.Errorf("a repeated end rewrote the chained entry (revision %d, then %d)", first.Kvs[0].ModRevision, again.Kvs[0].ModRevision)
+	}
+
+	// The chained run finished: its entry gone, its record written.
+	if _, err := cli.Txn(context.Background()).Then(clientv3.OpDelete(key),
+		clientv3.OpPut(k.Record("transform", id), "{}")).Commit(); err != nil {
+		t.Fatal(err)
+	}
+	end(t, cli, k, cfg, up, runs.Succeeded, now.Add(2*time.Second))
+	if again := get(); len(again.Kvs) != 0 {
+		t.Errorf("a repeated end queued the finished chained run %s again", id)
+	}
+	// A failed end chains nothing (on: [succeeded]).
+	failed := NewEntry(runs.ID("extract", now.Add(time.Second)), cfg.Job("extract"), nil, now, now, 1, runs.Schedule)
+	end(t, cli, k, cfg, failed, runs.Failed, now)
+	if resp, _ := cli.Get(context.Background(), k.Entry("transform", runs.ChainID("transform", failed.RunID))); len(resp.Kvs) != 0 {
+		t.Errorf("a failed run of extract queued transform")
+	}
+}
+
+// recovered is decided by the transaction that records the run: the first
+// success after failures writes it, the next successes and repeated
+// failures write no health at all.
+func TestRecoveredOnceAndSteadyStateWritesNothing(t *testing.T) {
+	cli := etcdtest.Start(t).Client()
+	k := keys.New("/health/")
+	cfg := chainConfig()
+	now := time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC)
+	job := cfg.Job("extract")
+	run := func(i int, o runs.Outcome) *Entry {
+		at := now.Add(time.Duration(i) * time.Second)
+		e := NewEntry(runs.ID("extract", at), job, nil, at, at, 1, runs.Schedule)
+		end(t, cli, k, cfg, e, o, at)
+		return e
+	}
+	health := func() (string, int64) {
+		resp, err := cli.Get(context.Background(), k.Health("extract"))
+		if err != nil || len(resp.Kvs) == 0 {
+			return "", 0
+		}
+		return string(resp.Kvs[0].Value), resp.Kvs[0].ModRevision
+	}
+	run(0, runs.Succeeded)
+	if h, _ := health(); h != "" {
+		t.Errorf("health after a first success = %q, want none (nothing to recover from)", h)
+	}
+	run(1, runs.Failed)
+	h1, rev1 := health()
+	run(2, runs.TimedOut)
+	h2, rev2 := health()
+	if h1 != healthFailing || h2 != healthFailing || rev1 != rev2 {
+		t.Errorf("health after failures %q@%d, %q@%d: want failing, written once", h1, rev1, h2, rev2)
+	}
+	ok := run(3, runs.Succeeded)
+	run(4, runs.Succeeded)
+	resp, err := cli.Get(context.Background(), k.Outbox(), clientv3.WithPrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recovered []string
+	for _, kv := range resp.Kvs {
+		n, err := notify.Decode(kv.Value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n.Event == config.Recovered {
+			recovered = append(recovered, n.Record.RunID)
+		}
+	}
+	if len(recovered) != 1 || recovered[0] != ok.RunID {
+		t.Errorf("recovered for runs %v, want once, for %s", recovered, ok.RunID)
+	}
+	if len(resp.Kvs) != 2 {
+		t.Errorf("%d notifications, want 2: failed and recovered (the sink does not want timed_out or succeeded)", len(resp.Kvs))
+	}
+}
