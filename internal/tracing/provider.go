@@ -35,8 +35,8 @@ type Options struct {
 // Provider is the process's tracer provider. Its Shutdown must be called
 // when it exports: the batch span processor owns a goroutine.
 type Provider struct {
-	tp        *sdktrace.TracerProvider
-	exporting bool
+	tp  *sdktrace.TracerProvider
+	exp sdktrace.SpanExporter // nil: nothing leaves the process
 }
 
 // New builds the provider the environment asks for: an OTLP exporter
@@ -58,14 +58,14 @@ func New(ctx context.Context, o Options) (*Provider, error) {
 	if exp != nil {
 		opts = append(opts, sdktrace.WithBatcher(exp))
 	}
-	return &Provider{tp: sdktrace.NewTracerProvider(opts...), exporting: exp != nil}, nil
+	return &Provider{tp: sdktrace.NewTracerProvider(opts...), exp: exp}, nil
 }
 
 // TracerProvider is what the engine makes its spans with.
 func (p *Provider) TracerProvider() trace.TracerProvider { return p.tp }
 
 // Exporting reports whether spans leave the process.
-func (p *Provider) Exporting() bool { return p.exporting }
+func (p *Provider) Exporting() bool { return p.exp != nil }
 
 // Shutdown exports the spans still buffered and stops the exporter, giving
 // up after within: a collector that is unreachable must not hold a
@@ -75,6 +75,12 @@ func (p *Provider) Shutdown(within time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), within)
 	defer cancel()
 	if err := p.tp.Shutdown(ctx); err != nil {
+		if p.exp != nil {
+			// The processor stopped waiting, but its export may still
+			// hang on the collector for the export timeout; stopping the
+			// exporter interrupts it, so nothing outlives the bound long.
+			_ = p.exp.Shutdown(ctx)
+		}
 		return fmt.Errorf("tracing: shutdown: %w", err)
 	}
 	return nil
