@@ -16,6 +16,7 @@ import (
 	"github.com/jonboulle/clockwork"
 	"github.com/prometheus/client_golang/prometheus"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/election"
@@ -27,6 +28,7 @@ import (
 	"github.com/etcdsched/scheduler/internal/mirror"
 	"github.com/etcdsched/scheduler/internal/session"
 	"github.com/etcdsched/scheduler/internal/slots"
+	"github.com/etcdsched/scheduler/internal/tracing"
 )
 
 // Options wire an engine to its replica.
@@ -53,6 +55,9 @@ type Options struct {
 	// Backup: a worker that is not the run's preferred worker waits this
 	// long before competing for it, so one worker, not all, claims a run.
 	Backup time.Duration
+	// TracerProvider makes each run attempt's spans (SPEC section 17); nil
+	// exports nothing but still gives targets a trace context.
+	TracerProvider trace.TracerProvider
 }
 
 // Engine is the dispatch engine of one replica: leader work (Lead) while it
@@ -117,7 +122,7 @@ func New(opts Options) (*Engine, error) {
 		Client: opts.Client, Keys: layout, ID: opts.ID,
 		Sessions: opts.Sessions, Slots: opts.Slots, Executor: opts.Executor,
 		Queue: e.queue, Config: opts.Config, Metrics: m, Clock: opts.Clock, Log: opts.Logger,
-		ClaimLead: opts.ClaimLead, Backup: opts.Backup,
+		ClaimLead: opts.ClaimLead, Backup: opts.Backup, Tracer: tracing.Tracer(opts.TracerProvider),
 	})
 	// A deleted queue entry is a finished run: count it for pruning.
 	e.queue.Subscribe(nil, func(_ string, prev *queue.Item) {

@@ -3,6 +3,7 @@ package replica
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -14,6 +15,7 @@ import (
 	"github.com/etcdsched/scheduler/internal/session"
 	"github.com/etcdsched/scheduler/internal/slots"
 	"github.com/etcdsched/scheduler/internal/target"
+	"github.com/etcdsched/scheduler/internal/tracing"
 )
 
 // Node is the scheduling stack of one replica on an etcd client: its
@@ -30,6 +32,7 @@ type Node struct {
 	Engine     *jobs.Engine
 	Elector    *election.Elector
 	Membership *election.Membership
+	Tracing    *tracing.Provider
 
 	log     *slog.Logger
 	config  func() *config.Config
@@ -81,27 +84,32 @@ func NewNode(o NodeOptions) (*Node, error) {
 	if n.Slots, err = slots.New(o.Client, prefix, o.Logger.With("component", "slots"), o.Reg); err != nil {
 		return nil, err
 	}
+	// The process's one tracer provider, from the OTEL_* variables (SPEC
+	// section 17); built before the executor so a bad setting leaks nothing.
+	if n.Tracing, err = tracing.New(context.Background(), tracing.Options{Instance: o.ID, Version: o.Version}); err != nil {
+		return nil, err
+	}
 	n.Exec = target.New(target.Options{Logger: o.Logger.With("component", "target"), DefaultKillGrace: o.KillGrace})
 	n.Engine, err = jobs.New(jobs.Options{
 		Client: o.Client, Prefix: prefix, ID: o.ID,
 		Sessions: n.Sessions, Slots: n.Slots, Executor: n.Exec,
 		Config: o.Config, Logger: o.Logger.With("component", "jobs"), Reg: o.Reg,
-		Lookahead: o.Lookahead, ClaimLead: o.ClaimLead, Backup: o.Backup,
+		Lookahead: o.Lookahead, ClaimLead: o.ClaimLead, Backup: o.Backup, TracerProvider: n.Tracing.TracerProvider(),
 	})
 	if err != nil {
-		n.Exec.Close()
+		n.abort()
 		return nil, err
 	}
 	if n.Elector, err = election.New(o.Client, n.Sessions, election.Config{
 		Prefix: prefix, ID: o.ID, APIAddr: o.APIAddr, Logger: o.Logger,
 	}, o.Reg); err != nil {
-		n.Exec.Close()
+		n.abort()
 		return nil, err
 	}
 	if n.Membership, err = election.NewMembership(o.Client, n.Sessions, prefix, election.Member{
 		ID: o.ID, APIAddr: o.APIAddr, Version: o.Version, ConfigHash: o.ConfigHash, StartedAt: o.StartedAt,
 	}, o.Logger); err != nil {
-		n.Exec.Close()
+		n.abort()
 		return nil, err
 	}
 	return n, nil
@@ -165,8 +173,13 @@ func (n *Node) Stop(grace time.Duration) error {
 	if !waitWithin(func() { n.Engine.Drain(ctx) }, grace+StopSteps) {
 		n.log.Warn("shutdown: runs not released in time; the leader records them lost", "after", grace+StopSteps)
 	}
+	// Beside the revoke, not after it, so the bound above holds: the spans
+	// of the drained runs have ended, and both steps take StopSteps at most.
+	var flushed sync.WaitGroup
+	flushed.Go(n.flushTraces)
 	n.step("revoke the session", n.base)
 	n.Exec.Close()
+	flushed.Wait()
 	n.log.Info("shutdown: runs released, session revoked")
 	return n.stages.wait()
 }
@@ -175,4 +188,18 @@ func (n *Node) step(what string, st *stage) {
 	if !st.stopWithin(StopSteps) {
 		n.log.Warn("shutdown: step cut short; etcd is unreachable", "step", what, "after", StopSteps)
 	}
+}
+
+// flushTraces exports the spans still buffered, bounded so an unreachable
+// collector does not hold the shutdown.
+func (n *Node) flushTraces() {
+	if err := n.Tracing.Shutdown(StopSteps); err != nil {
+		n.log.Warn("shutdown: spans not exported", "err", err)
+	}
+}
+
+// abort releases what NewNode built before it failed.
+func (n *Node) abort() {
+	n.Exec.Close()
+	_ = n.Tracing.Shutdown(StopSteps)
 }

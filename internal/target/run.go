@@ -25,6 +25,9 @@ type Run struct {
 	// Input is the run's input, a JSON object (SPEC section 12): the body of
 	// an HTTP target's request, SCHEDULER_INPUT of an exec target's.
 	Input []byte
+	// TraceParent and TraceState are the W3C trace context of the run's
+	// span (SPEC section 17), so the target's logs and spans join its trace.
+	TraceParent, TraceState string
 }
 
 // field is one value of SPEC section 7, named once for both forms so the
@@ -45,6 +48,12 @@ func (r Run) fields() []field {
 	}
 	if len(r.ResourceSlots) > 0 {
 		fs = append(fs, field{"X-Scheduler-Resource-Slots", "SCHEDULER_RESOURCE_SLOTS", strings.Join(r.ResourceSlots, ",")})
+	}
+	if r.TraceParent != "" {
+		fs = append(fs, field{"traceparent", "TRACEPARENT", r.TraceParent})
+	}
+	if r.TraceState != "" {
+		fs = append(fs, field{"tracestate", "TRACESTATE", r.TraceState})
 	}
 	return fs
 }

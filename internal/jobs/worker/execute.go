@@ -11,13 +11,14 @@ import (
 	"github.com/etcdsched/scheduler/internal/session"
 	"github.com/etcdsched/scheduler/internal/slots"
 	"github.com/etcdsched/scheduler/internal/target"
+	"github.com/etcdsched/scheduler/internal/tracing"
 )
 
 // execute runs a claimed entry at its due time and releases its slot with
 // the record. The run's context ends when the slot can no longer be trusted
 // (the session guard, SPEC rule 5), on a cancel request, or when the
 // shutdown grace is over; never merely because the worker stops claiming.
-func (w *Worker) execute(q *queue.Item, entry *queue.Entry, held *slots.Held, log *slog.Logger) {
+func (w *Worker) execute(q *queue.Item, entry *queue.Entry, held *slots.Held, log *slog.Logger, span *tracing.Run) {
 	log = log.With("slot", held.Slot, "token", held.Token)
 	runCtx, cancel := context.WithCancelCause(held.Context())
 	defer cancel(nil)
@@ -42,6 +43,7 @@ func (w *Worker) execute(q *queue.Item, entry *queue.Entry, held *slots.Held, lo
 		for _, r := range held.Resources {
 			resourceSlots = append(resourceSlots, r.Name+"/"+strconv.Itoa(r.Index))
 		}
+		traceParent, traceState := span.TraceContext()
 		res = w.d.Executor.Execute(runCtx, &entry.Spec, target.Run{
 			ResourceSlots: resourceSlots,
 			Job:           entry.Job,
@@ -52,6 +54,8 @@ func (w *Worker) execute(q *queue.Item, entry *queue.Entry, held *slots.Held, lo
 			FencingToken:  held.Token,
 			Holder:        w.d.ID,
 			Input:         entry.Input,
+			TraceParent:   traceParent,
+			TraceState:    traceState,
 		})
 	}
 	endedAt := w.d.Clock.Now()
@@ -71,6 +75,7 @@ func (w *Worker) execute(q *queue.Item, entry *queue.Entry, held *slots.Held, lo
 	relCtx, relCancel := context.WithTimeout(context.Background(), w.d.Config().Cluster.SessionTTL.D())
 	err := w.d.Slots.Release(relCtx, held, ops...)
 	relCancel()
+	span.Finish(res.Outcome, res.Error, err)
 	w.d.Metrics.Duration.WithLabelValues(entry.Job).Observe(endedAt.Sub(startedAt).Seconds())
 	if err != nil {
 		if errors.Is(err, slots.ErrNotOwner) {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
 	"github.com/etcdsched/scheduler/internal/runs"
+	"github.com/etcdsched/scheduler/internal/tracing"
 )
 
 // What a run does while every slot it needs is taken: wait for a change,
@@ -64,6 +65,7 @@ func (w *Worker) finishUnstarted(ctx context.Context, q *queue.Item, outcome run
 	if err != nil || !ok {
 		return // another worker decided first, or etcd is away: the entry stays for another try
 	}
+	tracing.Unstarted(ctx, outcome)
 	w.d.Metrics.NotStarted(q.Job, string(outcome), reason)
 	w.d.Log.Info("run not started", "job", q.Job, "run_id", q.RunID, "outcome", outcome, "reason", msg)
 }

@@ -11,12 +11,15 @@ import (
 	"github.com/etcdsched/scheduler/internal/runs"
 	"github.com/etcdsched/scheduler/internal/session"
 	"github.com/etcdsched/scheduler/internal/slots"
+	"github.com/etcdsched/scheduler/internal/tracing"
 )
 
 // start tries to claim q and, holding its slot, runs it. When the slots
 // are all taken, the job's overlap policy decides.
 func (w *Worker) start(ctx context.Context, q *queue.Item) {
 	log := w.d.Log.With("job", q.Job, "run_id", q.RunID, "attempt", q.Attempt)
+	ctx, span := tracing.StartRun(ctx, w.d.Tracer, tracing.RunInfo{Job: q.Job, RunID: q.RunID, Attempt: q.Attempt, Trigger: q.Trigger, Holder: w.d.ID})
+	defer span.End()
 	replaced := false
 	for ctx.Err() == nil {
 		sess, err := w.d.Sessions.Current(ctx)
@@ -33,10 +36,12 @@ func (w *Worker) start(ctx context.Context, q *queue.Item) {
 		// Taken before the claim: a slot freed between a refusal and the
 		// wait must wake the wait.
 		changed := changes{slots: w.d.Slots.Changed(), queue: w.d.Queue.Changed()}
-		held, running, err := w.claim(ctx, sess, q)
+		claimCtx, claimSpan := span.Claim(ctx)
+		held, running, err := w.claim(claimCtx, sess, q)
+		claimSpan.End(held, err)
 		switch {
 		case err == nil:
-			w.execute(q, running, held, log)
+			w.execute(q, running, held, log, span)
 			return
 		case errors.Is(err, slots.ErrConflict):
 			w.d.Metrics.ClaimFails.WithLabelValues("taken").Inc()

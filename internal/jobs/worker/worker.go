@@ -17,6 +17,7 @@ import (
 
 	"github.com/jonboulle/clockwork"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/jobs/metrics"
@@ -49,7 +50,7 @@ type Executor interface {
 }
 
 // Deps is what the worker works with. Every field is required but Clock,
-// Log, ClaimLead and Backup.
+// Log, ClaimLead, Backup and Tracer.
 type Deps struct {
 	Client   *clientv3.Client
 	Keys     keys.Layout
@@ -69,6 +70,9 @@ type Deps struct {
 	// long (per rank) before competing for it, so one worker, not all,
 	// claims a run.
 	Backup time.Duration
+	// Tracer makes each attempt's spans (SPEC section 17); nil mints ids
+	// for the targets' trace context and exports nothing.
+	Tracer trace.Tracer
 }
 
 // Worker claims pending runs and executes them; every replica has one.
