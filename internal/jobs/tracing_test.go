@@ -13,6 +13,7 @@ import (
 
 	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/etcdtest"
+	"github.com/etcdsched/scheduler/internal/jobs"
 	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
 	"github.com/etcdsched/scheduler/internal/poll"
 	"github.com/etcdsched/scheduler/internal/runs"
@@ -120,7 +121,7 @@ func TestRunSpanReachesCollector(t *testing.T) {
 	}
 	leaderOf(t, []*node{n})
 
-	id, err := n.engine.Trigger(t.Context(), "traced")
+	id, _, err := n.engine.Trigger(t.Context(), "traced", jobs.TriggerRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +199,7 @@ func TestNoCollectorExportsNothing(t *testing.T) {
 		t.Fatal("no OTEL_* variable, yet the node exports")
 	}
 	leaderOf(t, []*node{n})
-	id, err := n.engine.Trigger(t.Context(), "quiet")
+	id, _, err := n.engine.Trigger(t.Context(), "quiet", jobs.TriggerRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +231,7 @@ func TestExecTargetGetsTraceparent(t *testing.T) {
 	}}
 	n := startNode(t, etcd.Endpoints(), "solo", jobstest.Config(job))
 	leaderOf(t, []*node{n})
-	id, err := n.engine.Trigger(t.Context(), "script")
+	id, _, err := n.engine.Trigger(t.Context(), "script", jobs.TriggerRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
