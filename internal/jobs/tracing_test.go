@@ -171,7 +171,7 @@ func TestRunSpanReachesCollector(t *testing.T) {
 		t.Errorf("traceparent %q names %s/%s, want the run span %s/%s", h.Get("traceparent"), traceID, parentID, run.TraceID, run.SpanID)
 	}
 
-	id, err = n.engine.Trigger(t.Context(), "broken")
+	id, _, err = n.engine.Trigger(t.Context(), "broken", jobs.TriggerRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
