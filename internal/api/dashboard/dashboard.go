@@ -1,5 +1,5 @@
 // Package dashboard is the operator's page at "/": one HTML page, its style
-// sheet and its script, embedded in the binary so that a replica needs no
+// sheet and its scripts, embedded in the binary so that a replica needs no
 // build step, no CDN and no file beside it. The page reads the JSON API of
 // SPEC section 8 from the same origin and polls it once a second.
 package dashboard
@@ -10,7 +10,7 @@ import (
 	"path"
 )
 
-//go:embed index.html style.css app.js timeline.js
+//go:embed index.html style.css svg.js timeline-draw.js lateness.js timeline.js app.js
 var files embed.FS
 
 // contentTypes are set by extension here rather than left to the mime
