@@ -27,6 +27,23 @@ var contentTypes = map[string]string{
 const policy = "default-src 'none'; script-src 'self'; style-src 'self'; " +
 	"img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
+// Assets are the paths of the files the page loads ("/style.css",
+// "/app.js", ...): every embedded file but index.html, which is served at
+// "/" only. A router that names its routes routes each of these.
+func Assets() []string {
+	entries, err := files.ReadDir(".")
+	if err != nil {
+		panic(err) // the embedded root always reads
+	}
+	var paths []string
+	for _, e := range entries {
+		if e.Name() != "index.html" {
+			paths = append(paths, "/"+e.Name())
+		}
+	}
+	return paths
+}
+
 // Handler serves the page at "/" and its assets by name; anything else is 404.
 func Handler() http.Handler {
 	static := http.FileServerFS(files)

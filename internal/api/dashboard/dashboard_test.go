@@ -196,3 +196,22 @@ func TestNoInlineStyle(t *testing.T) {
 		}
 	}
 }
+
+// TestAssets: the paths a router must route are every file the page loads,
+// not index.html, which is the page at "/".
+func TestAssets(t *testing.T) {
+	assets := Assets()
+	want := map[string]bool{"/style.css": true, "/app.js": true, "/timeline.js": true}
+	for _, p := range assets {
+		delete(want, p)
+		if p == "/index.html" {
+			t.Errorf("Assets lists %s", p)
+		}
+		if res, _ := get(t, p); res.StatusCode != http.StatusOK {
+			t.Errorf("GET %s: status %d, want 200", p, res.StatusCode)
+		}
+	}
+	for p := range want {
+		t.Errorf("Assets %q lacks %s", assets, p)
+	}
+}
