@@ -27,6 +27,10 @@ func TestServesPageAndAssets(t *testing.T) {
 	}{
 		{"/", "text/html; charset=utf-8", "<title>etcd scheduler</title>"},
 		{"/style.css", "text/css; charset=utf-8", "--bad:"},
+		{"/api.js", "text/javascript; charset=utf-8", "Authorization"},
+		{"/dom.js", "text/javascript; charset=utf-8", "window.SchedulerDOM"},
+		{"/cluster.js", "text/javascript; charset=utf-8", "window.SchedulerCluster"},
+		{"/jobs.js", "text/javascript; charset=utf-8", "window.SchedulerJobs"},
 		{"/app.js", "text/javascript; charset=utf-8", "/api/v1/jobs"},
 		{"/svg.js", "text/javascript; charset=utf-8", "window.SchedulerSVG"},
 		{"/timeline-draw.js", "text/javascript; charset=utf-8", "window.SchedulerTimelineDraw"},
