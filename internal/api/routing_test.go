@@ -8,6 +8,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/etcdsched/scheduler/internal/api/dashboard"
 	"github.com/etcdsched/scheduler/internal/jobs"
 )
 
@@ -30,8 +31,8 @@ func TestUnknownPathsAnswerJSON(t *testing.T) {
 			}
 		})
 	}
-	// The dashboard is still served at its three paths.
-	for _, p := range []string{"/", "/style.css", "/app.js"} {
+	// The dashboard is still served: the page and each file it loads.
+	for _, p := range append([]string{"/"}, dashboard.Assets()...) {
 		if a := do(t, ts, "GET", p, nil); a.status != http.StatusOK {
 			t.Errorf("GET %s: %d", p, a.status)
 		}

@@ -146,12 +146,12 @@ func (s *Server) routes() {
 		s.mux.HandleFunc("GET /debug/pprof/profile", read(pprof.Profile))
 	}
 	s.clusterRoutes(read, write)
-	// The dashboard's three files by name, not "GET /": a catch-all GET
+	// The dashboard's files by name, not "GET /": a catch-all GET
 	// would make every unknown path a GET route, answering 405 to a POST
 	// and the file server's text 404 to a GET. Unknown paths are
 	// answered in ServeHTTP.
 	page := dashboard.Handler()
-	for _, p := range []string{"/{$}", "/style.css", "/app.js"} {
+	for _, p := range append([]string{"/{$}"}, dashboard.Assets()...) {
 		s.mux.Handle("GET "+p, page)
 	}
 }

@@ -1,5 +1,5 @@
 // Package dashboard is the operator's page at "/": one HTML page, its style
-// sheet and its script, embedded in the binary so that a replica needs no
+// sheet and its scripts, embedded in the binary so that a replica needs no
 // build step, no CDN and no file beside it. The page reads the JSON API of
 // SPEC section 8 from the same origin and polls it once a second.
 package dashboard
@@ -10,7 +10,7 @@ import (
 	"path"
 )
 
-//go:embed index.html style.css app.js timeline.js
+//go:embed index.html style.css api.js dom.js svg.js timeline-draw.js lateness.js timeline.js cluster.js jobs.js app.js
 var files embed.FS
 
 // contentTypes are set by extension here rather than left to the mime
@@ -26,6 +26,23 @@ var contentTypes = map[string]string{
 // from this replica's API, and a job's output cannot smuggle in a script.
 const policy = "default-src 'none'; script-src 'self'; style-src 'self'; " +
 	"img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
+// Assets are the paths of the files the page loads ("/style.css",
+// "/app.js", ...): every embedded file but index.html, which is served at
+// "/" only. A router that names its routes routes each of these.
+func Assets() []string {
+	entries, err := files.ReadDir(".")
+	if err != nil {
+		panic(err) // the embedded root always reads
+	}
+	var paths []string
+	for _, e := range entries {
+		if e.Name() != "index.html" {
+			paths = append(paths, "/"+e.Name())
+		}
+	}
+	return paths
+}
 
 // Handler serves the page at "/" and its assets by name; anything else is 404.
 func Handler() http.Handler {

@@ -27,7 +27,14 @@ func TestServesPageAndAssets(t *testing.T) {
 	}{
 		{"/", "text/html; charset=utf-8", "<title>etcd scheduler</title>"},
 		{"/style.css", "text/css; charset=utf-8", "--bad:"},
+		{"/api.js", "text/javascript; charset=utf-8", "Authorization"},
+		{"/dom.js", "text/javascript; charset=utf-8", "window.SchedulerDOM"},
+		{"/cluster.js", "text/javascript; charset=utf-8", "window.SchedulerCluster"},
+		{"/jobs.js", "text/javascript; charset=utf-8", "window.SchedulerJobs"},
 		{"/app.js", "text/javascript; charset=utf-8", "/api/v1/jobs"},
+		{"/svg.js", "text/javascript; charset=utf-8", "window.SchedulerSVG"},
+		{"/timeline-draw.js", "text/javascript; charset=utf-8", "window.SchedulerTimelineDraw"},
+		{"/lateness.js", "text/javascript; charset=utf-8", "window.SchedulerLateness"},
 		{"/timeline.js", "text/javascript; charset=utf-8", "/runs?limit="},
 	} {
 		res, body := get(t, tc.path)
@@ -97,10 +104,74 @@ func TestOnlyLocalURLs(t *testing.T) {
 	}
 }
 
+// embedded lists the embedded files whose names end in one of exts.
+func embedded(t *testing.T, exts ...string) []string {
+	t.Helper()
+	entries, err := files.ReadDir(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		for _, ext := range exts {
+			if strings.HasSuffix(e.Name(), ext) {
+				names = append(names, e.Name())
+			}
+		}
+	}
+	return names
+}
+
+var (
+	// scriptTag is a script element of index.html, and scriptSrc its file.
+	scriptTag = regexp.MustCompile(`<script\b([^>]*)>`)
+	scriptSrc = regexp.MustCompile(`\bsrc="([^"]+)"`)
+)
+
+// TestPageLoadsEveryScript: each embedded script is loaded by index.html,
+// once, from a file and deferred (the policy runs no inline script), and
+// app.js, which starts the polling and calls the others, comes last.
+func TestPageLoadsEveryScript(t *testing.T) {
+	page, err := files.ReadFile("index.html")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var loaded []string
+	times := map[string]int{}
+	for _, m := range scriptTag.FindAllStringSubmatch(string(page), -1) {
+		src := scriptSrc.FindStringSubmatch(m[1])
+		if src == nil {
+			t.Errorf("inline script %q", m[0])
+			continue
+		}
+		if !strings.Contains(m[1], " defer") {
+			t.Errorf("%s is not deferred", src[1])
+		}
+		loaded = append(loaded, src[1])
+		times[src[1]]++
+	}
+	scripts := embedded(t, ".js")
+	for _, name := range scripts {
+		if times[name] != 1 {
+			t.Errorf("index.html loads %s %d times, want once", name, times[name])
+		}
+	}
+	if len(loaded) != len(scripts) {
+		t.Errorf("index.html loads %q; the embedded scripts are %q", loaded, scripts)
+	}
+	if len(loaded) == 0 || loaded[len(loaded)-1] != "app.js" {
+		t.Errorf("index.html loads %q: app.js should come last", loaded)
+	}
+}
+
 // TestScriptNeverParsesHTML: everything the page shows comes from the API
 // and may hold a job's output, so the scripts set text, never markup.
 func TestScriptNeverParsesHTML(t *testing.T) {
-	for _, name := range []string{"app.js", "timeline.js"} {
+	scripts := embedded(t, ".js")
+	if len(scripts) < 2 {
+		t.Fatalf("embedded scripts %q: want app.js and the timeline's at least", scripts)
+	}
+	for _, name := range scripts {
 		b, err := files.ReadFile(name)
 		if err != nil {
 			t.Fatal(err)
@@ -117,7 +188,7 @@ func TestScriptNeverParsesHTML(t *testing.T) {
 // so a style attribute would be dropped by the browser; colours and sizes
 // of the SVG come from classes in style.css.
 func TestNoInlineStyle(t *testing.T) {
-	for _, name := range []string{"index.html", "app.js", "timeline.js"} {
+	for _, name := range embedded(t, ".html", ".js") {
 		b, err := files.ReadFile(name)
 		if err != nil {
 			t.Fatal(err)
@@ -127,5 +198,24 @@ func TestNoInlineStyle(t *testing.T) {
 				t.Errorf("%s sets an inline style (%s)", name, s)
 			}
 		}
+	}
+}
+
+// TestAssets: the paths a router must route are every file the page loads,
+// not index.html, which is the page at "/".
+func TestAssets(t *testing.T) {
+	assets := Assets()
+	want := map[string]bool{"/style.css": true, "/app.js": true, "/timeline.js": true}
+	for _, p := range assets {
+		delete(want, p)
+		if p == "/index.html" {
+			t.Errorf("Assets lists %s", p)
+		}
+		if res, _ := get(t, p); res.StatusCode != http.StatusOK {
+			t.Errorf("GET %s: status %d, want 200", p, res.StatusCode)
+		}
+	}
+	for p := range want {
+		t.Errorf("Assets %q lacks %s", assets, p)
 	}
 }
