@@ -32,6 +32,12 @@ func (j Job) Redacted() Job {
 // clone copies every slice, map and pointer of the job.
 func (j Job) clone() Job {
 	j.Resources = slices.Clone(j.Resources)
+	j.Notify = slices.Clone(j.Notify)
+	if j.After != nil {
+		a := *j.After
+		a.On = slices.Clone(a.On)
+		j.After = &a
+	}
 	if j.HTTP != nil {
 		h := *j.HTTP
 		h.Headers = maps.Clone(h.Headers)
