@@ -28,9 +28,14 @@ func TestControl(t *testing.T) {
 	slow.MaxConcurrency = 1
 	slow.Overlap = config.OverlapQueue
 	slow.QueueLimit = 5
+	// hold's runs last until cancelled: the cancel test must find the
+	// first still running however slow the machine.
+	hold := jobstest.HTTPJob("hold", "@every 1h", w.url("sleep=5m"))
+	hold.Overlap = config.OverlapQueue
+	hold.QueueLimit = 5
 	quick := jobstest.HTTPJob("quick", "@every 1s", w.url(""))
 	quick.HistoryLimit = 5
-	cfg := jobstest.Config(slow, quick)
+	cfg := jobstest.Config(slow, hold, quick)
 	a := startNode(t, etcd.Endpoints(), "a", cfg)
 	b := startNode(t, etcd.Endpoints(), "b", cfg)
 	leaderOf(t, []*node{a, b})
@@ -71,11 +76,11 @@ func TestControl(t *testing.T) {
 	})
 
 	t.Run("cancel", func(t *testing.T) {
-		running, _, err := a.engine.Trigger(ctx, "slow", jobs.TriggerRequest{})
+		running, _, err := a.engine.Trigger(ctx, "hold", jobs.TriggerRequest{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		queued, _, err := a.engine.Trigger(ctx, "slow", jobs.TriggerRequest{})
+		queued, _, err := a.engine.Trigger(ctx, "hold", jobs.TriggerRequest{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/etcdsched/scheduler/internal/api"
 	"github.com/etcdsched/scheduler/internal/election"
 	"github.com/etcdsched/scheduler/internal/etcdtest"
+	"github.com/etcdsched/scheduler/internal/poll"
 	"github.com/etcdsched/scheduler/internal/session"
 )
 
@@ -30,7 +32,13 @@ func TestLeaderEndpointWithoutLeader(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv.SetCluster(cluster{elector: el})
+	// A live session: the replica's view is confirmed, and nobody leads.
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = sessions.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	poll.For(t, 30*time.Second, "a session", sessions.Alive)
+	srv.SetCluster(cluster{elector: el, sessions: sessions})
 	rec := httptest.NewRecorder()
 	srv.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/api/v1/leader", nil))
 	if rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), `"no_leader"`) {
