@@ -95,17 +95,17 @@ func TestControl(t *testing.T) {
 			t.Fatalf("cancel running: %v", err)
 		}
 		poll.For(t, 30*time.Second, "both cancelled", func() bool {
-			recs := records(t, a.client, "slow")
+			recs := records(t, a.client, "hold")
 			return recs[running].Outcome == runs.Cancelled && recs[queued].Outcome == runs.Cancelled
 		})
-		recs := records(t, a.client, "slow")
+		recs := records(t, a.client, "hold")
 		if !strings.Contains(recs[running].Error, "operator said so") || recs[running].FencingToken == 0 {
 			t.Errorf("running run's record: %+v", recs[running])
 		}
 		if !strings.Contains(recs[queued].Error, "before it started") {
 			t.Errorf("queued run's record: %+v", recs[queued])
 		}
-		for _, h := range w.finished("slow") {
+		for _, h := range w.finished("hold") {
 			if h.RunID == queued {
 				t.Error("the cancelled queued run reached the target")
 			}
