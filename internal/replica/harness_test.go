@@ -14,29 +14,13 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/client"
 	"github.com/etcdsched/scheduler/internal/etcdtest"
 	"github.com/etcdsched/scheduler/internal/poll"
-	"github.com/etcdsched/scheduler/internal/target"
 )
 
-func TestMain(m *testing.M) {
-	// As in the scheduler's main: exec runs re-execute this test binary as
-	// their supervisor.
-	if code, ok := target.Supervise(os.Args); ok {
-		os.Exit(code)
-	}
-	goleak.VerifyTestMain(m,
-		goleak.IgnoreAnyFunction("go.etcd.io/etcd/client/v3.(*watchGRPCStream).run"),
-		// The process collector's and net/http's idle pools live for the
-		// test binary's lifetime.
-		goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
-		goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
-	)
-}
+func TestMain(m *testing.M) { etcdtest.Main(m) }
 
 // configYAML is a config for the tests: an external etcd, an isolated
 // prefix, short TTLs, the API on a kernel-chosen port, and jobs.
