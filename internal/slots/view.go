@@ -10,6 +10,8 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/etcdsched/scheduler/internal/keys"
 )
 
 // errWatchClosed: the watch channel closed without a reason (the client is
@@ -46,6 +48,7 @@ func (s *Semaphore) load(ctx context.Context) error {
 	resp, err := s.client.Txn(ctx).Then(
 		clientv3.OpGet(SlotsPrefix(s.prefix), clientv3.WithPrefix()),
 		clientv3.OpGet(ResourcesPrefix(s.prefix), clientv3.WithPrefix()),
+		clientv3.OpGet(keys.New(s.prefix).Rates(), clientv3.WithPrefix()),
 	).Commit()
 	if err != nil {
 		return fmt.Errorf("slots: read held slots: %w", err)
@@ -53,20 +56,24 @@ func (s *Semaphore) load(ctx context.Context) error {
 	rev := resp.Header.Revision
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.seen = [2]int64{rev, rev}
+	s.seen = [3]int64{rev, rev, rev}
 	old := s.counts
 	s.entries = map[string]entry{}
 	s.counts = map[group]int{}
-	for _, r := range resp.Responses {
+	s.rates = map[string]place{}
+	for _, r := range resp.Responses[:2] {
 		for _, kv := range r.GetResponseRange().Kvs {
 			s.put(kv)
 		}
 	}
-	for g := range old {
-		s.metrics.setInUse(g.kind, g.name, s.counts[g])
+	for _, kv := range resp.Responses[2].GetResponseRange().Kvs {
+		s.rates[string(kv.Key)] = decodePlace(kv)
 	}
-	for g, n := range s.counts {
-		s.metrics.setInUse(g.kind, g.name, n)
+	for g := range old {
+		s.setInUseLocked(g)
+	}
+	for g := range s.counts {
+		s.setInUseLocked(g)
 	}
 	// A claim registered after this read began has a token above rev and
 	// is not in it; only older claims can be judged.
@@ -103,18 +110,18 @@ func (s *Semaphore) follow(ctx context.Context) error {
 
 // watchFrom is where each prefix's watch goes on: the revision after the
 // view's.
-func (s *Semaphore) watchFrom() [2]int64 {
+func (s *Semaphore) watchFrom() [3]int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return [2]int64{s.seen[0] + 1, s.seen[1] + 1}
+	return [3]int64{s.seen[0] + 1, s.seen[1] + 1, s.seen[2] + 1}
 }
 
 func (s *Semaphore) watch(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	from := s.watchFrom()
-	var chans [2]clientv3.WatchChan
-	for i, prefix := range [2]string{slotsView: SlotsPrefix(s.prefix), resourcesView: ResourcesPrefix(s.prefix)} {
+	var chans [3]clientv3.WatchChan
+	for i, prefix := range [3]string{slotsView: SlotsPrefix(s.prefix), resourcesView: ResourcesPrefix(s.prefix), ratesView: keys.New(s.prefix).Rates()} {
 		chans[i] = s.client.Watch(ctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(from[i]))
 	}
 	for {
@@ -127,6 +134,8 @@ func (s *Semaphore) watch(ctx context.Context) error {
 		case resp, ok = <-chans[0]:
 		case resp, ok = <-chans[1]:
 			i = 1
+		case resp, ok = <-chans[2]:
+			i = 2
 		}
 		switch {
 		case !ok:
@@ -155,6 +164,19 @@ func (s *Semaphore) apply(view int, events []*clientv3.Event) {
 		return
 	}
 	s.seen[view] = events[len(events)-1].Kv.ModRevision
+	if view == ratesView {
+		for _, ev := range events {
+			if ev.Type == mvccpb.PUT {
+				s.rates[string(ev.Kv.Key)] = decodePlace(ev.Kv)
+			} else {
+				delete(s.rates, string(ev.Kv.Key))
+			}
+		}
+		// A waiter refused by a window wakes at its Until anyway; a
+		// change here may free a place sooner (a config change).
+		s.signalLocked()
+		return
+	}
 	touched := map[group]bool{}
 	for _, ev := range events {
 		k := string(ev.Kv.Key)
@@ -187,7 +209,7 @@ func (s *Semaphore) apply(view int, events []*clientv3.Event) {
 		}
 	}
 	for g := range touched {
-		s.metrics.setInUse(g.kind, g.name, s.counts[g])
+		s.setInUseLocked(g)
 	}
 	if len(touched) > 0 {
 		s.signalLocked()
