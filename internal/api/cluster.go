@@ -139,6 +139,8 @@ func respond(w http.ResponseWriter, status int, v any, err error) {
 		writeError(w, http.StatusNotFound, "unknown_run", err.Error())
 	case errors.Is(err, jobs.ErrFinished):
 		writeError(w, http.StatusConflict, "run_finished", err.Error())
+	case errors.Is(err, jobs.ErrBadConcurrencyKey):
+		writeError(w, http.StatusBadRequest, "bad_concurrency_key", err.Error())
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		writeError(w, http.StatusServiceUnavailable, "etcd_unavailable", "etcd did not answer in time: "+err.Error())
 	default:

@@ -22,6 +22,9 @@ func (e *Engine) Trigger(ctx context.Context, name string) (string, error) {
 	now := e.clock.Now()
 	runID := runs.ManualID(name, ulid.Make().String())
 	entry := queue.NewEntry(runID, j, cfg.Resources, now, now, 1, runs.Manual)
+	if err := entry.RenderKey(); err != nil {
+		return "", fmt.Errorf("%w: %w", ErrBadConcurrencyKey, err)
+	}
 	if _, err := e.writes.Add(ctx, entry); err != nil {
 		return "", fmt.Errorf("jobs: trigger %s: %w", name, err)
 	}

@@ -3,6 +3,7 @@
 package runs
 
 import (
+	"encoding/json"
 	"strings"
 	"time"
 )
@@ -54,6 +55,10 @@ type Record struct {
 	// Previous lists the attempts before this one: a retry keeps the run
 	// id, so its record replaces theirs at the same key.
 	Previous []Attempt `json:"previous_attempts,omitempty"`
+	// ConcurrencyKey is the key whose slot the run held or waited for.
+	ConcurrencyKey string `json:"concurrency_key,omitempty"`
+	// Input is the run's input.
+	Input json.RawMessage `json:"input,omitempty"`
 }
 
 // Attempt summarizes one earlier attempt of a run.

@@ -35,7 +35,7 @@ func (l *leader) reap(ctx context.Context) error {
 		held := map[string]int64{} // job slot key -> token
 		for _, s := range l.d.Slots.List() {
 			if s.Job != "" {
-				held[l.d.Keys.Slot(s.Job, s.Slot)] = s.FencingToken
+				held[l.d.Keys.SlotOf(s.Job, s.ConcurrencyKey, s.Slot)] = s.FencingToken
 			}
 		}
 		now := l.d.Clock.Now()
@@ -43,7 +43,7 @@ func (l *leader) reap(ctx context.Context) error {
 		next := time.Duration(0)
 		for _, q := range l.d.Queue.Running() {
 			alive[q.Key] = true
-			if held[l.d.Keys.Slot(q.Job, q.Slot)] == q.ModRev {
+			if held[l.d.Keys.SlotOf(q.Job, q.ConcurrencyKey, q.Slot)] == q.ModRev {
 				delete(suspects, q.Key)
 				continue
 			}
@@ -103,7 +103,7 @@ func (l *leader) pause(ctx context.Context, t time.Time) bool {
 }
 
 func (l *leader) markLost(ctx context.Context, q *queue.Item) error {
-	slotKey := l.d.Keys.Slot(q.Job, q.Slot)
+	slotKey := l.d.Keys.SlotOf(q.Job, q.ConcurrencyKey, q.Slot)
 	now := l.d.Clock.Now()
 	rec := q.Lost(q.ModRev, now)
 	ops, retry := queue.End(l.d.Keys, q.Key, q.Entry, &rec, now)

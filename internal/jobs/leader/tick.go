@@ -22,6 +22,12 @@ func (l *leader) tickOp(cfg *config.Config, j *config.Job, t plannedTick, now ti
 	if t.Action == queueTick {
 		entry := queue.NewEntry(runID, j, cfg.Resources, t.At, t.NotBefore, 1, runs.Schedule)
 		entry.CatchUp = t.CatchUp
+		if err := entry.RenderKey(); err != nil {
+			// The job's own input renders no key: the tick is recorded, in
+			// place of its entry, so it is not silently dropped.
+			rec := entry.NotStarted(runs.Skipped, now, err.Error())
+			return runID, clientv3.OpPut(l.d.Keys.Record(j.Name, runID), queue.EncodeRecord(&rec))
+		}
 		return runID, clientv3.OpPut(l.d.Keys.Entry(j.Name, runID), entry.Encode())
 	}
 	rec := queue.MissedTick(j.Name, runID, t.At,

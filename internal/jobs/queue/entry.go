@@ -38,7 +38,12 @@ type Entry struct {
 	Trigger     runs.Trigger    `json:"trigger"`
 	Spec        config.Job      `json:"spec"`
 	Resources   []ResourceLimit `json:"resources,omitempty"`
-	State       State           `json:"state"`
+	// Input is the run's input (the job's default input until triggers
+	// carry one); ConcurrencyKey is the job's concurrency_key rendered over
+	// it when the entry was created, so every worker claims the same key.
+	Input          json.RawMessage `json:"input,omitempty"`
+	ConcurrencyKey string          `json:"concurrency_key,omitempty"`
+	State          State           `json:"state"`
 	// CatchUp marks a tick run late by the catch_up policy. Caught-up
 	// ticks come due together; they wait for a slot in turn (until the
 	// starting deadline) instead of skipping one another.
@@ -56,8 +61,9 @@ type Entry struct {
 // ResourceLimit is a shared resource a run takes one slot of, with the limit
 // the leader's config gave it.
 type ResourceLimit struct {
-	Name  string `json:"name"`
-	Limit int    `json:"limit"`
+	Name  string       `json:"name"`
+	Limit int          `json:"limit"` // 0: a rate only
+	Rate  *config.Rate `json:"rate,omitempty"`
 }
 
 // NewEntry is a pending run of job at scheduledAt (now, for manual runs),
@@ -71,16 +77,29 @@ func NewEntry(runID string, job *config.Job, resources []config.Resource, schedu
 		Attempt:     attempt,
 		Trigger:     trigger,
 		Spec:        *job,
+		Input:       job.DefaultInput(),
 		State:       Pending,
 	}
 	for _, name := range job.Resources {
 		for _, r := range resources {
 			if r.Name == name {
-				e.Resources = append(e.Resources, ResourceLimit{Name: r.Name, Limit: r.Limit})
+				e.Resources = append(e.Resources, ResourceLimit{Name: r.Name, Limit: r.Limit, Rate: r.Rate})
 			}
 		}
 	}
 	return e
+}
+
+// RenderKey sets the entry's concurrency key from its job's template and
+// its input; the error wraps config.ErrBadKey. Call it where the entry is
+// created, so a run whose key is bad never enters the queue.
+func (e *Entry) RenderKey() error {
+	k, err := e.Spec.ConcurrencyKeyFor(e.Input)
+	if err != nil {
+		return fmt.Errorf("queue: job %s: %w", e.Job, err)
+	}
+	e.ConcurrencyKey = k
+	return nil
 }
 
 // Encode is the entry as stored.

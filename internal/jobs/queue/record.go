@@ -28,6 +28,9 @@ func (e *Entry) base(outcome runs.Outcome) runs.Record {
 		Slot:        e.Slot,
 		Outcome:     outcome,
 		Previous:    e.Previous,
+
+		ConcurrencyKey: e.ConcurrencyKey,
+		Input:          e.Input,
 	}
 }
 

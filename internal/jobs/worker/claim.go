@@ -7,23 +7,30 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
+	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/session"
 	"github.com/etcdsched/scheduler/internal/slots"
 )
 
-// claim takes a slot for q and marks its entry running in one transaction
-// (SPEC rule 3). The entry's new ModRevision is the slot's CreateRevision:
-// the fencing token.
+// claim takes everything q needs to start (its job or key slot, a slot of
+// each resource, a place in each rate window) and marks its entry running,
+// in one transaction (SPEC rule 3). The entry's new ModRevision is the
+// slot's CreateRevision: the fencing token. The run's start, max(now,
+// not_before), is what the rate windows count.
 func (w *Worker) claim(ctx context.Context, sess *session.Session, q *queue.Item) (*slots.Held, *queue.Entry, error) {
 	started := w.d.Clock.Now()
 	if started.Before(q.NotBefore) {
 		started = q.NotBefore
 	}
 	sent := w.d.Clock.Now()
+	res, rates := admission(q.Entry)
 	held, err := w.d.Slots.Claim(ctx, sess, slots.Request{
 		Job:            q.Job,
+		Key:            q.ConcurrencyKey,
 		MaxConcurrency: q.Spec.MaxConcurrency,
-		Resources:      slotResources(q.Entry),
+		Resources:      res,
+		Rates:          rates,
+		Start:          started,
 		Value:          slots.Value{RunID: q.RunID, Holder: w.d.ID, StartedAt: started.UTC(), ScheduledAt: q.ScheduledAt},
 		If:             []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(q.Key), "=", q.ModRev)},
 		ThenFor: func(slot int) []clientv3.Op {
@@ -41,10 +48,22 @@ func (w *Worker) claim(ctx context.Context, sess *session.Session, q *queue.Item
 	return held, q.Running(w.d.ID, held.Slot, started), nil
 }
 
-func slotResources(e *queue.Entry) []slots.Resource {
-	out := make([]slots.Resource, len(e.Resources))
-	for i, r := range e.Resources {
-		out[i] = slots.Resource{Name: r.Name, Limit: r.Limit}
+// admission is what a run of e must get besides its job slot: a slot of
+// each resource with a limit, and a place in the job's window and in each
+// resource's window.
+func admission(e *queue.Entry) ([]slots.Resource, []slots.Rate) {
+	var res []slots.Resource
+	var rates []slots.Rate
+	if r := e.Spec.Rate; r != nil {
+		rates = append(rates, slots.Rate{Scope: keys.RateJob, Name: e.Job, Count: r.Count, Per: r.Per.D()})
 	}
-	return out
+	for _, r := range e.Resources {
+		if r.Limit > 0 {
+			res = append(res, slots.Resource{Name: r.Name, Limit: r.Limit})
+		}
+		if r.Rate != nil {
+			rates = append(rates, slots.Rate{Scope: keys.RateResource, Name: r.Name, Count: r.Rate.Count, Per: r.Rate.Per.D()})
+		}
+	}
+	return res, rates
 }

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"log/slog"
 	"strconv"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
 	"github.com/etcdsched/scheduler/internal/runs"
@@ -32,6 +35,10 @@ func (w *Worker) execute(q *queue.Item, entry *queue.Entry, held *slots.Held, lo
 		t.Stop()
 	}
 	startedAt := w.d.Clock.Now()
+	if _, rates := admission(entry); len(rates) > 0 && runCtx.Err() == nil && startedAt.Sub(entry.StartedAt) > slots.MaxStartLatency {
+		w.giveBack(q, held, entry.StartedAt, log)
+		return
+	}
 	var res target.Result
 	if runCtx.Err() != nil {
 		res = target.Result{Outcome: runs.Cancelled, Error: context.Cause(runCtx).Error()}
@@ -81,4 +88,18 @@ func (w *Worker) execute(q *queue.Item, entry *queue.Entry, held *slots.Held, lo
 	}
 	w.d.Metrics.Runs.WithLabelValues(entry.Job, string(res.Outcome)).Inc()
 	log.Info("run finished", "outcome", res.Outcome, "duration", endedAt.Sub(startedAt), "retry", retry != nil)
+}
+
+// giveBack releases a claim whose run would begin more than
+// slots.MaxStartLatency after the start its rate places were stamped with
+// (a slow claim round trip, a paused process): the window's bound relies
+// on no run beginning later than that, so the run does not begin. The
+// entry goes back to pending, unchanged, in the release transaction; the
+// places stay stamped, so the window admits fewer, never more.
+func (w *Worker) giveBack(q *queue.Item, held *slots.Held, stamped time.Time, log *slog.Logger) {
+	relCtx, cancel := context.WithTimeout(context.Background(), w.d.Config().Cluster.SessionTTL.D())
+	defer cancel()
+	err := w.d.Slots.Release(relCtx, held, clientv3.OpPut(q.Key, q.Entry.Encode()))
+	w.d.Metrics.ClaimFails.WithLabelValues("late").Inc()
+	log.Warn("run given back: it would begin too long after its rate stamp", "stamped", stamped, "err", err)
 }

@@ -8,28 +8,9 @@ import (
 	"github.com/etcdsched/scheduler/internal/runs"
 )
 
-// What a run does while every slot it needs is taken: wait for a change,
-// keep its place in the job's queue, replace the oldest run, or end
-// unstarted with a record saying why.
-
-// changes are the views' change channels as they were before a claim.
-type changes struct{ slots, queue <-chan struct{} }
-
-// waitChange waits for a slot or the queue to change, or until.
-func (w *Worker) waitChange(ctx context.Context, c changes, until time.Time) {
-	d := until.Sub(w.d.Clock.Now())
-	if d <= 0 {
-		d = time.Millisecond
-	}
-	t := w.d.Clock.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-c.slots:
-	case <-c.queue:
-	case <-t.Chan():
-	}
-}
+// What a run does while a limit it needs is full: keep its place in the
+// job's queue, replace the oldest run, or end unstarted with a record
+// saying why.
 
 // queuePosition is q's place among the job's runs that are due and waiting
 // for a slot; the first queue_limit of them are kept.
@@ -45,10 +26,12 @@ func (w *Worker) queuePosition(q *queue.Item, now time.Time) int {
 	return len(waiting)
 }
 
-// oldestRunning is the job's run that started first.
-func (w *Worker) oldestRunning(job string) *queue.Item {
+// oldestRunning is the job's (or its key's) run that started first.
+func (w *Worker) oldestRunning(job, key string) *queue.Item {
 	var oldest *queue.Item
-	for _, o := range w.d.Queue.List(func(o *queue.Item) bool { return o.Job == job && o.State == queue.Running }) {
+	for _, o := range w.d.Queue.List(func(o *queue.Item) bool {
+		return o.Job == job && o.ConcurrencyKey == key && o.State == queue.Running
+	}) {
 		if oldest == nil || o.StartedAt.Before(oldest.StartedAt) {
 			oldest = o
 		}

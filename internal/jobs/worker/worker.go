@@ -81,6 +81,8 @@ type Worker struct {
 	mu       sync.Mutex
 	pending  dueHeap
 	active   map[string]*activeRun // by run id: being claimed or running
+	parked   map[string]parkedRun  // by entry key: waiting for a limit, holding no worker
+	waits    map[string]*waitState // by entry key: what waiting runs keep between attempts
 	wake     chan struct{}
 	wg       sync.WaitGroup
 	drained  chan struct{}
@@ -109,9 +111,10 @@ func New(d Deps) *Worker {
 		d.Backup = 250 * time.Millisecond
 	}
 	w := &Worker{d: d, writes: queue.Writes{Client: d.Client, Keys: d.Keys}, members: newMembers(d.Keys),
-		active: map[string]*activeRun{}, wake: make(chan struct{}, 1), drained: make(chan struct{})}
+		active: map[string]*activeRun{}, parked: map[string]parkedRun{}, waits: map[string]*waitState{},
+		wake: make(chan struct{}, 1), drained: make(chan struct{})}
 	w.cancels = queue.NewCancels(d.Keys, w.cancelRequested)
-	d.Queue.Subscribe(w.onPut, nil)
+	d.Queue.Subscribe(w.onPut, w.onDelete)
 	return w
 }
 
@@ -151,13 +154,24 @@ func (w *Worker) Run(ctx context.Context) error {
 	timer := w.d.Clock.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
+		// Taken before looking at the parked runs, so a change after the
+		// look wakes the loop.
+		slotsChanged, queueChanged := w.d.Slots.Changed(), w.d.Queue.Changed()
 		wait := time.Hour
 		w.mu.Lock()
+		now := w.d.Clock.Now()
 		if len(w.pending) > 0 && len(w.active) < w.maxParallel() {
-			wait = max(w.pending[0].at.Sub(w.d.Clock.Now()), 0)
+			wait = max(w.pending[0].at.Sub(now), 0)
+		}
+		for _, p := range w.parked {
+			wait = min(wait, max(p.until.Sub(now), 0))
+		}
+		if len(w.parked) == 0 {
+			slotsChanged, queueChanged = nil, nil // nobody to wake
 		}
 		w.mu.Unlock()
 		timer.Reset(wait)
+		changed := false
 		select {
 		case <-ctx.Done():
 			w.mu.Lock()
@@ -166,7 +180,12 @@ func (w *Worker) Run(ctx context.Context) error {
 			return nil
 		case <-w.wake:
 		case <-timer.Chan():
+		case <-slotsChanged:
+			changed = true
+		case <-queueChanged:
+			changed = true
 		}
+		w.unpark(changed)
 		w.dispatch(ctx)
 	}
 }
@@ -189,12 +208,24 @@ func (w *Worker) dispatch(ctx context.Context) {
 		if _, busy := w.active[q.RunID]; busy {
 			continue
 		}
+		delete(w.parked, q.Key)
+		st := w.waits[q.Key]
+		if st == nil {
+			st = &waitState{}
+			w.waits[q.Key] = st
+		}
 		w.active[q.RunID] = &activeRun{}
 		w.wg.Add(1)
 		go func() {
 			defer w.wg.Done()
 			defer w.finish(q.RunID)
-			w.start(ctx, q)
+			if until, wait := w.start(ctx, q, st); wait {
+				w.park(q, st, until)
+				return
+			}
+			w.mu.Lock()
+			delete(w.waits, q.Key)
+			w.mu.Unlock()
 		}()
 	}
 }
@@ -258,6 +289,14 @@ func (w *Worker) Drain(ctx context.Context) {
 		<-done
 	}
 	close(w.drained)
+}
+
+// onDelete forgets a run that left the queue.
+func (w *Worker) onDelete(key string, _ *queue.Item) {
+	w.mu.Lock()
+	delete(w.parked, key)
+	delete(w.waits, key)
+	w.mu.Unlock()
 }
 
 // due is when to try a pending run, as the view saw it.
