@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"github.com/oklog/ulid/v2"
@@ -11,9 +12,16 @@ import (
 	"github.com/etcdsched/scheduler/internal/runs"
 )
 
-// Trigger queues a manual run now. It obeys max_concurrency and the overlap
-// policy like a scheduled one.
+// Trigger queues a manual run now with the job's default input. It obeys
+// max_concurrency and the overlap policy like a scheduled one.
 func (e *Engine) Trigger(ctx context.Context, name string) (string, error) {
+	return e.TriggerWith(ctx, name, nil)
+}
+
+// TriggerWith queues a manual run now with input (a JSON document; nil
+// means the job's default input). A run whose input renders no valid
+// concurrency key is refused with ErrBadConcurrencyKey.
+func (e *Engine) TriggerWith(ctx context.Context, name string, input json.RawMessage) (string, error) {
 	cfg := e.opts.Config()
 	j := cfg.Job(name)
 	if j == nil {
@@ -22,6 +30,9 @@ func (e *Engine) Trigger(ctx context.Context, name string) (string, error) {
 	now := e.clock.Now()
 	runID := runs.ManualID(name, ulid.Make().String())
 	entry := queue.NewEntry(runID, j, cfg.Resources, now, now, 1, runs.Manual)
+	if input != nil {
+		entry.Input = input
+	}
 	if err := entry.RenderKey(); err != nil {
 		return "", fmt.Errorf("%w: %w", ErrBadConcurrencyKey, err)
 	}

@@ -12,11 +12,12 @@ import (
 // job's queue, replace the oldest run, or end unstarted with a record
 // saying why.
 
-// queuePosition is q's place among the job's runs that are due and waiting
-// for a slot; the first queue_limit of them are kept.
+// queuePosition is q's place among the job's runs (of its concurrency
+// key: the limit holds per key, and so does the queue) that are due and
+// waiting; the first queue_limit of them are kept.
 func (w *Worker) queuePosition(q *queue.Item, now time.Time) int {
 	waiting := w.d.Queue.List(func(o *queue.Item) bool {
-		return o.Job == q.Job && o.State == queue.Pending && !o.NotBefore.After(now)
+		return o.Job == q.Job && o.ConcurrencyKey == q.ConcurrencyKey && o.State == queue.Pending && !o.NotBefore.After(now)
 	})
 	for i, o := range waiting {
 		if o.Key == q.Key {

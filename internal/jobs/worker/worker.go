@@ -237,14 +237,6 @@ func (w *Worker) finish(runID string) {
 	w.signal()
 }
 
-// retryLater puts an entry back after a transient failure.
-func (w *Worker) retryLater(q *queue.Item, at time.Time) {
-	w.mu.Lock()
-	heap.Push(&w.pending, due{at: at, key: q.Key, modRev: q.ModRev})
-	w.mu.Unlock()
-	w.signal()
-}
-
 // cancelRequested stops a run this worker holds.
 func (w *Worker) cancelRequested(runID, reason string) {
 	w.mu.Lock()
