@@ -212,3 +212,15 @@ func (s *Semaphore) Windows(rates []Rate, now time.Time) []WindowInfo {
 	}
 	return out
 }
+
+// FreePlaces is how many places of r the view shows free for a start at.
+func (s *Semaphore) FreePlaces(r Rate, at time.Time) int {
+	places := s.placesFromView()
+	n := 0
+	for i := range r.Count {
+		if p, ok := places(s.rateKey(r, i)); !ok || !p.at.Add(r.Per+RateMargin).After(at) {
+			n++
+		}
+	}
+	return n
+}

@@ -198,3 +198,9 @@ func (s *Semaphore) waitReady(ctx context.Context) error {
 		return context.Cause(ctx)
 	}
 }
+
+// Free is how many of the first limit slots of a job slot group (the job,
+// or "<job>/<key>") or of a resource the view shows free.
+func (s *Semaphore) Free(kind Kind, name string, limit int) int {
+	return len(s.free(kind, name, limit))
+}

@@ -7,35 +7,51 @@ import (
 
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
 	"github.com/etcdsched/scheduler/internal/keys"
+	"github.com/etcdsched/scheduler/internal/slots"
 )
 
 // Fair order: among runs waiting for the same limit (a job's slots, a
 // key's, a resource's, a rate window), the one due first is admitted
 // first, cluster-wide. Every worker sees the whole queue, so before it
-// claims a run it looks for an elder: a pending run that needs one of the
-// same limits and is due before it. Only when there is none does it claim.
-// Without this, whichever worker's watch fired first after a release won,
-// and two jobs on identical schedules sharing a limit-1 resource got 26
-// and 12 runs in the same minute.
+// claims a run it counts, for each limit the run needs, the elders: pending
+// runs that need that limit too and are due before it. When a limit has
+// no more room than its elders need, the run yields as if the limit were
+// full (its overlap policy decides: wait, or skip). Without this,
+// whichever worker's watch fired first after a release won, and two jobs
+// on identical schedules sharing a limit-1 resource got 26 and 12 runs in
+// the same minute.
 //
 // Ties between equal due times are broken by a hash of the run id and
 // attempt, not by name: a name order would let the same job win every
-// tie. The loser of a tie is then the elder at the next tick, so shares
-// even out.
+// tie. The loser of a tie is the elder at the next release, so shares even
+// out.
 
 // fairBound bounds how long a run yields to its elders after it is due:
 // an elder can be stuck behind a limit this run does not need (its own
 // job's slots), and fairness must not cost liveness.
 const fairBound = 2 * time.Second
 
-// limits are the names of what a run of e waits for.
-func limits(e *queue.Entry) []string {
-	out := []string{"slot/" + keys.SlotGroup(e.Job, e.ConcurrencyKey)}
-	if e.Spec.Rate != nil {
-		out = append(out, "rate/"+e.Job)
+// limit is one thing a run needs room in.
+type limit struct {
+	id   string // what runs that need the same limit share
+	full slots.FullError
+	rate *slots.Rate
+}
+
+// limitsOf are the limits a run of e needs.
+func limitsOf(e *queue.Entry) []limit {
+	group := keys.SlotGroup(e.Job, e.ConcurrencyKey)
+	kind := slots.LimitJob
+	if e.ConcurrencyKey != "" {
+		kind = slots.LimitKey
 	}
-	for _, r := range e.Resources {
-		out = append(out, "resource/"+r.Name)
+	out := []limit{{id: "slot/" + group, full: slots.FullError{Limit: kind, Name: group, Slots: e.Spec.MaxConcurrency}}}
+	res, rates := admission(e)
+	for _, r := range res {
+		out = append(out, limit{id: "resource/" + r.Name, full: slots.FullError{Limit: slots.LimitResource, Name: r.Name, Slots: r.Limit}})
+	}
+	for _, r := range rates {
+		out = append(out, limit{id: "rate/" + r.Scope + "/" + r.Name, full: slots.FullError{Limit: slots.LimitRate, Name: r.Window()}, rate: &r})
 	}
 	return out
 }
@@ -59,28 +75,51 @@ func older(a, b *queue.Entry) bool {
 	return a.RunID < b.RunID
 }
 
-// elder returns a pending run that needs a limit q needs and is due
-// before q, while q is within fairBound of its due time; nil otherwise.
-func (w *Worker) elder(q *queue.Item, now time.Time) *queue.Item {
+// yieldTo returns the limit q must leave to its elders, or nil: a limit
+// whose room (per the slots view) is no more than its elders need. Only
+// while q is within fairBound of its due time.
+func (w *Worker) yieldTo(q *queue.Item, now time.Time) *slots.FullError {
 	if now.After(q.NotBefore.Add(fairBound)) {
 		return nil
 	}
-	mine := map[string]bool{}
-	for _, l := range limits(q.Entry) {
-		mine[l] = true
+	mine := limitsOf(q.Entry)
+	index := make(map[string]int, len(mine))
+	for i, l := range mine {
+		index[l.id] = i
 	}
-	var found *queue.Item
+	elders := make([]int, len(mine))
 	w.d.Queue.List(func(o *queue.Item) bool {
-		if found != nil || o.State != queue.Pending || o.Key == q.Key || !older(o.Entry, q.Entry) {
+		if o.State != queue.Pending || o.Key == q.Key || !older(o.Entry, q.Entry) {
 			return false
 		}
-		for _, l := range limits(o.Entry) {
-			if mine[l] {
-				found = o
-				return false
+		for _, l := range limitsOf(o.Entry) {
+			if i, ok := index[l.id]; ok {
+				elders[i]++
 			}
 		}
 		return false
 	})
-	return found
+	start := now
+	if start.Before(q.NotBefore) {
+		start = q.NotBefore
+	}
+	for i, l := range mine {
+		if elders[i] == 0 {
+			continue
+		}
+		var room int
+		switch {
+		case l.rate != nil:
+			room = w.d.Slots.FreePlaces(*l.rate, start)
+		case l.full.Limit == slots.LimitResource:
+			room = w.d.Slots.Free(slots.ResourceSlot, l.full.Name, l.full.Slots)
+		default:
+			room = w.d.Slots.Free(slots.JobSlot, l.full.Name, l.full.Slots)
+		}
+		if room <= elders[i] {
+			full := l.full
+			return &full
+		}
+	}
+	return nil
 }

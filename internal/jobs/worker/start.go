@@ -45,9 +45,11 @@ func (w *Worker) start(ctx context.Context, q *queue.Item, st *waitState) (retry
 			return time.Time{}, false
 		}
 		st.slotsChanged, st.queueChanged = w.d.Slots.Changed(), w.d.Queue.Changed()
-		if e := w.elder(q, now); e != nil {
-			// An elder waits for a limit this run needs: its turn first.
-			return q.NotBefore.Add(fairBound), true
+		if full := w.yieldTo(q, now); full != nil {
+			// Elders wait for a limit this run needs: their turn first,
+			// as if the limit were full.
+			st.last = full
+			return w.refused(ctx, sess, q, st, full, now, deadline)
 		}
 		held, running, err := w.claim(ctx, sess, q)
 		var full *slots.FullError

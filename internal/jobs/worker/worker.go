@@ -41,6 +41,9 @@ type Slots interface {
 	Claim(ctx context.Context, sess *session.Session, req slots.Request) (*slots.Held, error)
 	Release(ctx context.Context, h *slots.Held, then ...clientv3.Op) error
 	Changed() <-chan struct{}
+	// Free and FreePlaces say how much room the view shows, for fair order.
+	Free(kind slots.Kind, name string, limit int) int
+	FreePlaces(r slots.Rate, at time.Time) int
 }
 
 // Executor runs a target.
