@@ -13,7 +13,9 @@ import (
 
 	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
+	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/runs"
+	"github.com/etcdsched/scheduler/internal/slots"
 )
 
 // lastRunLookups bounds the per-job reads a job listing makes; a larger
@@ -161,5 +163,23 @@ func (e *Engine) Pending() []RunStatus {
 		out = append(out, RunStatus{State: string(q.State), Record: q.InFlight(q.ModRev)})
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].ScheduledAt.Before(out[j].ScheduledAt) })
+	return out
+}
+
+// RateWindows are the rate windows of the current config: each job's own,
+// then each resource's.
+func (e *Engine) RateWindows() []slots.Rate {
+	cfg := e.opts.Config()
+	var out []slots.Rate
+	for _, j := range cfg.Jobs {
+		if j.Rate != nil {
+			out = append(out, slots.Rate{Scope: keys.RateJob, Name: j.Name, Count: j.Rate.Count, Per: j.Rate.Per.D()})
+		}
+	}
+	for _, r := range cfg.Resources {
+		if r.Rate != nil {
+			out = append(out, slots.Rate{Scope: keys.RateResource, Name: r.Name, Count: r.Rate.Count, Per: r.Rate.Per.D()})
+		}
+	}
 	return out
 }

@@ -2,6 +2,7 @@ package replica
 
 import (
 	"context"
+	"time"
 
 	"github.com/etcdsched/scheduler/internal/election"
 	"github.com/etcdsched/scheduler/internal/jobs"
@@ -22,4 +23,11 @@ func (c cluster) Members(ctx context.Context) ([]election.Member, error) {
 	return c.membership.List(ctx)
 }
 
-func (c cluster) Slots() []slots.Info { return c.slots.List() }
+// Slots lists the held slots, then each configured rate window.
+func (c cluster) Slots() []slots.Info {
+	list := c.slots.List()
+	for _, w := range c.slots.Windows(c.RateWindows(), time.Now()) {
+		list = append(list, slots.Info{Window: &w})
+	}
+	return list
+}

@@ -197,7 +197,7 @@ func (s *Semaphore) Windows(rates []Rate, now time.Time) []WindowInfo {
 	places := s.placesFromView()
 	out := make([]WindowInfo, 0, len(rates))
 	for _, r := range rates {
-		w := WindowInfo{Window: r.Scope + "/" + r.Name, Count: r.Count, Per: r.Per.String(), per: r.Per}
+		w := WindowInfo{Window: r.Scope + "/" + r.Name, Count: r.Count, Per: r.Per.String()}
 		for i := range r.Count {
 			p, ok := places(s.rateKey(r, i))
 			if !ok || !p.at.Add(r.Per+RateMargin).After(now) {

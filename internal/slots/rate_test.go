@@ -2,9 +2,11 @@ package slots
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -102,5 +104,57 @@ func TestRateWindowBoundsStartsInAnyInterval(t *testing.T) {
 	}
 	if len(starts) < 10 {
 		t.Errorf("only %d starts in 3s: the window starves", len(starts))
+	}
+}
+
+// GET /api/v1/slots shows a keyed slot with its key, and a window with
+// its places in use and the oldest start still counted.
+func TestListShowsKeysAndWindows(t *testing.T) {
+	cluster := etcdtest.Start(t)
+	sem := startSemaphore(t, cluster.Client())
+	sess := newSession(t, sem.client, 5*time.Second, time.Second)
+	rate := Rate{Scope: keys.RateJob, Name: "sync", Count: 3, Per: time.Minute}
+	start := time.Now().UTC()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	h, err := sem.Claim(ctx, sess, Request{Job: "sync", Key: "c-1", MaxConcurrency: 1, Rates: []Rate{rate}, Start: start,
+		Value: Value{RunID: "sync@1", Holder: "h"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Key() != keys.New(testPrefix).SlotOf("sync", "c-1", 0) {
+		t.Errorf("slot key %s", h.Key())
+	}
+	var list []Info
+	poll := time.NewTimer(10 * time.Second)
+	defer poll.Stop()
+	for {
+		changed := sem.Changed()
+		if list = sem.List(); len(list) == 1 && len(sem.Windows([]Rate{rate}, start)) == 1 && sem.Windows([]Rate{rate}, start)[0].InUse == 1 {
+			break
+		}
+		select {
+		case <-changed:
+		case <-poll.C:
+			t.Fatalf("view never showed the claim: %+v", sem.List())
+		}
+	}
+	if list[0].Job != "sync" || list[0].ConcurrencyKey != "c-1" {
+		t.Errorf("listed %+v, want job sync key c-1", list[0])
+	}
+	w := sem.Windows([]Rate{rate}, start)[0]
+	if w.Window != "job/sync" || w.Count != 3 || w.Per != "1m0s" || !w.Oldest.Equal(start) {
+		t.Errorf("window %+v", w)
+	}
+	b, err := json.Marshal(Info{Window: &w})
+	if err != nil || !strings.Contains(string(b), `"window":"job/sync"`) || strings.Contains(string(b), "run_id") {
+		t.Errorf("window row %s (%v)", b, err)
+	}
+	// A second claim of the same key is refused by the key's limit.
+	_, err = sem.Claim(ctx, sess, Request{Job: "sync", Key: "c-1", MaxConcurrency: 1, Rates: []Rate{rate}, Start: start,
+		Value: Value{RunID: "sync@2", Holder: "h"}})
+	var full *FullError
+	if !errors.As(err, &full) || full.Limit != LimitKey {
+		t.Errorf("second claim of key c-1: %v, want a full key", err)
 	}
 }

@@ -3,6 +3,7 @@ package slots
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"log/slog"
 	"slices"
 	"sync"
@@ -142,6 +143,18 @@ type Info struct {
 	FencingToken   int64     `json:"fencing_token"`
 	StartedAt      time.Time `json:"started_at"`
 	ScheduledAt    time.Time `json:"scheduled_at"`
+	// Window, when set, makes this a rate window's row instead: only its
+	// fields are shown.
+	Window *WindowInfo `json:"-"`
+}
+
+// MarshalJSON writes a slot's fields, or a window's.
+func (i Info) MarshalJSON() ([]byte, error) {
+	if i.Window != nil {
+		return json.Marshal(i.Window)
+	}
+	type plain Info
+	return json.Marshal(plain(i))
 }
 
 // List returns every held slot, jobs before resources, by name and index.
