@@ -182,12 +182,11 @@ func placesFromRead(kvs []*mvccpb.KeyValue) func(string) (place, bool) {
 
 // WindowInfo is one rate window as GET /api/v1/slots shows it.
 type WindowInfo struct {
-	Window string        `json:"window"` // "<scope>/<name>"
-	Count  int           `json:"count"`
-	Per    string        `json:"per"`
-	InUse  int           `json:"in_use"`          // starts still counted at now
-	Oldest time.Time     `json:"oldest,omitzero"` // the oldest start still counted
-	per    time.Duration // for sorting and counting
+	Window string    `json:"window"` // "<scope>/<name>"
+	Count  int       `json:"count"`
+	Per    string    `json:"per"`
+	InUse  int       `json:"in_use"`          // starts still counted at now
+	Oldest time.Time `json:"oldest,omitzero"` // the oldest start still counted
 }
 
 // Windows describes each of rates at now from the view: how many places

@@ -40,7 +40,7 @@ type Freeze struct {
 // History is everything the checker looks at.
 type History struct {
 	Jobs      []Job
-	Resources map[string]int // name -> limit
+	Resources map[string]int  // name -> limit
 	Rates     map[string]Rate // resource name -> its rate window
 	// Runs as the witness saw them, in arrival order.
 	Runs []cluster.Run
