@@ -160,7 +160,7 @@ func (e *Engine) FindRun(ctx context.Context, runID string) (RunStatus, error) {
 func (e *Engine) Pending() []RunStatus {
 	var out []RunStatus
 	for _, q := range e.queue.List(nil) {
-		out = append(out, RunStatus{State: string(q.State), Record: q.InFlight(q.ModRev)})
+		out = append(out, RunStatus{State: string(q.State), Record: q.InFlight(q.Token())})
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].ScheduledAt.Before(out[j].ScheduledAt) })
 	return out

@@ -56,6 +56,11 @@ type Entry struct {
 	Holder    string    `json:"holder,omitempty"`
 	Slot      int       `json:"slot,omitempty"`
 	StartedAt time.Time `json:"started_at,omitzero"`
+	// HeldToken is set while running on a slot a previous attempt kept:
+	// the slot's CreateRevision is then older than the entry's ModRevision.
+	HeldToken int64 `json:"held_token,omitempty"`
+	// Hold is set on a pending retry whose slot the failed attempt kept.
+	Hold *Hold `json:"hold,omitempty"`
 }
 
 // ResourceLimit is a shared resource a run takes one slot of, with the limit
@@ -140,6 +145,11 @@ func (e *Entry) Running(holder string, slot int, startedAt time.Time) *Entry {
 	r.Holder = holder
 	r.Slot = slot
 	r.StartedAt = startedAt.UTC()
+	r.HeldToken = 0
+	if e.Hold != nil {
+		r.HeldToken = e.Hold.Token
+	}
+	r.Hold = nil
 	return &r
 }
 
@@ -156,5 +166,6 @@ func (e *Entry) Retry(now time.Time, rec *runs.Record) *Entry {
 	next.NotBefore = now.Add(e.Spec.Retries.Delay(e.Attempt)).UTC()
 	next.State = Pending
 	next.Holder, next.Slot, next.StartedAt = "", 0, time.Time{}
+	next.HeldToken, next.Hold = 0, nil
 	return &next
 }

@@ -24,7 +24,7 @@ func (w *Worker) claim(ctx context.Context, sess *session.Session, q *queue.Item
 	}
 	sent := w.d.Clock.Now()
 	res, rates := admission(q.Entry)
-	held, err := w.d.Slots.Claim(ctx, sess, slots.Request{
+	req := slots.Request{
 		Job:            q.Job,
 		Key:            q.ConcurrencyKey,
 		MaxConcurrency: q.Spec.MaxConcurrency,
@@ -36,7 +36,28 @@ func (w *Worker) claim(ctx context.Context, sess *session.Session, q *queue.Item
 		ThenFor: func(slot int) []clientv3.Op {
 			return []clientv3.Op{clientv3.OpPut(q.Key, q.Running(w.d.ID, slot, started).Encode())}
 		},
-	})
+	}
+	var held *slots.Held
+	var err error
+	if w.holdsFor(sess, q) {
+		held, err = w.d.Slots.ClaimHeld(ctx, sess, req, q.Hold.Slot, q.Hold.Token, heldResources(q.Hold))
+		if errors.Is(err, slots.ErrHoldLost) {
+			// The kept slot is gone: claim like any run, and the entry
+			// must no longer say it holds one.
+			w.d.Log.Info("kept slot lost; claiming afresh", "job", q.Job, "run_id", q.RunID)
+			fresh := *q.Entry
+			fresh.Hold = nil
+			req.ThenFor = func(slot int) []clientv3.Op {
+				return []clientv3.Op{clientv3.OpPut(q.Key, fresh.Running(w.d.ID, slot, started).Encode())}
+			}
+			held, err = w.d.Slots.Claim(ctx, sess, req)
+			if err == nil {
+				return held, fresh.Running(w.d.ID, held.Slot, started), nil
+			}
+		}
+	} else {
+		held, err = w.d.Slots.Claim(ctx, sess, req)
+	}
 	// Only answers of etcd count: a refusal by the view (ErrFull) takes
 	// microseconds and would pull the average down when etcd is slowest.
 	if err == nil || errors.Is(err, slots.ErrConflict) {
@@ -66,4 +87,18 @@ func admission(e *queue.Entry) ([]slots.Resource, []slots.Rate) {
 		}
 	}
 	return res, rates
+}
+
+// holdsFor reports whether q's retry waits on a slot this worker kept, on
+// its current session.
+func (w *Worker) holdsFor(sess *session.Session, q *queue.Item) bool {
+	return q.Hold != nil && q.Hold.Holder == w.d.ID && q.Hold.Lease == int64(sess.Lease())
+}
+
+func heldResources(h *queue.Hold) []slots.HeldResource {
+	out := make([]slots.HeldResource, len(h.Resources))
+	for i, r := range h.Resources {
+		out[i] = slots.HeldResource{Name: r.Name, Index: r.Index}
+	}
+	return out
 }

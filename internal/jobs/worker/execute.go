@@ -75,7 +75,7 @@ func (w *Worker) execute(q *queue.Item, entry *queue.Entry, held *slots.Held, lo
 	// Release even though the run's context may be over; bounded by the
 	// TTL, after which the lease has expired and the leader takes over.
 	relCtx, relCancel := context.WithTimeout(context.Background(), w.d.Config().Cluster.SessionTTL.D())
-	err := w.d.Slots.Release(relCtx, held, ops...)
+	err := w.keepOrRelease(relCtx, q, entry, held, res.Outcome, retry, ops)
 	relCancel()
 	w.d.Metrics.Duration.WithLabelValues(entry.Job).Observe(endedAt.Sub(startedAt).Seconds())
 	if err != nil {
@@ -102,4 +102,26 @@ func (w *Worker) giveBack(q *queue.Item, held *slots.Held, stamped time.Time, lo
 	err := w.d.Slots.Release(relCtx, held, clientv3.OpPut(q.Key, q.Entry.Encode()))
 	w.d.Metrics.ClaimFails.WithLabelValues("late").Inc()
 	log.Warn("run given back: it would begin too long after its rate stamp", "stamped", stamped, "err", err)
+}
+
+// keepOrRelease releases the slot with the attempt's end, or, for a strict
+// retry (retries.hold_slot), keeps it: the retry's entry then says which
+// slot it holds. A lost attempt's slot cannot be trusted and is released
+// (the run's session may be gone). When keeping fails for any reason but a
+// lost slot, the slot is released as usual; that loses the strictness of
+// one retry, never a run.
+func (w *Worker) keepOrRelease(ctx context.Context, q *queue.Item, entry *queue.Entry, held *slots.Held, outcome runs.Outcome, retry *queue.Entry, ops []clientv3.Op) error {
+	if retry == nil || !entry.Spec.Retries.HoldSlot || outcome == runs.Lost {
+		return w.d.Slots.Release(ctx, held, ops...)
+	}
+	hold := queue.Hold{Holder: w.d.ID, Lease: int64(held.Lease), Slot: held.Slot, Token: held.Token}
+	for _, r := range held.Resources {
+		hold.Resources = append(hold.Resources, queue.HeldResource{Name: r.Name, Index: r.Index})
+	}
+	err := w.d.Slots.Keep(ctx, held, queue.Holding(ops, q.Key, retry, hold)...)
+	if err == nil || errors.Is(err, slots.ErrNotOwner) {
+		return err
+	}
+	w.d.Log.Warn("keeping the slot for the retry failed; releasing it", "job", q.Job, "run_id", q.RunID, "err", err)
+	return w.d.Slots.Release(ctx, held, ops...)
 }

@@ -45,7 +45,9 @@ func (w *Worker) start(ctx context.Context, q *queue.Item, st *waitState) (retry
 			return time.Time{}, false
 		}
 		st.slotsChanged, st.queueChanged = w.d.Slots.Changed(), w.d.Queue.Changed()
-		if full := w.yieldTo(q, now); full != nil {
+		// A strict retry on its kept slot waits for no elder: nothing else
+		// can take that slot anyway.
+		if full := w.yieldTo(q, now); full != nil && !w.holdsFor(sess, q) {
 			// Elders wait for a limit this run needs: their turn first,
 			// as if the limit were full.
 			st.last = full
@@ -82,6 +84,11 @@ func (w *Worker) refused(ctx context.Context, sess *session.Session, q *queue.It
 	until := deadline
 	if full.Limit == slots.LimitRate && full.Until.Before(until) {
 		until = full.Until
+	}
+	if q.Hold != nil && !w.holdsFor(sess, q) {
+		// Another worker kept a slot for this retry: it claims it, or its
+		// lease ends and the slot frees. Either way a change comes.
+		return until, true
 	}
 	reason, what := reasonOf(full)
 	jobSlots := full.Limit == slots.LimitJob || full.Limit == slots.LimitKey

@@ -41,6 +41,9 @@ type Slots interface {
 	Claim(ctx context.Context, sess *session.Session, req slots.Request) (*slots.Held, error)
 	Release(ctx context.Context, h *slots.Held, then ...clientv3.Op) error
 	Changed() <-chan struct{}
+	// Keep and ClaimHeld carry a slot across a strict retry.
+	Keep(ctx context.Context, h *slots.Held, then ...clientv3.Op) error
+	ClaimHeld(ctx context.Context, sess *session.Session, req slots.Request, slot int, token int64, res []slots.HeldResource) (*slots.Held, error)
 	// Free and FreePlaces say how much room the view shows, for fair order.
 	Free(kind slots.Kind, name string, limit int) int
 	FreePlaces(r slots.Rate, at time.Time) int
@@ -144,6 +147,9 @@ func (w *Worker) onPut(q *queue.Item) {
 	}
 	at := q.NotBefore.Add(-w.d.ClaimLead)
 	rank := w.members.rank(w.d.ID, q.Key+"#"+strconv.Itoa(q.Attempt))
+	if q.Hold != nil && q.Hold.Holder == w.d.ID {
+		rank = 0 // only the holder can claim with the kept slot
+	}
 	at = at.Add(time.Duration(rank) * (w.d.Backup + w.claimRTT.backupWait()))
 	w.mu.Lock()
 	heap.Push(&w.pending, due{at: at, key: q.Key, modRev: q.ModRev})
