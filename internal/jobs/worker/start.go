@@ -51,7 +51,13 @@ func (w *Worker) start(ctx context.Context, q *queue.Item, st *waitState) (retry
 			// Elders wait for a limit this run needs: their turn first,
 			// as if the limit were full.
 			st.last = full
-			return w.refused(ctx, sess, q, st, full, now, deadline)
+			until, wait := w.refused(ctx, sess, q, st, full, now, deadline)
+			// Try again when the fair wait ends at the latest: an elder
+			// stuck behind another limit may bring no change at all.
+			if end := q.NotBefore.Add(fairBound + time.Millisecond); wait && end.Before(until) {
+				until = end
+			}
+			return until, wait
 		}
 		held, running, err := w.claim(ctx, sess, q)
 		var full *slots.FullError
