@@ -18,7 +18,7 @@ import (
 // two thirds of the way a replica crashes (its lease expires, its stamps
 // stay). The witness, with its own clock, never sees more than 20 starts
 // in any 2s nor more than 3 runs at once, and the window was busy (not
-// vacuously quiet): it admitted close to its rate.
+// vacuously quiet).
 func TestRateWindowHoldsAcrossHandoffAndCrash(t *testing.T) {
 	if testing.Short() {
 		t.Skip("30s hammer")
@@ -73,9 +73,13 @@ func TestRateWindowHoldsAcrossHandoffAndCrash(t *testing.T) {
 	if atOnce > limit {
 		t.Errorf("%d runs at once: the resource's limit is %d", atOnce, limit)
 	}
-	// The margin (skew and start latency) costs a little of the rate; a
-	// window that admitted far less would be starving, not safe.
-	if want := int(span/(per+time.Second)) * count; len(hits) < want {
+	// Not vacuous: the window was filled at some point, and over the span
+	// it admitted at least half its rate (the margin costs some, a busy
+	// machine under -race more; far less would be starving, not safe).
+	if most < count*3/4 {
+		t.Errorf("at most %d starts in any %s: the window was never busy", most, per)
+	}
+	if want := int(span/per) * count / 2; len(hits) < want {
 		t.Errorf("only %d starts in %s: want at least %d", len(hits), span, want)
 	}
 	reasons := map[string]int{}

@@ -51,10 +51,17 @@ func (w *Worker) start(ctx context.Context, q *queue.Item, st *waitState) (retry
 			// Elders wait for a limit this run needs: their turn first,
 			// as if the limit were full.
 			st.last = full
-			until, wait := w.refused(ctx, sess, q, st, full, now, deadline)
 			// Try again when the fair wait ends at the latest: an elder
 			// stuck behind another limit may bring no change at all.
-			if end := q.NotBefore.Add(fairBound + time.Millisecond); wait && end.Before(until) {
+			end := q.NotBefore.Add(fairBound + time.Millisecond)
+			if q.Spec.Overlap != config.OverlapQueue {
+				// skip and replace act on a limit that is taken, and this
+				// one is not yet: wait for the elders to take it, then see.
+				return end, true
+			}
+			// queue: the run waits in the job's queue, within queue_limit.
+			until, wait := w.refused(ctx, sess, q, st, full, now, deadline)
+			if wait && end.Before(until) {
 				until = end
 			}
 			return until, wait
