@@ -59,8 +59,18 @@ type Worker struct {
 
 // Resource is a semaphore shared by every job that names it.
 type Resource struct {
-	Name  string `yaml:"name" json:"name"`
-	Limit int    `yaml:"limit" json:"limit"`
+	Name string `yaml:"name" json:"name"`
+	// Limit is how many runs hold the resource at once; 0 (only with
+	// Rate) means no bound on concurrent holders.
+	Limit int   `yaml:"limit" json:"limit,omitempty"`
+	Rate  *Rate `yaml:"rate" json:"rate,omitempty"`
+}
+
+// Rate is a sliding window: in any interval of length Per at most Count
+// runs are admitted, cluster-wide.
+type Rate struct {
+	Count int      `yaml:"count" json:"count"`
+	Per   Duration `yaml:"per" json:"per"`
 }
 
 // Overlap policies, applied when all of a job's slots are taken.
@@ -92,7 +102,14 @@ type Job struct {
 	CatchUp          string   `yaml:"catch_up" json:"catch_up"`
 	StartingDeadline Duration `yaml:"starting_deadline" json:"starting_deadline"`
 	Resources        []string `yaml:"resources" json:"resources,omitempty"`
-	Paused           bool     `yaml:"paused" json:"paused"`
+	// Rate bounds the job's own starts, whatever the concurrency key.
+	Rate *Rate `yaml:"rate" json:"rate,omitempty"`
+	// ConcurrencyKey is a text/template over the run's input; when set,
+	// max_concurrency holds per rendered key instead of per job.
+	ConcurrencyKey string `yaml:"concurrency_key" json:"concurrency_key,omitempty"`
+	// Input is the run's input when its trigger gives none.
+	Input  map[string]any `yaml:"input" json:"input,omitempty"`
+	Paused bool           `yaml:"paused" json:"paused"`
 	// HistoryLimit counts records of runs that executed; skipped and
 	// missed records have their own SkippedHistoryLimit, so that a flood
 	// of skips cannot push real history out.
@@ -110,6 +127,9 @@ type Retries struct {
 	Max        int      `yaml:"max" json:"max"`
 	Backoff    Duration `yaml:"backoff" json:"backoff"`
 	MaxBackoff Duration `yaml:"max_backoff" json:"max_backoff"`
+	// HoldSlot keeps the run's slots (and key) across attempts, so nothing
+	// else starts between a failure and its retry.
+	HoldSlot bool `yaml:"hold_slot" json:"hold_slot,omitempty"`
 }
 
 // HTTP is a request target.

@@ -15,6 +15,20 @@ var badFiles = map[string][]string{
 	"testdata/alias_cycle.bad.yaml": {
 		`testdata/alias_cycle.bad.yaml:3:7: jobs[0]: alias *defaults refers to a value that contains it`,
 	},
+	"testdata/rate.bad.yaml": {
+		`testdata/rate.bad.yaml:3:19: resources[0].rate.count: must be between 1 and 1000, got 0`,
+		`testdata/rate.bad.yaml:7:28: jobs[0].rate.per: must be at least 1s, got 500ms`,
+	},
+	"testdata/concurrency_key.bad.yaml": {
+		`testdata/concurrency_key.bad.yaml:4:22: jobs[0].concurrency_key: template: concurrency_key:1: unexpected "}" in operand`,
+	},
+	"testdata/hold_slot.bad.yaml": {
+		`testdata/hold_slot.bad.yaml:4:39: jobs[0].retries.hold_slot: needs retries.max > 0: there is no later attempt to hold the slot for`,
+	},
+	"testdata/rate_resource.bad.yaml": {
+		`testdata/rate_resource.bad.yaml:4:5: resources[1].limit: required`,
+		`testdata/rate_resource.bad.yaml:8:29: jobs[0].resources[1]: unknown resource "gitlub-api": declare it under resources`,
+	},
 	"testdata/both.bad.yaml": {
 		`testdata/both.bad.yaml:7:7: jobs[0].exec: http and exec are mutually exclusive`,
 	},

@@ -64,6 +64,16 @@ func (d decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 		d.list(n, v, path)
 	case v.Kind() == reflect.Map:
 		d.dict(n, v, path)
+	case v.Kind() == reflect.Interface:
+		// Free-form data (a job's input): whatever YAML holds.
+		var x any
+		if err := n.Decode(&x); err != nil {
+			d.bad(n, path, "%s", err)
+			return
+		}
+		if x != nil {
+			v.Set(reflect.ValueOf(x))
+		}
 	case v.Kind() == reflect.String:
 		if d.want(n, yaml.ScalarNode, path, "a string") {
 			v.SetString(n.Value)

@@ -128,13 +128,36 @@ func (c *Config) validateResources(p *problems) map[string]string {
 			declared[r.Name] = path
 		}
 		switch {
+		case r.Limit == 0 && r.Rate != nil:
+			// A pure rate limit: no bound on concurrent holders.
 		case r.Limit < 1 && p.fromFile() && !p.present(path+".limit"):
 			p.add(path+".limit", "required")
 		case r.Limit < 1:
 			p.add(path+".limit", "must be at least 1, got %d", r.Limit)
 		}
+		r.Rate.validate(p, path+".rate")
 	}
 	return declared
+}
+
+// MinRatePer is the shortest rate window: the window's safety margin
+// (clock skew and claim-to-start latency, a fraction of a second) must stay
+// small beside it.
+const MinRatePer = time.Second
+
+// MaxRateCount bounds a window's count: every place in it is an etcd key.
+const MaxRateCount = 1000
+
+func (r *Rate) validate(p *problems, path string) {
+	if r == nil {
+		return
+	}
+	if r.Count < 1 || r.Count > MaxRateCount {
+		p.add(path+".count", "must be between 1 and %d, got %d", MaxRateCount, r.Count)
+	}
+	if r.Per < Duration(MinRatePer) {
+		p.add(path+".per", "must be at least %s, got %s", MinRatePer, r.Per)
+	}
 }
 
 func notNegative(p *problems, path string, d Duration) {

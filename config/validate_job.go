@@ -61,6 +61,16 @@ func (j *Job) validate(p *problems, path string, resources, first map[string]str
 	}
 	positive(p, path+".timeout", j.Timeout)
 	j.Retries.validate(p, path+".retries")
+	j.Rate.validate(p, path+".rate")
+	if j.ConcurrencyKey != "" {
+		if _, err := parseKey(j.ConcurrencyKey); err != nil {
+			p.add(path+".concurrency_key", "%s", err)
+		} else if len(j.Input) > 0 {
+			if _, err := j.ConcurrencyKeyFor(j.DefaultInput()); err != nil {
+				p.add(path+".input", "renders no valid concurrency key: %s", err)
+			}
+		}
+	}
 	switch j.CatchUp {
 	case CatchUpNone, CatchUpLatest, CatchUpAll:
 	default:
@@ -112,6 +122,9 @@ func (r Retries) validate(p *problems, path string) {
 		p.add(path+".backoff", "must not be negative, got %s", r.Backoff)
 	case r.Backoff == 0 && r.Max > 0:
 		p.add(path+".backoff", "must be positive when max > 0, got %s", r.Backoff)
+	}
+	if r.HoldSlot && r.Max < 1 {
+		p.add(path+".hold_slot", "needs retries.max > 0: there is no later attempt to hold the slot for")
 	}
 	if r.MaxBackoff < r.Backoff {
 		p.add(path+".max_backoff", "must not be less than backoff (%s), got %s", r.Backoff, r.MaxBackoff)

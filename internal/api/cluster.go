@@ -178,6 +178,8 @@ func respond(w http.ResponseWriter, r *http.Request, status int, v any, err erro
 		writeError(w, http.StatusConflict, "run_finished", err.Error())
 	case errors.Is(err, ErrUnconfirmed):
 		writeError(w, http.StatusServiceUnavailable, "etcd_unavailable", err.Error())
+	case errors.Is(err, jobs.ErrBadConcurrencyKey):
+		writeError(w, http.StatusBadRequest, "bad_concurrency_key", err.Error())
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		writeError(w, http.StatusServiceUnavailable, "etcd_unavailable", "etcd did not answer in time: "+err.Error())
 	default:

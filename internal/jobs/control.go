@@ -39,6 +39,9 @@ func (e *Engine) Trigger(ctx context.Context, name string, req TriggerRequest) (
 	if len(req.Input) > 0 {
 		entry.Input = req.Input
 	}
+	if err := entry.RenderKey(); err != nil {
+		return "", false, fmt.Errorf("%w: %w", ErrBadConcurrencyKey, err)
+	}
 	created, err := e.writes.Add(ctx, entry)
 	if err != nil {
 		return "", false, fmt.Errorf("jobs: trigger %s: %w", name, err)

@@ -10,4 +10,7 @@ var (
 	ErrUnknownRun = errors.New("jobs: unknown run")
 	// ErrFinished: the run has a record already; there is nothing to cancel.
 	ErrFinished = errors.New("jobs: run already finished")
+	// ErrBadConcurrencyKey: the run's input renders no valid concurrency
+	// key, so it was not queued.
+	ErrBadConcurrencyKey = errors.New("jobs: bad concurrency key")
 )

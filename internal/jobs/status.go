@@ -15,7 +15,9 @@ import (
 
 	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
+	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/runs"
+	"github.com/etcdsched/scheduler/internal/slots"
 )
 
 // lastRunLookups bounds the per-job reads a job listing makes; a larger
@@ -225,8 +227,26 @@ func (e *Engine) FindRun(ctx context.Context, runID string) (RunStatus, error) {
 func (e *Engine) Pending() []RunStatus {
 	var out []RunStatus
 	for _, q := range e.queue.List(nil) {
-		out = append(out, RunStatus{State: string(q.State), Record: q.InFlight(q.ModRev)})
+		out = append(out, RunStatus{State: string(q.State), Record: q.InFlight(q.Token())})
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].ScheduledAt.Before(out[j].ScheduledAt) })
+	return out
+}
+
+// RateWindows are the rate windows of the current config: each job's own,
+// then each resource's.
+func (e *Engine) RateWindows() []slots.Rate {
+	cfg := e.opts.Config()
+	var out []slots.Rate
+	for _, j := range cfg.Jobs {
+		if j.Rate != nil {
+			out = append(out, slots.Rate{Scope: keys.RateJob, Name: j.Name, Count: j.Rate.Count, Per: j.Rate.Per.D()})
+		}
+	}
+	for _, r := range cfg.Resources {
+		if r.Rate != nil {
+			out = append(out, slots.Rate{Scope: keys.RateResource, Name: r.Name, Count: r.Rate.Count, Per: r.Rate.Per.D()})
+		}
+	}
 	return out
 }

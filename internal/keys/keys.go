@@ -31,6 +31,13 @@ const (
 	runsDir      = "runs/"
 	unstartedDir = "unstarted/"
 	outboxDir    = "outbox/"
+	ratesDir     = "rate/"
+)
+
+// The scopes of a rate window: a job's own, or a shared resource's.
+const (
+	RateJob      = "job"
+	RateResource = "resource"
 )
 
 // Election is where concurrency.Election campaigns: one key per candidate,
@@ -89,6 +96,73 @@ func (l Layout) JobSlots(job string) string { return l.Slots() + job + "/" }
 
 // Slot is job slot i.
 func (l Layout) Slot(job string, i int) string { return l.JobSlots(job) + strconv.Itoa(i) }
+
+// KeySlots holds the slot keys of one concurrency key of job: with a
+// concurrency_key, max_concurrency holds per key value. Key values match
+// [A-Za-z0-9._:-]{1,128}, so they hold no "/" and cannot be taken for an
+// index.
+func (l Layout) KeySlots(job, key string) string { return l.JobSlots(job) + key + "/" }
+
+// SlotOf is slot i of job, or of its concurrency key when key is set.
+func (l Layout) SlotOf(job, key string, i int) string {
+	if key == "" {
+		return l.Slot(job, i)
+	}
+	return l.KeySlots(job, key) + strconv.Itoa(i)
+}
+
+// SlotGroup is the name a job slot key is grouped under: the job, or
+// "<job>/<key>" for a keyed slot (ParseSlot returns it so).
+func SlotGroup(job, key string) string {
+	if key == "" {
+		return job
+	}
+	return job + "/" + key
+}
+
+// SplitSlotGroup is the inverse of SlotGroup.
+func SplitSlotGroup(name string) (job, key string) {
+	job, key, _ = strings.Cut(name, "/")
+	return job, key
+}
+
+// Rates holds every rate window. Its keys are bound to no lease: a
+// window's places must outlive the replica that stamped them, or a crash
+// would admit more than count runs in a window.
+func (l Layout) Rates() string { return l.Prefix + ratesDir }
+
+// RateWindow holds the places of one window: scope is RateJob or
+// RateResource.
+func (l Layout) RateWindow(scope, name string) string {
+	return l.Rates() + scope + "/" + name + "/"
+}
+
+// RatePlace is place i of a window: it holds the start time of the last
+// run admitted through it.
+func (l Layout) RatePlace(scope, name string, i int) string {
+	return l.RateWindow(scope, name) + strconv.Itoa(i)
+}
+
+// ParseRate splits a rate place key; ok is false for any other key.
+func (l Layout) ParseRate(key string) (scope, name string, index int, ok bool) {
+	rest, found := strings.CutPrefix(key, l.Rates())
+	if !found {
+		return "", "", 0, false
+	}
+	scope, rest, found = strings.Cut(rest, "/")
+	if !found || (scope != RateJob && scope != RateResource) {
+		return "", "", 0, false
+	}
+	slash := strings.LastIndexByte(rest, '/')
+	if slash <= 0 {
+		return "", "", 0, false
+	}
+	index, err := strconv.Atoi(rest[slash+1:])
+	if err != nil || index < 0 || strconv.Itoa(index) != rest[slash+1:] {
+		return "", "", 0, false
+	}
+	return scope, rest[:slash], index, true
+}
 
 // Resources holds every shared-resource slot key.
 func (l Layout) Resources() string { return l.Prefix + resourcesDir }

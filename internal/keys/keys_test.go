@@ -19,6 +19,8 @@ func TestParseSlot(t *testing.T) {
 		{l.Slot("nightly-report", 0), false, "nightly-report", 0, true},
 		{l.Slot("a.b_c", 12), false, "a.b_c", 12, true},
 		{l.ResourceSlot("github-api", 4), true, "github-api", 4, true},
+		{l.SlotOf("sync", "c-1001:EU", 0), false, "sync/c-1001:EU", 0, true},
+		{l.SlotOf("sync", "", 3), false, "sync", 3, true},
 		{testPrefix + "slots/job", false, "", 0, false},
 		{testPrefix + "slots//1", false, "", 0, false},
 		{testPrefix + "slots/job/01", false, "", 0, false},
@@ -69,5 +71,30 @@ func TestJobStateKeys(t *testing.T) {
 	}
 	if id := l.CancelRun(l.Cancel("j@1")); id != "j@1" {
 		t.Errorf("CancelRun(Cancel(j@1)) = %q", id)
+	}
+}
+
+func TestParseRate(t *testing.T) {
+	l := New(testPrefix)
+	for _, tc := range []struct {
+		key         string
+		scope, name string
+		index       int
+		ok          bool
+	}{
+		{l.RatePlace(RateJob, "sync", 0), RateJob, "sync", 0, true},
+		{l.RatePlace(RateResource, "github-api", 19), RateResource, "github-api", 19, true},
+		{testPrefix + "rate/other/x/1", "", "", 0, false},
+		{testPrefix + "rate/job/x/01", "", "", 0, false},
+		{testPrefix + "rate/job//1", "", "", 0, false},
+		{l.Slot("sync", 0), "", "", 0, false},
+	} {
+		scope, name, index, ok := l.ParseRate(tc.key)
+		if ok != tc.ok || ok && (scope != tc.scope || name != tc.name || index != tc.index) {
+			t.Errorf("ParseRate(%q) = %q %q %d %v, want %q %q %d %v", tc.key, scope, name, index, ok, tc.scope, tc.name, tc.index, tc.ok)
+		}
+	}
+	if job, key := SplitSlotGroup(SlotGroup("sync", "c-1")); job != "sync" || key != "c-1" {
+		t.Errorf("SplitSlotGroup(SlotGroup(sync, c-1)) = %q %q", job, key)
 	}
 }

@@ -3,6 +3,7 @@ package replica
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/etcdsched/scheduler/internal/api"
 	"github.com/etcdsched/scheduler/internal/election"
@@ -26,7 +27,14 @@ func (c cluster) Members(ctx context.Context) ([]election.Member, error) {
 	return c.membership.List(ctx)
 }
 
-func (c cluster) Slots() []slots.Info { return c.slots.List() }
+// Slots lists the held slots, then each configured rate window.
+func (c cluster) Slots() []slots.Info {
+	list := c.slots.List()
+	for _, w := range c.slots.Windows(c.RateWindows(), time.Now()) {
+		list = append(list, slots.Info{Window: &w})
+	}
+	return list
+}
 
 // Confirm: the views are confirmed while the session is alive, that is,
 // while etcd acknowledged a keepalive sent less than a TTL (minus the

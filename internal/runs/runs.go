@@ -62,6 +62,8 @@ type Record struct {
 	// Previous lists the attempts before this one: a retry keeps the run
 	// id, so its record replaces theirs at the same key.
 	Previous []Attempt `json:"previous_attempts,omitempty"`
+	// ConcurrencyKey is the key whose slot the run held or waited for.
+	ConcurrencyKey string `json:"concurrency_key,omitempty"`
 }
 
 // Attempt summarizes one earlier attempt of a run.

@@ -59,6 +59,9 @@ func Parse(spec string, loc *time.Location) (Schedule, error) {
 		return parseCron(spec, loc)
 	}
 	fields := strings.Fields(spec)
+	if spec == Manually {
+		return manually{}, nil
+	}
 	if fields[0] == "@every" {
 		if len(fields) != 2 {
 			return nil, errors.New(`@every takes one duration, e.g. "@every 30s"`)
@@ -68,5 +71,5 @@ func Parse(spec string, loc *time.Location) (Schedule, error) {
 	if expr, ok := macros[fields[0]]; ok && len(fields) == 1 {
 		return parseCron(expr, loc)
 	}
-	return nil, fmt.Errorf("unknown macro %q (want @yearly, @annually, @monthly, @weekly, @daily, @midnight, @hourly or @every <duration>)", spec)
+	return nil, fmt.Errorf("unknown macro %q (want @yearly, @annually, @monthly, @weekly, @daily, @midnight, @hourly, @manually or @every <duration>)", spec)
 }

@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/session"
 )
 
@@ -44,7 +46,18 @@ type Request struct {
 	ThenFor func(slot int) []clientv3.Op
 	// Index, when set, claims exactly this job slot instead of any free one.
 	Index *int
+	// Key is the run's concurrency key: MaxConcurrency then holds per key
+	// (slots/<job>/<key>/<i>).
+	Key string
+	// Rates are the windows the run needs a place in, judged at Start and
+	// stamped with it: the run must not begin before Start nor later than
+	// Start + MaxStartLatency.
+	Rates []Rate
+	Start time.Time
 }
+
+// group is the name the job slot keys are grouped under.
+func (r *Request) group() string { return keys.SlotGroup(r.Job, r.Key) }
 
 func (r *Request) check() error {
 	if r.Job == "" || r.MaxConcurrency < 1 || r.Value.RunID == "" {
@@ -59,6 +72,11 @@ func (r *Request) check() error {
 			return fmt.Errorf("slots: claim %s: resource %q with limit %d is empty, unlimited or repeated", r.Job, res.Name, res.Limit)
 		}
 		seen[res.Name] = true
+	}
+	for _, rt := range r.Rates {
+		if rt.Name == "" || rt.Count < 1 || rt.Per <= 0 || r.Start.IsZero() {
+			return fmt.Errorf("slots: claim %s: rate window %s needs a count, a period and the run's start", r.Job, rt.Window())
+		}
 	}
 	return nil
 }
@@ -97,9 +115,15 @@ func (s *Semaphore) Claim(ctx context.Context, sess *session.Session, req Reques
 			s.metrics.claimDuration.Observe(time.Since(start).Seconds())
 		}
 	}()
+	layout := keys.New(s.prefix)
 	free := s.freeFromView(req)
+	places := s.placesFromView()
 	for range maxAttempts {
 		p, err := free.pick()
+		if err != nil {
+			return nil, fmt.Errorf("slots: claim %s: %w", req.Job, err)
+		}
+		rp, err := s.pickRates(req.Rates, req.Start, places)
 		if err != nil {
 			return nil, fmt.Errorf("slots: claim %s: %w", req.Job, err)
 		}
@@ -116,15 +140,22 @@ func (s *Semaphore) Claim(ctx context.Context, sess *session.Session, req Reques
 			slotCmps[i] = clientv3.Compare(clientv3.CreateRevision(k), "=", 0)
 			then = append(then, clientv3.OpPut(k, string(value), clientv3.WithLease(sess.Lease())))
 		}
+		rateCmps, rateThen := rateOps(rp, stamp{At: req.Start.UTC(), RunID: req.Value.RunID, Holder: req.Value.Holder})
+		slotCmps = append(slotCmps, rateCmps...)
+		then = append(then, rateThen...)
 		then = append(then, req.Then...)
 		if req.ThenFor != nil {
 			then = append(then, req.ThenFor(p.slot)...)
 		}
 		// Else reads what holds the job's and resources' slots, keys only, so
 		// a lost race costs no extra round trip to refresh.
-		why := []clientv3.Op{clientv3.OpGet(SlotPrefix(s.prefix, req.Job), clientv3.WithPrefix(), clientv3.WithKeysOnly())}
+		why := []clientv3.Op{clientv3.OpGet(SlotPrefix(s.prefix, req.group()), clientv3.WithPrefix(), clientv3.WithKeysOnly())}
 		for _, r := range req.Resources {
 			why = append(why, clientv3.OpGet(ResourcePrefix(s.prefix, r.Name), clientv3.WithPrefix(), clientv3.WithKeysOnly()))
+		}
+		// The windows' places with their stamps, to judge them afresh.
+		for _, r := range req.Rates {
+			why = append(why, clientv3.OpGet(layout.RateWindow(r.Scope, r.Name), clientv3.WithPrefix()))
 		}
 		// The caller's compares come first and alone in the outer
 		// transaction, so its failure is told apart from a taken slot.
@@ -152,6 +183,11 @@ func (s *Semaphore) Claim(ctx context.Context, sess *session.Session, req Reques
 			return h, nil
 		}
 		free = s.freeFromRead(req, inner.Responses)
+		var kvs []*mvccpb.KeyValue
+		for _, r := range inner.Responses[1+len(req.Resources):] {
+			kvs = append(kvs, r.GetResponseRange().Kvs...)
+		}
+		places = placesFromRead(kvs)
 	}
 	return nil, fmt.Errorf("slots: claim %s: lost the race for a free slot %d times: %w", req.Job, maxAttempts, ErrFull)
 }

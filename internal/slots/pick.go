@@ -1,7 +1,6 @@
 package slots
 
 import (
-	"fmt"
 	"math/rand/v2"
 
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -9,8 +8,11 @@ import (
 
 // freeSet is the free indexes of a job and of each of its resources.
 type freeSet struct {
-	job   string
+	job   string // the slot group: the job, or "<job>/<key>"
+	keyed bool
+	limit int
 	slots []int
+	caps  []int
 	res   [][]int
 	names []string
 }
@@ -23,12 +25,16 @@ type pick struct {
 
 func (f freeSet) pick() (pick, error) {
 	if len(f.slots) == 0 {
-		return pick{}, fmt.Errorf("job %s: %w", f.job, ErrFull)
+		limit := LimitJob
+		if f.keyed {
+			limit = LimitKey
+		}
+		return pick{}, &FullError{Limit: limit, Name: f.job, Slots: f.limit}
 	}
 	p := pick{slot: f.slots[rand.IntN(len(f.slots))], res: make([]int, len(f.res))}
 	for i, free := range f.res {
 		if len(free) == 0 {
-			return pick{}, fmt.Errorf("resource %s: %w", f.names[i], ErrFull)
+			return pick{}, &FullError{Limit: LimitResource, Name: f.names[i], Slots: f.caps[i]}
 		}
 		p.res[i] = free[rand.IntN(len(free))]
 	}
@@ -36,7 +42,7 @@ func (f freeSet) pick() (pick, error) {
 }
 
 func (p pick) keys(prefix string, req Request) []string {
-	keys := []string{SlotKey(prefix, req.Job, p.slot)}
+	keys := []string{SlotKey(prefix, req.group(), p.slot)}
 	for i, r := range req.Resources {
 		keys = append(keys, ResourceKey(prefix, r.Name, p.res[i]))
 	}
@@ -52,10 +58,11 @@ func (p pick) resources(req Request) []HeldResource {
 }
 
 func (s *Semaphore) freeFromView(req Request) freeSet {
-	f := freeSet{job: req.Job, slots: s.free(JobSlot, req.Job, req.MaxConcurrency)}
+	f := freeSet{job: req.group(), keyed: req.Key != "", limit: req.MaxConcurrency, slots: s.free(JobSlot, req.group(), req.MaxConcurrency)}
 	for _, r := range req.Resources {
 		f.res = append(f.res, s.free(ResourceSlot, r.Name, r.Limit))
 		f.names = append(f.names, r.Name)
+		f.caps = append(f.caps, r.Limit)
 	}
 	return f.only(req.Index)
 }
@@ -63,10 +70,11 @@ func (s *Semaphore) freeFromView(req Request) freeSet {
 // freeFromRead computes the free indexes from the keys the failed claim
 // read: the job's first, then each resource's.
 func (s *Semaphore) freeFromRead(req Request, ranges []*etcdserverpb.ResponseOp) freeSet {
-	free := func(r *etcdserverpb.ResponseOp, limit int) []int {
+	free := func(r *etcdserverpb.ResponseOp, kind Kind, name string, limit int) []int {
 		taken := map[int]bool{}
 		for _, kv := range r.GetResponseRange().Kvs {
-			if _, _, i, ok := ParseKey(s.prefix, string(kv.Key)); ok {
+			// A job's prefix also holds its keyed slots' keys.
+			if k, n, i, ok := ParseKey(s.prefix, string(kv.Key)); ok && k == kind && n == name {
 				taken[i] = true
 			}
 		}
@@ -78,10 +86,11 @@ func (s *Semaphore) freeFromRead(req Request, ranges []*etcdserverpb.ResponseOp)
 		}
 		return out
 	}
-	f := freeSet{job: req.Job, slots: free(ranges[0], req.MaxConcurrency)}
+	f := freeSet{job: req.group(), keyed: req.Key != "", limit: req.MaxConcurrency, slots: free(ranges[0], JobSlot, req.group(), req.MaxConcurrency)}
 	for i, r := range req.Resources {
-		f.res = append(f.res, free(ranges[i+1], r.Limit))
+		f.res = append(f.res, free(ranges[i+1], ResourceSlot, r.Name, r.Limit))
 		f.names = append(f.names, r.Name)
+		f.caps = append(f.caps, r.Limit)
 	}
 	return f.only(req.Index)
 }

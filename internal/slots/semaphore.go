@@ -3,6 +3,7 @@ package slots
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"log/slog"
 	"slices"
 	"sync"
@@ -11,6 +12,8 @@ import (
 	"github.com/jonboulle/clockwork"
 	"github.com/prometheus/client_golang/prometheus"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/etcdsched/scheduler/internal/keys"
 )
 
 // Semaphore claims and releases slots and keeps a watch-maintained view of
@@ -30,16 +33,18 @@ type Semaphore struct {
 	ready   chan struct{}    // closed after the first read
 	loaded  bool
 	held    map[string]*Held // claims made through this semaphore, by each of their keys
+	rates   map[string]place // rate places by key
 	// seen is the revision through which the view has applied each prefix
-	// (slotsView, resourcesView): the read's, then each watch response's
-	// last event's.
-	seen [2]int64
+	// (slotsView, resourcesView, ratesView): the read's, then each watch
+	// response's last event's.
+	seen [3]int64
 }
 
-// The two prefixes the view follows, as indexes of seen.
+// The prefixes the view follows, as indexes of seen.
 const (
 	slotsView = iota
 	resourcesView
+	ratesView
 )
 
 // entry is one held slot key as the view saw it.
@@ -78,6 +83,7 @@ func New(client *clientv3.Client, prefix string, logger *slog.Logger, reg promet
 		changed: make(chan struct{}),
 		ready:   make(chan struct{}),
 		held:    map[string]*Held{},
+		rates:   map[string]place{},
 	}, nil
 }
 
@@ -93,11 +99,32 @@ func (s *Semaphore) Changed() <-chan struct{} {
 	return s.changed
 }
 
-// InUse is how many slots of job are held, per the view.
+// InUse is how many slots of job are held, per the view, whatever their
+// concurrency keys.
 func (s *Semaphore) InUse(job string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.counts[group{JobSlot, job}]
+	return s.jobTotalLocked(job)
+}
+
+func (s *Semaphore) jobTotalLocked(job string) int {
+	n := 0
+	for g, c := range s.counts {
+		if j, _ := keys.SplitSlotGroup(g.name); g.kind == JobSlot && j == job {
+			n += c
+		}
+	}
+	return n
+}
+
+// setInUseLocked updates the gauge of g: a job's counts all its keys.
+func (s *Semaphore) setInUseLocked(g group) {
+	if g.kind == ResourceSlot {
+		s.metrics.setInUse(g.kind, g.name, s.counts[g])
+		return
+	}
+	job, _ := keys.SplitSlotGroup(g.name)
+	s.metrics.setInUse(JobSlot, job, s.jobTotalLocked(job))
 }
 
 // ResourceInUse is how many slots of a shared resource are held, per the view.
@@ -110,14 +137,27 @@ func (s *Semaphore) ResourceInUse(name string) int {
 // Info is one held slot as GET /api/v1/slots shows it: exactly one of Job
 // and Resource is set.
 type Info struct {
-	Job          string    `json:"job,omitempty"`
-	Resource     string    `json:"resource,omitempty"`
-	Slot         int       `json:"slot"`
-	RunID        string    `json:"run_id"`
-	Holder       string    `json:"holder"`
-	FencingToken int64     `json:"fencing_token"`
-	StartedAt    time.Time `json:"started_at"`
-	ScheduledAt  time.Time `json:"scheduled_at"`
+	Job            string    `json:"job,omitempty"`
+	ConcurrencyKey string    `json:"concurrency_key,omitempty"`
+	Resource       string    `json:"resource,omitempty"`
+	Slot           int       `json:"slot"`
+	RunID          string    `json:"run_id"`
+	Holder         string    `json:"holder"`
+	FencingToken   int64     `json:"fencing_token"`
+	StartedAt      time.Time `json:"started_at"`
+	ScheduledAt    time.Time `json:"scheduled_at"`
+	// Window, when set, makes this a rate window's row instead: only its
+	// fields are shown.
+	Window *WindowInfo `json:"-"`
+}
+
+// MarshalJSON writes a slot's fields, or a window's.
+func (i Info) MarshalJSON() ([]byte, error) {
+	if i.Window != nil {
+		return json.Marshal(i.Window)
+	}
+	type plain Info
+	return json.Marshal(plain(i))
 }
 
 // List returns every held slot, jobs before resources, by name and index.
@@ -144,7 +184,7 @@ func (s *Semaphore) List() []Info {
 		if e.kind == ResourceSlot {
 			info.Resource = e.name
 		} else {
-			info.Job = e.name
+			info.Job, info.ConcurrencyKey = keys.SplitSlotGroup(e.name)
 		}
 		list = append(list, info)
 	}
@@ -173,4 +213,10 @@ func (s *Semaphore) waitReady(ctx context.Context) error {
 	case <-ctx.Done():
 		return context.Cause(ctx)
 	}
+}
+
+// Free is how many of the first limit slots of a job slot group (the job,
+// or "<job>/<key>") or of a resource the view shows free.
+func (s *Semaphore) Free(kind Kind, name string, limit int) int {
+	return len(s.free(kind, name, limit))
 }

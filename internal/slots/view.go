@@ -8,11 +8,12 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/watch"
 )
 
-// Run keeps the view of held slots until ctx ends: one read of both
-// prefixes, then a watch of each from the revision after it. A watch that
+// Run keeps the view of held slots and rate places until ctx ends: one
+// read of the three prefixes, then a watch of each from the revision after it. A watch that
 // closes is resumed from the revision after its last event; a compacted one
 // (its history is gone) starts over with a fresh read (SPEC rule 8).
 func (s *Semaphore) Run(ctx context.Context) error {
@@ -28,7 +29,7 @@ func (s *Semaphore) Run(ctx context.Context) error {
 func (s *Semaphore) watch() watch.Watch {
 	return watch.Watch{
 		Client:   s.client,
-		Prefixes: []string{slotsView: SlotsPrefix(s.prefix), resourcesView: ResourcesPrefix(s.prefix)},
+		Prefixes: []string{slotsView: SlotsPrefix(s.prefix), resourcesView: ResourcesPrefix(s.prefix), ratesView: keys.New(s.prefix).Rates()},
 		Retry:    newRetry(),
 		Clock:    s.clock,
 		Logger:   s.logger,
@@ -50,8 +51,11 @@ func (v viewHandler) Read(ctx context.Context) (int64, error) {
 
 func (v viewHandler) Apply(_ context.Context, prefix string, events []*clientv3.Event, _ int64) error {
 	view := slotsView
-	if prefix == ResourcesPrefix(v.s.prefix) {
+	switch prefix {
+	case ResourcesPrefix(v.s.prefix):
 		view = resourcesView
+	case keys.New(v.s.prefix).Rates():
+		view = ratesView
 	}
 	v.s.apply(view, events)
 	return nil
@@ -62,6 +66,7 @@ func (s *Semaphore) load(ctx context.Context) error {
 	resp, err := s.client.Txn(ctx).Then(
 		clientv3.OpGet(SlotsPrefix(s.prefix), clientv3.WithPrefix()),
 		clientv3.OpGet(ResourcesPrefix(s.prefix), clientv3.WithPrefix()),
+		clientv3.OpGet(keys.New(s.prefix).Rates(), clientv3.WithPrefix()),
 	).Commit()
 	if err != nil {
 		return fmt.Errorf("slots: read held slots: %w", err)
@@ -69,20 +74,24 @@ func (s *Semaphore) load(ctx context.Context) error {
 	rev := resp.Header.Revision
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.seen = [2]int64{rev, rev}
+	s.seen = [3]int64{rev, rev, rev}
 	old := s.counts
 	s.entries = map[string]entry{}
 	s.counts = map[group]int{}
-	for _, r := range resp.Responses {
+	s.rates = map[string]place{}
+	for _, r := range resp.Responses[:2] {
 		for _, kv := range r.GetResponseRange().Kvs {
 			s.put(kv)
 		}
 	}
-	for g := range old {
-		s.metrics.setInUse(g.kind, g.name, s.counts[g])
+	for _, kv := range resp.Responses[2].GetResponseRange().Kvs {
+		s.rates[string(kv.Key)] = decodePlace(kv)
 	}
-	for g, n := range s.counts {
-		s.metrics.setInUse(g.kind, g.name, n)
+	for g := range old {
+		s.setInUseLocked(g)
+	}
+	for g := range s.counts {
+		s.setInUseLocked(g)
 	}
 	// A claim registered after this read began has a token above rev and
 	// is not in it; only older claims can be judged.
@@ -104,15 +113,15 @@ func (s *Semaphore) load(ctx context.Context) error {
 // (an error wrapping rpctypes.ErrCompacted) or ctx ends.
 func (s *Semaphore) follow(ctx context.Context) error {
 	from := s.watchFrom()
-	return s.watch().Follow(ctx, viewHandler{s}, from[slotsView], from[resourcesView])
+	return s.watch().Follow(ctx, viewHandler{s}, from[slotsView], from[resourcesView], from[ratesView])
 }
 
 // watchFrom is where each prefix's watch goes on: the revision after the
 // view's.
-func (s *Semaphore) watchFrom() [2]int64 {
+func (s *Semaphore) watchFrom() [3]int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return [2]int64{s.seen[0] + 1, s.seen[1] + 1}
+	return [3]int64{s.seen[0] + 1, s.seen[1] + 1, s.seen[2] + 1}
 }
 
 // apply takes one watch response's events of prefix view (slotsView or
@@ -130,6 +139,19 @@ func (s *Semaphore) apply(view int, events []*clientv3.Event) {
 		return
 	}
 	s.seen[view] = events[len(events)-1].Kv.ModRevision
+	if view == ratesView {
+		for _, ev := range events {
+			if ev.Type == mvccpb.PUT {
+				s.rates[string(ev.Kv.Key)] = decodePlace(ev.Kv)
+			} else {
+				delete(s.rates, string(ev.Kv.Key))
+			}
+		}
+		// A waiter refused by a window wakes at its Until anyway; a
+		// change here may free a place sooner (a config change).
+		s.signalLocked()
+		return
+	}
 	touched := map[group]bool{}
 	for _, ev := range events {
 		k := string(ev.Kv.Key)
@@ -162,7 +184,7 @@ func (s *Semaphore) apply(view int, events []*clientv3.Event) {
 		}
 	}
 	for g := range touched {
-		s.metrics.setInUse(g.kind, g.name, s.counts[g])
+		s.setInUseLocked(g)
 	}
 	if len(touched) > 0 {
 		s.signalLocked()

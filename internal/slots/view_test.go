@@ -137,7 +137,7 @@ func TestTrackJudgesEachKeyByItsOwnWatch(t *testing.T) {
 	track := func(slotsSeen, resourcesSeen int64) *Held {
 		sem.mu.Lock()
 		sem.entries = map[string]entry{jobKey: {token: token}}
-		sem.seen = [2]int64{slotsView: slotsSeen, resourcesView: resourcesSeen}
+		sem.seen = [3]int64{slotsView: slotsSeen, resourcesView: resourcesSeen}
 		sem.mu.Unlock()
 		h := newHeld(sess, "j", 0, token, []HeldResource{{Name: "db"}}, []string{jobKey, resKey}, Value{RunID: "j@1"})
 		sem.track(h)

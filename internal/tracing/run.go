@@ -81,7 +81,17 @@ type Claim struct {
 	span trace.Span
 }
 
-// Claim starts a claim span under the run's; ctx must be StartRun's.
+// Into returns ctx carrying the run span: a claim tried after a wait, or
+// an unstarted end, belongs to the attempt's span.
+func (r *Run) Into(ctx context.Context) context.Context {
+	if r == nil {
+		return ctx
+	}
+	return trace.ContextWithSpan(ctx, r.span)
+}
+
+// Claim starts a claim span under the run's; ctx must carry the run span
+// (StartRun's, or Into's).
 func (r *Run) Claim(ctx context.Context) (context.Context, *Claim) {
 	if r == nil {
 		return ctx, nil

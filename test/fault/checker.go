@@ -22,6 +22,8 @@ type Job struct {
 	MaxConcurrency int
 	CatchUp        string
 	Resources      []string
+	// Keyed: the job has a concurrency_key; max_concurrency holds per key.
+	Keyed bool
 }
 
 // Window is an interval of time.
@@ -38,7 +40,8 @@ type Freeze struct {
 // History is everything the checker looks at.
 type History struct {
 	Jobs      []Job
-	Resources map[string]int // name -> limit
+	Resources map[string]int  // name -> limit
+	Rates     map[string]Rate // resource name -> its rate window
 	// Runs as the witness saw them, in arrival order.
 	Runs []cluster.Run
 	// Records read from etcd at the end, by run id.
@@ -73,6 +76,9 @@ type Report struct {
 	ChainRuns     int // downstream runs checked against their upstream
 	Notified      int // notifications delivered or still in the outbox
 	ExcusedShared int // shared-resource overlaps caused by a frozen holder
+	ExcusedRate   int // starts of a rate-limited resource by a holder frozen just before
+	RateWindows   int // intervals with more starts than a window's count
+	KeyViolations int // moments a concurrency key had more runs than max_concurrency
 	TicksChecked  int
 	TicksLost     int // lost inside failover windows (allowed)
 	Violations    []string
@@ -99,6 +105,8 @@ func Check(h *History) *Report {
 	}
 	checkOverlap(h, jobs, r)
 	checkSharedResources(h, jobs, r)
+	checkRates(h, r)
+	checkKeys(h, jobs, r)
 	checkSuperseded(h, r)
 	checkTwice(h, r)
 	checkTokens(h, r)
@@ -350,6 +358,9 @@ func checkSlotPeaks(h *History, jobs map[string]Job, r *Report) {
 		if name, ok := strings.CutPrefix(group, cluster.SlotGroup(false, "")); ok {
 			if j, ok := jobs[name]; ok {
 				limit = j.MaxConcurrency
+			}
+			if l := keyedLimit(name, jobs); l >= 0 {
+				limit = l
 			}
 		} else if name, ok := strings.CutPrefix(group, cluster.SlotGroup(true, "")); ok {
 			if l, ok := h.Resources[name]; ok {

@@ -67,6 +67,21 @@ func TestCheckerProperties(t *testing.T) {
 		{"phantom success", func(h *History) {
 			h.Records[h.Runs[0].RunID] = runs.Record{RunID: h.Runs[0].RunID, Job: "j", Attempt: 2, Outcome: runs.Succeeded}
 		}, "records:"},
+		{"rate window exceeded", func(h *History) {
+			h.Jobs[0].Resources = []string{"metered"}
+			h.Rates = map[string]Rate{"metered": {Count: 2, Per: 3 * time.Second}}
+		}, "rate: resource metered had 3 starts"},
+		{"rate window kept", func(h *History) {
+			h.Jobs[0].Resources = []string{"metered"}
+			h.Rates = map[string]Rate{"metered": {Count: 3, Per: 2 * time.Second}}
+		}, ""},
+		{"key overlap", func(h *History) {
+			h.Jobs[0].Keyed = true
+			h.Runs[1].Start = at(400)
+			for _, run := range h.Runs {
+				h.Records[run.RunID] = runs.Record{RunID: run.RunID, Outcome: runs.Succeeded, ConcurrencyKey: "c-1"}
+			}
+		}, `key: job j key "c-1" had 2`},
 		{"too many slot keys", func(h *History) { h.SlotPeaks = map[string]cluster.SlotPeak{cluster.SlotGroup(false, "j"): {Count: 2}} }, "slots: job j had 2"},
 	}
 	for _, tt := range tests {

@@ -11,9 +11,14 @@ import (
 
 const prefix = "/fault/"
 
+// workloadRates are the rate windows of the workload's resources.
+var workloadRates = map[string]Rate{"metered": {Count: 4, Per: 2 * time.Second}}
+
 // workload is the job set, with session_ttl ttl: intervals of 1s and
 // 500ms, max_concurrency 1 and 2, runs shorter and longer than the TTL,
-// one shared resource, every catch_up policy, retries on some jobs.
+// one shared resource, one rate-limited resource offered twice its rate,
+// a job with a concurrency key whose runs outlast its interval, every
+// catch_up policy, retries on some jobs.
 //
 // Beside them, a job chained after fast (chains), and a notification sink,
 // the receiver at sinkURL, for the runs of pair (notified). The exec job
@@ -47,6 +52,18 @@ func workload(ttl time.Duration, w *cluster.Witness, sinkURL, beats string) (str
     retries: {max: 1, backoff: 100ms, max_backoff: 1s}
     timeout: 5s
     http: {method: POST, url: %q}`, w.URL("sleep=700ms&fail=7"))},
+		{Job{Name: "metered", Every: 250 * time.Millisecond, MaxConcurrency: 2, CatchUp: "latest", Resources: []string{"metered"}},
+			fmt.Sprintf(`overlap: skip
+    resources: [metered]
+    timeout: 5s
+    http: {method: POST, url: %q}`, w.URL("sleep=100ms"))},
+		{Job{Name: "keyed", Every: 500 * time.Millisecond, MaxConcurrency: 1, CatchUp: "latest", Keyed: true},
+			fmt.Sprintf(`overlap: queue
+    queue_limit: 1
+    concurrency_key: "{{ .Input.customer_id }}"
+    input: {customer_id: c-1001}
+    timeout: 5s
+    http: {method: POST, url: %q}`, w.URL("sleep=800ms"))},
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, `cluster:
@@ -61,6 +78,8 @@ worker:
 resources:
   - name: shared
     limit: 2
+  - name: metered
+    rate: {count: 4, per: 2s}
 notify:
   sinks:
     - name: receiver

@@ -75,15 +75,19 @@ window.SchedulerJobs = (function () {
       return [];
     }
     note('slots', '');
-    const slots = r.body.slice().sort((a, b) =>
-      (a.job || a.resource).localeCompare(b.job || b.resource) || a.slot - b.slot);
+    // The answer lists rate windows after the slots; they have a table of their own.
+    renderWindows(r.body.filter((s) => s.window));
+    const slotKey = (s) => `${s.job ? 'job' : 'resource'}/${s.job || s.resource}/${s.concurrency_key || ''}/${s.slot}`;
+    const slots = r.body.filter((s) => !s.window).sort((a, b) =>
+      (a.job || a.resource).localeCompare(b.job || b.resource) ||
+      (a.concurrency_key || '').localeCompare(b.concurrency_key || '') || a.slot - b.slot);
     setText($('slots-count'), `(${slots.length})`);
-    syncRows(tbody, slots, (s) => `${s.job ? 'job' : 'resource'}/${s.job || s.resource}/${s.slot}`,
-      (s) => el('tr', { data: { slot: `${s.job ? 'job' : 'resource'}/${s.job || s.resource}/${s.slot}` } }),
+    syncRows(tbody, slots, slotKey,
+      (s) => el('tr', { data: { slot: slotKey(s) } }),
       (tr, s) => {
         const [name, slot, run, holder, token, started, scheduled] = cells(tr, 7);
         name.replaceChildren(document.createTextNode(s.job || s.resource),
-          el('span', { class: 'sub', text: s.job ? 'job' : 'resource' }));
+          el('span', { class: 'sub', text: s.job ? (s.concurrency_key ? `key ${s.concurrency_key}` : 'job') : 'resource' }));
         setText(slot, s.slot);
         run.className = 'mono';
         setText(run, s.run_id);
@@ -95,6 +99,21 @@ window.SchedulerJobs = (function () {
         fillTime(scheduled, s.scheduled_at);
       });
     return slots;
+  }
+
+  // renderWindows shows each rate window: starts still counted of count
+  // per period, and the oldest of them (when it leaves the window, a place frees).
+  function renderWindows(windows) {
+    const tbody = document.querySelector('#windows tbody');
+    setText($('windows-count'), `(${windows.length})`);
+    syncRows(tbody, windows, (w) => w.window, (w) => el('tr', { data: { window: w.window } }),
+      (tr, w) => {
+        const [name, used, oldest] = cells(tr, 3);
+        setText(name, w.window);
+        setText(used, `${w.in_use} / ${w.count} per ${w.per}`);
+        fillTime(oldest, w.oldest);
+      });
+    document.querySelector('#windows > .empty').hidden = windows.length > 0;
   }
 
   // renderRuns shows, for the chosen job, what is queued or running (from

@@ -35,7 +35,7 @@ func (l *leader) reap(ctx context.Context) error {
 		held := map[string]int64{} // job slot key -> token
 		for _, s := range l.d.Slots.List() {
 			if s.Job != "" {
-				held[l.d.Keys.Slot(s.Job, s.Slot)] = s.FencingToken
+				held[l.d.Keys.SlotOf(s.Job, s.ConcurrencyKey, s.Slot)] = s.FencingToken
 			}
 		}
 		now := l.d.Clock.Now()
@@ -43,7 +43,7 @@ func (l *leader) reap(ctx context.Context) error {
 		next := time.Duration(0)
 		for _, q := range l.d.Queue.Running() {
 			alive[q.Key] = true
-			if held[l.d.Keys.Slot(q.Job, q.Slot)] == q.ModRev {
+			if held[l.d.Keys.SlotOf(q.Job, q.ConcurrencyKey, q.Slot)] == q.Token() {
 				delete(suspects, q.Key)
 				continue
 			}
@@ -103,14 +103,14 @@ func (l *leader) pause(ctx context.Context, t time.Time) bool {
 }
 
 func (l *leader) markLost(ctx context.Context, q *queue.Item) error {
-	slotKey := l.d.Keys.Slot(q.Job, q.Slot)
+	slotKey := l.d.Keys.SlotOf(q.Job, q.ConcurrencyKey, q.Slot)
 	now := l.d.Clock.Now()
-	rec := q.Lost(q.ModRev, now)
+	rec := q.Lost(q.Token(), now)
 	ops, retry := queue.End(l.d.Keys, l.d.Config(), q.Key, q.Entry, &rec, now)
 	resp, err := l.d.Client.Txn(ctx).If(
 		l.fence,
 		clientv3.Compare(clientv3.ModRevision(q.Key), "=", q.ModRev),
-		clientv3.Compare(clientv3.CreateRevision(slotKey), "!=", q.ModRev),
+		clientv3.Compare(clientv3.CreateRevision(slotKey), "!=", q.Token()),
 	).Then(ops...).Else(clientv3.OpGet(l.term.Key)).Commit()
 	if err != nil {
 		if ctx.Err() != nil {
@@ -128,6 +128,6 @@ func (l *leader) markLost(ctx context.Context, q *queue.Item) error {
 	l.d.Metrics.Runs.WithLabelValues(q.Job, string(runs.Lost)).Inc()
 	l.d.Finished.Note(q.Job)
 	l.d.Log.Warn("run lost: holder died holding its slot", "job", q.Job, "run_id", q.RunID, "holder", q.Holder,
-		"slot", q.Slot, "token", q.ModRev, "retry", retry != nil)
+		"slot", q.Slot, "token", q.Token(), "retry", retry != nil)
 	return nil
 }

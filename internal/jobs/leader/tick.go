@@ -26,6 +26,12 @@ func (l *leader) tickOps(cfg *config.Config, j *config.Job, t plannedTick, now t
 	if t.Action == queueTick {
 		entry := queue.NewEntry(runID, j, cfg.Resources, t.At, t.NotBefore, 1, runs.Schedule)
 		entry.CatchUp = t.CatchUp
+		if err := entry.RenderKey(); err != nil {
+			// The job's own input renders no key: the tick is recorded, in
+			// place of its entry, so it is not silently dropped.
+			rec := entry.NotStarted(runs.Skipped, now, err.Error())
+			return runID, queue.RecordOps(l.d.Keys, &rec), nil
+		}
 		return runID, []clientv3.Op{clientv3.OpPut(l.d.Keys.Entry(j.Name, runID), entry.Encode())}, nil
 	}
 	rec := queue.MissedTick(j.Name, runID, t.At,

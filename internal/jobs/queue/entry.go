@@ -38,7 +38,14 @@ type Entry struct {
 	Trigger     runs.Trigger    `json:"trigger"`
 	Spec        config.Job      `json:"spec"`
 	Resources   []ResourceLimit `json:"resources,omitempty"`
-	State       State           `json:"state"`
+	// Input is what the run is given, a JSON object (SPEC section 12: a
+	// trigger's input, its upstream's when chained, or else the job's
+	// default); it reaches the target and the record. ConcurrencyKey is
+	// the job's concurrency_key rendered over it when the entry was
+	// created, so every worker claims the same key.
+	Input          json.RawMessage `json:"input,omitempty"`
+	ConcurrencyKey string          `json:"concurrency_key,omitempty"`
+	State          State           `json:"state"`
 	// CatchUp marks a tick run late by the catch_up policy. Caught-up
 	// ticks come due together; they wait for a slot in turn (until the
 	// starting deadline) instead of skipping one another.
@@ -46,10 +53,6 @@ type Entry struct {
 	// Previous carries the earlier attempts of a retried run into its
 	// final record.
 	Previous []runs.Attempt `json:"previous_attempts,omitempty"`
-	// Input is what the run is given, a JSON object (SPEC section 12: a
-	// trigger's input, or its upstream's when chained); it reaches the
-	// target and the record.
-	Input json.RawMessage `json:"input,omitempty"`
 	// UpstreamRunID is the run whose end queued this one (trigger chain).
 	UpstreamRunID string `json:"upstream_run_id,omitempty"`
 
@@ -57,13 +60,19 @@ type Entry struct {
 	Holder    string    `json:"holder,omitempty"`
 	Slot      int       `json:"slot,omitempty"`
 	StartedAt time.Time `json:"started_at,omitzero"`
+	// HeldToken is set while running on a slot a previous attempt kept:
+	// the slot's CreateRevision is then older than the entry's ModRevision.
+	HeldToken int64 `json:"held_token,omitempty"`
+	// Hold is set on a pending retry whose slot the failed attempt kept.
+	Hold *Hold `json:"hold,omitempty"`
 }
 
 // ResourceLimit is a shared resource a run takes one slot of, with the limit
 // the leader's config gave it.
 type ResourceLimit struct {
-	Name  string `json:"name"`
-	Limit int    `json:"limit"`
+	Name  string       `json:"name"`
+	Limit int          `json:"limit"` // 0: a rate only
+	Rate  *config.Rate `json:"rate,omitempty"`
 }
 
 // NewEntry is a pending run of job at scheduledAt (now, for manual runs),
@@ -77,16 +86,29 @@ func NewEntry(runID string, job *config.Job, resources []config.Resource, schedu
 		Attempt:     attempt,
 		Trigger:     trigger,
 		Spec:        *job,
+		Input:       job.DefaultInput(),
 		State:       Pending,
 	}
 	for _, name := range job.Resources {
 		for _, r := range resources {
 			if r.Name == name {
-				e.Resources = append(e.Resources, ResourceLimit{Name: r.Name, Limit: r.Limit})
+				e.Resources = append(e.Resources, ResourceLimit{Name: r.Name, Limit: r.Limit, Rate: r.Rate})
 			}
 		}
 	}
 	return e
+}
+
+// RenderKey sets the entry's concurrency key from its job's template and
+// its input; the error wraps config.ErrBadKey. Call it where the entry is
+// created, so a run whose key is bad never enters the queue.
+func (e *Entry) RenderKey() error {
+	k, err := e.Spec.ConcurrencyKeyFor(e.Input)
+	if err != nil {
+		return fmt.Errorf("queue: job %s: %w", e.Job, err)
+	}
+	e.ConcurrencyKey = k
+	return nil
 }
 
 // Encode is the entry as stored.
@@ -127,6 +149,11 @@ func (e *Entry) Running(holder string, slot int, startedAt time.Time) *Entry {
 	r.Holder = holder
 	r.Slot = slot
 	r.StartedAt = startedAt.UTC()
+	r.HeldToken = 0
+	if e.Hold != nil {
+		r.HeldToken = e.Hold.Token
+	}
+	r.Hold = nil
 	return &r
 }
 
@@ -143,5 +170,6 @@ func (e *Entry) Retry(now time.Time, rec *runs.Record) *Entry {
 	next.NotBefore = now.Add(e.Spec.Retries.Delay(e.Attempt)).UTC()
 	next.State = Pending
 	next.Holder, next.Slot, next.StartedAt = "", 0, time.Time{}
+	next.HeldToken, next.Hold = 0, nil
 	return &next
 }

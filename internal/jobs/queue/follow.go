@@ -103,10 +103,21 @@ func chained(k keys.Layout, cfg *config.Config, down *config.Job, rec *runs.Reco
 	id := runs.ChainID(down.Name, rec.RunID)
 	e := NewEntry(id, down, cfg.Resources, now, now, 1, runs.Chain)
 	e.UpstreamRunID = rec.RunID
-	e.Input = input
+	if len(input) > 0 {
+		e.Input = input
+	}
 	key := k.Entry(down.Name, id)
+	var write clientv3.Op
+	if err := e.RenderKey(); err != nil {
+		// The upstream's input renders no key for the downstream: its run
+		// is recorded skipped in place of its entry, not silently dropped.
+		r := e.NotStarted(runs.Skipped, now, err.Error())
+		write = clientv3.OpPut(k.Record(down.Name, id), EncodeRecord(&r))
+	} else {
+		write = clientv3.OpPut(key, e.Encode())
+	}
 	return clientv3.OpTxn([]clientv3.Cmp{
 		clientv3.Compare(clientv3.CreateRevision(key), "=", 0),
 		clientv3.Compare(clientv3.CreateRevision(k.Record(down.Name, id)), "=", 0),
-	}, []clientv3.Op{clientv3.OpPut(key, e.Encode())}, nil)
+	}, []clientv3.Op{write}, nil)
 }

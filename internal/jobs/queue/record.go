@@ -32,8 +32,9 @@ func (e *Entry) base(outcome runs.Outcome) runs.Record {
 		Outcome:     outcome,
 		Previous:    e.Previous,
 
-		Input:         e.Input,
-		UpstreamRunID: e.UpstreamRunID,
+		ConcurrencyKey: e.ConcurrencyKey,
+		Input:          e.Input,
+		UpstreamRunID:  e.UpstreamRunID,
 	}
 }
 

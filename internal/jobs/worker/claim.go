@@ -7,29 +7,57 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
+	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/session"
 	"github.com/etcdsched/scheduler/internal/slots"
 )
 
-// claim takes a slot for q and marks its entry running in one transaction
-// (SPEC rule 3). The entry's new ModRevision is the slot's CreateRevision:
-// the fencing token.
+// claim takes everything q needs to start (its job or key slot, a slot of
+// each resource, a place in each rate window) and marks its entry running,
+// in one transaction (SPEC rule 3). The entry's new ModRevision is the
+// slot's CreateRevision: the fencing token. The run's start, max(now,
+// not_before), is what the rate windows count.
 func (w *Worker) claim(ctx context.Context, sess *session.Session, q *queue.Item) (*slots.Held, *queue.Entry, error) {
 	started := w.d.Clock.Now()
 	if started.Before(q.NotBefore) {
 		started = q.NotBefore
 	}
 	sent := w.d.Clock.Now()
-	held, err := w.d.Slots.Claim(ctx, sess, slots.Request{
+	res, rates := admission(q.Entry)
+	req := slots.Request{
 		Job:            q.Job,
+		Key:            q.ConcurrencyKey,
 		MaxConcurrency: q.Spec.MaxConcurrency,
-		Resources:      slotResources(q.Entry),
+		Resources:      res,
+		Rates:          rates,
+		Start:          started,
 		Value:          slots.Value{RunID: q.RunID, Holder: w.d.ID, StartedAt: started.UTC(), ScheduledAt: q.ScheduledAt},
 		If:             []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(q.Key), "=", q.ModRev)},
 		ThenFor: func(slot int) []clientv3.Op {
 			return []clientv3.Op{clientv3.OpPut(q.Key, q.Running(w.d.ID, slot, started).Encode())}
 		},
-	})
+	}
+	var held *slots.Held
+	var err error
+	if w.holdsFor(sess, q) {
+		held, err = w.d.Slots.ClaimHeld(ctx, sess, req, q.Hold.Slot, q.Hold.Token, heldResources(q.Hold))
+		if errors.Is(err, slots.ErrHoldLost) {
+			// The kept slot is gone: claim like any run, and the entry
+			// must no longer say it holds one.
+			w.d.Log.Info("kept slot lost; claiming afresh", "job", q.Job, "run_id", q.RunID)
+			fresh := *q.Entry
+			fresh.Hold = nil
+			req.ThenFor = func(slot int) []clientv3.Op {
+				return []clientv3.Op{clientv3.OpPut(q.Key, fresh.Running(w.d.ID, slot, started).Encode())}
+			}
+			held, err = w.d.Slots.Claim(ctx, sess, req)
+			if err == nil {
+				return held, fresh.Running(w.d.ID, held.Slot, started), nil
+			}
+		}
+	} else {
+		held, err = w.d.Slots.Claim(ctx, sess, req)
+	}
 	// Only answers of etcd count: a refusal by the view (ErrFull) takes
 	// microseconds and would pull the average down when etcd is slowest.
 	if err == nil || errors.Is(err, slots.ErrConflict) {
@@ -41,10 +69,36 @@ func (w *Worker) claim(ctx context.Context, sess *session.Session, q *queue.Item
 	return held, q.Running(w.d.ID, held.Slot, started), nil
 }
 
-func slotResources(e *queue.Entry) []slots.Resource {
-	out := make([]slots.Resource, len(e.Resources))
-	for i, r := range e.Resources {
-		out[i] = slots.Resource{Name: r.Name, Limit: r.Limit}
+// admission is what a run of e must get besides its job slot: a slot of
+// each resource with a limit, and a place in the job's window and in each
+// resource's window.
+func admission(e *queue.Entry) ([]slots.Resource, []slots.Rate) {
+	var res []slots.Resource
+	var rates []slots.Rate
+	if r := e.Spec.Rate; r != nil {
+		rates = append(rates, slots.Rate{Scope: keys.RateJob, Name: e.Job, Count: r.Count, Per: r.Per.D()})
+	}
+	for _, r := range e.Resources {
+		if r.Limit > 0 {
+			res = append(res, slots.Resource{Name: r.Name, Limit: r.Limit})
+		}
+		if r.Rate != nil {
+			rates = append(rates, slots.Rate{Scope: keys.RateResource, Name: r.Name, Count: r.Rate.Count, Per: r.Rate.Per.D()})
+		}
+	}
+	return res, rates
+}
+
+// holdsFor reports whether q's retry waits on a slot this worker kept, on
+// its current session.
+func (w *Worker) holdsFor(sess *session.Session, q *queue.Item) bool {
+	return q.Hold != nil && q.Hold.Holder == w.d.ID && q.Hold.Lease == int64(sess.Lease())
+}
+
+func heldResources(h *queue.Hold) []slots.HeldResource {
+	out := make([]slots.HeldResource, len(h.Resources))
+	for i, r := range h.Resources {
+		out[i] = slots.HeldResource{Name: r.Name, Index: r.Index}
 	}
 	return out
 }

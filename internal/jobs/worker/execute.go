@@ -5,6 +5,9 @@ import (
 	"errors"
 	"log/slog"
 	"strconv"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
 	"github.com/etcdsched/scheduler/internal/runs"
@@ -33,6 +36,10 @@ func (w *Worker) execute(q *queue.Item, entry *queue.Entry, held *slots.Held, lo
 		t.Stop()
 	}
 	startedAt := w.d.Clock.Now()
+	if _, rates := admission(entry); len(rates) > 0 && runCtx.Err() == nil && startedAt.Sub(entry.StartedAt) > slots.MaxStartLatency {
+		w.giveBack(q, held, entry.StartedAt, log)
+		return
+	}
 	var res target.Result
 	if runCtx.Err() != nil {
 		res = target.Result{Outcome: runs.Cancelled, Error: context.Cause(runCtx).Error()}
@@ -73,7 +80,7 @@ func (w *Worker) execute(q *queue.Item, entry *queue.Entry, held *slots.Held, lo
 	// Release even though the run's context may be over; bounded by the
 	// TTL, after which the lease has expired and the leader takes over.
 	relCtx, relCancel := context.WithTimeout(context.Background(), w.d.Config().Cluster.SessionTTL.D())
-	err := w.d.Slots.Release(relCtx, held, ops...)
+	err := w.keepOrRelease(relCtx, q, entry, held, res.Outcome, retry, ops)
 	relCancel()
 	span.Finish(res.Outcome, res.Error, err)
 	w.d.Metrics.Duration.WithLabelValues(entry.Job).Observe(endedAt.Sub(startedAt).Seconds())
@@ -87,4 +94,40 @@ func (w *Worker) execute(q *queue.Item, entry *queue.Entry, held *slots.Held, lo
 	}
 	w.d.Metrics.Runs.WithLabelValues(entry.Job, string(res.Outcome)).Inc()
 	log.Info("run finished", "outcome", res.Outcome, "duration", endedAt.Sub(startedAt), "retry", retry != nil)
+}
+
+// giveBack releases a claim whose run would begin more than
+// slots.MaxStartLatency after the start its rate places were stamped with
+// (a slow claim round trip, a paused process): the window's bound relies
+// on no run beginning later than that, so the run does not begin. The
+// entry goes back to pending, unchanged, in the release transaction; the
+// places stay stamped, so the window admits fewer, never more.
+func (w *Worker) giveBack(q *queue.Item, held *slots.Held, stamped time.Time, log *slog.Logger) {
+	relCtx, cancel := context.WithTimeout(context.Background(), w.d.Config().Cluster.SessionTTL.D())
+	defer cancel()
+	err := w.d.Slots.Release(relCtx, held, clientv3.OpPut(q.Key, q.Entry.Encode()))
+	w.d.Metrics.ClaimFails.WithLabelValues("late").Inc()
+	log.Warn("run given back: it would begin too long after its rate stamp", "stamped", stamped, "err", err)
+}
+
+// keepOrRelease releases the slot with the attempt's end, or, for a strict
+// retry (retries.hold_slot), keeps it: the retry's entry then says which
+// slot it holds. A lost attempt's slot cannot be trusted and is released
+// (the run's session may be gone). When keeping fails for any reason but a
+// lost slot, the slot is released as usual; that loses the strictness of
+// one retry, never a run.
+func (w *Worker) keepOrRelease(ctx context.Context, q *queue.Item, entry *queue.Entry, held *slots.Held, outcome runs.Outcome, retry *queue.Entry, ops []clientv3.Op) error {
+	if retry == nil || !entry.Spec.Retries.HoldSlot || outcome == runs.Lost {
+		return w.d.Slots.Release(ctx, held, ops...)
+	}
+	hold := queue.Hold{Holder: w.d.ID, Lease: int64(held.Lease), Slot: held.Slot, Token: held.Token}
+	for _, r := range held.Resources {
+		hold.Resources = append(hold.Resources, queue.HeldResource{Name: r.Name, Index: r.Index})
+	}
+	err := w.d.Slots.Keep(ctx, held, queue.Holding(ops, q.Key, retry, hold)...)
+	if err == nil || errors.Is(err, slots.ErrNotOwner) {
+		return err
+	}
+	w.d.Log.Warn("keeping the slot for the retry failed; releasing it", "job", q.Job, "run_id", q.RunID, "err", err)
+	return w.d.Slots.Release(ctx, held, ops...)
 }

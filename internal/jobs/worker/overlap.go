@@ -9,34 +9,16 @@ import (
 	"github.com/etcdsched/scheduler/internal/tracing"
 )
 
-// What a run does while every slot it needs is taken: wait for a change,
-// keep its place in the job's queue, replace the oldest run, or end
-// unstarted with a record saying why.
+// What a run does while a limit it needs is full: keep its place in the
+// job's queue, replace the oldest run, or end unstarted with a record
+// saying why.
 
-// changes are the views' change channels as they were before a claim.
-type changes struct{ slots, queue <-chan struct{} }
-
-// waitChange waits for a slot or the queue to change, or until.
-func (w *Worker) waitChange(ctx context.Context, c changes, until time.Time) {
-	d := until.Sub(w.d.Clock.Now())
-	if d <= 0 {
-		d = time.Millisecond
-	}
-	t := w.d.Clock.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-c.slots:
-	case <-c.queue:
-	case <-t.Chan():
-	}
-}
-
-// queuePosition is q's place among the job's runs that are due and waiting
-// for a slot; the first queue_limit of them are kept.
+// queuePosition is q's place among the job's runs (of its concurrency
+// key: the limit holds per key, and so does the queue) that are due and
+// waiting; the first queue_limit of them are kept.
 func (w *Worker) queuePosition(q *queue.Item, now time.Time) int {
 	waiting := w.d.Queue.List(func(o *queue.Item) bool {
-		return o.Job == q.Job && o.State == queue.Pending && !o.NotBefore.After(now)
+		return o.Job == q.Job && o.ConcurrencyKey == q.ConcurrencyKey && o.State == queue.Pending && !o.NotBefore.After(now)
 	})
 	for i, o := range waiting {
 		if o.Key == q.Key {
@@ -46,10 +28,12 @@ func (w *Worker) queuePosition(q *queue.Item, now time.Time) int {
 	return len(waiting)
 }
 
-// oldestRunning is the job's run that started first.
-func (w *Worker) oldestRunning(job string) *queue.Item {
+// oldestRunning is the job's (or its key's) run that started first.
+func (w *Worker) oldestRunning(job, key string) *queue.Item {
 	var oldest *queue.Item
-	for _, o := range w.d.Queue.List(func(o *queue.Item) bool { return o.Job == job && o.State == queue.Running }) {
+	for _, o := range w.d.Queue.List(func(o *queue.Item) bool {
+		return o.Job == job && o.ConcurrencyKey == key && o.State == queue.Running
+	}) {
 		if oldest == nil || o.StartedAt.Before(oldest.StartedAt) {
 			oldest = o
 		}

@@ -14,82 +14,160 @@ import (
 	"github.com/etcdsched/scheduler/internal/tracing"
 )
 
-// start tries to claim q and, holding its slot, runs it. When the slots
-// are all taken, the job's overlap policy decides.
-func (w *Worker) start(ctx context.Context, q *queue.Item) {
+// waitState is what a waiting run keeps between its attempts.
+type waitState struct {
+	replaced bool             // overlap: replace asked the oldest run to stop
+	last     *slots.FullError // the limit that refused it last
+	// The views' change channels as they were before the last attempt: a
+	// change between a refusal and the park must wake the run.
+	slotsChanged, queueChanged <-chan struct{}
+	span                       *tracing.Run // the attempt's, from its first try
+}
+
+// start tries once to claim q and, holding its slots, runs it. When q
+// cannot start yet it returns the time to try again at the latest (a slot
+// or queue change wakes it sooner) and holds no worker meanwhile: waiting
+// happens in etcd, not in a goroutine counted against max_parallel.
+func (w *Worker) start(ctx context.Context, q *queue.Item, st *waitState) (retry time.Time, wait bool) {
 	log := w.d.Log.With("job", q.Job, "run_id", q.RunID, "attempt", q.Attempt)
-	ctx, span := tracing.StartRun(ctx, w.d.Tracer, tracing.RunInfo{Job: q.Job, RunID: q.RunID, Attempt: q.Attempt, Trigger: q.Trigger, Holder: w.d.ID})
-	defer span.End()
-	replaced := false
+	// One span covers the attempt from its first try to its end, across
+	// the waits between tries.
+	if st.span == nil {
+		_, st.span = tracing.StartRun(ctx, w.d.Tracer, tracing.RunInfo{Job: q.Job, RunID: q.RunID, Attempt: q.Attempt, Trigger: q.Trigger, Holder: w.d.ID})
+	}
+	ctx = st.span.Into(ctx)
+	defer func() {
+		if !wait {
+			st.span.End()
+		}
+	}()
 	for ctx.Err() == nil {
 		sess, err := w.d.Sessions.Current(ctx)
 		if err != nil {
-			return
+			return time.Time{}, false
 		}
 		now := w.d.Clock.Now()
 		deadline := q.NotBefore.Add(q.Spec.StartingDeadline.D())
 		if now.After(deadline) {
-			w.finishUnstarted(ctx, q, runs.Missed, "missed",
-				fmt.Sprintf("not started by its starting deadline %s (due %s)", q.Spec.StartingDeadline, q.NotBefore.Format(runs.TimeFormat)))
-			return
+			why := ""
+			if st.last != nil {
+				why = "; waiting for " + st.last.Error()
+			}
+			w.finishUnstarted(ctx, q, runs.Missed, "deadline",
+				fmt.Sprintf("not started by its starting deadline %s (due %s)%s", q.Spec.StartingDeadline, q.NotBefore.Format(runs.TimeFormat), why))
+			return time.Time{}, false
 		}
-		// Taken before the claim: a slot freed between a refusal and the
-		// wait must wake the wait.
-		changed := changes{slots: w.d.Slots.Changed(), queue: w.d.Queue.Changed()}
-		claimCtx, claimSpan := span.Claim(ctx)
+		st.slotsChanged, st.queueChanged = w.d.Slots.Changed(), w.d.Queue.Changed()
+		// A strict retry on its kept slot waits for no elder: nothing else
+		// can take that slot anyway.
+		if full := w.yieldTo(q, now); full != nil && !w.holdsFor(sess, q) {
+			// Elders wait for a limit this run needs: their turn first,
+			// as if the limit were full.
+			st.last = full
+			// Try again when the fair wait ends at the latest: an elder
+			// stuck behind another limit may bring no change at all.
+			end := q.NotBefore.Add(fairBound + time.Millisecond)
+			if q.Spec.Overlap != config.OverlapQueue {
+				// skip and replace act on a limit that is taken, and this
+				// one is not yet: wait for the elders to take it, then see.
+				return end, true
+			}
+			// queue: the run waits in the job's queue, within queue_limit.
+			until, wait := w.refused(ctx, sess, q, st, full, now, deadline)
+			if wait && end.Before(until) {
+				until = end
+			}
+			return until, wait
+		}
+		claimCtx, claimSpan := st.span.Claim(ctx)
 		held, running, err := w.claim(claimCtx, sess, q)
 		claimSpan.End(held, err)
+		var full *slots.FullError
 		switch {
 		case err == nil:
-			w.execute(q, running, held, log, span)
-			return
+			w.execute(q, running, held, log, st.span)
+			return time.Time{}, false
 		case errors.Is(err, slots.ErrConflict):
 			w.d.Metrics.ClaimFails.WithLabelValues("taken").Inc()
-			return // claimed by another worker, cancelled, or changed
-		case errors.Is(err, slots.ErrFull):
+			return time.Time{}, false // claimed by another worker, cancelled, or changed
+		case errors.As(err, &full):
 			w.d.Metrics.ClaimFails.WithLabelValues("full").Inc()
+			st.last = full
 		case ctx.Err() != nil:
-			return
+			return time.Time{}, false
 		case errors.Is(err, session.ErrGuardExpired), errors.Is(err, session.ErrLeaseGone), sess.Err() != nil:
 			continue // wait for the next session
 		default:
 			log.Warn("claim failed; will try again", "err", err)
-			w.retryLater(q, w.d.Clock.Now().Add(time.Second))
-			return
+			return now.Add(time.Second), true
 		}
+		return w.refused(ctx, sess, q, st, full, now, deadline)
+	}
+	return time.Time{}, false
+}
 
-		// Every slot is taken.
-		switch {
-		case now.Before(q.NotBefore):
-			// Claimed early to start on time; a slot may yet free.
-			w.waitChange(ctx, changed, q.NotBefore)
-			continue
-		case q.CatchUp && q.Spec.Overlap != config.OverlapReplace:
-			// Caught-up ticks take turns, whatever the overlap policy.
-			w.waitChange(ctx, changed, deadline)
-		case q.Spec.Overlap == config.OverlapQueue:
-			if pos := w.queuePosition(q, now); pos >= q.Spec.QueueLimit {
-				w.finishUnstarted(ctx, q, runs.Skipped, "queue_full",
-					fmt.Sprintf("all %d slots taken and %d runs already queued (queue_limit %d)", q.Spec.MaxConcurrency, pos, q.Spec.QueueLimit))
-				return
-			}
-			w.waitChange(ctx, changed, deadline)
-		case q.Spec.Overlap == config.OverlapReplace:
-			if !replaced {
-				if victim := w.oldestRunning(q.Job); victim != nil {
-					if err := w.writes.RequestCancel(ctx, sess.Lease(), victim.RunID, "replaced by "+q.RunID); err != nil {
-						log.Warn("cannot cancel the run to replace", "victim", victim.RunID, "err", err)
-					} else {
-						log.Info("replacing the oldest running run", "victim", victim.RunID)
-						replaced = true
-					}
+// refused applies the job's overlap policy to a run a full limit refused.
+func (w *Worker) refused(ctx context.Context, sess *session.Session, q *queue.Item, st *waitState, full *slots.FullError, now, deadline time.Time) (time.Time, bool) {
+	// A full rate window frees by time, not by a change anyone writes.
+	until := deadline
+	if full.Limit == slots.LimitRate && full.Until.Before(until) {
+		until = full.Until
+	}
+	if q.Hold != nil && !w.holdsFor(sess, q) {
+		// Another worker kept a slot for this retry: it claims it, or its
+		// lease ends and the slot frees. Either way a change comes.
+		return until, true
+	}
+	reason, what := reasonOf(full)
+	jobSlots := full.Limit == slots.LimitJob || full.Limit == slots.LimitKey
+	switch {
+	case now.Before(q.NotBefore):
+		// Claimed early to start on time; the limit may yet free.
+		if q.NotBefore.Before(until) {
+			until = q.NotBefore
+		}
+		return until, true
+	case q.CatchUp && q.Spec.Overlap != config.OverlapReplace:
+		// Caught-up ticks take turns, whatever the overlap policy.
+		return until, true
+	case q.Spec.Overlap == config.OverlapQueue:
+		if pos := w.queuePosition(q, now); pos >= q.Spec.QueueLimit {
+			w.finishUnstarted(ctx, q, runs.Skipped, "queue_full",
+				fmt.Sprintf("%s and %d runs already queued (queue_limit %d)", what, pos, q.Spec.QueueLimit))
+			return time.Time{}, false
+		}
+		return until, true
+	case q.Spec.Overlap == config.OverlapReplace && jobSlots:
+		if !st.replaced {
+			if victim := w.oldestRunning(q.Job, q.ConcurrencyKey); victim != nil {
+				if err := w.writes.RequestCancel(ctx, sess.Lease(), victim.RunID, "replaced by "+q.RunID); err != nil {
+					w.d.Log.Warn("cannot cancel the run to replace", "job", q.Job, "run_id", q.RunID, "victim", victim.RunID, "err", err)
+				} else {
+					w.d.Log.Info("replacing the oldest running run", "job", q.Job, "run_id", q.RunID, "victim", victim.RunID)
+					st.replaced = true
 				}
 			}
-			w.waitChange(ctx, changed, deadline)
-		default:
-			w.finishUnstarted(ctx, q, runs.Skipped, "overlap",
-				fmt.Sprintf("all %d slots taken (overlap: skip)", q.Spec.MaxConcurrency))
-			return
 		}
+		return until, true
+	default:
+		// skip, and replace when what is full is not the job's own: a
+		// resource or a window has no run of this job to replace.
+		w.finishUnstarted(ctx, q, runs.Skipped, reason, fmt.Sprintf("%s (overlap: %s)", what, q.Spec.Overlap))
+		return time.Time{}, false
 	}
+}
+
+// reasonOf is the skip reason and message of a refusal (SPEC section 11):
+// overlap for the job's slots or key, resource naming it, rate naming the
+// window.
+func reasonOf(full *slots.FullError) (reason, what string) {
+	switch full.Limit {
+	case slots.LimitResource:
+		return "resource", fmt.Sprintf("resource %s: all %d slots taken", full.Name, full.Slots)
+	case slots.LimitRate:
+		return "rate", fmt.Sprintf("rate window %s full", full.Name)
+	case slots.LimitKey:
+		return "overlap", full.Error()
+	}
+	return "overlap", fmt.Sprintf("all %d slots taken", full.Slots)
 }

@@ -42,6 +42,12 @@ type Slots interface {
 	Claim(ctx context.Context, sess *session.Session, req slots.Request) (*slots.Held, error)
 	Release(ctx context.Context, h *slots.Held, then ...clientv3.Op) error
 	Changed() <-chan struct{}
+	// Keep and ClaimHeld carry a slot across a strict retry.
+	Keep(ctx context.Context, h *slots.Held, then ...clientv3.Op) error
+	ClaimHeld(ctx context.Context, sess *session.Session, req slots.Request, slot int, token int64, res []slots.HeldResource) (*slots.Held, error)
+	// Free and FreePlaces say how much room the view shows, for fair order.
+	Free(kind slots.Kind, name string, limit int) int
+	FreePlaces(r slots.Rate, at time.Time) int
 }
 
 // Executor runs a target.
@@ -85,6 +91,8 @@ type Worker struct {
 	mu       sync.Mutex
 	pending  dueHeap
 	active   map[string]*activeRun // by run id: being claimed or running
+	parked   map[string]parkedRun  // by entry key: waiting for a limit, holding no worker
+	waits    map[string]*waitState // by entry key: what waiting runs keep between attempts
 	wake     chan struct{}
 	wg       sync.WaitGroup
 	drained  chan struct{}
@@ -113,9 +121,10 @@ func New(d Deps) *Worker {
 		d.Backup = 250 * time.Millisecond
 	}
 	w := &Worker{d: d, writes: queue.Writes{Client: d.Client, Keys: d.Keys, Config: d.Config}, members: newMembers(d.Keys),
-		active: map[string]*activeRun{}, wake: make(chan struct{}, 1), drained: make(chan struct{})}
+		active: map[string]*activeRun{}, parked: map[string]parkedRun{}, waits: map[string]*waitState{},
+		wake: make(chan struct{}, 1), drained: make(chan struct{})}
 	w.cancels = queue.NewCancels(d.Keys, w.cancelRequested)
-	d.Queue.Subscribe(w.onPut, nil)
+	d.Queue.Subscribe(w.onPut, w.onDelete)
 	return w
 }
 
@@ -142,6 +151,9 @@ func (w *Worker) onPut(q *queue.Item) {
 	}
 	at := q.NotBefore.Add(-w.d.ClaimLead)
 	rank := w.members.rank(w.d.ID, q.Key+"#"+strconv.Itoa(q.Attempt))
+	if q.Hold != nil && q.Hold.Holder == w.d.ID {
+		rank = 0 // only the holder can claim with the kept slot
+	}
 	at = at.Add(time.Duration(rank) * (w.d.Backup + w.claimRTT.backupWait()))
 	w.mu.Lock()
 	heap.Push(&w.pending, due{at: at, key: q.Key, modRev: q.ModRev})
@@ -155,13 +167,24 @@ func (w *Worker) Run(ctx context.Context) error {
 	timer := w.d.Clock.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
+		// Taken before looking at the parked runs, so a change after the
+		// look wakes the loop.
+		slotsChanged, queueChanged := w.d.Slots.Changed(), w.d.Queue.Changed()
 		wait := time.Hour
 		w.mu.Lock()
+		now := w.d.Clock.Now()
 		if len(w.pending) > 0 && len(w.active) < w.maxParallel() {
-			wait = max(w.pending[0].at.Sub(w.d.Clock.Now()), 0)
+			wait = max(w.pending[0].at.Sub(now), 0)
+		}
+		for _, p := range w.parked {
+			wait = min(wait, max(p.until.Sub(now), 0))
+		}
+		if len(w.parked) == 0 {
+			slotsChanged, queueChanged = nil, nil // nobody to wake
 		}
 		w.mu.Unlock()
 		timer.Reset(wait)
+		changed := false
 		select {
 		case <-ctx.Done():
 			w.mu.Lock()
@@ -170,7 +193,12 @@ func (w *Worker) Run(ctx context.Context) error {
 			return nil
 		case <-w.wake:
 		case <-timer.Chan():
+		case <-slotsChanged:
+			changed = true
+		case <-queueChanged:
+			changed = true
 		}
+		w.unpark(changed)
 		w.dispatch(ctx)
 	}
 }
@@ -193,12 +221,24 @@ func (w *Worker) dispatch(ctx context.Context) {
 		if _, busy := w.active[q.RunID]; busy {
 			continue
 		}
+		delete(w.parked, q.Key)
+		st := w.waits[q.Key]
+		if st == nil {
+			st = &waitState{}
+			w.waits[q.Key] = st
+		}
 		w.active[q.RunID] = &activeRun{}
 		w.wg.Add(1)
 		go func() {
 			defer w.wg.Done()
 			defer w.finish(q.RunID)
-			w.start(ctx, q)
+			if until, wait := w.start(ctx, q, st); wait {
+				w.park(q, st, until)
+				return
+			}
+			w.mu.Lock()
+			delete(w.waits, q.Key)
+			w.mu.Unlock()
 		}()
 	}
 }
@@ -206,14 +246,6 @@ func (w *Worker) dispatch(ctx context.Context) {
 func (w *Worker) finish(runID string) {
 	w.mu.Lock()
 	delete(w.active, runID)
-	w.mu.Unlock()
-	w.signal()
-}
-
-// retryLater puts an entry back after a transient failure.
-func (w *Worker) retryLater(q *queue.Item, at time.Time) {
-	w.mu.Lock()
-	heap.Push(&w.pending, due{at: at, key: q.Key, modRev: q.ModRev})
 	w.mu.Unlock()
 	w.signal()
 }
@@ -262,6 +294,14 @@ func (w *Worker) Drain(ctx context.Context) {
 		<-done
 	}
 	close(w.drained)
+}
+
+// onDelete forgets a run that left the queue.
+func (w *Worker) onDelete(key string, _ *queue.Item) {
+	w.mu.Lock()
+	delete(w.parked, key)
+	delete(w.waits, key)
+	w.mu.Unlock()
 }
 
 // due is when to try a pending run, as the view saw it.

@@ -1,0 +1,104 @@
+package jobs_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/etcdsched/scheduler/config"
+	"github.com/etcdsched/scheduler/internal/etcdtest"
+	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
+	"github.com/etcdsched/scheduler/internal/poll"
+	"github.com/etcdsched/scheduler/internal/runs"
+)
+
+// The hammer: three replicas admit runs of two jobs that share a resource
+// with rate {count: 20, per: 2s} and limit 3, offered 20 runs a second
+// together, for 30s; a third of the way the leader stops (a handoff) and
+// two thirds of the way a replica crashes (its lease expires, its stamps
+// stay). The witness, with its own clock, never sees more than 20 starts
+// in any 2s nor more than 3 runs at once, and the window was busy (not
+// vacuously quiet).
+func TestRateWindowHoldsAcrossHandoffAndCrash(t *testing.T) {
+	if testing.Short() {
+		t.Skip("30s hammer")
+	}
+	const (
+		count = 20
+		per   = 2 * time.Second
+		limit = 3
+		span  = 30 * time.Second
+	)
+	etcd := etcdtest.Start(t)
+	w := startWitness(t)
+	job := func(name string) config.Job {
+		j := jobstest.HTTPJob(name, "@every 100ms", w.url("sleep=100ms"))
+		j.MaxConcurrency = 3
+		j.Resources = []string{"api"}
+		return j
+	}
+	cfg := func() *config.Config {
+		c := jobstest.Config(job("ra"), job("rb"))
+		c.Resources = []config.Resource{{Name: "api", Limit: limit, Rate: &config.Rate{Count: count, Per: config.Duration(per)}}}
+		return c
+	}
+	nodes := []*node{startNode(t, etcd.Endpoints(), "a", cfg()), startNode(t, etcd.Endpoints(), "b", cfg()), startNode(t, etcd.Endpoints(), "c", cfg())}
+	first := leaderOf(t, nodes)
+	started := time.Now()
+	all := func() []hit { return append(w.finished("ra"), w.finished("rb")...) }
+
+	poll.For(t, span, "a third of the span", func() bool { return time.Since(started) >= span/3 })
+	first.stop(5 * time.Second) // handoff
+	var rest []*node
+	for _, n := range nodes {
+		if n != first {
+			rest = append(rest, n)
+		}
+	}
+	leaderOf(t, rest)
+	poll.For(t, span, "two thirds of the span", func() bool { return time.Since(started) >= 2*span/3 })
+	rest[0].crash()
+	poll.For(t, span, "the end of the span", func() bool { return time.Since(started) >= span })
+	for _, n := range rest {
+		n.stop(5 * time.Second)
+	}
+
+	hits := all()
+	most, at := mostStartsWithin(hits, per)
+	atOnce := mostAtOnce(hits)
+	t.Logf("%d starts in %s; at most %d in any %s (from %s); at most %d at once", len(hits), time.Since(started).Round(time.Second), most, per, at.Format("15:04:05.000"), atOnce)
+	if most > count {
+		t.Errorf("%d starts in the %s from %s: the window admits %d", most, per, at.Format("15:04:05.000"), count)
+	}
+	if atOnce > limit {
+		t.Errorf("%d runs at once: the resource's limit is %d", atOnce, limit)
+	}
+	// Not vacuous: the window was filled at some point, and over the span
+	// it admitted at least half its rate (the margin costs some, a busy
+	// machine under -race more; far less would be starving, not safe).
+	if most < count*3/4 {
+		t.Errorf("at most %d starts in any %s: the window was never busy", most, per)
+	}
+	if want := int(span/per) * count / 2; len(hits) < want {
+		t.Errorf("only %d starts in %s: want at least %d", len(hits), span, want)
+	}
+	reasons := map[string]int{}
+	for _, job := range []string{"ra", "rb"} {
+		for _, r := range records(t, etcd.Client(), job) {
+			if r.Outcome == runs.Skipped {
+				switch {
+				case strings.HasPrefix(r.Error, "rate window resource api (20 per 2s) full"):
+					reasons["rate"]++
+				case strings.HasPrefix(r.Error, "resource api:"):
+					reasons["resource"]++
+				default:
+					reasons[r.Error]++
+				}
+			}
+		}
+	}
+	t.Logf("skipped: %v", reasons)
+	if reasons["rate"] == 0 {
+		t.Errorf("no run was skipped for the rate window: %v", reasons)
+	}
+}

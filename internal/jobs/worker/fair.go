@@ -1,0 +1,125 @@
+package worker
+
+import (
+	"hash/fnv"
+	"strconv"
+	"time"
+
+	"github.com/etcdsched/scheduler/internal/jobs/queue"
+	"github.com/etcdsched/scheduler/internal/keys"
+	"github.com/etcdsched/scheduler/internal/slots"
+)
+
+// Fair order: among runs waiting for the same limit (a job's slots, a
+// key's, a resource's, a rate window), the one due first is admitted
+// first, cluster-wide. Every worker sees the whole queue, so before it
+// claims a run it counts, for each limit the run needs, the elders: pending
+// runs that need that limit too and are due before it. When a limit has
+// no more room than its elders need, the run yields as if the limit were
+// full (its overlap policy decides: wait, or skip). Without this,
+// whichever worker's watch fired first after a release won, and two jobs
+// on identical schedules sharing a limit-1 resource got 26 and 12 runs in
+// the same minute.
+//
+// Ties between equal due times are broken by a hash of the run id and
+// attempt, not by name: a name order would let the same job win every
+// tie. The loser of a tie is the elder at the next release, so shares even
+// out.
+
+// fairBound bounds how long a run yields to its elders after it is due:
+// an elder can be stuck behind a limit this run does not need (its own
+// job's slots), and fairness must not cost liveness.
+const fairBound = 2 * time.Second
+
+// limit is one thing a run needs room in.
+type limit struct {
+	id   string // what runs that need the same limit share
+	full slots.FullError
+	rate *slots.Rate
+}
+
+// limitsOf are the limits a run of e needs.
+func limitsOf(e *queue.Entry) []limit {
+	group := keys.SlotGroup(e.Job, e.ConcurrencyKey)
+	kind := slots.LimitJob
+	if e.ConcurrencyKey != "" {
+		kind = slots.LimitKey
+	}
+	out := []limit{{id: "slot/" + group, full: slots.FullError{Limit: kind, Name: group, Slots: e.Spec.MaxConcurrency}}}
+	res, rates := admission(e)
+	for _, r := range res {
+		out = append(out, limit{id: "resource/" + r.Name, full: slots.FullError{Limit: slots.LimitResource, Name: r.Name, Slots: r.Limit}})
+	}
+	for _, r := range rates {
+		out = append(out, limit{id: "rate/" + r.Scope + "/" + r.Name, full: slots.FullError{Limit: slots.LimitRate, Name: r.Window()}, rate: &r})
+	}
+	return out
+}
+
+func tieBreak(e *queue.Entry) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(e.RunID))
+	h.Write([]byte("#" + strconv.Itoa(e.Attempt)))
+	return h.Sum64()
+}
+
+// older reports whether a is due before b.
+func older(a, b *queue.Entry) bool {
+	if !a.NotBefore.Equal(b.NotBefore) {
+		return a.NotBefore.Before(b.NotBefore)
+	}
+	ha, hb := tieBreak(a), tieBreak(b)
+	if ha != hb {
+		return ha < hb
+	}
+	return a.RunID < b.RunID
+}
+
+// yieldTo returns the limit q must leave to its elders, or nil: a limit
+// whose room (per the slots view) is no more than its elders need. Only
+// while q is within fairBound of its due time.
+func (w *Worker) yieldTo(q *queue.Item, now time.Time) *slots.FullError {
+	if now.After(q.NotBefore.Add(fairBound)) {
+		return nil
+	}
+	mine := limitsOf(q.Entry)
+	index := make(map[string]int, len(mine))
+	for i, l := range mine {
+		index[l.id] = i
+	}
+	elders := make([]int, len(mine))
+	w.d.Queue.List(func(o *queue.Item) bool {
+		if o.State != queue.Pending || o.Key == q.Key || !older(o.Entry, q.Entry) {
+			return false
+		}
+		for _, l := range limitsOf(o.Entry) {
+			if i, ok := index[l.id]; ok {
+				elders[i]++
+			}
+		}
+		return false
+	})
+	start := now
+	if start.Before(q.NotBefore) {
+		start = q.NotBefore
+	}
+	for i, l := range mine {
+		if elders[i] == 0 {
+			continue
+		}
+		var room int
+		switch {
+		case l.rate != nil:
+			room = w.d.Slots.FreePlaces(*l.rate, start)
+		case l.full.Limit == slots.LimitResource:
+			room = w.d.Slots.Free(slots.ResourceSlot, l.full.Name, l.full.Slots)
+		default:
+			room = w.d.Slots.Free(slots.JobSlot, l.full.Name, l.full.Slots)
+		}
+		if room <= elders[i] {
+			full := l.full
+			return &full
+		}
+	}
+	return nil
+}
