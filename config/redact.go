@@ -33,6 +33,13 @@ func (j Job) Redacted() Job {
 func (j Job) clone() Job {
 	j.Resources = slices.Clone(j.Resources)
 	j.Notify = slices.Clone(j.Notify)
+	if j.Rate != nil {
+		r := *j.Rate
+		j.Rate = &r
+	}
+	if j.Input != nil {
+		j.Input = cloneValue(j.Input).(map[string]any)
+	}
 	if j.After != nil {
 		a := *j.After
 		a.On = slices.Clone(a.On)
@@ -51,4 +58,25 @@ func (j Job) clone() Job {
 		j.Exec = &e
 	}
 	return j
+}
+
+// cloneValue copies a value decoded from YAML: maps and lists all the way
+// down, so a job's default input shares nothing with its copy.
+func cloneValue(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, x := range v {
+			out[k] = cloneValue(x)
+		}
+		return out
+	case []any:
+		out := make([]any, len(v))
+		for i, x := range v {
+			out[i] = cloneValue(x)
+		}
+		return out
+	default:
+		return v
+	}
 }

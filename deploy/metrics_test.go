@@ -25,13 +25,22 @@ import (
 // appear: runs that succeed and fail (runs_total{outcome}), a slow job whose
 // ticks overlap (runs_skipped_total{reason="overlap"}, slots_in_use{job}),
 // and one whose queued ticks wait past their starting deadline for the slot
-// (runs_skipped_total{reason="missed"}, runs_total{outcome="missed"}).
+// (runs_skipped_total{reason="deadline"}, runs_total{outcome="missed"}),
+// and a sink nobody listens on, whose notifications of failed runs are
+// dropped after max_age (notifications_total{result="dropped"}).
 const replicaConfig = `
 cluster:
   data_dir: %s
   session_ttl: 2s
 worker:
   shutdown_grace: 1s
+notify:
+  sinks:
+    - name: nowhere
+      url: http://127.0.0.1:1/hook
+      on: [failed]
+  default: [nowhere]
+  max_age: 1s
 jobs:
   - name: succeeds
     schedule: "@every 1s"

@@ -15,7 +15,7 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
-// dashboardConfig: "hello" and "long" run only when triggered (a tick an
+// dashboardConfig: "hello" (with a default input) and "long" run only when triggered (a tick an
 // hour apart, none caught up), "ping" calls the test's own HTTP target every
 // few seconds so the page has history to show, and "nightly" starts paused.
 const dashboardConfig = `
@@ -33,6 +33,7 @@ jobs:
   - name: hello
     schedule: "@every 1h"
     catch_up: none
+    input: {customer_id: c-1001}
     exec:
       command: ["sh", "-c", "echo hello from $SCHEDULER_RUN_ID; echo slot $SCHEDULER_SLOT token $SCHEDULER_FENCING_TOKEN"]
   - name: long
@@ -119,6 +120,10 @@ func TestDashboard(t *testing.T) {
 	until("see hello succeed", fmt.Sprintf(`document.querySelector(%s) !== null`, jsString(helloDone)))
 	trigger := text("read hello's trigger", helloDone+` .trigger`)
 	output := text("read hello's output", helloDone+` pre.output`)
+	input := text("read hello's input", helloDone+` pre.input`)
+	if !strings.Contains(input, `"customer_id":"c-1001"`) {
+		t.Errorf("hello's run shows input %q, want its default input", input)
+	}
 	if trigger != "manual" {
 		t.Errorf("hello's run shows trigger %q, want manual", trigger)
 	}

@@ -177,11 +177,16 @@ window.SchedulerJobs = (function () {
         detail.className = 'detail';
         let err = detail.querySelector('.error');
         let out = detail.querySelector('pre.output');
+        let input = detail.querySelector('pre.input');
         if (!out) {
+          input = el('pre', { class: 'input', title: 'the run\'s input' });
           err = el('span', { class: 'error' });
           out = el('pre', { class: 'output' });
-          detail.append(err, out);
+          detail.append(input, err, out);
         }
+        // The run's input (SPEC section 12), as the API gives it.
+        setText(input, x.input ? 'input: ' + JSON.stringify(x.input) : '');
+        input.hidden = !x.input;
         setText(err, x.error || '');
         err.hidden = !x.error;
         setText(out, x.output || '');
