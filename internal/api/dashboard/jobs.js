@@ -77,7 +77,9 @@ window.SchedulerJobs = (function () {
     note('slots', '');
     // The answer lists rate windows after the slots; they have a table of their own.
     renderWindows(r.body.filter((s) => s.window));
-    const slotKey = (s) => `${s.job ? 'job' : 'resource'}/${s.job || s.resource}/${s.concurrency_key || ''}/${s.slot}`;
+    // job/<name>/<slot>, or job/<name>/<key>/<slot> for a keyed job.
+    const slotKey = (s) => [s.job ? 'job' : 'resource', s.job || s.resource]
+      .concat(s.concurrency_key ? [s.concurrency_key] : [], [s.slot]).join('/');
     const slots = r.body.filter((s) => !s.window).sort((a, b) =>
       (a.job || a.resource).localeCompare(b.job || b.resource) ||
       (a.concurrency_key || '').localeCompare(b.concurrency_key || '') || a.slot - b.slot);
