@@ -33,7 +33,7 @@ const fairBound = 2 * time.Second
 
 // limit is one thing a run needs room in.
 type limit struct {
-	id   string // what runs that need the same limit share
+	id   string // names the limit (not a key): runs that need the same limit share it
 	full slots.FullError
 	rate *slots.Rate
 }
@@ -45,13 +45,13 @@ func limitsOf(e *queue.Entry) []limit {
 	if e.ConcurrencyKey != "" {
 		kind = slots.LimitKey
 	}
-	out := []limit{{id: "slot/" + group, full: slots.FullError{Limit: kind, Name: group, Slots: e.Spec.MaxConcurrency}}}
+	out := []limit{{id: "slot " + group, full: slots.FullError{Limit: kind, Name: group, Slots: e.Spec.MaxConcurrency}}}
 	res, rates := admission(e)
 	for _, r := range res {
-		out = append(out, limit{id: "resource/" + r.Name, full: slots.FullError{Limit: slots.LimitResource, Name: r.Name, Slots: r.Limit}})
+		out = append(out, limit{id: "resource " + r.Name, full: slots.FullError{Limit: slots.LimitResource, Name: r.Name, Slots: r.Limit}})
 	}
 	for _, r := range rates {
-		out = append(out, limit{id: "rate/" + r.Scope + "/" + r.Name, full: slots.FullError{Limit: slots.LimitRate, Name: r.Window()}, rate: &r})
+		out = append(out, limit{id: "rate " + r.Scope + " " + r.Name, full: slots.FullError{Limit: slots.LimitRate, Name: r.Window()}, rate: &r})
 	}
 	return out
 }
