@@ -15,6 +15,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/etcdsched/scheduler/internal/client"
+	"github.com/etcdsched/scheduler/internal/poll"
 )
 
 // patience bounds every wait: CI is a noisy two-core machine, and a wait
@@ -126,37 +129,24 @@ func startScheduler(t *testing.T, flags []string, config string, args ...any) *r
 	return r
 }
 
-// waitReady polls /readyz until it answers 200.
+// waitReady waits until /readyz answers 200, failing at once if the
+// scheduler exits first.
 func (r *replica) waitReady(t *testing.T) {
 	t.Helper()
-	deadline := time.Now().Add(patience)
-	client := &http.Client{Timeout: 5 * time.Second}
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		res, err := client.Get("http://" + r.Addr + "/readyz")
-		if err == nil {
-			res.Body.Close()
-			if res.StatusCode == http.StatusOK {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("scheduler not ready at %s after %v (last: %v)", r.Addr, patience, statusOrErr(res, err))
-		}
+	c, err := client.New("http://"+r.Addr, client.WithTimeout(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseIdleConnections()
+	poll.Until(t, patience, "scheduler ready at "+r.Addr, func() (bool, string) {
 		select {
 		case <-r.done:
 			t.Fatalf("scheduler exited before it was ready: %v", r.err)
-		case <-tick.C:
+		default:
 		}
-	}
-}
-
-func statusOrErr(res *http.Response, err error) any {
-	if err != nil {
-		return err
-	}
-	return res.Status
+		err := c.Ready(context.Background())
+		return err == nil, fmt.Sprint(err)
+	})
 }
 
 // Stop sends SIGTERM and waits for a clean exit; it kills the process if
