@@ -1,0 +1,155 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/etcdsched/scheduler/config"
+	"github.com/etcdsched/scheduler/internal/etcdtest"
+	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
+	"github.com/etcdsched/scheduler/internal/jobs/metrics"
+	"github.com/etcdsched/scheduler/internal/jobs/queue"
+	"github.com/etcdsched/scheduler/internal/keys"
+	"github.com/etcdsched/scheduler/internal/mirror"
+	"github.com/etcdsched/scheduler/internal/poll"
+	"github.com/etcdsched/scheduler/internal/runs"
+	"github.com/etcdsched/scheduler/internal/session"
+	"github.com/etcdsched/scheduler/internal/slots"
+	"github.com/etcdsched/scheduler/internal/target"
+)
+
+// heldExecutor is a target that runs until the test lets it end: the
+// worker's Executor interface, so the test decides when a run ends.
+type heldExecutor struct {
+	started chan target.Run
+	release chan struct{}
+}
+
+func (h *heldExecutor) Execute(ctx context.Context, _ *config.Job, run target.Run) target.Result {
+	h.started <- run
+	select {
+	case <-h.release:
+		return target.Result{Outcome: runs.Succeeded}
+	case <-ctx.Done():
+		return target.Result{Outcome: runs.Cancelled, Error: context.Cause(ctx).Error()}
+	}
+}
+
+// The overlap and claim logic on a fake clock: claims, starts and skips
+// happen when the clock says, not when the wall clock does. Real etcd
+// decides every claim; nothing in the test waits on the wall clock but for
+// etcd's answers.
+//
+// A job with max_concurrency 1 and overlap skip has runs due at t0+1s and
+// t0+2s. The first is claimed and started when the clock reaches its due
+// time, not before; it holds its slot, so the second is recorded skipped,
+// naming the overlap, when the clock reaches its own due time; the first is
+// recorded succeeded when it ends.
+func TestOverlapOnAFakeClock(t *testing.T) {
+	cli := etcdtest.Start(t).Client()
+	layout := keys.New("/fake-clock/")
+	t0 := time.Date(2026, 11, 23, 4, 0, 0, 0, time.UTC)
+	clock := clockwork.NewFakeClockAt(t0)
+	job := jobstest.WithDefaults(jobstest.HTTPJob("one", "@every 1h", "http://127.0.0.1:1/"))
+	job.MaxConcurrency, job.Overlap = 1, config.OverlapSkip
+	cfg := jobstest.Config(job)
+	cfg.Cluster.Etcd.Prefix = layout.Prefix
+
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	goRun := func(f func(context.Context)) {
+		wg.Add(1)
+		go func() { defer wg.Done(); f(ctx) }()
+	}
+	sessions, err := session.NewManager(cli, session.Options{TTL: 5 * time.Second, Margin: time.Second}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	goRun(func(ctx context.Context) { _ = sessions.Run(ctx) })
+	sem, err := slots.New(cli, layout.Prefix, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	goRun(func(ctx context.Context) { _ = sem.Run(ctx) })
+	view := queue.NewView(layout, nil)
+	goRun(func(ctx context.Context) { _ = mirror.Run(ctx, cli, layout.Queue(), view, nil) })
+	m, err := metrics.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec := &heldExecutor{started: make(chan target.Run, 4), release: make(chan struct{})}
+	w := New(Deps{Client: cli, Keys: layout, ID: "w1", Sessions: sessions, Slots: sem, Executor: exec,
+		Queue: view, Config: func() *config.Config { return cfg }, Metrics: m, Clock: clock})
+	goRun(func(ctx context.Context) { _ = w.Run(ctx) })
+	t.Cleanup(func() {
+		dctx, dcancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer dcancel()
+		cancel()
+		w.Drain(dctx)
+	})
+	poll.For(t, 30*time.Second, "a session", sessions.Alive)
+
+	first, second := runs.ID("one", t0.Add(time.Second)), runs.ID("one", t0.Add(2*time.Second))
+	for _, id := range []string{first, second} {
+		at, _ := time.Parse(runs.TimeFormat, id[len("one@"):])
+		e := queue.NewEntry(id, &cfg.Jobs[0], nil, at, at, 1, runs.Schedule)
+		if _, err := cli.Put(ctx, layout.Entry("one", id), e.Encode()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	poll.For(t, 30*time.Second, "the worker's view of both entries", func() bool {
+		return view.Find(first) != nil && view.Find(second) != nil
+	})
+
+	// Until the clock moves nothing is claimed: both are due later.
+	if got := len(sem.List()); got != 0 {
+		t.Fatalf("%d slots held before any run was due", got)
+	}
+	clock.Advance(time.Second)
+	var run target.Run
+	select {
+	case run = <-exec.started:
+	case <-time.After(30 * time.Second): // etcd's answer, not the schedule
+		t.Fatal("the first run did not start when the clock reached its due time")
+	}
+	if run.RunID != first || run.FencingToken == 0 {
+		t.Fatalf("started %s with token %d, want %s with a token", run.RunID, run.FencingToken, first)
+	}
+
+	clock.Advance(time.Second)
+	rec := waitRecord(t, cli, layout, second)
+	if rec.Outcome != runs.Skipped || rec.Error == "" {
+		t.Errorf("the second run: %s %q, want skipped naming the slot it found taken", rec.Outcome, rec.Error)
+	}
+	select {
+	case r := <-exec.started:
+		t.Fatalf("%s started while the first held the only slot", r.RunID)
+	default:
+	}
+
+	close(exec.release)
+	if rec := waitRecord(t, cli, layout, first); rec.Outcome != runs.Succeeded || rec.FencingToken != run.FencingToken {
+		t.Errorf("the first run: %s with token %d, want succeeded with %d", rec.Outcome, rec.FencingToken, run.FencingToken)
+	}
+}
+
+// waitRecord waits for the record of runID and returns it.
+func waitRecord(t *testing.T, cli *clientv3.Client, layout keys.Layout, runID string) runs.Record {
+	t.Helper()
+	var rec runs.Record
+	poll.For(t, 30*time.Second, "the record of "+runID, func() bool {
+		resp, err := cli.Get(context.Background(), layout.Record(runs.JobOf(runID), runID))
+		if err != nil || len(resp.Kvs) == 0 {
+			return false
+		}
+		return json.Unmarshal(resp.Kvs[0].Value, &rec) == nil
+	})
+	return rec
+}
