@@ -159,12 +159,18 @@ const StopSteps = 2 * time.Second
 // and resign at once (a standby takes over in milliseconds), let runs
 // finish within grace, cancel the rest and release their slots with
 // records, then revoke the session, which deletes every key on its lease.
-// Each step is bounded, so Stop returns within grace + 4 × StopSteps; a
+// Each step is bounded, so Stop returns within grace + 3 × StopSteps; a
 // step cut short ends when the client closes. It returns the errors the
 // parts reported.
 func (n *Node) Stop(grace time.Duration) error {
-	n.StopClaiming()
-	n.StopLeading()
+	// Both at once: the resign must not wait behind the worker, so a
+	// standby takes over in milliseconds.
+	var wg sync.WaitGroup
+	for _, stop := range []func(){n.StopClaiming, n.StopLeading} {
+		wg.Add(1)
+		go func() { defer wg.Done(); stop() }()
+	}
+	wg.Wait()
 	n.log.Info("shutdown: stopped claiming and resigned; draining runs", "grace", grace)
 	ctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
