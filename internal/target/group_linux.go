@@ -42,6 +42,14 @@ func (g group) alive() bool {
 
 // groupMembers lists the pids in process group pgid that are not zombies.
 func groupMembers(pgid int) []int {
+	return procs(func(state byte, _, pgrp int) bool {
+		return pgrp == pgid && state != 'Z' && state != 'X'
+	})
+}
+
+// procs lists the pids of /proc whose stat keep accepts; a process that
+// exits while it looks is left out.
+func procs(keep func(state byte, ppid, pgrp int) bool) []int {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil
@@ -56,8 +64,7 @@ func groupMembers(pgid int) []int {
 		if err != nil {
 			continue // exited while we looked
 		}
-		state, _, pgrp, ok := parseStat(stat)
-		if ok && pgrp == pgid && state != 'Z' && state != 'X' {
+		if state, ppid, pgrp, ok := parseStat(stat); ok && keep(state, ppid, pgrp) {
 			pids = append(pids, pid)
 		}
 	}

@@ -3,7 +3,6 @@ package target
 import (
 	"os"
 	"os/signal"
-	"strconv"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -55,24 +54,5 @@ func reapAll() {
 // zombieChildren lists this process's children that have exited.
 func zombieChildren() []int {
 	self := os.Getpid()
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
-	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		state, ppid, _, ok := parseStat(stat)
-		if ok && ppid == self && state == 'Z' {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
+	return procs(func(state byte, ppid, _ int) bool { return ppid == self && state == 'Z' })
 }
