@@ -26,9 +26,10 @@ type Held struct {
 	Value     Value
 	Lease     clientv3.LeaseID
 
-	keys   []string // the job slot key first, then the resource keys
-	ctx    context.Context
-	cancel context.CancelCauseFunc
+	keys    []string // the job slot key first, then the resource keys
+	ctx     context.Context
+	cancel  context.CancelCauseFunc
+	session context.Context
 
 	// Guarded by Semaphore.mu.
 	releasing bool // a release is in flight: a delete is not a loss yet
@@ -47,8 +48,13 @@ func newHeld(sess *session.Session, job string, slot int, token int64, resources
 		keys:      keys,
 		ctx:       ctx,
 		cancel:    cancel,
+		session:   sess.Context(),
 	}
 }
+
+// Session ends when the session that holds the claim ends: from then on
+// its keys are bound to a lease the server will expire.
+func (h *Held) Session() context.Context { return h.session }
 
 // Context is cancelled when the slot can no longer be trusted: the session
 // ends (its guard fires at last_acknowledged_send + TTL - margin, before the

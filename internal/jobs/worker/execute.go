@@ -77,11 +77,11 @@ func (w *Worker) execute(q *queue.Item, entry *queue.Entry, held *slots.Held, lo
 	res.Fill(&rec)
 	ops, retry := queue.End(w.d.Keys, w.d.Config(), q.Key, entry, &rec, endedAt)
 
-	// Release even though the run's context may be over; bounded by the
-	// TTL, after which the lease has expired and the leader takes over.
-	relCtx, relCancel := context.WithTimeout(context.Background(), w.d.Config().Cluster.SessionTTL.D())
-	err := w.keepOrRelease(relCtx, q, entry, held, res.Outcome, retry, ops)
-	relCancel()
+	// Release even though the run's context may be over, until etcd
+	// answers it or the session ends (settle.go).
+	err := w.settle(held, log, func(ctx context.Context) error {
+		return w.keepOrRelease(ctx, q, entry, held, res.Outcome, retry, ops)
+	})
 	span.Finish(res.Outcome, res.Error, err)
 	w.d.Metrics.Duration.WithLabelValues(entry.Job).Observe(endedAt.Sub(startedAt).Seconds())
 	if err != nil {
@@ -103,9 +103,9 @@ func (w *Worker) execute(q *queue.Item, entry *queue.Entry, held *slots.Held, lo
 // entry goes back to pending, unchanged, in the release transaction; the
 // places stay stamped, so the window admits fewer, never more.
 func (w *Worker) giveBack(q *queue.Item, held *slots.Held, stamped time.Time, log *slog.Logger) {
-	relCtx, cancel := context.WithTimeout(context.Background(), w.d.Config().Cluster.SessionTTL.D())
-	defer cancel()
-	err := w.d.Slots.Release(relCtx, held, clientv3.OpPut(q.Key, q.Entry.Encode()))
+	err := w.settle(held, log, func(ctx context.Context) error {
+		return w.d.Slots.Release(ctx, held, clientv3.OpPut(q.Key, q.Entry.Encode()))
+	})
 	w.d.Metrics.ClaimFails.WithLabelValues("late").Inc()
 	log.Warn("run given back: it would begin too long after its rate stamp", "stamped", stamped, "err", err)
 }

@@ -3,7 +3,6 @@ package worker
 import (
 	"context"
 	"encoding/json"
-	"sync"
 	"testing"
 	"time"
 
@@ -11,16 +10,11 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/config"
-	"github.com/etcdsched/scheduler/internal/etcdtest"
 	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
-	"github.com/etcdsched/scheduler/internal/jobs/metrics"
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
 	"github.com/etcdsched/scheduler/internal/keys"
-	"github.com/etcdsched/scheduler/internal/mirror"
 	"github.com/etcdsched/scheduler/internal/poll"
 	"github.com/etcdsched/scheduler/internal/runs"
-	"github.com/etcdsched/scheduler/internal/session"
-	"github.com/etcdsched/scheduler/internal/slots"
 	"github.com/etcdsched/scheduler/internal/target"
 )
 
@@ -52,49 +46,13 @@ func (h *heldExecutor) Execute(ctx context.Context, _ *config.Job, run target.Ru
 // naming the overlap, when the clock reaches its own due time; the first is
 // recorded succeeded when it ends.
 func TestOverlapOnAFakeClock(t *testing.T) {
-	cli := etcdtest.Start(t).Client()
-	layout := keys.New("/fake-clock/")
 	t0 := time.Date(2026, 11, 23, 4, 0, 0, 0, time.UTC)
 	clock := clockwork.NewFakeClockAt(t0)
 	job := jobstest.WithDefaults(jobstest.HTTPJob("one", "@every 1h", "http://127.0.0.1:1/"))
 	job.MaxConcurrency, job.Overlap = 1, config.OverlapSkip
-	cfg := jobstest.Config(job)
-	cfg.Cluster.Etcd.Prefix = layout.Prefix
-
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	t.Cleanup(func() { cancel(); wg.Wait() })
-	goRun := func(f func(context.Context)) {
-		wg.Add(1)
-		go func() { defer wg.Done(); f(ctx) }()
-	}
-	sessions, err := session.NewManager(cli, session.Options{TTL: 5 * time.Second, Margin: time.Second}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	goRun(func(ctx context.Context) { _ = sessions.Run(ctx) })
-	sem, err := slots.New(cli, layout.Prefix, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	goRun(func(ctx context.Context) { _ = sem.Run(ctx) })
-	view := queue.NewView(layout, nil)
-	goRun(func(ctx context.Context) { _ = mirror.Run(ctx, cli, layout.Queue(), view, nil) })
-	m, err := metrics.New(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	exec := &heldExecutor{started: make(chan target.Run, 4), release: make(chan struct{})}
-	w := New(Deps{Client: cli, Keys: layout, ID: "w1", Sessions: sessions, Slots: sem, Executor: exec,
-		Queue: view, Config: func() *config.Config { return cfg }, Metrics: m, Clock: clock})
-	goRun(func(ctx context.Context) { _ = w.Run(ctx) })
-	t.Cleanup(func() {
-		dctx, dcancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer dcancel()
-		cancel()
-		w.Drain(dctx)
-	})
-	poll.For(t, 30*time.Second, "a session", sessions.Alive)
+	tw := startTestWorker(t, "/fake-clock/", clock, job, nil, exec)
+	cli, layout, cfg, sem, view, ctx := tw.cli, tw.layout, tw.cfg, tw.sem, tw.view, tw.ctx
 
 	first, second := runs.ID("one", t0.Add(time.Second)), runs.ID("one", t0.Add(2*time.Second))
 	for _, id := range []string{first, second} {

@@ -97,6 +97,10 @@ type Worker struct {
 	wg       sync.WaitGroup
 	drained  chan struct{}
 	stopping bool
+	// abandon ends when the drain's grace is over: a run's end that fails
+	// after that is not tried again (settle.go).
+	abandon       context.Context
+	abandonCancel context.CancelFunc
 
 	claimRTT claimLatency // of this worker's claims: backups wait longer when etcd is slow
 }
@@ -123,6 +127,7 @@ func New(d Deps) *Worker {
 	w := &Worker{d: d, writes: queue.Writes{Client: d.Client, Keys: d.Keys, Config: d.Config}, members: newMembers(d.Keys),
 		active: map[string]*activeRun{}, parked: map[string]parkedRun{}, waits: map[string]*waitState{},
 		wake: make(chan struct{}, 1), drained: make(chan struct{})}
+	w.abandon, w.abandonCancel = context.WithCancel(context.Background())
 	w.cancels = queue.NewCancels(d.Keys, w.cancelRequested)
 	d.Queue.Subscribe(w.onPut, w.onDelete)
 	return w
@@ -284,6 +289,7 @@ func (w *Worker) Drain(ctx context.Context) {
 	select {
 	case <-done:
 	case <-ctx.Done():
+		w.abandonCancel()
 		w.mu.Lock()
 		for _, a := range w.active {
 			if a.cancel != nil {
@@ -293,6 +299,7 @@ func (w *Worker) Drain(ctx context.Context) {
 		w.mu.Unlock()
 		<-done
 	}
+	w.abandonCancel()
 	close(w.drained)
 }
 

@@ -1,0 +1,83 @@
+package worker
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/etcdsched/scheduler/config"
+	"github.com/etcdsched/scheduler/internal/etcdtest"
+	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
+	"github.com/etcdsched/scheduler/internal/jobs/metrics"
+	"github.com/etcdsched/scheduler/internal/jobs/queue"
+	"github.com/etcdsched/scheduler/internal/keys"
+	"github.com/etcdsched/scheduler/internal/mirror"
+	"github.com/etcdsched/scheduler/internal/poll"
+	"github.com/etcdsched/scheduler/internal/session"
+	"github.com/etcdsched/scheduler/internal/slots"
+)
+
+// testWorker is one worker on real etcd with its session, slots view and
+// queue view, for tests that put entries themselves (no leader).
+type testWorker struct {
+	cli    *clientv3.Client
+	layout keys.Layout
+	cfg    *config.Config
+	sem    *slots.Semaphore
+	view   *queue.View
+	sess   *session.Manager
+	ctx    context.Context
+}
+
+// startTestWorker starts a worker for job under prefix. wrap, when not
+// nil, stands between the worker and the real semaphore.
+func startTestWorker(t *testing.T, prefix string, clock clockwork.Clock, job config.Job, wrap func(*slots.Semaphore) Slots, exec Executor) *testWorker {
+	t.Helper()
+	cli := etcdtest.Start(t).Client()
+	layout := keys.New(prefix)
+	cfg := jobstest.Config(job)
+	cfg.Cluster.Etcd.Prefix = layout.Prefix
+
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	goRun := func(f func(context.Context)) {
+		wg.Add(1)
+		go func() { defer wg.Done(); f(ctx) }()
+	}
+	sessions, err := session.NewManager(cli, session.Options{TTL: 5 * time.Second, Margin: time.Second}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	goRun(func(ctx context.Context) { _ = sessions.Run(ctx) })
+	sem, err := slots.New(cli, layout.Prefix, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	goRun(func(ctx context.Context) { _ = sem.Run(ctx) })
+	view := queue.NewView(layout, nil)
+	goRun(func(ctx context.Context) { _ = mirror.Run(ctx, cli, layout.Queue(), view, nil) })
+	m, err := metrics.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s Slots = sem
+	if wrap != nil {
+		s = wrap(sem)
+	}
+	w := New(Deps{Client: cli, Keys: layout, ID: "w1", Sessions: sessions, Slots: s, Executor: exec,
+		Queue: view, Config: func() *config.Config { return cfg }, Metrics: m, Clock: clock})
+	goRun(func(ctx context.Context) { _ = w.Run(ctx) })
+	t.Cleanup(func() {
+		dctx, dcancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer dcancel()
+		cancel()
+		w.Drain(dctx)
+	})
+	poll.For(t, 30*time.Second, "a session", sessions.Alive)
+	return &testWorker{cli: cli, layout: layout, cfg: cfg, sem: sem, view: view, sess: sessions, ctx: ctx}
+}

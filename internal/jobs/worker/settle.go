@@ -1,0 +1,56 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/etcdsched/scheduler/internal/backoff"
+	"github.com/etcdsched/scheduler/internal/slots"
+)
+
+// A run's end is applied by one transaction (its release with its record,
+// or the keep of a strict retry). When that transaction fails and the
+// worker's session lives on, nothing else would ever apply it: the slot
+// keys stay on a lease that is kept alive, the running entry still matches
+// its slot, so the leader's reaper sees a live run, and every later claim
+// of the job (or of its concurrency key) finds the slot taken, for as long
+// as the replica runs. A keyed job with max_concurrency 1 then skipped
+// every tick ("all 1 slots taken and 1 runs already queued") after a fault
+// had made one release time out. So the end is tried again until etcd
+// answers it, the slot is found lost, or the session ends (its lease then
+// expires, and the reaper records the run lost: SPEC rule 7).
+
+// settleBackoff spaces the retries of a run's end.
+var settleBackoff = backoff.Backoff{Min: 100 * time.Millisecond, Max: 2 * time.Second}
+
+// settle applies end until it succeeds or cannot matter any more. Each
+// attempt is bounded by the session TTL. Retries stop when the slot is
+// lost (slots.ErrNotOwner, or the view saw its keys deleted), when the
+// session that holds it ends, or once the shutdown grace is over (the
+// drain's last attempt is its only one; the revoke that follows frees the
+// slot).
+func (w *Worker) settle(held *slots.Held, log *slog.Logger, end func(ctx context.Context) error) error {
+	ttl := w.d.Config().Cluster.SessionTTL.D()
+	b := settleBackoff
+	stop, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	defer context.AfterFunc(w.abandon, cancel)()
+	defer context.AfterFunc(held.Session(), cancel)()
+	for {
+		ctx, cancelAttempt := context.WithTimeout(context.Background(), ttl)
+		err := end(ctx)
+		cancelAttempt()
+		if err == nil || errors.Is(err, slots.ErrNotOwner) || errors.Is(context.Cause(held.Context()), slots.ErrLost) {
+			return err
+		}
+		if stop.Err() != nil {
+			return err
+		}
+		log.Warn("the run's end was not applied; trying again while the session lives", "err", err, "in", b.Delay())
+		if !b.Wait(stop, w.d.Clock) {
+			return err
+		}
+	}
+}
