@@ -42,6 +42,21 @@ func TestCheckerProperties(t *testing.T) {
 			h.Runs[0].End = at(1200)
 			h.Runs[0].Superseded, h.Runs[0].SupersededAt = true, at(1000)
 		}, "guard: run"},
+		{"superseded after its holder ended it", func(h *History) {
+			h.Runs[0].End, h.Runs[0].Cancelled = at(1040), true
+			h.Runs[0].Superseded, h.Runs[0].SupersededAt = true, at(1000)
+			h.Records[h.Runs[0].RunID] = runs.Record{RunID: h.Runs[0].RunID, Attempt: 1, Outcome: runs.Lost, EndedAt: at(990)}
+		}, ""},
+		{"superseded before its holder ended it", func(h *History) {
+			h.Runs[0].End, h.Runs[0].Cancelled = at(1040), true
+			h.Runs[0].Superseded, h.Runs[0].SupersededAt = true, at(1000)
+			h.Records[h.Runs[0].RunID] = runs.Record{RunID: h.Runs[0].RunID, Attempt: 1, Outcome: runs.Lost, EndedAt: at(1010)}
+		}, "guard: run"},
+		{"superseded, ended first, but never cancelled at the target", func(h *History) {
+			h.Runs[0].End = at(1200)
+			h.Runs[0].Superseded, h.Runs[0].SupersededAt = true, at(1000)
+			h.Records[h.Runs[0].RunID] = runs.Record{RunID: h.Runs[0].RunID, Attempt: 1, Outcome: runs.Lost, EndedAt: at(990)}
+		}, "guard: run"},
 		{"twice", func(h *History) { h.Runs[2] = run(1000, 1, 0, 14, "a", 2000, 2500) }, "twice:"},
 		{"retry is not twice", func(h *History) {
 			h.Runs[2] = run(1000, 2, 0, 14, "a", 2000, 2500)

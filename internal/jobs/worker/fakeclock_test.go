@@ -51,7 +51,7 @@ func TestOverlapOnAFakeClock(t *testing.T) {
 	job := jobstest.WithDefaults(jobstest.HTTPJob("one", "@every 1h", "http://127.0.0.1:1/"))
 	job.MaxConcurrency, job.Overlap = 1, config.OverlapSkip
 	exec := &heldExecutor{started: make(chan target.Run, 4), release: make(chan struct{})}
-	tw := startTestWorker(t, "/fake-clock/", clock, job, nil, exec)
+	tw := startTestWorker(t, "/fake-clock/", clock, job, exec, testWorkerOptions{})
 	cli, layout, cfg, sem, view, ctx := tw.cli, tw.layout, tw.cfg, tw.sem, tw.view, tw.ctx
 
 	first, second := runs.ID("one", t0.Add(time.Second)), runs.ID("one", t0.Add(2*time.Second))

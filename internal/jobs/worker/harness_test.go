@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -33,11 +34,21 @@ type testWorker struct {
 	ctx    context.Context
 }
 
-// startTestWorker starts a worker for job under prefix. wrap, when not
-// nil, stands between the worker and the real semaphore.
-func startTestWorker(t *testing.T, prefix string, clock clockwork.Clock, job config.Job, wrap func(*slots.Semaphore) Slots, exec Executor) *testWorker {
+// testWorkerOptions: wrap, when set, stands between the worker and the
+// real semaphore; writes, when set, makes the worker's own writes (records
+// of unstarted runs, cancel requests) through a client of the test's; log
+// receives the worker's log.
+type testWorkerOptions struct {
+	wrap   func(*slots.Semaphore) Slots
+	writes func(endpoints []string) *clientv3.Client
+	log    *slog.Logger
+}
+
+// startTestWorker starts a worker for job under prefix.
+func startTestWorker(t *testing.T, prefix string, clock clockwork.Clock, job config.Job, exec Executor, o testWorkerOptions) *testWorker {
 	t.Helper()
-	cli := etcdtest.Start(t).Client()
+	etcd := etcdtest.Start(t)
+	cli := etcd.Client()
 	layout := keys.New(prefix)
 	cfg := jobstest.Config(job)
 	cfg.Cluster.Etcd.Prefix = layout.Prefix
@@ -66,11 +77,15 @@ func startTestWorker(t *testing.T, prefix string, clock clockwork.Clock, job con
 		t.Fatal(err)
 	}
 	var s Slots = sem
-	if wrap != nil {
-		s = wrap(sem)
+	if o.wrap != nil {
+		s = o.wrap(sem)
 	}
-	w := New(Deps{Client: cli, Keys: layout, ID: "w1", Sessions: sessions, Slots: s, Executor: exec,
-		Queue: view, Config: func() *config.Config { return cfg }, Metrics: m, Clock: clock})
+	writes := cli
+	if o.writes != nil {
+		writes = o.writes(etcd.Endpoints())
+	}
+	w := New(Deps{Client: writes, Keys: layout, ID: "w1", Sessions: sessions, Slots: s, Executor: exec,
+		Queue: view, Config: func() *config.Config { return cfg }, Metrics: m, Clock: clock, Log: o.log})
 	goRun(func(ctx context.Context) { _ = w.Run(ctx) })
 	t.Cleanup(func() {
 		dctx, dcancel := context.WithTimeout(context.Background(), 10*time.Second)

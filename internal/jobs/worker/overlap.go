@@ -42,14 +42,37 @@ func (w *Worker) oldestRunning(job, key string) *queue.Item {
 }
 
 // finishUnstarted records a run that never started (skipped or missed) and
-// removes its entry, if the entry is still as the view saw it.
-func (w *Worker) finishUnstarted(ctx context.Context, q *queue.Item, outcome runs.Outcome, reason, msg string) {
+// removes its entry, if the entry is still as the view saw it. It returns
+// when to try again: the zero time when the run is settled (recorded here,
+// or another worker decided first, whose change the view brings), or a
+// moment soon when etcd did not answer. The caller must then park the run:
+// nothing else would bring it back, and a pending entry nobody tries again
+// stays due for ever, every later run of its key queued behind it (a keyed
+// job stalled that way after an etcd leader was killed while a skip was
+// being written).
+func (w *Worker) finishUnstarted(ctx context.Context, q *queue.Item, outcome runs.Outcome, reason, msg string) time.Time {
 	rec := q.NotStarted(outcome, w.d.Clock.Now(), msg)
-	ok, err := w.writes.EndUnstarted(ctx, q, &rec)
-	if err != nil || !ok {
-		return // another worker decided first, or etcd is away: the entry stays for another try
+	// Bounded: a worker waiting on an unreachable etcd holds one of
+	// max_parallel.
+	wctx, cancel := context.WithTimeout(ctx, w.d.Config().Cluster.SessionTTL.D())
+	ok, err := w.writes.EndUnstarted(wctx, q, &rec)
+	cancel()
+	if err != nil {
+		if ctx.Err() != nil {
+			return time.Time{} // stopping: the next worker to see the entry decides
+		}
+		w.d.Log.Warn("recording the run as not started failed; will try again", "job", q.Job, "run_id", q.RunID, "outcome", outcome, "err", err)
+		return w.d.Clock.Now().Add(unstartedRetry)
+	}
+	if !ok {
+		return time.Time{} // another worker decided first
 	}
 	tracing.Unstarted(ctx, outcome)
 	w.d.Metrics.NotStarted(q.Job, string(outcome), reason)
 	w.d.Log.Info("run not started", "job", q.Job, "run_id", q.RunID, "outcome", outcome, "reason", msg)
+	return time.Time{}
 }
+
+// unstartedRetry is how soon a run whose unstarted record etcd did not take
+// is looked at again.
+const unstartedRetry = time.Second

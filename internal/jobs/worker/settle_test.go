@@ -54,10 +54,10 @@ func TestReleaseThatFailsIsTriedAgainWhileTheSessionLives(t *testing.T) {
 	job.ConcurrencyKey = "{{ .Input.customer_id }}"
 	flaky := &failingReleases{fail: 2}
 	exec := doneExecutor{started: make(chan string, 4)}
-	tw := startTestWorker(t, "/settle/", clockwork.NewRealClock(), job, func(s *slots.Semaphore) Slots {
+	tw := startTestWorker(t, "/settle/", clockwork.NewRealClock(), job, exec, testWorkerOptions{wrap: func(s *slots.Semaphore) Slots {
 		flaky.Semaphore = s
 		return flaky
-	}, exec)
+	}})
 
 	put := func(at time.Time) string {
 		id := runs.ID("keyed", at)

@@ -53,9 +53,9 @@ func (w *Worker) start(ctx context.Context, q *queue.Item, st *waitState) (retry
 			if st.last != nil {
 				why = "; waiting for " + st.last.Error()
 			}
-			w.finishUnstarted(ctx, q, runs.Missed, "deadline",
+			retry := w.finishUnstarted(ctx, q, runs.Missed, "deadline",
 				fmt.Sprintf("not started by its starting deadline %s (due %s)%s", q.Spec.StartingDeadline, q.NotBefore.Format(runs.TimeFormat), why))
-			return time.Time{}, false
+			return retry, !retry.IsZero()
 		}
 		st.slotsChanged, st.queueChanged = w.d.Slots.Changed(), w.d.Queue.Changed()
 		// A strict retry on its kept slot waits for no elder: nothing else
@@ -132,9 +132,9 @@ func (w *Worker) refused(ctx context.Context, sess *session.Session, q *queue.It
 		return until, true
 	case q.Spec.Overlap == config.OverlapQueue:
 		if pos := w.queuePosition(q, now); pos >= q.Spec.QueueLimit {
-			w.finishUnstarted(ctx, q, runs.Skipped, "queue_full",
+			retry := w.finishUnstarted(ctx, q, runs.Skipped, "queue_full",
 				fmt.Sprintf("%s and %d runs already queued (queue_limit %d)", what, pos, q.Spec.QueueLimit))
-			return time.Time{}, false
+			return retry, !retry.IsZero()
 		}
 		return until, true
 	case q.Spec.Overlap == config.OverlapReplace && jobSlots:
@@ -152,8 +152,8 @@ func (w *Worker) refused(ctx context.Context, sess *session.Session, q *queue.It
 	default:
 		// skip, and replace when what is full is not the job's own: a
 		// resource or a window has no run of this job to replace.
-		w.finishUnstarted(ctx, q, runs.Skipped, reason, fmt.Sprintf("%s (overlap: %s)", what, q.Spec.Overlap))
-		return time.Time{}, false
+		retry := w.finishUnstarted(ctx, q, runs.Skipped, reason, fmt.Sprintf("%s (overlap: %s)", what, q.Spec.Overlap))
+		return retry, !retry.IsZero()
 	}
 }
 
