@@ -56,8 +56,8 @@ func throughput(ctx context.Context, e *env, limit limitResult, counts []int, wi
 			Reference: fmt.Sprintf("limit %.0f txn/s / %.2f writes = %.0f runs/s", limit.TxnPerSec, s.WritesPerRn, limit.TxnPerSec/max(s.WritesPerRn, 1e-9)),
 		}, row{Scenario: "throughput", Figure: fmt.Sprintf("%d jobs: etcd writes per run (counted)", s.Jobs),
 			Value: fmt.Sprintf("%.3f", s.WritesPerRn),
-			Reference: fmt.Sprintf("%d revisions / %.0f runs; etcd CPU %.3f ms per run (raw txn %.3f ms); cores: etcd %.2f, replicas %.2f, bench %.2f",
-				s.Revisions, s.Completed, s.EtcdCPUPerRun, limit.EtcdCPUPerTxn, s.CPU["etcd"], s.CPU["replicas"], s.CPU["bench"])})
+			Reference: fmt.Sprintf("%d revisions / %.0f runs; etcd CPU %.3f ms per run (raw txn %.3f ms); cores: etcd %.2f, replicas %.2f, bench %.2f, rest of the host %.2f",
+				s.Revisions, s.Completed, s.EtcdCPUPerRun, limit.EtcdCPUPerTxn, s.CPU["etcd"], s.CPU["replicas"], s.CPU["bench"], s.CPU["other"])})
 	}
 	rows = append(rows, row{Scenario: "throughput", Figure: "best runs/s as a share of the etcd limit",
 		Value:     pct(res.LimitFraction),
