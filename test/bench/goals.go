@@ -92,16 +92,18 @@ func (h *header) finish() {
 	h.LoadEnd = loadAverage()
 }
 
+// print writes the header as a markdown list: the whole text output
+// (header, goals table, figures table) pastes into a document as it is.
 func (h header) print(w io.Writer) {
 	dirty := ""
 	if h.Dirty {
 		dirty = " (with uncommitted changes)"
 	}
-	fmt.Fprintf(w, "command: %s\n", h.Command)
-	fmt.Fprintf(w, "commit:  %s%s\n", h.Commit, dirty)
-	fmt.Fprintf(w, "date:    %s to %s\n", h.Start, h.End)
-	fmt.Fprintf(w, "machine: %s\n", h.Machine)
-	fmt.Fprintf(w, "load average (1, 5, 15 min): %s at the start, %s at the end\n", h.LoadStart, h.LoadEnd)
+	fmt.Fprintf(w, "- command: `%s`\n", h.Command)
+	fmt.Fprintf(w, "- commit: %s%s\n", h.Commit, dirty)
+	fmt.Fprintf(w, "- date: %s to %s\n", h.Start, h.End)
+	fmt.Fprintf(w, "- machine: %s\n", h.Machine)
+	fmt.Fprintf(w, "- load average (1, 5, 15 min): %s at the start, %s at the end\n", h.LoadStart, h.LoadEnd)
 }
 
 func printGoals(w io.Writer, goals []goal) {
