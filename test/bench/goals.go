@@ -46,14 +46,15 @@ type goal struct {
 // header says where and when the figures come from: enough to paste the
 // table into docs/performance.md as it is.
 type header struct {
-	Command   string `json:"command"`
-	Commit    string `json:"commit"`
-	Dirty     bool   `json:"dirty"` // tracked files differed from the commit
-	Start     string `json:"start"`
-	End       string `json:"end"`
-	Machine   string `json:"machine"`
-	LoadStart string `json:"load_average_start"`
-	LoadEnd   string `json:"load_average_end"`
+	Command string `json:"command"`
+	Commit  string `json:"commit"`
+	// Changed lists the tracked files that differed from the commit.
+	Changed   []string `json:"uncommitted_changes,omitempty"`
+	Start     string   `json:"start"`
+	End       string   `json:"end"`
+	Machine   string   `json:"machine"`
+	LoadStart string   `json:"load_average_start"`
+	LoadEnd   string   `json:"load_average_end"`
 }
 
 type goalsResult struct {
@@ -79,8 +80,12 @@ func newHeader(ctx context.Context, start time.Time, loadStart string) header {
 		if c, err := git("rev-parse", "HEAD"); err == nil {
 			h.Commit = c
 		}
-		if st, err := git("status", "--porcelain", "--untracked-files=no"); err == nil {
-			h.Dirty = st != ""
+		if st, err := git("status", "--porcelain", "--untracked-files=no"); err == nil && st != "" {
+			for _, line := range strings.Split(st, "\n") {
+				if len(line) > 3 {
+					h.Changed = append(h.Changed, line[3:])
+				}
+			}
 		}
 	}
 	return h
@@ -96,8 +101,11 @@ func (h *header) finish() {
 // (header, goals table, figures table) pastes into a document as it is.
 func (h header) print(w io.Writer) {
 	dirty := ""
-	if h.Dirty {
-		dirty = " (with uncommitted changes)"
+	if n := len(h.Changed); n > 0 {
+		dirty = " with uncommitted changes to " + strings.Join(h.Changed[:min(n, 5)], ", ")
+		if n > 5 {
+			dirty += fmt.Sprintf(" and %d more", n-5)
+		}
 	}
 	fmt.Fprintf(w, "- command: `%s`\n", h.Command)
 	fmt.Fprintf(w, "- commit: %s%s\n", h.Commit, dirty)
