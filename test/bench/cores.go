@@ -107,17 +107,20 @@ func cores(ctx context.Context, f flags, bins cluster.Binaries) (report, error) 
 		rows = append(rows,
 			row{Scenario: "cores", Figure: name + ": raw etcd txn/s",
 				Value: fmt.Sprintf("%.0f txn/s", st.Limit.TxnPerSec),
-				Reference: fmt.Sprintf("etcd used %.2f cores, %.3f ms of CPU per txn; latency %s",
-					st.EtcdCoresAtLimit, st.Limit.EtcdCPUPerTxn, st.Limit.Latency)},
+				Reference: fmt.Sprintf("etcd used %.2f cores, %.3f ms of CPU per txn; %s; latency %s",
+					st.EtcdCoresAtLimit, st.Limit.EtcdCPUPerTxn, hostNote(st.Limit.CPU), st.Limit.Latency)},
 			row{Scenario: "cores", Figure: fmt.Sprintf("%s: %d jobs @every 1s: completed runs/s", name, f.coresJobs),
 				Value: fmt.Sprintf("%.0f runs/s (offered %d/s)", s.RunsPerSec, s.Jobs),
-				Reference: fmt.Sprintf("%.3f runs per raw txn; %.2f writes/run; etcd CPU %.3f ms per run; cores: etcd %.2f, replicas %.2f, bench %.2f, rest of the host %.2f; lateness %s",
-					st.RunsPerTxn, s.WritesPerRn, s.EtcdCPUPerRun, s.CPU["etcd"], s.CPU["replicas"], s.CPU["bench"], s.CPU["other"], s.Lateness)})
+				Reference: fmt.Sprintf("%.3f runs per raw txn; %.2f writes/run; etcd CPU %.3f ms per run; cores: etcd %.2f, replicas %.2f, bench %.2f, %s; lateness %s",
+					st.RunsPerTxn, s.WritesPerRn, s.EtcdCPUPerRun, s.CPU["etcd"], s.CPU["replicas"], s.CPU["bench"], hostNote(s.CPU), s.Lateness)})
 	}
 	// Each core count's mean over its steps (-cores 1,2,1,2 alternates
 	// them, so a drift of the shared host weighs on both), then the
 	// largest count over the smallest.
-	type mean struct{ n, txn, runs, txnPerCore, runsPerCore float64 }
+	type mean struct {
+		n, txn, runs, txnPerCore, runsPerCore float64
+		busy                                  int // limits and steps with a busy host
+	}
 	byCores := map[int]*mean{}
 	var ks []int
 	for _, st := range res.Steps {
@@ -132,6 +135,11 @@ func cores(ctx context.Context, f flags, bins cluster.Binaries) (report, error) 
 		m.runs += st.Step.RunsPerSec
 		m.txnPerCore += perCoreSecond(st.Limit.EtcdCPUPerTxn)
 		m.runsPerCore += perCoreSecond(st.Step.EtcdCPUPerRun)
+		for _, cpu := range []map[string]float64{st.Limit.CPU, st.Step.CPU} {
+			if cpu["other"] >= busyHost {
+				m.busy++
+			}
+		}
 	}
 	slices.Sort(ks)
 	for _, k := range ks {
@@ -139,7 +147,7 @@ func cores(ctx context.Context, f flags, bins cluster.Binaries) (report, error) 
 		m.txn, m.runs, m.txnPerCore, m.runsPerCore = m.txn/m.n, m.runs/m.n, m.txnPerCore/m.n, m.runsPerCore/m.n
 		rows = append(rows, row{Scenario: "cores", Figure: fmt.Sprintf("etcd on %d core%s: mean of %.0f step%s", k, plural(k), m.n, plural(int(m.n))),
 			Value:     fmt.Sprintf("%.0f txn/s; %.0f runs/s", m.txn, m.runs),
-			Reference: fmt.Sprintf("per etcd CPU-second (3 members): %.0f raw txns, %.0f completed runs", m.txnPerCore, m.runsPerCore)})
+			Reference: fmt.Sprintf("per etcd CPU-second (3 members): %.0f raw txns, %.0f completed runs; %d of %.0f measurements on a busy host", m.txnPerCore, m.runsPerCore, m.busy, 2*m.n)})
 	}
 	if len(ks) >= 2 {
 		lo, hi := ks[0], ks[len(ks)-1]

@@ -175,7 +175,7 @@ func evaluate(reports []report) []goal {
 	}
 	if tp != nil && best != nil && tp.Limit.TxnPerSec > 0 {
 		r := best.RunsPerSec / tp.Limit.TxnPerSec
-		g1.Measured = fmt.Sprintf("best step %d jobs: %.0f runs/s; limit %.0f txn/s", best.Jobs, best.RunsPerSec, tp.Limit.TxnPerSec)
+		g1.Measured = fmt.Sprintf("best step %d jobs: %.0f runs/s; limit %.0f txn/s; %s in the step", best.Jobs, best.RunsPerSec, tp.Limit.TxnPerSec, hostNote(best.CPU))
 		if best.RunsPerSec >= 0.95*float64(best.Jobs) {
 			g1.Measured += "; every offered run completed, so the offer bounds the ratio (raise -jobs)"
 		}
@@ -218,7 +218,7 @@ func evaluate(reports []report) []goal {
 			continue
 		}
 		r := step.Lateness.P99 / step.Reference.P99
-		g.Measured = fmt.Sprintf("p99 %.2f ms; bare timer p99 %.2f ms", step.Lateness.P99, step.Reference.P99)
+		g.Measured = fmt.Sprintf("p99 %.2f ms; bare timer p99 %.2f ms; %.0f of %d runs/s completed; %s", step.Lateness.P99, step.Reference.P99, step.RunsPerSec, step.Jobs, hostNote(step.CPU))
 		add(g, r, true, r <= lg.limit)
 	}
 

@@ -138,7 +138,7 @@ func (r limitResult) rows() []row {
 			Reference: fmt.Sprintf("%d clients x %d in flight, through the replicas' proxies; %d revisions for %d txns", r.Clients, r.PerClient, r.Revisions, r.Txns)},
 		{Scenario: "limit", Figure: "raw etcd txn latency", Value: r.Latency.String(), Reference: "(the reference for claim/release)"},
 		{Scenario: "limit", Figure: "etcd CPU per raw txn (3 members)", Value: fmt.Sprintf("%.3f ms", r.EtcdCPUPerTxn),
-			Reference: fmt.Sprintf("(the reference for etcd CPU per run); cores: etcd %.2f, replicas %.2f, bench (clients, proxies) %.2f, rest of the host %.2f",
-				r.CPU["etcd"], r.CPU["replicas"], r.CPU["bench"], r.CPU["other"])},
+			Reference: fmt.Sprintf("(the reference for etcd CPU per run); cores: etcd %.2f, replicas %.2f, bench (clients, proxies) %.2f, %s",
+				r.CPU["etcd"], r.CPU["replicas"], r.CPU["bench"], hostNote(r.CPU))},
 	}
 }

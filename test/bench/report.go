@@ -108,3 +108,18 @@ func verdict(ok bool) string {
 func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
 
 func pct(f float64) string { return fmt.Sprintf("%.1f%%", 100*f) }
+
+// busyHost is the share of a core the rest of the machine may take during
+// a step before the step's row says the host was busy: its figures then
+// measure the host as much as the scheduler.
+const busyHost = 0.25
+
+// hostNote names what the rest of the machine took during a step.
+func hostNote(cpu map[string]float64) string {
+	other := cpu["other"]
+	note := fmt.Sprintf("rest of the host %.2f", other)
+	if other >= busyHost {
+		note += " (busy host)"
+	}
+	return note
+}

@@ -56,8 +56,8 @@ func throughput(ctx context.Context, e *env, limit limitResult, counts []int, wi
 			Reference: fmt.Sprintf("limit %.0f txn/s / %.2f writes = %.0f runs/s", limit.TxnPerSec, s.WritesPerRn, limit.TxnPerSec/max(s.WritesPerRn, 1e-9)),
 		}, row{Scenario: "throughput", Figure: fmt.Sprintf("%d jobs: etcd writes per run (counted)", s.Jobs),
 			Value: fmt.Sprintf("%.3f", s.WritesPerRn),
-			Reference: fmt.Sprintf("%d revisions / %.0f runs; etcd CPU %.3f ms per run (raw txn %.3f ms); cores: etcd %.2f, replicas %.2f, bench %.2f, rest of the host %.2f",
-				s.Revisions, s.Completed, s.EtcdCPUPerRun, limit.EtcdCPUPerTxn, s.CPU["etcd"], s.CPU["replicas"], s.CPU["bench"], s.CPU["other"])})
+			Reference: fmt.Sprintf("%d revisions / %.0f runs; etcd CPU %.3f ms per run (raw txn %.3f ms); cores: etcd %.2f, replicas %.2f, bench %.2f, %s",
+				s.Revisions, s.Completed, s.EtcdCPUPerRun, limit.EtcdCPUPerTxn, s.CPU["etcd"], s.CPU["replicas"], s.CPU["bench"], hostNote(s.CPU))})
 	}
 	rows = append(rows, row{Scenario: "throughput", Figure: "best runs/s as a share of the etcd limit",
 		Value:     pct(res.LimitFraction),
@@ -88,7 +88,7 @@ func latenessScenario(ctx context.Context, e *env, rates []int, window time.Dura
 		res.Steps = append(res.Steps, step)
 		x := row{Scenario: "lateness", Figure: fmt.Sprintf("start lateness at %d runs/s", r),
 			Value:     step.Lateness.String(),
-			Reference: "bare timer+HTTP: " + step.Reference.String()}
+			Reference: "bare timer+HTTP: " + step.Reference.String() + "; " + hostNote(step.CPU)}
 		rows = append(rows, x)
 	}
 	return report{Scenario: "lateness", Data: res, Rows: rows}, nil
