@@ -80,12 +80,8 @@ func newHeader(ctx context.Context, start time.Time, loadStart string) header {
 		if c, err := git("rev-parse", "HEAD"); err == nil {
 			h.Commit = c
 		}
-		if st, err := git("status", "--porcelain", "--untracked-files=no"); err == nil && st != "" {
-			for _, line := range strings.Split(st, "\n") {
-				if len(line) > 3 {
-					h.Changed = append(h.Changed, line[3:])
-				}
-			}
+		if st, err := git("diff", "--name-only", "HEAD"); err == nil && st != "" {
+			h.Changed = strings.Split(st, "\n")
 		}
 	}
 	return h
