@@ -81,15 +81,13 @@ func failover(ctx context.Context, e *env) (report, error) {
 	k, t := res.Kill, res.Term
 	rows := []row{
 		{Scenario: "failover", Figure: "SIGKILL: signal -> new leader's first tick written", Value: fmt.Sprintf("%.0f ms", k.FirstTickMs),
-			Reference: fmt.Sprintf("session_ttl %s; elected after %.0f ms", ttl, k.ElectedMs),
-			Goal:      fmt.Sprintf("<= %s", ttl+500*time.Millisecond), Verdict: verdict(k.FirstTickMs <= ms(ttl+500*time.Millisecond))},
+			Reference: fmt.Sprintf("session_ttl %s; elected after %.0f ms", ttl, k.ElectedMs)},
 		{Scenario: "failover", Figure: "SIGKILL: first run of a new-leader tick; longest gap between run starts", Value: fmt.Sprintf("%.0f ms; gap %.0f ms", k.FirstRunMs, k.MaxGapMs),
 			Reference: fmt.Sprintf("gap before the kill %.0f ms; lookahead 2s hides a short outage", k.GapBeforeMs)},
 		{Scenario: "failover", Figure: "SIGKILL: ticks missed; max lateness", Value: fmt.Sprintf("%d of %d; %.0f ms", k.Missed, k.Expected, k.MaxLateMs),
 			Reference: "catch_up: latest (default) runs only the newest late tick"},
 		{Scenario: "failover", Figure: "SIGTERM: signal -> new leader's first tick written", Value: fmt.Sprintf("%.0f ms", t.FirstTickMs),
-			Reference: fmt.Sprintf("elected after %.0f ms", t.ElectedMs),
-			Goal:      "< 100 ms", Verdict: verdict(t.FirstTickMs < 100)},
+			Reference: fmt.Sprintf("elected after %.0f ms", t.ElectedMs)},
 		{Scenario: "failover", Figure: "SIGTERM: longest gap between run starts; ticks missed", Value: fmt.Sprintf("%.0f ms; %d of %d missed", t.MaxGapMs, t.Missed, t.Expected),
 			Reference: fmt.Sprintf("gap before the signal %.0f ms", t.GapBeforeMs)},
 	}

@@ -28,6 +28,9 @@ type limitResult struct {
 	// EtcdCPUPerTxn: the members' CPU time over the window per
 	// transaction, in milliseconds (all three members together).
 	EtcdCPUPerTxn float64 `json:"etcd_cpu_ms_per_txn"`
+	// CPU is each group's use over the window, in cores, as a load
+	// step's (with "other" and "steal" for the rest of the host).
+	CPU map[string]float64 `json:"cpu_cores"`
 }
 
 // measureLimit runs put-if-absent transactions of a small queue-entry-sized
@@ -64,6 +67,7 @@ func measureLimit(ctx context.Context, e *env, conc int, d time.Duration) (limit
 	var wg sync.WaitGroup
 	pids := e.pids()
 	cpu0 := readAll(pids)
+	host0 := readHostCPU()
 	start := time.Now()
 	for ci, cli := range clis {
 		for g := range conc {
@@ -91,6 +95,14 @@ func measureLimit(ctx context.Context, e *env, conc int, d time.Duration) (limit
 	wg.Wait()
 	elapsed := time.Since(start)
 	cpu1 := readAll(pids)
+	host1 := readHostCPU()
+	res.CPU = map[string]float64{}
+	for group, ps := range pids {
+		for _, pid := range ps {
+			res.CPU[group] += float64(cpu1[pid]-cpu0[pid]) / clockTicks / elapsed.Seconds()
+		}
+	}
+	res.CPU["other"], res.CPU["steal"] = host0.otherCores(host1, res.CPU, elapsed)
 	rev1, err := e.revision(ctx)
 	if err != nil {
 		return res, err
@@ -125,6 +137,8 @@ func (r limitResult) rows() []row {
 			Value:     fmt.Sprintf("%.0f txn/s", r.TxnPerSec),
 			Reference: fmt.Sprintf("%d clients x %d in flight, through the replicas' proxies; %d revisions for %d txns", r.Clients, r.PerClient, r.Revisions, r.Txns)},
 		{Scenario: "limit", Figure: "raw etcd txn latency", Value: r.Latency.String(), Reference: "(the reference for claim/release)"},
-		{Scenario: "limit", Figure: "etcd CPU per raw txn (3 members)", Value: fmt.Sprintf("%.3f ms", r.EtcdCPUPerTxn), Reference: "(the reference for etcd CPU per run)"},
+		{Scenario: "limit", Figure: "etcd CPU per raw txn (3 members)", Value: fmt.Sprintf("%.3f ms", r.EtcdCPUPerTxn),
+			Reference: fmt.Sprintf("(the reference for etcd CPU per run); cores: etcd %.2f, replicas %.2f, bench (clients, proxies) %.2f, %s",
+				r.CPU["etcd"], r.CPU["replicas"], r.CPU["bench"], hostNote(r.CPU))},
 	}
 }

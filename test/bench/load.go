@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -34,7 +35,9 @@ type loadResult struct {
 	Reference   *dist              `json:"reference_lateness,omitempty"`
 	RefRate     int                `json:"reference_runs_per_s,omitempty"`
 	// CPU is each group's use over the window, in cores: where the two
-	// cores of the machine went.
+	// cores of the machine went. "other" is the rest of the machine's busy
+	// time (other processes on a shared host, interrupts), "steal" the
+	// time the hypervisor gave the VM's cores to someone else.
 	CPU map[string]float64 `json:"cpu_cores"`
 	// EtcdCPUPerRun: the members' CPU time per completed run, in ms.
 	EtcdCPUPerRun float64 `json:"etcd_cpu_ms_per_run"`
@@ -96,6 +99,7 @@ func runLoad(ctx context.Context, e *env, n int, jitter, warm, window time.Durat
 	}
 	pids := e.pids()
 	cpu0 := readAll(pids)
+	host0 := readHostCPU()
 	t0 := time.Now()
 	if e.profileDir != "" {
 		refWG.Add(1)
@@ -109,12 +113,14 @@ func runLoad(ctx context.Context, e *env, n int, jitter, warm, window time.Durat
 	rev1, err2 := e.revision(ctx)
 	t1 := time.Now()
 	cpu1 := readAll(pids)
+	host1 := readHostCPU()
 	res.CPU = map[string]float64{}
 	for group, ps := range pids {
 		for _, pid := range ps {
 			res.CPU[group] += float64(cpu1[pid]-cpu0[pid]) / clockTicks / t1.Sub(t0).Seconds()
 		}
 	}
+	res.CPU["other"], res.CPU["steal"] = host0.otherCores(host1, res.CPU, t1.Sub(t0))
 	stopRef()
 	refWG.Wait()
 	if err1 != nil || err2 != nil {
@@ -227,6 +233,37 @@ func (e *env) pids() map[string][]int {
 		}
 	}
 	return out
+}
+
+// hostCPU is the machine's busy and stolen time from /proc/stat, in clock
+// ticks.
+type hostCPU struct{ busy, steal int64 }
+
+func readHostCPU() hostCPU {
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return hostCPU{}
+	}
+	line, _, _ := strings.Cut(string(data), "\n")
+	f := strings.Fields(line) // cpu user nice system idle iowait irq softirq steal ...
+	if len(f) < 9 || f[0] != "cpu" {
+		return hostCPU{}
+	}
+	n := func(i int) int64 { v, _ := strconv.ParseInt(f[i], 10, 64); return v }
+	return hostCPU{busy: n(1) + n(2) + n(3) + n(6) + n(7), steal: n(8)}
+}
+
+// otherCores is the busy time over d not spent by the groups in cores,
+// and the stolen time, both in cores.
+func (h hostCPU) otherCores(later hostCPU, groups map[string]float64, d time.Duration) (other, steal float64) {
+	if h.busy == 0 || later.busy == 0 || d <= 0 {
+		return 0, 0
+	}
+	busy := float64(later.busy-h.busy) / clockTicks / d.Seconds()
+	for _, c := range groups {
+		busy -= c
+	}
+	return max(0, busy), float64(later.steal-h.steal) / clockTicks / d.Seconds()
 }
 
 func readAll(pids map[string][]int) map[int]int64 {

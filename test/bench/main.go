@@ -6,10 +6,13 @@
 //	go run ./test/bench                              # everything
 //	go run ./test/bench -scenario throughput -jobs 500,1000 -duration 10s
 //	go run ./test/bench -scenario scale -scale-jobs 10000 -json-only
+//	go run ./test/bench -scenario cores -cores 1,2 -cores-jobs 1500
 //
 // Scenarios: limit (raw etcd transactions), throughput, lateness, failover,
-// scale. One JSON object per scenario goes to stdout, then the table;
-// progress goes to stderr. All traffic stays on 127.0.0.1 and every phase
+// scale, cores (etcd pinned to 1, then 2 cores). One JSON object per
+// scenario goes to stdout, then one for the goals (scenario "goals", with
+// the header: command, commit, date, machine, load average); then the
+// header, the goals table and the figures table. Progress goes to stderr. All traffic stays on 127.0.0.1 and every phase
 // is bounded in time.
 package main
 
@@ -39,6 +42,8 @@ type flags struct {
 	jobs      []int
 	rates     []int
 	scaleJobs []int
+	cores     []int
+	coresJobs int
 	duration  time.Duration
 	limitConc int
 	jsonOnly  bool
@@ -58,11 +63,13 @@ func main() {
 
 func run() error {
 	var f flags
-	var jobs, rates, scaleJobs string
-	flag.StringVar(&f.scenario, "scenario", "all", "all, or a comma list of: limit, throughput, lateness, failover, scale")
+	var jobs, rates, scaleJobs, coreCounts string
+	flag.StringVar(&f.scenario, "scenario", "all", "all, or a comma list of: limit, throughput, lateness, failover, scale, cores")
 	flag.StringVar(&jobs, "jobs", "500,1000,1250,1500,2000", "throughput: job counts, each a step (@every 1s jobs: runs/s offered)")
 	flag.StringVar(&rates, "rates", "10,100,1000", "lateness: runs per second, each a step")
 	flag.StringVar(&scaleJobs, "scale-jobs", "10000,100000", "scale: declared job counts, each its own cluster")
+	flag.StringVar(&coreCounts, "cores", "1,2", "cores: how many cores the etcd members are pinned to (taskset), each a step")
+	flag.IntVar(&f.coresJobs, "cores-jobs", 1500, "cores: jobs @every 1s of the throughput step run at each core count")
 	flag.DurationVar(&f.duration, "duration", 20*time.Second, "measurement window of each step")
 	flag.IntVar(&f.limitConc, "limit-conc", 32, "limit: transactions in flight per client")
 	flag.BoolVar(&f.jsonOnly, "json-only", false, "print only the JSON objects")
@@ -82,14 +89,20 @@ func run() error {
 	if f.scaleJobs, err = ints(scaleJobs); err != nil {
 		return fmt.Errorf("-scale-jobs: %w", err)
 	}
+	if f.cores, err = ints(coreCounts); err != nil {
+		return fmt.Errorf("-cores: %w", err)
+	}
+	if f.coresJobs <= 0 {
+		return fmt.Errorf("-cores-jobs: %d is not a positive number", f.coresJobs)
+	}
 	want := map[string]bool{}
 	for _, s := range strings.Split(f.scenario, ",") {
 		switch s {
 		case "all":
-			for _, k := range []string{"limit", "throughput", "lateness", "failover", "scale"} {
+			for _, k := range []string{"limit", "throughput", "lateness", "failover", "scale", "cores"} {
 				want[k] = true
 			}
-		case "limit", "throughput", "lateness", "failover", "scale":
+		case "limit", "throughput", "lateness", "failover", "scale", "cores":
 			want[s] = true
 		default:
 			return fmt.Errorf("-scenario %q: unknown", s)
@@ -100,6 +113,7 @@ func run() error {
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
+	hdr := newHeader(ctx, time.Now(), loadAverage())
 
 	if f.dir == "" {
 		if f.dir, err = os.MkdirTemp("", "bench-"); err != nil {
@@ -137,6 +151,14 @@ func run() error {
 			errs = append(errs, err)
 		}
 	}
+	if want["cores"] {
+		r, err := cores(ctx, f, bins)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("cores: %w", err))
+		} else {
+			emit(r)
+		}
+	}
 	if want["scale"] {
 		for _, n := range f.scaleJobs {
 			r, err := scale(ctx, f, bins, n)
@@ -147,9 +169,17 @@ func run() error {
 			emit(r)
 		}
 	}
+	hdr.finish()
+	goals := evaluate(reports)
+	if err := printJSON(os.Stdout, report{Scenario: "goals", Data: goalsResult{Header: hdr, Goals: goals}}); err != nil {
+		logf("json: %v", err)
+	}
 	if !f.jsonOnly {
 		fmt.Println()
-		fmt.Printf("machine: %s\n\n", machine())
+		hdr.print(os.Stdout)
+		fmt.Println()
+		printGoals(os.Stdout, goals)
+		fmt.Println()
 		printTable(os.Stdout, reports)
 	}
 	return errors.Join(errs...)
@@ -249,9 +279,19 @@ func machine() string {
 			}
 		}
 	}
-	load := ""
-	if data, err := os.ReadFile("/proc/loadavg"); err == nil {
-		load = ", load average " + strings.Join(strings.Fields(string(data))[:3], " ")
+	return fmt.Sprintf("%s, %d CPUs (allowed: %s), %s/%s, %s", model, runtime.NumCPU(), cpusAllowed(), runtime.GOOS, runtime.GOARCH, runtime.Version())
+}
+
+// loadAverage is the 1, 5 and 15 minute load average: the machine is
+// shared, and a run's figures say how busy it was.
+func loadAverage() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
 	}
-	return fmt.Sprintf("%s, %d CPUs, %s/%s, %s%s", model, runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version(), load)
+	f := strings.Fields(string(data))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
 }
