@@ -28,6 +28,7 @@ import (
 
 var (
 	// ErrClosed: the committer was closed before the transaction was sent.
+	// The error also matches ErrNotSent.
 	ErrClosed = errors.New("txnbatch: closed")
 	// ErrNotSent: the caller's context ended before the transaction was
 	// sent, so it was certainly not applied. The error also wraps the
@@ -128,7 +129,7 @@ func (c *Committer) Commit(ctx context.Context, t Txn) (*clientv3.TxnResponse, e
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
-		return nil, ErrClosed
+		return nil, errClosed
 	}
 	c.queue = append(c.queue, cl)
 	if c.inflight < c.opts.InFlight {
@@ -157,6 +158,13 @@ func (c *Committer) Commit(ctx context.Context, t Txn) (*clientv3.TxnResponse, e
 	}
 }
 
+// Waiting is how many transactions wait for a commit in flight to return.
+func (c *Committer) Waiting() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.queue)
+}
+
 // Close fails what is queued with ErrClosed, cancels the commits in flight
 // (their callers see the outcome as unknown) and waits for them. It returns
 // as soon as the client gives up on them, which it does at once.
@@ -164,13 +172,16 @@ func (c *Committer) Close() {
 	c.mu.Lock()
 	c.closed = true
 	for _, cl := range c.queue {
-		cl.done <- result{err: ErrClosed}
+		cl.done <- result{err: errClosed}
 	}
 	c.queue = nil
 	c.mu.Unlock()
 	c.cancel()
 	c.wg.Wait()
 }
+
+// errClosed is what a transaction gets that Close kept from being sent.
+var errClosed = fmt.Errorf("%w: %w", ErrClosed, ErrNotSent)
 
 func notSent(ctx context.Context) error {
 	return fmt.Errorf("%w: %w", ErrNotSent, ctx.Err())

@@ -400,13 +400,13 @@ func TestClose(t *testing.T) {
 	waiting := submit(t.Context(), c, createIfAbsent("/waiting", "v"))
 	waitQueued(t, c, 1)
 	c.Close()
-	if o := await(t, waiting); !errors.Is(o.err, ErrClosed) {
+	if o := await(t, waiting); !errors.Is(o.err, ErrClosed) || !errors.Is(o.err, ErrNotSent) {
 		t.Fatalf("waiting: %v, want closed", o.err)
 	}
 	if o := await(t, inFlight); o.err == nil {
 		t.Fatal("the commit in flight was not cancelled")
 	}
-	if _, err := c.Commit(t.Context(), createIfAbsent("/late", "v")); !errors.Is(err, ErrClosed) {
+	if _, err := c.Commit(t.Context(), createIfAbsent("/late", "v")); !errors.Is(err, ErrClosed) || !errors.Is(err, ErrNotSent) {
 		t.Fatalf("after close: %v", err)
 	}
 }

@@ -133,9 +133,7 @@ func waitQueued(t *testing.T, c *Committer, n int) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		c.mu.Lock()
-		got := len(c.queue)
-		c.mu.Unlock()
+		got := c.Waiting()
 		if got == n {
 			return
 		}
