@@ -65,7 +65,7 @@ func waitWaiting(t *testing.T, c *txnbatch.Committer, n int) {
 func TestBatchedClaimsKeepTheirOwnCompares(t *testing.T) {
 	cli := etcdtest.Start(t).Client()
 	kv := &heldKV{KV: cli, gate: make(chan struct{}), started: make(chan struct{}, 64)}
-	batch, err := txnbatch.New(kv, txnbatch.Options{})
+	batch, err := txnbatch.New(kv, txnbatch.Options{InFlight: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

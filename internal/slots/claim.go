@@ -165,7 +165,7 @@ func (s *Semaphore) Claim(ctx context.Context, sess *session.Session, req Reques
 		resp, err := s.commit.Commit(ctx, txnbatch.Txn{If: req.If, Then: []clientv3.Op{clientv3.OpTxn(slotCmps, then, why)}})
 		if err != nil {
 			if errors.Is(err, txnbatch.ErrNotSent) {
-				return nil, context.Cause(ctx)
+				return nil, notSent(ctx, err)
 			}
 			if definite(err) {
 				return nil, fmt.Errorf("slots: claim %s: %w", req.Job, err)
@@ -253,6 +253,15 @@ func (s *Semaphore) heldFromRead(sess *session.Session, req Request, p pick, key
 	s.track(h)
 	s.logger.Info("claim read back as applied", "job", req.Job, "slot", p.slot, "token", token, "run_id", req.Value.RunID)
 	return h, nil
+}
+
+// notSent is the error of a transaction the committer did not send: the
+// cause of the caller's context, or the committer's closing.
+func notSent(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	return err
 }
 
 // definite reports whether err means the server refused the request, so it

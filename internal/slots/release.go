@@ -43,7 +43,7 @@ func (s *Semaphore) Release(ctx context.Context, h *Held, then ...clientv3.Op) e
 			return fmt.Errorf("slots: release %s slot %d token %d: %w", h.Job, h.Slot, h.Token, ErrNotOwner)
 		case errors.Is(err, txnbatch.ErrNotSent):
 			s.unrelease(h)
-			return fmt.Errorf("slots: release %s slot %d token %d: %w", h.Job, h.Slot, h.Token, context.Cause(ctx))
+			return fmt.Errorf("slots: release %s slot %d token %d: %w", h.Job, h.Slot, h.Token, notSent(ctx, err))
 		case definite(err):
 			s.unrelease(h)
 			return fmt.Errorf("slots: release %s slot %d token %d: %w", h.Job, h.Slot, h.Token, err)

@@ -17,8 +17,9 @@ import (
 )
 
 // BenchmarkClaims commits claim-shaped transactions from c concurrent
-// callers (c = 1, 8, 64), through the committer (batched) and as one etcd
-// transaction each (raw), against one embedded member that fsyncs its WAL
+// callers (c = 1, 8, 64), through the committer (batched: its default of 4
+// commits in flight; batched-inflight1: one) and as one etcd transaction
+// each (raw), against one embedded member that fsyncs its WAL
 // (fsync) or does not (nofsync, as the tests and test/bench run etcd).
 // Each claim is what slots.Claim sends: the caller's compare of its queue
 // entry, then a nested transaction that takes a free slot key under a
@@ -43,9 +44,12 @@ func BenchmarkClaims(b *testing.B) {
 				b.Fatal(err)
 			}
 			for _, conc := range []int{1, 8, 64} {
-				for _, mode := range []string{"batched", "raw"} {
-					b.Run(fmt.Sprintf("%s/c=%d", mode, conc), func(b *testing.B) {
-						benchClaims(b, cli, lease.ID, mode == "batched", conc)
+				for _, mode := range []struct {
+					name     string
+					inFlight int // 0: raw
+				}{{"batched", 4}, {"batched-inflight1", 1}, {"raw", 0}} {
+					b.Run(fmt.Sprintf("%s/c=%d", mode.name, conc), func(b *testing.B) {
+						benchClaims(b, cli, lease.ID, mode.inFlight, conc)
 					})
 				}
 			}
@@ -83,14 +87,14 @@ func claimTxn(run int64, caller, n int, lease clientv3.LeaseID, entryValue strin
 	}
 }
 
-func benchClaims(b *testing.B, cli *clientv3.Client, lease clientv3.LeaseID, batched bool, conc int) {
-	c, err := New(cli, Options{})
+func benchClaims(b *testing.B, cli *clientv3.Client, lease clientv3.LeaseID, inFlight, conc int) {
+	c, err := New(cli, Options{InFlight: inFlight})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer c.Close()
 	commit := func(ctx context.Context, t Txn) (*clientv3.TxnResponse, error) {
-		if batched {
+		if inFlight > 0 {
 			return c.Commit(ctx, t)
 		}
 		return cli.Txn(ctx).If(t.If...).Then(t.Then...).Else(t.Else...).Commit()

@@ -39,8 +39,14 @@ func await(t *testing.T, ch <-chan outcome) outcome {
 	}
 }
 
+// newCommitter makes a committer with one commit in flight at most unless
+// opts says otherwise: what comes meanwhile queues, which the tests hold
+// and look at.
 func newCommitter(t *testing.T, kv clientv3.KV, opts Options) *Committer {
 	t.Helper()
+	if opts.InFlight == 0 {
+		opts.InFlight = 1
+	}
 	c, err := New(kv, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -390,7 +396,7 @@ func TestBatchBounds(t *testing.T) {
 func TestClose(t *testing.T) {
 	cli := etcdtest.Start(t).Client()
 	kv := newRecordingKV(cli)
-	c, err := New(kv, Options{})
+	c, err := New(kv, Options{InFlight: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -408,5 +414,31 @@ func TestClose(t *testing.T) {
 	}
 	if _, err := c.Commit(t.Context(), createIfAbsent("/late", "v")); !errors.Is(err, ErrClosed) || !errors.Is(err, ErrNotSent) {
 		t.Fatalf("after close: %v", err)
+	}
+}
+
+// With InFlight commits allowed, a transaction waits only when that many
+// are in flight.
+func TestInFlightCommitsBeforeQueueing(t *testing.T) {
+	cli := etcdtest.Start(t).Client()
+	kv := newRecordingKV(cli)
+	c := newCommitter(t, kv, Options{InFlight: 2})
+	kv.holdCommits()
+	a := submit(t.Context(), c, createIfAbsent("/a", "v"))
+	nextCommit(t, kv)
+	b := submit(t.Context(), c, createIfAbsent("/b", "v"))
+	if s := nextCommit(t, kv); !s.plain {
+		t.Fatalf("the second transaction went as %+v, want at once and alone", s)
+	}
+	cc := submit(t.Context(), c, createIfAbsent("/c", "v"))
+	waitQueued(t, c, 1)
+	kv.releaseAll()
+	for _, out := range []<-chan outcome{a, b, cc} {
+		if o := await(t, out); o.err != nil || !o.resp.Succeeded {
+			t.Fatal(o.err)
+		}
+	}
+	if got := len(kv.shapes()); got != 3 {
+		t.Fatalf("%d commits, want 3", got)
 	}
 }
