@@ -190,9 +190,9 @@ func (n *Node) Stop(grace time.Duration) error {
 	// of the drained runs have ended, and both steps take StopSteps at most.
 	var flushed sync.WaitGroup
 	flushed.Go(n.flushTraces)
-	// The worker is stopped and drained: nothing commits through the
-	// committer any more, but a release the drain gave up on, which ends
-	// as unknown and is resolved by rule 7.
+	// The worker is stopped and drained, so nothing commits through the
+	// committer any more but a release the drain gave up on: cancelled
+	// here, its outcome is unknown to it, and rule 7 resolves it.
 	n.Batch.Close()
 	n.step("revoke the session", n.base)
 	n.Exec.Close()
