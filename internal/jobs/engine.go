@@ -29,6 +29,7 @@ import (
 	"github.com/etcdsched/scheduler/internal/session"
 	"github.com/etcdsched/scheduler/internal/slots"
 	"github.com/etcdsched/scheduler/internal/tracing"
+	"github.com/etcdsched/scheduler/internal/txnbatch"
 )
 
 // Options wire an engine to its replica.
@@ -39,6 +40,9 @@ type Options struct {
 	Sessions *session.Manager
 	Slots    *slots.Semaphore
 	Executor worker.Executor
+	// Batch, when set, carries the worker's per-run queue writes beside
+	// its claims and releases (queue.Writes.Batch); the API's go alone.
+	Batch *txnbatch.Committer
 	// Config returns the current configuration; ConfigChanged tells the
 	// engine it changed.
 	Config func() *config.Config
@@ -120,7 +124,7 @@ func New(opts Options) (*Engine, error) {
 	}
 	e.worker = worker.New(worker.Deps{
 		Client: opts.Client, Keys: layout, ID: opts.ID,
-		Sessions: opts.Sessions, Slots: opts.Slots, Executor: opts.Executor,
+		Sessions: opts.Sessions, Slots: opts.Slots, Executor: opts.Executor, Batch: opts.Batch,
 		Queue: e.queue, Config: opts.Config, Metrics: m, Clock: opts.Clock, Log: opts.Logger,
 		ClaimLead: opts.ClaimLead, Backup: opts.Backup, Tracer: tracing.Tracer(opts.TracerProvider),
 	})

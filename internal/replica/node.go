@@ -16,6 +16,7 @@ import (
 	"github.com/etcdsched/scheduler/internal/slots"
 	"github.com/etcdsched/scheduler/internal/target"
 	"github.com/etcdsched/scheduler/internal/tracing"
+	"github.com/etcdsched/scheduler/internal/txnbatch"
 )
 
 // Node is the scheduling stack of one replica on an etcd client: its
@@ -28,6 +29,7 @@ type Node struct {
 	Client     *clientv3.Client
 	Sessions   *session.Manager
 	Slots      *slots.Semaphore
+	Batch      *txnbatch.Committer // the worker's claims, releases and queue writes
 	Exec       *target.Executor
 	Engine     *jobs.Engine
 	Elector    *election.Elector
@@ -81,7 +83,12 @@ func NewNode(o NodeOptions) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	if n.Slots, err = slots.New(o.Client, prefix, o.Logger.With("component", "slots"), o.Reg); err != nil {
+	// One committer for the worker's per-run transactions: claims,
+	// releases and queue writes that reach etcd together share a commit.
+	if n.Batch, err = txnbatch.New(o.Client, txnbatch.Options{Reg: o.Reg}); err != nil {
+		return nil, err
+	}
+	if n.Slots, err = slots.New(o.Client, prefix, o.Logger.With("component", "slots"), o.Reg, slots.WithCommitter(n.Batch)); err != nil {
 		return nil, err
 	}
 	// The process's one tracer provider, from the OTEL_* variables (SPEC
@@ -92,7 +99,7 @@ func NewNode(o NodeOptions) (*Node, error) {
 	n.Exec = target.New(target.Options{Logger: o.Logger.With("component", "target"), DefaultKillGrace: o.KillGrace})
 	n.Engine, err = jobs.New(jobs.Options{
 		Client: o.Client, Prefix: prefix, ID: o.ID,
-		Sessions: n.Sessions, Slots: n.Slots, Executor: n.Exec,
+		Sessions: n.Sessions, Slots: n.Slots, Executor: n.Exec, Batch: n.Batch,
 		Config: o.Config, Logger: o.Logger.With("component", "jobs"), Reg: o.Reg,
 		Lookahead: o.Lookahead, ClaimLead: o.ClaimLead, Backup: o.Backup, TracerProvider: n.Tracing.TracerProvider(),
 	})
@@ -183,6 +190,10 @@ func (n *Node) Stop(grace time.Duration) error {
 	// of the drained runs have ended, and both steps take StopSteps at most.
 	var flushed sync.WaitGroup
 	flushed.Go(n.flushTraces)
+	// The worker is stopped and drained, so nothing commits through the
+	// committer any more but a release the drain gave up on: cancelled
+	// here, its outcome is unknown to it, and rule 7 resolves it.
+	n.Batch.Close()
 	n.step("revoke the session", n.base)
 	n.Exec.Close()
 	flushed.Wait()

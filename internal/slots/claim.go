@@ -15,6 +15,7 @@ import (
 
 	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/session"
+	"github.com/etcdsched/scheduler/internal/txnbatch"
 )
 
 // maxAttempts bounds how often a claim retries after losing the race for the
@@ -158,9 +159,14 @@ func (s *Semaphore) Claim(ctx context.Context, sess *session.Session, req Reques
 			why = append(why, clientv3.OpGet(layout.RateWindow(r.Scope, r.Name), clientv3.WithPrefix()))
 		}
 		// The caller's compares come first and alone in the outer
-		// transaction, so its failure is told apart from a taken slot.
-		resp, err := s.client.Txn(ctx).If(req.If...).Then(clientv3.OpTxn(slotCmps, then, why)).Commit()
+		// transaction, so its failure is told apart from a taken slot. It
+		// may share a commit with other claims and releases, each nested
+		// with its own compares (package txnbatch).
+		resp, err := s.commit.Commit(ctx, txnbatch.Txn{If: req.If, Then: []clientv3.Op{clientv3.OpTxn(slotCmps, then, why)}})
 		if err != nil {
+			if errors.Is(err, txnbatch.ErrNotSent) {
+				return nil, notSent(ctx, err)
+			}
 			if definite(err) {
 				return nil, fmt.Errorf("slots: claim %s: %w", req.Job, err)
 			}
@@ -247,6 +253,15 @@ func (s *Semaphore) heldFromRead(sess *session.Session, req Request, p pick, key
 	s.track(h)
 	s.logger.Info("claim read back as applied", "job", req.Job, "slot", p.slot, "token", token, "run_id", req.Value.RunID)
 	return h, nil
+}
+
+// notSent is the error of a transaction the committer did not send: the
+// cause of the caller's context, or the committer's closing.
+func notSent(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	return err
 }
 
 // definite reports whether err means the server refused the request, so it

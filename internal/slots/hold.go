@@ -10,6 +10,7 @@ import (
 
 	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/session"
+	"github.com/etcdsched/scheduler/internal/txnbatch"
 )
 
 // Strict retries (retries.hold_slot): a failed attempt keeps its slot keys
@@ -26,7 +27,7 @@ var ErrHoldLost = errors.New("slots: held slot lost")
 // retry's entry) is applied only while every key is still this claim's
 // incarnation (rule 4), and the keys stay. The claim's context ends.
 func (s *Semaphore) Keep(ctx context.Context, h *Held, then ...clientv3.Op) error {
-	resp, err := s.client.Txn(ctx).If(h.ownerCmps()...).Then(then...).Commit()
+	resp, err := s.commit.Commit(ctx, txnbatch.Txn{If: h.ownerCmps(), Then: then})
 	switch {
 	case err != nil:
 		return fmt.Errorf("slots: keep %s slot %d token %d: %w", h.Job, h.Slot, h.Token, err)
@@ -81,8 +82,8 @@ func (s *Semaphore) ClaimHeld(ctx context.Context, sess *session.Session, req Re
 		}
 		// Three levels, so each failure is told apart: the caller's
 		// compares, the hold still ours, the rate places as judged.
-		resp, err := s.client.Txn(ctx).If(req.If...).Then(
-			clientv3.OpTxn(ours, []clientv3.Op{clientv3.OpTxn(rateCmps, then, why)}, nil)).Commit()
+		resp, err := s.commit.Commit(ctx, txnbatch.Txn{If: req.If, Then: []clientv3.Op{
+			clientv3.OpTxn(ours, []clientv3.Op{clientv3.OpTxn(rateCmps, then, why)}, nil)}})
 		if err != nil {
 			s.dropHold(context.WithoutCancel(ctx), kept, token)
 			return nil, fmt.Errorf("slots: claim held %s run %s: %w: %w", req.Job, req.Value.RunID, ErrIndeterminate, err)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/etcdsched/scheduler/internal/txnbatch"
 )
 
 // Release gives the claim's keys up and applies then (the run record) in the
@@ -30,7 +32,7 @@ func (s *Semaphore) Release(ctx context.Context, h *Held, then ...clientv3.Op) e
 	ops = append(ops, then...)
 	retry := newRetry()
 	for {
-		resp, err := s.client.Txn(ctx).If(h.ownerCmps()...).Then(ops...).Commit()
+		resp, err := s.commit.Commit(ctx, txnbatch.Txn{If: h.ownerCmps(), Then: ops})
 		switch {
 		case err == nil && resp.Succeeded:
 			s.finish(h, ErrReleased)
@@ -39,6 +41,9 @@ func (s *Semaphore) Release(ctx context.Context, h *Held, then ...clientv3.Op) e
 		case err == nil:
 			s.finish(h, ErrLost)
 			return fmt.Errorf("slots: release %s slot %d token %d: %w", h.Job, h.Slot, h.Token, ErrNotOwner)
+		case errors.Is(err, txnbatch.ErrNotSent):
+			s.unrelease(h)
+			return fmt.Errorf("slots: release %s slot %d token %d: %w", h.Job, h.Slot, h.Token, notSent(ctx, err))
 		case definite(err):
 			s.unrelease(h)
 			return fmt.Errorf("slots: release %s slot %d token %d: %w", h.Job, h.Slot, h.Token, err)

@@ -14,6 +14,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/internal/keys"
+	"github.com/etcdsched/scheduler/internal/txnbatch"
 )
 
 // Semaphore claims and releases slots and keeps a watch-maintained view of
@@ -25,6 +26,9 @@ type Semaphore struct {
 	logger  *slog.Logger
 	metrics *metrics
 	clock   clockwork.Clock // paces retries
+	// commit carries claims and releases, beside the replica's other
+	// per-run transactions: each keeps its compares and outcome.
+	commit *txnbatch.Committer
 
 	mu      sync.Mutex
 	entries map[string]entry // held slot keys by key
@@ -62,9 +66,19 @@ type group struct {
 	name string
 }
 
+// Option changes how New builds a semaphore.
+type Option func(*Semaphore)
+
+// WithCommitter sends claims, releases and keeps through c, the replica's
+// group committer, so they share commits with its other per-run writes.
+// Without it the semaphore has a committer of its own.
+func WithCommitter(c *txnbatch.Committer) Option {
+	return func(s *Semaphore) { s.commit = c }
+}
+
 // New checks its arguments; Run does the watching. prefix is the scheduler's
 // key prefix (for example "/scheduler/"); reg may be nil.
-func New(client *clientv3.Client, prefix string, logger *slog.Logger, reg prometheus.Registerer) (*Semaphore, error) {
+func New(client *clientv3.Client, prefix string, logger *slog.Logger, reg prometheus.Registerer, opts ...Option) (*Semaphore, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -72,7 +86,7 @@ func New(client *clientv3.Client, prefix string, logger *slog.Logger, reg promet
 	if err != nil {
 		return nil, err
 	}
-	return &Semaphore{
+	s := &Semaphore{
 		client:  client,
 		prefix:  prefix,
 		logger:  logger.With("component", "slots"),
@@ -84,7 +98,18 @@ func New(client *clientv3.Client, prefix string, logger *slog.Logger, reg promet
 		ready:   make(chan struct{}),
 		held:    map[string]*Held{},
 		rates:   map[string]place{},
-	}, nil
+	}
+	for _, o := range opts {
+		o(s)
+	}
+	if s.commit == nil {
+		// Its goroutines live only while a commit is in flight, and each
+		// commit ends with its callers' contexts: nothing to close.
+		if s.commit, err = txnbatch.New(client, txnbatch.Options{}); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
 }
 
 // Ready closes once the view holds a first complete read.

@@ -8,6 +8,7 @@ import (
 	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/runs"
+	"github.com/etcdsched/scheduler/internal/txnbatch"
 )
 
 // Writes are the unfenced writes a worker or the API makes to the queue:
@@ -19,13 +20,22 @@ type Writes struct {
 	// Config is the writer's configuration: what a record written here
 	// causes (notifications, chained runs) follows from it.
 	Config func() *config.Config
+	// Batch, when set, carries the per-run writes (IfUnchanged,
+	// EndUnstarted) beside the replica's claims and releases, each with its
+	// own compare; nil sends each alone.
+	Batch *txnbatch.Committer
 }
 
 // IfUnchanged applies ops if the entry is still as the view saw it.
 func (w Writes) IfUnchanged(ctx context.Context, it *Item, ops ...clientv3.Op) (bool, error) {
-	resp, err := w.Client.Txn(ctx).
-		If(clientv3.Compare(clientv3.ModRevision(it.Key), "=", it.ModRev)).
-		Then(ops...).Commit()
+	unchanged := clientv3.Compare(clientv3.ModRevision(it.Key), "=", it.ModRev)
+	var resp *clientv3.TxnResponse
+	var err error
+	if w.Batch != nil {
+		resp, err = w.Batch.Commit(ctx, txnbatch.Txn{If: []clientv3.Cmp{unchanged}, Then: ops})
+	} else {
+		resp, err = w.Client.Txn(ctx).If(unchanged).Then(ops...).Commit()
+	}
 	if err != nil {
 		return false, err
 	}

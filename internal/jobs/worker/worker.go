@@ -27,6 +27,7 @@ import (
 	"github.com/etcdsched/scheduler/internal/session"
 	"github.com/etcdsched/scheduler/internal/slots"
 	"github.com/etcdsched/scheduler/internal/target"
+	"github.com/etcdsched/scheduler/internal/txnbatch"
 )
 
 // errShutdown cancels runs still going when the shutdown grace ends.
@@ -79,6 +80,9 @@ type Deps struct {
 	// Tracer makes each attempt's spans (SPEC section 17); nil mints ids
 	// for the targets' trace context and exports nothing.
 	Tracer trace.Tracer
+	// Batch, when set, carries the worker's queue writes beside its claims
+	// and releases (queue.Writes.Batch); nil sends each alone.
+	Batch *txnbatch.Committer
 }
 
 // Worker claims pending runs and executes them; every replica has one.
@@ -124,7 +128,7 @@ func New(d Deps) *Worker {
 	if d.Backup == 0 {
 		d.Backup = 250 * time.Millisecond
 	}
-	w := &Worker{d: d, writes: queue.Writes{Client: d.Client, Keys: d.Keys, Config: d.Config}, members: newMembers(d.Keys),
+	w := &Worker{d: d, writes: queue.Writes{Client: d.Client, Keys: d.Keys, Config: d.Config, Batch: d.Batch}, members: newMembers(d.Keys),
 		active: map[string]*activeRun{}, parked: map[string]parkedRun{}, waits: map[string]*waitState{},
 		wake: make(chan struct{}, 1), drained: make(chan struct{})}
 	w.abandon, w.abandonCancel = context.WithCancel(context.Background())

@@ -1,0 +1,448 @@
+package txnbatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/etcdsched/scheduler/internal/etcdtest"
+)
+
+type outcome struct {
+	resp *clientv3.TxnResponse
+	err  error
+}
+
+// submit commits t in a goroutine of its own; the test reads the outcome.
+func submit(ctx context.Context, c *Committer, t Txn) <-chan outcome {
+	out := make(chan outcome, 1)
+	go func() {
+		resp, err := c.Commit(ctx, t)
+		out <- outcome{resp, err}
+	}()
+	return out
+}
+
+func await(t *testing.T, ch <-chan outcome) outcome {
+	t.Helper()
+	select {
+	case o := <-ch:
+		return o
+	case <-time.After(30 * time.Second):
+		t.Fatal("no outcome")
+		return outcome{}
+	}
+}
+
+// newCommitter makes a committer with one commit in flight at most unless
+// opts says otherwise: what comes meanwhile queues, which the tests hold
+// and look at.
+func newCommitter(t *testing.T, kv clientv3.KV, opts Options) *Committer {
+	t.Helper()
+	if opts.InFlight == 0 {
+		opts.InFlight = 1
+	}
+	c, err := New(kv, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// createIfAbsent puts key=value if key does not exist.
+func createIfAbsent(key, value string) Txn {
+	return Txn{
+		If:   []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(key), "=", 0)},
+		Then: []clientv3.Op{clientv3.OpPut(key, value)},
+		Else: []clientv3.Op{clientv3.OpGet(key)},
+	}
+}
+
+func value(t *testing.T, cli *clientv3.Client, key string) string {
+	t.Helper()
+	resp, err := cli.Get(t.Context(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Kvs) == 0 {
+		return ""
+	}
+	return string(resp.Kvs[0].Value)
+}
+
+// queueBehind holds the commits, sends a first transaction and waits for it
+// to be in flight, then queues ts behind it: they go together once the
+// first commit returns. It returns the first's outcome and theirs.
+func queueBehind(t *testing.T, c *Committer, kv *recordingKV, ts ...Txn) (<-chan outcome, []<-chan outcome) {
+	t.Helper()
+	kv.holdCommits()
+	first := submit(t.Context(), c, createIfAbsent("/first", "x"))
+	if s := nextCommit(t, kv); !s.plain {
+		t.Fatalf("a lone transaction went as %+v", s)
+	}
+	outs := make([]<-chan outcome, len(ts))
+	for i, tx := range ts {
+		outs[i] = submit(t.Context(), c, tx)
+		waitQueued(t, c, i+1) // in this order
+	}
+	kv.releaseAll()
+	return first, outs
+}
+
+// A lone transaction is sent at once, as the plain transaction it is: the
+// committer has no window, and nothing but a commit in flight makes a
+// transaction wait.
+func TestLoneTransactionIsSentAtOnce(t *testing.T) {
+	cli := etcdtest.Start(t).Client()
+	kv := newRecordingKV(cli)
+	c := newCommitter(t, kv, Options{})
+	for i := range 3 {
+		resp, err := c.Commit(t.Context(), createIfAbsent(fmt.Sprintf("/lone/%d", i), "v"))
+		if err != nil || !resp.Succeeded {
+			t.Fatalf("commit %d: %v, %+v", i, err, resp)
+		}
+	}
+	if got := kv.shapes(); len(got) != 3 || !got[0].plain || !got[1].plain || !got[2].plain {
+		t.Fatalf("commits %+v, want three plain ones", got)
+	}
+	for range 3 {
+		nextCommit(t, kv)
+	}
+	// The commit is under way while the caller still waits: held here, it
+	// started without anything else happening.
+	kv.holdCommits()
+	out := submit(t.Context(), c, createIfAbsent("/lone/held", "v"))
+	if s := nextCommit(t, kv); !s.plain {
+		t.Fatalf("held commit %+v", s)
+	}
+	kv.releaseAll()
+	if o := await(t, out); o.err != nil || !o.resp.Succeeded {
+		t.Fatalf("held commit: %v", o.err)
+	}
+}
+
+// What queues behind a commit in flight goes in the next commit, together,
+// each with its own outcome: a member whose compare fails does not fail
+// its neighbours. A flat merged transaction (all or nothing) fails this.
+func TestNeighboursAreIndependent(t *testing.T) {
+	cluster := etcdtest.Start(t)
+	cli := cluster.Client()
+	if _, err := cli.Put(t.Context(), "/taken", "someone"); err != nil {
+		t.Fatal(err)
+	}
+	kv := newRecordingKV(cli)
+	c := newCommitter(t, kv, Options{})
+	first, outs := queueBehind(t, c, kv,
+		createIfAbsent("/a", "A"),
+		createIfAbsent("/taken", "B"), // fails: the key exists
+		createIfAbsent("/c", "C"),
+	)
+	if o := await(t, first); o.err != nil || !o.resp.Succeeded {
+		t.Fatalf("first: %v", o.err)
+	}
+	a, b, cc := await(t, outs[0]), await(t, outs[1]), await(t, outs[2])
+	// The three went in one commit: their independence is the batch's.
+	if got := len(kv.shapes()); got != 2 {
+		t.Fatalf("%d commits %+v, want the first and one for the three", got, kv.shapes())
+	}
+	for name, o := range map[string]outcome{"a": a, "b": b, "c": cc} {
+		if o.err != nil {
+			t.Fatalf("%s: %v", name, o.err)
+		}
+	}
+	if !a.resp.Succeeded || b.resp.Succeeded || !cc.resp.Succeeded {
+		t.Fatalf("succeeded a=%v b=%v c=%v, want true false true", a.resp.Succeeded, b.resp.Succeeded, cc.resp.Succeeded)
+	}
+	// b's own Else ran: its get.
+	if kvs := b.resp.Responses[0].GetResponseRange().Kvs; len(kvs) != 1 || string(kvs[0].Value) != "someone" {
+		t.Fatalf("b's else read %v", kvs)
+	}
+	// One commit, one revision: both writes carry it.
+	if a.resp.Header.Revision != cc.resp.Header.Revision {
+		t.Fatalf("revisions %d and %d, want one commit's", a.resp.Header.Revision, cc.resp.Header.Revision)
+	}
+	if value(t, cli, "/a") != "A" || value(t, cli, "/taken") != "someone" || value(t, cli, "/c") != "C" {
+		t.Fatal("writes are not each member's own")
+	}
+	if s := nextCommit(t, kv); s.plain || s.members != 3 {
+		t.Fatalf("second commit %+v, want the three nested", s)
+	}
+}
+
+// Transactions that write a key another writes or compares go in separate
+// commits, in the order they came, and each ends exactly as it would alone
+// in that order.
+func TestConflictingTransactionsSplit(t *testing.T) {
+	cli := etcdtest.Start(t).Client()
+	kv := newRecordingKV(cli)
+	c := newCommitter(t, kv, Options{})
+	readsK := Txn{
+		If:   []clientv3.Cmp{clientv3.Compare(clientv3.Value("/k"), "=", "A")},
+		Then: []clientv3.Op{clientv3.OpPut("/saw-a", "yes")},
+	}
+	first, outs := queueBehind(t, c, kv,
+		createIfAbsent("/k", "A"), // 0: creates /k
+		createIfAbsent("/k", "B"), // 1: writes /k too: after 0, so fails
+		readsK,                    // 2: compares /k, which 0 and 1 write: after both, so succeeds
+		createIfAbsent("/d", "D"), // 3: unrelated: with 0
+	)
+	await(t, first)
+	var shapes []int
+	for range 3 {
+		shapes = append(shapes, nextCommit(t, kv).members)
+	}
+	if fmt.Sprint(shapes) != "[2 1 1]" {
+		t.Fatalf("commits of %v members, want [2 1 1]: {0,3}, {1}, {2}", shapes)
+	}
+	want := []bool{true, false, true, true}
+	for i, out := range outs {
+		o := await(t, out)
+		if o.err != nil || o.resp.Succeeded != want[i] {
+			t.Fatalf("member %d: %v, succeeded %v, want %v", i, o.err, o.resp != nil && o.resp.Succeeded, want[i])
+		}
+	}
+	if value(t, cli, "/k") != "A" || value(t, cli, "/saw-a") != "yes" {
+		t.Fatal("not what the members alone, in order, would have written")
+	}
+}
+
+// A batch etcd refuses as a whole (here: a member's lease is gone, which
+// the server finds only when it applies the batch) is sent again member by
+// member: only the member at fault sees the error.
+func TestRefusedBatchFallsBackToMembersAlone(t *testing.T) {
+	cli := etcdtest.Start(t).Client()
+	lease, err := cli.Grant(t.Context(), 60)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.Revoke(t.Context(), lease.ID); err != nil {
+		t.Fatal(err)
+	}
+	kv := newRecordingKV(cli)
+	c := newCommitter(t, kv, Options{})
+	onGoneLease := Txn{Then: []clientv3.Op{clientv3.OpPut("/leased", "x", clientv3.WithLease(lease.ID))}}
+	first, outs := queueBehind(t, c, kv, createIfAbsent("/a", "A"), onGoneLease, createIfAbsent("/c", "C"))
+	await(t, first)
+	if s := nextCommit(t, kv); s.members != 3 {
+		t.Fatalf("batch %+v", s)
+	}
+	a, bad, cc := await(t, outs[0]), await(t, outs[1]), await(t, outs[2])
+	if a.err != nil || !a.resp.Succeeded || cc.err != nil || !cc.resp.Succeeded {
+		t.Fatalf("neighbours: %v, %v", a.err, cc.err)
+	}
+	if !errors.Is(bad.err, rpctypes.ErrLeaseNotFound) {
+		t.Fatalf("member at fault: %v, want lease not found", bad.err)
+	}
+	if got := len(kv.shapes()); got != 1+1+3 {
+		t.Fatalf("%d commits, want the first, the refused batch and three alone", got)
+	}
+}
+
+// A bound the committer believes wider than the server's is found out by
+// the server's refusal; the members then go alone and succeed.
+func TestTooManyOperationsFallsBack(t *testing.T) {
+	cli := etcdtest.Start(t).Client()
+	kv := newRecordingKV(cli)
+	c := newCommitter(t, kv, Options{MaxTxnOps: 10_000}) // the server's is 128
+	wide := func(prefix string) Txn {
+		var then []clientv3.Op
+		for i := range 127 { // alone 127 <= 128; two nested: 2 + 127
+			then = append(then, clientv3.OpPut(fmt.Sprintf("%s/%d", prefix, i), "v"))
+		}
+		return Txn{Then: then}
+	}
+	first, outs := queueBehind(t, c, kv, wide("/w1"), wide("/w2"))
+	await(t, first)
+	for i, out := range outs {
+		if o := await(t, out); o.err != nil || !o.resp.Succeeded {
+			t.Fatalf("member %d: %v", i, o.err)
+		}
+	}
+	if got := kv.shapes(); len(got) != 4 || got[1].members != 2 {
+		t.Fatalf("commits %+v, want the first, the refused batch of two and two alone", got)
+	}
+}
+
+// A caller whose context ends while its transaction waits gets ErrNotSent
+// and the transaction is never sent; one whose context ends after it was
+// sent gets the context's error, and etcd decides the outcome.
+func TestContextEndingBeforeAndAfterSend(t *testing.T) {
+	cli := etcdtest.Start(t).Client()
+	kv := newRecordingKV(cli)
+	c := newCommitter(t, kv, Options{})
+	kv.holdCommits()
+	sentCtx, cancelSent := context.WithCancel(t.Context())
+	defer cancelSent()
+	sent := submit(sentCtx, c, createIfAbsent("/sent", "v"))
+	nextCommit(t, kv)
+	queuedCtx, cancelQueued := context.WithCancel(t.Context())
+	queued := submit(queuedCtx, c, createIfAbsent("/queued", "v"))
+	waitQueued(t, c, 1)
+	cancelQueued()
+	if o := await(t, queued); !errors.Is(o.err, ErrNotSent) || !errors.Is(o.err, context.Canceled) {
+		t.Fatalf("queued then cancelled: %v, want not sent", o.err)
+	}
+	cancelSent()
+	if o := await(t, sent); o.err == nil || errors.Is(o.err, ErrNotSent) {
+		t.Fatalf("sent then cancelled: %v, want the context's error", o.err)
+	}
+	kv.releaseAll()
+	// The queue is empty: a new transaction is sent alone, and the
+	// cancelled one never.
+	if resp, err := c.Commit(t.Context(), createIfAbsent("/after", "v")); err != nil || !resp.Succeeded {
+		t.Fatalf("after: %v", err)
+	}
+	if v := value(t, cli, "/queued"); v != "" {
+		t.Fatalf("the cancelled transaction was committed: %q", v)
+	}
+	for _, s := range kv.shapes() {
+		if !s.plain {
+			t.Fatalf("commits %+v: the cancelled transaction went in a batch", kv.shapes())
+		}
+	}
+}
+
+// A batch's commit goes on while one of its callers waits, and ends when
+// all of them have gone.
+func TestBatchOutlivesOneCallerOnly(t *testing.T) {
+	cli := etcdtest.Start(t).Client()
+	kv := newRecordingKV(cli)
+	c := newCommitter(t, kv, Options{})
+	kv.holdCommits()
+	first := submit(t.Context(), c, createIfAbsent("/first", "x"))
+	nextCommit(t, kv)
+	goneCtx, cancelGone := context.WithCancel(t.Context())
+	gone := submit(goneCtx, c, createIfAbsent("/gone", "v"))
+	waitQueued(t, c, 1)
+	stays := submit(t.Context(), c, createIfAbsent("/stays", "v"))
+	waitQueued(t, c, 2)
+	kv.mu.Lock()
+	hold := kv.hold
+	kv.mu.Unlock()
+	hold <- struct{}{} // the first commit returns; the batch of two starts and is held
+	await(t, first)
+	if s := nextCommit(t, kv); s.members != 2 {
+		t.Fatalf("batch %+v", s)
+	}
+	cancelGone()
+	if o := await(t, gone); o.err == nil || errors.Is(o.err, ErrNotSent) {
+		t.Fatalf("gone: %v, want the context's error", o.err)
+	}
+	kv.releaseAll()
+	if o := await(t, stays); o.err != nil || !o.resp.Succeeded {
+		t.Fatalf("stays: %v", o.err)
+	}
+	// The caller that left could not know; etcd applied it.
+	if value(t, cli, "/gone") != "v" {
+		t.Fatal("the batch did not apply the member whose caller left after it was sent")
+	}
+}
+
+// A batch holds at most MaxMembers, and its cost stays within MaxTxnOps.
+func TestBatchBounds(t *testing.T) {
+	cli := etcdtest.Start(t).Client()
+	kv := newRecordingKV(cli)
+	c := newCommitter(t, kv, Options{MaxMembers: 4})
+	var ts []Txn
+	for i := range 10 {
+		ts = append(ts, createIfAbsent(fmt.Sprintf("/m/%d", i), "v"))
+	}
+	first, outs := queueBehind(t, c, kv, ts...)
+	await(t, first)
+	var shapes []int
+	for range 3 {
+		shapes = append(shapes, nextCommit(t, kv).members)
+	}
+	if fmt.Sprint(shapes) != "[4 4 2]" {
+		t.Fatalf("batches of %v, want [4 4 2]", shapes)
+	}
+	for _, out := range outs {
+		if o := await(t, out); o.err != nil || !o.resp.Succeeded {
+			t.Fatal(o.err)
+		}
+	}
+
+	// 100 puts each cost 100: a batch of K costs K + 100, so 28 fit in
+	// etcd's 128, well before the cap of 64 members.
+	c2 := newCommitter(t, kv, Options{})
+	var wide []Txn
+	for i := range 30 {
+		var then []clientv3.Op
+		for j := range 100 {
+			then = append(then, clientv3.OpPut(fmt.Sprintf("/wide/%d/%d", i, j), "v"))
+		}
+		wide = append(wide, Txn{Then: then})
+	}
+	first, outs = queueBehind(t, c2, kv, wide...)
+	await(t, first)
+	shapes = nil
+	for range 2 {
+		shapes = append(shapes, nextCommit(t, kv).members)
+	}
+	if fmt.Sprint(shapes) != "[28 2]" {
+		t.Fatalf("batches of %v, want [28 2]", shapes)
+	}
+	for _, out := range outs {
+		if o := await(t, out); o.err != nil || !o.resp.Succeeded {
+			t.Fatal(o.err)
+		}
+	}
+}
+
+// Close fails what waits with ErrClosed, cancels the commit in flight and
+// returns; later commits fail at once.
+func TestClose(t *testing.T) {
+	cli := etcdtest.Start(t).Client()
+	kv := newRecordingKV(cli)
+	c, err := New(kv, Options{InFlight: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv.holdCommits()
+	inFlight := submit(t.Context(), c, createIfAbsent("/in-flight", "v"))
+	nextCommit(t, kv)
+	waiting := submit(t.Context(), c, createIfAbsent("/waiting", "v"))
+	waitQueued(t, c, 1)
+	c.Close()
+	if o := await(t, waiting); !errors.Is(o.err, ErrClosed) || !errors.Is(o.err, ErrNotSent) {
+		t.Fatalf("waiting: %v, want closed", o.err)
+	}
+	if o := await(t, inFlight); o.err == nil {
+		t.Fatal("the commit in flight was not cancelled")
+	}
+	if _, err := c.Commit(t.Context(), createIfAbsent("/late", "v")); !errors.Is(err, ErrClosed) || !errors.Is(err, ErrNotSent) {
+		t.Fatalf("after close: %v", err)
+	}
+}
+
+// With InFlight commits allowed, a transaction waits only when that many
+// are in flight.
+func TestInFlightCommitsBeforeQueueing(t *testing.T) {
+	cli := etcdtest.Start(t).Client()
+	kv := newRecordingKV(cli)
+	c := newCommitter(t, kv, Options{InFlight: 2})
+	kv.holdCommits()
+	a := submit(t.Context(), c, createIfAbsent("/a", "v"))
+	nextCommit(t, kv)
+	b := submit(t.Context(), c, createIfAbsent("/b", "v"))
+	if s := nextCommit(t, kv); !s.plain {
+		t.Fatalf("the second transaction went as %+v, want at once and alone", s)
+	}
+	cc := submit(t.Context(), c, createIfAbsent("/c", "v"))
+	waitQueued(t, c, 1)
+	kv.releaseAll()
+	for _, out := range []<-chan outcome{a, b, cc} {
+		if o := await(t, out); o.err != nil || !o.resp.Succeeded {
+			t.Fatal(o.err)
+		}
+	}
+	if got := len(kv.shapes()); got != 3 {
+		t.Fatalf("%d commits, want 3", got)
+	}
+}
