@@ -2,7 +2,6 @@ package worker
 
 import (
 	"context"
-	"encoding/json"
 	"sync"
 	"testing"
 	"time"
@@ -78,7 +77,8 @@ func TestOverlapOnAFakeClock(t *testing.T) {
 		t.Fatal(err)
 	}
 	goRun(func(ctx context.Context) { _ = sem.Run(ctx) })
-	view := queue.NewView(layout, nil)
+	specs := queue.NewSpecs(layout, cli, nil)
+	view := queue.NewView(layout, nil, specs)
 	goRun(func(ctx context.Context) { _ = mirror.Run(ctx, cli, layout.Queue(), view, nil) })
 	m, err := metrics.New(nil)
 	if err != nil {
@@ -86,7 +86,7 @@ func TestOverlapOnAFakeClock(t *testing.T) {
 	}
 	exec := &heldExecutor{started: make(chan target.Run, 4), release: make(chan struct{})}
 	w := New(Deps{Client: cli, Keys: layout, ID: "w1", Sessions: sessions, Slots: sem, Executor: exec,
-		Queue: view, Config: func() *config.Config { return cfg }, Metrics: m, Clock: clock})
+		Queue: view, Specs: specs, Config: func() *config.Config { return cfg }, Metrics: m, Clock: clock})
 	goRun(func(ctx context.Context) { _ = w.Run(ctx) })
 	t.Cleanup(func() {
 		dctx, dcancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -100,7 +100,8 @@ func TestOverlapOnAFakeClock(t *testing.T) {
 	for _, id := range []string{first, second} {
 		at, _ := time.Parse(runs.TimeFormat, id[len("one@"):])
 		e := queue.NewEntry(id, &cfg.Jobs[0], nil, at, at, 1, runs.Schedule)
-		if _, err := cli.Put(ctx, layout.Entry("one", id), e.Encode()); err != nil {
+		spec, _ := e.SpecOp(layout)
+		if _, err := cli.Txn(ctx).Then(spec, clientv3.OpPut(layout.Entry("one", id), e.Encode())).Commit(); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -149,7 +150,9 @@ func waitRecord(t *testing.T, cli *clientv3.Client, layout keys.Layout, runID st
 		if err != nil || len(resp.Kvs) == 0 {
 			return false
 		}
-		return json.Unmarshal(resp.Kvs[0].Value, &rec) == nil
+		var err2 error
+		rec, err2 = runs.DecodeRecord(resp.Kvs[0].Value)
+		return err2 == nil
 	})
 	return rec
 }
