@@ -113,6 +113,9 @@ func (e *Engine) Cancel(ctx context.Context, runID, reason string) error {
 		if q == nil || q.State != queue.Pending {
 			return e.Cancel(ctx, runID, reason) // the view is behind: read again
 		}
+		if r, err := e.specs.Resolve(ctx, q); err == nil {
+			q = r // what its end causes, when the job left the config, follows from its spec
+		}
 		rec := q.NotStarted(runs.Cancelled, e.clock.Now(), "cancelled before it started: "+reason)
 		ok, err := e.writes.EndUnstarted(ctx, q, &rec)
 		if err != nil {

@@ -75,6 +75,7 @@ type Engine struct {
 	writes  queue.Writes
 
 	queue    *queue.View
+	specs    *queue.Specs
 	paused   *queue.Paused
 	worker   *worker.Worker
 	finished *leader.Finished
@@ -106,6 +107,7 @@ func New(opts Options) (*Engine, error) {
 		return nil, fmt.Errorf("jobs: metrics: %w", err)
 	}
 	layout := keys.New(opts.Prefix)
+	specs := queue.NewSpecs(layout, opts.Client, opts.Logger)
 	e := &Engine{
 		opts:          opts,
 		keys:          layout,
@@ -113,7 +115,8 @@ func New(opts Options) (*Engine, error) {
 		log:           opts.Logger,
 		metrics:       m,
 		writes:        queue.Writes{Client: opts.Client, Keys: layout, Config: opts.Config},
-		queue:         queue.NewView(layout, opts.Logger),
+		queue:         queue.NewView(layout, opts.Logger, specs),
+		specs:         specs,
 		paused:        queue.NewPaused(layout),
 		finished:      leader.NewFinished(),
 		outbox:        queue.NewOutbox(),
@@ -125,7 +128,7 @@ func New(opts Options) (*Engine, error) {
 	e.worker = worker.New(worker.Deps{
 		Client: opts.Client, Keys: layout, ID: opts.ID,
 		Sessions: opts.Sessions, Slots: opts.Slots, Executor: opts.Executor, Batch: opts.Batch,
-		Queue: e.queue, Config: opts.Config, Metrics: m, Clock: opts.Clock, Log: opts.Logger,
+		Queue: e.queue, Specs: specs, Config: opts.Config, Metrics: m, Clock: opts.Clock, Log: opts.Logger,
 		ClaimLead: opts.ClaimLead, Backup: opts.Backup, Tracer: tracing.Tracer(opts.TracerProvider),
 	})
 	// A deleted queue entry is a finished run: count it for pruning.
@@ -154,6 +157,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		prefix string
 		h      mirror.Handler
 	}{
+		{e.keys.Specs(), e.specs},
 		{e.keys.Queue(), e.queue},
 		{e.keys.Jobs(), e.paused},
 		{e.keys.Cancels(), e.worker.Cancels()},
@@ -194,7 +198,7 @@ func (e *Engine) Ready() <-chan struct{} { return e.queue.Ready() }
 func (e *Engine) Lead(ctx context.Context, term election.Leadership) error {
 	return leader.Run(ctx, leader.Deps{
 		Client: e.opts.Client, Keys: e.keys, Config: e.opts.Config, ConfigChanged: e.configChanged,
-		Queue: e.queue, Paused: e.paused, Slots: e.opts.Slots, Finished: e.finished, Outbox: e.outbox,
+		Queue: e.queue, Specs: e.specs, Paused: e.paused, Slots: e.opts.Slots, Finished: e.finished, Outbox: e.outbox,
 		Metrics: e.metrics, Clock: e.clock, Log: e.log, Lookahead: e.opts.Lookahead,
 	}, term)
 }

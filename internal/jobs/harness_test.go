@@ -2,7 +2,6 @@ package jobs_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -220,8 +219,8 @@ func records(t *testing.T, cli *clientv3.Client, job string) map[string]runs.Rec
 		t.Fatal(err)
 	}
 	for _, kv := range resp.Kvs {
-		var r runs.Record
-		if err := json.Unmarshal(kv.Value, &r); err != nil {
+		r, err := runs.DecodeRecord(kv.Value)
+		if err != nil {
 			t.Fatalf("record %s: %v", kv.Key, err)
 		}
 		out[r.RunID] = r

@@ -2,7 +2,6 @@ package jobs
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -184,8 +183,7 @@ func (e *Engine) readRuns(ctx context.Context, job string, page Page) ([]runs.Re
 	}
 	out := make([]runs.Record, 0, len(kvs))
 	for _, kv := range kvs {
-		var r runs.Record
-		if err := json.Unmarshal(kv.Value, &r); err == nil {
+		if r, err := runs.DecodeRecord(kv.Value); err == nil {
 			out = append(out, r)
 		}
 	}
@@ -214,8 +212,8 @@ func (e *Engine) FindRun(ctx context.Context, runID string) (RunStatus, error) {
 		return RunStatus{State: string(q.State), Record: q.InFlight(kvs[0].ModRevision)}, nil
 	}
 	if kvs := resp.Responses[1].GetResponseRange().Kvs; len(kvs) > 0 {
-		var r runs.Record
-		if err := json.Unmarshal(kvs[0].Value, &r); err != nil {
+		r, err := runs.DecodeRecord(kvs[0].Value)
+		if err != nil {
 			return RunStatus{}, fmt.Errorf("jobs: decode run %s: %w", runID, err)
 		}
 		return RunStatus{State: "finished", Record: r}, nil

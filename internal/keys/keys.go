@@ -25,6 +25,7 @@ const (
 	membersDir   = "members/"
 	jobsDir      = "jobs/"
 	queueDir     = "queue/"
+	specsDir     = "specs/"
 	slotsDir     = "slots/"
 	resourcesDir = "resources/"
 	cancelDir    = "cancel/"
@@ -85,8 +86,37 @@ func (l Layout) jobState(key, suffix string) (string, bool) {
 // Queue holds every pending and running run.
 func (l Layout) Queue() string { return l.Prefix + queueDir }
 
+// JobQueue holds the queue entries of one job.
+func (l Layout) JobQueue(job string) string { return l.Queue() + job + "/" }
+
 // Entry is the queue entry of one run.
-func (l Layout) Entry(job, runID string) string { return l.Queue() + job + "/" + runID }
+func (l Layout) Entry(job, runID string) string { return l.JobQueue(job) + runID }
+
+// Specs holds the job specs queue entries refer to: each written once per
+// version of a job's spec (and the limits its resources had), at a key
+// named after a hash of its value, so entries carry the hash instead of the
+// spec (docs/design.md, "Queue entries refer to their spec").
+func (l Layout) Specs() string { return l.Prefix + specsDir }
+
+// JobSpecs holds the specs of one job.
+func (l Layout) JobSpecs(job string) string { return l.Specs() + job + "/" }
+
+// Spec is the spec of job whose value hashes to ref.
+func (l Layout) Spec(job, ref string) string { return l.JobSpecs(job) + ref }
+
+// ParseSpec splits a spec key into its job and ref; ok is false for any
+// other key.
+func (l Layout) ParseSpec(key string) (job, ref string, ok bool) {
+	rest, found := strings.CutPrefix(key, l.Specs())
+	if !found {
+		return "", "", false
+	}
+	job, ref, found = strings.Cut(rest, "/")
+	if !found || job == "" || ref == "" || strings.Contains(ref, "/") {
+		return "", "", false
+	}
+	return job, ref, true
+}
 
 // Slots holds every job slot key.
 func (l Layout) Slots() string { return l.Prefix + slotsDir }

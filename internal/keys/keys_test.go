@@ -43,12 +43,13 @@ func TestDirectoriesDoNotCoverLongerNames(t *testing.T) {
 		{l.Resource("a"), l.Resource("ab")},
 		{l.JobRuns("a"), l.JobRuns("ab")},
 		{l.Entry("a", ""), l.Entry("ab", "")},
+		{l.JobSpecs("a"), l.JobSpecs("ab")},
 	} {
 		if strings.HasPrefix(pair[1], pair[0]) {
 			t.Errorf("%q covers %q", pair[0], pair[1])
 		}
 	}
-	for _, f := range []func() string{l.Election, l.Members, l.Jobs, l.Queue, l.Slots, l.Resources, l.Cancels, l.Runs} {
+	for _, f := range []func() string{l.Election, l.Members, l.Jobs, l.Queue, l.Slots, l.Resources, l.Cancels, l.Runs, l.Specs} {
 		if d := f(); !strings.HasSuffix(d, "/") || !strings.HasPrefix(d, testPrefix) {
 			t.Errorf("directory %q must be under the prefix and end in /", d)
 		}
@@ -68,6 +69,14 @@ func TestJobStateKeys(t *testing.T) {
 	}
 	if id := l.MemberID(l.Member("r1")); id != "r1" {
 		t.Errorf("MemberID(Member(r1)) = %q", id)
+	}
+	if job, ref, ok := l.ParseSpec(l.Spec("nightly", "AbC-_1")); !ok || job != "nightly" || ref != "AbC-_1" {
+		t.Errorf("ParseSpec(Spec(nightly, AbC-_1)) = %q %q %v", job, ref, ok)
+	}
+	for _, k := range []string{l.JobSpecs("nightly"), l.Specs() + "nightly", l.Entry("nightly", "x"), l.Specs() + "a/b/c"} {
+		if _, _, ok := l.ParseSpec(k); ok {
+			t.Errorf("ParseSpec(%q) took it for a spec key", k)
+		}
 	}
 	if id := l.CancelRun(l.Cancel("j@1")); id != "j@1" {
 		t.Errorf("CancelRun(Cancel(j@1)) = %q", id)

@@ -14,9 +14,9 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/etcdsched/scheduler/internal/client"
 	"github.com/etcdsched/scheduler/internal/etcdtest"
 	"github.com/etcdsched/scheduler/internal/poll"
+	"github.com/etcdsched/scheduler/internal/runs"
 )
 
 // jobsYAML declares exec jobs named names, each ticking every second.
@@ -108,8 +108,8 @@ func TestReloadOnSIGHUP(t *testing.T) {
 		t.Fatal("no records of the old job in etcd")
 	}
 	for _, kv := range resp.Kvs {
-		var rec client.Run
-		if err := json.Unmarshal(kv.Value, &rec); err != nil {
+		rec, err := runs.DecodeRecord(kv.Value)
+		if err != nil {
 			t.Fatal(err)
 		}
 		at := rec.ScheduledAt

@@ -2,7 +2,6 @@ package fault
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -402,8 +401,8 @@ func (r *runner) history(jobs []Job, resources map[string]int, ticksFrom, healed
 		r.t.Fatal(err)
 	}
 	for _, kv := range resp.Kvs {
-		var rec runs.Record
-		if err := json.Unmarshal(kv.Value, &rec); err != nil {
+		rec, err := runs.DecodeRecord(kv.Value)
+		if err != nil {
 			r.t.Fatalf("record %s: %v", kv.Key, err)
 		}
 		records[rec.RunID] = rec

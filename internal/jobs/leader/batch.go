@@ -8,6 +8,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/config"
+	"github.com/etcdsched/scheduler/internal/jobs/queue"
 	"github.com/etcdsched/scheduler/internal/runs"
 	"github.com/etcdsched/scheduler/internal/schedule"
 )
@@ -107,6 +108,7 @@ func (l *leader) writeBatch(ctx context.Context, items []batchItem) (ok bool, er
 		ops = append(ops, it.writes...)
 		ops = append(ops, clientv3.OpPut(l.d.Keys.Cursor(name), it.plan.Cursor.UTC().Format(runs.TimeFormat)))
 	}
+	ops = queue.DedupSpecs(l.d.Keys, ops)
 	resp, err := l.d.Client.Txn(ctx).If(cmps...).Then(ops...).Else(clientv3.OpGet(l.term.Key)).Commit()
 	if err != nil {
 		return false, fmt.Errorf("leader: materialize %d jobs: %w", len(items), err)
@@ -117,6 +119,7 @@ func (l *leader) writeBatch(ctx context.Context, items []batchItem) (ok bool, er
 		}
 		return false, nil
 	}
+	l.wroteSpecs(ops)
 	for _, it := range items {
 		l.setCursor(it.job.Name, it.plan.Cursor)
 		for _, t := range it.plan.Ticks {

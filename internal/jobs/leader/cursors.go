@@ -7,6 +7,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/etcdsched/scheduler/internal/jobs/queue"
 	"github.com/etcdsched/scheduler/internal/runs"
 )
 
@@ -87,7 +88,7 @@ func (l *leader) write(ctx context.Context, job string, at time.Time, conds []cl
 	l.mu.Unlock()
 	cursorCmp := l.cursorIs(job, known, ok)
 	cmps := append([]clientv3.Cmp{l.fence, cursorCmp}, conds...)
-	then := append(ops, clientv3.OpPut(ckey, at.UTC().Format(runs.TimeFormat)))
+	then := append(queue.DedupSpecs(l.d.Keys, ops), clientv3.OpPut(ckey, at.UTC().Format(runs.TimeFormat)))
 	resp, err := l.d.Client.Txn(ctx).If(cmps...).Then(then...).
 		Else(clientv3.OpGet(l.term.Key), clientv3.OpGet(ckey)).Commit()
 	if err != nil {
@@ -95,6 +96,7 @@ func (l *leader) write(ctx context.Context, job string, at time.Time, conds []cl
 	}
 	if resp.Succeeded {
 		l.setCursor(job, at)
+		l.wroteSpecs(then)
 		return true, nil
 	}
 	if l.fenceGone(resp) {

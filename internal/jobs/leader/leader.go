@@ -43,7 +43,7 @@ type SlotView interface {
 }
 
 // Deps is what the leader works with. Every field is required but Clock,
-// Log and Lookahead.
+// Log, Lookahead and SpecGrace.
 type Deps struct {
 	Client *clientv3.Client
 	Keys   keys.Layout
@@ -52,6 +52,7 @@ type Deps struct {
 	Config        func() *config.Config
 	ConfigChanged <-chan struct{}
 	Queue         *queue.View
+	Specs         *queue.Specs // the copy of specs/ the queue view resolves entries from
 	Paused        *queue.Paused
 	Slots         SlotView
 	Finished      *Finished
@@ -65,6 +66,9 @@ type Deps struct {
 	// Lookahead: ticks are materialized this long before they are due, so
 	// a worker can claim and start the target on time.
 	Lookahead time.Duration
+	// SpecGrace is how long a spec no entry refers to stays before it is
+	// deleted (default specGrace).
+	SpecGrace time.Duration
 }
 
 func (d *Deps) defaults() {
@@ -76,6 +80,9 @@ func (d *Deps) defaults() {
 	}
 	if d.Lookahead == 0 {
 		d.Lookahead = 2 * time.Second
+	}
+	if d.SpecGrace == 0 {
+		d.SpecGrace = specGrace
 	}
 }
 
@@ -107,7 +114,7 @@ func Run(ctx context.Context, d Deps, term election.Leadership) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel(nil)
-	for _, f := range []func(context.Context) error{l.reap, l.prune, l.deliver} {
+	for _, f := range []func(context.Context) error{l.reap, l.prune, l.collectSpecs, l.deliver} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -136,10 +143,17 @@ type leader struct {
 	jobs    map[string]*config.Job
 	gen     map[string]uint64 // bumped when a job changes; stale heap items are dropped
 	wakes   wakeHeap
+	// specsWritten are the spec keys this term wrote (under mu): a tick
+	// writes its spec only when it is not among them. specGate keeps the
+	// collection of unused specs from reading the queue while ticks built
+	// without their spec's write are on their way (specs.go).
+	specsWritten map[string]bool
+	specGate     sync.RWMutex
 }
 
 func newLeader(d Deps, term election.Leadership) *leader {
-	return &leader{d: d, term: term, fence: term.Fence(), cursors: map[string]time.Time{}, gen: map[string]uint64{}}
+	return &leader{d: d, term: term, fence: term.Fence(), cursors: map[string]time.Time{}, gen: map[string]uint64{},
+		specsWritten: map[string]bool{}}
 }
 
 // syncJobs takes the current config: new and changed jobs are planned at

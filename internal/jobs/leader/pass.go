@@ -12,8 +12,11 @@ import (
 	"github.com/etcdsched/scheduler/internal/schedule"
 )
 
-// pass works on every job whose wake time has come.
+// pass works on every job whose wake time has come. It holds the spec
+// gate from building its first write to the answer to its last (specs.go).
 func (l *leader) pass(ctx context.Context) error {
+	l.specGate.RLock()
+	defer l.specGate.RUnlock()
 	now := l.d.Clock.Now()
 	var due []*config.Job
 	l.mu.Lock()

@@ -2,6 +2,7 @@ package leader
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -103,6 +104,20 @@ func (l *leader) pause(ctx context.Context, t time.Time) bool {
 }
 
 func (l *leader) markLost(ctx context.Context, q *queue.Item) error {
+	// The run's spec decides its retry and what its end causes when the
+	// job left the config.
+	if r, err := l.d.Specs.Resolve(ctx, q); err == nil {
+		q = r
+	} else if !errors.Is(err, queue.ErrSpecMissing) {
+		if ctx.Err() == nil {
+			l.d.Log.Warn("reading a lost run's spec failed; will retry", "job", q.Job, "run_id", q.RunID, "err", err)
+		}
+		return nil
+	} else {
+		// Cannot happen while the run's entry refers to it (specs.go);
+		// recorded lost all the same, without a retry.
+		l.d.Log.Error("a lost run's spec is gone: recorded without a retry", "job", q.Job, "run_id", q.RunID, "err", err)
+	}
 	slotKey := l.d.Keys.SlotOf(q.Job, q.ConcurrencyKey, q.Slot)
 	now := l.d.Clock.Now()
 	rec := q.Lost(q.Token(), now)

@@ -16,7 +16,8 @@ import (
 // shared by the one-job path (pass.go) and batches (batch.go).
 
 // tickOps are the writes that materialize tick t of job j: its queue
-// entry, or its missed record (with its unstarted marker) and what the record causes (its
+// entry (and its spec, unless this term wrote it: specs.go), or its missed
+// record (with its unstarted marker) and what the record causes (its
 // notifications and chained runs, queue.Follows). health is the job's
 // health transition, apart because a transaction may put the key only
 // once: a batch writing several missed ticks of one job keeps one. Both
@@ -32,7 +33,11 @@ func (l *leader) tickOps(cfg *config.Config, j *config.Job, t plannedTick, now t
 			rec := entry.NotStarted(runs.Skipped, now, err.Error())
 			return runID, queue.RecordOps(l.d.Keys, &rec), nil
 		}
-		return runID, []clientv3.Op{clientv3.OpPut(l.d.Keys.Entry(j.Name, runID), entry.Encode())}, nil
+		ops = []clientv3.Op{clientv3.OpPut(l.d.Keys.Entry(j.Name, runID), entry.Encode())}
+		if spec, ok := entry.SpecOp(l.d.Keys); ok && !l.specWritten(entry.SpecKey(l.d.Keys)) {
+			ops = append([]clientv3.Op{spec}, ops...)
+		}
+		return runID, ops, nil
 	}
 	rec := queue.MissedTick(j.Name, runID, t.At,
 		fmt.Sprintf("not started: due %s, leader caught up at %s (catch_up: %s, starting_deadline: %s)",

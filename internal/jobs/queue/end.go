@@ -28,5 +28,5 @@ func End(k keys.Layout, cfg *config.Config, entryKey string, e *Entry, rec *runs
 		return append(ops, clientv3.OpPut(entryKey, retry.Encode())), retry
 	}
 	ops = append(ops, clientv3.OpDelete(entryKey))
-	return append(ops, Follows(k, cfg, &e.Spec, rec, e.Input, now).All()...), nil
+	return append(ops, Follows(k, cfg, e.JobSpec(), rec, e.Input, now).All()...), nil
 }

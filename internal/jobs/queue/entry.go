@@ -1,6 +1,7 @@
 // Package queue is the run queue in etcd as every replica sees it: the
 // entry of one pending or running run (queue/<job>/<run-id>) and its codec,
-// the watched view of all entries, the cancel requests (cancel/<run-id>),
+// the job specs entries refer to (specs/<job>/<ref>) and their view, the
+// watched view of all entries, the cancel requests (cancel/<run-id>),
 // the pause state (jobs/<job>/paused), the one file that builds run records,
 // and the unfenced writes anyone may make to an entry it saw.
 package queue
@@ -10,7 +11,10 @@ import (
 	"fmt"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/etcdsched/scheduler/config"
+	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/runs"
 )
 
@@ -27,44 +31,62 @@ const (
 	Running State = "running"
 )
 
-// Entry is the value of queue/<job>/<run-id>. It carries the job spec, so a
-// worker whose config file is older runs what the leader scheduled.
+// Entry is the value of queue/<job>/<run-id>. It names the job spec the
+// leader scheduled the run with (SpecRef: specs/<job>/<SpecRef>, written
+// once per version of the spec), so a worker whose config file is older
+// runs what the leader scheduled, and the value every replica watches stays
+// small. Spec and Resources are that spec once resolved (Resolved): the
+// view resolves what it can from its copy of specs/, the worker and the
+// leader read etcd for the rest (Specs.Resolve).
+//
+// An entry written by an older version carries its spec inline and has no
+// SpecRef; it keeps that form (Encode writes it as the older version did)
+// for the rest of its life, so either version can claim, release or reap it.
 type Entry struct {
-	RunID       string          `json:"run_id"`
-	Job         string          `json:"job"`
-	ScheduledAt time.Time       `json:"scheduled_at"`
-	NotBefore   time.Time       `json:"not_before"`
-	Attempt     int             `json:"attempt"`
-	Trigger     runs.Trigger    `json:"trigger"`
-	Spec        config.Job      `json:"spec"`
-	Resources   []ResourceLimit `json:"resources,omitempty"`
+	RunID       string
+	Job         string
+	ScheduledAt time.Time
+	NotBefore   time.Time
+	Attempt     int
+	Trigger     runs.Trigger
+	// SpecRef names the run's spec; empty in an entry with an inline spec.
+	SpecRef string
+	// Spec and Resources are the run's spec and the limits the leader's
+	// config gave its resources: set when Resolved.
+	Spec      config.Job
+	Resources []ResourceLimit
 	// Input is what the run is given, a JSON object (SPEC section 12: a
 	// trigger's input, its upstream's when chained, or else the job's
 	// default); it reaches the target and the record. ConcurrencyKey is
 	// the job's concurrency_key rendered over it when the entry was
 	// created, so every worker claims the same key.
-	Input          json.RawMessage `json:"input,omitempty"`
-	ConcurrencyKey string          `json:"concurrency_key,omitempty"`
-	State          State           `json:"state"`
+	Input          json.RawMessage
+	ConcurrencyKey string
+	State          State
 	// CatchUp marks a tick run late by the catch_up policy. Caught-up
 	// ticks come due together; they wait for a slot in turn (until the
 	// starting deadline) instead of skipping one another.
-	CatchUp bool `json:"catch_up,omitempty"`
+	CatchUp bool
 	// Previous carries the earlier attempts of a retried run into its
 	// final record.
-	Previous []runs.Attempt `json:"previous_attempts,omitempty"`
+	Previous []runs.Attempt
 	// UpstreamRunID is the run whose end queued this one (trigger chain).
-	UpstreamRunID string `json:"upstream_run_id,omitempty"`
+	UpstreamRunID string
 
 	// Set while running.
-	Holder    string    `json:"holder,omitempty"`
-	Slot      int       `json:"slot,omitempty"`
-	StartedAt time.Time `json:"started_at,omitzero"`
+	Holder    string
+	Slot      int
+	StartedAt time.Time
 	// HeldToken is set while running on a slot a previous attempt kept:
 	// the slot's CreateRevision is then older than the entry's ModRevision.
-	HeldToken int64 `json:"held_token,omitempty"`
+	HeldToken int64
 	// Hold is set on a pending retry whose slot the failed attempt kept.
-	Hold *Hold `json:"hold,omitempty"`
+	Hold *Hold
+
+	resolved bool
+	// specValue is the stored spec of an entry made here (NewEntry): what
+	// its writer puts at specs/<job>/<SpecRef> (SpecOp).
+	specValue string
 }
 
 // ResourceLimit is a shared resource a run takes one slot of, with the limit
@@ -76,27 +98,69 @@ type ResourceLimit struct {
 }
 
 // NewEntry is a pending run of job at scheduledAt (now, for manual runs),
-// due at notBefore.
+// due at notBefore. Its spec is job with the limits resources give it;
+// whoever writes the entry writes the spec too (SpecOp), in the same
+// transaction.
 func NewEntry(runID string, job *config.Job, resources []config.Resource, scheduledAt, notBefore time.Time, attempt int, trigger runs.Trigger) *Entry {
-	e := &Entry{
+	spec := Spec{Job: *job}
+	for _, name := range job.Resources {
+		for _, r := range resources {
+			if r.Name == name {
+				spec.Resources = append(spec.Resources, ResourceLimit{Name: r.Name, Limit: r.Limit, Rate: r.Rate})
+			}
+		}
+	}
+	value, ref := spec.encode()
+	return &Entry{
 		RunID:       runID,
 		Job:         job.Name,
 		ScheduledAt: scheduledAt.UTC(),
 		NotBefore:   notBefore.UTC(),
 		Attempt:     attempt,
 		Trigger:     trigger,
-		Spec:        *job,
+		SpecRef:     ref,
+		Spec:        spec.Job,
+		Resources:   spec.Resources,
 		Input:       job.DefaultInput(),
 		State:       Pending,
+		resolved:    true,
+		specValue:   value,
 	}
-	for _, name := range job.Resources {
-		for _, r := range resources {
-			if r.Name == name {
-				e.Resources = append(e.Resources, ResourceLimit{Name: r.Name, Limit: r.Limit, Rate: r.Rate})
-			}
-		}
+}
+
+// Resolved reports whether the entry's Spec and Resources are known.
+func (e *Entry) Resolved() bool { return e.resolved }
+
+// JobSpec is the run's spec, or nil while it is not resolved.
+func (e *Entry) JobSpec() *config.Job {
+	if !e.resolved {
+		return nil
 	}
-	return e
+	return &e.Spec
+}
+
+// SpecKey is the key of the entry's spec, empty for an inline one.
+func (e *Entry) SpecKey(k keys.Layout) string {
+	if e.SpecRef == "" {
+		return ""
+	}
+	return k.Spec(e.Job, e.SpecRef)
+}
+
+// SpecOp is the write of the spec of an entry made by NewEntry, for the
+// transaction that creates the entry; ok is false for any other entry.
+func (e *Entry) SpecOp(k keys.Layout) (op clientv3.Op, ok bool) {
+	if e.specValue == "" || e.SpecRef == "" {
+		return clientv3.Op{}, false
+	}
+	return clientv3.OpPut(k.Spec(e.Job, e.SpecRef), e.specValue), true
+}
+
+// withSpec is the entry resolved to s.
+func (e *Entry) withSpec(s *Spec) *Entry {
+	r := *e
+	r.Spec, r.Resources, r.resolved = s.Job, s.Resources, true
+	return &r
 }
 
 // RenderKey sets the entry's concurrency key from its job's template and
@@ -109,36 +173,6 @@ func (e *Entry) RenderKey() error {
 	}
 	e.ConcurrencyKey = k
 	return nil
-}
-
-// Encode is the entry as stored.
-func (e *Entry) Encode() string {
-	b, err := json.Marshal(e)
-	if err != nil {
-		// Every field is plain data; this cannot fail.
-		panic(fmt.Sprintf("queue: encode entry: %v", err))
-	}
-	return string(b)
-}
-
-// Decode reads a stored entry. Its spec is shared with every entry of the
-// same spec (specs): callers must not change what its maps and slices hold.
-func Decode(b []byte) (*Entry, error) {
-	var e Entry
-	// The outer Spec is less nested than Entry's, so it takes "spec".
-	w := struct {
-		*Entry
-		Spec json.RawMessage `json:"spec"`
-	}{Entry: &e}
-	if err := json.Unmarshal(b, &w); err != nil {
-		return nil, fmt.Errorf("queue: decode entry: %w", err)
-	}
-	spec, err := specs.decode(w.Spec)
-	if err != nil {
-		return nil, fmt.Errorf("queue: decode entry: spec: %w", err)
-	}
-	e.Spec = *spec
-	return &e, nil
 }
 
 // Running is the entry as the claim rewrites it: held by holder since

@@ -27,7 +27,10 @@ const (
 
 // Follow is what one final record adds to its transaction.
 type Follow struct {
-	// Ops are the notifications and the chained runs, one op each.
+	// Ops are the notifications and the chained runs, one op each, and
+	// each chained run's spec (written whether or not the run is queued:
+	// a spec is the same value whoever writes it, and the write tells the
+	// leader's collection of unused specs that it is used again).
 	Ops []clientv3.Op
 	// Health is the job's health transition (a nested transaction), when
 	// a sink of the job wants "recovered". It is apart because one
@@ -52,7 +55,7 @@ func Follows(k keys.Layout, cfg *config.Config, job *config.Job, rec *runs.Recor
 	}
 	for _, down := range cfg.Downstream(rec.Job) {
 		if slices.Contains(down.After.On, string(rec.Outcome)) {
-			f.Ops = append(f.Ops, chained(k, cfg, down, rec, input, now))
+			f.Ops = append(f.Ops, chained(k, cfg, down, rec, input, now)...)
 		}
 	}
 	return f
@@ -99,7 +102,8 @@ func notifications(k keys.Layout, cfg *config.Config, job *config.Job, rec *runs
 // chained queues the run of down that rec's end causes, unless it exists
 // or existed: its id is derived from the upstream run id, so the nested
 // compare makes a repeat a no-op without failing the record's transaction.
-func chained(k keys.Layout, cfg *config.Config, down *config.Job, rec *runs.Record, input json.RawMessage, now time.Time) clientv3.Op {
+// The entry's spec is written beside it.
+func chained(k keys.Layout, cfg *config.Config, down *config.Job, rec *runs.Record, input json.RawMessage, now time.Time) []clientv3.Op {
 	id := runs.ChainID(down.Name, rec.RunID)
 	e := NewEntry(id, down, cfg.Resources, now, now, 1, runs.Chain)
 	e.UpstreamRunID = rec.RunID
@@ -108,6 +112,7 @@ func chained(k keys.Layout, cfg *config.Config, down *config.Job, rec *runs.Reco
 	}
 	key := k.Entry(down.Name, id)
 	var write clientv3.Op
+	var ops []clientv3.Op
 	if err := e.RenderKey(); err != nil {
 		// The upstream's input renders no key for the downstream: its run
 		// is recorded skipped in place of its entry, not silently dropped.
@@ -115,9 +120,11 @@ func chained(k keys.Layout, cfg *config.Config, down *config.Job, rec *runs.Reco
 		write = clientv3.OpPut(k.Record(down.Name, id), EncodeRecord(&r))
 	} else {
 		write = clientv3.OpPut(key, e.Encode())
+		spec, _ := e.SpecOp(k)
+		ops = append(ops, spec)
 	}
-	return clientv3.OpTxn([]clientv3.Cmp{
+	return append(ops, clientv3.OpTxn([]clientv3.Cmp{
 		clientv3.Compare(clientv3.CreateRevision(key), "=", 0),
 		clientv3.Compare(clientv3.CreateRevision(k.Record(down.Name, id)), "=", 0),
-	}, []clientv3.Op{write}, nil)
+	}, []clientv3.Op{write}, nil))
 }

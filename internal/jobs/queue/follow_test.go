@@ -68,7 +68,12 @@ func TestEndRepeatedQueuesOneChainedRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.Trigger != runs.Chain || d.UpstreamRunID != up.RunID || string(d.Input) != string(up.Input) || d.Spec.Name != "transform" {
+	// The chained entry's spec was written with it: it resolves.
+	r, err := NewSpecs(k, cli, nil).Resolve(context.Background(), &Item{Entry: d, Key: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Trigger != runs.Chain || d.UpstreamRunID != up.RunID || string(d.Input) != string(up.Input) || r.Spec.Name != "transform" {
 		t.Errorf("chained entry %+v: want trigger chain, upstream %s, the upstream's input", d, up.RunID)
 	}
 

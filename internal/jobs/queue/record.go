@@ -1,7 +1,6 @@
 package queue
 
 import (
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -103,11 +102,6 @@ func RecordOps(k keys.Layout, r *runs.Record) []clientv3.Op {
 // skipped_history_limit rather than history_limit.
 func Unstarted(o runs.Outcome) bool { return o == runs.Skipped || o == runs.Missed }
 
-// EncodeRecord is a record as stored at runs/<job>/<run-id>.
-func EncodeRecord(r *runs.Record) string {
-	b, err := json.Marshal(r)
-	if err != nil {
-		panic(fmt.Sprintf("queue: encode record: %v", err))
-	}
-	return string(b)
-}
+// EncodeRecord is a record as stored at runs/<job>/<run-id>: compact
+// (runs.EncodeRecord); runs.DecodeRecord reads it.
+func EncodeRecord(r *runs.Record) string { return runs.EncodeRecord(r) }

@@ -21,14 +21,19 @@ type Item struct {
 
 // View mirrors queue/ so workers learn of new runs from a watch, not by
 // polling, and the reaper and API can look at running runs without a read.
-// It is a mirror.Handler.
+// It is a mirror.Handler. It resolves each entry's spec from its copy of
+// specs/ (Specs); an entry whose spec that copy has not seen yet is
+// resolved when the spec arrives, and is meanwhile shown unresolved (a
+// worker then reads the spec itself before it claims, Specs.Resolve).
 type View struct {
-	keys keys.Layout
-	log  *slog.Logger
+	keys  keys.Layout
+	log   *slog.Logger
+	specs *Specs
 
 	mu       sync.Mutex
-	entries  map[string]*Item // by key
-	running  map[string]*Item // the entries in state running, by key
+	entries  map[string]*Item           // by key
+	running  map[string]*Item           // the entries in state running, by key
+	waiting  map[string]map[string]bool // spec key -> the keys of unresolved entries that refer to it
 	rev      int64
 	ready    chan struct{} // closed at the first Reset
 	changed  chan struct{}
@@ -36,9 +41,18 @@ type View struct {
 	onDelete []func(key string, prev *Item)
 }
 
-// NewView is an empty view; mirror.Run fills it.
-func NewView(layout keys.Layout, log *slog.Logger) *View {
-	return &View{keys: layout, log: log, entries: map[string]*Item{}, running: map[string]*Item{}, ready: make(chan struct{}), changed: make(chan struct{})}
+// NewView is an empty view; mirror.Run fills it. Entries are resolved
+// from specs, whose own mirror fills it.
+func NewView(layout keys.Layout, log *slog.Logger, specs *Specs) *View {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	v := &View{keys: layout, log: log, specs: specs, entries: map[string]*Item{}, running: map[string]*Item{},
+		waiting: map[string]map[string]bool{}, ready: make(chan struct{}), changed: make(chan struct{})}
+	specs.mu.Lock()
+	specs.arrived = v.specsArrived
+	specs.mu.Unlock()
+	return v
 }
 
 // Subscribe registers callbacks; they run on the mirror goroutine, outside
@@ -63,19 +77,92 @@ func (v *View) decode(kv *mvccpb.KeyValue) *Item {
 	return &Item{Entry: e, Key: string(kv.Key), ModRev: kv.ModRevision}
 }
 
+// resolveLocked resolves q from the spec copy, or notes it as waiting for
+// its spec. Called with v.mu held: a spec that arrives meanwhile finds the
+// note (specsArrived takes v.mu).
+func (v *View) resolveLocked(q *Item) *Item {
+	if q.Resolved() {
+		return q
+	}
+	key := q.SpecKey(v.keys)
+	if sp := v.specs.lookup(key); sp != nil {
+		return &Item{Entry: q.withSpec(sp), Key: q.Key, ModRev: q.ModRev}
+	}
+	w := v.waiting[key]
+	if w == nil {
+		w = map[string]bool{}
+		v.waiting[key] = w
+	}
+	w[q.Key] = true
+	return q
+}
+
+// forgetLocked drops the note of an unresolved entry that changed or left.
+func (v *View) forgetLocked(prev *Item) {
+	if prev == nil || prev.Resolved() {
+		return
+	}
+	key := prev.SpecKey(v.keys)
+	if w := v.waiting[key]; w != nil {
+		delete(w, prev.Key)
+		if len(w) == 0 {
+			delete(v.waiting, key)
+		}
+	}
+}
+
+// specsArrived resolves the entries that waited for these specs. It
+// replaces them in place (same key and revision) and tells no
+// subscriber: nothing about the run changed, and whoever acts on it gets
+// it again from the view.
+func (v *View) specsArrived(specKeys []string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	changed := false
+	for _, sk := range specKeys {
+		w := v.waiting[sk]
+		sp := v.specs.lookup(sk)
+		if w == nil || sp == nil {
+			continue // nothing waits, or deleted again already: still waiting
+		}
+		delete(v.waiting, sk)
+		for key := range w {
+			q := v.entries[key]
+			if q == nil || q.Resolved() || q.SpecKey(v.keys) != sk {
+				continue
+			}
+			r := &Item{Entry: q.withSpec(sp), Key: q.Key, ModRev: q.ModRev}
+			v.entries[key] = r
+			if _, ok := v.running[key]; ok {
+				v.running[key] = r
+			}
+			changed = true
+		}
+	}
+	if changed {
+		v.signalLocked()
+	}
+}
+
 // Reset implements mirror.Handler.
 func (v *View) Reset(kvs []*mvccpb.KeyValue, rev int64) {
 	fresh := make(map[string]*Item, len(kvs))
 	running := map[string]*Item{}
+	decoded := make([]*Item, 0, len(kvs))
 	for _, kv := range kvs {
 		if q := v.decode(kv); q != nil {
-			fresh[q.Key] = q
-			if q.State == Running {
-				running[q.Key] = q
-			}
+			decoded = append(decoded, q)
 		}
 	}
 	v.mu.Lock()
+	clear(v.waiting)
+	for _, q := range decoded {
+		q = v.resolveLocked(q)
+		fresh[q.Key] = q
+		if q.State == Running {
+			running[q.Key] = q
+		}
+	}
 	old := v.entries
 	v.entries, v.running, v.rev = fresh, running, rev
 	puts, dels := v.onChange, v.onDelete
@@ -113,12 +200,15 @@ func (v *View) Apply(events []*clientv3.Event, rev int64) {
 		key := string(ev.Kv.Key)
 		prev := v.entries[key]
 		if ev.Type == clientv3.EventTypeDelete {
+			v.forgetLocked(prev)
 			delete(v.entries, key)
 			delete(v.running, key)
 			changes = append(changes, change{key: key, prev: prev})
 			continue
 		}
 		if q := v.decode(ev.Kv); q != nil {
+			v.forgetLocked(prev)
+			q = v.resolveLocked(q)
 			v.entries[key] = q
 			if q.State == Running {
 				v.running[key] = q

@@ -47,19 +47,24 @@ func (w Writes) IfUnchanged(ctx context.Context, it *Item, ops ...clientv3.Op) (
 // the view saw it.
 func (w Writes) EndUnstarted(ctx context.Context, it *Item, rec *runs.Record) (bool, error) {
 	ops := append([]clientv3.Op{clientv3.OpDelete(it.Key)}, RecordOps(w.Keys, rec)...)
-	ops = append(ops, Follows(w.Keys, w.Config(), &it.Spec, rec, it.Input, rec.EndedAt).All()...)
+	ops = append(ops, Follows(w.Keys, w.Config(), it.JobSpec(), rec, it.Input, rec.EndedAt).All()...)
 	return w.IfUnchanged(ctx, it, ops...)
 }
 
-// Add creates a pending entry, unless a run of that id is queued, running
-// or recorded: it reports false then, and writes nothing. One transaction
-// decides, so of two concurrent Adds of one id exactly one creates it.
+// Add creates a pending entry (made by NewEntry) and writes its spec,
+// unless a run of that id is queued, running or recorded: it reports false
+// then, and writes nothing. One transaction decides, so of two concurrent
+// Adds of one id exactly one creates it.
 func (w Writes) Add(ctx context.Context, e *Entry) (bool, error) {
 	key := w.Keys.Entry(e.Job, e.RunID)
+	ops := []clientv3.Op{clientv3.OpPut(key, e.Encode())}
+	if spec, ok := e.SpecOp(w.Keys); ok {
+		ops = append([]clientv3.Op{spec}, ops...)
+	}
 	resp, err := w.Client.Txn(ctx).If(
 		clientv3.Compare(clientv3.CreateRevision(key), "=", 0),
 		clientv3.Compare(clientv3.CreateRevision(w.Keys.Record(e.Job, e.RunID)), "=", 0),
-	).Then(clientv3.OpPut(key, e.Encode())).Commit()
+	).Then(ops...).Commit()
 	if err != nil {
 		return false, err
 	}

@@ -2,7 +2,6 @@ package worker
 
 import (
 	"context"
-	"encoding/json"
 	"testing"
 	"time"
 
@@ -58,7 +57,8 @@ func TestOverlapOnAFakeClock(t *testing.T) {
 	for _, id := range []string{first, second} {
 		at, _ := time.Parse(runs.TimeFormat, id[len("one@"):])
 		e := queue.NewEntry(id, &cfg.Jobs[0], nil, at, at, 1, runs.Schedule)
-		if _, err := cli.Put(ctx, layout.Entry("one", id), e.Encode()); err != nil {
+		spec, _ := e.SpecOp(layout)
+		if _, err := cli.Txn(ctx).Then(spec, clientv3.OpPut(layout.Entry("one", id), e.Encode())).Commit(); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -107,7 +107,9 @@ func waitRecord(t *testing.T, cli *clientv3.Client, layout keys.Layout, runID st
 		if err != nil || len(resp.Kvs) == 0 {
 			return false
 		}
-		return json.Unmarshal(resp.Kvs[0].Value, &rec) == nil
+		var err2 error
+		rec, err2 = runs.DecodeRecord(resp.Kvs[0].Value)
+		return err2 == nil
 	})
 	return rec
 }

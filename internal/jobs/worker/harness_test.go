@@ -70,7 +70,8 @@ func startTestWorker(t *testing.T, prefix string, clock clockwork.Clock, job con
 		t.Fatal(err)
 	}
 	goRun(func(ctx context.Context) { _ = sem.Run(ctx) })
-	view := queue.NewView(layout, nil)
+	specs := queue.NewSpecs(layout, cli, nil)
+	view := queue.NewView(layout, nil, specs)
 	goRun(func(ctx context.Context) { _ = mirror.Run(ctx, cli, layout.Queue(), view, nil) })
 	m, err := metrics.New(nil)
 	if err != nil {
@@ -85,7 +86,7 @@ func startTestWorker(t *testing.T, prefix string, clock clockwork.Clock, job con
 		writes = o.writes(etcd.Endpoints())
 	}
 	w := New(Deps{Client: writes, Keys: layout, ID: "w1", Sessions: sessions, Slots: s, Executor: exec,
-		Queue: view, Config: func() *config.Config { return cfg }, Metrics: m, Clock: clock, Log: o.log})
+		Queue: view, Specs: specs, Config: func() *config.Config { return cfg }, Metrics: m, Clock: clock, Log: o.log})
 	goRun(func(ctx context.Context) { _ = w.Run(ctx) })
 	t.Cleanup(func() {
 		dctx, dcancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -95,4 +96,16 @@ func startTestWorker(t *testing.T, prefix string, clock clockwork.Clock, job con
 	})
 	poll.For(t, 30*time.Second, "a session", sessions.Alive)
 	return &testWorker{cli: cli, layout: layout, cfg: cfg, sem: sem, view: view, sess: sessions, ctx: ctx}
+}
+
+// put writes e with its spec, as the leader does.
+func (tw *testWorker) put(t *testing.T, e *queue.Entry) {
+	t.Helper()
+	ops := []clientv3.Op{clientv3.OpPut(tw.layout.Entry(e.Job, e.RunID), e.Encode())}
+	if spec, ok := e.SpecOp(tw.layout); ok {
+		ops = append(ops, spec)
+	}
+	if _, err := tw.cli.Txn(tw.ctx).Then(ops...).Commit(); err != nil {
+		t.Fatal(err)
+	}
 }

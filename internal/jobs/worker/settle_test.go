@@ -64,9 +64,7 @@ func TestReleaseThatFailsIsTriedAgainWhileTheSessionLives(t *testing.T) {
 		id := runs.ID("keyed", at)
 		e := queue.NewEntry(id, &tw.cfg.Jobs[0], nil, at, at, 1, runs.Schedule)
 		e.ConcurrencyKey = "c-1001"
-		if _, err := tw.cli.Put(tw.ctx, tw.layout.Entry("keyed", id), e.Encode()); err != nil {
-			t.Fatal(err)
-		}
+		tw.put(t, e)
 		return id
 	}
 	now := time.Now().UTC().Truncate(time.Second)

@@ -22,6 +22,7 @@ type waitState struct {
 	// change between a refusal and the park must wake the run.
 	slotsChanged, queueChanged <-chan struct{}
 	span                       *tracing.Run // the attempt's, from its first try
+	noSpec                     bool         // the run's spec could not be read (logged once)
 }
 
 // start tries once to claim q and, holding its slots, runs it. When q
@@ -42,6 +43,13 @@ func (w *Worker) start(ctx context.Context, q *queue.Item, st *waitState) (retry
 		}
 	}()
 	for ctx.Err() == nil {
+		if !q.Resolved() {
+			r, until, wait := w.resolve(ctx, q, st)
+			if r == nil {
+				return until, wait
+			}
+			q = r
+		}
 		sess, err := w.d.Sessions.Current(ctx)
 		if err != nil {
 			return time.Time{}, false
@@ -104,6 +112,45 @@ func (w *Worker) start(ctx context.Context, q *queue.Item, st *waitState) (retry
 		return w.refused(ctx, sess, q, st, full, now, deadline)
 	}
 	return time.Time{}, false
+}
+
+// resolve returns q with the spec its entry names, read from etcd when the
+// view has not seen it. A run never starts without it: while etcd has no
+// such spec (or cannot be read) the run waits, as long as its starting
+// deadline allows, and is recorded missed after. The deadline is the
+// spec's, so while it is unknown it is the job's in this replica's config
+// (or the default).
+func (w *Worker) resolve(ctx context.Context, q *queue.Item, st *waitState) (r *queue.Item, until time.Time, wait bool) {
+	// Taken before the read, so a spec that arrives after it wakes the run.
+	st.slotsChanged, st.queueChanged = w.d.Slots.Changed(), w.d.Queue.Changed()
+	r, err := w.d.Specs.Resolve(ctx, q)
+	if err == nil {
+		return r, time.Time{}, false
+	}
+	if ctx.Err() != nil {
+		return nil, time.Time{}, false
+	}
+	startingDeadline := config.DefaultStartingDeadline
+	if j := w.d.Config().Job(q.Job); j != nil && j.StartingDeadline > 0 {
+		startingDeadline = j.StartingDeadline.D()
+	}
+	now := w.d.Clock.Now()
+	deadline := q.NotBefore.Add(startingDeadline)
+	if now.After(deadline) {
+		w.finishUnstarted(ctx, q, runs.Missed, "deadline",
+			fmt.Sprintf("not started by its starting deadline %s (due %s): its job spec could not be read: %v",
+				startingDeadline, q.NotBefore.Format(runs.TimeFormat), err))
+		return nil, time.Time{}, false
+	}
+	if !st.noSpec {
+		st.noSpec = true
+		w.d.Log.Warn("run waits for its job spec", "job", q.Job, "run_id", q.RunID, "spec", q.SpecRef, "err", err)
+	}
+	until = now.Add(time.Second)
+	if deadline.Before(until) {
+		until = deadline.Add(time.Millisecond)
+	}
+	return nil, until, true
 }
 
 // refused applies the job's overlap policy to a run a full limit refused.

@@ -82,9 +82,7 @@ func TestUnstartedRecordThatFailsIsTriedAgain(t *testing.T) {
 	put := func(at time.Time) string {
 		id := runs.ID("one", at)
 		e := queue.NewEntry(id, &tw.cfg.Jobs[0], nil, at, at, 1, runs.Schedule)
-		if _, err := tw.cli.Put(tw.ctx, tw.layout.Entry("one", id), e.Encode()); err != nil {
-			t.Fatal(err)
-		}
+		tw.put(t, e)
 		return id
 	}
 	now := time.Now().UTC().Truncate(time.Second)

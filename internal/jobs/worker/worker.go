@@ -66,6 +66,7 @@ type Deps struct {
 	Slots    Slots
 	Executor Executor
 	Queue    *queue.View
+	Specs    *queue.Specs // resolves what Queue has not: a run starts only with the spec its entry names
 	Config   func() *config.Config
 	Metrics  *metrics.Set
 	Clock    clockwork.Clock

@@ -1,0 +1,88 @@
+package runs
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// A record is stored at runs/<job>/<run-id> without what its run id and
+// the defaults already say: the job (the run id's prefix), scheduled_at
+// when the run id is a scheduled run's (ID), attempt 1, trigger
+// "schedule" and slot 0. DecodeRecord puts them back, so a decoded record
+// is the record that was encoded, and the API, the notifications and the
+// CLI show it as before: the compact form is only the stored one.
+
+// stored is the stored form: its fields hide Record's of the same JSON
+// name (the less nested field wins), and omit their value when it is the
+// one DecodeRecord restores. Every other field is Record's own.
+type stored struct {
+	Record
+	Job         string    `json:"job,omitempty"`
+	Attempt     int       `json:"attempt,omitempty"`
+	Trigger     Trigger   `json:"trigger,omitempty"`
+	ScheduledAt time.Time `json:"scheduled_at,omitzero"`
+	Slot        int       `json:"slot,omitempty"`
+}
+
+// EncodeRecord is r as stored.
+func EncodeRecord(r *Record) string {
+	s := stored{Record: *r, Slot: r.Slot}
+	if r.Job != JobOf(r.RunID) {
+		s.Job = r.Job
+	}
+	if r.Attempt != 1 {
+		s.Attempt = r.Attempt
+	}
+	if r.Trigger != Schedule {
+		s.Trigger = r.Trigger
+	}
+	if at, ok := ScheduledAtOf(r.RunID); !ok || !at.Equal(r.ScheduledAt) || r.ScheduledAt.Location() != time.UTC {
+		s.ScheduledAt = r.ScheduledAt
+	}
+	b, err := json.Marshal(&s)
+	if err != nil {
+		// Every field is plain data; this cannot fail.
+		panic(fmt.Sprintf("runs: encode record: %v", err))
+	}
+	return string(b)
+}
+
+// DecodeRecord reads a stored record, compact or written in full (by an
+// older version, or an outbox copy).
+func DecodeRecord(b []byte) (Record, error) {
+	var s stored
+	if err := json.Unmarshal(b, &s); err != nil {
+		return Record{}, fmt.Errorf("runs: decode record: %w", err)
+	}
+	r := s.Record
+	r.Job, r.Attempt, r.Trigger, r.ScheduledAt, r.Slot = s.Job, s.Attempt, s.Trigger, s.ScheduledAt, s.Slot
+	if r.Job == "" {
+		r.Job = JobOf(r.RunID)
+	}
+	if r.Attempt == 0 {
+		r.Attempt = 1
+	}
+	if r.Trigger == "" {
+		r.Trigger = Schedule
+	}
+	if r.ScheduledAt.IsZero() {
+		r.ScheduledAt, _ = ScheduledAtOf(r.RunID)
+	}
+	return r, nil
+}
+
+// ScheduledAtOf is the time a scheduled run's id (ID) names; ok is false
+// for the id of a manual, keyed or chained run.
+func ScheduledAtOf(runID string) (time.Time, bool) {
+	job, at, found := strings.Cut(runID, "@")
+	if !found {
+		return time.Time{}, false
+	}
+	t, err := time.Parse(TimeFormat, at)
+	if err != nil || ID(job, t) != runID {
+		return time.Time{}, false
+	}
+	return t.UTC(), true
+}
