@@ -85,8 +85,11 @@ func (l Layout) jobState(key, suffix string) (string, bool) {
 // Queue holds every pending and running run.
 func (l Layout) Queue() string { return l.Prefix + queueDir }
 
+// JobQueue holds the queue entries of one job.
+func (l Layout) JobQueue(job string) string { return l.Queue() + job + "/" }
+
 // Entry is the queue entry of one run.
-func (l Layout) Entry(job, runID string) string { return l.Queue() + job + "/" + runID }
+func (l Layout) Entry(job, runID string) string { return l.JobQueue(job) + runID }
 
 // Slots holds every job slot key.
 func (l Layout) Slots() string { return l.Prefix + slotsDir }

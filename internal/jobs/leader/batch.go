@@ -36,6 +36,7 @@ type batchItem struct {
 	sched schedule.Schedule
 	known time.Time // the cursor as stored
 	has   bool      // whether the job has a cursor (a new job has none)
+	la    time.Duration
 	plan  plan
 	// writes are the ticks' writes (queue entries, missed records and
 	// what those cause) and the job's health transition, built once:
@@ -54,8 +55,9 @@ func (it *batchItem) compares() int { return 1 + 2*len(it.plan.Ticks) }
 func (it *batchItem) ops() int      { return 1 + len(it.writes) }
 
 // batchable returns j's item when its pass can share a transaction; the
-// other cases (paused, ticks not recorded, a long catch-up, nothing to do)
-// take the one-job path, which handles them in full.
+// other cases (paused, ticks to withdraw, ticks not recorded, a long
+// catch-up, nothing to do) take the one-job path, which handles them in
+// full.
 func (l *leader) batchable(j *config.Job, now time.Time) (batchItem, bool) {
 	sched, err := j.ParsedSchedule()
 	if err != nil {
@@ -63,15 +65,17 @@ func (l *leader) batchable(j *config.Job, now time.Time) (batchItem, bool) {
 	}
 	l.mu.Lock()
 	cursor, known := l.cursors[j.Name] // zero when not known
+	sweep := l.sweep[j.Name]
 	l.mu.Unlock()
-	if l.d.Paused.Is(j.Name, j.Paused) {
+	if sweep || l.d.Paused.Is(j.Name, j.Paused) {
 		return batchItem{}, false
 	}
-	p := planTicks(j, sched, cursor, now, l.d.Lookahead)
+	la := l.lookahead(sched, now, false)
+	p := planTicks(j, sched, cursor, now, la)
 	if p.Dropped > 0 || len(p.Ticks) == 0 || len(p.Ticks) > batchMaxTicks || !p.Cursor.Equal(p.Ticks[len(p.Ticks)-1].At) {
 		return batchItem{}, false
 	}
-	it := batchItem{job: j, sched: sched, known: cursor, has: known, plan: p}
+	it := batchItem{job: j, sched: sched, known: cursor, has: known, la: la, plan: p}
 	cfg := l.d.Config()
 	var health []clientv3.Op
 	for _, t := range p.Ticks {

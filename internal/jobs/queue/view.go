@@ -208,5 +208,12 @@ func sortQueued(out []*Item) {
 	})
 }
 
+// Len is how many entries the view holds, pending and running.
+func (v *View) Len() int {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return len(v.entries)
+}
+
 // Ready closes once the view has read the queue.
 func (v *View) Ready() <-chan struct{} { return v.ready }

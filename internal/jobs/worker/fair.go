@@ -77,10 +77,20 @@ func older(a, b *queue.Entry) bool {
 
 // yieldTo returns the limit q must leave to its elders, or nil: a limit
 // whose room (per the slots view) is no more than its elders need. Only
-// while q is within fairBound of its due time.
-func (w *Worker) yieldTo(q *queue.Item, now time.Time) *slots.FullError {
+// while q is within fairBound of its due time. free says the limit had
+// room and an elder due strictly before q still waits for it: an elder
+// late (claimed by a backup worker after its first choice died), which
+// takes the limit after q came due; q then takes its turn after it instead
+// of being skipped for an overlap that was not there when it came due.
+// Runs due together (a burst of triggers) are not free: the overlap
+// policy decides among them as before.
+//
+// Elders are pending runs due before q; a run queued ahead of its due
+// time is never an elder of one due before it, so the leader's lookahead
+// adds none.
+func (w *Worker) yieldTo(q *queue.Item, now time.Time) (full *slots.FullError, free bool) {
 	if now.After(q.NotBefore.Add(fairBound)) {
-		return nil
+		return nil, false
 	}
 	mine := limitsOf(q.Entry)
 	index := make(map[string]int, len(mine))
@@ -88,6 +98,7 @@ func (w *Worker) yieldTo(q *queue.Item, now time.Time) *slots.FullError {
 		index[l.id] = i
 	}
 	elders := make([]int, len(mine))
+	late := make([]bool, len(mine)) // an elder due strictly before q
 	w.d.Queue.List(func(o *queue.Item) bool {
 		if o.State != queue.Pending || o.Key == q.Key || !older(o.Entry, q.Entry) {
 			return false
@@ -95,6 +106,7 @@ func (w *Worker) yieldTo(q *queue.Item, now time.Time) *slots.FullError {
 		for _, l := range limitsOf(o.Entry) {
 			if i, ok := index[l.id]; ok {
 				elders[i]++
+				late[i] = late[i] || o.NotBefore.Before(q.NotBefore)
 			}
 		}
 		return false
@@ -118,8 +130,8 @@ func (w *Worker) yieldTo(q *queue.Item, now time.Time) *slots.FullError {
 		}
 		if room <= elders[i] {
 			full := l.full
-			return &full
+			return &full, room > 0 && late[i]
 		}
 	}
-	return nil
+	return nil, false
 }

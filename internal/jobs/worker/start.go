@@ -18,6 +18,10 @@ import (
 type waitState struct {
 	replaced bool             // overlap: replace asked the oldest run to stop
 	last     *slots.FullError // the limit that refused it last
+	// turn is a limit the run found with room but left to its elders
+	// (fair.go): when they have taken it, the run waits its turn there
+	// rather than skip.
+	turn *slots.FullError
 	// The views' change channels as they were before the last attempt: a
 	// change between a refusal and the park must wake the run.
 	slotsChanged, queueChanged <-chan struct{}
@@ -57,13 +61,22 @@ func (w *Worker) start(ctx context.Context, q *queue.Item, st *waitState) (retry
 				fmt.Sprintf("not started by its starting deadline %s (due %s)%s", q.Spec.StartingDeadline, q.NotBefore.Format(runs.TimeFormat), why))
 			return time.Time{}, false
 		}
+		if w.paused(q) {
+			// The leader withdraws a paused job's ticks; this one came
+			// due before it did.
+			w.finishUnstarted(ctx, q, runs.Skipped, "paused", "not started: the job is paused")
+			return time.Time{}, false
+		}
 		st.slotsChanged, st.queueChanged = w.d.Slots.Changed(), w.d.Queue.Changed()
 		// A strict retry on its kept slot waits for no elder: nothing else
 		// can take that slot anyway.
-		if full := w.yieldTo(q, now); full != nil && !w.holdsFor(sess, q) {
+		if full, free := w.yieldTo(q, now); full != nil && !w.holdsFor(sess, q) {
 			// Elders wait for a limit this run needs: their turn first,
 			// as if the limit were full.
 			st.last = full
+			if free {
+				st.turn = full
+			}
 			// Try again when the fair wait ends at the latest: an elder
 			// stuck behind another limit may bring no change at all.
 			end := q.NotBefore.Add(fairBound + time.Millisecond)
@@ -106,6 +119,15 @@ func (w *Worker) start(ctx context.Context, q *queue.Item, st *waitState) (retry
 	return time.Time{}, false
 }
 
+// paused reports whether q is a scheduled run of a paused job. Manual runs
+// and retries of a paused job run: pause stops the schedule, not what a
+// user or a failed attempt asked for. The entry's spec gives the file's
+// setting (the leader's, when it scheduled the run; a change to it
+// withdraws the run), the marker in etcd wins over it.
+func (w *Worker) paused(q *queue.Item) bool {
+	return w.d.Paused != nil && q.Trigger == runs.Schedule && w.d.Paused.Is(q.Job, q.Spec.Paused)
+}
+
 // refused applies the job's overlap policy to a run a full limit refused.
 func (w *Worker) refused(ctx context.Context, sess *session.Session, q *queue.Item, st *waitState, full *slots.FullError, now, deadline time.Time) (time.Time, bool) {
 	// A full rate window frees by time, not by a change anyone writes.
@@ -127,8 +149,10 @@ func (w *Worker) refused(ctx context.Context, sess *session.Session, q *queue.It
 			until = q.NotBefore
 		}
 		return until, true
-	case q.CatchUp && q.Spec.Overlap != config.OverlapReplace:
-		// Caught-up ticks take turns, whatever the overlap policy.
+	case (q.CatchUp || sameLimit(st.turn, full)) && q.Spec.Overlap != config.OverlapReplace:
+		// Caught-up ticks take turns, whatever the overlap policy; so
+		// does a run whose limit had room at its due time but went to
+		// elders claimed late.
 		return until, true
 	case q.Spec.Overlap == config.OverlapQueue:
 		if pos := w.queuePosition(q, now); pos >= q.Spec.QueueLimit {
@@ -155,6 +179,10 @@ func (w *Worker) refused(ctx context.Context, sess *session.Session, q *queue.It
 		w.finishUnstarted(ctx, q, runs.Skipped, reason, fmt.Sprintf("%s (overlap: %s)", what, q.Spec.Overlap))
 		return time.Time{}, false
 	}
+}
+
+func sameLimit(a, b *slots.FullError) bool {
+	return a != nil && b != nil && a.Limit == b.Limit && a.Name == b.Name
 }
 
 // reasonOf is the skip reason and message of a refusal (SPEC section 11):

@@ -65,10 +65,13 @@ type Deps struct {
 	Slots    Slots
 	Executor Executor
 	Queue    *queue.View
-	Config   func() *config.Config
-	Metrics  *metrics.Set
-	Clock    clockwork.Clock
-	Log      *slog.Logger
+	// Paused is the pause state: a scheduled run of a paused job does not
+	// start (nil: none is paused).
+	Paused  *queue.Paused
+	Config  func() *config.Config
+	Metrics *metrics.Set
+	Clock   clockwork.Clock
+	Log     *slog.Logger
 	// ClaimLead: a worker claims this long before a run is due, so the
 	// claim's round trip is not part of the run's lateness.
 	ClaimLead time.Duration
