@@ -67,26 +67,35 @@ func TestTicksQueuedAheadAreNotWaiting(t *testing.T) {
 	}
 	view, items := aheadView(t, layout, &job, dues...)
 
-	w := &Worker{d: Deps{Queue: view, Slots: roomSlots{room: 1}}}
+	w := &Worker{d: Deps{Queue: view, Slots: roomSlots{room: 1}, ClaimLead: 25 * time.Millisecond}}
 	if pos := w.queuePosition(items[0], now); pos != 0 {
 		t.Errorf("the due run is at place %d of the job's queue, want 0: the 69 ticks ahead are not queued", pos)
 	}
 	if pos := w.queuePosition(items[1], now.Add(100*time.Millisecond)); pos != 1 {
 		t.Errorf("the next tick, once due, is at place %d, want 1 (behind the first only)", pos)
 	}
-	if full, _ := w.yieldTo(items[0], now); full != nil {
-		t.Errorf("the due run yields to %s, want no elder among the ticks ahead", full)
+	if el := w.yieldTo(items[0], now); el.full != nil || el.overdue != nil {
+		t.Errorf("the due run yields to %v (overdue %v), want no elder among the ticks ahead", el.full, el.overdue)
 	}
 
 	// The second tick, due, yields to the first still pending: the limit
 	// has room, only its elder is to take it.
-	full, free := w.yieldTo(items[1], now.Add(100*time.Millisecond))
-	if full == nil || !free {
-		t.Errorf("the second tick beside a pending first: yields to %v (free %v), want the job's slot, with room", full, free)
+	el := w.yieldTo(items[1], now.Add(100*time.Millisecond))
+	if el.full == nil || !el.free {
+		t.Errorf("the second tick beside a pending first: yields to %v (free %v), want the job's slot, with room", el.full, el.free)
+	}
+	// 100ms after it was due the first is overdue: its first worker
+	// should have claimed it; the worker about to claim the second takes
+	// it over.
+	if el.overdue == nil || el.overdue.Key != items[0].Key {
+		t.Errorf("the first tick, 100ms overdue, is not taken over (overdue %v)", el.overdue)
+	}
+	if el := w.yieldTo(items[1], now.Add(10*time.Millisecond)); el.overdue != nil || el.retry.IsZero() {
+		t.Errorf("10ms after its due time the first tick is taken over (%v), or no look is planned (%v)", el.overdue, el.retry)
 	}
 	// With the slot taken, the same yield is to a full limit.
 	w.d.Slots = roomSlots{room: 0}
-	if _, free := w.yieldTo(items[1], now.Add(100*time.Millisecond)); free {
+	if el := w.yieldTo(items[1], now.Add(100*time.Millisecond)); el.free {
 		t.Error("with the slot taken the limit is reported free")
 	}
 
@@ -102,11 +111,11 @@ func TestTicksQueuedAheadAreNotWaiting(t *testing.T) {
 	}, 2)
 	yielded := 0
 	for _, id := range []string{e1.RunID, e2.RunID} {
-		full, free := w.yieldTo(burst.Find(id), now)
-		if full != nil {
+		el := w.yieldTo(burst.Find(id), now)
+		if el.full != nil {
 			yielded++
 		}
-		if free {
+		if el.free {
 			t.Errorf("%s of a burst reports a late elder", id)
 		}
 	}
@@ -115,13 +124,14 @@ func TestTicksQueuedAheadAreNotWaiting(t *testing.T) {
 	}
 }
 
-// A tick whose first-choice worker died is claimed late, by a backup, after
-// the job's next tick came due. The next tick found the job's slot free at
-// its due time and left it to its elder: it then takes its turn after the
-// elder instead of being skipped for an overlap the backup's delay made
-// (overlap: skip). Before, the failover benchmark's jobs @every 100ms lost
-// the ticks after each late one that way.
-func TestATickLeftToALateElderTakesItsTurn(t *testing.T) {
+// A tick whose first-choice worker died would be claimed by a backup only
+// 250ms after it was due, after the job's next tick came due. The worker
+// about to claim the next tick claims the overdue elder first; the next
+// tick found the job's slot free at its due time and left it to that
+// elder, so it takes its turn after it instead of being skipped for an
+// overlap the dead worker made (overlap: skip). Before, the failover
+// benchmark's jobs @every 100ms lost the ticks after each late one.
+func TestALateElderIsTakenOverAndTheNextTickTakesItsTurn(t *testing.T) {
 	cli := etcdtest.Start(t).Client()
 	layout := keys.New("/turn/")
 	t0 := time.Date(2026, 11, 23, 4, 0, 0, 0, time.UTC)
@@ -198,27 +208,37 @@ func TestATickLeftToALateElderTakesItsTurn(t *testing.T) {
 			return ok
 		})
 	}
-	// The next tick comes due (its claim lead): its elder is still
-	// pending, waiting for the dead worker, so it yields.
-	clock.Advance(next.Sub(t0))
-	parked("the next tick yielding to its elder")
-	// The elder's backup: w1 claims it, 250ms after it was due.
-	clock.Advance(elder.Add(300 * time.Millisecond).Sub(clock.Now()))
+	// The next tick's claim time (25ms before it is due): its elder is
+	// 75ms overdue, its first worker dead; w1 takes it over at once
+	// instead of waiting for its backup turn at +250ms.
+	clock.Advance(next.Add(-25 * time.Millisecond).Sub(t0))
 	var run target.Run
 	select {
 	case run = <-exec.started:
 	case <-time.After(30 * time.Second):
-		t.Fatal("the backup did not claim the elder")
+		t.Fatal("the overdue elder was not taken over")
 	}
 	if run.RunID != runs.ID("one", elder) {
 		t.Fatalf("started %s first, want the elder %s", run.RunID, runs.ID("one", elder))
 	}
-	// The next tick tries again at the claim and finds the slot taken: it
-	// must wait, not be recorded skipped.
-	clock.Advance(50 * time.Millisecond)
-	parked("the next tick waiting for its turn")
-	if resp, err := cli.Get(ctx, layout.Record("one", runs.ID("one", next))); err != nil || len(resp.Kvs) > 0 {
-		t.Fatalf("the next tick was recorded (%v) while its elder ran: %s", err, resp.Kvs)
+	// The next tick comes due with its elder still running: it must wait
+	// its turn, not be recorded skipped.
+	parked("the next tick waiting")
+	clock.Advance(25 * time.Millisecond)
+	// It looks again at its due time: it waits for its turn, until the
+	// job's next tick is due (or, wrongly, it is recorded).
+	recorded := func() bool {
+		resp, err := cli.Get(ctx, layout.Record("one", runs.ID("one", next)))
+		return err == nil && len(resp.Kvs) > 0
+	}
+	poll.For(t, 30*time.Second, "the next tick's look at its due time", func() bool {
+		w.mu.Lock()
+		p, ok := w.parked[nextKey]
+		w.mu.Unlock()
+		return (ok && p.until.Equal(next.Add(100*time.Millisecond))) || recorded()
+	})
+	if recorded() {
+		t.Fatal("the next tick was recorded while its elder ran")
 	}
 	exec.release <- struct{}{}
 	select {

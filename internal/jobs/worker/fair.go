@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"container/heap"
 	"hash/fnv"
 	"strconv"
 	"time"
@@ -75,6 +76,24 @@ func older(a, b *queue.Entry) bool {
 	return a.RunID < b.RunID
 }
 
+// minTakeover is added to a worker's claim lead and backup wait before it
+// takes over a late elder (overdue).
+const minTakeover = 25 * time.Millisecond
+
+// elders is what q's fair order found among the pending runs.
+type elders struct {
+	// full is the limit q must leave to its elders, nil when none.
+	full *slots.FullError
+	// free: full had room, and an elder due strictly before q waits for
+	// it (see yieldTo).
+	free bool
+	// overdue is the job's (or key's) eldest pending run that its first
+	// worker should have claimed by now and did not; retry is when q's
+	// eldest such run becomes overdue, if none is yet.
+	overdue *queue.Item
+	retry   time.Time
+}
+
 // yieldTo returns the limit q must leave to its elders, or nil: a limit
 // whose room (per the slots view) is no more than its elders need. Only
 // while q is within fairBound of its due time. free says the limit had
@@ -88,15 +107,25 @@ func older(a, b *queue.Entry) bool {
 // Elders are pending runs due before q; a run queued ahead of its due
 // time is never an elder of one due before it, so the leader's lookahead
 // adds none.
-func (w *Worker) yieldTo(q *queue.Item, now time.Time) (full *slots.FullError, free bool) {
+//
+// It also finds q's job's (or key's) eldest pending run that is overdue:
+// due before q, and not claimed although its first worker should have
+// claimed it a claim lead, twice a claim round trip and minTakeover ago.
+// Its first worker died or is stuck, and the backup would claim it only
+// Backup (250ms) after it was due, after q's own due time for a job
+// @every 100ms; the worker about to claim q claims it first instead
+// (start), so the job's ticks start in order and about on time.
+func (w *Worker) yieldTo(q *queue.Item, now time.Time) elders {
+	var out elders
 	if now.After(q.NotBefore.Add(fairBound)) {
-		return nil, false
+		return out
 	}
 	mine := limitsOf(q.Entry)
 	index := make(map[string]int, len(mine))
 	for i, l := range mine {
 		index[l.id] = i
 	}
+	takeover := w.d.ClaimLead + w.claimRTT.backupWait() + minTakeover
 	elders := make([]int, len(mine))
 	late := make([]bool, len(mine)) // an elder due strictly before q
 	w.d.Queue.List(func(o *queue.Item) bool {
@@ -107,6 +136,17 @@ func (w *Worker) yieldTo(q *queue.Item, now time.Time) (full *slots.FullError, f
 			if i, ok := index[l.id]; ok {
 				elders[i]++
 				late[i] = late[i] || o.NotBefore.Before(q.NotBefore)
+			}
+		}
+		// The job slot group is the first limit of every run.
+		if o.Job == q.Job && o.ConcurrencyKey == q.ConcurrencyKey && o.NotBefore.Before(q.NotBefore) && o.Hold == nil {
+			switch at := o.NotBefore.Add(takeover); {
+			case !at.After(now):
+				if out.overdue == nil || older(o.Entry, out.overdue.Entry) {
+					out.overdue = o
+				}
+			case out.retry.IsZero() || at.Before(out.retry):
+				out.retry = at
 			}
 		}
 		return false
@@ -130,8 +170,25 @@ func (w *Worker) yieldTo(q *queue.Item, now time.Time) (full *slots.FullError, f
 		}
 		if room <= elders[i] {
 			full := l.full
-			return &full, room > 0 && late[i]
+			out.full, out.free = &full, room > 0 && late[i]
+			return out
 		}
 	}
-	return nil, false
+	return out
+}
+
+// takeOver claims o, a run whose first worker let it become overdue, now:
+// unless this worker already has it in hand.
+func (w *Worker) takeOver(o *queue.Item) {
+	w.mu.Lock()
+	_, active := w.active[o.RunID]
+	_, parked := w.parked[o.Key]
+	if !active && !parked {
+		heap.Push(&w.pending, due{at: w.d.Clock.Now(), key: o.Key, modRev: o.ModRev})
+	}
+	w.mu.Unlock()
+	if !active && !parked {
+		w.d.Log.Debug("taking over a run its first worker left unclaimed", "job", o.Job, "run_id", o.RunID)
+		w.signal()
+	}
 }

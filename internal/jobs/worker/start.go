@@ -70,16 +70,24 @@ func (w *Worker) start(ctx context.Context, q *queue.Item, st *waitState) (retry
 		st.slotsChanged, st.queueChanged = w.d.Slots.Changed(), w.d.Queue.Changed()
 		// A strict retry on its kept slot waits for no elder: nothing else
 		// can take that slot anyway.
-		if full, free := w.yieldTo(q, now); full != nil && !w.holdsFor(sess, q) {
+		el := w.yieldTo(q, now)
+		if el.overdue != nil {
+			w.takeOver(el.overdue)
+		}
+		if full := el.full; full != nil && !w.holdsFor(sess, q) {
 			// Elders wait for a limit this run needs: their turn first,
 			// as if the limit were full.
 			st.last = full
-			if free {
+			if el.free {
 				st.turn = full
 			}
 			// Try again when the fair wait ends at the latest: an elder
-			// stuck behind another limit may bring no change at all.
+			// stuck behind another limit may bring no change at all; and
+			// when an elder becomes overdue, to take it over.
 			end := q.NotBefore.Add(fairBound + time.Millisecond)
+			if !el.retry.IsZero() && el.retry.Before(end) {
+				end = el.retry
+			}
 			if q.Spec.Overlap != config.OverlapQueue {
 				// skip and replace act on a limit that is taken, and this
 				// one is not yet: wait for the elders to take it, then see.
@@ -149,10 +157,19 @@ func (w *Worker) refused(ctx context.Context, sess *session.Session, q *queue.It
 			until = q.NotBefore
 		}
 		return until, true
-	case (q.CatchUp || sameLimit(st.turn, full)) && q.Spec.Overlap != config.OverlapReplace:
-		// Caught-up ticks take turns, whatever the overlap policy; so
-		// does a run whose limit had room at its due time but went to
-		// elders claimed late.
+	case q.CatchUp && q.Spec.Overlap != config.OverlapReplace:
+		// Caught-up ticks take turns, whatever the overlap policy.
+		return until, true
+	case q.Spec.Overlap == config.OverlapSkip && sameLimit(st.turn, full) && now.Before(turnEnd(q)):
+		// The limit had room at the run's due time but went to an elder
+		// claimed late (fair.go): no overlap to skip for, its turn comes,
+		// until the job's next tick is due: a job that falls further
+		// behind skips as before, so a backlog cannot build up. (queue
+		// waits anyway, within queue_limit; replace acts on the run that
+		// holds the slot, as ever.)
+		if end := turnEnd(q); end.Before(until) {
+			until = end
+		}
 		return until, true
 	case q.Spec.Overlap == config.OverlapQueue:
 		if pos := w.queuePosition(q, now); pos >= q.Spec.QueueLimit {
@@ -179,6 +196,17 @@ func (w *Worker) refused(ctx context.Context, sess *session.Session, q *queue.It
 		w.finishUnstarted(ctx, q, runs.Skipped, reason, fmt.Sprintf("%s (overlap: %s)", what, q.Spec.Overlap))
 		return time.Time{}, false
 	}
+}
+
+// turnEnd is how long a run waits for its turn after a late elder: until
+// the job's next tick is due (or fairBound for a run off the schedule).
+func turnEnd(q *queue.Item) time.Time {
+	if sched, err := q.Spec.ParsedSchedule(); err == nil && q.Trigger == runs.Schedule {
+		if next := sched.Next(q.ScheduledAt); !next.IsZero() {
+			return q.NotBefore.Add(next.Sub(q.ScheduledAt))
+		}
+	}
+	return q.NotBefore.Add(fairBound)
 }
 
 func sameLimit(a, b *slots.FullError) bool {
