@@ -8,6 +8,7 @@ import (
 
 	"github.com/jonboulle/clockwork"
 	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/etcdtest"
@@ -139,44 +140,8 @@ func TestALateElderIsTakenOverAndTheNextTickTakesItsTurn(t *testing.T) {
 	job := jobstest.WithDefaults(jobstest.HTTPJob("one", "@every 100ms", "http://127.0.0.1:1/"))
 	job.MaxConcurrency, job.Overlap = 1, config.OverlapSkip
 	cfg := jobstest.Config(job)
-	cfg.Cluster.Etcd.Prefix = layout.Prefix
-
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	t.Cleanup(func() { cancel(); wg.Wait() })
-	goRun := func(f func(context.Context)) {
-		wg.Add(1)
-		go func() { defer wg.Done(); f(ctx) }()
-	}
-	sessions, err := session.NewManager(cli, session.Options{TTL: 5 * time.Second, Margin: time.Second}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	goRun(func(ctx context.Context) { _ = sessions.Run(ctx) })
-	sem, err := slots.New(cli, layout.Prefix, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	goRun(func(ctx context.Context) { _ = sem.Run(ctx) })
-	view := queue.NewView(layout, nil)
-	goRun(func(ctx context.Context) { _ = mirror.Run(ctx, cli, layout.Queue(), view, nil) })
-	m, err := metrics.New(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	exec := &heldExecutor{started: make(chan target.Run, 4), release: make(chan struct{})}
-	w := New(Deps{Client: cli, Keys: layout, ID: "w1", Sessions: sessions, Slots: sem, Executor: exec,
-		Queue: view, Config: func() *config.Config { return cfg }, Metrics: m, Clock: clock})
-	// w0 is listed but dead: the runs it comes first for wait a backup.
-	w.Members().Reset([]*mvccpb.KeyValue{{Key: []byte(layout.Member("w0"))}, {Key: []byte(layout.Member("w1"))}}, 1)
-	goRun(func(ctx context.Context) { _ = w.Run(ctx) })
-	t.Cleanup(func() {
-		dctx, dcancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer dcancel()
-		cancel()
-		w.Drain(dctx)
-	})
-	poll.For(t, 30*time.Second, "a session", sessions.Alive)
+	w, view, exec := startFakeClockWorker(t, cli, layout, cfg, clock)
+	ctx := t.Context()
 
 	// Two consecutive ticks: w0 first for the elder, w1 for the next.
 	var elder, next time.Time
@@ -253,4 +218,85 @@ func TestALateElderIsTakenOverAndTheNextTickTakesItsTurn(t *testing.T) {
 	if rec := waitRecord(t, cli, layout, runs.ID("one", next)); rec.Outcome != runs.Succeeded {
 		t.Errorf("the next tick: %s %q, want succeeded", rec.Outcome, rec.Error)
 	}
+}
+
+// startFakeClockWorker runs worker w1 of cfg under layout on clock, with
+// real etcd, a session, the slots view and the queue view; its members
+// are w0 (listed, dead) and itself.
+func startFakeClockWorker(t *testing.T, cli *clientv3.Client, layout keys.Layout, cfg *config.Config, clock *clockwork.FakeClock) (*Worker, *queue.View, *heldExecutor) {
+	t.Helper()
+	cfg.Cluster.Etcd.Prefix = layout.Prefix
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	goRun := func(f func(context.Context)) {
+		wg.Add(1)
+		go func() { defer wg.Done(); f(ctx) }()
+	}
+	sessions, err := session.NewManager(cli, session.Options{TTL: 5 * time.Second, Margin: time.Second}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	goRun(func(ctx context.Context) { _ = sessions.Run(ctx) })
+	sem, err := slots.New(cli, layout.Prefix, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	goRun(func(ctx context.Context) { _ = sem.Run(ctx) })
+	view := queue.NewView(layout, nil)
+	goRun(func(ctx context.Context) { _ = mirror.Run(ctx, cli, layout.Queue(), view, nil) })
+	m, err := metrics.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec := &heldExecutor{started: make(chan target.Run, 4), release: make(chan struct{})}
+	w := New(Deps{Client: cli, Keys: layout, ID: "w1", Sessions: sessions, Slots: sem, Executor: exec,
+		Queue: view, Config: func() *config.Config { return cfg }, Metrics: m, Clock: clock})
+	w.Members().Reset([]*mvccpb.KeyValue{{Key: []byte(layout.Member("w0"))}, {Key: []byte(layout.Member("w1"))}}, 1)
+	goRun(func(ctx context.Context) { _ = w.Run(ctx) })
+	t.Cleanup(func() {
+		dctx, dcancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer dcancel()
+		cancel()
+		w.Drain(dctx)
+	})
+	poll.For(t, 30*time.Second, "a session", sessions.Alive)
+	return w, view, exec
+}
+
+// A worker ranks itself for a run when the run comes due, among the
+// members live then, not when the leader queued it seconds before: a run
+// whose first worker left meanwhile (a replica stopped, or dead and its
+// lease expired) is claimed on time, not a backup's 250ms late.
+func TestRankAtTheDueTime(t *testing.T) {
+	cli := etcdtest.Start(t).Client()
+	layout := keys.New("/rank/")
+	t0 := time.Date(2026, 11, 23, 4, 0, 0, 0, time.UTC)
+	clock := clockwork.NewFakeClockAt(t0)
+	cfg := jobstest.Config(jobstest.HTTPJob("one", "@every 1h", "http://127.0.0.1:1/"))
+	w, view, exec := startFakeClockWorker(t, cli, layout, cfg, clock)
+	// A run due in 7s whose first worker is w0.
+	var at time.Time
+	for c := t0.Add(7 * time.Second); at.IsZero(); c = c.Add(time.Second) {
+		if w.members.rank("w1", layout.Entry("one", runs.ID("one", c))+"#1") == 1 {
+			at = c
+		}
+	}
+	e := queue.NewEntry(runs.ID("one", at), &cfg.Jobs[0], nil, at, at, 1, runs.Schedule)
+	if _, err := cli.Put(t.Context(), layout.Entry("one", e.RunID), e.Encode()); err != nil {
+		t.Fatal(err)
+	}
+	poll.For(t, 30*time.Second, "the worker's view of the run", func() bool { return view.Find(e.RunID) != nil })
+	// w0 leaves before the run is due.
+	w.Members().Reset([]*mvccpb.KeyValue{{Key: []byte(layout.Member("w1"))}}, 2)
+	clock.Advance(at.Sub(t0))
+	select {
+	case run := <-exec.started:
+		if run.RunID != e.RunID {
+			t.Fatalf("started %s, want %s", run.RunID, e.RunID)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the run did not start at its due time: w1 still waits for w0, which left")
+	}
+	close(exec.release)
 }

@@ -184,7 +184,7 @@ func (w *Worker) takeOver(o *queue.Item) {
 	_, active := w.active[o.RunID]
 	_, parked := w.parked[o.Key]
 	if !active && !parked {
-		heap.Push(&w.pending, due{at: w.d.Clock.Now(), key: o.Key, modRev: o.ModRev})
+		heap.Push(&w.pending, due{at: w.d.Clock.Now(), key: o.Key, modRev: o.ModRev, ranked: true})
 	}
 	w.mu.Unlock()
 	if !active && !parked {
