@@ -155,20 +155,30 @@ func (w *Worker) yieldTo(q *queue.Item, now time.Time) elders {
 	if start.Before(q.NotBefore) {
 		start = q.NotBefore
 	}
+	roomOf := func(l limit) int {
+		switch {
+		case l.rate != nil:
+			return w.d.Slots.FreePlaces(*l.rate, start)
+		case l.full.Limit == slots.LimitResource:
+			return w.d.Slots.Free(slots.ResourceSlot, l.full.Name, l.full.Slots)
+		}
+		return w.d.Slots.Free(slots.JobSlot, l.full.Name, l.full.Slots)
+	}
+	if out.overdue != nil {
+		// Only a run nothing holds back is overdue: one that waits for a
+		// limit waits on its worker, and is no one's to take over.
+		for _, l := range mine {
+			if roomOf(l) == 0 {
+				out.overdue = nil
+				break
+			}
+		}
+	}
 	for i, l := range mine {
 		if elders[i] == 0 {
 			continue
 		}
-		var room int
-		switch {
-		case l.rate != nil:
-			room = w.d.Slots.FreePlaces(*l.rate, start)
-		case l.full.Limit == slots.LimitResource:
-			room = w.d.Slots.Free(slots.ResourceSlot, l.full.Name, l.full.Slots)
-		default:
-			room = w.d.Slots.Free(slots.JobSlot, l.full.Name, l.full.Slots)
-		}
-		if room <= elders[i] {
+		if room := roomOf(l); room <= elders[i] {
 			full := l.full
 			out.full, out.free = &full, room > 0 && late[i]
 			return out
