@@ -93,6 +93,34 @@ func (l *leader) batchable(j *config.Job, now time.Time) (batchItem, bool) {
 	return it, true
 }
 
+// chunk is an item of j's first ticks that fit one transaction alone (a
+// long pass's ticks, written many at a time), after the cursor as known,
+// and how many ticks it holds.
+func (l *leader) chunk(j *config.Job, cfg *config.Config, ticks []plannedTick, now, known time.Time, has bool) (batchItem, int) {
+	it := batchItem{job: j, known: known, has: has}
+	var health []clientv3.Op
+	for n, t := range ticks {
+		runID, ops, h := l.tickOps(cfg, j, t, now)
+		if h == nil {
+			h = health
+		}
+		// The fence, the cursor, two per tick; the cursor's put, the
+		// writes and one health transition.
+		if 2+2*(n+1) > batchMaxCompares || 1+len(it.writes)+len(ops)+len(h) > batchMaxOps {
+			break
+		}
+		it.runIDs = append(it.runIDs, runID)
+		it.writes = append(it.writes, ops...)
+		it.plan.Ticks = append(it.plan.Ticks, t)
+		health = h
+	}
+	it.writes = append(it.writes, health...)
+	if n := len(it.plan.Ticks); n > 0 {
+		it.plan.Cursor = it.plan.Ticks[n-1].At
+	}
+	return it, len(it.plan.Ticks)
+}
+
 // writeBatch materializes every item's ticks in one transaction carrying,
 // for every item and tick, exactly the conditions of the one-job writes
 // (SPEC rule 2: cursor as known, no queue entry, no record) and the leader
