@@ -31,6 +31,29 @@ const (
 	maxQueued = 20_000
 )
 
+// maxFarPerPass bounds the ticks beyond NearLookahead one pass writes for
+// a job. A new leader finds the old one's cursor about session_ttl behind
+// its own horizon: 50 ticks of a job @every 100ms at a 5s TTL, none of
+// them due within NearLookahead. Written at once, the ten jobs of the
+// failover benchmark's 500 entries stalled claims and releases long enough
+// to cost each job a tick; ten a pass, a tick apart, they spread over
+// half a second.
+const maxFarPerPass = 10
+
+// farCap is how many of ticks (in order) one pass writes: every tick due
+// by near, and maxFarPerPass beyond.
+func farCap(ticks []plannedTick, near time.Time) int {
+	far := 0
+	for i, t := range ticks {
+		if t.At.After(near) {
+			if far++; far > maxFarPerPass {
+				return i
+			}
+		}
+	}
+	return len(ticks)
+}
+
 // LookaheadFor is the lookahead that covers a leader's death: its lease
 // holds the election for up to ttl, and the next leader still finds
 // NearLookahead of ticks queued when it takes over.

@@ -159,6 +159,13 @@ func (l *leader) processOnce(ctx context.Context, j *config.Job, sched schedule.
 	if !p.Cursor.After(cursor) && known {
 		return la, nil
 	}
+	if n := farCap(p.Ticks, now.Add(min(NearLookahead, l.d.Lookahead))); n < len(p.Ticks) {
+		// Far ticks a few at a time: the rest at the next pass, a tick
+		// later (nextWake with the lookahead cut here).
+		p.Ticks = p.Ticks[:n]
+		p.Cursor = p.Ticks[n-1].At
+		la = p.Cursor.Sub(now)
+	}
 	if p.Dropped > 0 {
 		l.d.Metrics.Skipped.WithLabelValues(j.Name, "missed").Add(float64(p.Dropped))
 		l.d.Log.Warn("missed ticks not recorded individually", "job", j.Name, "count", p.Dropped)
