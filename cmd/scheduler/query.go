@@ -43,14 +43,14 @@ func jobsCommand(ctx context.Context, args []string, stdout, stderr io.Writer) i
 					return writeRaw(out.stdout, raws(list, func(j client.Job) json.RawMessage { return j.Raw }))
 				}
 			}
-			t := newTable(out.width, "NAME", "TARGET", "SCHEDULE", "TIMEZONE", "PAUSED", "NEXT RUN", "LAST RUN", "OUTCOME", "RUNNING", "PENDING").shrink(2)
+			t := newTable(out.width, "NAME", "TARGET", "SCHEDULE", "TIMEZONE", "PAUSED", "NEXT RUN", "LAST RUN", "OUTCOME", "RUNNING", "PENDING", "AHEAD").shrink(2)
 			for _, j := range list {
 				last, outcome := "-", "-"
 				if j.LastRun != nil {
 					last, outcome = stamp(j.LastRun.ScheduledAt), j.LastRun.Outcome
 				}
 				t.add(j.Name, j.Spec.Target(), j.Spec.Schedule, j.Spec.Timezone, strconv.FormatBool(j.Paused), stamp(j.NextRun),
-					last, outcome, fmt.Sprintf("%d/%d", j.Running, j.MaxConcurrency), strconv.Itoa(j.Pending))
+					last, outcome, fmt.Sprintf("%d/%d", j.Running, j.MaxConcurrency), strconv.Itoa(j.Pending), strconv.Itoa(j.Scheduled))
 			}
 			return t.write(out.stdout)
 		})

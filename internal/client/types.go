@@ -19,7 +19,8 @@ type Job struct {
 	LastRun        *Run      `json:"last_run"`
 	Running        int       `json:"running"`
 	MaxConcurrency int       `json:"max_concurrency"`
-	Pending        int       `json:"pending"`
+	Pending        int       `json:"pending"`   // due, waiting to start
+	Scheduled      int       `json:"scheduled"` // queued ahead of their due time
 
 	Raw json.RawMessage `json:"-"`
 }

@@ -135,6 +135,7 @@ func TestControl(t *testing.T) {
 		if _, err := a.engine.Pause(ctx, "quick"); err != nil {
 			t.Fatal(err)
 		}
+		pauseReturned := time.Now()
 		st, err := b.engine.Job(ctx, "quick")
 		if err != nil {
 			t.Fatal(err)
@@ -142,14 +143,22 @@ func TestControl(t *testing.T) {
 		if !st.Paused {
 			poll.For(t, 10*time.Second, "b to see the pause", func() bool { st, _ = b.engine.Job(ctx, "quick"); return st.Paused })
 		}
-		// Runs already queued ahead of time may still start; after that,
-		// none. The leader moves a paused job's cursor without queueing, so
-		// once the cursor is past every tick a pass may have planned before
-		// it saw the pause, and nothing of the job is queued, no run is owed.
+		// The leader withdraws the runs it had queued ahead of time, and a
+		// worker starts no scheduled run of a paused job: only a run
+		// claimed just before the pause reached the views may start. The
+		// leader moves a paused job's cursor with the clock without
+		// queueing, so once the cursor is past every tick a pass may have
+		// planned before it saw the pause, and nothing of the job is
+		// queued, no run is owed.
 		pausedAt := cursorOf(t, a.client, "quick")
 		poll.For(t, 20*time.Second, "queued runs of quick to drain", func() bool {
 			return cursorOf(t, a.client, "quick").After(pausedAt.Add(3*time.Second)) && queuedOf(b.engine, "quick") == 0
 		})
+		for _, h := range w.finished("quick") {
+			if h.Start.After(pauseReturned.Add(500 * time.Millisecond)) {
+				t.Errorf("run %s started %s after the pause", h.RunID, h.Start.Sub(pauseReturned).Round(time.Millisecond))
+			}
+		}
 		before := len(w.finished("quick"))
 
 		// Restart both replicas: the pause is in etcd, not in memory.

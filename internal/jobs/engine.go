@@ -50,8 +50,10 @@ type Options struct {
 	Logger *slog.Logger
 	Reg    prometheus.Registerer
 
-	// Lookahead: ticks are materialized this long before they are due, so
-	// a worker can claim and start the target on time.
+	// Lookahead: ticks are materialized up to this long before they are
+	// due, so a worker can claim and start the target on time, and runs
+	// keep starting while a dead leader's lease holds the election
+	// (LookaheadFor). Zero: leader.NearLookahead.
 	Lookahead time.Duration
 	// ClaimLead: a worker claims this long before a run is due, so the
 	// claim's round trip is not part of the run's lateness.
@@ -63,6 +65,11 @@ type Options struct {
 	// exports nothing but still gives targets a trace context.
 	TracerProvider trace.TracerProvider
 }
+
+// LookaheadFor is the lookahead that covers a leader's death with sessions
+// of ttl: runs keep starting on time until the next leader takes over
+// (package leader, lookahead.go).
+func LookaheadFor(ttl time.Duration) time.Duration { return leader.LookaheadFor(ttl) }
 
 // Engine is the dispatch engine of one replica: leader work (Lead) while it
 // leads, worker work (Run) always.
@@ -100,7 +107,7 @@ func New(opts Options) (*Engine, error) {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	if opts.Lookahead == 0 {
-		opts.Lookahead = 2 * time.Second
+		opts.Lookahead = leader.NearLookahead
 	}
 	m, err := metrics.New(opts.Reg)
 	if err != nil {
@@ -128,7 +135,7 @@ func New(opts Options) (*Engine, error) {
 	e.worker = worker.New(worker.Deps{
 		Client: opts.Client, Keys: layout, ID: opts.ID,
 		Sessions: opts.Sessions, Slots: opts.Slots, Executor: opts.Executor, Batch: opts.Batch,
-		Queue: e.queue, Specs: specs, Config: opts.Config, Metrics: m, Clock: opts.Clock, Log: opts.Logger,
+		Queue: e.queue, Specs: specs, Paused: e.paused, Config: opts.Config, Metrics: m, Clock: opts.Clock, Log: opts.Logger,
 		ClaimLead: opts.ClaimLead, Backup: opts.Backup, Tracer: tracing.Tracer(opts.TracerProvider),
 	})
 	// A deleted queue entry is a finished run: count it for pruning.

@@ -32,7 +32,12 @@ type JobStatus struct {
 	LastRun        *runs.Record `json:"last_run,omitempty"`
 	Running        int          `json:"running"`
 	MaxConcurrency int          `json:"max_concurrency"`
-	Pending        int          `json:"pending"`
+	// Pending counts the job's runs that are due and wait to start (for
+	// a slot, a rate window, their turn); Scheduled its runs queued ahead
+	// of their due time (the leader materializes ticks seconds ahead, so
+	// a leader's death costs none: package leader, lookahead.go).
+	Pending   int `json:"pending"`
+	Scheduled int `json:"scheduled"`
 	// After is the job this one is chained after (SPEC section 14).
 	After *config.After `json:"after,omitempty"`
 	// PendingNotifications are the job's notifications not yet delivered.
@@ -83,17 +88,14 @@ func (e *Engine) Jobs(ctx context.Context, page Page) (list []JobStatus, next st
 // statuses are the jobs as the API shows them, with their last runs when
 // there are few enough to read them.
 func (e *Engine) statuses(ctx context.Context, jobs []*config.Job) ([]JobStatus, error) {
-	pending := map[string]int{}
-	for _, q := range e.queue.List(func(q *queue.Item) bool { return q.State == queue.Pending }) {
-		pending[q.Job]++
-	}
+	counts := e.queued(nil)
 	notes := e.outbox.ByJob()
 	out := make([]JobStatus, len(jobs))
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 16)
 	errs := make([]error, len(jobs))
 	for i, j := range jobs {
-		out[i] = e.jobStatus(j, pending[j.Name], notes)
+		out[i] = e.jobStatus(j, counts[j.Name], notes)
 		if len(jobs) > lastRunLookups {
 			continue
 		}
@@ -114,20 +116,44 @@ func (e *Engine) Job(ctx context.Context, name string) (JobStatus, error) {
 	if j == nil {
 		return JobStatus{}, fmt.Errorf("%w %q", ErrUnknownJob, name)
 	}
-	st := e.jobStatus(j, len(e.queue.List(func(q *queue.Item) bool { return q.Job == j.Name && q.State == queue.Pending })), e.outbox.ByJob())
+	st := e.jobStatus(j, e.queued(func(q *queue.Item) bool { return q.Job == j.Name })[j.Name], e.outbox.ByJob())
 	var err error
 	st.LastRun, err = e.lastRun(ctx, name)
 	return st, err
 }
 
-func (e *Engine) jobStatus(j *config.Job, pending int, notes map[string]int) JobStatus {
+// queueCount is a job's pending entries: due, and queued ahead.
+type queueCount struct{ due, ahead int }
+
+// queued counts the pending entries that keep has (nil: all), by job.
+func (e *Engine) queued(keep func(*queue.Item) bool) map[string]queueCount {
+	now := e.clock.Now()
+	out := map[string]queueCount{}
+	e.queue.List(func(q *queue.Item) bool {
+		if q.State != queue.Pending || (keep != nil && !keep(q)) {
+			return false
+		}
+		c := out[q.Job]
+		if q.NotBefore.After(now) {
+			c.ahead++
+		} else {
+			c.due++
+		}
+		out[q.Job] = c
+		return false
+	})
+	return out
+}
+
+func (e *Engine) jobStatus(j *config.Job, queued queueCount, notes map[string]int) JobStatus {
 	st := JobStatus{
 		Name:           j.Name,
 		Spec:           *j,
 		Paused:         e.paused.Is(j.Name, j.Paused),
 		Running:        e.opts.Slots.InUse(j.Name),
 		MaxConcurrency: j.MaxConcurrency,
-		Pending:        pending,
+		Pending:        queued.due,
+		Scheduled:      queued.ahead,
 		After:          j.After,
 	}
 	st.PendingNotifications = notes[j.Name]

@@ -57,7 +57,9 @@ type NodeOptions struct {
 	StartedAt  time.Time // of the process, in the member record; zero: now
 	Logger     *slog.Logger
 	Reg        prometheus.Registerer // nil registers nothing
-	// Engine timings; zero keeps the engine's defaults.
+	// Engine timings; zero keeps the engine's defaults, but for the
+	// lookahead: zero covers a leader's death at the configured
+	// session_ttl (jobs.LookaheadFor).
 	Lookahead, ClaimLead, Backup time.Duration
 	// KillGrace overrides the executor's default SIGTERM-to-SIGKILL grace.
 	KillGrace time.Duration
@@ -95,6 +97,11 @@ func NewNode(o NodeOptions) (*Node, error) {
 	// section 17); built before the executor so a bad setting leaks nothing.
 	if n.Tracing, err = tracing.New(context.Background(), tracing.Options{Instance: o.ID, Version: o.Version}); err != nil {
 		return nil, err
+	}
+	if o.Lookahead == 0 {
+		// A dead leader's lease holds the election for up to session_ttl:
+		// ticks materialized that far ahead keep runs starting meanwhile.
+		o.Lookahead = jobs.LookaheadFor(cfg.Cluster.SessionTTL.D())
 	}
 	n.Exec = target.New(target.Options{Logger: o.Logger.With("component", "target"), DefaultKillGrace: o.KillGrace})
 	n.Engine, err = jobs.New(jobs.Options{

@@ -37,6 +37,7 @@ type batchItem struct {
 	sched schedule.Schedule
 	known time.Time // the cursor as stored
 	has   bool      // whether the job has a cursor (a new job has none)
+	la    time.Duration
 	plan  plan
 	// writes are the ticks' writes (queue entries, missed records and
 	// what those cause) and the job's health transition, built once:
@@ -55,8 +56,9 @@ func (it *batchItem) compares() int { return 1 + 2*len(it.plan.Ticks) }
 func (it *batchItem) ops() int      { return 1 + len(it.writes) }
 
 // batchable returns j's item when its pass can share a transaction; the
-// other cases (paused, ticks not recorded, a long catch-up, nothing to do)
-// take the one-job path, which handles them in full.
+// other cases (paused, ticks to withdraw, ticks not recorded, a long
+// catch-up, nothing to do) take the one-job path, which handles them in
+// full.
 func (l *leader) batchable(j *config.Job, now time.Time) (batchItem, bool) {
 	sched, err := j.ParsedSchedule()
 	if err != nil {
@@ -64,15 +66,17 @@ func (l *leader) batchable(j *config.Job, now time.Time) (batchItem, bool) {
 	}
 	l.mu.Lock()
 	cursor, known := l.cursors[j.Name] // zero when not known
+	sweep := l.sweep[j.Name]
 	l.mu.Unlock()
-	if l.d.Paused.Is(j.Name, j.Paused) {
+	if sweep || l.d.Paused.Is(j.Name, j.Paused) {
 		return batchItem{}, false
 	}
-	p := planTicks(j, sched, cursor, now, l.d.Lookahead)
+	la := l.lookahead(sched, now, false)
+	p := planTicks(j, sched, cursor, now, la)
 	if p.Dropped > 0 || len(p.Ticks) == 0 || len(p.Ticks) > batchMaxTicks || !p.Cursor.Equal(p.Ticks[len(p.Ticks)-1].At) {
 		return batchItem{}, false
 	}
-	it := batchItem{job: j, sched: sched, known: cursor, has: known, plan: p}
+	it := batchItem{job: j, sched: sched, known: cursor, has: known, la: la, plan: p}
 	cfg := l.d.Config()
 	var health []clientv3.Op
 	for _, t := range p.Ticks {
@@ -88,6 +92,34 @@ func (l *leader) batchable(j *config.Job, now time.Time) (batchItem, bool) {
 		return batchItem{}, false // many sinks or chains: alone, a tick a transaction
 	}
 	return it, true
+}
+
+// chunk is an item of j's first ticks that fit one transaction alone (a
+// long pass's ticks, written many at a time), after the cursor as known,
+// and how many ticks it holds.
+func (l *leader) chunk(j *config.Job, cfg *config.Config, ticks []plannedTick, now, known time.Time, has bool) (batchItem, int) {
+	it := batchItem{job: j, known: known, has: has}
+	var health []clientv3.Op
+	for n, t := range ticks {
+		runID, ops, h := l.tickOps(cfg, j, t, now)
+		if h == nil {
+			h = health
+		}
+		// The fence, the cursor, two per tick; the cursor's put, the
+		// writes and one health transition.
+		if 2+2*(n+1) > batchMaxCompares || 1+len(it.writes)+len(ops)+len(h) > batchMaxOps {
+			break
+		}
+		it.runIDs = append(it.runIDs, runID)
+		it.writes = append(it.writes, ops...)
+		it.plan.Ticks = append(it.plan.Ticks, t)
+		health = h
+	}
+	it.writes = append(it.writes, health...)
+	if n := len(it.plan.Ticks); n > 0 {
+		it.plan.Cursor = it.plan.Ticks[n-1].At
+	}
+	return it, len(it.plan.Ticks)
 }
 
 // writeBatch materializes every item's ticks in one transaction carrying,

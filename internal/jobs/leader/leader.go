@@ -63,8 +63,11 @@ type Deps struct {
 	Metrics *metrics.Set
 	Clock   clockwork.Clock
 	Log     *slog.Logger
-	// Lookahead: ticks are materialized this long before they are due, so
-	// a worker can claim and start the target on time.
+	// Lookahead: ticks are materialized up to this long before they are
+	// due (within the per-job and overall bounds, lookahead.go), so a
+	// worker can claim and start the target on time, and, when it is
+	// longer than the session TTL, keeps starting runs on time while a
+	// dead leader's lease still holds the election.
 	Lookahead time.Duration
 	// SpecGrace is how long a spec no entry refers to stays before it is
 	// deleted (default specGrace).
@@ -79,7 +82,7 @@ func (d *Deps) defaults() {
 		d.Log = slog.New(slog.DiscardHandler)
 	}
 	if d.Lookahead == 0 {
-		d.Lookahead = 2 * time.Second
+		d.Lookahead = NearLookahead
 	}
 	if d.SpecGrace == 0 {
 		d.SpecGrace = specGrace
@@ -149,39 +152,102 @@ type leader struct {
 	// without their spec's write are on their way (specs.go).
 	specsWritten map[string]bool
 	specGate     sync.RWMutex
+	// paused is each job's pause state as last looked at; sweep the jobs
+	// whose materialized ticks must be withdrawn first (withdraw.go), and
+	// gone the removed jobs whose ticks are still to withdraw, by the
+	// generation of their wake.
+	paused map[string]bool
+	sweep  map[string]bool
+	gone   map[string]uint64
+	// maxQueued is the queue's size beyond which jobs are planned
+	// NearLookahead ahead only (lookahead.go; a field for the tests).
+	maxQueued int
 }
 
 func newLeader(d Deps, term election.Leadership) *leader {
 	return &leader{d: d, term: term, fence: term.Fence(), cursors: map[string]time.Time{}, gen: map[string]uint64{},
-		specsWritten: map[string]bool{}}
+		specsWritten: map[string]bool{},
+		paused:       map[string]bool{}, sweep: map[string]bool{}, gone: map[string]uint64{}, maxQueued: maxQueued}
 }
 
 // syncJobs takes the current config: new and changed jobs are planned at
 // once, removed ones stop being scheduled (their runs in flight finish).
+// Ticks materialized ahead are withdrawn where the change says so: a
+// changed job's not yet due, a removed or paused job's all (withdraw.go).
 func (l *leader) syncJobs() {
 	cfg := l.d.Config()
 	now := l.d.Clock.Now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	first := l.jobs == nil // the term's first look: nothing changed, all is new
 	next := make(map[string]*config.Job, len(cfg.Jobs))
 	for i := range cfg.Jobs {
 		j := &cfg.Jobs[i]
 		next[j.Name] = j
-		if old, ok := l.jobs[j.Name]; ok && sameJob(old, j) {
+		old, ok := l.jobs[j.Name]
+		if ok && sameJob(old, j) {
 			continue
 		}
+		paused := l.d.Paused.Is(j.Name, j.Paused)
+		_, back := l.gone[j.Name] // removed and back again: its old ticks are of the old spec
+		if ok || back || paused {
+			l.sweep[j.Name] = true
+		}
+		delete(l.gone, j.Name)
+		l.paused[j.Name] = paused
 		l.gen[j.Name]++
 		heap.Push(&l.wakes, wake{at: now, job: j.Name, gen: l.gen[j.Name]})
 	}
 	for name := range l.jobs {
 		if _, ok := next[name]; !ok {
 			l.gen[name]++
+			l.goneLocked(name, now)
 		}
 	}
 	l.jobs = next
+	if first && l.d.Queue != nil {
+		// A job removed while another replica led, or while none did, may
+		// have ticks that leader materialized ahead.
+		for _, q := range l.d.Queue.List(func(q *queue.Item) bool { return next[q.Job] == nil && withdrawable(q.Entry) }) {
+			if _, ok := l.gone[q.Job]; !ok {
+				l.gen[q.Job]++
+				l.goneLocked(q.Job, now)
+			}
+		}
+	}
+}
+
+// goneLocked schedules the withdrawal of a removed job's ticks.
+func (l *leader) goneLocked(name string, now time.Time) {
+	l.gone[name] = l.gen[name]
+	delete(l.sweep, name)
+	delete(l.paused, name)
+	heap.Push(&l.wakes, wake{at: now, job: name, gen: l.gen[name]})
+}
+
+// syncPaused looks at the pause state: a job paused since the last look is
+// swept (its materialized ticks withdrawn) and a resumed one planned at
+// once, so its next tick is materialized without waiting for its wake.
+func (l *leader) syncPaused() {
+	now := l.d.Clock.Now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for name, j := range l.jobs {
+		p := l.d.Paused.Is(name, j.Paused)
+		if p == l.paused[name] {
+			continue
+		}
+		l.paused[name] = p
+		if p {
+			l.sweep[name] = true
+		}
+		l.gen[name]++
+		heap.Push(&l.wakes, wake{at: now, job: name, gen: l.gen[name]})
+	}
 }
 
 func (l *leader) loop(ctx context.Context) error {
+	pausedChanged := l.d.Paused.Changed() // before the look, so no change falls between
 	l.syncJobs()
 	timer := l.d.Clock.NewTimer(time.Hour)
 	defer timer.Stop()
@@ -198,6 +264,10 @@ func (l *leader) loop(ctx context.Context) error {
 			return nil
 		case <-l.d.ConfigChanged:
 			l.syncJobs()
+			continue
+		case <-pausedChanged:
+			pausedChanged = l.d.Paused.Changed()
+			l.syncPaused()
 			continue
 		case <-timer.Chan():
 		}

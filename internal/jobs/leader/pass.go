@@ -19,11 +19,17 @@ func (l *leader) pass(ctx context.Context) error {
 	defer l.specGate.RUnlock()
 	now := l.d.Clock.Now()
 	var due []*config.Job
+	var gone []string
 	l.mu.Lock()
 	for len(l.wakes) > 0 && !l.wakes[0].at.After(now) {
 		w := heap.Pop(&l.wakes).(wake)
-		if j, ok := l.jobs[w.job]; ok && w.gen == l.gen[w.job] {
+		if w.gen != l.gen[w.job] {
+			continue
+		}
+		if j, ok := l.jobs[w.job]; ok {
 			due = append(due, j)
+		} else if g, ok := l.gone[w.job]; ok && g == w.gen {
+			gone = append(gone, w.job)
 		}
 	}
 	l.mu.Unlock()
@@ -68,7 +74,7 @@ func (l *leader) pass(ctx context.Context) error {
 			for _, it := range b {
 				switch {
 				case ok:
-					done(it.job, l.nextWake(it.sched, it.plan.Cursor), nil)
+					done(it.job, nextWake(it.sched, it.plan.Cursor, it.la), nil)
 				case errors.Is(err, errNotLeader):
 					done(it.job, time.Time{}, err)
 				default:
@@ -86,6 +92,24 @@ func (l *leader) pass(ctx context.Context) error {
 			done(j, next, err)
 		})
 	}
+	for _, name := range gone {
+		spawn(func() {
+			err := l.withdrawGone(ctx, name)
+			if err != nil && ctx.Err() == nil && !errors.Is(err, errNotLeader) {
+				l.d.Log.Warn("withdrawing a removed job's ticks failed; retrying", "job", name, "err", err)
+				l.mu.Lock()
+				if g, ok := l.gone[name]; ok {
+					heap.Push(&l.wakes, wake{at: l.d.Clock.Now().Add(500 * time.Millisecond), job: name, gen: g})
+				}
+				l.mu.Unlock()
+			}
+			if err != nil {
+				mu.Lock()
+				firstErr = errors.Join(firstErr, err)
+				mu.Unlock()
+			}
+		})
+	}
 	wg.Wait()
 	if errors.Is(firstErr, errNotLeader) {
 		return errNotLeader
@@ -100,7 +124,7 @@ func (l *leader) process(ctx context.Context, j *config.Job) (time.Time, error) 
 		return time.Time{}, fmt.Errorf("job %s: %w", j.Name, err)
 	}
 	for attempt := 0; ; attempt++ {
-		err := l.processOnce(ctx, j, sched)
+		la, err := l.processOnce(ctx, j, sched)
 		if errors.Is(err, errCursorMoved) && attempt < 3 {
 			continue
 		}
@@ -110,34 +134,78 @@ func (l *leader) process(ctx context.Context, j *config.Job) (time.Time, error) 
 		l.mu.Lock()
 		cursor := l.cursors[j.Name]
 		l.mu.Unlock()
-		return l.nextWake(sched, cursor), nil
+		return nextWake(sched, cursor, la), nil
 	}
 }
 
-func (l *leader) processOnce(ctx context.Context, j *config.Job, sched schedule.Schedule) error {
+// processOnce withdraws the job's materialized ticks when a change calls
+// for it, then writes its ticks up to the lookahead it returns.
+func (l *leader) processOnce(ctx context.Context, j *config.Job, sched schedule.Schedule) (time.Duration, error) {
 	now := l.d.Clock.Now()
+	paused := l.d.Paused.Is(j.Name, j.Paused)
+	l.mu.Lock()
+	sweep := l.sweep[j.Name]
+	l.mu.Unlock()
+	if sweep {
+		if err := l.withdrawJob(ctx, j.Name, paused, now); err != nil {
+			return 0, err
+		}
+		l.mu.Lock()
+		delete(l.sweep, j.Name)
+		l.mu.Unlock()
+	}
 	l.mu.Lock()
 	cursor, known := l.cursors[j.Name] // zero when not known
 	l.mu.Unlock()
-	p := planTicks(j, sched, cursor, now, l.d.Lookahead)
+	la := l.lookahead(sched, now, paused)
+	p := planTicks(j, sched, cursor, now, la)
 	if !p.Cursor.After(cursor) && known {
-		return nil
+		return la, nil
+	}
+	if n := farCap(p.Ticks, now.Add(min(NearLookahead, l.d.Lookahead))); n < len(p.Ticks) {
+		// Far ticks a few at a time: the rest at the next pass, a tick
+		// later (nextWake with the lookahead cut here).
+		p.Ticks = p.Ticks[:n]
+		p.Cursor = p.Ticks[n-1].At
+		la = p.Cursor.Sub(now)
 	}
 	if p.Dropped > 0 {
 		l.d.Metrics.Skipped.WithLabelValues(j.Name, "missed").Add(float64(p.Dropped))
 		l.d.Log.Warn("missed ticks not recorded individually", "job", j.Name, "count", p.Dropped)
 	}
-	if l.d.Paused.Is(j.Name, j.Paused) {
+	if paused {
 		l.d.Metrics.Skipped.WithLabelValues(j.Name, "paused").Add(float64(len(p.Ticks)))
 		_, err := l.write(ctx, j.Name, p.Cursor, nil, nil)
-		return err
+		return la, err
 	}
 	cfg := l.d.Config()
-	for _, t := range p.Ticks {
+	rest := p.Ticks
+	// Many ticks at once (a new leader's first pass covers the gap since
+	// the old leader's cursor: five seconds of ticks at session_ttl 5s,
+	// 48 of a job @every 100ms) go many to a transaction, with the
+	// conditions of the one-tick writes; one at a time they saturated
+	// etcd for half a second and cost the benchmark's jobs a tick each.
+	// When a condition fails, the one-tick writes below find out which.
+	for len(rest) > 1 {
+		it, n := l.chunk(j, cfg, rest, now, cursor, known)
+		if n < 2 {
+			break
+		}
+		ok, err := l.writeBatch(ctx, []batchItem{it})
+		if err != nil {
+			return la, err
+		}
+		if !ok {
+			break
+		}
+		rest = rest[n:]
+		cursor, known = it.plan.Cursor, true
+	}
+	for _, t := range rest {
 		runID, ops, health := l.tickOps(cfg, j, t, now)
 		wrote, err := l.write(ctx, j.Name, t.At, l.absent(j.Name, runID), append(ops, health...))
 		if err != nil {
-			return err
+			return la, err
 		}
 		if wrote {
 			l.countTick(j.Name, t)
@@ -148,7 +216,7 @@ func (l *leader) processOnce(ctx context.Context, j *config.Job, sched schedule.
 	l.mu.Unlock()
 	if p.Cursor.After(stored) {
 		_, err := l.write(ctx, j.Name, p.Cursor, nil, nil)
-		return err
+		return la, err
 	}
-	return nil
+	return la, nil
 }

@@ -75,11 +75,14 @@ func (l *leader) countTick(job string, t plannedTick) {
 	l.d.Metrics.Skipped.WithLabelValues(job, "missed").Inc()
 }
 
-// nextWake is when to look at a job again once its cursor is at cursor.
-func (l *leader) nextWake(sched schedule.Schedule, cursor time.Time) time.Time {
+// nextWake is when to look at a job again once its cursor is at cursor,
+// planned la ahead: when its next tick comes within la. A job bounded by
+// its tick count (lookahead.go) thus wakes about once per tick, as its
+// oldest tick comes due.
+func nextWake(sched schedule.Schedule, cursor time.Time, la time.Duration) time.Time {
 	next := sched.Next(cursor)
 	if next.IsZero() {
 		return time.Time{}
 	}
-	return next.Add(-l.d.Lookahead)
+	return next.Add(-la)
 }

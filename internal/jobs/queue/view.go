@@ -275,9 +275,10 @@ func (v *View) List(keep func(*Item) bool) []*Item {
 
 // Running returns the running entries, oldest scheduled first. The
 // reaper looks at them on every queue or slot change, so this costs what
-// runs, not what is Item (at 1,000 runs/s the queue holds the next two
-// seconds of pending runs, and scanning it on every change was a third of
-// the leader's CPU).
+// runs, not what is queued (at 1,000 runs/s the queue holds the leader's
+// lookahead of pending runs, seven seconds at the default session_ttl;
+// scanning two seconds of them on every change was a third of the
+// leader's CPU).
 func (v *View) Running() []*Item {
 	v.mu.Lock()
 	out := make([]*Item, 0, len(v.running))
@@ -296,6 +297,13 @@ func sortQueued(out []*Item) {
 		}
 		return out[i].RunID < out[j].RunID
 	})
+}
+
+// Len is how many entries the view holds, pending and running.
+func (v *View) Len() int {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return len(v.entries)
 }
 
 // Ready closes once the view has read the queue.

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"container/heap"
 	"hash/fnv"
 	"strconv"
 	"time"
@@ -75,19 +76,58 @@ func older(a, b *queue.Entry) bool {
 	return a.RunID < b.RunID
 }
 
+// minTakeover is added to a worker's claim lead and backup wait before it
+// takes over a late elder (overdue).
+const minTakeover = 25 * time.Millisecond
+
+// elders is what q's fair order found among the pending runs.
+type elders struct {
+	// full is the limit q must leave to its elders, nil when none.
+	full *slots.FullError
+	// free: full had room, and an elder due strictly before q waits for
+	// it (see yieldTo).
+	free bool
+	// overdue is the job's (or key's) eldest pending run that its first
+	// worker should have claimed by now and did not; retry is when q's
+	// eldest such run becomes overdue, if none is yet.
+	overdue *queue.Item
+	retry   time.Time
+}
+
 // yieldTo returns the limit q must leave to its elders, or nil: a limit
 // whose room (per the slots view) is no more than its elders need. Only
-// while q is within fairBound of its due time.
-func (w *Worker) yieldTo(q *queue.Item, now time.Time) *slots.FullError {
+// while q is within fairBound of its due time. free says the limit had
+// room and an elder due strictly before q still waits for it: an elder
+// late (claimed by a backup worker after its first choice died), which
+// takes the limit after q came due; q then takes its turn after it instead
+// of being skipped for an overlap that was not there when it came due.
+// Runs due together (a burst of triggers) are not free: the overlap
+// policy decides among them as before.
+//
+// Elders are pending runs due before q; a run queued ahead of its due
+// time is never an elder of one due before it, so the leader's lookahead
+// adds none.
+//
+// It also finds q's job's (or key's) eldest pending run that is overdue:
+// due before q, and not claimed although its first worker should have
+// claimed it a claim lead, twice a claim round trip and minTakeover ago.
+// Its first worker died or is stuck, and the backup would claim it only
+// Backup (250ms) after it was due, after q's own due time for a job
+// @every 100ms; the worker about to claim q claims it first instead
+// (start), so the job's ticks start in order and about on time.
+func (w *Worker) yieldTo(q *queue.Item, now time.Time) elders {
+	var out elders
 	if now.After(q.NotBefore.Add(fairBound)) {
-		return nil
+		return out
 	}
 	mine := limitsOf(q.Entry)
 	index := make(map[string]int, len(mine))
 	for i, l := range mine {
 		index[l.id] = i
 	}
+	takeover := w.d.ClaimLead + w.claimRTT.backupWait() + minTakeover
 	elders := make([]int, len(mine))
+	late := make([]bool, len(mine)) // an elder due strictly before q
 	w.d.Queue.List(func(o *queue.Item) bool {
 		if o.State != queue.Pending || o.Key == q.Key || !older(o.Entry, q.Entry) {
 			return false
@@ -95,6 +135,18 @@ func (w *Worker) yieldTo(q *queue.Item, now time.Time) *slots.FullError {
 		for _, l := range limitsOf(o.Entry) {
 			if i, ok := index[l.id]; ok {
 				elders[i]++
+				late[i] = late[i] || o.NotBefore.Before(q.NotBefore)
+			}
+		}
+		// The job slot group is the first limit of every run.
+		if o.Job == q.Job && o.ConcurrencyKey == q.ConcurrencyKey && o.NotBefore.Before(q.NotBefore) && o.Hold == nil {
+			switch at := o.NotBefore.Add(takeover); {
+			case !at.After(now):
+				if out.overdue == nil || older(o.Entry, out.overdue.Entry) {
+					out.overdue = o
+				}
+			case out.retry.IsZero() || at.Before(out.retry):
+				out.retry = at
 			}
 		}
 		return false
@@ -103,23 +155,50 @@ func (w *Worker) yieldTo(q *queue.Item, now time.Time) *slots.FullError {
 	if start.Before(q.NotBefore) {
 		start = q.NotBefore
 	}
+	roomOf := func(l limit) int {
+		switch {
+		case l.rate != nil:
+			return w.d.Slots.FreePlaces(*l.rate, start)
+		case l.full.Limit == slots.LimitResource:
+			return w.d.Slots.Free(slots.ResourceSlot, l.full.Name, l.full.Slots)
+		}
+		return w.d.Slots.Free(slots.JobSlot, l.full.Name, l.full.Slots)
+	}
+	if out.overdue != nil {
+		// Only a run nothing holds back is overdue: one that waits for a
+		// limit waits on its worker, and is no one's to take over.
+		for _, l := range mine {
+			if roomOf(l) == 0 {
+				out.overdue = nil
+				break
+			}
+		}
+	}
 	for i, l := range mine {
 		if elders[i] == 0 {
 			continue
 		}
-		var room int
-		switch {
-		case l.rate != nil:
-			room = w.d.Slots.FreePlaces(*l.rate, start)
-		case l.full.Limit == slots.LimitResource:
-			room = w.d.Slots.Free(slots.ResourceSlot, l.full.Name, l.full.Slots)
-		default:
-			room = w.d.Slots.Free(slots.JobSlot, l.full.Name, l.full.Slots)
-		}
-		if room <= elders[i] {
+		if room := roomOf(l); room <= elders[i] {
 			full := l.full
-			return &full
+			out.full, out.free = &full, room > 0 && late[i]
+			return out
 		}
 	}
-	return nil
+	return out
+}
+
+// takeOver claims o, a run whose first worker let it become overdue, now:
+// unless this worker already has it in hand.
+func (w *Worker) takeOver(o *queue.Item) {
+	w.mu.Lock()
+	_, active := w.active[o.RunID]
+	_, parked := w.parked[o.Key]
+	if !active && !parked {
+		heap.Push(&w.pending, due{at: w.d.Clock.Now(), key: o.Key, modRev: o.ModRev, ranked: true})
+	}
+	w.mu.Unlock()
+	if !active && !parked {
+		w.d.Log.Debug("taking over a run its first worker left unclaimed", "job", o.Job, "run_id", o.RunID)
+		w.signal()
+	}
 }

@@ -99,13 +99,15 @@ func startTestWorker(t *testing.T, prefix string, clock clockwork.Clock, job con
 }
 
 // put writes e with its spec, as the leader does.
-func (tw *testWorker) put(t *testing.T, e *queue.Entry) {
+func (tw *testWorker) put(t *testing.T, e *queue.Entry) { putEntry(t, tw.cli, tw.layout, e) }
+
+func putEntry(t *testing.T, cli *clientv3.Client, layout keys.Layout, e *queue.Entry) {
 	t.Helper()
-	ops := []clientv3.Op{clientv3.OpPut(tw.layout.Entry(e.Job, e.RunID), e.Encode())}
-	if spec, ok := e.SpecOp(tw.layout); ok {
+	ops := []clientv3.Op{clientv3.OpPut(layout.Entry(e.Job, e.RunID), e.Encode())}
+	if spec, ok := e.SpecOp(layout); ok {
 		ops = append(ops, spec)
 	}
-	if _, err := tw.cli.Txn(tw.ctx).Then(ops...).Commit(); err != nil {
+	if _, err := cli.Txn(context.Background()).Then(ops...).Commit(); err != nil {
 		t.Fatal(err)
 	}
 }

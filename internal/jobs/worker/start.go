@@ -18,6 +18,10 @@ import (
 type waitState struct {
 	replaced bool             // overlap: replace asked the oldest run to stop
 	last     *slots.FullError // the limit that refused it last
+	// turn is a limit the run found with room but left to its elders
+	// (fair.go): when they have taken it, the run waits its turn there
+	// rather than skip.
+	turn *slots.FullError
 	// The views' change channels as they were before the last attempt: a
 	// change between a refusal and the park must wake the run.
 	slotsChanged, queueChanged <-chan struct{}
@@ -65,16 +69,33 @@ func (w *Worker) start(ctx context.Context, q *queue.Item, st *waitState) (retry
 				fmt.Sprintf("not started by its starting deadline %s (due %s)%s", q.Spec.StartingDeadline, q.NotBefore.Format(runs.TimeFormat), why))
 			return retry, !retry.IsZero()
 		}
+		if w.paused(q) {
+			// The leader withdraws a paused job's ticks; this one came
+			// due before it did.
+			retry := w.finishUnstarted(ctx, q, runs.Skipped, "paused", "not started: the job is paused")
+			return retry, !retry.IsZero()
+		}
 		st.slotsChanged, st.queueChanged = w.d.Slots.Changed(), w.d.Queue.Changed()
 		// A strict retry on its kept slot waits for no elder: nothing else
 		// can take that slot anyway.
-		if full := w.yieldTo(q, now); full != nil && !w.holdsFor(sess, q) {
+		el := w.yieldTo(q, now)
+		if el.overdue != nil {
+			w.takeOver(el.overdue)
+		}
+		if full := el.full; full != nil && !w.holdsFor(sess, q) {
 			// Elders wait for a limit this run needs: their turn first,
 			// as if the limit were full.
 			st.last = full
+			if el.free {
+				st.turn = full
+			}
 			// Try again when the fair wait ends at the latest: an elder
-			// stuck behind another limit may bring no change at all.
+			// stuck behind another limit may bring no change at all; and
+			// when an elder becomes overdue, to take it over.
 			end := q.NotBefore.Add(fairBound + time.Millisecond)
+			if !el.retry.IsZero() && el.retry.Before(end) {
+				end = el.retry
+			}
 			if q.Spec.Overlap != config.OverlapQueue {
 				// skip and replace act on a limit that is taken, and this
 				// one is not yet: wait for the elders to take it, then see.
@@ -137,10 +158,10 @@ func (w *Worker) resolve(ctx context.Context, q *queue.Item, st *waitState) (r *
 	now := w.d.Clock.Now()
 	deadline := q.NotBefore.Add(startingDeadline)
 	if now.After(deadline) {
-		w.finishUnstarted(ctx, q, runs.Missed, "deadline",
+		retry := w.finishUnstarted(ctx, q, runs.Missed, "deadline",
 			fmt.Sprintf("not started by its starting deadline %s (due %s): its job spec could not be read: %v",
 				startingDeadline, q.NotBefore.Format(runs.TimeFormat), err))
-		return nil, time.Time{}, false
+		return nil, retry, !retry.IsZero()
 	}
 	if !st.noSpec {
 		st.noSpec = true
@@ -151,6 +172,15 @@ func (w *Worker) resolve(ctx context.Context, q *queue.Item, st *waitState) (r *
 		until = deadline.Add(time.Millisecond)
 	}
 	return nil, until, true
+}
+
+// paused reports whether q is a scheduled run of a paused job. Manual runs
+// and retries of a paused job run: pause stops the schedule, not what a
+// user or a failed attempt asked for. The entry's spec gives the file's
+// setting (the leader's, when it scheduled the run; a change to it
+// withdraws the run), the marker in etcd wins over it.
+func (w *Worker) paused(q *queue.Item) bool {
+	return w.d.Paused != nil && q.Trigger == runs.Schedule && w.d.Paused.Is(q.Job, q.Spec.Paused)
 }
 
 // refused applies the job's overlap policy to a run a full limit refused.
@@ -177,6 +207,17 @@ func (w *Worker) refused(ctx context.Context, sess *session.Session, q *queue.It
 	case q.CatchUp && q.Spec.Overlap != config.OverlapReplace:
 		// Caught-up ticks take turns, whatever the overlap policy.
 		return until, true
+	case q.Spec.Overlap == config.OverlapSkip && sameLimit(st.turn, full) && now.Before(turnEnd(q)):
+		// The limit had room at the run's due time but went to an elder
+		// claimed late (fair.go): no overlap to skip for, its turn comes,
+		// until the job's next tick is due: a job that falls further
+		// behind skips as before, so a backlog cannot build up. (queue
+		// waits anyway, within queue_limit; replace acts on the run that
+		// holds the slot, as ever.)
+		if end := turnEnd(q); end.Before(until) {
+			until = end
+		}
+		return until, true
 	case q.Spec.Overlap == config.OverlapQueue:
 		if pos := w.queuePosition(q, now); pos >= q.Spec.QueueLimit {
 			retry := w.finishUnstarted(ctx, q, runs.Skipped, "queue_full",
@@ -202,6 +243,21 @@ func (w *Worker) refused(ctx context.Context, sess *session.Session, q *queue.It
 		retry := w.finishUnstarted(ctx, q, runs.Skipped, reason, fmt.Sprintf("%s (overlap: %s)", what, q.Spec.Overlap))
 		return retry, !retry.IsZero()
 	}
+}
+
+// turnEnd is how long a run waits for its turn after a late elder: until
+// the job's next tick is due (or fairBound for a run off the schedule).
+func turnEnd(q *queue.Item) time.Time {
+	if sched, err := q.Spec.ParsedSchedule(); err == nil && q.Trigger == runs.Schedule {
+		if next := sched.Next(q.ScheduledAt); !next.IsZero() {
+			return q.NotBefore.Add(next.Sub(q.ScheduledAt))
+		}
+	}
+	return q.NotBefore.Add(fairBound)
+}
+
+func sameLimit(a, b *slots.FullError) bool {
+	return a != nil && b != nil && a.Limit == b.Limit && a.Name == b.Name
 }
 
 // reasonOf is the skip reason and message of a refusal (SPEC section 11):

@@ -45,7 +45,7 @@ func (w *Worker) unpark(changed bool) {
 	for key, p := range w.parked {
 		if changed || !p.until.After(now) {
 			delete(w.parked, key)
-			heap.Push(&w.pending, due{at: now, key: key, modRev: p.modRev})
+			heap.Push(&w.pending, due{at: now, key: key, modRev: p.modRev, ranked: true})
 		}
 	}
 }

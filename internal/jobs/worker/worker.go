@@ -67,10 +67,13 @@ type Deps struct {
 	Executor Executor
 	Queue    *queue.View
 	Specs    *queue.Specs // resolves what Queue has not: a run starts only with the spec its entry names
-	Config   func() *config.Config
-	Metrics  *metrics.Set
-	Clock    clockwork.Clock
-	Log      *slog.Logger
+	// Paused is the pause state: a scheduled run of a paused job does not
+	// start (nil: none is paused).
+	Paused  *queue.Paused
+	Config  func() *config.Config
+	Metrics *metrics.Set
+	Clock   clockwork.Clock
+	Log     *slog.Logger
 	// ClaimLead: a worker claims this long before a run is due, so the
 	// claim's round trip is not part of the run's lateness.
 	ClaimLead time.Duration
@@ -154,21 +157,32 @@ func (w *Worker) signal() {
 	}
 }
 
-// onPut learns of a pending run from the queue view.
+// onPut learns of a pending run from the queue view. It is looked at
+// first a claim lead before it is due; only then does the worker rank
+// itself for it (backupAt), among the members live then: the leader
+// queues ticks seconds ahead, and a rank taken at the put would still
+// count a member that has left since (a replica stopped, or dead and its
+// lease expired) as the run's first worker.
 func (w *Worker) onPut(q *queue.Item) {
 	if q.State != queue.Pending {
 		return
 	}
-	at := q.NotBefore.Add(-w.d.ClaimLead)
-	rank := w.members.rank(w.d.ID, q.Key+"#"+strconv.Itoa(q.Attempt))
-	if q.Hold != nil && q.Hold.Holder == w.d.ID {
-		rank = 0 // only the holder can claim with the kept slot
-	}
-	at = at.Add(time.Duration(rank) * (w.d.Backup + w.claimRTT.backupWait()))
 	w.mu.Lock()
-	heap.Push(&w.pending, due{at: at, key: q.Key, modRev: q.ModRev})
+	heap.Push(&w.pending, due{at: q.NotBefore.Add(-w.d.ClaimLead), key: q.Key, modRev: q.ModRev})
 	w.mu.Unlock()
 	w.signal()
+}
+
+// backupAt is when this worker tries q, by its rank among the live
+// members: at once for its first worker, Backup (and twice the claim round
+// trip) later per rank for the others.
+func (w *Worker) backupAt(q *queue.Item) time.Time {
+	at := q.NotBefore.Add(-w.d.ClaimLead)
+	if q.Hold != nil && q.Hold.Holder == w.d.ID {
+		return at // only the holder can claim with the kept slot
+	}
+	rank := w.members.rank(w.d.ID, q.Key+"#"+strconv.Itoa(q.Attempt))
+	return at.Add(time.Duration(rank) * (w.d.Backup + w.claimRTT.backupWait()))
 }
 
 // Run dispatches runs until ctx ends: then it stops claiming and returns.
@@ -230,6 +244,12 @@ func (w *Worker) dispatch(ctx context.Context) {
 		}
 		if _, busy := w.active[q.RunID]; busy {
 			continue
+		}
+		if !a.ranked {
+			if at := w.backupAt(q); at.After(now) {
+				heap.Push(&w.pending, due{at: at, key: a.key, modRev: a.modRev, ranked: true})
+				continue
+			}
 		}
 		delete(w.parked, q.Key)
 		st := w.waits[q.Key]
@@ -316,11 +336,13 @@ func (w *Worker) onDelete(key string, _ *queue.Item) {
 	w.mu.Unlock()
 }
 
-// due is when to try a pending run, as the view saw it.
+// due is when to try a pending run, as the view saw it; ranked once the
+// worker's rank for it is in at.
 type due struct {
 	at     time.Time
 	key    string
 	modRev int64
+	ranked bool
 }
 
 type dueHeap []due

@@ -1,0 +1,92 @@
+package leader
+
+import (
+	"time"
+
+	"github.com/etcdsched/scheduler/internal/schedule"
+)
+
+// How far ahead ticks are materialized.
+//
+// A leader that dies without resigning (SIGKILL, a crash, a partition)
+// keeps the election until its lease expires: up to session_ttl, plus the
+// half second etcd's lessor takes to notice. Ticks due in that gap can only
+// run if they were materialized before it, so the leader writes each job's
+// ticks up to Deps.Lookahead ahead (the replica sets session_ttl +
+// NearLookahead: LookaheadFor), and the next leader finds the queue still
+// holding about NearLookahead of ticks when it takes over. Far-ahead
+// entries cost etcd and every replica's view memory, so they are bounded
+// per job (a job @every 100ms would otherwise queue 70 entries at a 5s TTL,
+// 620 at 60s) and overall.
+const (
+	// NearLookahead: ticks due within this long are always materialized
+	// (unless paused), whatever the bounds: a worker claims a run 25ms
+	// before it is due and must see its entry well before that.
+	NearLookahead = 2 * time.Second
+	// maxAhead bounds the ticks of one job within its lookahead: beyond
+	// NearLookahead a job's lookahead ends at its maxAhead-th next tick.
+	maxAhead = 100
+	// maxQueued bounds the queue overall: while it holds this many
+	// entries or more, jobs are planned NearLookahead ahead only.
+	maxQueued = 20_000
+)
+
+// maxFarPerPass bounds the ticks beyond NearLookahead one pass writes for
+// a job. A new leader finds the old one's cursor about session_ttl behind
+// its own horizon: 50 ticks of a job @every 100ms at a 5s TTL, none of
+// them due within NearLookahead. Written at once, the ten jobs of the
+// failover benchmark's 500 entries stalled claims and releases long enough
+// to cost each job a tick; ten a pass, a tick apart, they spread over
+// half a second.
+const maxFarPerPass = 10
+
+// farCap is how many of ticks (in order) one pass writes: every tick due
+// by near, and maxFarPerPass beyond.
+func farCap(ticks []plannedTick, near time.Time) int {
+	far := 0
+	for i, t := range ticks {
+		if t.At.After(near) {
+			if far++; far > maxFarPerPass {
+				return i
+			}
+		}
+	}
+	return len(ticks)
+}
+
+// LookaheadFor is the lookahead that covers a leader's death: its lease
+// holds the election for up to ttl, and the next leader still finds
+// NearLookahead of ticks queued when it takes over.
+func LookaheadFor(ttl time.Duration) time.Duration {
+	return ttl + NearLookahead
+}
+
+// reach is how far ahead of now a job's ticks are planned in this pass:
+// far, but no further than its maxAhead-th tick after now, and never less
+// than near. It walks at most maxAhead ticks, fewer for a slow job.
+func reach(sched schedule.Schedule, now time.Time, near, far time.Duration) time.Duration {
+	if far <= near {
+		return far
+	}
+	t := now
+	for range maxAhead {
+		if t = sched.Next(t); t.IsZero() || t.Sub(now) > far {
+			return far
+		}
+	}
+	return max(near, t.Sub(now))
+}
+
+// lookahead is how far ahead to plan job's ticks now: nothing while it is
+// paused (a resume plans from the moment it comes), near only while the
+// queue is full, else its reach.
+func (l *leader) lookahead(sched schedule.Schedule, now time.Time, paused bool) time.Duration {
+	near := min(NearLookahead, l.d.Lookahead)
+	switch {
+	case paused:
+		return 0
+	case l.d.Queue != nil && l.d.Queue.Len() >= l.maxQueued:
+		return near
+	}
+	return reach(sched, now, near, l.d.Lookahead)
+}

@@ -1,0 +1,212 @@
+package leader
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/etcdsched/scheduler/internal/jobs/queue"
+	"github.com/etcdsched/scheduler/internal/runs"
+)
+
+// Withdrawing materialized ticks.
+//
+// Ticks are materialized up to the lookahead ahead (lookahead.go), several
+// seconds with the replica's default. A change to a job must not wait for
+// them to drain, so the leader takes back the pending entries of the job's
+// scheduled ticks (never a manual run or a retry) and sets the job's
+// cursor back, as if they had never been written:
+//
+//   - a changed job: the ticks not due within withdrawGuard; they are
+//     planned again at once, with the new spec and schedule. A tick due
+//     sooner may be being claimed, and keeps the spec it was scheduled
+//     with.
+//   - a paused job: all of them, due or not; its cursor goes back to now,
+//     and while it is paused the cursor follows the clock, so a resume
+//     plans from the moment it comes and does not catch up on the pause.
+//   - a removed job: all of them; its runs in flight finish.
+//
+// Each entry is deleted only as it was read (its ModRevision), in a
+// transaction fenced by the term and compared with the job's cursor, so a
+// run a worker claimed meanwhile is not withdrawn, and the cursor never
+// goes back past a tick that was not withdrawn without that tick's entry
+// or record still there to stop it being materialized twice (SPEC rule 2:
+// the tick's write requires both absent). A withdrawn tick has neither: it
+// never ran, and planning it again creates it once.
+
+// withdrawGuard: a changed job's ticks due within this long are left to
+// run as scheduled. Workers claim 25ms before a tick is due; the guard
+// keeps the withdrawal clear of those claims even with clocks a little
+// apart.
+const withdrawGuard = 250 * time.Millisecond
+
+// withdrawChunk: entries deleted per transaction, with their compares, the
+// fence and the cursor's, under etcd's default limit of 128.
+const withdrawChunk = 60
+
+// withdrawable reports whether an entry is a scheduled tick not yet
+// claimed: the only entries the leader withdraws.
+func withdrawable(e *queue.Entry) bool {
+	return e.State == queue.Pending && e.Trigger == runs.Schedule && e.Hold == nil
+}
+
+// withdrawJob withdraws the ticks of a job still in the config: a paused
+// job's all, a changed job's not due within withdrawGuard.
+func (l *leader) withdrawJob(ctx context.Context, job string, paused bool, now time.Time) error {
+	if paused {
+		n, err := l.withdraw(ctx, job, time.Time{}, now)
+		if n > 0 {
+			l.d.Metrics.Skipped.WithLabelValues(job, "paused").Add(float64(n))
+			l.d.Log.Info("paused: materialized ticks withdrawn", "job", job, "count", n)
+		}
+		return err
+	}
+	cut := now.Add(withdrawGuard)
+	n, err := l.withdraw(ctx, job, cut, cut)
+	if n > 0 {
+		l.d.Log.Info("changed: materialized ticks withdrawn to be planned again", "job", job, "count", n)
+	}
+	return err
+}
+
+// withdrawGone withdraws every tick of a job no longer in the config.
+func (l *leader) withdrawGone(ctx context.Context, job string) error {
+	n, err := l.withdraw(ctx, job, time.Time{}, l.d.Clock.Now())
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		l.d.Log.Info("removed: materialized ticks withdrawn", "job", job, "count", n)
+	}
+	l.mu.Lock()
+	delete(l.gone, job)
+	l.mu.Unlock()
+	return nil
+}
+
+// withdraw deletes the job's withdrawable entries scheduled after `after`
+// (all of them when it is zero) and sets its cursor back to `to` at the
+// latest. It reports how many it withdrew; it tries again, reading afresh,
+// when a claim or the cursor moved meanwhile.
+func (l *leader) withdraw(ctx context.Context, job string, after, to time.Time) (int, error) {
+	total := 0
+	for attempt := 0; ; attempt++ {
+		n, err := l.withdrawOnce(ctx, job, after, to)
+		total += n
+		if errors.Is(err, errCursorMoved) && attempt < 3 {
+			continue
+		}
+		return total, err
+	}
+}
+
+type withdrawn struct {
+	key    string
+	at     time.Time
+	modRev int64
+}
+
+func (l *leader) withdrawOnce(ctx context.Context, job string, after, to time.Time) (int, error) {
+	// Read from etcd, not the view: the view may not yet show the ticks
+	// this leader has just written.
+	resp, err := l.d.Client.Get(ctx, l.d.Keys.JobQueue(job), clientv3.WithPrefix())
+	if err != nil {
+		return 0, fmt.Errorf("leader: read the queue of %s: %w", job, err)
+	}
+	var todo []withdrawn
+	for _, kv := range resp.Kvs {
+		e, err := queue.Decode(kv.Value)
+		if err != nil || !withdrawable(e) || (!after.IsZero() && !e.ScheduledAt.After(after)) {
+			continue
+		}
+		todo = append(todo, withdrawn{key: string(kv.Key), at: e.ScheduledAt, modRev: kv.ModRevision})
+	}
+	// Latest first: after each transaction every tick between the cursor
+	// and where it was is withdrawn, or still has its entry or record.
+	slices.SortFunc(todo, func(a, b withdrawn) int { return b.at.Compare(a.at) })
+	done := 0
+	for len(todo) > 0 {
+		chunk := todo[:min(len(todo), withdrawChunk)]
+		todo = todo[len(chunk):]
+		cursor := to
+		if len(todo) > 0 && todo[0].at.After(cursor) {
+			cursor = todo[0].at
+		}
+		if err := l.withdrawChunk(ctx, job, chunk, cursor); err != nil {
+			return done, err
+		}
+		done += len(chunk)
+	}
+	if done == 0 {
+		// Nothing to withdraw, but the cursor may still be ahead of to:
+		// a paused job's must not be, or its resume would wait for it.
+		return 0, l.withdrawChunk(ctx, job, nil, to)
+	}
+	return done, nil
+}
+
+// withdrawChunk deletes the entries of chunk, each as it was read, and
+// moves the job's cursor back to cursor if it is further ahead.
+func (l *leader) withdrawChunk(ctx context.Context, job string, chunk []withdrawn, cursor time.Time) error {
+	l.mu.Lock()
+	known, ok := l.cursors[job]
+	l.mu.Unlock()
+	back := ok && known.After(cursor)
+	if len(chunk) == 0 && !back {
+		return nil
+	}
+	cmps := []clientv3.Cmp{l.fence, l.cursorIs(job, known, ok)}
+	var ops []clientv3.Op
+	for _, w := range chunk {
+		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(w.key), "=", w.modRev))
+		ops = append(ops, clientv3.OpDelete(w.key))
+	}
+	if back {
+		ops = append(ops, clientv3.OpPut(l.d.Keys.Cursor(job), cursor.UTC().Format(runs.TimeFormat)))
+	}
+	resp, err := l.d.Client.Txn(ctx).If(cmps...).Then(ops...).Else(clientv3.OpGet(l.term.Key)).Commit()
+	if err != nil {
+		return fmt.Errorf("leader: withdraw ticks of %s: %w", job, err)
+	}
+	if !resp.Succeeded {
+		if l.fenceGone(resp) {
+			return errNotLeader
+		}
+		// A worker claimed one of them, or the cursor is not what this
+		// leader knows: read it all again.
+		if err := l.reloadCursor(ctx, job); err != nil {
+			return err
+		}
+		return errCursorMoved
+	}
+	if back {
+		l.mu.Lock()
+		l.cursors[job] = cursor.UTC()
+		l.mu.Unlock()
+	}
+	return nil
+}
+
+// reloadCursor reads the job's cursor into what this leader knows.
+func (l *leader) reloadCursor(ctx context.Context, job string) error {
+	resp, err := l.d.Client.Get(ctx, l.d.Keys.Cursor(job))
+	if err != nil {
+		return fmt.Errorf("leader: read the cursor of %s: %w", job, err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(resp.Kvs) == 0 {
+		delete(l.cursors, job)
+		return nil
+	}
+	t, err := time.Parse(runs.TimeFormat, string(resp.Kvs[0].Value))
+	if err != nil {
+		return fmt.Errorf("leader: the cursor of %s: %w", job, err)
+	}
+	l.cursors[job] = t
+	return nil
+}
