@@ -17,6 +17,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -194,11 +195,8 @@ func notSent(ctx context.Context) error {
 }
 
 func (c *Committer) removeLocked(cl *call) {
-	for i, q := range c.queue {
-		if q == cl {
-			c.queue = append(c.queue[:i], c.queue[i+1:]...)
-			return
-		}
+	if i := slices.Index(c.queue, cl); i >= 0 {
+		c.queue = slices.Delete(c.queue, i, i+1)
 	}
 }
 
