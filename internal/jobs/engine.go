@@ -177,9 +177,11 @@ func (e *Engine) Run(ctx context.Context) error {
 			_ = mirror.Run(mirrorCtx, e.opts.Client, m.prefix, m.h, e.log)
 		}()
 	}
-	err := e.worker.Run(ctx)
 	// The mirrors stay until Drain: running runs still need cancel
-	// requests and releases need the queue view.
+	// requests and releases need the queue view. Counted before the worker
+	// runs: a shutdown whose "stop claiming" step was cut short calls
+	// Drain while Run may still be in the worker, and an Add after Drain's
+	// Wait began is a race (-race saw it under load).
 	e.wg.Add(1)
 	go func() {
 		defer e.wg.Done()
@@ -187,7 +189,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		stopMirrors()
 		wg.Wait()
 	}()
-	return err
+	return e.worker.Run(ctx)
 }
 
 // Drain waits for runs in flight to finish until ctx ends, cancels the rest
