@@ -81,6 +81,14 @@ func TestOverlapOnAFakeClock(t *testing.T) {
 		t.Fatalf("started %s with token %d, want %s with a token", run.RunID, run.FencingToken, first)
 	}
 
+	// The worker's view shows the first running before the clock moves
+	// on: with the clock jumping a whole second, a view still showing it
+	// pending would make it an elder a second late, whose turn the second
+	// run waits for until the job's next tick (fair.go), an hour away here.
+	poll.For(t, 30*time.Second, "the view of the first run as running", func() bool {
+		q := view.Find(first)
+		return q != nil && q.State == queue.Running
+	})
 	clock.Advance(time.Second)
 	rec := waitRecord(t, cli, layout, second)
 	if rec.Outcome != runs.Skipped || rec.Error == "" {
