@@ -172,7 +172,14 @@ func evaluate(reports []report) []goal {
 	if tp != nil && best != nil && tp.Limit.TxnPerSec > 0 {
 		r := best.RunsPerSec / tp.Limit.TxnPerSec
 		g1.Measured = fmt.Sprintf("best step %d jobs: %.0f runs/s; limit %.0f txn/s; %s in the step", best.Jobs, best.RunsPerSec, tp.Limit.TxnPerSec, hostNote(best.CPU))
-		if best.RunsPerSec >= 0.95*float64(best.Jobs) {
+		offered := 0
+		for _, st := range tp.Steps {
+			offered = max(offered, st.Jobs)
+		}
+		switch {
+		case float64(offered) < tp.Limit.TxnPerSec:
+			g1.Measured += fmt.Sprintf("; no step offered as many runs/s as the limit's txn/s (largest %d), so the ratio could not reach 1.0: add steps past the limit to -jobs", offered)
+		case best.RunsPerSec >= 0.95*float64(best.Jobs):
 			g1.Measured += "; every offered run completed, so the offer bounds the ratio (raise -jobs)"
 		}
 		add(g1, r, true, r >= goalRunsPerTxn)

@@ -11,9 +11,10 @@
 // Scenarios: limit (raw etcd transactions), throughput, lateness, failover,
 // scale, cores (etcd pinned to 1, then 2 cores). One JSON object per
 // scenario goes to stdout, then one for the goals (scenario "goals", with
-// the header: command, commit, date, machine, load average); then the
-// header, the goals table and the figures table. Progress goes to stderr. All traffic stays on 127.0.0.1 and every phase
-// is bounded in time.
+// the header: command, commit, date, machine, load average); then, as
+// markdown, the header, the goals table and the figures table. Progress
+// goes to stderr. All traffic stays on 127.0.0.1 and every phase is
+// bounded in time.
 package main
 
 import (

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+func TestEvaluateEveryGoalIsARow(t *testing.T) {
+	goals := evaluate(nil)
+	if len(goals) != 12 {
+		t.Fatalf("%d goals without any scenario, want 12", len(goals))
+	}
+	for _, g := range goals {
+		if g.Verdict != verdictNotMeasured || g.Ratio != nil {
+			t.Errorf("%q: verdict %q, ratio %v without its scenario", g.Name, g.Verdict, g.Ratio)
+		}
+	}
+}
+
+func TestEvaluateRatiosAndVerdicts(t *testing.T) {
+	limit := limitResult{TxnPerSec: 5000, EtcdCPUPerTxn: 0.25}
+	tp := throughputResult{Limit: limit, Steps: []loadResult{
+		{Jobs: 1000, RunsPerSec: 1000, EtcdCPUPerRun: 1.0, WritesPerRn: 2.1},
+		{Jobs: 6000, RunsPerSec: 5500, EtcdCPUPerRun: 0.2, WritesPerRn: 0.9},
+	}}
+	late := latenessResult{Steps: []loadResult{
+		{Jobs: 100, Lateness: dist{N: 10, P99: 3}, Reference: &dist{N: 10, P99: 2.6}},
+		{Jobs: 1000, Lateness: dist{N: 10, P99: 40}, Reference: &dist{N: 10, P99: 10}},
+	}}
+	fo := failoverResult{SessionTTL: "5s",
+		Kill: handover{Expected: 1400, Missed: 0, MaxLateMs: 280, FirstTickMs: 5100},
+		Term: handover{Expected: 1400, Missed: 3, FirstTickMs: 40}}
+	sc := scaleResult{Jobs: 100_000, LeaderRSS: 290e6, LeaderCPU: 0.03}
+	goals := evaluate([]report{{Data: tp}, {Data: late}, {Data: fo}, {Data: sc}, {Data: scaleResult{Jobs: 10_000, LeaderRSS: 1e9}}})
+	want := map[string]struct {
+		ratio   float64
+		verdict string
+	}{
+		"completed runs/s / raw etcd txn/s of the limit step":                {1.1, verdictMet},
+		"etcd CPU per completed run / per raw txn":                           {0.8, verdictMet},
+		"start lateness p99 / bare timer p99, at 1000 runs/s":                {4, verdictNotMet},
+		"start lateness p99 / bare timer p99, at 100 runs/s":                 {3 / 2.6, verdictMet},
+		"SIGKILL of the leader: ticks missed / expected":                     {0, verdictMet},
+		"SIGKILL of the leader: max lateness / 300 ms":                       {280.0 / 300, verdictMet},
+		"SIGTERM of the leader: ticks missed / expected":                     {3.0 / 1400, verdictNotMet},
+		"100k jobs: leader RSS / 300 MB":                                     {290.0 / 300, verdictMet},
+		"100k jobs: leader CPU, idle / 10% of a core":                        {0.3, verdictMet},
+		"etcd writes (revisions) per completed run, worst step":              {2.1, verdictMet},
+		"SIGKILL: signal -> new leader's first tick / (session_ttl + 0.5 s)": {5100.0 / 5500, verdictMet},
+		"SIGTERM: signal -> new leader's first tick / 100 ms":                {0.4, verdictMet},
+	}
+	if len(goals) != len(want) {
+		t.Fatalf("%d goals, want %d", len(goals), len(want))
+	}
+	for _, g := range goals {
+		w, ok := want[g.Name]
+		if !ok {
+			t.Errorf("unexpected goal %q", g.Name)
+			continue
+		}
+		if g.Ratio == nil || abs(*g.Ratio-w.ratio) > 1e-9 || g.Verdict != w.verdict {
+			t.Errorf("%q: ratio %v, verdict %q; want %v, %q", g.Name, g.Ratio, g.Verdict, w.ratio, w.verdict)
+		}
+	}
+	var b bytes.Buffer
+	printGoals(&b, goals)
+	if n := strings.Count(b.String(), "\n"); n != 2+len(goals) {
+		t.Errorf("goals table has %d lines, want %d:\n%s", n, 2+len(goals), b.String())
+	}
+}
+
+func TestEvaluateSaysWhenTheOfferBoundsTheFirstGoal(t *testing.T) {
+	tp := throughputResult{Limit: limitResult{TxnPerSec: 5000, EtcdCPUPerTxn: 0.25},
+		Steps: []loadResult{{Jobs: 1000, RunsPerSec: 990, EtcdCPUPerRun: 1}}}
+	g := evaluate([]report{{Data: tp}})[0]
+	if g.Verdict != verdictNotMet || !strings.Contains(g.Measured, "add steps past the limit") {
+		t.Errorf("verdict %q, measured %q", g.Verdict, g.Measured)
+	}
+}
+
+func TestParseCPUList(t *testing.T) {
+	got := joinInts(parseCPUList("0-2,5,7-8"))
+	if got != "0,1,2,5,7,8" {
+		t.Errorf("parseCPUList: %s", got)
+	}
+}
+
+func abs(x float64) float64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
