@@ -2,21 +2,16 @@ package worker
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/jonboulle/clockwork"
 	"go.etcd.io/etcd/api/v3/mvccpb"
-	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/config"
-	"github.com/etcdsched/scheduler/internal/etcdtest"
 	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
-	"github.com/etcdsched/scheduler/internal/jobs/metrics"
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
 	"github.com/etcdsched/scheduler/internal/keys"
-	"github.com/etcdsched/scheduler/internal/mirror"
 	"github.com/etcdsched/scheduler/internal/poll"
 	"github.com/etcdsched/scheduler/internal/runs"
 	"github.com/etcdsched/scheduler/internal/session"
@@ -142,14 +137,12 @@ func TestTicksQueuedAheadAreNotWaiting(t *testing.T) {
 // overlap the dead worker made (overlap: skip). Before, the failover
 // benchmark's jobs @every 100ms lost the ticks after each late one.
 func TestALateElderIsTakenOverAndTheNextTickTakesItsTurn(t *testing.T) {
-	cli := etcdtest.Start(t).Client()
-	layout := keys.New("/turn/")
 	t0 := time.Date(2026, 11, 23, 4, 0, 0, 0, time.UTC)
 	clock := clockwork.NewFakeClockAt(t0)
 	job := jobstest.WithDefaults(jobstest.HTTPJob("one", "@every 100ms", "http://127.0.0.1:1/"))
 	job.MaxConcurrency, job.Overlap = 1, config.OverlapSkip
-	cfg := jobstest.Config(job)
-	w, view, exec := startFakeClockWorker(t, cli, layout, cfg, clock)
+	tw, exec := startFakeClockWorker(t, "/turn/", job, clock)
+	cli, layout, cfg, w, view := tw.cli, tw.layout, tw.cfg, tw.w, tw.view
 	ctx := t.Context()
 
 	// Two consecutive ticks: w0 first for the elder, w1 for the next.
@@ -227,49 +220,14 @@ func TestALateElderIsTakenOverAndTheNextTickTakesItsTurn(t *testing.T) {
 	}
 }
 
-// startFakeClockWorker runs worker w1 of cfg under layout on clock, with
-// real etcd, a session, the slots view and the queue view; its members
-// are w0 (listed, dead) and itself.
-func startFakeClockWorker(t *testing.T, cli *clientv3.Client, layout keys.Layout, cfg *config.Config, clock *clockwork.FakeClock) (*Worker, *queue.View, *heldExecutor) {
+// startFakeClockWorker runs worker w1 of job under prefix on clock
+// (startTestWorker); its members are w0 (listed, dead) and itself.
+func startFakeClockWorker(t *testing.T, prefix string, job config.Job, clock *clockwork.FakeClock) (*testWorker, *heldExecutor) {
 	t.Helper()
-	cfg.Cluster.Etcd.Prefix = layout.Prefix
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	t.Cleanup(func() { cancel(); wg.Wait() })
-	goRun := func(f func(context.Context)) {
-		wg.Add(1)
-		go func() { defer wg.Done(); f(ctx) }()
-	}
-	sessions, err := session.NewManager(cli, session.Options{TTL: 5 * time.Second, Margin: time.Second}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	goRun(func(ctx context.Context) { _ = sessions.Run(ctx) })
-	sem, err := slots.New(cli, layout.Prefix, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	goRun(func(ctx context.Context) { _ = sem.Run(ctx) })
-	specs := queue.NewSpecs(layout, cli, nil)
-	view := queue.NewView(layout, nil, specs)
-	goRun(func(ctx context.Context) { _ = mirror.Run(ctx, cli, layout.Queue(), view, nil) })
-	m, err := metrics.New(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	exec := &heldExecutor{started: make(chan target.Run, 4), release: make(chan struct{})}
-	w := New(Deps{Client: cli, Keys: layout, ID: "w1", Sessions: sessions, Slots: sem, Executor: exec,
-		Queue: view, Specs: specs, Config: func() *config.Config { return cfg }, Metrics: m, Clock: clock})
-	w.Members().Reset([]*mvccpb.KeyValue{{Key: []byte(layout.Member("w0"))}, {Key: []byte(layout.Member("w1"))}}, 1)
-	goRun(func(ctx context.Context) { _ = w.Run(ctx) })
-	t.Cleanup(func() {
-		dctx, dcancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer dcancel()
-		cancel()
-		w.Drain(dctx)
-	})
-	poll.For(t, 30*time.Second, "a session", sessions.Alive)
-	return w, view, exec
+	tw := startTestWorker(t, prefix, clock, job, exec, testWorkerOptions{})
+	tw.w.Members().Reset([]*mvccpb.KeyValue{{Key: []byte(tw.layout.Member("w0"))}, {Key: []byte(tw.layout.Member("w1"))}}, 1)
+	return tw, exec
 }
 
 // A worker ranks itself for a run when the run comes due, among the
@@ -277,12 +235,10 @@ func startFakeClockWorker(t *testing.T, cli *clientv3.Client, layout keys.Layout
 // whose first worker left meanwhile (a replica stopped, or dead and its
 // lease expired) is claimed on time, not a backup's 250ms late.
 func TestRankAtTheDueTime(t *testing.T) {
-	cli := etcdtest.Start(t).Client()
-	layout := keys.New("/rank/")
 	t0 := time.Date(2026, 11, 23, 4, 0, 0, 0, time.UTC)
 	clock := clockwork.NewFakeClockAt(t0)
-	cfg := jobstest.Config(jobstest.HTTPJob("one", "@every 1h", "http://127.0.0.1:1/"))
-	w, view, exec := startFakeClockWorker(t, cli, layout, cfg, clock)
+	tw, exec := startFakeClockWorker(t, "/rank/", jobstest.HTTPJob("one", "@every 1h", "http://127.0.0.1:1/"), clock)
+	cli, layout, cfg, w, view := tw.cli, tw.layout, tw.cfg, tw.w, tw.view
 	// A run due in 7s whose first worker is w0.
 	var at time.Time
 	for c := t0.Add(7 * time.Second); at.IsZero(); c = c.Add(time.Second) {

@@ -31,6 +31,7 @@ type testWorker struct {
 	sem    *slots.Semaphore
 	view   *queue.View
 	sess   *session.Manager
+	w      *Worker
 	ctx    context.Context
 }
 
@@ -95,7 +96,7 @@ func startTestWorker(t *testing.T, prefix string, clock clockwork.Clock, job con
 		w.Drain(dctx)
 	})
 	poll.For(t, 30*time.Second, "a session", sessions.Alive)
-	return &testWorker{cli: cli, layout: layout, cfg: cfg, sem: sem, view: view, sess: sessions, ctx: ctx}
+	return &testWorker{cli: cli, layout: layout, cfg: cfg, sem: sem, view: view, sess: sessions, w: w, ctx: ctx}
 }
 
 // put writes e with its spec, as the leader does.
