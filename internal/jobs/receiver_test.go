@@ -120,3 +120,12 @@ func finalRecords(t *testing.T, cli *clientv3.Client, job string, outcomes ...ru
 	}
 	return out
 }
+
+// outcomes counts records by outcome, for a failure message.
+func outcomes(rs map[string]runs.Record) map[runs.Outcome]int {
+	out := map[runs.Outcome]int{}
+	for _, r := range rs {
+		out[r.Outcome]++
+	}
+	return out
+}
