@@ -9,12 +9,15 @@ import (
 	"github.com/etcdsched/scheduler/config"
 )
 
-// Config is a cluster config of jobs (each given its defaults) with a 2s
-// session TTL and one resource "shared" of limit 2.
+// Config is a cluster config of jobs (each given its defaults) with a 4s
+// session TTL and one resource "shared" of limit 2. The guarded window (TTL
+// less the margin, 3s) outlasts the stalls of a starved two-core machine
+// running the suite under -race; with 2s (a 1.5s window) sessions of live
+// replicas expired there and their runs ended lost.
 func Config(jobs ...config.Job) *config.Config {
 	cfg := &config.Config{}
-	cfg.Cluster.SessionTTL = config.Duration(2 * time.Second)
-	cfg.Cluster.LeaseMargin = config.Duration(500 * time.Millisecond)
+	cfg.Cluster.SessionTTL = config.Duration(4 * time.Second)
+	cfg.Cluster.LeaseMargin = config.Duration(time.Second)
 	cfg.Worker.MaxParallel = 64
 	cfg.Resources = []config.Resource{{Name: "shared", Limit: 2}}
 	for _, j := range jobs {
