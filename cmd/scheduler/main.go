@@ -99,7 +99,7 @@ over the file.
 
 Client of a running cluster's API:
   scheduler jobs [NAME]
-  scheduler runs JOB [--limit N]
+  scheduler runs JOB [--limit N] [--before RUN_ID]
   scheduler trigger JOB [--input JSON|@FILE] [--idempotency-key K] [--wait]
   scheduler pause JOB
   scheduler resume JOB

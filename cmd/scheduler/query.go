@@ -76,10 +76,10 @@ func inputCell(in json.RawMessage) string {
 func runsCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var limit int
 	var before string
-	return clientCommand(ctx, "scheduler runs JOB [--limit N]", args, stdout, stderr, 1, 1,
+	return clientCommand(ctx, "scheduler runs JOB [--limit N] [--before RUN_ID]", args, stdout, stderr, 1, 1,
 		func(fs *flag.FlagSet) {
 			fs.IntVar(&limit, "limit", 20, "how many runs, newest first (1 to 1000)")
-			fs.StringVar(&before, "before", "", "only runs older than `RUN_ID` (a page further back; needs a server that pages)")
+			fs.StringVar(&before, "before", "", "only runs recorded before `RUN_ID`'s (the page further back)")
 		},
 		func(ctx context.Context, c *client.Client, pos []string, out output) error {
 			if limit < 1 || limit > 1000 {

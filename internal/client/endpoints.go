@@ -23,9 +23,9 @@ func (c *Client) Job(ctx context.Context, name string) (Job, error) {
 }
 
 // Runs lists a job's finished runs, newest first: at most limit of them
-// (zero: the server's default), and with before set only those older than
-// that run id. The server reads "before" once it pages its history; until
-// then it ignores the parameter and answers the newest runs.
+// (zero: the server's default), and with before set only those recorded
+// before that run's record (the page after the one it ended; a before
+// naming no record of the job is the API's unknown_run).
 func (c *Client) Runs(ctx context.Context, job string, limit int, before string) ([]Run, error) {
 	q := url.Values{}
 	if limit > 0 {
