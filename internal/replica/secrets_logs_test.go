@@ -148,4 +148,3 @@ func (s *logSink) text(t *testing.T) string {
 	}
 	return b.String()
 }
-
