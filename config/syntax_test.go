@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -31,6 +33,34 @@ func TestSyntaxErrorAfterManyLines(t *testing.T) {
 		if err == nil || err.Error() != want {
 			t.Errorf("%d comment lines: got %v, want %s", n, err, want)
 		}
+	}
+}
+
+// Locating the error is linear in the file: ten times the comment lines
+// cost about ten times the bytes allocated, where parsing every cut of the
+// file in turn (the search errorLine replaced) costs about a hundred times.
+// Bytes allocated are counted rather than time measured: they do not
+// depend on the machine's load, and every parse allocates in proportion
+// to what it reads.
+func TestSyntaxErrorLinearInLines(t *testing.T) {
+	cost := func(n int) uint64 {
+		data := brokenAfterComments(n)
+		least := uint64(math.MaxUint64)
+		for range 3 {
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			_, err := Parse("big.yaml", data)
+			runtime.ReadMemStats(&after)
+			if _, ok := errors.AsType[*Error](err); !ok {
+				t.Fatalf("%d comment lines: %v, want a syntax error", n, err)
+			}
+			least = min(least, after.TotalAlloc-before.TotalAlloc)
+		}
+		return least
+	}
+	small, large := cost(100), cost(1000)
+	if ratio := float64(large) / float64(small); ratio > 20 {
+		t.Errorf("100 comment lines allocate %d bytes, 1,000 allocate %d: %.0f times as much, want about 10", small, large, ratio)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -157,6 +158,74 @@ func TestServerTimeouts(t *testing.T) {
 		t.Fatalf("healthz %d", res.StatusCode)
 	}
 	waitClosed(t, readerConn{conn, br}, "an idle keep-alive connection")
+}
+
+// A client that sends its headers and then dribbles the body, a byte every
+// 50ms for far longer than the read timeout, is answered 400 bad_body and
+// its connection closed once the read timeout has passed: without
+// ReadTimeout it would hold the connection as long as it keeps dribbling.
+func TestSlowBodyIsCutOff(t *testing.T) {
+	s, err := New(Options{Listen: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Shortened, to see it act (a server without one keeps none); the
+	// dribble below lasts 50s.
+	s.http.ReadTimeout = min(s.http.ReadTimeout, 200*time.Millisecond)
+	if err := s.Listen(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.Serve() }()
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Error(err)
+		}
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
+
+	conn := dial(t, s.Addr())
+	const size = 1000
+	if _, err := fmt.Fprintf(conn, "POST /api/v1/jobs/hello/trigger HTTP/1.1\r\nHost: x\r\n"+
+		"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n{", size); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	dribbled := make(chan struct{})
+	t.Cleanup(func() { close(stop); <-dribbled })
+	go func() {
+		defer close(dribbled)
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for range size - 1 {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			if _, err := conn.Write([]byte(" ")); err != nil {
+				return // the server closed the connection
+			}
+		}
+	}()
+
+	br := bufio.NewReader(conn)
+	if err := conn.SetReadDeadline(time.Now().Add(10 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	res, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatalf("no answer to a slow body: %v", err)
+	}
+	body, err := io.ReadAll(res.Body)
+	res.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantError(t, answer{status: res.StatusCode, header: res.Header, body: body}, http.StatusBadRequest, "bad_body")
+	waitClosed(t, readerConn{conn, br}, "a connection with a slow body")
 }
 
 func dial(t *testing.T, addr string) net.Conn {

@@ -20,6 +20,11 @@ import (
 // CLONE_INTO_CGROUP, so not even an early fork escapes), and at the end of
 // the run whatever is still in it is killed and the cgroup removed.
 
+// procSelf is where this process's mountinfo and cgroup files are read;
+// tests point it at files of their own to see a host without a usable
+// cgroup v2.
+var procSelf = "/proc/self"
+
 // cgroupParent returns the cgroup v2 directory this process runs in, once it
 // made sure a child cgroup can be created there. It fails on a cgroup v1
 // host, in a container whose /sys/fs/cgroup is read-only, or where this
@@ -53,7 +58,7 @@ func cgroupParent() (string, error) {
 // /sys/fs/cgroup on a pure v2 host, often /sys/fs/cgroup/unified on a
 // hybrid one, so it is read from mountinfo rather than assumed.
 func cgroup2Mount() (mountPoint, root string, err error) {
-	b, err := os.ReadFile("/proc/self/mountinfo")
+	b, err := os.ReadFile(filepath.Join(procSelf, "mountinfo"))
 	if err != nil {
 		return "", "", fmt.Errorf("read mountinfo: %w", err)
 	}
@@ -78,7 +83,7 @@ func unescapeMount(s string) string {
 
 // ownCgroup reads this process's cgroup v2 path (the "0::" line).
 func ownCgroup() (string, error) {
-	b, err := os.ReadFile("/proc/self/cgroup")
+	b, err := os.ReadFile(filepath.Join(procSelf, "cgroup"))
 	if err != nil {
 		return "", fmt.Errorf("read own cgroup: %w", err)
 	}

@@ -2,6 +2,7 @@ package target
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -116,5 +117,57 @@ func TestSweepEndsRunCgroupsOfGoneReplicas(t *testing.T) {
 func TestCgroup2MountPathsUnescaped(t *testing.T) {
 	if got := unescapeMount(`/mnt/with\040space\134x`); got != `/mnt/with space\x` {
 		t.Errorf("unescapeMount = %q", got)
+	}
+}
+
+// TestNoCgroupIsLogged: where no child cgroup can be made, an Executor says
+// so in the log at start, with the reason, and exec runs still run, only
+// without a cgroup. The host is faked by pointing procSelf at a mountinfo
+// and a cgroup file of the test's own; no privileges are needed.
+func TestNoCgroupIsLogged(t *testing.T) {
+	saved := procSelf
+	t.Cleanup(func() { procSelf = saved })
+	mnt := t.TempDir()
+	// A plain directory where the cgroup should be: a child can be made in
+	// it, but the kernel gives the child no cgroup.procs.
+	if err := os.Mkdir(filepath.Join(mnt, "replica"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, mountinfo, cgroup, reason string
+	}{
+		{"cgroup v1 only", "25 1 0:22 / /sys/fs/cgroup/cpu rw - cgroup cgroup rw,cpu\n", "1:cpu:/replica\n",
+			"no cgroup2 file system is mounted"},
+		{"outside the mount", "36 25 0:32 /other " + mnt + " rw - cgroup2 cgroup2 rw\n", "0::/replica\n",
+			"cgroup /replica is outside the cgroup2 mount"},
+		{"not a cgroup", "36 25 0:32 / " + mnt + " rw - cgroup2 cgroup2 rw\n", "0::/replica\n",
+			"is not a cgroup"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			procSelf = t.TempDir()
+			for name, content := range map[string]string{"mountinfo": tc.mountinfo, "cgroup": tc.cgroup} {
+				if err := os.WriteFile(filepath.Join(procSelf, name), []byte(content), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			rec := newRecorder()
+			e := New(Options{Logger: slog.New(rec)})
+			defer e.Close()
+			warned := false
+			for _, l := range rec.lines() {
+				if strings.HasPrefix(l, "WARN exec runs get no cgroup of their own") && strings.Contains(l, tc.reason) {
+					warned = true
+				}
+			}
+			if !warned {
+				t.Errorf("no warning with reason %q among %q", tc.reason, rec.lines())
+			}
+			if e.cgroupDir != "" {
+				t.Errorf("run cgroups would be made in %s", e.cgroupDir)
+			}
+			if res := e.Execute(t.Context(), execJob(time.Minute, time.Second, "true"), testRun()); res.Outcome != runs.Succeeded {
+				t.Errorf("an exec run without a cgroup: %+v, want succeeded", res)
+			}
+		})
 	}
 }
