@@ -107,3 +107,15 @@ func (r *recorder) has(msg string) bool {
 	}
 	return false
 }
+
+func (r *recorder) count(msg string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, m := range r.msgs {
+		if m == msg {
+			n++
+		}
+	}
+	return n
+}

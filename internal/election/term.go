@@ -3,11 +3,13 @@ package election
 import (
 	"context"
 	"fmt"
+	"log/slog"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 
 	"github.com/etcdsched/scheduler/internal/session"
+	"github.com/etcdsched/scheduler/internal/watch"
 )
 
 // hold runs lead for one confirmed term and resigns after it.
@@ -66,49 +68,71 @@ func (e *Elector) endTerm(l *Leadership) {
 }
 
 // watchTerm ends the term (through lost) when the election key is deleted or
-// replaced. A watch that closes (compaction, reconnect to a member that lost
-// quorum) is replaced after re-reading the key, so no deletion goes unseen
+// replaced. It follows the key with package watch: a watch that closes is
+// resumed after the last revision it delivered, and one whose history was
+// compacted starts over with a read of the key, so no deletion goes unseen
 // (SPEC rule 8). If etcd cannot be reached at all, the session's guard ends
-// the term instead.
+// the term instead. It returns when ctx ends, which lost brings about.
 func (e *Elector) watchTerm(ctx context.Context, client *clientv3.Client, l Leadership, lost context.CancelCauseFunc) {
-	retry := newRetry()
-	rev := l.Rev + 1
-	for ctx.Err() == nil {
-		err := e.followTerm(ctx, client, l, rev, lost)
-		if ctx.Err() != nil {
-			return
+	w := watch.Watch{
+		Client:   client,
+		Prefixes: []string{l.Key},
+		Retry:    newRetry(),
+		Clock:    e.cfg.Clock,
+		// No Logger: the follower says what happens itself (Read, Paused).
+	}
+	_ = w.Run(ctx, &termFollower{client: client, l: l, lost: lost, log: e.log}) // nil: it returns when ctx ends
+}
+
+// termFollower is watchTerm's handler: it checks each read and each change
+// of the term's key against the term.
+type termFollower struct {
+	client *clientv3.Client
+	l      Leadership
+	lost   context.CancelCauseFunc
+	log    *slog.Logger
+}
+
+// Read reads the key afresh: the term goes on only if it is still there,
+// created at the term's revision.
+func (f *termFollower) Read(ctx context.Context) (int64, error) {
+	resp, err := f.client.Get(ctx, f.l.Key)
+	if err != nil {
+		if ctx.Err() == nil {
+			f.log.Warn("cannot read leader key; retrying", "err", err)
 		}
-		e.log.Info("leader key watch closed; re-reading the key", "err", err, "leader_rev", l.Rev)
-		resp, err := client.Get(ctx, l.Key)
-		switch {
-		case err != nil:
-			if ctx.Err() == nil {
-				e.log.Warn("cannot read leader key; retrying", "err", err)
-				retry.Wait(ctx, e.cfg.Clock)
-			}
-		case len(resp.Kvs) == 0 || resp.Kvs[0].CreateRevision != l.Rev:
-			lost(ErrLeadershipLost)
-			return
-		default:
-			retry.Reset()
-			rev = resp.Header.Revision + 1
+		return 0, fmt.Errorf("election: read leader key: %w", err)
+	}
+	if len(resp.Kvs) == 0 || resp.Kvs[0].CreateRevision != f.l.Rev {
+		f.lost(ErrLeadershipLost)
+		return 0, ErrLeadershipLost
+	}
+	f.log.Debug("leader key read; the term goes on", "leader_rev", f.l.Rev, "rev", resp.Header.Revision)
+	return resp.Header.Revision, nil
+}
+
+// Apply ends the term on a delete or a re-creation of the key. The watch is
+// of a prefix, so the keys it also matches (a longer lease id) are skipped.
+func (f *termFollower) Apply(_ context.Context, _ string, events []*clientv3.Event, _ int64) error {
+	for _, ev := range events {
+		if string(ev.Kv.Key) != f.l.Key {
+			continue
 		}
+		if ev.Type == clientv3.EventTypeDelete || ev.Kv.CreateRevision != f.l.Rev {
+			f.lost(ErrLeadershipLost)
+			return ErrLeadershipLost
+		}
+	}
+	return nil
+}
+
+// Paused says why the watch closed; with reread, Read comes next.
+func (f *termFollower) Paused(_ string, err error, reread bool) {
+	if reread {
+		f.log.Info("leader key watch closed; re-reading the key", "err", err, "leader_rev", f.l.Rev)
+	} else {
+		f.log.Info("leader key watch closed; resuming", "err", err, "leader_rev", f.l.Rev)
 	}
 }
 
-func (e *Elector) followTerm(ctx context.Context, client *clientv3.Client, l Leadership, rev int64, lost context.CancelCauseFunc) error {
-	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
-	defer cancel()
-	for wr := range client.Watch(wctx, l.Key, clientv3.WithRev(rev)) {
-		if err := wr.Err(); err != nil {
-			return err
-		}
-		for _, ev := range wr.Events {
-			if ev.Type == clientv3.EventTypeDelete || ev.Kv.CreateRevision != l.Rev {
-				lost(ErrLeadershipLost)
-				return nil
-			}
-		}
-	}
-	return ctx.Err()
-}
+func (f *termFollower) Resumed(string) {}

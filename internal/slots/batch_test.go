@@ -3,6 +3,7 @@ package slots
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/etcdsched/scheduler/internal/etcdtest"
 	"github.com/etcdsched/scheduler/internal/keys"
+	"github.com/etcdsched/scheduler/internal/poll"
 	"github.com/etcdsched/scheduler/internal/txnbatch"
 )
 
@@ -48,13 +50,10 @@ func (t *heldTxn) Commit() (*clientv3.TxnResponse, error) {
 
 func waitWaiting(t *testing.T, c *txnbatch.Committer, n int) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for c.Waiting() != n {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d waiting, want %d", c.Waiting(), n)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	poll.Until(t, 30*time.Second, fmt.Sprintf("%d claims waiting on the committer", n), func() (bool, string) {
+		got := c.Waiting()
+		return got == n, fmt.Sprintf("%d waiting", got)
+	})
 }
 
 // Claims and releases that reach the committer together share one commit

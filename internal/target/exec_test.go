@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/etcdsched/scheduler/internal/poll"
 	"github.com/etcdsched/scheduler/internal/runs"
 )
 
@@ -130,7 +131,7 @@ sleep 1000`
 	go func() { done <- e.Execute(ctx, job, testRun()) }()
 
 	var pgid int
-	eventually(t, "the grandchild to ignore TERM", func() bool {
+	poll.For(t, 30*time.Second, "the grandchild to ignore TERM", func() bool {
 		b, err := os.ReadFile(filepath.Join(dir, "pgid"))
 		if err != nil {
 			return false

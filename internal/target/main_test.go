@@ -1,7 +1,6 @@
 package target
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -109,24 +108,6 @@ func execJob(timeout time.Duration, grace time.Duration, command ...string) *con
 		Name:    "nightly-report",
 		Timeout: config.Duration(timeout),
 		Exec:    &config.Exec{Command: command, KillGrace: config.Duration(grace)},
-	}
-}
-
-// eventually polls cond until it holds or a generous deadline passes; the
-// machines running tests are shared and slow, so the deadline only bounds a
-// broken test, it is not a timing claim.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-	defer cancel()
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-ctx.Done():
-			t.Fatalf("timed out waiting for %s", what)
-		case <-tick.C:
-		}
 	}
 }
 

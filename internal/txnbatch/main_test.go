@@ -2,12 +2,15 @@ package txnbatch
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/goleak"
+
+	"github.com/etcdsched/scheduler/internal/poll"
 )
 
 func TestMain(m *testing.M) {
@@ -131,15 +134,8 @@ func nextCommit(t *testing.T, k *recordingKV) commitShape {
 // waitQueued waits until n transactions wait behind the commit in flight.
 func waitQueued(t *testing.T, c *Committer, n int) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	poll.Until(t, 30*time.Second, fmt.Sprintf("%d transactions queued", n), func() (bool, string) {
 		got := c.Waiting()
-		if got == n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d transactions queued, want %d", got, n)
-		}
-		time.Sleep(time.Millisecond)
-	}
+		return got == n, fmt.Sprintf("%d queued", got)
+	})
 }

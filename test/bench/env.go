@@ -172,10 +172,7 @@ func (e *env) hashes(ctx context.Context) map[string]string {
 		if !r.Running() {
 			continue
 		}
-		var st struct {
-			ConfigHash string `json:"config_hash"`
-		}
-		if code, err := r.Get(ctx, "/api/v1/status", &st); err == nil && code == http.StatusOK {
+		if st, err := r.API.Status(ctx); err == nil {
 			out[r.ID] = st.ConfigHash
 		}
 	}

@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/etcdsched/scheduler/internal/client"
 )
 
 // Options describe a cluster.
@@ -162,19 +163,15 @@ func (c *Cluster) Leader(ctx context.Context) (*Replica, error) {
 		if !r.Running() || r.Frozen() {
 			continue
 		}
-		var l LeaderInfo
-		code, err := r.Get(ctx, "/api/v1/leader", &l)
-		switch {
-		case err != nil:
-			lastErr = err
-		case code != http.StatusOK:
-			lastErr = fmt.Errorf("%s: /api/v1/leader: %d", r.ID, code)
-		default:
-			if lr := c.Replica(l.ID); lr != nil {
-				return lr, nil
-			}
-			lastErr = fmt.Errorf("%s names unknown leader %q", r.ID, l.ID)
+		l, err := r.API.Leader(ctx)
+		if err != nil {
+			lastErr = fmt.Errorf("%s: /api/v1/leader: %w", r.ID, err)
+			continue
 		}
+		if lr := c.Replica(l.ID); lr != nil {
+			return lr, nil
+		}
+		lastErr = fmt.Errorf("%s names unknown leader %q", r.ID, l.ID)
 	}
 	return nil, fmt.Errorf("cluster: leader: %w", lastErr)
 }
@@ -195,18 +192,17 @@ func (c *Cluster) WaitLeader(ctx context.Context) (*Replica, error) {
 }
 
 // Slots asks a running replica which slots are held (GET /api/v1/slots).
-func (c *Cluster) Slots(ctx context.Context) ([]SlotInfo, error) {
+func (c *Cluster) Slots(ctx context.Context) ([]client.Slot, error) {
 	var lastErr error = errors.New("no replica answered")
 	for _, r := range c.Replicas {
 		if !r.Running() || r.Frozen() {
 			continue
 		}
-		var out []SlotInfo
-		code, err := r.Get(ctx, "/api/v1/slots", &out)
-		if err == nil && code == http.StatusOK {
+		out, err := r.API.Slots(ctx)
+		if err == nil {
 			return out, nil
 		}
-		lastErr = fmt.Errorf("%s: %d %v", r.ID, code, err)
+		lastErr = fmt.Errorf("%s: /api/v1/slots: %w", r.ID, err)
 	}
 	return nil, lastErr
 }

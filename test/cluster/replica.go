@@ -2,14 +2,13 @@ package cluster
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"net/http"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/etcdsched/scheduler/internal/client"
 	"github.com/etcdsched/scheduler/internal/netproxy"
 )
 
@@ -19,6 +18,7 @@ import (
 type Replica struct {
 	ID      string
 	APIAddr string // 127.0.0.1:port
+	API     *client.Client
 	Proxies []*netproxy.Proxy
 
 	proc *process
@@ -30,6 +30,9 @@ func newReplica(dir, bin, id, configPath string, members []*Member) (*Replica, e
 		return nil, err
 	}
 	r := &Replica{ID: id, APIAddr: fmt.Sprintf("127.0.0.1:%d", port)}
+	if r.API, err = client.New(r.URL(), client.WithTimeout(apiTimeout)); err != nil {
+		return nil, err
+	}
 	var eps []string
 	for _, m := range members {
 		p, err := netproxy.New(m.HostPort())
@@ -109,33 +112,12 @@ func (r *Replica) DelayProxy(to, back time.Duration) {
 	}
 }
 
-var httpClient = &http.Client{Timeout: 3 * time.Second}
-
-// Get fetches path from the replica's API and decodes the JSON answer
-// into out (when not nil); it returns the status code.
-func (r *Replica) Get(ctx context.Context, path string, out any) (int, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.URL()+path, nil)
-	if err != nil {
-		return 0, err
-	}
-	resp, err := httpClient.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	if out != nil && resp.StatusCode == http.StatusOK {
-		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-			return resp.StatusCode, fmt.Errorf("cluster: %s%s: %w", r.ID, path, err)
-		}
-	}
-	return resp.StatusCode, nil
-}
+// apiTimeout bounds one request to a replica's API: a frozen replica must
+// not hold up a caller that asks the next one.
+const apiTimeout = 3 * time.Second
 
 // Ready reports whether /readyz answers 200.
-func (r *Replica) Ready(ctx context.Context) bool {
-	code, err := r.Get(ctx, "/readyz", nil)
-	return err == nil && code == http.StatusOK
-}
+func (r *Replica) Ready(ctx context.Context) bool { return r.API.Ready(ctx) == nil }
 
 // WaitReady waits until /readyz answers 200.
 func (r *Replica) WaitReady(ctx context.Context) error {
@@ -147,22 +129,4 @@ func (r *Replica) WaitReady(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-// LeaderInfo is the answer of GET /api/v1/leader.
-type LeaderInfo struct {
-	ID       string `json:"id"`
-	APIAddr  string `json:"api_addr"`
-	Revision int64  `json:"revision"`
-}
-
-// SlotInfo is one entry of GET /api/v1/slots.
-type SlotInfo struct {
-	Job          string    `json:"job"`
-	Resource     string    `json:"resource"`
-	Slot         int       `json:"slot"`
-	RunID        string    `json:"run_id"`
-	Holder       string    `json:"holder"`
-	FencingToken int64     `json:"fencing_token"`
-	StartedAt    time.Time `json:"started_at"`
 }

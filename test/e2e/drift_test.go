@@ -2,8 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -63,15 +61,12 @@ func etcdEndpoints(t *testing.T, r *replica) []string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()
-	code, body, err := r.get(ctx, "/api/v1/status", "")
-	if err != nil || code != http.StatusOK {
-		t.Fatalf("GET /api/v1/status: %d %v %s", code, err, body)
+	st, err := r.api(t).Status(ctx)
+	if err != nil {
+		t.Fatalf("GET /api/v1/status: %v", err)
 	}
-	var st struct {
-		Endpoints []string `json:"etcd_endpoints"`
+	if len(st.EtcdEndpoints) == 0 {
+		t.Fatalf("GET /api/v1/status: no etcd_endpoints in %s", st.Raw)
 	}
-	if err := json.Unmarshal([]byte(body), &st); err != nil || len(st.Endpoints) == 0 {
-		t.Fatalf("GET /api/v1/status: no etcd_endpoints in %s (%v)", body, err)
-	}
-	return st.Endpoints
+	return st.EtcdEndpoints
 }

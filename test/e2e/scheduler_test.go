@@ -133,11 +133,7 @@ func startScheduler(t *testing.T, flags []string, config string, args ...any) *r
 // scheduler exits first.
 func (r *replica) waitReady(t *testing.T) {
 	t.Helper()
-	c, err := client.New("http://"+r.Addr, client.WithTimeout(5*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.CloseIdleConnections()
+	c := r.api(t)
 	poll.Until(t, patience, "scheduler ready at "+r.Addr, func() (bool, string) {
 		select {
 		case <-r.done:
@@ -171,6 +167,18 @@ func (r *replica) Stop(t *testing.T) {
 		<-r.done
 		t.Errorf("scheduler still running %v after SIGTERM; killed", patience)
 	}
+}
+
+// api is a client of the replica's API; its kept-alive connections close
+// when the test ends.
+func (r *replica) api(t *testing.T) *client.Client {
+	t.Helper()
+	c, err := client.New("http://"+r.Addr, client.WithTimeout(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.CloseIdleConnections)
+	return c
 }
 
 // get fetches a path of the replica's API into a string, sending the

@@ -14,6 +14,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/etcdsched/scheduler/internal/client"
 	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/notify"
 	"github.com/etcdsched/scheduler/internal/poll"
@@ -366,14 +367,18 @@ func (r *runner) checkNotReady(since time.Time) {
 	for _, rep := range r.c.Replicas {
 		for {
 			ctx, cancel := r.ctx(3 * time.Second)
-			code, err := rep.Get(ctx, "/readyz", nil)
+			err := rep.API.Ready(ctx)
 			cancel()
-			if err == nil && code == http.StatusServiceUnavailable {
+			if e, ok := client.AsError(err); ok && e.Status == http.StatusServiceUnavailable {
 				break
 			}
 			if time.Now().After(deadline) {
-				r.problems = append(r.problems, fmt.Sprintf("etcd down: %s /readyz answered %d (err %v) %s after every member was killed; want 503",
-					rep.ID, code, err, time.Since(since).Round(time.Millisecond)))
+				got := "200 OK"
+				if err != nil {
+					got = err.Error()
+				}
+				r.problems = append(r.problems, fmt.Sprintf("etcd down: %s /readyz answered %s %s after every member was killed; want 503",
+					rep.ID, got, time.Since(since).Round(time.Millisecond)))
 				break
 			}
 			time.Sleep(100 * time.Millisecond)
