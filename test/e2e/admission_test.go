@@ -80,6 +80,7 @@ func TestDashboardAdmission(t *testing.T) {
 		}
 		return true, ""
 	})
+	screenshot(t, ctx, "dashboard-admission.png")
 
 	// Freeze backlog, then expect its missed ticks drawn as marks, run by
 	// run as the API records them, beside the bar of its run that holds
