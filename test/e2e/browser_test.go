@@ -56,3 +56,13 @@ func browser(t *testing.T) context.Context {
 	}
 	return ctx
 }
+
+// navigate loads url in the tab, waiting up to the patience.
+func navigate(t *testing.T, ctx context.Context, url string) {
+	t.Helper()
+	sctx, cancel := context.WithTimeout(ctx, patience)
+	defer cancel()
+	if err := chromedp.Do(sctx, chromedp.Navigate(url)); err != nil {
+		t.Fatalf("load %s: %v", url, err)
+	}
+}

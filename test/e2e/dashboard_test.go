@@ -15,8 +15,9 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
-// dashboardConfig: "hello" (with a default input) and "long" run only when triggered (a tick an
-// hour apart, none caught up), "ping" calls the test's own HTTP target every
+// dashboardConfig: "hello" (with a default input) and "long" run only when
+// triggered (@manually: no tick at an hour's turn can add a run the test
+// did not ask for), "ping" calls the test's own HTTP target every
 // few seconds so the page has history to show, and "nightly" starts paused.
 const dashboardConfig = `
 cluster:
@@ -31,14 +32,12 @@ resources:
     limit: 2
 jobs:
   - name: hello
-    schedule: "@every 1h"
-    catch_up: none
+    schedule: "@manually"
     input: {customer_id: c-1001}
     exec:
       command: ["sh", "-c", "echo hello from $SCHEDULER_RUN_ID; echo slot $SCHEDULER_SLOT token $SCHEDULER_FENCING_TOKEN"]
   - name: long
-    schedule: "@every 1h"
-    catch_up: none
+    schedule: "@manually"
     resources: [scratch-disk]
     exec:
       command: ["sleep", "300"]

@@ -19,8 +19,7 @@ api:
   protect_reads: true
 jobs:
   - name: hello
-    schedule: "@every 1h"
-    catch_up: none
+    schedule: "@manually" # only the page's trigger runs it
     exec:
       command: ["echo", "hello"]
 `

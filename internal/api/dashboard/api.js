@@ -38,6 +38,7 @@ window.SchedulerAPI = (function () {
   }
 
   function problem(r) {
+    if (r.error) return r.error;
     if (r.body && r.body.error) return `${r.status} ${r.body.error.code}: ${r.body.error.message}`;
     return `HTTP ${r.status}`;
   }

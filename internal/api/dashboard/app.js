@@ -15,6 +15,8 @@
     // "action:job" or "cancel:run_id" while such a POST is in flight
     busy: new Set(),
     inFlight: false,
+    // true while this replica answers etcd_unavailable (outage.js)
+    etcdDown: false,
     again: false,
     timer: null,
   };
@@ -51,22 +53,30 @@
 
   async function refresh() {
     const paths = ['/api/v1/status', '/api/v1/leader', '/api/v1/members', '/api/v1/slots', '/api/v1/jobs'];
-    const job = state.selectedJob;
+    // While etcd is unreachable, run records cannot be read either: such a
+    // read would only wait for its timeout, so it waits for etcd instead.
+    const job = state.etcdDown ? null : state.selectedJob;
     if (job) paths.push(`/api/v1/jobs/${encodeURIComponent(job)}/runs?limit=${RUNS_LIMIT}`);
     const tracked = Array.from(state.tracked).filter(([, j]) => j === job).map(([id]) => id);
     for (const id of tracked) paths.push(`/api/v1/runs/${encodeURIComponent(id)}`);
 
     const settled = await Promise.allSettled(paths.map((p) => api('GET', p)));
-    const down = settled.find((s) => s.status === 'rejected');
+    // The API is unreachable when this replica's status is; any other read
+    // that fails is that section's problem.
+    const down = settled[0].status === 'rejected' ? settled[0] : null;
     showBanner(down ? `API unreachable: ${down.reason.message}. Retrying every second…` : '');
     if (down) return;
-    const [status, leader, members, slotsR, jobsR, runsR, ...runR] = settled.map((s) => s.value);
+    const [status, leader, members, slotsR, jobsR, runsR, ...runR] = settled.map((s) =>
+      s.status === 'fulfilled' ? s.value : { status: 0, ok: false, body: null, error: s.reason.message });
 
     renderStatus(status);
     const l = renderLeader(leader);
     renderMembers(members, l);
     const slots = renderSlots(slotsR);
     const jobs = renderJobs(jobsR, state, selectJob);
+    // Over what the renderers said of a 503: etcd is unreachable, and what
+    // the page shows is not current.
+    state.etcdDown = window.SchedulerOutage.update([leader, members, slotsR, jobsR]);
     // The timeline reads run records at its own, slower pace (timeline.js).
     await window.SchedulerTimeline.update(api, jobs, slots);
     renderNotify(jobsR);

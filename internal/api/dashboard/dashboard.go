@@ -10,7 +10,7 @@ import (
 	"path"
 )
 
-//go:embed index.html style.css api.js dom.js svg.js timeline-draw.js lateness.js timeline.js cluster.js jobs.js app.js
+//go:embed index.html style.css api.js dom.js svg.js timeline-draw.js lateness.js timeline.js cluster.js jobs.js outage.js app.js
 var files embed.FS
 
 // contentTypes are set by extension here rather than left to the mime

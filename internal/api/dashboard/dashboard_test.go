@@ -36,6 +36,7 @@ func TestServesPageAndAssets(t *testing.T) {
 		{"/timeline-draw.js", "text/javascript; charset=utf-8", "window.SchedulerTimelineDraw"},
 		{"/lateness.js", "text/javascript; charset=utf-8", "window.SchedulerLateness"},
 		{"/timeline.js", "text/javascript; charset=utf-8", "/runs?limit="},
+		{"/outage.js", "text/javascript; charset=utf-8", "etcd_unavailable"},
 	} {
 		res, body := get(t, tc.path)
 		if res.StatusCode != http.StatusOK {
