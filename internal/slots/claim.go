@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"time"
 
-	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc/codes"
@@ -55,6 +54,12 @@ type Request struct {
 	// Start + MaxStartLatency.
 	Rates []Rate
 	Start time.Time
+	// Confirm makes a refusal etcd's: when the view shows no room, the
+	// keys are read from etcd before the claim gives up, so a caller that
+	// acts on the refusal for good (a skip) does not act on a view that
+	// has not yet seen a slot freed. Without it a refusal may come from
+	// the view alone (FullError.View), which costs no round trip.
+	Confirm bool
 }
 
 // group is the name the job slot keys are grouped under.
@@ -116,16 +121,27 @@ func (s *Semaphore) Claim(ctx context.Context, sess *session.Session, req Reques
 			s.metrics.claimDuration.Observe(time.Since(start).Seconds())
 		}
 	}()
-	layout := keys.New(s.prefix)
 	free := s.freeFromView(req)
 	places := s.placesFromView()
+	fromView := true
 	for range maxAttempts {
 		p, err := free.pick()
-		if err != nil {
-			return nil, fmt.Errorf("slots: claim %s: %w", req.Job, err)
+		var rp []ratePick
+		if err == nil {
+			rp, err = s.pickRates(req.Rates, req.Start, places)
 		}
-		rp, err := s.pickRates(req.Rates, req.Start, places)
 		if err != nil {
+			var full *FullError
+			if fromView && errors.As(err, &full) {
+				if req.Confirm {
+					if free, places, err = s.readRoom(ctx, req); err != nil {
+						return nil, fmt.Errorf("slots: claim %s: confirm a refusal: %w", req.Job, err)
+					}
+					fromView = false
+					continue
+				}
+				full.View = true
+			}
 			return nil, fmt.Errorf("slots: claim %s: %w", req.Job, err)
 		}
 		if err := ctx.Err(); err != nil {
@@ -148,16 +164,9 @@ func (s *Semaphore) Claim(ctx context.Context, sess *session.Session, req Reques
 		if req.ThenFor != nil {
 			then = append(then, req.ThenFor(p.slot)...)
 		}
-		// Else reads what holds the job's and resources' slots, keys only, so
-		// a lost race costs no extra round trip to refresh.
-		why := []clientv3.Op{clientv3.OpGet(SlotPrefix(s.prefix, req.group()), clientv3.WithPrefix(), clientv3.WithKeysOnly())}
-		for _, r := range req.Resources {
-			why = append(why, clientv3.OpGet(ResourcePrefix(s.prefix, r.Name), clientv3.WithPrefix(), clientv3.WithKeysOnly()))
-		}
-		// The windows' places with their stamps, to judge them afresh.
-		for _, r := range req.Rates {
-			why = append(why, clientv3.OpGet(layout.RateWindow(r.Scope, r.Name), clientv3.WithPrefix()))
-		}
+		// Else reads what holds the job's and resources' slots, so a lost
+		// race costs no extra round trip to refresh.
+		why := s.roomOps(req)
 		// The caller's compares come first and alone in the outer
 		// transaction, so its failure is told apart from a taken slot. It
 		// may share a commit with other claims and releases, each nested
@@ -188,12 +197,8 @@ func (s *Semaphore) Claim(ctx context.Context, sess *session.Session, req Reques
 			s.logger.Debug("slot claimed", "job", req.Job, "slot", p.slot, "token", h.Token, "run_id", req.Value.RunID)
 			return h, nil
 		}
-		free = s.freeFromRead(req, inner.Responses)
-		var kvs []*mvccpb.KeyValue
-		for _, r := range inner.Responses[1+len(req.Resources):] {
-			kvs = append(kvs, r.GetResponseRange().Kvs...)
-		}
-		places = placesFromRead(kvs)
+		free, places = s.roomFromRead(req, inner.Responses)
+		fromView = false
 	}
 	return nil, fmt.Errorf("slots: claim %s: lost the race for a free slot %d times: %w", req.Job, maxAttempts, ErrFull)
 }

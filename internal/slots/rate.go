@@ -65,6 +65,9 @@ type FullError struct {
 	Slots int
 	// Until is when a full rate window's first place frees.
 	Until time.Time
+	// View: the refusal came from this replica's view, not from a read of
+	// etcd; the view may not yet have seen a slot freed (Request.Confirm).
+	View bool
 }
 
 func (e *FullError) Error() string {

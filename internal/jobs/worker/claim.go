@@ -17,7 +17,7 @@ import (
 // in one transaction (SPEC rule 3). The entry's new ModRevision is the
 // slot's CreateRevision: the fencing token. The run's start, max(now,
 // not_before), is what the rate windows count.
-func (w *Worker) claim(ctx context.Context, sess *session.Session, q *queue.Item) (*slots.Held, *queue.Entry, error) {
+func (w *Worker) claim(ctx context.Context, sess *session.Session, q *queue.Item, confirm bool) (*slots.Held, *queue.Entry, error) {
 	started := w.d.Clock.Now()
 	if started.Before(q.NotBefore) {
 		started = q.NotBefore
@@ -31,6 +31,7 @@ func (w *Worker) claim(ctx context.Context, sess *session.Session, q *queue.Item
 		Resources:      res,
 		Rates:          rates,
 		Start:          started,
+		Confirm:        confirm,
 		Value:          slots.Value{RunID: q.RunID, Holder: w.d.ID, StartedAt: started.UTC(), ScheduledAt: q.ScheduledAt},
 		If:             []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(q.Key), "=", q.ModRev)},
 		ThenFor: func(slot int) []clientv3.Op {

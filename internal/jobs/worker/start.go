@@ -27,6 +27,9 @@ type waitState struct {
 	slotsChanged, queueChanged <-chan struct{}
 	span                       *tracing.Run // the attempt's, from its first try
 	noSpec                     bool         // the run's spec could not be read (logged once)
+	// confirm: the next claim asks etcd before it is refused, because the
+	// refusal would end the run (a skip) and the last came from the view.
+	confirm bool
 }
 
 // start tries once to claim q and, holding its slots, runs it. When q
@@ -109,7 +112,8 @@ func (w *Worker) start(ctx context.Context, q *queue.Item, st *waitState) (retry
 			return until, wait
 		}
 		claimCtx, claimSpan := st.span.Claim(ctx)
-		held, running, err := w.claim(claimCtx, sess, q)
+		held, running, err := w.claim(claimCtx, sess, q, st.confirm)
+		st.confirm = false
 		claimSpan.End(held, err)
 		var full *slots.FullError
 		switch {
@@ -220,6 +224,9 @@ func (w *Worker) refused(ctx context.Context, sess *session.Session, q *queue.It
 		return until, true
 	case q.Spec.Overlap == config.OverlapQueue:
 		if pos := w.queuePosition(q, now); pos >= q.Spec.QueueLimit {
+			if full.View {
+				return st.confirmFirst(now)
+			}
 			retry := w.finishUnstarted(ctx, q, runs.Skipped, "queue_full",
 				fmt.Sprintf("%s and %d runs already queued (queue_limit %d)", what, pos, q.Spec.QueueLimit))
 			return retry, !retry.IsZero()
@@ -240,6 +247,9 @@ func (w *Worker) refused(ctx context.Context, sess *session.Session, q *queue.It
 	default:
 		// skip, and replace when what is full is not the job's own: a
 		// resource or a window has no run of this job to replace.
+		if full.View {
+			return st.confirmFirst(now)
+		}
 		retry := w.finishUnstarted(ctx, q, runs.Skipped, reason, fmt.Sprintf("%s (overlap: %s)", what, q.Spec.Overlap))
 		return retry, !retry.IsZero()
 	}
@@ -273,4 +283,14 @@ func reasonOf(full *slots.FullError) (reason, what string) {
 		return "overlap", full.Error()
 	}
 	return "overlap", fmt.Sprintf("all %d slots taken", full.Slots)
+}
+
+// confirmFirst sends a run the view refused back for a claim that asks
+// etcd: a skip is for good, and the view may not yet have seen the slot
+// that freed (its watch and the queue's deliver apart; a run triggered just
+// after another ended was skipped as if that one still ran). SPEC section
+// 11: the overlap policy acts when the claim transaction cannot get all.
+func (st *waitState) confirmFirst(now time.Time) (time.Time, bool) {
+	st.confirm = true
+	return now, true
 }
