@@ -181,45 +181,6 @@ func (e *Engine) Runs(ctx context.Context, job string, page Page) (list []runs.R
 	return e.readRuns(ctx, job, page)
 }
 
-// readRuns reads records without asking the current config: a listing made
-// from one config must not fail because a reload removed a job meanwhile.
-// Records are in the order they were last written, so a page after run X
-// holds the records written before X's.
-func (e *Engine) readRuns(ctx context.Context, job string, page Page) ([]runs.Record, string, error) {
-	opts := []clientv3.OpOption{clientv3.WithPrefix(),
-		clientv3.WithSort(clientv3.SortByModRevision, clientv3.SortDescend), clientv3.WithLimit(int64(page.Limit + 1))}
-	if page.After != "" {
-		at, err := e.opts.Client.Get(ctx, e.keys.Record(job, page.After), clientv3.WithKeysOnly())
-		if err != nil {
-			return nil, "", fmt.Errorf("jobs: read runs of %s: %w", job, err)
-		}
-		if len(at.Kvs) == 0 {
-			return nil, "", fmt.Errorf("%w %q of job %s to page from", ErrUnknownRun, page.After, job)
-		}
-		opts = append(opts, clientv3.WithMaxModRev(at.Kvs[0].ModRevision-1))
-	}
-	resp, err := e.opts.Client.Get(ctx, e.keys.JobRuns(job), opts...)
-	if err != nil {
-		return nil, "", fmt.Errorf("jobs: read runs of %s: %w", job, err)
-	}
-	kvs := resp.Kvs
-	more := len(kvs) > page.Limit
-	if more {
-		kvs = kvs[:page.Limit]
-	}
-	out := make([]runs.Record, 0, len(kvs))
-	for _, kv := range kvs {
-		if r, err := runs.DecodeRecord(kv.Value); err == nil {
-			out = append(out, r)
-		}
-	}
-	next := ""
-	if more && len(kvs) > 0 {
-		next = e.keys.RecordRun(string(kvs[len(kvs)-1].Key))
-	}
-	return out, next, nil
-}
-
 // FindRun returns one run, queued, running or finished.
 func (e *Engine) FindRun(ctx context.Context, runID string) (RunStatus, error) {
 	job := runs.JobOf(runID)

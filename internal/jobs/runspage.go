@@ -1,0 +1,103 @@
+package jobs
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sort"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/etcdsched/scheduler/internal/runs"
+)
+
+// readRuns reads records without asking the current config: a listing made
+// from one config must not fail because a reload removed a job meanwhile.
+//
+// Records come newest first: in the order they were last written (mod
+// revision, descending), and among records written by one transaction
+// (a group commit ends many runs at one revision) by key, descending. A
+// page after run X holds what comes after X in that order, so paging with
+// the cursor lists every record once even when a page ends inside such a
+// group.
+func (e *Engine) readRuns(ctx context.Context, job string, page Page) ([]runs.Record, string, error) {
+	prefix := e.keys.JobRuns(job)
+	var out []*mvccpb.KeyValue
+	opts := []clientv3.OpOption{clientv3.WithPrefix(),
+		clientv3.WithSort(clientv3.SortByModRevision, clientv3.SortDescend), clientv3.WithLimit(int64(page.Limit + 1))}
+	if page.After != "" {
+		at, err := e.opts.Client.Get(ctx, e.keys.Record(job, page.After), clientv3.WithKeysOnly())
+		if err != nil {
+			return nil, "", fmt.Errorf("jobs: read runs of %s: %w", job, err)
+		}
+		if len(at.Kvs) == 0 {
+			return nil, "", fmt.Errorf("%w %q of job %s to page from", ErrUnknownRun, page.After, job)
+		}
+		x := at.Kvs[0]
+		same, err := e.writtenAt(ctx, prefix, x.ModRevision)
+		if err != nil {
+			return nil, "", err
+		}
+		for _, kv := range same {
+			if bytes.Compare(kv.Key, x.Key) < 0 {
+				out = append(out, kv)
+			}
+		}
+		opts = append(opts, clientv3.WithMaxModRev(x.ModRevision-1))
+	}
+	resp, err := e.opts.Client.Get(ctx, prefix, opts...)
+	if err != nil {
+		return nil, "", fmt.Errorf("jobs: read runs of %s: %w", job, err)
+	}
+	older := resp.Kvs
+	if n := len(older); n > page.Limit {
+		// The limit may have cut the last revision's records short: read
+		// that revision whole.
+		last := older[n-1].ModRevision
+		group, err := e.writtenAt(ctx, prefix, last)
+		if err != nil {
+			return nil, "", err
+		}
+		i := sort.Search(n, func(i int) bool { return older[i].ModRevision <= last })
+		older = append(older[:i:i], group...)
+	}
+	sortNewestFirst(older)
+	out = append(out, older...)
+	more := len(out) > page.Limit
+	if more {
+		out = out[:page.Limit]
+	}
+	list := make([]runs.Record, 0, len(out))
+	for _, kv := range out {
+		if r, err := runs.DecodeRecord(kv.Value); err == nil {
+			list = append(list, r)
+		}
+	}
+	next := ""
+	if more && len(out) > 0 {
+		next = e.keys.RecordRun(string(out[len(out)-1].Key))
+	}
+	return list, next, nil
+}
+
+// writtenAt is every record under prefix last written at revision rev, by
+// key, descending.
+func (e *Engine) writtenAt(ctx context.Context, prefix string, rev int64) ([]*mvccpb.KeyValue, error) {
+	resp, err := e.opts.Client.Get(ctx, prefix, clientv3.WithPrefix(), clientv3.WithMinModRev(rev), clientv3.WithMaxModRev(rev))
+	if err != nil {
+		return nil, fmt.Errorf("jobs: read runs written at revision %d: %w", rev, err)
+	}
+	sortNewestFirst(resp.Kvs)
+	return resp.Kvs, nil
+}
+
+// sortNewestFirst orders records by mod revision, then key, descending.
+func sortNewestFirst(kvs []*mvccpb.KeyValue) {
+	sort.SliceStable(kvs, func(i, j int) bool {
+		if kvs[i].ModRevision != kvs[j].ModRevision {
+			return kvs[i].ModRevision > kvs[j].ModRevision
+		}
+		return bytes.Compare(kvs[i].Key, kvs[j].Key) > 0
+	})
+}
