@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/config"
@@ -53,8 +54,13 @@ func startNode(t *testing.T, endpoints []string, id string, cfg *config.Config) 
 	return startNodeWith(t, endpoints, id, cfg, timing{})
 }
 
-// timing overrides the engine's timings; zero keeps its defaults.
-type timing struct{ Lookahead, ClaimLead, Backup time.Duration }
+// timing overrides the engine's timings; zero keeps its defaults. Reg and
+// Log, when set, take the node's metrics and log lines.
+type timing struct {
+	Lookahead, ClaimLead, Backup time.Duration
+	Reg                          prometheus.Registerer
+	Log                          *slog.Logger
+}
 
 // startNodeWith lets a test set the engine's timings.
 func startNodeWith(t *testing.T, endpoints []string, id string, cfg *config.Config, tm timing) *node {
@@ -62,10 +68,14 @@ func startNodeWith(t *testing.T, endpoints []string, id string, cfg *config.Conf
 	cfg.Cluster.Etcd.Prefix = testPrefix
 	cli := etcdtest.NewClient(t, endpoints)
 	n := &node{t: t, id: id, client: cli, cfg: cfg}
+	logger := tm.Log
+	if logger == nil {
+		logger = testLogger(t, id)
+	}
 	var err error
 	n.Node, err = replica.NewNode(replica.NodeOptions{
 		Client: cli, ID: id, APIAddr: "127.0.0.1:0", Config: n.config, ConfigHash: cfg.Hash(),
-		Logger: testLogger(t, id), KillGrace: time.Second,
+		Logger: logger, KillGrace: time.Second, Reg: tm.Reg,
 		Lookahead: tm.Lookahead, ClaimLead: tm.ClaimLead, Backup: tm.Backup,
 	})
 	if err != nil {

@@ -21,6 +21,11 @@ const (
 	// batchMaxTicks: a job with more ticks in one pass (a long catch-up)
 	// takes the one-job path.
 	batchMaxTicks = 8
+	// batchMaxNested is what etcd leaves the nested transactions of a
+	// batch (queue.NestedDepth): a chained run and a health transition need
+	// 2, a chained run recorded skipped more (its record, notifications and
+	// chained runs); a tick whose writes need more takes the one-job path.
+	batchMaxNested = 128 - batchMaxCompares
 )
 
 // batchItem is a job whose pass can share a transaction with other jobs':
@@ -40,9 +45,13 @@ type batchItem struct {
 	la    time.Duration
 	plan  plan
 	// writes are the ticks' writes (queue entries, missed records and
-	// what those cause) and the job's health transition, built once:
-	// counted when the batch is split, sent when it is written.
+	// what those cause), and health the health transitions of the jobs
+	// whose records they write (the job's, and a chained run's recorded
+	// skipped), one a job, built once: counted when the batch is split,
+	// sent when it is written. Health is apart because a transaction may
+	// put a key once: writeBatch keeps one transition a job over items.
 	writes []clientv3.Op
+	health []clientv3.Op
 	runIDs []string
 }
 
@@ -51,9 +60,9 @@ type batchItem struct {
 // record's notifications and chained runs are ops of their own; a chained
 // run and the health transition are nested transactions, which etcd counts
 // as one op here and bounds apart by what this transaction leaves
-// (128 - batchMaxCompares: 7) for their compares and ops (at most 2 and 1).
+// (batchMaxNested) for their compares and ops.
 func (it *batchItem) compares() int { return 1 + 2*len(it.plan.Ticks) }
-func (it *batchItem) ops() int      { return 1 + len(it.writes) }
+func (it *batchItem) ops() int      { return 1 + len(it.writes) + len(it.health) }
 
 // batchable returns j's item when its pass can share a transaction; the
 // other cases (paused, ticks to withdraw, ticks not recorded, a long
@@ -78,17 +87,13 @@ func (l *leader) batchable(j *config.Job, now time.Time) (batchItem, bool) {
 	}
 	it := batchItem{job: j, sched: sched, known: cursor, has: known, la: la, plan: p}
 	cfg := l.d.Config()
-	var health []clientv3.Op
 	for _, t := range p.Ticks {
 		runID, ops, h := l.tickOps(cfg, j, t, now)
 		it.runIDs = append(it.runIDs, runID)
 		it.writes = append(it.writes, ops...)
-		if h != nil {
-			health = h // every tick of a batch is missed or queued: the last transition is theirs
-		}
+		it.health = queue.MergeHealth(it.health, h) // one transition a job: the last tick's
 	}
-	it.writes = append(it.writes, health...)
-	if it.ops() > batchMaxOps {
+	if it.ops() > batchMaxOps || queue.NestedDepth(it.writes) > batchMaxNested {
 		return batchItem{}, false // many sinks or chains: alone, a tick a transaction
 	}
 	return it, true
@@ -99,23 +104,19 @@ func (l *leader) batchable(j *config.Job, now time.Time) (batchItem, bool) {
 // and how many ticks it holds.
 func (l *leader) chunk(j *config.Job, cfg *config.Config, ticks []plannedTick, now, known time.Time, has bool) (batchItem, int) {
 	it := batchItem{job: j, known: known, has: has}
-	var health []clientv3.Op
 	for n, t := range ticks {
 		runID, ops, h := l.tickOps(cfg, j, t, now)
-		if h == nil {
-			h = health
-		}
+		h = queue.MergeHealth(it.health, h)
 		// The fence, the cursor, two per tick; the cursor's put, the
 		// writes and one health transition.
-		if 2+2*(n+1) > batchMaxCompares || 1+len(it.writes)+len(ops)+len(h) > batchMaxOps {
+		if 2+2*(n+1) > batchMaxCompares || 1+len(it.writes)+len(ops)+len(h) > batchMaxOps || queue.NestedDepth(ops) > batchMaxNested {
 			break
 		}
 		it.runIDs = append(it.runIDs, runID)
 		it.writes = append(it.writes, ops...)
 		it.plan.Ticks = append(it.plan.Ticks, t)
-		health = h
+		it.health = h
 	}
-	it.writes = append(it.writes, health...)
 	if n := len(it.plan.Ticks); n > 0 {
 		it.plan.Cursor = it.plan.Ticks[n-1].At
 	}
@@ -130,7 +131,7 @@ func (l *leader) chunk(j *config.Job, cfg *config.Config, ticks []plannedTick, n
 // which finds out which and why.
 func (l *leader) writeBatch(ctx context.Context, items []batchItem) (ok bool, err error) {
 	cmps := []clientv3.Cmp{l.fence}
-	var ops []clientv3.Op
+	var ops, health []clientv3.Op
 	for _, it := range items {
 		name := it.job.Name
 		cmps = append(cmps, l.cursorIs(name, it.known, it.has))
@@ -138,9 +139,10 @@ func (l *leader) writeBatch(ctx context.Context, items []batchItem) (ok bool, er
 			cmps = append(cmps, l.absent(name, runID)...)
 		}
 		ops = append(ops, it.writes...)
+		health = queue.MergeHealth(health, it.health)
 		ops = append(ops, clientv3.OpPut(l.d.Keys.Cursor(name), it.plan.Cursor.UTC().Format(runs.TimeFormat)))
 	}
-	ops = queue.DedupSpecs(l.d.Keys, ops)
+	ops = queue.DedupSpecs(l.d.Keys, append(ops, health...))
 	resp, err := l.d.Client.Txn(ctx).If(cmps...).Then(ops...).Else(clientv3.OpGet(l.term.Key)).Commit()
 	if err != nil {
 		return false, fmt.Errorf("leader: materialize %d jobs: %w", len(items), err)

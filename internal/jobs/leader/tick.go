@@ -17,10 +17,11 @@ import (
 
 // tickOps are the writes that materialize tick t of job j: its queue
 // entry (and its spec, unless this term wrote it: specs.go), or its missed
-// record (with its unstarted marker) and what the record causes (its
-// notifications and chained runs, queue.Follows). health is the job's
-// health transition, apart because a transaction may put the key only
-// once: a batch writing several missed ticks of one job keeps one. Both
+// or skipped record (with its unstarted marker) and what the record
+// causes (its notifications and chained runs, queue.Follows). health is
+// the health transitions (of the job, and of a chained job whose run is
+// recorded skipped), apart because a transaction may put a key only once:
+// a batch writing several records of one job keeps one (MergeHealth). Both
 // the one-job and the batched path use it.
 func (l *leader) tickOps(cfg *config.Config, j *config.Job, t plannedTick, now time.Time) (runID string, ops, health []clientv3.Op) {
 	runID = runs.ID(j.Name, t.At)
@@ -29,9 +30,11 @@ func (l *leader) tickOps(cfg *config.Config, j *config.Job, t plannedTick, now t
 		entry.CatchUp = t.CatchUp
 		if err := entry.RenderKey(); err != nil {
 			// The job's own input renders no key: the tick is recorded, in
-			// place of its entry, so it is not silently dropped.
+			// place of its entry, so it is not silently dropped, with what
+			// that record causes, as for a missed tick.
 			rec := entry.NotStarted(runs.Skipped, now, err.Error())
-			return runID, queue.RecordOps(l.d.Keys, &rec), nil
+			f := queue.Follows(l.d.Keys, cfg, j, &rec, entry.Input, now)
+			return runID, append(queue.RecordOps(l.d.Keys, &rec), f.Ops...), f.Health
 		}
 		ops = []clientv3.Op{clientv3.OpPut(l.d.Keys.Entry(j.Name, runID), entry.Encode())}
 		if spec, ok := entry.SpecOp(l.d.Keys); ok && !l.specWritten(entry.SpecKey(l.d.Keys)) {

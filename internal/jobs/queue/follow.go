@@ -55,7 +55,9 @@ func Follows(k keys.Layout, cfg *config.Config, job *config.Job, rec *runs.Recor
 	}
 	for _, down := range cfg.Downstream(rec.Job) {
 		if slices.Contains(down.After.On, string(rec.Outcome)) {
-			f.Ops = append(f.Ops, chained(k, cfg, down, rec, input, now)...)
+			c := chained(k, cfg, down, rec, input, now)
+			f.Ops = append(f.Ops, c.Ops...)
+			f.Health = append(f.Health, c.Health...)
 		}
 	}
 	return f
@@ -102,8 +104,14 @@ func notifications(k keys.Layout, cfg *config.Config, job *config.Job, rec *runs
 // chained queues the run of down that rec's end causes, unless it exists
 // or existed: its id is derived from the upstream run id, so the nested
 // compare makes a repeat a no-op without failing the record's transaction.
-// The entry's spec is written beside it.
-func chained(k keys.Layout, cfg *config.Config, down *config.Job, rec *runs.Record, input json.RawMessage, now time.Time) []clientv3.Op {
+// The entry's spec is written beside it. A run that cannot be queued (the
+// upstream's input renders no key for it) is recorded skipped instead, and
+// that record causes what any record does (Follows): its notifications and
+// the runs chained after it, in the same nested transaction. Its specs and
+// health transition are hoisted out of it, as any record's are: a writer of
+// several records in one transaction keeps one of each (DedupSpecs,
+// MergeHealth), which etcd could not do for sibling nested transactions.
+func chained(k keys.Layout, cfg *config.Config, down *config.Job, rec *runs.Record, input json.RawMessage, now time.Time) Follow {
 	id := runs.ChainID(down.Name, rec.RunID)
 	e := NewEntry(id, down, cfg.Resources, now, now, 1, runs.Chain)
 	e.UpstreamRunID = rec.RunID
@@ -111,20 +119,73 @@ func chained(k keys.Layout, cfg *config.Config, down *config.Job, rec *runs.Reco
 		e.Input = input
 	}
 	key := k.Entry(down.Name, id)
-	var write clientv3.Op
-	var ops []clientv3.Op
+	var f Follow
+	var writes []clientv3.Op
 	if err := e.RenderKey(); err != nil {
 		// The upstream's input renders no key for the downstream: its run
 		// is recorded skipped in place of its entry, not silently dropped.
 		r := e.NotStarted(runs.Skipped, now, err.Error())
-		write = clientv3.OpPut(k.Record(down.Name, id), EncodeRecord(&r))
+		writes = RecordOps(k, &r)
+		sub := Follows(k, cfg, down, &r, e.Input, now)
+		for _, op := range sub.Ops {
+			if isSpec(k, op) {
+				f.Ops = append(f.Ops, op)
+			} else {
+				writes = append(writes, op)
+			}
+		}
+		f.Health = sub.Health
 	} else {
-		write = clientv3.OpPut(key, e.Encode())
+		writes = []clientv3.Op{clientv3.OpPut(key, e.Encode())}
 		spec, _ := e.SpecOp(k)
-		ops = append(ops, spec)
+		f.Ops = append(f.Ops, spec)
 	}
-	return append(ops, clientv3.OpTxn([]clientv3.Cmp{
+	f.Ops = append(f.Ops, clientv3.OpTxn([]clientv3.Cmp{
 		clientv3.Compare(clientv3.CreateRevision(key), "=", 0),
 		clientv3.Compare(clientv3.CreateRevision(k.Record(down.Name, id)), "=", 0),
-	}, []clientv3.Op{write}, nil))
+	}, writes, nil))
+	return f
+}
+
+// MergeHealth is the health transitions of prev and next, one per job: a
+// transaction may put a job's health key once, so of two transitions of
+// one job the later, next's, is kept.
+func MergeHealth(prev, next []clientv3.Op) []clientv3.Op {
+	out := slices.Clone(prev)
+	for _, op := range next {
+		i := slices.IndexFunc(out, func(o clientv3.Op) bool { return healthKey(o) == healthKey(op) })
+		if i >= 0 {
+			out[i] = op
+		} else {
+			out = append(out, op)
+		}
+	}
+	return out
+}
+
+// healthKey is the key a health transition (notifications) compares.
+func healthKey(op clientv3.Op) string {
+	cmps, _, _ := op.Txn()
+	if len(cmps) == 0 {
+		return ""
+	}
+	return string(cmps[0].KeyBytes())
+}
+
+// NestedDepth is the share of etcd's --max-txn-ops the nested transactions
+// among ops need below the transaction that carries them: etcd allows a
+// nested transaction what its parent's widest branch (or compares) leaves,
+// recursively. A chained run recorded skipped nests its record, its
+// notifications and its own chained runs.
+func NestedDepth(ops []clientv3.Op) int {
+	need := 0
+	for _, op := range ops {
+		if !op.IsTxn() {
+			continue
+		}
+		cmps, then, els := op.Txn()
+		width := max(len(cmps), len(then), len(els))
+		need = max(need, width+max(NestedDepth(then), NestedDepth(els)))
+	}
+	return need
 }

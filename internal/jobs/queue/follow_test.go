@@ -155,3 +155,63 @@ func TestRecoveredOnceAndSteadyStateWritesNothing(t *testing.T) {
 		t.Errorf("%d notifications, want 2: failed and recovered (the sink does not want timed_out or succeeded)", len(resp.Kvs))
 	}
 }
+
+// A chained run whose key the upstream's input does not render is recorded
+// skipped in the upstream's transaction, with its unstarted marker, its
+// notification and the run chained after it in turn; an end written again
+// after the notification was delivered (deleted) writes none of them twice.
+func TestChainedRunRecordedSkippedNotifiesAndChains(t *testing.T) {
+	cli := etcdtest.Start(t).Client()
+	k := keys.New("/skipchain/")
+	cfg := chainConfig()
+	cfg.Jobs[1].ConcurrencyKey = "{{ .Input.region }}"
+	last := jobstest.WithDefaults(jobstest.HTTPJob("last", "@yearly", "http://127.0.0.1:1/"))
+	last.After = &config.After{Job: "transform", On: []string{"skipped"}}
+	cfg.Jobs = append(cfg.Jobs, last)
+	cfg.Notify.Sinks[0].On = []string{"skipped"}
+	now := time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC)
+	up := NewEntry(runs.ID("extract", now), cfg.Job("extract"), nil, now, now, 1, runs.Schedule)
+	up.Input = []byte(`{"day":"2026-11-22"}`)
+	end(t, cli, k, cfg, up, runs.Succeeded, now)
+
+	id := runs.ChainID("transform", up.RunID)
+	note := k.Notification("ops", notify.ID(id, 1, "skipped"))
+	get := func(key string) *clientv3.GetResponse {
+		t.Helper()
+		resp, err := cli.Get(context.Background(), key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	rec := get(k.Record("transform", id))
+	if len(rec.Kvs) != 1 {
+		t.Fatalf("no record of the chained run %s", id)
+	}
+	r, err := runs.DecodeRecord(rec.Kvs[0].Value)
+	if err != nil || r.Outcome != runs.Skipped || r.UpstreamRunID != up.RunID || r.Trigger != runs.Chain {
+		t.Errorf("chained record %+v (%v): want skipped, trigger chain, upstream %s", r, err, up.RunID)
+	}
+	if len(get(k.UnstartedMark("transform", id)).Kvs) != 1 {
+		t.Errorf("the skipped chained run has no unstarted marker")
+	}
+	if len(get(note).Kvs) != 1 {
+		t.Errorf("the skipped chained run was not notified")
+	}
+	next := k.Entry("last", runs.ChainID("last", id))
+	if len(get(next).Kvs) != 1 {
+		t.Errorf("the run chained after the skipped one was not queued")
+	}
+
+	// Delivered: its notification deleted. The upstream's end repeated.
+	if _, err := cli.Delete(context.Background(), note); err != nil {
+		t.Fatal(err)
+	}
+	end(t, cli, k, cfg, up, runs.Succeeded, now.Add(time.Second))
+	if len(get(note).Kvs) != 0 {
+		t.Errorf("a repeated end notified the skipped chained run again")
+	}
+	if again := get(k.Record("transform", id)); again.Kvs[0].ModRevision != rec.Kvs[0].ModRevision {
+		t.Errorf("a repeated end rewrote the skipped chained run's record")
+	}
+}
