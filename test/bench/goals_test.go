@@ -92,3 +92,26 @@ func abs(x float64) float64 {
 	}
 	return x
 }
+
+// Ticks skipped behind the killed replica's slots are shown, not counted
+// as lost to the crash; any other missed tick is.
+func TestEvaluateKillCountsOnlyTicksTheCrashLost(t *testing.T) {
+	kill := func(missed, behind int) goal {
+		fo := failoverResult{SessionTTL: "5s",
+			Kill: handover{Expected: 1400, Missed: missed, BehindSignalled: behind},
+			Term: handover{Expected: 1400}}
+		for _, g := range evaluate([]report{{Data: fo}}) {
+			if g.Name == "SIGKILL of the leader: ticks missed / expected" {
+				return g
+			}
+		}
+		t.Fatal("no SIGKILL goal")
+		return goal{}
+	}
+	if g := kill(19, 19); g.Verdict != verdictMet || !strings.Contains(g.Measured, "19 skipped behind") {
+		t.Errorf("19 missed, all behind the killed replica's slots: %q %q", g.Verdict, g.Measured)
+	}
+	if g := kill(20, 19); g.Verdict != verdictNotMet || *g.Ratio != 1.0/1400 {
+		t.Errorf("20 missed, 19 behind: %q ratio %v", g.Verdict, *g.Ratio)
+	}
+}
