@@ -119,19 +119,7 @@ func TestServerTimeouts(t *testing.T) {
 	}
 	// Shortened, to see them act.
 	h.ReadHeaderTimeout, h.IdleTimeout = 100*time.Millisecond, 100*time.Millisecond
-	if err := s.Listen(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- s.Serve() }()
-	t.Cleanup(func() {
-		if err := s.Close(); err != nil {
-			t.Error(err)
-		}
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	})
+	serve(t, s)
 
 	// A client that never finishes its headers is cut off.
 	conn := dial(t, s.Addr())
@@ -172,19 +160,7 @@ func TestSlowBodyIsCutOff(t *testing.T) {
 	// Shortened, to see it act (a server without one keeps none); the
 	// dribble below lasts 50s.
 	s.http.ReadTimeout = min(s.http.ReadTimeout, 200*time.Millisecond)
-	if err := s.Listen(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- s.Serve() }()
-	t.Cleanup(func() {
-		if err := s.Close(); err != nil {
-			t.Error(err)
-		}
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	})
+	serve(t, s)
 
 	conn := dial(t, s.Addr())
 	const size = 1000
@@ -289,4 +265,22 @@ func TestStreamedListExtendsWriteDeadline(t *testing.T) {
 			t.Fatalf("deadline %s is less than writeTimeout after the start", d.Sub(start))
 		}
 	}
+}
+
+// serve listens and serves s until the test ends.
+func serve(t *testing.T, s *Server) {
+	t.Helper()
+	if err := s.Listen(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.Serve() }()
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Error(err)
+		}
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
 }
