@@ -189,6 +189,7 @@ func forceHandover(ctx context.Context, e *env, sig string) (handover, error) {
 	}
 	h.MaxGapMs = maxGap(starts, at.Add(-time.Second), at.Add(12*time.Second))
 	h.GapBeforeMs = maxGap(starts, at.Add(-6*time.Second), at.Add(-time.Second))
+	why := map[string]int{} // missed ticks by what their record says
 	for i := range failoverJobs {
 		job := fmt.Sprintf("fo-%02d", i)
 		var recs map[string]runs.Record
@@ -199,18 +200,25 @@ func forceHandover(ctx context.Context, e *env, sig string) (handover, error) {
 				continue
 			}
 			h.Missed++
-			if !held[job] {
-				continue
-			}
 			if recs == nil {
 				if recs, err = readRecords(ctx, e.cli, job); err != nil {
 					return h, err
 				}
 			}
-			if recs[id].Outcome == runs.Skipped {
+			rec, ok := recs[id]
+			switch {
+			case !ok:
+				why["no record"]++
+			case held[job] && rec.Outcome == runs.Skipped:
 				h.BehindSignalled++
+				why["skipped behind the signalled replica's slot"]++
+			default:
+				why[fmt.Sprintf("%s: %.60s", rec.Outcome, rec.Error)]++
 			}
 		}
+	}
+	if len(why) > 0 {
+		logf("failover: %s: missed ticks by their record: %v", sig, why)
 	}
 
 	// Bring the old leader back for what follows.
