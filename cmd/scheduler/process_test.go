@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -28,6 +29,7 @@ type proc struct {
 
 	mu    sync.Mutex
 	lines []map[string]any
+	other []string // stderr lines that are not log records (a race report, a panic)
 
 	exited   chan struct{} // closed when the process is gone
 	exitAt   time.Time
@@ -78,11 +80,13 @@ func startProc(t *testing.T, id, config string) *proc {
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
 		for sc.Scan() {
 			var rec map[string]any
+			p.mu.Lock()
 			if json.Unmarshal(sc.Bytes(), &rec) == nil {
-				p.mu.Lock()
 				p.lines = append(p.lines, rec)
-				p.mu.Unlock()
+			} else {
+				p.other = append(p.other, sc.Text())
 			}
+			p.mu.Unlock()
 		}
 		_, _ = io.Copy(io.Discard, stderr)
 		err := p.cmd.Wait()
@@ -175,6 +179,12 @@ func (p *proc) waitExit(within time.Duration) int {
 	p.t.Helper()
 	select {
 	case <-p.exited:
+		if p.exitCode != 0 {
+			p.mu.Lock()
+			other := p.other[max(0, len(p.other)-400):]
+			p.mu.Unlock()
+			p.t.Logf("%s exited %d; what it wrote besides log records:\n%s", p.id, p.exitCode, strings.Join(other, "\n"))
+		}
 		return p.exitCode
 	case <-time.After(within):
 		p.t.Fatalf("%s still running %s after SIGTERM", p.id, within)
