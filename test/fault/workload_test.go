@@ -96,6 +96,7 @@ jobs:
     catch_up: %s
     starting_deadline: 30s
     history_limit: 100000
+    skipped_history_limit: 100000
     %s
 `, j.Name, j.Every, j.MaxConcurrency, j.CatchUp, j.yaml)
 		out = append(out, j.Job)
@@ -107,6 +108,7 @@ jobs:
     queue_limit: 10
     starting_deadline: 30s
     history_limit: 100000
+    skipped_history_limit: 100000
     retries: {max: 2, backoff: 100ms, max_backoff: 1s}
     timeout: 5s
     after: {job: fast, on: [succeeded]}

@@ -114,6 +114,9 @@ func Run(ctx context.Context, d Deps, term election.Leadership) error {
 		}
 		return err
 	}
+	// The config first: the term's parts judge jobs by it (prune's limits).
+	pausedChanged := l.d.Paused.Changed() // before the look, so no change falls between
+	l.syncJobs()
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel(nil)
@@ -126,7 +129,7 @@ func Run(ctx context.Context, d Deps, term election.Leadership) error {
 			}
 		}()
 	}
-	err := l.loop(ctx)
+	err := l.loop(ctx, pausedChanged)
 	if cause := context.Cause(ctx); err == nil && cause != nil && !errors.Is(cause, context.Canceled) {
 		err = cause
 	}
@@ -246,9 +249,10 @@ func (l *leader) syncPaused() {
 	}
 }
 
-func (l *leader) loop(ctx context.Context) error {
-	pausedChanged := l.d.Paused.Changed() // before the look, so no change falls between
-	l.syncJobs()
+// loop materializes ticks as they come due and follows config and pause
+// changes until ctx ends. pausedChanged was taken before the term's first
+// look at the config (Run), so no pause falls between.
+func (l *leader) loop(ctx context.Context, pausedChanged <-chan struct{}) error {
 	timer := l.d.Clock.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {

@@ -79,25 +79,10 @@ func (f *Finished) again(jobs []string) {
 // after every tenth of its limit in finished runs, so pruning costs a small
 // share of a write per run.
 func (l *leader) prune(ctx context.Context) error {
-	threshold := func(job string) int {
-		l.mu.Lock()
-		j := l.jobs[job]
-		l.mu.Unlock()
-		if j == nil {
-			return 1
-		}
-		return max(1, j.HistoryLimit/10)
-	}
 	for {
 		looked := l.d.Clock.Now()
-		if due := l.d.Finished.take(threshold); len(due) > 0 {
-			if err := l.pruneJobs(ctx, due); err != nil {
-				if err == errNotLeader || ctx.Err() != nil {
-					return err
-				}
-				l.d.Log.Warn("pruning history failed; will try again", "jobs", len(due), "err", err)
-				l.d.Finished.again(due)
-			}
+		if err := l.pruneRound(ctx); err != nil {
+			return err
 		}
 		select {
 		case <-ctx.Done():
@@ -172,6 +157,42 @@ func (l *leader) pruneJobs(ctx context.Context, jobs []string) error {
 		}
 	}
 	return flush(true)
+}
+
+// pruneRound trims the history of the jobs that finished enough runs since
+// their last round. Not before the term has taken the config (syncJobs):
+// until then every job looks removed, and a job removed gets the default
+// limits, so a new leader pruned a job with history_limit 100000 to 100
+// records and its skips to 20 (the fault suite saw the oldest skipped ticks
+// of five jobs lose their records after a failover).
+func (l *leader) pruneRound(ctx context.Context) error {
+	l.mu.Lock()
+	synced := l.jobs != nil
+	l.mu.Unlock()
+	if !synced {
+		return nil // the counts stay for the next round
+	}
+	threshold := func(job string) int {
+		l.mu.Lock()
+		j := l.jobs[job]
+		l.mu.Unlock()
+		if j == nil {
+			return 1 // removed: trimmed to the defaults at once
+		}
+		return max(1, j.HistoryLimit/10)
+	}
+	due := l.d.Finished.take(threshold)
+	if len(due) == 0 {
+		return nil
+	}
+	if err := l.pruneJobs(ctx, due); err != nil {
+		if err == errNotLeader || ctx.Err() != nil {
+			return err
+		}
+		l.d.Log.Warn("pruning history failed; will try again", "jobs", len(due), "err", err)
+		l.d.Finished.again(due)
+	}
+	return nil
 }
 
 // limits are the job's history limits: of records of runs that executed,

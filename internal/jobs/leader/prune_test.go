@@ -138,3 +138,53 @@ func TestPruneKeepsSkipsApart(t *testing.T) {
 		t.Errorf("%d unstarted markers left, want the 3 of the skips kept", len(marks.Kvs))
 	}
 }
+
+// A new term prunes nothing before it has taken the config: until then
+// every job looks removed, and a removed job is trimmed to the default
+// limits (a new leader cut a job with history_limit 100000 to 100 records).
+// A job really removed is still trimmed to the defaults.
+func TestPruneWaitsForTheTermsConfig(t *testing.T) {
+	cli := etcdtest.Start(t).Client()
+	ctx := t.Context()
+	j := jobstest.HTTPJob("keep", "@every 1s", "http://127.0.0.1:1/")
+	j.HistoryLimit, j.SkippedHistoryLimit = 1000, 1000
+	l := newTestLeader(t, cli, "/prune4/", jobstest.Config(j), clockwork.NewFakeClock())
+	l.jobs = nil // the term has not looked at the config yet
+	put := func(job string, n int) {
+		for i := range n {
+			if _, err := cli.Put(ctx, l.d.Keys.Record(job, fmt.Sprintf("%s@%03d", job, i)), "{}"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	count := func(job string) int {
+		resp, err := cli.Get(ctx, l.d.Keys.JobRuns(job), clientv3.WithPrefix(), clientv3.WithCountOnly())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return int(resp.Count)
+	}
+	put("keep", 150)
+	l.d.Finished.Note("keep")
+	if err := l.pruneRound(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := count("keep"); n != 150 {
+		t.Fatalf("%d of keep's 150 records left after a round before the term took the config, want all (history_limit 1000)", n)
+	}
+	l.syncJobs()
+	if err := l.pruneRound(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := count("keep"); n != 150 {
+		t.Fatalf("%d of keep's 150 records left, want all (history_limit 1000)", n)
+	}
+	put("gone", 150)
+	l.d.Finished.Note("gone")
+	if err := l.pruneRound(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := count("gone"); n != config.DefaultHistoryLimit {
+		t.Errorf("a removed job kept %d records, want the default %d", n, config.DefaultHistoryLimit)
+	}
+}
