@@ -96,11 +96,15 @@ type Worker struct {
 	cancels *queue.Cancels
 	members *members
 
-	mu       sync.Mutex
-	pending  dueHeap
-	active   map[string]*activeRun // by run id: being claimed or running
-	parked   map[string]parkedRun  // by entry key: waiting for a limit, holding no worker
-	waits    map[string]*waitState // by entry key: what waiting runs keep between attempts
+	mu      sync.Mutex
+	pending dueHeap
+	active  map[string]*activeRun // by run id: being claimed or running
+	parked  map[string]parkedRun  // by entry key: waiting for a limit, holding no worker
+	waits   map[string]*waitState // by entry key: what waiting runs keep between attempts
+	// behind holds, by run id, an attempt that came up while the run's
+	// previous attempt was still active (its release queued the retry and
+	// has not returned): finish sends it back to pending.
+	behind   map[string]due
 	wake     chan struct{}
 	wg       sync.WaitGroup
 	drained  chan struct{}
@@ -133,7 +137,7 @@ func New(d Deps) *Worker {
 		d.Backup = 250 * time.Millisecond
 	}
 	w := &Worker{d: d, writes: queue.Writes{Client: d.Client, Keys: d.Keys, Config: d.Config, Batch: d.Batch}, members: newMembers(d.Keys),
-		active: map[string]*activeRun{}, parked: map[string]parkedRun{}, waits: map[string]*waitState{},
+		active: map[string]*activeRun{}, parked: map[string]parkedRun{}, waits: map[string]*waitState{}, behind: map[string]due{},
 		wake: make(chan struct{}, 1), drained: make(chan struct{})}
 	w.abandon, w.abandonCancel = context.WithCancel(context.Background())
 	w.cancels = queue.NewCancels(d.Keys, w.cancelRequested)
@@ -243,6 +247,9 @@ func (w *Worker) dispatch(ctx context.Context) {
 			continue // claimed, finished or changed since
 		}
 		if _, busy := w.active[q.RunID]; busy {
+			// Another attempt of the run is still ending; this one comes
+			// back when it has (finish). Dropped, nothing brought it back.
+			w.behind[q.RunID] = a
 			continue
 		}
 		if !a.ranked {
@@ -276,6 +283,10 @@ func (w *Worker) dispatch(ctx context.Context) {
 func (w *Worker) finish(runID string) {
 	w.mu.Lock()
 	delete(w.active, runID)
+	if a, ok := w.behind[runID]; ok {
+		delete(w.behind, runID)
+		heap.Push(&w.pending, a)
+	}
 	w.mu.Unlock()
 	w.signal()
 }
