@@ -74,8 +74,11 @@ func TestSharedResourceIsFair(t *testing.T) {
 	if inversions > 0 {
 		t.Errorf("%d runs were admitted after a run due later", inversions)
 	}
-	if d := na - nb; d*10 > max(na, nb) || -d*10 > max(na, nb) {
-		t.Errorf("fa %d, fb %d: more than 10%% apart", na, nb)
+	// Unfair admission gave 26 and 12 (the one waiting always lost to
+	// the next tick); fair takes turns, within what a starved machine
+	// shifts (32 and 36 were seen under a full -race suite on two cores).
+	if lo, hi := min(na, nb), max(na, nb); lo*4 < hi*3 {
+		t.Errorf("fa %d, fb %d: the fewer is under three quarters of the more", na, nb)
 	}
 	if t.Failed() {
 		ra, rb := records(t, etcd.Client(), "fa"), records(t, etcd.Client(), "fb")

@@ -1,6 +1,7 @@
 package jobs_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -93,10 +94,10 @@ func TestFailedRunIsRetried(t *testing.T) {
 	// Both attempts fail (the target always answers 500): two requests,
 	// attempts 1 and 2, then a failed record with the first attempt in it.
 	var final runs.Record
-	poll.For(t, 30*time.Second, "the final record", func() bool {
+	poll.Until(t, 60*time.Second, "the final record", func() (bool, string) {
 		r, ok := records(t, n.client, "flaky")[id]
 		final = r
-		return ok && r.Attempt == 2
+		return ok && r.Attempt == 2, fmt.Sprintf("record %v: attempt %d %s %q; target saw %d requests", ok, r.Attempt, r.Outcome, r.Error, len(w.finished("flaky")))
 	})
 	hits := w.finished("flaky")
 	if len(hits) != 2 || hits[0].Attempt != 1 || hits[1].Attempt != 2 || hits[0].RunID != id || hits[1].RunID != id {
