@@ -15,22 +15,28 @@ import (
 // Before, a waiting run kept its worker, and with max_parallel 2 one queued
 // job cost another job its ticks.
 
-// parkedRun is a waiting run as it was when it parked.
+// parkedRun is a waiting run as it was when it parked, with the views'
+// change channels as they were before its last attempt.
 type parkedRun struct {
-	modRev int64
-	until  time.Time
+	modRev                     int64
+	until                      time.Time
+	slotsChanged, queueChanged <-chan struct{}
 }
+
+// changedSince reports whether a view changed after the run's last
+// attempt. The dispatch loop looks at this for every parked run after it
+// takes its own change channels: a change between the attempt and the
+// loop's take closed only the run's, and waiting on the loop's alone
+// missed it (the run then waited for its time, the job's next tick; seen
+// on a fake clock as a run that never started after its elder ended).
+func (p parkedRun) changedSince() bool { return closed(p.slotsChanged) || closed(p.queueChanged) }
 
 // park puts q aside until until or the next change; a change that came
 // between its last attempt and now sends it straight back.
 func (w *Worker) park(q *queue.Item, st *waitState, until time.Time) {
-	now := w.d.Clock.Now()
-	if closed(st.slotsChanged) || closed(st.queueChanged) {
-		until = now
-	}
 	w.mu.Lock()
 	if cur := w.d.Queue.Get(q.Key); cur != nil && cur.ModRev == q.ModRev && cur.State == queue.Pending {
-		w.parked[q.Key] = parkedRun{modRev: q.ModRev, until: until}
+		w.parked[q.Key] = parkedRun{modRev: q.ModRev, until: until, slotsChanged: st.slotsChanged, queueChanged: st.queueChanged}
 	}
 	w.mu.Unlock()
 	w.signal()
@@ -43,7 +49,7 @@ func (w *Worker) unpark(changed bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for key, p := range w.parked {
-		if changed || !p.until.After(now) {
+		if changed || !p.until.After(now) || p.changedSince() {
 			delete(w.parked, key)
 			heap.Push(&w.pending, due{at: now, key: key, modRev: p.modRev, ranked: true})
 		}

@@ -206,6 +206,9 @@ func (w *Worker) Run(ctx context.Context) error {
 		}
 		for _, p := range w.parked {
 			wait = min(wait, max(p.until.Sub(now), 0))
+			if p.changedSince() {
+				wait = 0
+			}
 		}
 		if len(w.parked) == 0 {
 			slotsChanged, queueChanged = nil, nil // nobody to wake
