@@ -292,10 +292,16 @@ func evalString(t *testing.T, ctx context.Context, js string) string {
 
 func waitPage(t *testing.T, ctx context.Context, what, js string) {
 	t.Helper()
-	sctx, cancel := context.WithTimeout(ctx, patience)
+	waitPageWithin(t, ctx, patience, what, js)
+}
+
+// waitPageWithin is waitPage with its own deadline.
+func waitPageWithin(t *testing.T, ctx context.Context, within time.Duration, what, js string) {
+	t.Helper()
+	sctx, cancel := context.WithTimeout(ctx, within)
 	defer cancel()
 	err := chromedp.Do(sctx, chromedp.Poll[chromedp.Void](js,
-		chromedp.WithPollingInterval(100*time.Millisecond), chromedp.WithPollingTimeout(patience)))
+		chromedp.WithPollingInterval(100*time.Millisecond), chromedp.WithPollingTimeout(within)))
 	if err != nil {
 		t.Fatalf("%s: %v\npage text:\n%s", what, err, pageText(ctx))
 	}
