@@ -24,8 +24,7 @@ import (
 func (e *Engine) readRuns(ctx context.Context, job string, page Page) ([]runs.Record, string, error) {
 	prefix := e.keys.JobRuns(job)
 	var out []*mvccpb.KeyValue
-	opts := []clientv3.OpOption{clientv3.WithPrefix(),
-		clientv3.WithSort(clientv3.SortByModRevision, clientv3.SortDescend), clientv3.WithLimit(int64(page.Limit + 1))}
+	opts := []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByModRevision, clientv3.SortDescend)}
 	if page.After != "" {
 		at, err := e.opts.Client.Get(ctx, e.keys.Record(job, page.After), clientv3.WithKeysOnly())
 		if err != nil {
@@ -46,24 +45,28 @@ func (e *Engine) readRuns(ctx context.Context, job string, page Page) ([]runs.Re
 		}
 		opts = append(opts, clientv3.WithMaxModRev(x.ModRevision-1))
 	}
-	resp, err := e.opts.Client.Get(ctx, prefix, opts...)
-	if err != nil {
-		return nil, "", fmt.Errorf("jobs: read runs of %s: %w", job, err)
-	}
-	older := resp.Kvs
-	if n := len(older); n > page.Limit {
-		// The limit may have cut the last revision's records short: read
-		// that revision whole.
-		last := older[n-1].ModRevision
-		group, err := e.writtenAt(ctx, prefix, last)
+	// One more than the page holds tells whether there is a next page;
+	// the cursor's own revision may already have given that many.
+	if want := page.Limit + 1 - len(out); want > 0 {
+		resp, err := e.opts.Client.Get(ctx, prefix, append(opts, clientv3.WithLimit(int64(want)))...)
 		if err != nil {
-			return nil, "", err
+			return nil, "", fmt.Errorf("jobs: read runs of %s: %w", job, err)
 		}
-		i := sort.Search(n, func(i int) bool { return older[i].ModRevision <= last })
-		older = append(older[:i:i], group...)
+		older := resp.Kvs
+		if n := len(older); n == want {
+			// The limit may have cut the last revision's records short:
+			// read that revision whole.
+			last := older[n-1].ModRevision
+			group, err := e.writtenAt(ctx, prefix, last)
+			if err != nil {
+				return nil, "", err
+			}
+			i := sort.Search(n, func(i int) bool { return older[i].ModRevision <= last })
+			older = append(older[:i:i], group...)
+		}
+		sortNewestFirst(older)
+		out = append(out, older...)
 	}
-	sortNewestFirst(older)
-	out = append(out, older...)
 	more := len(out) > page.Limit
 	if more {
 		out = out[:page.Limit]
