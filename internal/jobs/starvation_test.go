@@ -1,18 +1,13 @@
 package jobs_test
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-
 	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/etcdtest"
 	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
-	"github.com/etcdsched/scheduler/internal/jobs/queue"
-	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/poll"
 	"github.com/etcdsched/scheduler/internal/runs"
 )
@@ -50,12 +45,12 @@ func TestWaitingRunHoldsNoWorker(t *testing.T) {
 				c++
 			}
 		}
-		return c >= 10, fmt.Sprintf("%d ran; slow has waiting runs: %v", c, waiting(t, etcd.Client(), "slow"))
+		return c >= 10, fmt.Sprintf("%d ran; slow has waiting runs: %v", c, waiting(t, n, "slow"))
 	})
 	if done := w.finished("slow"); len(done) > 0 {
 		t.Fatalf("slow's run ended (%v): tick's runs may have had its worker", done[0].End)
 	}
-	if q := waiting(t, etcd.Client(), "slow"); q == 0 {
+	if q := waiting(t, n, "slow"); q == 0 {
 		t.Error("no run of slow is waiting: the test did not try what it is for")
 	}
 	for _, r := range records(t, etcd.Client(), "tick") {
@@ -65,19 +60,12 @@ func TestWaitingRunHoldsNoWorker(t *testing.T) {
 	}
 }
 
-// waiting counts job's queue entries that are due and not running.
-func waiting(t *testing.T, cli *clientv3.Client, job string) int {
+// waiting is job's runs due and waiting to start, as its status counts them.
+func waiting(t *testing.T, n *node, job string) int {
 	t.Helper()
-	resp, err := cli.Get(context.Background(), keys.New(testPrefix).Queue()+job+"/", clientv3.WithPrefix())
+	st, err := n.engine.Job(t.Context(), job)
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := 0
-	for _, kv := range resp.Kvs {
-		e, err := queue.Decode(kv.Value)
-		if err == nil && e.State == queue.Pending && !e.NotBefore.After(time.Now()) {
-			n++
-		}
-	}
-	return n
+	return st.Pending
 }
