@@ -32,6 +32,20 @@ func Until(t testing.TB, within time.Duration, what string, cond func() (ok bool
 	}
 }
 
+// Within waits until cond holds or within passes and says which, for a
+// test that has more to check after the wait either way (a hammer whose
+// bounds must be checked even when the evidence it waited for never came).
+func Within(within time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(interval)
+	}
+	return true
+}
+
 // For is Until for a condition with nothing more to say.
 func For(t testing.TB, within time.Duration, what string, cond func() bool) {
 	t.Helper()

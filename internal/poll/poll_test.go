@@ -42,3 +42,17 @@ func TestUntilFailsPastTheDeadlineWithTheLastReason(t *testing.T) {
 		t.Fatalf("message %q, want %q", f.msg, want)
 	}
 }
+
+func TestWithinSaysWhetherTheConditionHeld(t *testing.T) {
+	n := 0
+	if !Within(time.Minute, func() bool { n++; return n == 3 }) || n != 3 {
+		t.Fatalf("Within on a condition true at the third look: looked %d times", n)
+	}
+	start := time.Now()
+	if Within(30*time.Millisecond, func() bool { return false }) {
+		t.Fatal("Within said a condition that never held did")
+	}
+	if waited := time.Since(start); waited < 30*time.Millisecond {
+		t.Fatalf("Within gave up after %s, before its 30ms", waited)
+	}
+}
