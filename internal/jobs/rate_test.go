@@ -59,8 +59,8 @@ func TestRateWindowHoldsAcrossHandoffAndCrash(t *testing.T) {
 	}
 	leaderOf(t, rest)
 	poll.For(t, span, "two thirds of the span", func() bool { return time.Since(started) >= 2*span/3 })
+	crashed := time.Now() // crash returns once the node's Stop has, seconds later
 	rest[0].crash()
-	crashed := time.Now()
 
 	// The last third runs for span/3 and then until the evidence that the
 	// hammer tested something is in: the window was filled, a run was
@@ -123,13 +123,16 @@ func TestRateWindowHoldsAcrossHandoffAndCrash(t *testing.T) {
 }
 
 // skipReasons counts the skipped records of jobs by what refused them: the
-// rate window of resource api, its slots, or any other error verbatim.
+// rate window of resource api, its slots, or any other error verbatim; and
+// the other records by outcome (a starved run's log shows lost or failed
+// runs beside its skips).
 func skipReasons(t *testing.T, cli *clientv3.Client, jobs ...string) map[string]int {
 	t.Helper()
 	reasons := map[string]int{}
 	for _, job := range jobs {
 		for _, r := range records(t, cli, job) {
 			if r.Outcome != runs.Skipped {
+				reasons[string(r.Outcome)]++ // how the rest ended, for the log
 				continue
 			}
 			switch {
