@@ -32,6 +32,10 @@ type jobSpec struct {
 	// MaxConcurrency (default 1): jittered ticks of one job can fall
 	// milliseconds apart, and with one slot the later one is skipped.
 	MaxConcurrency int
+	// SkippedHistory, when set, is the job's skipped_history_limit: the
+	// failover step reads each skipped tick's record to say why it did not
+	// run, and the default 20 prunes most of a TTL's worth of them.
+	SkippedHistory int
 }
 
 // configYAML writes the scheduler config for jobs, all HTTP jobs against url.
@@ -59,6 +63,9 @@ worker:
 		}
 		if j.MaxConcurrency > 1 {
 			fmt.Fprintf(&b, "    max_concurrency: %d\n", j.MaxConcurrency)
+		}
+		if j.SkippedHistory > 0 {
+			fmt.Fprintf(&b, "    skipped_history_limit: %d\n", j.SkippedHistory)
 		}
 		fmt.Fprintf(&b, "    timeout: 10s\n    starting_deadline: 30s\n    http: {method: POST, url: %q}\n", url)
 	}

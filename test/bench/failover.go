@@ -64,7 +64,7 @@ func failover(ctx context.Context, e *env) (report, error) {
 	res := failoverResult{SessionTTL: e.settings.SessionTTL.String(), Jobs: failoverJobs, Every: failoverEvery.String()}
 	jobs := make([]jobSpec, failoverJobs)
 	for i := range jobs {
-		jobs[i] = jobSpec{Name: fmt.Sprintf("fo-%02d", i), Schedule: "@every " + failoverEvery.String()}
+		jobs[i] = jobSpec{Name: fmt.Sprintf("fo-%02d", i), Schedule: "@every " + failoverEvery.String(), SkippedHistory: 500}
 	}
 	if err := e.reload(ctx, jobs); err != nil {
 		return report{}, err
@@ -190,6 +190,7 @@ func forceHandover(ctx context.Context, e *env, sig string) (handover, error) {
 	h.MaxGapMs = maxGap(starts, at.Add(-time.Second), at.Add(12*time.Second))
 	h.GapBeforeMs = maxGap(starts, at.Add(-6*time.Second), at.Add(-time.Second))
 	why := map[string]int{} // missed ticks by what their record says
+	var when []string       // and when each was due, from the signal
 	for i := range failoverJobs {
 		job := fmt.Sprintf("fo-%02d", i)
 		var recs map[string]runs.Record
@@ -200,6 +201,7 @@ func forceHandover(ctx context.Context, e *env, sig string) (handover, error) {
 				continue
 			}
 			h.Missed++
+			when = append(when, fmt.Sprintf("%s %+dms", job, t.Sub(at).Milliseconds()))
 			if recs == nil {
 				if recs, err = readRecords(ctx, e.cli, job); err != nil {
 					return h, err
@@ -218,7 +220,8 @@ func forceHandover(ctx context.Context, e *env, sig string) (handover, error) {
 		}
 	}
 	if len(why) > 0 {
-		logf("failover: %s: missed ticks by their record: %v", sig, why)
+		logf("failover: %s: missed ticks by their record: %v; due (from the signal; new leader's first tick %+dms): %v",
+			sig, why, firstTick.Sub(at).Milliseconds(), when)
 	}
 
 	// Bring the old leader back for what follows.
