@@ -149,7 +149,7 @@ func TestALateElderIsTakenOverAndTheNextTickTakesItsTurn(t *testing.T) {
 	var elder, next time.Time
 	for at := t0.Add(time.Second); elder.IsZero(); at = at.Add(100 * time.Millisecond) {
 		rank := func(at time.Time) int {
-			return w.members.rank("w1", layout.Entry("one", runs.ID("one", at))+"#1")
+			return w.members.rank("w1", layout.Entry("one", runs.ID("one", at))+"#1", t0)
 		}
 		if rank(at) == 1 && rank(at.Add(100*time.Millisecond)) == 0 {
 			elder, next = at, at.Add(100*time.Millisecond)
@@ -242,7 +242,7 @@ func TestRankAtTheDueTime(t *testing.T) {
 	// A run due in 7s whose first worker is w0.
 	var at time.Time
 	for c := t0.Add(7 * time.Second); at.IsZero(); c = c.Add(time.Second) {
-		if w.members.rank("w1", layout.Entry("one", runs.ID("one", c))+"#1") == 1 {
+		if w.members.rank("w1", layout.Entry("one", runs.ID("one", c))+"#1", t0) == 1 {
 			at = c
 		}
 	}

@@ -3,25 +3,38 @@ package worker
 import (
 	"hash/fnv"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/etcdsched/scheduler/internal/jobs/queue"
 	"github.com/etcdsched/scheduler/internal/keys"
 )
 
 // members mirrors the ids of live replicas (members/<id>), so workers can
 // agree, without talking, on which of them claims a run first.
+//
+// A member listed is not always alive: a replica killed keeps its key
+// until its lease expires, a session TTL later, and each run ranked first
+// to it waits for a backup's turn (Backup, 250ms) meanwhile; for a job
+// @every 100ms that is a late run whose slot its next ticks find taken.
+// So a member that let a run pass its turn (suspect) is passed over in
+// this worker's ranking for a session TTL, or until it writes its key
+// again or its key goes. Only the order changes: a wrong suspicion costs
+// claims that lose their compare, never a second run.
 type members struct {
-	keys keys.Layout
-	mu   sync.Mutex
-	ids  map[string]bool
+	keys     keys.Layout
+	mu       sync.Mutex
+	ids      map[string]bool
+	suspects map[string]time.Time // id -> passed over until then
 }
 
 func newMembers(layout keys.Layout) *members {
-	return &members{keys: layout, ids: map[string]bool{}}
+	return &members{keys: layout, ids: map[string]bool{}, suspects: map[string]time.Time{}}
 }
 
 // Reset implements mirror.Handler.
@@ -32,15 +45,22 @@ func (m *members) Reset(kvs []*mvccpb.KeyValue, _ int64) {
 	}
 	m.mu.Lock()
 	m.ids = ids
+	for id := range m.suspects {
+		if !ids[id] {
+			delete(m.suspects, id)
+		}
+	}
 	m.mu.Unlock()
 }
 
-// Apply implements mirror.Handler.
+// Apply implements mirror.Handler. A member's key is written by that
+// member only: a put is a sign of life, and ends a suspicion.
 func (m *members) Apply(events []*clientv3.Event, _ int64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, ev := range events {
 		id := m.keys.MemberID(string(ev.Kv.Key))
+		delete(m.suspects, id)
 		if ev.Type == clientv3.EventTypeDelete {
 			delete(m.ids, id)
 		} else {
@@ -49,21 +69,53 @@ func (m *members) Apply(events []*clientv3.Event, _ int64) {
 	}
 }
 
-// rank is self's place in the rendezvous order of live members for key: 0
-// for the member that should claim first. A replica not (yet) listed ranks
-// 0, so a lone or starting replica never waits.
-func (m *members) rank(self, key string) int {
+// rank is self's place in the rendezvous order of live members for key at
+// now: 0 for the member that should claim first. A replica not (yet)
+// listed ranks 0, so a lone or starting replica never waits.
+func (m *members) rank(self, key string, now time.Time) int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if !m.ids[self] {
 		return 0
 	}
+	return slices.Index(m.orderLocked(self, key, now), self)
+}
+
+// passedOver marks the members ranked before self for key at now as
+// suspects until until, and returns those it newly marked: self claimed
+// the run at its backup turn, so none of them had claimed it at theirs.
+func (m *members) passedOver(self, key string, now, until time.Time) []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.ids[self] {
+		return nil
+	}
+	var marked []string
+	for _, id := range m.orderLocked(self, key, now) {
+		if id == self {
+			break
+		}
+		m.suspects[id] = until
+		marked = append(marked, id)
+	}
+	return marked
+}
+
+// orderLocked is the rendezvous order of the listed members for key,
+// those suspect at now left out (never self).
+func (m *members) orderLocked(self, key string, now time.Time) []string {
 	type scored struct {
 		id    string
 		score uint64
 	}
 	list := make([]scored, 0, len(m.ids))
 	for id := range m.ids {
+		if until, ok := m.suspects[id]; ok && id != self {
+			if until.After(now) {
+				continue
+			}
+			delete(m.suspects, id)
+		}
 		list = append(list, scored{id, rendezvous(key, id)})
 	}
 	slices.SortFunc(list, func(a, b scored) int {
@@ -75,12 +127,11 @@ func (m *members) rank(self, key string) int {
 		}
 		return strings.Compare(a.id, b.id)
 	})
+	out := make([]string, len(list))
 	for i, s := range list {
-		if s.id == self {
-			return i
-		}
+		out[i] = s.id
 	}
-	return 0
+	return out
 }
 
 // rendezvous is member id's score for key: the highest claims first.
@@ -112,3 +163,24 @@ func fmix64(k uint64) uint64 {
 	k ^= k >> 33
 	return k
 }
+
+// noteClaimed is told of each run this worker claimed: one it claimed at
+// a backup's turn (or took over, overdue) without having been refused
+// before was let pass by every member ranked before it, which this worker
+// then passes over for a session TTL (see members). A run that waited for
+// a limit proves nothing: its first worker may be waiting for it too.
+func (w *Worker) noteClaimed(q *queue.Item, st *waitState) {
+	if st.last != nil || q.Hold != nil {
+		return
+	}
+	now := w.d.Clock.Now()
+	ttl := w.d.Config().Cluster.SessionTTL.D()
+	for _, id := range w.members.passedOver(w.d.ID, rankKey(q), now, now.Add(ttl)) {
+		w.d.Log.Info("a member let a run ranked to it pass: ranked last here until it shows life or a session TTL passes",
+			"member", id, "job", q.Job, "run_id", q.RunID, "for", ttl)
+	}
+}
+
+// rankKey is what a run's workers rank themselves by: its entry and
+// attempt.
+func rankKey(q *queue.Item) string { return q.Key + "#" + strconv.Itoa(q.Attempt) }

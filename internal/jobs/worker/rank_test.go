@@ -23,7 +23,7 @@ func first(t *testing.T, m *members, key string) string {
 	t.Helper()
 	places := map[int]string{}
 	for id := range m.ids {
-		r := m.rank(id, key)
+		r := m.rank(id, key, time.Time{})
 		if other, ok := places[r]; ok {
 			t.Fatalf("%s: %s and %s both rank %d", key, id, other, r)
 		}

@@ -118,6 +118,7 @@ func (w *Worker) start(ctx context.Context, q *queue.Item, st *waitState) (retry
 		var full *slots.FullError
 		switch {
 		case err == nil:
+			w.noteClaimed(q, st)
 			w.execute(q, running, held, log, st.span)
 			return time.Time{}, false
 		case errors.Is(err, slots.ErrConflict):

@@ -11,7 +11,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"strconv"
 	"sync"
 	"time"
 
@@ -185,7 +184,7 @@ func (w *Worker) backupAt(q *queue.Item) time.Time {
 	if q.Hold != nil && q.Hold.Holder == w.d.ID {
 		return at // only the holder can claim with the kept slot
 	}
-	rank := w.members.rank(w.d.ID, q.Key+"#"+strconv.Itoa(q.Attempt))
+	rank := w.members.rank(w.d.ID, rankKey(q), w.d.Clock.Now())
 	return at.Add(time.Duration(rank) * (w.d.Backup + w.claimRTT.backupWait()))
 }
 
