@@ -68,7 +68,7 @@ func TestAMemberThatLetARunPassIsPassedOver(t *testing.T) {
 
 	// The first: w1 claims it at its backup turn (no claim round trip
 	// measured yet: Backup after the claim time).
-	clock.Advance(ats[0].Add(-25 * time.Millisecond + 250*time.Millisecond).Sub(t0))
+	clock.Advance(ats[0].Add(-25*time.Millisecond + 250*time.Millisecond).Sub(t0))
 	started(ats[0], "the first run did not start at w1's backup turn")
 	// The second is claimed at its claim time, 25ms before it is due, and
 	// starts when due: the clock is never moved to w1's backup turn.
