@@ -33,8 +33,12 @@ type Semaphore struct {
 	mu      sync.Mutex
 	entries map[string]entry // held slot keys by key
 	counts  map[group]int    // held keys per job or resource
-	changed chan struct{}    // closed and replaced on every view change
-	ready   chan struct{}    // closed after the first read
+	// jobs is held job slot keys per job, whatever their concurrency
+	// keys: the sum of counts over the job's groups, kept beside them
+	// (count) so that a slot event costs the same at 10 jobs as at 10,000.
+	jobs    map[string]int
+	changed chan struct{} // closed and replaced on every view change
+	ready   chan struct{} // closed after the first read
 	loaded  bool
 	held    map[string]*Held // claims made through this semaphore, by each of their keys
 	rates   map[string]place // rate places by key
@@ -94,6 +98,7 @@ func New(client *clientv3.Client, prefix string, logger *slog.Logger, reg promet
 		clock:   clockwork.NewRealClock(),
 		entries: map[string]entry{},
 		counts:  map[group]int{},
+		jobs:    map[string]int{},
 		changed: make(chan struct{}),
 		ready:   make(chan struct{}),
 		held:    map[string]*Held{},
@@ -132,14 +137,20 @@ func (s *Semaphore) InUse(job string) int {
 	return s.jobTotalLocked(job)
 }
 
-func (s *Semaphore) jobTotalLocked(job string) int {
-	n := 0
-	for g, c := range s.counts {
-		if j, _ := keys.SplitSlotGroup(g.name); g.kind == JobSlot && j == job {
-			n += c
-		}
+func (s *Semaphore) jobTotalLocked(job string) int { return s.jobs[job] }
+
+// count moves g's count of held keys, and its job's, by delta.
+func (s *Semaphore) count(g group, delta int) {
+	if s.counts[g] += delta; s.counts[g] == 0 {
+		delete(s.counts, g)
 	}
-	return n
+	if g.kind != JobSlot {
+		return
+	}
+	job, _ := keys.SplitSlotGroup(g.name)
+	if s.jobs[job] += delta; s.jobs[job] == 0 {
+		delete(s.jobs, job)
+	}
 }
 
 // setInUseLocked updates the gauge of g: a job's counts all its keys.

@@ -78,6 +78,7 @@ func (s *Semaphore) load(ctx context.Context) error {
 	old := s.counts
 	s.entries = map[string]entry{}
 	s.counts = map[group]int{}
+	s.jobs = map[string]int{}
 	s.rates = map[string]place{}
 	for _, r := range resp.Responses[:2] {
 		for _, kv := range r.GetResponseRange().Kvs {
@@ -163,10 +164,7 @@ func (s *Semaphore) apply(view int, events []*clientv3.Event) {
 		}
 		if e, ok := s.entries[k]; ok {
 			delete(s.entries, k)
-			s.counts[e.group]--
-			if s.counts[e.group] == 0 {
-				delete(s.counts, e.group)
-			}
+			s.count(e.group, -1)
 			touched[e.group] = true
 		}
 		h, ok := s.held[k]
@@ -204,7 +202,7 @@ func (s *Semaphore) put(kv *mvccpb.KeyValue) (entry, bool) {
 		s.logger.Warn("slot key holds no valid value", "key", string(kv.Key), "err", err)
 	}
 	if _, existed := s.entries[string(kv.Key)]; !existed {
-		s.counts[e.group]++
+		s.count(e.group, 1)
 	}
 	s.entries[string(kv.Key)] = e
 	return e, true

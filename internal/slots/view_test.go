@@ -10,6 +10,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/internal/etcdtest"
+	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/poll"
 )
 
@@ -189,4 +190,39 @@ func waitListed(t *testing.T, sem *Semaphore, what, job string, token int64) {
 		}
 		return false
 	})
+}
+
+// A job's slots in use count every concurrency key of the job and nothing
+// of another job whose name starts with its own, as the watch moves them
+// and after a fresh read.
+func TestInUseCountsEveryKeyOfAJobAndOnlyItsOwn(t *testing.T) {
+	ctx, cli, sem := loadedView(t)
+	followView(t, ctx, sem)
+	l := keys.New(testPrefix)
+	for _, k := range []string{l.SlotOf("j", "", 0), l.SlotOf("j", "k1", 0), l.SlotOf("j", "k2", 0), l.SlotOf("j", "k2", 1), l.SlotOf("jj", "", 0), ResourceKey(testPrefix, "j", 0)} {
+		if _, err := cli.Put(ctx, k, `{"run_id":"x"}`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	counts := func() (int, int, int) { return sem.InUse("j"), sem.InUse("jj"), sem.ResourceInUse("j") }
+	poll.For(t, 10*time.Second, "the view to count 4, 1 and 1", func() bool {
+		j, jj, r := counts()
+		return j == 4 && jj == 1 && r == 1
+	})
+	if _, err := cli.Delete(ctx, l.SlotOf("j", "k2", 1)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.Delete(ctx, l.SlotOf("jj", "", 0)); err != nil {
+		t.Fatal(err)
+	}
+	poll.For(t, 10*time.Second, "the view to count 3, 0 and 1 after two deletes", func() bool {
+		j, jj, r := counts()
+		return j == 3 && jj == 0 && r == 1
+	})
+	if err := sem.load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if j, jj, r := counts(); j != 3 || jj != 0 || r != 1 {
+		t.Fatalf("after a fresh read: j %d, jj %d, resource j %d; want 3, 0, 1", j, jj, r)
+	}
 }
