@@ -115,3 +115,31 @@ func TestEvaluateKillCountsOnlyTicksTheCrashLost(t *testing.T) {
 		t.Errorf("20 missed, 19 behind: %q ratio %v", g.Verdict, *g.Ratio)
 	}
 }
+
+func TestEvaluateNamesTheFloor(t *testing.T) {
+	limit := limitResult{TxnPerSec: 5000, EtcdCPUPerTxn: 0.25}
+	fl := floorResult{Limit: limit, Steps: []floorStep{
+		{Batch: 1, Runs: 10, RunsPerSec: 1000, EtcdCPUPerRun: 1.0},
+		{Batch: 64, Runs: 10, RunsPerSec: 3000, EtcdCPUPerRun: 0.4},
+		{Batch: 120, Runs: 0},
+	}}
+	goals := evaluate([]report{{Data: fl}})
+	want := map[string]string{
+		"completed runs/s / raw etcd txn/s of the limit step": "batches of 64, nothing else running) reaches 0.60 runs per raw txn/s",
+		"etcd CPU per completed run / per raw txn":            "batches of 64, nothing else running) reaches 1.60 x a raw txn's etcd CPU",
+	}
+	for _, g := range goals {
+		if w, ok := want[g.Name]; ok {
+			if !strings.Contains(g.Measured, w) {
+				t.Errorf("%q: measured %q, want it to say %q", g.Name, g.Measured, w)
+			}
+			if g.Verdict != verdictNotMeasured {
+				t.Errorf("%q: verdict %q from the floor alone", g.Name, g.Verdict)
+			}
+			delete(want, g.Name)
+		}
+	}
+	for name := range want {
+		t.Errorf("no goal %q", name)
+	}
+}

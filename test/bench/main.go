@@ -8,7 +8,8 @@
 //	go run ./test/bench -scenario scale -scale-jobs 10000 -json-only
 //	go run ./test/bench -scenario cores -cores 1,2 -cores-jobs 1500
 //
-// Scenarios: limit (raw etcd transactions), throughput, lateness, failover,
+// Scenarios: limit (raw etcd transactions), floor (what etcd spends on the
+// fewest transactions the safety rules allow a run), throughput, lateness, failover,
 // scale, cores (etcd pinned to 1, then 2 cores). One JSON object per
 // scenario goes to stdout, then one for the goals (scenario "goals", with
 // the header: command, commit, date, machine, load average); then, as
@@ -65,7 +66,7 @@ func main() {
 func run() error {
 	var f flags
 	var jobs, rates, scaleJobs, coreCounts string
-	flag.StringVar(&f.scenario, "scenario", "all", "all, or a comma list of: limit, throughput, lateness, failover, scale, cores")
+	flag.StringVar(&f.scenario, "scenario", "all", "all, or a comma list of: limit, floor, throughput, lateness, failover, scale, cores")
 	flag.StringVar(&jobs, "jobs", "500,1000,1250,1500,2000", "throughput: job counts, each a step (@every 1s jobs: runs/s offered)")
 	flag.StringVar(&rates, "rates", "10,100,1000", "lateness: runs per second, each a step")
 	flag.StringVar(&scaleJobs, "scale-jobs", "10000,100000", "scale: declared job counts, each its own cluster")
@@ -100,10 +101,10 @@ func run() error {
 	for _, s := range strings.Split(f.scenario, ",") {
 		switch s {
 		case "all":
-			for _, k := range []string{"limit", "throughput", "lateness", "failover", "scale", "cores"} {
+			for _, k := range []string{"limit", "floor", "throughput", "lateness", "failover", "scale", "cores"} {
 				want[k] = true
 			}
-		case "limit", "throughput", "lateness", "failover", "scale", "cores":
+		case "limit", "floor", "throughput", "lateness", "failover", "scale", "cores":
 			want[s] = true
 		default:
 			return fmt.Errorf("-scenario %q: unknown", s)
@@ -147,7 +148,7 @@ func run() error {
 		}
 	}
 	var errs []error
-	if want["limit"] || want["throughput"] || want["lateness"] || want["failover"] {
+	if want["limit"] || want["floor"] || want["throughput"] || want["lateness"] || want["failover"] {
 		if err := mainCluster(ctx, f, bins, want, emit); err != nil {
 			errs = append(errs, err)
 		}
@@ -209,13 +210,20 @@ func mainCluster(ctx context.Context, f flags, bins cluster.Binaries, want map[s
 		}
 	}()
 	var limit limitResult
-	if want["limit"] || want["throughput"] {
+	if want["limit"] || want["floor"] || want["throughput"] {
 		logf("limit: %d clients x %d in flight for %s", len(e.c.Replicas), f.limitConc, f.duration)
 		if limit, err = measureLimit(ctx, e, f.limitConc, f.duration); err != nil {
 			return fmt.Errorf("limit: %w", err)
 		}
 		logf("limit: %.0f txn/s, %s", limit.TxnPerSec, limit.Latency)
 		emit(report{Scenario: "limit", Data: limit, Rows: limit.rows()})
+	}
+	if want["floor"] {
+		r, err := floor(ctx, e, limit, f.duration)
+		if err != nil {
+			return fmt.Errorf("floor: %w", err)
+		}
+		emit(report{Scenario: "floor", Data: r, Rows: r.rows()})
 	}
 	if want["throughput"] {
 		r, err := throughput(ctx, e, limit, f.jobs, f.duration)
