@@ -2,7 +2,6 @@ package queue
 
 import (
 	"log/slog"
-	"sort"
 	"sync"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -33,6 +32,7 @@ type View struct {
 	mu       sync.Mutex
 	entries  map[string]*Item           // by key
 	running  map[string]*Item           // the entries in state running, by key
+	index    index                      // the entries by job and by resource
 	waiting  map[string]map[string]bool // spec key -> the keys of unresolved entries that refer to it
 	rev      int64
 	ready    chan struct{} // closed at the first Reset
@@ -47,7 +47,7 @@ func NewView(layout keys.Layout, log *slog.Logger, specs *Specs) *View {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	v := &View{keys: layout, log: log, specs: specs, entries: map[string]*Item{}, running: map[string]*Item{},
+	v := &View{keys: layout, log: log, specs: specs, entries: map[string]*Item{}, running: map[string]*Item{}, index: newIndex(),
 		waiting: map[string]map[string]bool{}, ready: make(chan struct{}), changed: make(chan struct{})}
 	specs.mu.Lock()
 	specs.arrived = v.specsArrived
@@ -133,6 +133,8 @@ func (v *View) specsArrived(specKeys []string) {
 			}
 			r := &Item{Entry: q.withSpec(sp), Key: q.Key, ModRev: q.ModRev}
 			v.entries[key] = r
+			v.index.remove(q)
+			v.index.add(r) // resolved, it names its resources
 			if _, ok := v.running[key]; ok {
 				v.running[key] = r
 			}
@@ -148,6 +150,7 @@ func (v *View) specsArrived(specKeys []string) {
 func (v *View) Reset(kvs []*mvccpb.KeyValue, rev int64) {
 	fresh := make(map[string]*Item, len(kvs))
 	running := map[string]*Item{}
+	idx := newIndex()
 	decoded := make([]*Item, 0, len(kvs))
 	for _, kv := range kvs {
 		if q := v.decode(kv); q != nil {
@@ -159,12 +162,13 @@ func (v *View) Reset(kvs []*mvccpb.KeyValue, rev int64) {
 	for _, q := range decoded {
 		q = v.resolveLocked(q)
 		fresh[q.Key] = q
+		idx.add(q)
 		if q.State == Running {
 			running[q.Key] = q
 		}
 	}
 	old := v.entries
-	v.entries, v.running, v.rev = fresh, running, rev
+	v.entries, v.running, v.index, v.rev = fresh, running, idx, rev
 	puts, dels := v.onChange, v.onDelete
 	v.signalLocked()
 	select {
@@ -201,6 +205,7 @@ func (v *View) Apply(events []*clientv3.Event, rev int64) {
 		prev := v.entries[key]
 		if ev.Type == clientv3.EventTypeDelete {
 			v.forgetLocked(prev)
+			v.index.remove(prev)
 			delete(v.entries, key)
 			delete(v.running, key)
 			changes = append(changes, change{key: key, prev: prev})
@@ -208,8 +213,10 @@ func (v *View) Apply(events []*clientv3.Event, rev int64) {
 		}
 		if q := v.decode(ev.Kv); q != nil {
 			v.forgetLocked(prev)
+			v.index.remove(prev)
 			q = v.resolveLocked(q)
 			v.entries[key] = q
+			v.index.add(q)
 			if q.State == Running {
 				v.running[key] = q
 			} else {
@@ -288,15 +295,6 @@ func (v *View) Running() []*Item {
 	v.mu.Unlock()
 	sortQueued(out)
 	return out
-}
-
-func sortQueued(out []*Item) {
-	sort.Slice(out, func(i, j int) bool {
-		if !out[i].ScheduledAt.Equal(out[j].ScheduledAt) {
-			return out[i].ScheduledAt.Before(out[j].ScheduledAt)
-		}
-		return out[i].RunID < out[j].RunID
-	})
 }
 
 // Len is how many entries the view holds, pending and running.

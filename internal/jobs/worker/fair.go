@@ -57,25 +57,6 @@ func limitsOf(e *queue.Entry) []limit {
 	return out
 }
 
-// mayShare reports whether runs of a and b can need a limit in common:
-// only runs of one job (its slots, its key's, its window) or of jobs
-// naming one resource can. It is checked before limitsOf, which allocates:
-// every claim looks at every pending run, seconds of ticks queued ahead
-// included, and most of them are other jobs'.
-func mayShare(a, b *queue.Entry) bool {
-	if a.Job == b.Job {
-		return true
-	}
-	for _, ra := range a.Resources {
-		for _, rb := range b.Resources {
-			if ra.Name == rb.Name {
-				return true
-			}
-		}
-	}
-	return false
-}
-
 func tieBreak(e *queue.Entry) uint64 {
 	h := fnv.New64a()
 	h.Write([]byte(e.RunID))
@@ -147,9 +128,12 @@ func (w *Worker) yieldTo(q *queue.Item, now time.Time) elders {
 	takeover := w.d.ClaimLead + w.claimRTT.backupWait() + minTakeover
 	elders := make([]int, len(mine))
 	late := make([]bool, len(mine)) // an elder due strictly before q
-	w.d.Queue.List(func(o *queue.Item) bool {
-		if o.State != queue.Pending || o.Key == q.Key || !mayShare(o.Entry, q.Entry) || !older(o.Entry, q.Entry) {
-			return false
+	// Only runs of q's job or naming one of its resources can need a
+	// limit in common with it (the view's index): every claim asks, and
+	// the queue holds seconds of every job's ticks queued ahead.
+	w.d.Queue.EachRelated(q.Entry, func(o *queue.Item) {
+		if o.State != queue.Pending || o.Key == q.Key || !older(o.Entry, q.Entry) {
+			return
 		}
 		for _, l := range limitsOf(o.Entry) {
 			if i, ok := index[l.id]; ok {
@@ -168,7 +152,6 @@ func (w *Worker) yieldTo(q *queue.Item, now time.Time) elders {
 				out.retry = at
 			}
 		}
-		return false
 	})
 	start := now
 	if start.Before(q.NotBefore) {

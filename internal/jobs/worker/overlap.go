@@ -17,8 +17,8 @@ import (
 // key: the limit holds per key, and so does the queue) that are due and
 // waiting; the first queue_limit of them are kept.
 func (w *Worker) queuePosition(q *queue.Item, now time.Time) int {
-	waiting := w.d.Queue.List(func(o *queue.Item) bool {
-		return o.Job == q.Job && o.ConcurrencyKey == q.ConcurrencyKey && o.State == queue.Pending && !o.NotBefore.After(now)
+	waiting := w.d.Queue.ListJob(q.Job, func(o *queue.Item) bool {
+		return o.ConcurrencyKey == q.ConcurrencyKey && o.State == queue.Pending && !o.NotBefore.After(now)
 	})
 	for i, o := range waiting {
 		if o.Key == q.Key {
@@ -31,8 +31,8 @@ func (w *Worker) queuePosition(q *queue.Item, now time.Time) int {
 // oldestRunning is the job's (or its key's) run that started first.
 func (w *Worker) oldestRunning(job, key string) *queue.Item {
 	var oldest *queue.Item
-	for _, o := range w.d.Queue.List(func(o *queue.Item) bool {
-		return o.Job == job && o.ConcurrencyKey == key && o.State == queue.Running
+	for _, o := range w.d.Queue.ListJob(job, func(o *queue.Item) bool {
+		return o.ConcurrencyKey == key && o.State == queue.Running
 	}) {
 		if oldest == nil || o.StartedAt.Before(oldest.StartedAt) {
 			oldest = o
