@@ -18,17 +18,11 @@ import (
 // the first claim, and its watch event, land first. Safety does not depend
 // on it: the claim transaction decides.
 //
-// The claim lead follows the round trips too (lead): a claim sent
-// ClaimLead before the run is due on a loaded etcd answers after it, and
-// the run starts late by the difference (at 1,000 runs/s, p99 start
-// lateness halved with it). A lead longer than the gap between two ticks
-// of a job would let a worker with slower round trips claim the later
-// tick before another claims the earlier one, which then finds the slot
-// taken and is skipped (test/bench's failover jobs, every 100ms, lost 36
-// ticks that way when this was first tried, before fair order). Fair
-// order keeps it from happening: a run whose claim would leave an earlier
-// pending run of its job (or key) without room yields to it (yieldTo), so
-// a worker claims a job's ticks in order however long its lead.
+// The first worker's claim lead (ClaimLead) does not follow the round
+// trips: a lead longer than the gap between two ticks of a job lets a
+// worker with slower round trips claim the later tick before another
+// claims the earlier one, which then finds the slot taken and is skipped
+// (test/bench's failover jobs, every 100ms, lost 36 ticks that way).
 type claimLatency struct{ avg atomic.Int64 } // nanoseconds
 
 // claimLatencyWeight is the weight of each new sample, in 1/16ths.
@@ -46,20 +40,6 @@ func (c *claimLatency) observe(d time.Duration) {
 			return
 		}
 	}
-}
-
-// maxExtraLead caps what the round trips add to the claim lead: with the
-// default ClaimLead a claim comes at most 225ms before the due time, inside
-// the leader's withdrawGuard (250ms), so a reload still replaces every
-// tick due later than that with the new spec (a withdrawal compares the
-// entry's revision, so a run claimed earlier is never withdrawn either way).
-const maxExtraLead = 200 * time.Millisecond
-
-// extraLead is what a worker adds to ClaimLead: three average claim round
-// trips (a claim queued behind group commit's commits in flight waits up
-// to about two), at most maxExtraLead.
-func (c *claimLatency) extraLead() time.Duration {
-	return min(3*time.Duration(c.avg.Load()), maxExtraLead)
 }
 
 // backupWait is what a backup adds to Backup per rank: twice the average

@@ -171,7 +171,7 @@ func (w *Worker) onPut(q *queue.Item) {
 		return
 	}
 	w.mu.Lock()
-	heap.Push(&w.pending, due{at: q.NotBefore.Add(-w.lead()), key: q.Key, modRev: q.ModRev})
+	heap.Push(&w.pending, due{at: q.NotBefore.Add(-w.d.ClaimLead), key: q.Key, modRev: q.ModRev})
 	w.mu.Unlock()
 	w.signal()
 }
@@ -180,17 +180,13 @@ func (w *Worker) onPut(q *queue.Item) {
 // members: at once for its first worker, Backup (and twice the claim round
 // trip) later per rank for the others.
 func (w *Worker) backupAt(q *queue.Item) time.Time {
-	at := q.NotBefore.Add(-w.lead())
+	at := q.NotBefore.Add(-w.d.ClaimLead)
 	if q.Hold != nil && q.Hold.Holder == w.d.ID {
 		return at // only the holder can claim with the kept slot
 	}
 	rank := w.members.rank(w.d.ID, rankKey(q), w.d.Clock.Now())
 	return at.Add(time.Duration(rank) * (w.d.Backup + w.claimRTT.backupWait()))
 }
-
-// lead is how long before a run is due this worker claims it: ClaimLead,
-// and more while its claims take longer (claimLatency).
-func (w *Worker) lead() time.Duration { return w.d.ClaimLead + w.claimRTT.extraLead() }
 
 // Run dispatches runs until ctx ends: then it stops claiming and returns.
 // Runs in flight go on; Drain ends them.
