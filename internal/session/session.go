@@ -156,6 +156,13 @@ func (s *Session) Deadline() time.Time {
 	return s.deadline
 }
 
+// Expired reports whether the guard's deadline is behind the clock, whether
+// or not the guard has ended the session yet. After a process pause longer
+// than the TTL, the guard's timer and whatever else waited (a run's start)
+// come due at once and run in any order; what is about to act on the lease
+// asks this first, instead of trusting a guard that has not run yet.
+func (s *Session) Expired() bool { return !guardDisabled && s.deadlinePassed() }
+
 // deadlinePassed reports whether the guard's deadline is behind the clock.
 func (s *Session) deadlinePassed() bool {
 	return !s.opts.Clock.Now().Before(s.Deadline())

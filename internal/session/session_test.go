@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/goleak"
 
@@ -170,5 +172,34 @@ func TestSlowRoundTripsKeepTheSession(t *testing.T) {
 	}
 	if !s.Deadline().After(slowFrom.Add(4 * time.Second)) {
 		t.Errorf("deadline %s never moved past the slow period's start", s.Deadline())
+	}
+}
+
+// Expired says the guard's deadline has passed as soon as the clock is past
+// it, before the guard's own timer has ended the session: after a process
+// pause both come due at once, and a run about to start asks Expired.
+func TestExpiredFollowsTheClockNotTheGuard(t *testing.T) {
+	cli := etcdtest.Start(t).Client()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	clock := clockwork.NewFakeClock()
+	s, err := New(ctx, cli, Options{TTL: 5 * time.Second, Margin: time.Second, Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = s.Close(context.Background()) }()
+	if s.Expired() {
+		t.Fatal("expired at its start")
+	}
+	deadline := s.Deadline()
+	clock.Advance(deadline.Sub(clock.Now()) - time.Millisecond)
+	if s.Expired() {
+		t.Fatalf("expired a millisecond before its deadline %s", deadline)
+	}
+	// Past it: Expired says so whether or not the guard has run, and the
+	// session ends (the guard) soon after.
+	clock.Advance(2 * time.Second)
+	if !s.Expired() && s.Deadline().Before(clock.Now()) {
+		t.Fatal("not expired with the clock past the deadline")
 	}
 }

@@ -34,6 +34,7 @@ type Held struct {
 	// Guarded by Semaphore.mu.
 	releasing bool // a release is in flight: a delete is not a loss yet
 	deleted   bool // the view saw a delete while releasing
+	expired   func() bool
 }
 
 func newHeld(sess *session.Session, job string, slot int, token int64, resources []HeldResource, keys []string, v Value) *Held {
@@ -49,8 +50,14 @@ func newHeld(sess *session.Session, job string, slot int, token int64, resources
 		ctx:       ctx,
 		cancel:    cancel,
 		session:   sess.Context(),
+		expired:   sess.Expired,
 	}
 }
+
+// Expired reports whether the session holding the claim is past its
+// guard's deadline, even before the guard has ended it (session.Expired):
+// a run must not start on a lease that may be gone.
+func (h *Held) Expired() bool { return h.expired != nil && h.expired() }
 
 // Session ends when the session that holds the claim ends: from then on
 // its keys are bound to a lease the server will expire.

@@ -35,6 +35,13 @@ func (w *Worker) execute(q *queue.Item, entry *queue.Entry, held *slots.Held, lo
 		}
 		t.Stop()
 	}
+	if runCtx.Err() == nil && held.Expired() {
+		// Paused past the session's deadline while waiting for the due
+		// time (a SIGSTOP, a VM stall): the guard's timer and this wait
+		// end together, in either order. The lease may be gone and the
+		// slot another's: do not start (SPEC rule 5).
+		cancel(session.ErrGuardExpired)
+	}
 	startedAt := w.d.Clock.Now()
 	if _, rates := admission(entry); len(rates) > 0 && runCtx.Err() == nil && startedAt.Sub(entry.StartedAt) > slots.MaxStartLatency {
 		w.giveBack(q, held, entry.StartedAt, log)
