@@ -43,6 +43,9 @@ type testWorkerOptions struct {
 	wrap   func(*slots.Semaphore) Slots
 	writes func(endpoints []string) *clientv3.Client
 	log    *slog.Logger
+	// sessionClock, when set, is the session's clock (the worker's is
+	// the clock argument).
+	sessionClock clockwork.Clock
 }
 
 // startTestWorker starts a worker for job under prefix.
@@ -61,7 +64,7 @@ func startTestWorker(t *testing.T, prefix string, clock clockwork.Clock, job con
 		wg.Add(1)
 		go func() { defer wg.Done(); f(ctx) }()
 	}
-	sessions, err := session.NewManager(cli, session.Options{TTL: 5 * time.Second, Margin: time.Second}, nil)
+	sessions, err := session.NewManager(cli, session.Options{TTL: 5 * time.Second, Margin: time.Second, Clock: o.sessionClock}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
