@@ -9,7 +9,6 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 )
 
 // The floor scenario asks what etcd must spend on a run whatever the
@@ -110,22 +109,10 @@ func floorStepRun(ctx context.Context, e *env, batch, watchers int, d time.Durat
 	// transactions (32), but at least two batches, so a client is never
 	// idle waiting for its one answer.
 	st := floorStep{Batch: batch, Watchers: watchers, Clients: len(e.c.Replicas), InFlight: max(2, 32/batch)}
-	var clis []*clientv3.Client
-	defer func() {
-		for _, c := range clis {
-			_ = c.Close()
-		}
-	}()
-	for _, r := range e.c.Replicas {
-		var eps []string
-		for _, p := range r.Proxies {
-			eps = append(eps, p.Endpoint())
-		}
-		cli, err := clientv3.New(clientv3.Config{Endpoints: eps, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-		if err != nil {
-			return st, err
-		}
-		clis = append(clis, cli)
+	clis, err := e.proxyClients()
+	defer closeAll(clis)
+	if err != nil {
+		return st, err
 	}
 	// The fence: a key the "leader" created, compared by every tick.
 	fenceKey := floorPrefix + "fence"

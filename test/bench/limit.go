@@ -33,17 +33,10 @@ type limitResult struct {
 	CPU map[string]float64 `json:"cpu_cores"`
 }
 
-// measureLimit runs put-if-absent transactions of a small queue-entry-sized
-// value from one client per replica, each through that replica's own proxies
-// (the path the replica's traffic takes), with conc in flight per client.
-func measureLimit(ctx context.Context, e *env, conc int, d time.Duration) (limitResult, error) {
-	res := limitResult{Clients: len(e.c.Replicas), PerClient: conc, ValueBytes: 512, ThroughProx: true}
+// proxyClients is one etcd client per replica, each through that
+// replica's own proxies: the path the replica's traffic takes.
+func (e *env) proxyClients() ([]*clientv3.Client, error) {
 	var clis []*clientv3.Client
-	defer func() {
-		for _, c := range clis {
-			_ = c.Close()
-		}
-	}()
 	for _, r := range e.c.Replicas {
 		var eps []string
 		for _, p := range r.Proxies {
@@ -51,9 +44,28 @@ func measureLimit(ctx context.Context, e *env, conc int, d time.Duration) (limit
 		}
 		cli, err := clientv3.New(clientv3.Config{Endpoints: eps, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 		if err != nil {
-			return res, err
+			return clis, err
 		}
 		clis = append(clis, cli)
+	}
+	return clis, nil
+}
+
+func closeAll(clis []*clientv3.Client) {
+	for _, c := range clis {
+		_ = c.Close()
+	}
+}
+
+// measureLimit runs put-if-absent transactions of a small queue-entry-sized
+// value from one client per replica, each through that replica's own proxies
+// (the path the replica's traffic takes), with conc in flight per client.
+func measureLimit(ctx context.Context, e *env, conc int, d time.Duration) (limitResult, error) {
+	res := limitResult{Clients: len(e.c.Replicas), PerClient: conc, ValueBytes: 512, ThroughProx: true}
+	clis, err := e.proxyClients()
+	defer closeAll(clis)
+	if err != nil {
+		return res, err
 	}
 	value := strings.Repeat("x", res.ValueBytes)
 	rev0, err := e.revision(ctx)
