@@ -1,7 +1,5 @@
 package queue
 
-import "sort"
-
 // index holds the view's entries by job and by the resources their specs
 // name: what a worker's fair order, queue position and overlap look at.
 // Every one of those questions is about runs that can share a limit with
@@ -88,22 +86,8 @@ func (v *View) EachRelated(e *Entry, visit func(*Item)) {
 // first.
 func (v *View) ListJob(job string, keep func(*Item) bool) []*Item {
 	v.mu.Lock()
-	var out []*Item
-	for _, q := range v.index.jobs[job] {
-		if keep == nil || keep(q) {
-			out = append(out, q)
-		}
-	}
+	out := filter(v.index.jobs[job], keep)
 	v.mu.Unlock()
 	sortQueued(out)
 	return out
-}
-
-func sortQueued(out []*Item) {
-	sort.Slice(out, func(i, j int) bool {
-		if !out[i].ScheduledAt.Equal(out[j].ScheduledAt) {
-			return out[i].ScheduledAt.Before(out[j].ScheduledAt)
-		}
-		return out[i].RunID < out[j].RunID
-	})
 }

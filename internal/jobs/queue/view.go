@@ -2,6 +2,7 @@ package queue
 
 import (
 	"log/slog"
+	"sort"
 	"sync"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -269,14 +270,21 @@ func (v *View) Find(runID string) *Item {
 // List returns entries matching keep, oldest scheduled first.
 func (v *View) List(keep func(*Item) bool) []*Item {
 	v.mu.Lock()
+	out := filter(v.entries, keep)
+	v.mu.Unlock()
+	sortQueued(out)
+	return out
+}
+
+// filter returns the entries of m that keep accepts (all of them for a
+// nil keep), in no order.
+func filter(m map[string]*Item, keep func(*Item) bool) []*Item {
 	var out []*Item
-	for _, q := range v.entries {
+	for _, q := range m {
 		if keep == nil || keep(q) {
 			out = append(out, q)
 		}
 	}
-	v.mu.Unlock()
-	sortQueued(out)
 	return out
 }
 
@@ -295,6 +303,15 @@ func (v *View) Running() []*Item {
 	v.mu.Unlock()
 	sortQueued(out)
 	return out
+}
+
+func sortQueued(out []*Item) {
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].ScheduledAt.Equal(out[j].ScheduledAt) {
+			return out[i].ScheduledAt.Before(out[j].ScheduledAt)
+		}
+		return out[i].RunID < out[j].RunID
+	})
 }
 
 // Len is how many entries the view holds, pending and running.
