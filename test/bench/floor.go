@@ -152,8 +152,7 @@ func floorStepRun(ctx context.Context, e *env, batch, watchers int, d time.Durat
 	var runs, failed, errs atomic.Int64
 	var wg sync.WaitGroup
 	pids := e.pids()
-	cpu0 := readAll(pids)
-	host0 := readHostCPU()
+	mark0 := markCPU(pids)
 	rev0, err := e.revision(ctx)
 	if err != nil {
 		return st, err
@@ -171,21 +170,14 @@ func floorStepRun(ctx context.Context, e *env, batch, watchers int, d time.Durat
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	cpu1 := readAll(pids)
-	host1 := readHostCPU()
+	mark1 := markCPU(pids)
 	rev1, err := e.revision(ctx)
 	cancel()
 	watchWG.Wait()
 	if err != nil {
 		return st, err
 	}
-	st.CPU = map[string]float64{}
-	for group, ps := range pids {
-		for _, pid := range ps {
-			st.CPU[group] += float64(cpu1[pid]-cpu0[pid]) / clockTicks / elapsed.Seconds()
-		}
-	}
-	st.CPU["other"], st.CPU["steal"] = host0.otherCores(host1, st.CPU, elapsed)
+	st.CPU = mark0.cores(mark1, elapsed)
 	st.Seconds = elapsed.Seconds()
 	st.Runs, st.Failed, st.Errors = runs.Load(), failed.Load(), errs.Load()
 	st.RunsPerSec = float64(st.Runs) / st.Seconds

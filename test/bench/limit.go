@@ -78,8 +78,7 @@ func measureLimit(ctx context.Context, e *env, conc int, d time.Duration) (limit
 	lat := make([][]time.Duration, len(clis)*conc)
 	var wg sync.WaitGroup
 	pids := e.pids()
-	cpu0 := readAll(pids)
-	host0 := readHostCPU()
+	mark0 := markCPU(pids)
 	start := time.Now()
 	for ci, cli := range clis {
 		for g := range conc {
@@ -106,15 +105,8 @@ func measureLimit(ctx context.Context, e *env, conc int, d time.Duration) (limit
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	cpu1 := readAll(pids)
-	host1 := readHostCPU()
-	res.CPU = map[string]float64{}
-	for group, ps := range pids {
-		for _, pid := range ps {
-			res.CPU[group] += float64(cpu1[pid]-cpu0[pid]) / clockTicks / elapsed.Seconds()
-		}
-	}
-	res.CPU["other"], res.CPU["steal"] = host0.otherCores(host1, res.CPU, elapsed)
+	mark1 := markCPU(pids)
+	res.CPU = mark0.cores(mark1, elapsed)
 	rev1, err := e.revision(ctx)
 	if err != nil {
 		return res, err
@@ -135,7 +127,7 @@ func measureLimit(ctx context.Context, e *env, conc int, d time.Duration) (limit
 	res.Latency = distOf(all)
 	var etcdTicks int64
 	for _, pid := range pids["etcd"] {
-		etcdTicks += cpu1[pid] - cpu0[pid]
+		etcdTicks += mark1.proc[pid] - mark0.proc[pid]
 	}
 	if res.Txns > 0 {
 		res.EtcdCPUPerTxn = float64(etcdTicks) * 1000 / clockTicks / float64(res.Txns)

@@ -98,8 +98,7 @@ func runLoad(ctx context.Context, e *env, n int, jitter, warm, window time.Durat
 		return res, err
 	}
 	pids := e.pids()
-	cpu0 := readAll(pids)
-	host0 := readHostCPU()
+	mark0 := markCPU(pids)
 	t0 := time.Now()
 	if e.profileDir != "" {
 		refWG.Add(1)
@@ -112,15 +111,7 @@ func runLoad(ctx context.Context, e *env, n int, jitter, warm, window time.Durat
 	out1, err1 := e.runsTotal(ctx)
 	rev1, err2 := e.revision(ctx)
 	t1 := time.Now()
-	cpu1 := readAll(pids)
-	host1 := readHostCPU()
-	res.CPU = map[string]float64{}
-	for group, ps := range pids {
-		for _, pid := range ps {
-			res.CPU[group] += float64(cpu1[pid]-cpu0[pid]) / clockTicks / t1.Sub(t0).Seconds()
-		}
-	}
-	res.CPU["other"], res.CPU["steal"] = host0.otherCores(host1, res.CPU, t1.Sub(t0))
+	res.CPU = mark0.cores(markCPU(pids), t1.Sub(t0))
 	stopRef()
 	refWG.Wait()
 	if err1 != nil || err2 != nil {
@@ -264,6 +255,31 @@ func (h hostCPU) otherCores(later hostCPU, groups map[string]float64, d time.Dur
 		busy -= c
 	}
 	return max(0, busy), float64(later.steal-h.steal) / clockTicks / d.Seconds()
+}
+
+// cpuMark is the CPU time of the measured processes and of the host at one
+// moment: two marks give each group's use over the window between them.
+type cpuMark struct {
+	pids map[string][]int
+	proc map[int]int64 // clock ticks by pid
+	host hostCPU
+}
+
+func markCPU(pids map[string][]int) cpuMark {
+	return cpuMark{pids: pids, proc: readAll(pids), host: readHostCPU()}
+}
+
+// cores is each group's use from m to end, a window of d, in cores, with
+// "other" and "steal" for the rest of the host.
+func (m cpuMark) cores(end cpuMark, d time.Duration) map[string]float64 {
+	out := map[string]float64{}
+	for group, ps := range m.pids {
+		for _, pid := range ps {
+			out[group] += float64(end.proc[pid]-m.proc[pid]) / clockTicks / d.Seconds()
+		}
+	}
+	out["other"], out["steal"] = m.host.otherCores(end.host, out, d)
+	return out
 }
 
 func readAll(pids map[string][]int) map[int]int64 {
