@@ -27,10 +27,14 @@ import (
 // tie. The loser of a tie is the elder at the next release, so shares even
 // out.
 
-// fairBound bounds how long a run yields to its elders after it is due:
-// an elder can be stuck behind a limit this run does not need (its own
-// job's slots), and fairness must not cost liveness.
-const fairBound = 2 * time.Second
+// turnBound is how long a run off the schedule waits for its turn after a
+// late elder took the room it found free (turnEnd); a scheduled run waits
+// until its job's next tick.
+const turnBound = 2 * time.Second
+
+// fairRecheck is when a run that yields looks again at the latest: the
+// views' changes wake it sooner.
+const fairRecheck = time.Second
 
 // limit is one thing a run needs room in.
 type limit struct {
@@ -84,8 +88,10 @@ const minTakeover = 25 * time.Millisecond
 type elders struct {
 	// full is the limit q must leave to its elders, nil when none.
 	full *slots.FullError
-	// free: full had room, and an elder due strictly before q waits for
-	// it (see yieldTo).
+	// room is what the view shows free of full (no more than its elders
+	// need); free: it had room, and an elder due strictly before q waits
+	// for it (see yieldTo).
+	room int
 	free bool
 	// overdue is the job's (or key's) eldest pending run that its first
 	// worker should have claimed by now and did not; retry is when q's
@@ -95,37 +101,39 @@ type elders struct {
 }
 
 // yieldTo returns the limit q must leave to its elders, or nil: a limit
-// whose room (per the slots view) is no more than its elders need. Only
-// while q is within fairBound of its due time. free says the limit had
-// room and an elder due strictly before q still waits for it: an elder
-// late (claimed by a backup worker after its first choice died), which
-// takes the limit after q came due; q then takes its turn after it instead
-// of being skipped for an overlap that was not there when it came due.
-// Runs due together (a burst of triggers) are not free: the overlap
-// policy decides among them as before.
+// whose room (per the slots view) is no more than its elders need, however
+// long q has waited (SPEC section 19: strict). Only an elder that could
+// start with that room counts: one whose other limits (those q does not
+// need, such as its own job's slots) have room too. An elder stuck behind
+// a limit of its own would hold q back for as long as that limit stays
+// full, and fairness must not cost liveness; the order among runs that
+// need the same limits, the waiters of one job or key, is strict. free
+// says the limit had room and an elder due strictly before q still waits
+// for it: an elder late (claimed by a backup worker after its first choice
+// died), which takes the limit after q came due; q then takes its turn
+// after it instead of being skipped for an overlap that was not there when
+// it came due. Runs due together (a burst of triggers) are not free: the
+// overlap policy decides among them as before.
 //
 // Elders are pending runs due before q; a run queued ahead of its due
 // time is never an elder of one due before it, so the leader's lookahead
 // adds none.
 //
-// It also finds q's job's (or key's) eldest pending run that is overdue:
-// due before q, and not claimed although its first worker should have
-// claimed it a claim lead, twice a claim round trip and minTakeover ago.
-// Its first worker died or is stuck, and the backup would claim it only
-// Backup (250ms) after it was due, after q's own due time for a job
-// @every 100ms; the worker about to claim q claims it first instead
+// It also finds q's job's (or key's) eldest pending run that is overdue
+// (see overdueOf); the worker about to claim q claims it first instead
 // (start), so the job's ticks start in order and about on time.
 func (w *Worker) yieldTo(q *queue.Item, now time.Time) elders {
 	var out elders
-	if now.After(q.NotBefore.Add(fairBound)) {
-		return out
-	}
 	mine := limitsOf(q.Entry)
 	index := make(map[string]int, len(mine))
 	for i, l := range mine {
 		index[l.id] = i
 	}
-	takeover := w.d.ClaimLead + w.claimRTT.backupWait() + minTakeover
+	start := now
+	if start.Before(q.NotBefore) {
+		start = q.NotBefore
+	}
+	room := w.roomOf(start)
 	elders := make([]int, len(mine))
 	late := make([]bool, len(mine)) // an elder due strictly before q
 	// Only runs of q's job or naming one of its resources can need a
@@ -135,42 +143,25 @@ func (w *Worker) yieldTo(q *queue.Item, now time.Time) elders {
 		if o.State != queue.Pending || o.Key == q.Key || !older(o.Entry, q.Entry) {
 			return
 		}
-		for _, l := range limitsOf(o.Entry) {
+		theirs := limitsOf(o.Entry)
+		for _, l := range theirs {
+			if _, shared := index[l.id]; !shared && room(l) == 0 {
+				return // stuck behind a limit q does not need
+			}
+		}
+		for _, l := range theirs {
 			if i, ok := index[l.id]; ok {
 				elders[i]++
 				late[i] = late[i] || o.NotBefore.Before(q.NotBefore)
 			}
 		}
-		// The job slot group is the first limit of every run.
-		if o.Job == q.Job && o.ConcurrencyKey == q.ConcurrencyKey && o.NotBefore.Before(q.NotBefore) && o.Hold == nil {
-			switch at := o.NotBefore.Add(takeover); {
-			case !at.After(now):
-				if out.overdue == nil || older(o.Entry, out.overdue.Entry) {
-					out.overdue = o
-				}
-			case out.retry.IsZero() || at.Before(out.retry):
-				out.retry = at
-			}
-		}
+		w.noteOverdue(&out, q, o, now)
 	})
-	start := now
-	if start.Before(q.NotBefore) {
-		start = q.NotBefore
-	}
-	roomOf := func(l limit) int {
-		switch {
-		case l.rate != nil:
-			return w.d.Slots.FreePlaces(*l.rate, start)
-		case l.full.Limit == slots.LimitResource:
-			return w.d.Slots.Free(slots.ResourceSlot, l.full.Name, l.full.Slots)
-		}
-		return w.d.Slots.Free(slots.JobSlot, l.full.Name, l.full.Slots)
-	}
 	if out.overdue != nil {
 		// Only a run nothing holds back is overdue: one that waits for a
 		// limit waits on its worker, and is no one's to take over.
 		for _, l := range mine {
-			if roomOf(l) == 0 {
+			if room(l) == 0 {
 				out.overdue = nil
 				break
 			}
@@ -180,13 +171,57 @@ func (w *Worker) yieldTo(q *queue.Item, now time.Time) elders {
 		if elders[i] == 0 {
 			continue
 		}
-		if room := roomOf(l); room <= elders[i] {
+		if r := room(l); r <= elders[i] {
 			full := l.full
-			out.full, out.free = &full, room > 0 && late[i]
+			out.full, out.room, out.free = &full, r, r > 0 && late[i]
 			return out
 		}
 	}
 	return out
+}
+
+// roomOf returns the room of a limit in the slots view for a run starting
+// at start, each limit read once per call of yieldTo.
+func (w *Worker) roomOf(start time.Time) func(limit) int {
+	seen := map[string]int{}
+	return func(l limit) int {
+		if r, ok := seen[l.id]; ok {
+			return r
+		}
+		var r int
+		switch {
+		case l.rate != nil:
+			r = w.d.Slots.FreePlaces(*l.rate, start)
+		case l.full.Limit == slots.LimitResource:
+			r = w.d.Slots.Free(slots.ResourceSlot, l.full.Name, l.full.Slots)
+		default:
+			r = w.d.Slots.Free(slots.JobSlot, l.full.Name, l.full.Slots)
+		}
+		seen[l.id] = r
+		return r
+	}
+}
+
+// noteOverdue records o in out when it is q's job's (or key's) eldest
+// pending run due before q and not claimed although its first worker
+// should have claimed it a claim lead, twice a claim round trip and
+// minTakeover ago: its first worker died or is stuck, and the backup would
+// claim it only Backup (250ms) after it was due, after q's own due time
+// for a job @every 100ms. Otherwise it notes when o becomes overdue.
+func (w *Worker) noteOverdue(out *elders, q, o *queue.Item, now time.Time) {
+	// The job slot group is the first limit of every run.
+	if o.Job != q.Job || o.ConcurrencyKey != q.ConcurrencyKey || !o.NotBefore.Before(q.NotBefore) || o.Hold != nil {
+		return
+	}
+	takeover := w.d.ClaimLead + w.claimRTT.backupWait() + minTakeover
+	switch at := o.NotBefore.Add(takeover); {
+	case !at.After(now):
+		if out.overdue == nil || older(o.Entry, out.overdue.Entry) {
+			out.overdue = o
+		}
+	case out.retry.IsZero() || at.Before(out.retry):
+		out.retry = at
+	}
 }
 
 // takeOver claims o, a run whose first worker let it become overdue, now:

@@ -85,17 +85,20 @@ func (w *Worker) start(ctx context.Context, q *queue.Item, st *waitState) (retry
 		if el.overdue != nil {
 			w.takeOver(el.overdue)
 		}
-		if full := el.full; full != nil && !w.holdsFor(sess, q) {
+		// skip and replace act on a limit that is taken: with no room
+		// left the claim is refused and the policy acts, elders or not.
+		yield := q.Spec.Overlap == config.OverlapQueue || el.room > 0
+		if full := el.full; full != nil && yield && !w.holdsFor(sess, q) {
 			// Elders wait for a limit this run needs: their turn first,
 			// as if the limit were full.
 			st.last = full
 			if el.free {
 				st.turn = full
 			}
-			// Try again when the fair wait ends at the latest: an elder
-			// stuck behind another limit may bring no change at all; and
-			// when an elder becomes overdue, to take it over.
-			end := q.NotBefore.Add(fairBound + time.Millisecond)
+			// Try again in a while at the latest (a change in the views
+			// wakes the run sooner), and when an elder becomes overdue, to
+			// take it over.
+			end := now.Add(fairRecheck)
 			if !el.retry.IsZero() && el.retry.Before(end) {
 				end = el.retry
 			}
@@ -257,14 +260,14 @@ func (w *Worker) refused(ctx context.Context, sess *session.Session, q *queue.It
 }
 
 // turnEnd is how long a run waits for its turn after a late elder: until
-// the job's next tick is due (or fairBound for a run off the schedule).
+// the job's next tick is due (or turnBound for a run off the schedule).
 func turnEnd(q *queue.Item) time.Time {
 	if sched, err := q.Spec.ParsedSchedule(); err == nil && q.Trigger == runs.Schedule {
 		if next := sched.Next(q.ScheduledAt); !next.IsZero() {
 			return q.NotBefore.Add(next.Sub(q.ScheduledAt))
 		}
 	}
-	return q.NotBefore.Add(fairBound)
+	return q.NotBefore.Add(turnBound)
 }
 
 func sameLimit(a, b *slots.FullError) bool {
