@@ -157,6 +157,11 @@ type Status struct {
 	StartedAt       time.Time `json:"started_at"`
 	EtcdEndpoints   []string  `json:"etcd_endpoints"`
 	EmbeddedEtcd    bool      `json:"embedded_etcd"`
+	// Leader is the leader's id as the replica sees it; empty: none.
+	Leader               string         `json:"leader"`
+	PendingNotifications int            `json:"pending_notifications"`
+	PendingBySink        map[string]int `json:"pending_by_sink"`
+	OldestNotification   time.Time      `json:"oldest_notification"`
 
 	Raw json.RawMessage `json:"-"`
 }
