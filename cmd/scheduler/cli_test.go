@@ -113,6 +113,19 @@ func TestClientCommands(t *testing.T) {
 		}
 	})
 
+	// --server as people copy it from api.listen or `members`: HOST:PORT,
+	// or :PORT for this machine, as well as the full URL.
+	t.Run("server as host:port", func(t *testing.T) {
+		hostPort := strings.TrimPrefix(server, "http://")
+		_, port, _ := net.SplitHostPort(hostPort)
+		for _, s := range []string{hostPort, ":" + port} {
+			out, errOut, code := cli(t, "jobs", "--server", s)
+			if code != 0 || !strings.HasPrefix(out, "NAME ") || !strings.Contains(out, "\nslow ") {
+				t.Errorf("jobs --server %s: exit %d\n%s%s", s, code, out, errOut)
+			}
+		}
+	})
+
 	t.Run("unknown job", func(t *testing.T) {
 		_, apiErr := p.api.Job(ctx, "nope")
 		e, ok := client.AsError(apiErr)
@@ -135,7 +148,7 @@ func TestClientCommands(t *testing.T) {
 		out, errOut, code := cli(t, with(auth, "trigger", "ok", "--wait")...)
 		lines := strings.Split(out, "\n")
 		okRun = lines[0]
-		if code != 0 || !strings.HasPrefix(okRun, "ok@") || !strings.Contains(out, okRun+": succeeded (exit 0) on a") ||
+		if code != 0 || !strings.HasPrefix(okRun, "ok@") || !strings.Contains(out, okRun+": succeeded (exit code 0) on replica a after ") ||
 			!strings.Contains(out, "working\ndone\n") {
 			t.Errorf("exit %d, want 0\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 		}
@@ -143,7 +156,7 @@ func TestClientCommands(t *testing.T) {
 
 	t.Run("trigger --wait failing", func(t *testing.T) {
 		out, errOut, code := cli(t, with(auth, "trigger", "--wait", "fail")...)
-		if code != 1 || !strings.Contains(out, ": failed (exit 3)") || !strings.Contains(out, "boom") {
+		if code != 1 || !strings.Contains(out, ": failed (exit code 3) on replica a") || !strings.Contains(out, "boom") {
 			t.Errorf("exit %d, want 1\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 		}
 		out, _, code = cli(t, with(auth, "trigger", "--wait", "fail", "-o", "json")...)
@@ -216,7 +229,7 @@ func TestClientCommands(t *testing.T) {
 		slow := strings.TrimSpace(out)
 		p.waitRunning(slow)
 		out, errOut, code = cli(t, with(srv, "slots")...)
-		if code != 0 || !strings.Contains(out, "slow ") || !strings.Contains(out, " "+slow+" ") {
+		if code != 0 || !strings.Contains(out, " "+slow+" ") {
 			t.Errorf("slots: exit %d, want %s\n%s%s", code, slow, out, errOut)
 		}
 		out, _, code = cli(t, with(srv, "slots", "-o", "json")...)
@@ -328,9 +341,9 @@ func TestClientUsageErrors(t *testing.T) {
 		{[]string{"resume", "a", "b"}, `unexpected argument "b"`},
 		{[]string{"cancel"}, "missing argument"},
 		{[]string{"leader", "extra"}, `unexpected argument "extra"`},
-		{[]string{"members", "-o", "yaml"}, `-o "yaml": want table or json`},
+		{[]string{"members", "-o", "yaml"}, `-o "yaml": want table, wide or json`},
 		{[]string{"slots", "--token-file", missing}, missing},
-		{[]string{"jobs", "--server", "127.0.0.1:8080"}, "want http://HOST:PORT"},
+		{[]string{"jobs", "--server", "ftp://127.0.0.1:8080"}, "want http://HOST:PORT"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			args := tc.args

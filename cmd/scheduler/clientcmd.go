@@ -13,7 +13,7 @@ import (
 type output struct {
 	stdout, stderr io.Writer
 	json           bool // the API's JSON rather than a table
-	width          int  // terminal width; 0: do not cut
+	view           view // how tables are laid out
 }
 
 // errReported: the command said why it failed already; exit 1 and say no
@@ -40,7 +40,7 @@ func clientCommand(ctx context.Context, synopsis string, args []string, stdout, 
 		return usageError(stderr, err)
 	}
 	defer c.CloseIdleConnections()
-	err = body(ctx, c, pos, output{stdout: stdout, stderr: stderr, json: f.json(), width: terminalWidth(stdout)})
+	err = body(ctx, c, pos, output{stdout: stdout, stderr: stderr, json: f.json(), view: viewOf(stdout, f.output == "wide")})
 	switch {
 	case err == nil:
 		return exitOK

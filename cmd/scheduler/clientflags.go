@@ -26,15 +26,15 @@ type clientFlags struct {
 var clientEnv = []string{"server", "token-file"}
 
 func (f *clientFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.server, "server", defaultServer, "API `URL` of any replica (env SCHEDULER_SERVER)")
+	fs.StringVar(&f.server, "server", defaultServer, "API of any replica: `URL` or HOST:PORT (env SCHEDULER_SERVER)")
 	fs.StringVar(&f.tokenFile, "token-file", "", "`FILE` holding the API bearer token (env SCHEDULER_TOKEN_FILE)")
-	fs.StringVar(&f.output, "o", "table", "output: table (for people) or json (the API's JSON, for scripts)")
+	fs.StringVar(&f.output, "o", "table", "output: table (for people, fit to the terminal or 100 columns), wide (every column, nothing cut) or json (the API's JSON, for scripts)")
 }
 
 // check is the part of validation that needs no network.
 func (f *clientFlags) check() error {
-	if f.output != "table" && f.output != "json" {
-		return fmt.Errorf("%w: -o %q: want table or json", errUsage, f.output)
+	if f.output != "table" && f.output != "wide" && f.output != "json" {
+		return fmt.Errorf("%w: -o %q: want table, wide or json", errUsage, f.output)
 	}
 	return nil
 }
@@ -60,11 +60,24 @@ func (f *clientFlags) newClient() (*client.Client, error) {
 		}
 		opts = append(opts, client.WithToken(tok))
 	}
-	c, err := client.New(f.server, opts...)
+	c, err := client.New(serverURL(f.server), opts...)
 	if err != nil {
 		return nil, fmt.Errorf("%w: --server: %w", errUsage, err)
 	}
 	return c, nil
+}
+
+// serverURL takes --server as people type it: a full URL, or the
+// HOST:PORT that api.listen and `scheduler members` show, spoken to over
+// plain http (":8080" is this machine).
+func serverURL(s string) string {
+	switch {
+	case s == "" || strings.Contains(s, "://"):
+		return s
+	case strings.HasPrefix(s, ":"):
+		return "http://127.0.0.1" + s
+	}
+	return "http://" + s
 }
 
 // apiFailed prints why a call to the API failed and returns exit 1: the

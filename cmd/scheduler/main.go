@@ -84,13 +84,14 @@ var clientCommands = map[string]func(ctx context.Context, args []string, stdout,
 	"leader":  leaderCommand,
 	"members": membersCommand,
 	"slots":   slotsCommand,
+	"status":  statusCommand,
 }
 
 const usage = `usage:
   scheduler run      --config FILE [--id NAME] [--listen ADDR] [--etcd-endpoints A,B,C]
                      [--data-dir DIR] [--log-level info] [--log-format json|text]
   scheduler validate --config FILE
-  scheduler next     --config FILE [JOB] [-n 5] [-o table|json]
+  scheduler next     --config FILE [JOB] [--from TIME] [-n 5 | --until TIME] [-o table|wide|json]
   scheduler version
 
 Every flag of run can also be set as SCHEDULER_<FLAG> in the environment
@@ -107,9 +108,12 @@ Client of a running cluster's API:
   scheduler leader
   scheduler members
   scheduler slots
+  scheduler status
 
-Client flags: --server URL (env SCHEDULER_SERVER, default http://127.0.0.1:8080),
---token-file FILE (env SCHEDULER_TOKEN_FILE), -o table|json.
+Client flags: --server URL or HOST:PORT (env SCHEDULER_SERVER, default
+http://127.0.0.1:8080), --token-file FILE (env SCHEDULER_TOKEN_FILE),
+-o table|wide|json (table fits the terminal or 100 columns; wide shows every
+column, uncut).
 Exit status: 0 success, 1 failure (the API's error, no answer from the server,
 a run that did not succeed with --wait), 2 usage error.`
 

@@ -1,7 +1,7 @@
 package main
 
 import (
-	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -29,10 +29,23 @@ type jobFires struct {
 	Fires    []fire `json:"fires"`
 }
 
-// nextFires computes the next n ticks of job after now, with the code the
-// leader plans with: the job's ParsedSchedule().Next from the cursor, and
-// JitterAt of the tick for the start time.
-func nextFires(j *config.Job, now time.Time, n int) (jobFires, error) {
+// maxFires bounds the fire times of one job a preview computes: enough
+// for an hourly job's year (8,760), so the next daylight-saving change of
+// any schedule is in reach.
+const maxFires = 10000
+
+// window is the part of a job's future `scheduled next` shows: the ticks
+// after from, at most n of them, and none after until when until is set.
+type window struct {
+	from, until time.Time
+	n           int
+}
+
+// nextFires computes job's ticks in w, with the code the leader plans
+// with: the job's ParsedSchedule().Next from the cursor, and JitterAt of
+// the tick for the start time. More than maxFires ticks before w.until is
+// an error: the caller asked for more than a preview holds.
+func nextFires(j *config.Job, w window) (jobFires, error) {
 	out := jobFires{Job: j.Name, Schedule: j.Schedule, Timezone: j.Location().String(), Fires: []fire{}}
 	if j.Jitter > 0 {
 		out.Jitter = j.Jitter.String()
@@ -42,9 +55,9 @@ func nextFires(j *config.Job, now time.Time, n int) (jobFires, error) {
 		return out, fmt.Errorf("job %s: schedule %q: %w", j.Name, j.Schedule, err)
 	}
 	loc := j.Location()
-	for t := now; len(out.Fires) < n; {
-		if t = sched.Next(t); t.IsZero() {
-			break
+	for t := w.from; len(out.Fires) < w.n; {
+		if t = sched.Next(t); t.IsZero() || (!w.until.IsZero() && t.After(w.until)) {
+			return out, nil
 		}
 		f := fire{ScheduledAt: t.In(loc), ScheduledAtUTC: t.UTC()}
 		if j.Jitter > 0 {
@@ -52,33 +65,83 @@ func nextFires(j *config.Job, now time.Time, n int) (jobFires, error) {
 		}
 		out.Fires = append(out.Fires, f)
 	}
+	if !w.until.IsZero() {
+		if t := sched.Next(out.Fires[len(out.Fires)-1].ScheduledAt); !t.IsZero() && !t.After(w.until) {
+			return out, fmt.Errorf("%w: job %q fires more than %d times before --until %s: choose an earlier --until or use -n",
+				errUsage, j.Name, maxFires, w.until.Format(time.RFC3339))
+		}
+	}
 	return out, nil
 }
 
-// nextCommand: scheduler next --config FILE [JOB] [-n 5]. Offline: it
-// reads the file, not the cluster. now is the moment the ticks follow; main
-// passes the clock, tests a fixed date.
-func nextCommand(args []string, stdout, stderr io.Writer, now time.Time) int {
-	var path, format string
-	var n int
-	fs := flag.NewFlagSet("scheduler next --config FILE [JOB] [-n 5]", flag.ContinueOnError)
-	fs.StringVar(&path, "config", "", "configuration `FILE` (required)")
-	fs.IntVar(&n, "n", 5, "how many fire times per job (1 to 1000)")
-	fs.StringVar(&format, "o", "table", "output: table or json")
-	pos, err := parseInterleaved(fs, args, stderr, nil, 0, 1)
-	switch {
-	case err != nil:
-	case path == "":
-		err = fmt.Errorf("%w: --config is required", errUsage)
-	case n < 1 || n > 1000:
-		err = fmt.Errorf("%w: -n %d: want 1 to 1000", errUsage, n)
-	case format != "table" && format != "json":
-		err = fmt.Errorf("%w: -o %q: want table or json", errUsage, format)
+// nextFlags are the command line of `scheduler next`.
+type nextFlags struct {
+	path, format, from, until string
+	n                         int
+}
+
+// parse reads args into f and the window to show; now is the default
+// --from. Every problem is a usage error naming the flag.
+func (f *nextFlags) parse(args []string, stderr io.Writer, now time.Time) (pos []string, w window, err error) {
+	fs := flag.NewFlagSet("scheduler next --config FILE [JOB] [--from TIME] [-n 5 | --until TIME]", flag.ContinueOnError)
+	fs.StringVar(&f.path, "config", "", "configuration `FILE` (required)")
+	fs.IntVar(&f.n, "n", 5, fmt.Sprintf("how many fire times per job (1 to %d)", maxFires))
+	fs.StringVar(&f.from, "from", "", "show the fire times after `TIME` (RFC3339, e.g. 2026-10-25T00:00:00+02:00; default now)")
+	fs.StringVar(&f.until, "until", "", fmt.Sprintf("show every fire time up to `TIME` (RFC3339; at most %d a job) instead of -n", maxFires))
+	fs.StringVar(&f.format, "o", "table", "output: table, wide (every column) or json")
+	if pos, err = parseInterleaved(fs, args, stderr, nil, 0, 1); err != nil {
+		return nil, w, err
 	}
+	set := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	w = window{from: now, n: f.n}
+	switch {
+	case f.path == "":
+		return nil, w, fmt.Errorf("%w: --config is required", errUsage)
+	case f.n < 1 || f.n > maxFires:
+		return nil, w, fmt.Errorf("%w: -n %d: want 1 to %d", errUsage, f.n, maxFires)
+	case f.format != "table" && f.format != "wide" && f.format != "json":
+		return nil, w, fmt.Errorf("%w: -o %q: want table, wide or json", errUsage, f.format)
+	case set["n"] && set["until"]:
+		return nil, w, fmt.Errorf("%w: -n and --until both given: use one (-n counts fire times, --until ends them at a time)", errUsage)
+	}
+	if w.from, err = flagTime("--from", f.from, now); err != nil {
+		return nil, w, err
+	}
+	if f.until != "" {
+		if w.until, err = flagTime("--until", f.until, time.Time{}); err != nil {
+			return nil, w, err
+		}
+		if !w.until.After(w.from) {
+			return nil, w, fmt.Errorf("%w: --until %s is not after --from %s", errUsage, f.until, w.from.Format(time.RFC3339))
+		}
+		w.n = maxFires
+	}
+	return pos, w, nil
+}
+
+// flagTime parses an RFC3339 time given to flag name; empty is def.
+func flagTime(name, v string, def time.Time) (time.Time, error) {
+	if v == "" {
+		return def, nil
+	}
+	t, err := time.Parse(time.RFC3339, v)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%w: %s %q is not a time: want RFC3339 with a zone, e.g. 2026-10-25T00:00:00+02:00 or 2026-10-24T22:00:00Z", errUsage, name, v)
+	}
+	return t, nil
+}
+
+// nextCommand: scheduler next --config FILE [JOB] [--from T] [-n 5 |
+// --until T]. Offline: it reads the file, not the cluster. now is the
+// default --from; main passes the clock, tests a fixed date.
+func nextCommand(args []string, stdout, stderr io.Writer, now time.Time) int {
+	var f nextFlags
+	pos, w, err := f.parse(args, stderr, now)
 	if err != nil {
 		return usageError(stderr, err)
 	}
-	cfg, err := config.Load(path)
+	cfg, err := config.Load(f.path)
 	if code, failed := loadFailed(stderr, err); failed {
 		return code
 	}
@@ -86,30 +149,29 @@ func nextCommand(args []string, stdout, stderr io.Writer, now time.Time) int {
 	if len(pos) == 1 {
 		j := cfg.Job(pos[0])
 		if j == nil {
-			fmt.Fprintf(stderr, "scheduler: %s: no job %q\n", path, pos[0])
+			fmt.Fprintf(stderr, "scheduler: %s: no job %q\n", f.path, pos[0])
 			return exitFail
 		}
 		jobs = []config.Job{*j}
 	}
 	all := make([]jobFires, 0, len(jobs))
 	for i := range jobs {
-		f, err := nextFires(&jobs[i], now, n)
+		fires, err := nextFires(&jobs[i], w)
+		if errors.Is(err, errUsage) {
+			return usageError(stderr, err)
+		}
 		if err != nil {
 			fmt.Fprintf(stderr, "scheduler: %v\n", err)
 			return exitFail
 		}
-		all = append(all, f)
+		all = append(all, fires)
 	}
-	if format == "json" {
-		b, err := json.MarshalIndent(all, "", "  ")
-		if err != nil {
-			fmt.Fprintf(stderr, "scheduler: %v\n", err)
-			return exitFail
-		}
-		fmt.Fprintf(stdout, "%s\n", b)
-		return exitOK
+	if f.format == "json" {
+		err = writeRaw(stdout, all)
+	} else {
+		err = nextTable(all, viewOf(stdout, f.format == "wide")).write(stdout)
 	}
-	if err := nextTable(all, terminalWidth(stdout)).write(stdout); err != nil {
+	if err != nil {
 		fmt.Fprintf(stderr, "scheduler: %v\n", err)
 		return exitFail
 	}
@@ -121,33 +183,40 @@ func nextCommand(args []string, stdout, stderr io.Writer, now time.Time) int {
 // 02:30s apart.
 const localFormat = "2006-01-02 15:04:05 -07:00 MST"
 
-func nextTable(all []jobFires, width int) *table {
+// nextTable: by default the job and each tick in its own time and in
+// UTC, and the jitter's delay when a job has one; -o wide adds the
+// schedule, time zone and due time.
+func nextTable(all []jobFires, v view) *table {
 	jitter := false
 	for _, j := range all {
 		jitter = jitter || j.Jitter != ""
 	}
-	header := []string{"JOB", "SCHEDULE", "TIMEZONE", "SCHEDULED AT (JOB TIME)", "SCHEDULED AT (UTC)"}
+	header := []string{"JOB", "SCHEDULED AT (JOB TIME)", "SCHEDULED AT (UTC)", "SCHEDULE", "TIMEZONE"}
 	if jitter {
-		header = append(header, "DUE (UTC, WITH JITTER)")
+		header = append(header, "JITTER", "DUE (UTC, WITH JITTER)")
 	}
-	t := newTable(width, header...).shrink(1)
+	t := newTable(v, header...).shrink(3).wide(3, 4)
+	if jitter {
+		t.wide(6)
+	}
 	for _, j := range all {
 		if len(j.Fires) == 0 {
-			row := []string{j.Job, j.Schedule, j.Timezone, "never (triggered only)", "-"}
+			row := []string{j.Job, "never (triggered only)", "-", j.Schedule, j.Timezone}
 			if jitter {
-				row = append(row, "-")
+				row = append(row, "-", "-")
 			}
 			t.add(row...)
 			continue
 		}
 		for _, f := range j.Fires {
-			row := []string{j.Job, j.Schedule, j.Timezone, f.ScheduledAt.Format(localFormat), f.ScheduledAtUTC.Format(time.RFC3339)}
+			row := []string{j.Job, f.ScheduledAt.Format(localFormat), f.ScheduledAtUTC.Format(time.RFC3339), j.Schedule, j.Timezone}
 			if jitter {
-				due := "-"
+				delay, due := "-", "-"
 				if !f.DueAt.IsZero() {
+					delay = "+" + f.DueAt.Sub(f.ScheduledAtUTC).Round(time.Millisecond).String()
 					due = f.DueAt.Format(time.RFC3339Nano)
 				}
-				row = append(row, due)
+				row = append(row, delay, due)
 			}
 			t.add(row...)
 		}

@@ -164,8 +164,13 @@ func TestNextJitter(t *testing.T) {
 		}
 	}
 	table, _, _ := nextAt(t, at(t, "2026-03-28T12:00:00+01:00"), "--config", path, "-n", "1")
-	if !strings.Contains(table, "DUE (UTC, WITH JITTER)") || strings.Count(table, "\n") != 4 {
-		t.Errorf("table of every job, one fire each:\n%s", table)
+	delay := "+" + at(t, got[0].Fires[0].DueAt).Sub(at(t, got[0].Fires[0].ScheduledAt)).Round(time.Millisecond).String()
+	if !strings.Contains(table, "JITTER") || !strings.Contains(table, delay) || strings.Contains(table, "DUE") || strings.Count(table, "\n") != 4 {
+		t.Errorf("table of every job, one fire each, with the jitter's delay %s:\n%s", delay, table)
+	}
+	table, _, _ = nextAt(t, at(t, "2026-03-28T12:00:00+01:00"), "--config", path, "-n", "1", "-o", "wide")
+	if !strings.Contains(table, "DUE (UTC, WITH JITTER)") || !strings.Contains(table, got[0].Fires[0].DueAt) {
+		t.Errorf("-o wide: want the due time %s:\n%s", got[0].Fires[0].DueAt, table)
 	}
 }
 
@@ -173,10 +178,10 @@ func TestNextJitter(t *testing.T) {
 // rather than printing nothing.
 func TestNextNever(t *testing.T) {
 	var b bytes.Buffer
-	if err := nextTable([]jobFires{{Job: "manual", Schedule: "@manually", Timezone: "UTC", Fires: []fire{}}}, 0).write(&b); err != nil {
+	if err := nextTable([]jobFires{{Job: "manual", Schedule: "@manually", Timezone: "UTC", Fires: []fire{}}}, view{wide: true}).write(&b); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(b.String(), "manual  @manually  UTC       never (triggered only)") {
+	if !strings.Contains(b.String(), "manual  never (triggered only)   -                   @manually  UTC") {
 		t.Errorf("table:\n%s", b.String())
 	}
 }
@@ -193,6 +198,12 @@ func TestNextErrors(t *testing.T) {
 		{[]string{}, 2, "--config is required"},
 		{[]string{"--config", path, "-n", "0"}, 2, "-n 0"},
 		{[]string{"--config", path, "-o", "yaml"}, 2, `-o "yaml"`},
+		{[]string{"--config", path, "-n", "10001"}, 2, "-n 10001: want 1 to 10000"},
+		{[]string{"--config", path, "--from", "tomorrow"}, 2, `--from "tomorrow" is not a time: want RFC3339`},
+		{[]string{"--config", path, "--until", "2026-13-01T00:00:00Z"}, 2, `--until "2026-13-01T00:00:00Z" is not a time`},
+		{[]string{"--config", path, "--until", "2025-01-01T00:00:00Z"}, 2, "--until 2025-01-01T00:00:00Z is not after --from 2026-01-01T00:00:00Z"},
+		{[]string{"--config", path, "-n", "3", "--until", "2026-02-01T00:00:00Z"}, 2, "-n and --until both given"},
+		{[]string{"--config", path, "hourly", "--until", "2028-01-01T00:00:00Z"}, 2, `job "hourly" fires more than 10000 times before --until 2028-01-01T00:00:00Z`},
 		{[]string{"--config", path, "a", "b"}, 2, `unexpected argument "b"`},
 		{[]string{"--config", path, "--bogus"}, 2, "flag provided but not defined"},
 		{[]string{"--config", "/nonexistent/jobs.yaml"}, 2, "no such file"},
@@ -254,5 +265,48 @@ func TestNextAgreesWithLeader(t *testing.T) {
 		if !j.NextRun.Equal(early) && !j.NextRun.Equal(late) {
 			t.Errorf("%s: the leader's next_run %s, scheduler next %s (or %s)", j.Name, j.NextRun, early, late)
 		}
+	}
+}
+
+// An hourly job's next daylight-saving change five months ahead is in
+// reach: -n up to 10,000 from a given --from, and --until ends the list
+// at a time instead of a count. The clock (now) is far from both, so
+// only the flags can place the window.
+func TestNextFromUntil(t *testing.T) {
+	path := writeFile(t, dstJobs)
+	now := at(t, "2020-01-01T00:00:00Z")
+	out, errOut, code := nextAt(t, now, "--config", path, "hourly", "--from", "2026-05-25T00:00:00+02:00", "-n", "10000", "-o", "json")
+	var got nextJSON
+	if code != 0 || json.Unmarshal([]byte(out), &got) != nil || len(got) != 1 {
+		t.Fatalf("exit %d %s", code, errOut)
+	}
+	fires := got[0].Fires
+	if len(fires) != 10000 || fires[0].ScheduledAt != "2026-05-25T01:00:00+02:00" {
+		t.Fatalf("%d fires from %s; want 10000 from 2026-05-25T01:00:00+02:00", len(fires), fires[0].ScheduledAt)
+	}
+	twice := 0
+	for _, f := range fires {
+		if strings.HasPrefix(f.ScheduledAt, "2026-10-25T02:00:00") {
+			twice++
+		}
+	}
+	if twice != 2 {
+		t.Errorf("the repeated 02:00 of 25 October fires %d times in the list, want 2 (+02:00 and +01:00)", twice)
+	}
+
+	out, errOut, code = nextAt(t, now, "--config", path, "hourly",
+		"--from", "2026-10-25T00:30:00+02:00", "--until", "2026-10-25T04:00:00+01:00", "-o", "json")
+	got = nil
+	if code != 0 || json.Unmarshal([]byte(out), &got) != nil || len(got) != 1 {
+		t.Fatalf("--until: exit %d %s", code, errOut)
+	}
+	var ticks []string
+	for _, f := range got[0].Fires {
+		ticks = append(ticks, f.ScheduledAt)
+	}
+	want := []string{"2026-10-25T01:00:00+02:00", "2026-10-25T02:00:00+02:00", "2026-10-25T02:00:00+01:00",
+		"2026-10-25T03:00:00+01:00", "2026-10-25T04:00:00+01:00"}
+	if strings.Join(ticks, " ") != strings.Join(want, " ") {
+		t.Errorf("--until: %q\nwant %q (the end included)", ticks, want)
 	}
 }

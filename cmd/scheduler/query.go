@@ -43,17 +43,40 @@ func jobsCommand(ctx context.Context, args []string, stdout, stderr io.Writer) i
 					return writeRaw(out.stdout, raws(list, func(j client.Job) json.RawMessage { return j.Raw }))
 				}
 			}
-			t := newTable(out.width, "NAME", "TARGET", "SCHEDULE", "TIMEZONE", "PAUSED", "NEXT RUN", "LAST RUN", "OUTCOME", "RUNNING", "PENDING", "AHEAD").shrink(2)
-			for _, j := range list {
-				last, outcome := "-", "-"
-				if j.LastRun != nil {
-					last, outcome = stamp(j.LastRun.ScheduledAt), j.LastRun.Outcome
-				}
-				t.add(j.Name, j.Spec.Target(), j.Spec.Schedule, j.Spec.Timezone, strconv.FormatBool(j.Paused), stamp(j.NextRun),
-					last, outcome, fmt.Sprintf("%d/%d", j.Running, j.MaxConcurrency), strconv.Itoa(j.Pending), strconv.Itoa(j.Scheduled))
-			}
-			return t.write(out.stdout)
+			return jobsTable(out.view, list).write(out.stdout)
 		})
+}
+
+// jobsTable: by default what an operator scans for (when, how it went,
+// how busy); -o wide adds the target, time zone, pause flag, last run's
+// time, runs queued ahead and the concurrency key.
+func jobsTable(v view, list []client.Job) *table {
+	t := newTable(v, "NAME", "SCHEDULE", "NEXT RUN", "LAST", "RUNNING", "PENDING",
+		"TARGET", "TIMEZONE", "PAUSED", "LAST RUN", "AHEAD", "KEY").shrink(1, 11).wide(6, 7, 8, 9, 10, 11)
+	for _, j := range list {
+		last, outcome := "-", "-"
+		if j.LastRun != nil {
+			last, outcome = stamp(j.LastRun.ScheduledAt), j.LastRun.Outcome
+		}
+		next := stamp(j.NextRun)
+		if j.Paused {
+			next = "paused"
+		}
+		t.add(j.Name, j.Spec.Schedule, next, outcome, runningCell(j), strconv.Itoa(j.Pending),
+			j.Spec.Target(), j.Spec.Timezone, strconv.FormatBool(j.Paused), last, strconv.Itoa(j.Scheduled), j.Spec.ConcurrencyKey)
+	}
+	return t
+}
+
+// runningCell is a job's running runs against its limit; a keyed job's
+// limit holds per key, so "2/1 per key" reads as two keys busy, not as a
+// limit broken.
+func runningCell(j client.Job) string {
+	cell := fmt.Sprintf("%d/%d", j.Running, j.MaxConcurrency)
+	if j.Spec.ConcurrencyKey != "" {
+		cell += " per key"
+	}
+	return cell
 }
 
 // inputCell is a run's input for a table: compact, and short even on a
@@ -92,25 +115,32 @@ func runsCommand(ctx context.Context, args []string, stdout, stderr io.Writer) i
 			if out.json {
 				return writeRaw(out.stdout, raws(list, func(r client.Run) json.RawMessage { return r.Raw }))
 			}
-			withInput := false
-			for _, r := range list {
-				withInput = withInput || inputCell(r.Input) != "-"
-			}
-			header := []string{"RUN ID", "TRIGGER", "SCHEDULED AT", "STARTED AT", "TOOK", "OUTCOME", "EXIT", "HOLDER", "ERROR"}
-			if withInput {
-				header = append(header, "INPUT")
-			}
-			t := newTable(out.width, header...).shrink(8, 9)
-			for _, r := range list {
-				row := []string{r.RunID, r.Trigger, stamp(r.ScheduledAt), stamp(r.StartedAt), took(r.StartedAt, r.EndedAt),
-					r.Outcome, exitCell(r), r.Holder, r.Error}
-				if withInput {
-					row = append(row, inputCell(r.Input))
-				}
-				t.add(row...)
-			}
-			return t.write(out.stdout)
+			return runTable(out.view, list).write(out.stdout)
 		})
+}
+
+// runTable: by default the run, how it ended and why; -o wide adds when
+// and where it ran, what the target answered and, once a listed run has
+// one, the input.
+func runTable(v view, list []client.Run) *table {
+	withInput := false
+	for _, r := range list {
+		withInput = withInput || inputCell(r.Input) != "-"
+	}
+	header := []string{"RUN ID", "OUTCOME", "TOOK", "ERROR", "TRIGGER", "SCHEDULED AT", "STARTED AT", "EXIT", "HOLDER"}
+	if withInput {
+		header = append(header, "INPUT")
+	}
+	t := newTable(v, header...).shrink(3, 9).wide(4, 5, 6, 7, 8, 9)
+	for _, r := range list {
+		row := []string{r.RunID, r.Outcome, took(r.StartedAt, r.EndedAt), r.Error,
+			r.Trigger, stamp(r.ScheduledAt), stamp(r.StartedAt), exitCell(r), r.Holder}
+		if withInput {
+			row = append(row, inputCell(r.Input))
+		}
+		t.add(row...)
+	}
+	return t
 }
 
 // exitCell is what the target answered: an exit code or an HTTP status.
@@ -135,9 +165,7 @@ func leaderCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 			if out.json {
 				return writeRaw(out.stdout, l.Raw)
 			}
-			t := newTable(out.width, "ID", "API ADDR", "SINCE", "REVISION")
-			t.add(l.ID, l.APIAddr, stamp(l.Since), strconv.FormatInt(l.Revision, 10))
-			return t.write(out.stdout)
+			return leaderTable(out.view, l).write(out.stdout)
 		})
 }
 
@@ -152,30 +180,22 @@ func membersCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 			if out.json {
 				return writeRaw(out.stdout, raws(list, func(m client.Member) json.RawMessage { return m.Raw }))
 			}
-			t := newTable(out.width, "ID", "API ADDR", "VERSION", "CONFIG HASH", "STARTED AT", "LEADER")
-			for _, m := range list {
-				t.add(m.ID, m.APIAddr, m.Version, m.ConfigHash, stamp(m.StartedAt), strconv.FormatBool(m.IsLeader))
-			}
-			return t.write(out.stdout)
+			return membersTable(out.view, list).write(out.stdout)
 		})
 }
 
-// slotsCommand: scheduler slots.
-func slotsCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	return clientCommand(ctx, "scheduler slots", args, stdout, stderr, 0, 0, nil,
-		func(ctx context.Context, c *client.Client, _ []string, out output) error {
-			list, err := c.Slots(ctx)
-			if err != nil {
-				return err
-			}
-			if out.json {
-				return writeRaw(out.stdout, raws(list, func(s client.Slot) json.RawMessage { return s.Raw }))
-			}
-			t := newTable(out.width, "JOB", "RESOURCE", "SLOT", "RUN ID", "HOLDER", "FENCING TOKEN", "SCHEDULED AT", "STARTED AT")
-			for _, s := range list {
-				t.add(s.Job, s.Resource, strconv.Itoa(s.Slot), s.RunID, s.Holder, strconv.FormatInt(s.FencingToken, 10),
-					stamp(s.ScheduledAt), stamp(s.StartedAt))
-			}
-			return t.write(out.stdout)
-		})
+func leaderTable(v view, l client.Leader) *table {
+	t := newTable(v, "ID", "API ADDR", "SINCE", "REVISION")
+	t.add(l.ID, l.APIAddr, stamp(l.Since), strconv.FormatInt(l.Revision, 10))
+	return t
+}
+
+// membersTable: a long development version is cut to fit; -o wide adds
+// when each replica started.
+func membersTable(v view, list []client.Member) *table {
+	t := newTable(v, "ID", "API ADDR", "VERSION", "CONFIG HASH", "LEADER", "STARTED AT").shrink(2).wide(5)
+	for _, m := range list {
+		t.add(m.ID, m.APIAddr, m.Version, m.ConfigHash, strconv.FormatBool(m.IsLeader), stamp(m.StartedAt))
+	}
+	return t
 }

@@ -41,7 +41,7 @@ func runsTable(t *testing.T, out string) (header []string, rows [][]string) {
 	return header, rows
 }
 
-// `scheduler runs` against a real replica: an INPUT column once a listed
+// `scheduler runs -o wide` against a real replica: an INPUT column once a listed
 // run has an input, with the compact input on that run's row and "-" on
 // the others; none when no listed run has one. --before pages back
 // through the whole history, and a --before naming no run is the API's
@@ -68,7 +68,7 @@ func TestRunsCommand(t *testing.T) {
 	for range 3 {
 		ids = append([]string{trigger("")}, ids...)
 	}
-	out, errOut, code := cli(t, append([]string{"runs", "hist"}, srv...)...)
+	out, errOut, code := cli(t, append([]string{"runs", "hist", "-o", "wide"}, srv...)...)
 	header, rows := runsTable(t, out)
 	if code != 0 || slices.Contains(header, "INPUT") || len(rows) != 3 {
 		t.Errorf("runs without inputs: exit %d, header %q, %d rows; want no INPUT column and 3 rows\n%s%s", code, header, len(rows), out, errOut)
@@ -76,7 +76,7 @@ func TestRunsCommand(t *testing.T) {
 
 	withInput := trigger(`{"customer_id": "c-1001",  "tier": "gold"}`)
 	ids = append([]string{withInput}, ids...)
-	out, errOut, code = cli(t, append([]string{"runs", "hist"}, srv...)...)
+	out, errOut, code = cli(t, append([]string{"runs", "hist", "-o", "wide"}, srv...)...)
 	header, rows = runsTable(t, out)
 	if code != 0 || len(header) == 0 || header[len(header)-1] != "INPUT" || len(rows) != 4 {
 		t.Fatalf("runs with an input: exit %d, header %q, %d rows; want INPUT last and 4 rows\n%s%s", code, header, len(rows), out, errOut)

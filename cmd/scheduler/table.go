@@ -14,20 +14,52 @@ import (
 )
 
 // table is output for people: a header and rows, aligned by tabwriter.
-// When width is set (stdout is a terminal that wide), the elastic columns
-// are shortened so a row fits on one line; otherwise nothing is cut, so a
-// pipe into grep sees every character.
+// By default a table shows its main columns and shortens the elastic ones
+// so a row fits the terminal, or 100 columns on a pipe; with -o wide it
+// shows every column and cuts nothing, so grep sees every character.
 type table struct {
-	header  []string
-	rows    [][]string
-	elastic map[int]bool // columns that may be shortened, by index
-	width   int
+	header   []string
+	rows     [][]string
+	elastic  map[int]bool // columns that may be shortened, by index
+	wideOnly map[int]bool // columns shown only with -o wide
+	view     view
+}
+
+// view is how a table is laid out: the width to fit (0: do not cut) and
+// whether every column shows (-o wide).
+type view struct {
+	width int
+	wide  bool
+}
+
+// defaultWidth is what a table fits when stdout is not a terminal: a
+// pipe into less or a CI log is read by a person too.
+const defaultWidth = 100
+
+// viewOf lays out tables for w: wide shows every column uncut; otherwise
+// fit the terminal's width, or defaultWidth when w is not a terminal.
+func viewOf(w io.Writer, wide bool) view {
+	if wide {
+		return view{wide: true}
+	}
+	if width := terminalWidth(w); width > 0 {
+		return view{width: width}
+	}
+	return view{width: defaultWidth}
 }
 
 const colGap = 2
 
-func newTable(width int, header ...string) *table {
-	return &table{header: header, width: width, elastic: map[int]bool{}}
+func newTable(v view, header ...string) *table {
+	return &table{header: header, view: v, elastic: map[int]bool{}, wideOnly: map[int]bool{}}
+}
+
+// wide marks the columns shown only with -o wide.
+func (t *table) wide(cols ...int) *table {
+	for _, c := range cols {
+		t.wideOnly[c] = true
+	}
+	return t
 }
 
 // shrink marks the columns that may be cut to fit the terminal: free text
@@ -51,6 +83,7 @@ func (t *table) add(cells ...string) {
 }
 
 func (t *table) write(w io.Writer) error {
+	t.narrow()
 	t.fit()
 	tw := tabwriter.NewWriter(w, 0, 0, colGap, ' ', 0)
 	fmt.Fprintln(tw, strings.Join(t.header, "\t"))
@@ -60,10 +93,42 @@ func (t *table) write(w io.Writer) error {
 	return tw.Flush()
 }
 
+// narrow drops the wide-only columns unless the view is wide, keeping
+// the elastic marks on the columns that stay.
+func (t *table) narrow() {
+	if t.view.wide || len(t.wideOnly) == 0 {
+		return
+	}
+	keep := func(cells []string) []string {
+		out := make([]string, 0, len(cells))
+		for i, c := range cells {
+			if !t.wideOnly[i] {
+				out = append(out, c)
+			}
+		}
+		return out
+	}
+	elastic := map[int]bool{}
+	for i, n := 0, 0; i < len(t.header); i++ {
+		if t.wideOnly[i] {
+			continue
+		}
+		if t.elastic[i] {
+			elastic[n] = true
+		}
+		n++
+	}
+	t.header = keep(t.header)
+	for i, r := range t.rows {
+		t.rows[i] = keep(r)
+	}
+	t.elastic, t.wideOnly = elastic, map[int]bool{}
+}
+
 // fit cuts the widest elastic column, one character at a time, until the
 // rows fit the width or no elastic column is longer than its header.
 func (t *table) fit() {
-	if t.width <= 0 || len(t.elastic) == 0 {
+	if t.view.width <= 0 || len(t.elastic) == 0 {
 		return
 	}
 	widths := make([]int, len(t.header))
@@ -80,7 +145,7 @@ func (t *table) fit() {
 		}
 		return total - colGap
 	}
-	for total := measure(); total > t.width; {
+	for total := measure(); total > t.view.width; {
 		widest := -1
 		for c := range t.elastic {
 			if c < len(widths) && widths[c] > max(len(t.header[c]), minElastic) && (widest < 0 || widths[c] > widths[widest]) {
@@ -90,7 +155,7 @@ func (t *table) fit() {
 		if widest < 0 {
 			return
 		}
-		target := widths[widest] - (total - t.width)
+		target := widths[widest] - (total - t.view.width)
 		target = max(target, len(t.header[widest]), minElastic)
 		for _, r := range t.rows {
 			if widest < len(r) {

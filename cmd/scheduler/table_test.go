@@ -2,17 +2,21 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
+
+	"github.com/etcdsched/scheduler/internal/client"
 )
 
-// On a terminal, the elastic column is cut so each line fits; on a pipe
-// (width 0) nothing is cut; ids are never cut, even when they alone are
+// The elastic column is cut so each line fits the width; with no width
+// (-o wide) nothing is cut; ids are never cut, even when they alone are
 // wider than the terminal.
 func TestTableFitsWidth(t *testing.T) {
 	build := func(width int) string {
-		tb := newTable(width, "RUN ID", "OUTCOME", "ERROR").shrink(2)
+		tb := newTable(view{width: width}, "RUN ID", "OUTCOME", "ERROR").shrink(2)
 		tb.add("nightly@2026-03-29T01:30:00Z", "failed", "exit status 3: "+strings.Repeat("x", 100)+"\nsecond line")
 		tb.add("nightly@2026-03-30T01:30:00Z", "succeeded", "")
 		var b bytes.Buffer
@@ -33,5 +37,64 @@ func TestTableFitsWidth(t *testing.T) {
 	narrow := build(20)
 	if !strings.Contains(narrow, "nightly@2026-03-29T01:30:00Z") || !strings.Contains(narrow, "exit status…") {
 		t.Errorf("20 columns: ids whole, the error cut to %d:\n%s", minElastic, narrow)
+	}
+}
+
+// Every table of the client, filled with realistic long names and ids (a
+// Kubernetes pod as holder, a manual run's ULID id, a keyed job, a
+// resource slot, a long error), fits 100 columns by default, on a pipe as
+// on a terminal; -o wide shows every column and cuts nothing.
+func TestTablesFit100Columns(t *testing.T) {
+	at := time.Date(2026, 11, 25, 16, 4, 5, 0, time.UTC)
+	exit := 3
+	job := "customer-invoice-sync"
+	manual := job + "@manual-01JDQ5R2X8N9YV7M4K3T6W1PZB"
+	holder := "scheduler-7d9f8b6c5-x2k4q"
+	longErr := `target: POST "https://billing.internal.example.com/v1/invoices/sync": dial tcp 10.0.3.17:443: connection refused`
+	jobs := []client.Job{{Name: job, Spec: client.JobSpec{Schedule: "*/15 8-18 * * MON-FRI", Timezone: "America/Los_Angeles",
+		HTTP: json.RawMessage(`{}`), ConcurrencyKey: "{{ .Input.customer_id }}"}, NextRun: at, Running: 10, MaxConcurrency: 1,
+		Pending: 120, Scheduled: 3, LastRun: &client.Run{Outcome: "interrupted", ScheduledAt: at}}}
+	runs := []client.Run{{RunID: manual, Trigger: "manual", ScheduledAt: at, StartedAt: at, EndedAt: at.Add(83*time.Minute + 4567*time.Millisecond),
+		Outcome: "interrupted", ExitCode: &exit, Holder: holder, Error: longErr, Input: json.RawMessage(`{"customer_id":"c-100234","region":"eu-west-1"}`)}}
+	held := []client.Slot{
+		{Job: job, ConcurrencyKey: "c-100234", RunID: manual, Holder: holder, FencingToken: 1234567, StartedAt: at, ScheduledAt: at},
+		{Resource: "warehouse-db", Slot: 12, RunID: manual, Holder: holder, FencingToken: 1234568, StartedAt: at, ScheduledAt: at}}
+	windows := []client.Slot{{Window: "resource/warehouse-db", Count: 100, Per: "1h0m0s", InUse: 100, Oldest: at}}
+	members := []client.Member{{ID: holder, APIAddr: "10.244.12.137:8080", Version: "v0.0.0-20261125155934-217588b7e3a1",
+		ConfigHash: "3fa9c2d17b40", StartedAt: at, IsLeader: true}}
+	fires := []jobFires{{Job: job, Schedule: "0 * * * *", Timezone: "America/Los_Angeles", Jitter: "10m0s",
+		Fires: []fire{{ScheduledAt: at.In(time.FixedZone("PST", -8*3600)), ScheduledAtUTC: at, DueAt: at.Add(9*time.Minute + 59999*time.Millisecond)}}}}
+	tables := map[string]func(v view) *table{
+		"jobs":          func(v view) *table { return jobsTable(v, jobs) },
+		"runs":          func(v view) *table { return runTable(v, runs) },
+		"slots":         func(v view) *table { return heldTable(v, held) },
+		"slots windows": func(v view) *table { return windowsTable(v, windows) },
+		"members":       func(v view) *table { return membersTable(v, members) },
+		"leader": func(v view) *table {
+			return leaderTable(v, client.Leader{ID: holder, APIAddr: "10.244.12.137:8080", Since: at, Revision: 123456789})
+		},
+		"next": func(v view) *table { return nextTable(fires, v) },
+	}
+	for name, build := range tables {
+		t.Run(name, func(t *testing.T) {
+			var b bytes.Buffer
+			if err := build(viewOf(&b, false)).write(&b); err != nil {
+				t.Fatal(err)
+			}
+			for _, line := range strings.Split(strings.TrimRight(b.String(), "\n"), "\n") {
+				if n := utf8.RuneCountInString(strings.TrimRight(line, " ")); n > defaultWidth {
+					t.Errorf("%d columns, want at most %d:\n%s", n, defaultWidth, b.String())
+				}
+			}
+			wide := build(view{wide: true})
+			var w bytes.Buffer
+			if err := wide.write(&w); err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Split(w.String(), "\n")[0]; len(strings.Fields(got)) < len(strings.Fields(strings.Split(b.String(), "\n")[0])) ||
+				strings.Contains(w.String(), "…") {
+				t.Errorf("-o wide: want every column, nothing cut:\n%s", w.String())
+			}
+		})
 	}
 }

@@ -96,15 +96,19 @@ func readInput(arg string) (json.RawMessage, error) {
 	return b.Bytes(), nil
 }
 
-// writeOutcome tells how a run ended and the tail of its output (the
+// writeOutcome tells how a run ended, as a sentence ("ok@…: succeeded
+// (HTTP 200) on replica a after 1.2s"), and the tail of its output (the
 // record keeps the last 4 KiB).
 func writeOutcome(w io.Writer, r client.Run) {
-	fmt.Fprintf(w, "%s: %s", r.RunID, r.Outcome)
-	if e := exitCell(r); e != "-" {
-		fmt.Fprintf(w, " (exit %s)", e)
+	fmt.Fprintf(w, "%s: %s", r.RunID, strings.ReplaceAll(r.Outcome, "_", " "))
+	switch {
+	case r.ExitCode != nil:
+		fmt.Fprintf(w, " (exit code %d)", *r.ExitCode)
+	case r.HTTPStatus != 0:
+		fmt.Fprintf(w, " (HTTP %d)", r.HTTPStatus)
 	}
 	if r.Holder != "" {
-		fmt.Fprintf(w, " on %s", r.Holder)
+		fmt.Fprintf(w, " on replica %s", r.Holder)
 	}
 	if d := took(r.StartedAt, r.EndedAt); d != "-" {
 		fmt.Fprintf(w, " after %s", d)

@@ -29,10 +29,12 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 }
 
-func (s *Server) status(w http.ResponseWriter, _ *http.Request) {
+func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 	if s.opts.Status == nil {
 		writeError(w, http.StatusServiceUnavailable, "unavailable", "status not available yet")
 		return
 	}
-	writeJSON(w, http.StatusOK, s.opts.Status())
+	ctx, cancel := context.WithTimeout(r.Context(), requestTimeout)
+	defer cancel()
+	writeJSON(w, http.StatusOK, s.opts.Status(ctx))
 }

@@ -32,6 +32,14 @@ type Status struct {
 	StartedAt       time.Time `json:"started_at"`
 	EtcdEndpoints   []string  `json:"etcd_endpoints"`
 	EmbeddedEtcd    bool      `json:"embedded_etcd"`
+	// Leader is the leader's id as this replica sees it, empty while
+	// there is none.
+	Leader string `json:"leader"`
+	// PendingNotifications counts the notifications not yet delivered,
+	// by sink; OldestNotification is when the oldest was created.
+	PendingNotifications int            `json:"pending_notifications"`
+	PendingBySink        map[string]int `json:"pending_by_sink"`
+	OldestNotification   time.Time      `json:"oldest_notification,omitzero"`
 }
 
 // Options wire the server to the rest of the replica. Nil sources answer 503.
@@ -41,7 +49,7 @@ type Options struct {
 	ProtectReads bool
 	Logger       *slog.Logger
 	Gatherer     prometheus.Gatherer
-	Status       func() Status
+	Status       func(ctx context.Context) Status
 	// Ready says whether etcd is reachable and the session alive.
 	Ready   func(ctx context.Context) error
 	Cluster Cluster

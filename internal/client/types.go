@@ -27,11 +27,13 @@ type Job struct {
 
 // JobSpec is the part of a job's declaration a listing shows.
 type JobSpec struct {
-	Schedule string          `json:"schedule"`
-	Timezone string          `json:"timezone"`
-	Jitter   string          `json:"jitter"`
-	HTTP     json.RawMessage `json:"http"`
-	Exec     json.RawMessage `json:"exec"`
+	Schedule string `json:"schedule"`
+	Timezone string `json:"timezone"`
+	Jitter   string `json:"jitter"`
+	// ConcurrencyKey, when set, makes max_concurrency hold per key.
+	ConcurrencyKey string          `json:"concurrency_key"`
+	HTTP           json.RawMessage `json:"http"`
+	Exec           json.RawMessage `json:"exec"`
 }
 
 // Target is "http" or "exec", whichever the job declares.
@@ -120,17 +122,25 @@ type Member struct {
 	Raw json.RawMessage `json:"-"`
 }
 
-// Slot is one held slot of GET /api/v1/slots: exactly one of Job and
-// Resource is set.
+// Slot is one row of GET /api/v1/slots: a held slot, where exactly one of
+// Job and Resource is set (ConcurrencyKey too for a keyed job's slot), or,
+// with Window set, a rate window and how much of it is used.
 type Slot struct {
-	Job          string    `json:"job"`
-	Resource     string    `json:"resource"`
-	Slot         int       `json:"slot"`
-	RunID        string    `json:"run_id"`
-	Holder       string    `json:"holder"`
-	FencingToken int64     `json:"fencing_token"`
-	StartedAt    time.Time `json:"started_at"`
-	ScheduledAt  time.Time `json:"scheduled_at"`
+	Job            string    `json:"job"`
+	ConcurrencyKey string    `json:"concurrency_key"`
+	Resource       string    `json:"resource"`
+	Slot           int       `json:"slot"`
+	RunID          string    `json:"run_id"`
+	Holder         string    `json:"holder"`
+	FencingToken   int64     `json:"fencing_token"`
+	StartedAt      time.Time `json:"started_at"`
+	ScheduledAt    time.Time `json:"scheduled_at"`
+
+	Window string    `json:"window"` // "<scope>/<name>", e.g. "job/report"
+	Count  int       `json:"count"`  // starts allowed ...
+	Per    string    `json:"per"`    // ... in any interval this long
+	InUse  int       `json:"in_use"` // starts still counted now
+	Oldest time.Time `json:"oldest"` // the oldest start still counted
 
 	Raw json.RawMessage `json:"-"`
 }
@@ -147,6 +157,11 @@ type Status struct {
 	StartedAt       time.Time `json:"started_at"`
 	EtcdEndpoints   []string  `json:"etcd_endpoints"`
 	EmbeddedEtcd    bool      `json:"embedded_etcd"`
+	// Leader is the leader's id as the replica sees it; empty: none.
+	Leader               string         `json:"leader"`
+	PendingNotifications int            `json:"pending_notifications"`
+	PendingBySink        map[string]int `json:"pending_by_sink"`
+	OldestNotification   time.Time      `json:"oldest_notification"`
 
 	Raw json.RawMessage `json:"-"`
 }

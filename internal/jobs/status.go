@@ -44,6 +44,13 @@ type JobStatus struct {
 	PendingNotifications int `json:"pending_notifications"`
 }
 
+// Notifications sums up the notifications not yet delivered, as this
+// replica's view of the outbox has them: how many per sink, and when the
+// oldest was created (zero when none waits).
+func (e *Engine) Notifications() (bySink map[string]int, oldest time.Time) {
+	return e.outbox.Backlog()
+}
+
 // RunStatus is one run: queued ("pending"), executing ("running") or
 // recorded ("finished").
 type RunStatus struct {

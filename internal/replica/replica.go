@@ -226,12 +226,12 @@ func (r *replica) runCleanups() {
 	r.cleanups = nil
 }
 
-func (r *replica) status() api.Status {
+func (r *replica) status(ctx context.Context) api.Status {
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	node := r.node
 	st := api.Status{
 		ID:            r.opts.ID,
-		IsLeader:      r.node != nil && r.node.Elector.IsLeader(),
+		IsLeader:      node != nil && node.Elector.IsLeader(),
 		Version:       r.opts.Version,
 		ConfigFile:    r.opts.ConfigPath,
 		ConfigHash:    r.cfgHash,
@@ -242,6 +242,20 @@ func (r *replica) status() api.Status {
 	}
 	if r.reloadErr != nil {
 		st.LastReloadError = r.reloadErr.Error()
+	}
+	r.mu.Unlock()
+	if node == nil {
+		return st
+	}
+	// Outside the lock: with the election's watch down, Leader reads etcd.
+	// No leader, or etcd away, leaves the field empty; /api/v1/leader is
+	// where the reason is told.
+	if l, err := node.Elector.Leader(ctx); err == nil {
+		st.Leader = l.ID
+	}
+	st.PendingBySink, st.OldestNotification = node.Engine.Notifications()
+	for _, n := range st.PendingBySink {
+		st.PendingNotifications += n
 	}
 	return st
 }

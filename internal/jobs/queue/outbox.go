@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -117,4 +118,19 @@ func (o *Outbox) ByJob() map[string]int {
 		out[w.Record.Job]++
 	}
 	return out
+}
+
+// Backlog sums up what waits: how many notifications for each sink, and
+// when the oldest of them was created (zero when none waits).
+func (o *Outbox) Backlog() (bySink map[string]int, oldest time.Time) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	bySink = map[string]int{}
+	for _, w := range o.items {
+		bySink[w.Sink]++
+		if oldest.IsZero() || w.CreatedAt.Before(oldest) {
+			oldest = w.CreatedAt
+		}
+	}
+	return bySink, oldest
 }

@@ -1,0 +1,84 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/etcdsched/scheduler/internal/client"
+)
+
+// statusCommand: scheduler status, what the replica at --server says of
+// itself: what it runs, whom it follows, whether its last reload took, and
+// what it still has to tell the notification sinks.
+func statusCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	return clientCommand(ctx, "scheduler status", args, stdout, stderr, 0, 0, nil,
+		func(ctx context.Context, c *client.Client, _ []string, out output) error {
+			st, err := c.Status(ctx)
+			if err != nil {
+				return err
+			}
+			if out.json {
+				return writeRaw(out.stdout, st.Raw)
+			}
+			return writeStatus(out.stdout, st)
+		})
+}
+
+// writeStatus prints one line a fact, a name and its value.
+func writeStatus(w io.Writer, st client.Status) error {
+	tw := tabwriter.NewWriter(w, 0, 0, colGap, ' ', 0)
+	line := func(name, value string) { fmt.Fprintf(tw, "%s:\t%s\n", name, value) }
+	line("replica", st.ID+", version "+st.Version+", started "+stamp(st.StartedAt))
+	line("leader", leaderLine(st))
+	line("config", st.ConfigFile+", hash "+st.ConfigHash)
+	line("last reload", reloadLine(st))
+	line("notifications", notificationsLine(st))
+	etcd := strings.Join(st.EtcdEndpoints, ", ")
+	if st.EmbeddedEtcd {
+		etcd = "embedded, " + etcd
+	}
+	line("etcd", etcd)
+	return tw.Flush()
+}
+
+func leaderLine(st client.Status) string {
+	switch {
+	case st.IsLeader:
+		return st.ID + " (this replica)"
+	case st.Leader == "":
+		return "none right now (see 'scheduler leader')"
+	}
+	return st.Leader
+}
+
+// reloadLine: a reload that failed leaves the replica on its previous
+// config, which is what an operator must learn here.
+func reloadLine(st client.Status) string {
+	switch {
+	case st.LastReloadAt.IsZero():
+		return "none since start"
+	case st.LastReloadError != "":
+		return "FAILED at " + stamp(st.LastReloadAt) + ", still running the config before it: " + st.LastReloadError
+	}
+	return "ok at " + stamp(st.LastReloadAt)
+}
+
+func notificationsLine(st client.Status) string {
+	if st.PendingNotifications == 0 {
+		return "none pending"
+	}
+	sinks := make([]string, 0, len(st.PendingBySink))
+	for s := range st.PendingBySink {
+		sinks = append(sinks, s)
+	}
+	slices.Sort(sinks)
+	for i, s := range sinks {
+		sinks[i] = s + " " + strconv.Itoa(st.PendingBySink[s])
+	}
+	return fmt.Sprintf("%d pending (%s), oldest created %s", st.PendingNotifications, strings.Join(sinks, ", "), stamp(st.OldestNotification))
+}

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/etcdsched/scheduler/internal/client"
+	"github.com/etcdsched/scheduler/internal/etcdtest"
+	"github.com/etcdsched/scheduler/internal/poll"
+)
+
+// `scheduler status` against a real replica whose sink is down and whose
+// last reload failed: the replica, its version and leader, the config's
+// path and hash, the reload error with its time, and the notification
+// that waits for the sink; -o json carries the same fields.
+func TestStatusCommand(t *testing.T) {
+	etcd := etcdtest.Start(t)
+	sink := closedURL(t)
+	path := writeConfig(t, etcd.Endpoints()[0], "/status-cli/", fmt.Sprintf(`notify:
+  sinks:
+    - name: ops
+      url: %s/hook
+      on: [failed]
+jobs:
+  - name: fail
+    schedule: "0 0 1 1 *"
+    catch_up: none
+    notify: [ops]
+    exec:
+      command: ["false"]
+`, sink))
+	p := startProc(t, "a", path)
+	srv := []string{"--server", p.url}
+	ctx := context.Background()
+	poll.Until(t, 30*time.Second, "a leads", func() (bool, string) { return p.leaderID() == "a", p.leaderID() })
+	if _, err := p.api.Wait(ctx, p.trigger("fail"), 10*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte("jobs: [\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	var st client.Status
+	poll.Until(t, 30*time.Second, "the reload refused and the notification pending", func() (bool, string) {
+		var err error
+		st, err = p.api.Status(ctx)
+		return err == nil && st.LastReloadError != "" && st.PendingNotifications == 1, fmt.Sprintf("%+v %v", st, err)
+	})
+
+	out, errOut, code := cli(t, append([]string{"status"}, srv...)...)
+	for _, want := range []string{
+		"replica:        a, version ",
+		"leader:         a (this replica)",
+		"config:         " + path + ", hash " + st.ConfigHash,
+		"last reload:    FAILED at " + stamp(st.LastReloadAt) + ", still running the config before it: " + st.LastReloadError,
+		"notifications:  1 pending (ops 1), oldest created " + stamp(st.OldestNotification),
+		"etcd:           " + etcd.Endpoints()[0],
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("status: want %q\n%s", want, out)
+		}
+	}
+	if code != 0 || st.OldestNotification.IsZero() || st.PendingBySink["ops"] != 1 || st.Leader != "a" {
+		t.Errorf("status: exit %d, %+v\n%s", code, st, errOut)
+	}
+	out, _, code = cli(t, append([]string{"status", "-o", "json"}, srv...)...)
+	var js client.Status
+	decodes(t, out, &js)
+	if code != 0 || js.ID != "a" || js.LastReloadError != st.LastReloadError || js.PendingNotifications != 1 || js.ConfigFile != path {
+		t.Errorf("status -o json: exit %d, %+v", code, js)
+	}
+}
