@@ -55,6 +55,10 @@ type API struct {
 type Worker struct {
 	MaxParallel   int      `yaml:"max_parallel" json:"max_parallel"`
 	ShutdownGrace Duration `yaml:"shutdown_grace" json:"shutdown_grace"`
+	// MaxInterruptions bounds how often one run is queued again after a
+	// graceful shutdown cut it (outcome interrupted); then it is recorded
+	// interrupted for good.
+	MaxInterruptions int `yaml:"max_interruptions" json:"max_interruptions"`
 }
 
 // Resource is a semaphore shared by every job that names it.
@@ -72,6 +76,13 @@ type Rate struct {
 	Count int      `yaml:"count" json:"count"`
 	Per   Duration `yaml:"per" json:"per"`
 }
+
+// What a graceful shutdown does to a run still going at the end of the
+// shutdown grace (Job.OnShutdown).
+const (
+	OnShutdownRequeue = "requeue"
+	OnShutdownCancel  = "cancel"
+)
 
 // Overlap policies, applied when all of a job's slots are taken.
 const (
@@ -110,6 +121,11 @@ type Job struct {
 	// Input is the run's input when its trigger gives none.
 	Input  map[string]any `yaml:"input" json:"input,omitempty"`
 	Paused bool           `yaml:"paused" json:"paused"`
+	// OnShutdown is what a graceful shutdown does to a run still going
+	// when the shutdown grace ends: "" or "requeue" records it interrupted
+	// and queues it again at once; "cancel" records it cancelled. Empty by
+	// default, so the specs of jobs that do not set it stay as they were.
+	OnShutdown string `yaml:"on_shutdown" json:"on_shutdown,omitempty"`
 	// HistoryLimit counts records of runs that executed; skipped and
 	// missed records have their own SkippedHistoryLimit, so that a flood
 	// of skips cannot push real history out.

@@ -39,7 +39,7 @@ jobs:
 			LeaseMargin: Duration(time.Second),
 		},
 		API:    API{Listen: "127.0.0.1:8080"},
-		Worker: Worker{MaxParallel: 64, ShutdownGrace: Duration(30 * time.Second)},
+		Worker: Worker{MaxParallel: 64, ShutdownGrace: Duration(30 * time.Second), MaxInterruptions: 3},
 		Notify: Notify{MaxAge: Duration(time.Hour)},
 	}
 	job := Job{

@@ -157,6 +157,10 @@ var badFiles = map[string][]string{
 		`testdata/overlap.bad.yaml:4:14: jobs[0].overlap: invalid value "wait": want skip, queue or replace`,
 		`testdata/overlap.bad.yaml:5:15: jobs[0].catch_up: invalid value "some": want none, latest or all`,
 	},
+	"testdata/shutdown.bad.yaml": {
+		`testdata/shutdown.bad.yaml:2:22: worker.max_interruptions: must be 0 or more, got -1`,
+		`testdata/shutdown.bad.yaml:6:18: jobs[0].on_shutdown: invalid value "wait": want requeue or cancel`,
+	},
 	"testdata/queue_limit.bad.yaml": {
 		`testdata/queue_limit.bad.yaml:5:18: jobs[0].queue_limit: must be at least 1 with overlap: queue, got 0`,
 		`testdata/queue_limit.bad.yaml:10:18: jobs[1].queue_limit: must not be negative, got -1`,

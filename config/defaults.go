@@ -17,6 +17,9 @@ const (
 	DefaultListen        = "127.0.0.1:8080"
 	DefaultMaxParallel   = 64
 	DefaultShutdownGrace = 30 * time.Second
+	// DefaultMaxInterruptions: a run cut by three graceful shutdowns in a
+	// row (a rolling deploy of three replicas) is queued again each time.
+	DefaultMaxInterruptions = 3
 
 	DefaultTimezone            = "UTC"
 	DefaultMaxConcurrency      = 1
@@ -52,8 +55,9 @@ func (c *Config) setDefaults() {
 	c.API = API{Listen: DefaultListen}
 	c.Notify = Notify{MaxAge: Duration(DefaultNotifyMaxAge)}
 	c.Worker = Worker{
-		MaxParallel:   DefaultMaxParallel,
-		ShutdownGrace: Duration(DefaultShutdownGrace),
+		MaxParallel:      DefaultMaxParallel,
+		ShutdownGrace:    Duration(DefaultShutdownGrace),
+		MaxInterruptions: DefaultMaxInterruptions,
 	}
 }
 

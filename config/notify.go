@@ -35,7 +35,7 @@ const Recovered = "recovered"
 
 // Outcomes are the outcomes a run can end with (SPEC section 6), the
 // values of after.on.
-var Outcomes = []string{"succeeded", "failed", "timed_out", "cancelled", "lost", "skipped", "missed"}
+var Outcomes = []string{"succeeded", "failed", "timed_out", "cancelled", "lost", "skipped", "missed", "interrupted"}
 
 // DefaultSinkOn are the events a sink gets when it names none.
 var DefaultSinkOn = []string{"failed", "timed_out", "lost", "missed", Recovered}

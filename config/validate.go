@@ -38,6 +38,9 @@ func (c *Config) validate(p *problems) {
 		p.add("worker.max_parallel", "must be at least 1, got %d", c.Worker.MaxParallel)
 	}
 	notNegative(p, "worker.shutdown_grace", c.Worker.ShutdownGrace)
+	if c.Worker.MaxInterruptions < 0 {
+		p.add("worker.max_interruptions", "must be 0 or more, got %d", c.Worker.MaxInterruptions)
+	}
 	declared := c.validateResources(p)
 	first := map[string]string{} // job name -> path of its first use
 	for i := range c.Jobs {

@@ -59,6 +59,11 @@ func (j *Job) validate(p *problems, path string, resources, first map[string]str
 	default:
 		p.add(path+".overlap", "invalid value %q: want skip, queue or replace", j.Overlap)
 	}
+	switch j.OnShutdown {
+	case "", OnShutdownRequeue, OnShutdownCancel:
+	default:
+		p.add(path+".on_shutdown", "invalid value %q: want requeue or cancel", j.OnShutdown)
+	}
 	positive(p, path+".timeout", j.Timeout)
 	j.Retries.validate(p, path+".retries")
 	j.Rate.validate(p, path+".rate")

@@ -132,6 +132,7 @@ type witness struct {
 	hits     []hit
 	inFlight map[string]int
 	maxSeen  map[string]int
+	reached  map[string]string // run id -> holder of its latest request
 	changed  chan struct{}
 }
 
@@ -146,7 +147,7 @@ type hit struct {
 
 // startWitness serves /run?sleep=D: each request is held for D.
 func startWitness(t *testing.T) *witness {
-	w := &witness{inFlight: map[string]int{}, maxSeen: map[string]int{}, changed: make(chan struct{})}
+	w := &witness{inFlight: map[string]int{}, maxSeen: map[string]int{}, reached: map[string]string{}, changed: make(chan struct{})}
 	w.srv = httptest.NewServer(http.HandlerFunc(w.serve))
 	t.Cleanup(w.srv.Close)
 	return w
@@ -166,6 +167,7 @@ func (w *witness) serve(rw http.ResponseWriter, r *http.Request) {
 	h.Scheduled, _ = time.Parse(runs.TimeFormat, r.Header.Get("X-Scheduler-Scheduled-At"))
 	w.mu.Lock()
 	w.inFlight[h.Job]++
+	w.reached[h.RunID] = h.Holder
 	w.maxSeen[h.Job] = max(w.maxSeen[h.Job], w.inFlight[h.Job])
 	w.signalLocked()
 	w.mu.Unlock()
@@ -210,6 +212,14 @@ func (w *witness) finished(job string) []hit {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Start.Before(out[j].Start) })
 	return out
+}
+
+// holderOf is the replica whose request for runID reached the witness
+// last, "" before any did.
+func (w *witness) holderOf(runID string) string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.reached[runID]
 }
 
 func (w *witness) maxConcurrent(job string) int {

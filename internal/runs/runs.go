@@ -19,11 +19,27 @@ const (
 	Lost      Outcome = "lost"    // holder died holding the slot
 	Skipped   Outcome = "skipped" // overlap: every slot was taken
 	Missed    Outcome = "missed"  // past starting_deadline, never started
+	// Interrupted: its replica shut down (SIGTERM) and the shutdown grace
+	// ended before the run did; it is queued again at once, without using
+	// a retry, up to worker.max_interruptions times (SPEC section 19).
+	Interrupted Outcome = "interrupted"
 )
 
 // Retryable reports whether a retry may follow this outcome.
 func (o Outcome) Retryable() bool {
 	return o == Failed || o == TimedOut || o == Lost
+}
+
+// Interruptions counts the attempts in previous that were interrupted:
+// they used none of the run's retries.
+func Interruptions(previous []Attempt) int {
+	n := 0
+	for _, a := range previous {
+		if a.Outcome == Interrupted {
+			n++
+		}
+	}
+	return n
 }
 
 // Trigger is what created a run.

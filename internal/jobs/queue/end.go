@@ -21,7 +21,10 @@ import (
 // its outcome reaches the final record as a previous attempt.
 func End(k keys.Layout, cfg *config.Config, entryKey string, e *Entry, rec *runs.Record, now time.Time) (ops []clientv3.Op, retry *Entry) {
 	ops = RecordOps(k, rec)
-	if rec.Outcome.Retryable() {
+	switch {
+	case rec.Outcome == runs.Interrupted:
+		retry = e.Requeue(now, rec, cfg.Worker.MaxInterruptions)
+	case rec.Outcome.Retryable():
 		retry = e.Retry(now, rec)
 	}
 	if retry != nil {

@@ -193,15 +193,33 @@ func (e *Entry) Running(holder string, slot int, startedAt time.Time) *Entry {
 
 // Retry is the pending entry of the next attempt after the attempt that
 // rec records, or nil when no retries remain.
+// Attempts cut by a graceful shutdown (interrupted) use no retry.
 func (e *Entry) Retry(now time.Time, rec *runs.Record) *Entry {
-	if e.Attempt >= 1+e.Spec.Retries.Max {
+	if e.Attempt-runs.Interruptions(e.Previous) >= 1+e.Spec.Retries.Max {
 		return nil
 	}
+	return e.next(rec, now.Add(e.Spec.Retries.Delay(e.Attempt)))
+}
+
+// Requeue is the pending entry of the attempt after one that a graceful
+// shutdown interrupted (rec), due at once, or nil when the run was
+// interrupted maxInterruptions times already or its job says
+// on_shutdown: cancel. It is a new attempt, so the run id still executes
+// at most once per attempt (SPEC G1), and it uses none of the retries.
+func (e *Entry) Requeue(now time.Time, rec *runs.Record, maxInterruptions int) *Entry {
+	if e.Spec.OnShutdown == config.OnShutdownCancel || runs.Interruptions(e.Previous) >= maxInterruptions {
+		return nil
+	}
+	return e.next(rec, now)
+}
+
+// next is the pending entry of the attempt after rec's, due at notBefore.
+func (e *Entry) next(rec *runs.Record, notBefore time.Time) *Entry {
 	next := *e
 	next.Previous = append(append([]runs.Attempt(nil), e.Previous...), rec.Summary())
 	next.Attempt = e.Attempt + 1
 	next.Trigger = runs.Retry
-	next.NotBefore = now.Add(e.Spec.Retries.Delay(e.Attempt)).UTC()
+	next.NotBefore = notBefore.UTC()
 	next.State = Pending
 	next.Holder, next.Slot, next.StartedAt = "", 0, time.Time{}
 	next.HeldToken, next.Hold = 0, nil

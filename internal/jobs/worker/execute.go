@@ -3,12 +3,14 @@ package worker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strconv"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
 	"github.com/etcdsched/scheduler/internal/runs"
 	"github.com/etcdsched/scheduler/internal/session"
@@ -74,14 +76,23 @@ func (w *Worker) execute(q *queue.Item, entry *queue.Entry, held *slots.Held, lo
 	}
 	endedAt := w.d.Clock.Now()
 	cause := context.Cause(runCtx)
-	if res.Outcome == runs.Cancelled && (errors.Is(cause, session.ErrGuardExpired) || errors.Is(cause, session.ErrLeaseGone)) {
+	switch {
+	case res.Outcome != runs.Cancelled:
+	case errors.Is(cause, session.ErrGuardExpired), errors.Is(cause, session.ErrLeaseGone):
 		// The lease may be gone: the run was stopped because its slot could
 		// not be trusted any more. That is a lost run, retried like one.
 		res.Outcome = runs.Lost
+	case errors.Is(cause, errShutdown) && entry.Spec.OnShutdown != config.OnShutdownCancel:
+		// A graceful shutdown cut it: queued again at once for another
+		// replica (queue.End), without using a retry (SPEC section 19).
+		res.Outcome = runs.Interrupted
 	}
 
 	rec := entry.Finished(res.Outcome, held.Slot, held.Token, startedAt, endedAt)
 	res.Fill(&rec)
+	if res.Outcome == runs.Interrupted {
+		rec.Error = interruptedWhy(entry, w.d.Config().Worker.MaxInterruptions)
+	}
 	ops, retry := queue.End(w.d.Keys, w.d.Config(), q.Key, entry, &rec, endedAt)
 
 	// Release even though the run's context may be over, until etcd
@@ -120,11 +131,13 @@ func (w *Worker) giveBack(q *queue.Item, held *slots.Held, stamped time.Time, lo
 // keepOrRelease releases the slot with the attempt's end, or, for a strict
 // retry (retries.hold_slot), keeps it: the retry's entry then says which
 // slot it holds. A lost attempt's slot cannot be trusted and is released
-// (the run's session may be gone). When keeping fails for any reason but a
-// lost slot, the slot is released as usual; that loses the strictness of
+// (the run's session may be gone); an interrupted attempt's replica is
+// going away, so its next attempt claims afresh elsewhere. When keeping
+// fails for any reason but a lost slot, the slot is released as usual;
+// that loses the strictness of
 // one retry, never a run.
 func (w *Worker) keepOrRelease(ctx context.Context, q *queue.Item, entry *queue.Entry, held *slots.Held, outcome runs.Outcome, retry *queue.Entry, ops []clientv3.Op) error {
-	if retry == nil || !entry.Spec.Retries.HoldSlot || outcome == runs.Lost {
+	if retry == nil || !entry.Spec.Retries.HoldSlot || outcome == runs.Lost || outcome == runs.Interrupted {
 		return w.d.Slots.Release(ctx, held, ops...)
 	}
 	hold := queue.Hold{Holder: w.d.ID, Lease: int64(held.Lease), Slot: held.Slot, Token: held.Token}
@@ -137,4 +150,14 @@ func (w *Worker) keepOrRelease(ctx context.Context, q *queue.Item, entry *queue.
 	}
 	w.d.Log.Warn("keeping the slot for the retry failed; releasing it", "job", q.Job, "run_id", q.RunID, "err", err)
 	return w.d.Slots.Release(ctx, held, ops...)
+}
+
+// interruptedWhy is the record's error of a run a graceful shutdown cut:
+// what happened and what follows.
+func interruptedWhy(e *queue.Entry, maxInterruptions int) string {
+	const cut = "this replica shut down and its shutdown_grace ended before the run did"
+	if n := runs.Interruptions(e.Previous); n >= maxInterruptions {
+		return fmt.Sprintf("%s; not queued again: interrupted %d times before (worker.max_interruptions %d)", cut, n, maxInterruptions)
+	}
+	return cut + "; queued again for another replica, without using a retry"
 }
