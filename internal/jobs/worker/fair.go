@@ -84,6 +84,10 @@ const minTakeover = 25 * time.Millisecond
 type elders struct {
 	// full is the limit q must leave to its elders, nil when none.
 	full *slots.FullError
+	// why is what records and logs name for it: a limit of q's with no
+	// room at all when there is one (what its elders wait for too: a rate
+	// window, while the job's free slot is merely left to them), else full.
+	why *slots.FullError
 	// free: full had room, and an elder due strictly before q waits for
 	// it (see yieldTo).
 	free bool
@@ -182,7 +186,14 @@ func (w *Worker) yieldTo(q *queue.Item, now time.Time) elders {
 		}
 		if room := roomOf(l); room <= elders[i] {
 			full := l.full
-			out.full, out.free = &full, room > 0 && late[i]
+			out.full, out.free, out.why = &full, room > 0 && late[i], &full
+			for _, m := range mine {
+				if roomOf(m) == 0 {
+					why := m.full
+					out.why = &why
+					break
+				}
+			}
 			return out
 		}
 	}

@@ -87,8 +87,9 @@ func (w *Worker) start(ctx context.Context, q *queue.Item, st *waitState) (retry
 		}
 		if full := el.full; full != nil && !w.holdsFor(sess, q) {
 			// Elders wait for a limit this run needs: their turn first,
-			// as if the limit were full.
-			st.last = full
+			// as if the limit were full. A record names what holds them
+			// all back.
+			st.last = el.why
 			if el.free {
 				st.turn = full
 			}
@@ -200,7 +201,13 @@ func (w *Worker) refused(ctx context.Context, sess *session.Session, q *queue.It
 		// lease ends and the slot frees. Either way a change comes.
 		return until, true
 	}
-	reason, what := reasonOf(full)
+	// The record names the limit that held the run back (st.last): the
+	// one refused, or for a run behind its elders the one they wait for.
+	named := full
+	if st.last != nil {
+		named = st.last
+	}
+	reason, what := reasonOf(named)
 	jobSlots := full.Limit == slots.LimitJob || full.Limit == slots.LimitKey
 	switch {
 	case now.Before(q.NotBefore):
