@@ -186,18 +186,25 @@ func (w *Worker) yieldTo(q *queue.Item, now time.Time) elders {
 		}
 		if room := roomOf(l); room <= elders[i] {
 			full := l.full
-			out.full, out.free, out.why = &full, room > 0 && late[i], &full
-			for _, m := range mine {
-				if roomOf(m) == 0 {
-					why := m.full
-					out.why = &why
-					break
-				}
+			out.full, out.free, out.why = &full, room > 0 && late[i], noRoom(mine, roomOf)
+			if out.why == nil {
+				out.why = &full
 			}
 			return out
 		}
 	}
 	return out
+}
+
+// noRoom is the first of limits with no room at all, or nil.
+func noRoom(limits []limit, roomOf func(limit) int) *slots.FullError {
+	for _, l := range limits {
+		if roomOf(l) == 0 {
+			full := l.full
+			return &full
+		}
+	}
+	return nil
 }
 
 // takeOver claims o, a run whose first worker let it become overdue, now:
