@@ -7,10 +7,12 @@ import (
 	"hash"
 )
 
-// Hash is a short fingerprint of the parsed configuration, shown per
-// member so that a replica still running an older file stands out. It
-// hashes the decoded values, not the bytes, so comments, key order and
-// spelled-out defaults do not count as drift.
+// Hash is a short fingerprint of what every replica of a cluster must
+// share, shown per member so that a replica still running an older file
+// stands out. It hashes the decoded values, not the bytes, so comments, key
+// order and spelled-out defaults do not count as drift, and it leaves out
+// per-replica settings (see Shared), so replicas started from one file with
+// their own --listen, --data-dir or etcd endpoints show one hash.
 //
 // Header and env values do not count (see below), so rotating a token in a
 // headers_file does not show up as drift.
@@ -20,7 +22,7 @@ import (
 // 100,000 jobs, measured by test/bench).
 func (c *Config) Hash() string {
 	h := sha256.New()
-	top := *c
+	top := c.Shared()
 	top.Jobs = nil
 	// encoding/json writes struct fields in declaration order and map keys
 	// sorted, so equal configs encode identically. Encode cannot fail on
@@ -40,6 +42,24 @@ func (c *Config) Hash() string {
 	}
 	sum := h.Sum(nil)
 	return hex.EncodeToString(sum)[:12]
+}
+
+// Shared is a shallow copy of c without the settings each replica may set
+// for itself: where it listens and finds its token, where it keeps its
+// data, how it reaches etcd, how much it runs at once and how long it
+// waits on shutdown. Everything else, including any field added later
+// unless it is cleared here, is what replicas must agree on and counts as
+// drift (docs/design.md lists both sides).
+func (c *Config) Shared() Config {
+	s := *c
+	s.API.Listen = ""
+	s.API.TokenFile = ""
+	s.Cluster.DataDir = ""
+	prefix := s.Cluster.Etcd.Prefix
+	s.Cluster.Etcd = Etcd{Prefix: prefix}
+	s.Worker.MaxParallel = 0
+	s.Worker.ShutdownGrace = 0
+	return s
 }
 
 func encodeInto(h hash.Hash, v any) bool {

@@ -141,7 +141,29 @@ func (e *Elector) campaign(ctx context.Context, s *session.Session) (*concurrenc
 		e.resign(ctx, s, el)
 		return nil, Leadership{}, err
 	}
+	if err := e.proclaim(cctx, el); err != nil {
+		if errors.Is(err, concurrency.ErrElectionNotLeader) {
+			e.resign(ctx, s, el)
+			return nil, Leadership{}, fmt.Errorf("%w: %w", ErrNotConfirmed, err)
+		}
+		// The term stands; replicas report when they saw it instead.
+		e.log.Warn("cannot record when the term was won", "err", err, "leader_rev", l.Rev)
+	}
 	return el, l, nil
+}
+
+// proclaim rewrites the term's key with the time it was won, so that every
+// replica, whenever it started watching, reports the same since (SPEC
+// section 19). Proclaim is fenced by the key's create revision.
+func (e *Elector) proclaim(ctx context.Context, el *concurrency.Election) error {
+	v, err := json.Marshal(record{ID: e.cfg.ID, APIAddr: e.cfg.APIAddr, Since: e.cfg.Clock.Now().UTC()})
+	if err != nil {
+		return fmt.Errorf("election: encode leader record: %w", err)
+	}
+	if err := el.Proclaim(ctx, string(v)); err != nil {
+		return fmt.Errorf("election: proclaim the win: %w", err)
+	}
+	return nil
 }
 
 // confirm checks with etcd that l's key is the oldest under the prefix, with
@@ -204,8 +226,9 @@ func (e *Elector) Leader(ctx context.Context) (Leader, error) {
 		if err != nil {
 			return Leader{}, err
 		}
-		if leader != nil {
-			// Nobody watched it take office; now is the best we know.
+		if leader != nil && leader.Since.IsZero() {
+			// A leader of an earlier version, or one that has not yet
+			// proclaimed its win: now is the best we know.
 			leader.Since = e.cfg.Clock.Now()
 		}
 	}

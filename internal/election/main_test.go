@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/prometheus/client_golang/prometheus"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/goleak"
@@ -43,6 +44,7 @@ type replica struct {
 type replicaOpts struct {
 	ttl, margin time.Duration
 	logger      *slog.Logger
+	clock       clockwork.Clock // the elector's; nil is the real clock
 }
 
 // startReplica runs a replica until the test ends (or stop). endpoints may
@@ -59,7 +61,7 @@ func startReplica(t *testing.T, endpoints []string, id string, lead func(context
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.elector, err = New(r.client, r.sessions, Config{Prefix: testPrefix, ID: id, APIAddr: id + ":8080", Logger: o.logger}, r.reg)
+	r.elector, err = New(r.client, r.sessions, Config{Prefix: testPrefix, ID: id, APIAddr: id + ":8080", Logger: o.logger, Clock: o.clock}, r.reg)
 	if err != nil {
 		t.Fatal(err)
 	}

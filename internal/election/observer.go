@@ -19,18 +19,22 @@ import (
 type Leader struct {
 	ID      string `json:"id"`
 	APIAddr string `json:"api_addr"`
-	// Since is when this replica first saw the leader: the leader record
-	// holds no timestamp (SPEC section 4), and etcd keeps none.
+	// Since is when the leader won, by its clock, from its record: the
+	// same on every replica (SPEC section 19). A leader of an earlier
+	// version writes none; then it is when this replica first saw it.
 	Since time.Time `json:"since"`
 	// Revision is the create revision of the leader's election key, the
 	// value its writes are fenced with.
 	Revision int64 `json:"revision"`
 }
 
-// record is the value Campaign writes under the election key.
+// record is the value under the election key: Campaign writes it without
+// Since, the winner proclaims it with the time it won. An earlier version
+// reads id and api_addr and ignores since.
 type record struct {
-	ID      string `json:"id"`
-	APIAddr string `json:"api_addr"`
+	ID      string    `json:"id"`
+	APIAddr string    `json:"api_addr"`
+	Since   time.Time `json:"since,omitzero"`
 }
 
 // observer follows who leads. It never infers the leader from events: any
@@ -137,7 +141,7 @@ func parseLeader(kv *mvccpb.KeyValue, log *slog.Logger) *Leader {
 		// Still a leader: its key is the oldest, whatever it wrote.
 		log.Warn("leader record is not JSON", "key", string(kv.Key), "err", err)
 	}
-	return &Leader{ID: rec.ID, APIAddr: rec.APIAddr, Revision: kv.CreateRevision}
+	return &Leader{ID: rec.ID, APIAddr: rec.APIAddr, Since: rec.Since, Revision: kv.CreateRevision}
 }
 
 func (o *observer) publish(leader *Leader, key string) {
@@ -147,9 +151,16 @@ func (o *observer) publish(leader *Leader, key string) {
 	same := leader != nil && o.leader != nil && key == o.key && leader.Revision == o.leader.Revision
 	switch {
 	case same:
+		if !leader.Since.IsZero() {
+			// The winner proclaims its win just after its campaign.
+			o.leader.Since = leader.Since
+		}
 		return
 	case leader != nil:
-		leader.Since = o.clock.Now()
+		if leader.Since.IsZero() {
+			// Not proclaimed yet, or a leader of an earlier version.
+			leader.Since = o.clock.Now()
+		}
 		o.metrics.changes.Inc()
 		o.log.Info("leader observed", "leader", leader.ID, "leader_rev", leader.Revision)
 	case o.leader == nil:

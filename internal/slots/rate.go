@@ -73,6 +73,9 @@ type FullError struct {
 func (e *FullError) Error() string {
 	switch e.Limit {
 	case LimitRate:
+		if e.Until.IsZero() { // judged from the view, which counts places only
+			return fmt.Sprintf("rate window %s full", e.Name)
+		}
 		return fmt.Sprintf("rate window %s full until %s", e.Name, e.Until.UTC().Format(time.RFC3339Nano))
 	case LimitKey:
 		job, key := keys.SplitSlotGroup(e.Name)

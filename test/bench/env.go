@@ -155,7 +155,7 @@ func (e *env) reload(ctx context.Context, jobs []jobSpec) error {
 	defer cancel()
 	for {
 		now := e.hashes(ctx)
-		// The hash covers per-replica settings too: each must change.
+		// Each replica must report a new hash: each reloads on its own.
 		done := len(now) > 0
 		for id, h := range now {
 			if h == before[id] {

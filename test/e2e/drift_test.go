@@ -2,11 +2,16 @@ package e2e
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/etcdsched/scheduler/internal/poll"
 )
 
 const driftConfig = `
@@ -69,4 +74,67 @@ func etcdEndpoints(t *testing.T, r *replica) []string {
 		t.Fatalf("GET /api/v1/status: no etcd_endpoints in %s", st.Raw)
 	}
 	return st.EtcdEndpoints
+}
+
+// sharedConfig is one file for every replica: each sets its own address,
+// data dir and etcd endpoints by flag.
+const sharedConfig = `
+jobs:
+  - name: hello
+    schedule: "@every 1h"
+    catch_up: none
+    exec:
+      command: ["true"]
+`
+
+// TestDashboardNoDriftAcrossListenAddresses starts three replicas from one
+// file with their own --listen, --data-dir and etcd endpoints (SPEC 19):
+// they publish one config hash and the page shows no drift.
+func TestDashboardNoDriftAcrossListenAddresses(t *testing.T) {
+	ctx := browser(t)
+	bin := schedulerBinary(t)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "scheduler.yaml")
+	if err := os.WriteFile(file, []byte(sharedConfig), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	start := func(id string, more ...string) *replica {
+		addr := freeAddr(t)
+		flags := append([]string{"--id", id, "--listen", addr, "--data-dir", filepath.Join(dir, id)}, more...)
+		// The file by its name in the working directory, as an operator
+		// types it (and as the page shows it).
+		return runScheduler(t, bin, filepath.Base(file), dir, addr, flags)
+	}
+	a := start("replica-a")
+	endpoints := strings.Join(etcdEndpoints(t, a), ",")
+	start("replica-b", "--etcd-endpoints", endpoints)
+	start("replica-c", "--etcd-endpoints", endpoints)
+
+	c := a.api(t)
+	var hashes map[string]bool
+	poll.Until(t, patience, "three members with one config hash", func() (bool, string) {
+		ms, err := c.Members(context.Background())
+		hashes = map[string]bool{}
+		var seen []string
+		for _, m := range ms {
+			hashes[m.ConfigHash] = true
+			seen = append(seen, m.ID+"="+m.ConfigHash)
+		}
+		return err == nil && len(ms) == 3 && len(hashes) == 1, fmt.Sprint(seen, err)
+	})
+
+	sctx, cancel := context.WithTimeout(ctx, 2*patience)
+	defer cancel()
+	err := chromedp.Do(sctx,
+		chromedp.Navigate("http://"+a.Addr+"/"),
+		chromedp.Poll[chromedp.Void](`(() => {
+			const rows = document.querySelectorAll('#members tbody tr[data-member]');
+			return rows.length === 3 && document.querySelectorAll('#members tbody tr.drift').length === 0 &&
+				document.querySelector('#drift').hidden && document.querySelector('#leader-id').textContent !== '';
+		})()`, chromedp.WithPollingInterval(100*time.Millisecond), chromedp.WithPollingTimeout(patience)),
+	)
+	if err != nil {
+		t.Fatalf("wait for three members and no drift banner: %v\npage text:\n%s", err, pageText(ctx))
+	}
+	screenshot(t, ctx, "dashboard-no-drift.png")
 }

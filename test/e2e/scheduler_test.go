@@ -107,6 +107,13 @@ func startScheduler(t *testing.T, flags []string, config string, args ...any) *r
 	if err := os.WriteFile(file, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	return runScheduler(t, bin, file, dir, addr, flags)
+}
+
+// runScheduler runs `scheduler run` on file in dir with flags until the
+// test ends; addr is where its API will answer.
+func runScheduler(t *testing.T, bin, file, dir, addr string, flags []string) *replica {
+	t.Helper()
 	r := &replica{Addr: addr, log: &syncBuffer{}, done: make(chan struct{})}
 	r.cmd = exec.Command(bin, append([]string{"run", "--config", file, "--log-format", "text"}, flags...)...)
 	r.cmd.Dir = dir

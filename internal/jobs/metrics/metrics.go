@@ -4,7 +4,33 @@
 package metrics
 
 import (
+	"strings"
+
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/etcdsched/scheduler/config"
+)
+
+// Reasons of scheduler_runs_skipped_total: what kept a run from starting.
+const (
+	ReasonOverlap   = "overlap"    // the job's slots (or its key's) were taken
+	ReasonQueueFull = "queue_full" // overlap: queue, and queue_limit runs already waited
+	ReasonResource  = "resource"   // a resource's slots were taken
+	ReasonRate      = "rate"       // a rate window (the job's or a resource's) was full
+	ReasonDeadline  = "deadline"   // not started by its starting_deadline
+	ReasonMissed    = "missed"     // a tick the leader dropped (catch_up) or found too late
+	ReasonPaused    = "paused"     // the job was paused
+)
+
+// SkipReasons are every value of the reason label of
+// scheduler_runs_skipped_total; its HELP lists them.
+var SkipReasons = []string{ReasonOverlap, ReasonQueueFull, ReasonResource, ReasonRate, ReasonDeadline, ReasonMissed, ReasonPaused}
+
+// Results of scheduler_claim_conflicts_total.
+const (
+	ClaimTaken = "taken" // another worker claimed the run, or it was cancelled or changed
+	ClaimFull  = "full"  // a limit the run needs had no room
+	ClaimLate  = "late"  // claimed, then given back: it would begin too long after its rate stamp
 )
 
 // Set is the engine's metrics.
@@ -25,7 +51,7 @@ func New(reg prometheus.Registerer) (*Set, error) {
 	m := &Set{
 		Runs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "scheduler_runs_total",
-			Help: "Runs finished by this replica (or recorded by it as leader), by job and outcome.",
+			Help: "Runs finished by this replica (or recorded by it as leader), by job and outcome (" + strings.Join(config.Outcomes, ", ") + ").",
 		}, []string{"job", "outcome"}),
 		Duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "scheduler_run_duration_seconds",
@@ -39,7 +65,7 @@ func New(reg prometheus.Registerer) (*Set, error) {
 		}),
 		Skipped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "scheduler_runs_skipped_total",
-			Help: "Ticks that did not run, by job and reason (overlap, queue_full, missed, paused).",
+			Help: "Runs that ended without starting, by job and reason (" + strings.Join(SkipReasons, ", ") + ").",
 		}, []string{"job", "reason"}),
 		Ticks: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "scheduler_ticks_materialized_total",
@@ -47,7 +73,7 @@ func New(reg prometheus.Registerer) (*Set, error) {
 		}),
 		ClaimFails: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "scheduler_claim_conflicts_total",
-			Help: "Claims this replica lost to another worker or found all slots taken.",
+			Help: "Claims this replica did not turn into a start, by reason (" + strings.Join([]string{ClaimTaken, ClaimFull, ClaimLate}, ", ") + ").",
 		}, []string{"reason"}),
 		Notifications: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "scheduler_notifications_total",

@@ -11,6 +11,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/config"
+	"github.com/etcdsched/scheduler/internal/jobs/metrics"
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
 	"github.com/etcdsched/scheduler/internal/runs"
 	"github.com/etcdsched/scheduler/internal/session"
@@ -124,7 +125,7 @@ func (w *Worker) giveBack(q *queue.Item, held *slots.Held, stamped time.Time, lo
 	err := w.settle(held, log, func(ctx context.Context) error {
 		return w.d.Slots.Release(ctx, held, clientv3.OpPut(q.Key, q.Entry.Encode()))
 	})
-	w.d.Metrics.ClaimFails.WithLabelValues("late").Inc()
+	w.d.Metrics.ClaimFails.WithLabelValues(metrics.ClaimLate).Inc()
 	log.Warn("run given back: it would begin too long after its rate stamp", "stamped", stamped, "err", err)
 }
 

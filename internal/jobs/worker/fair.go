@@ -88,6 +88,10 @@ const minTakeover = 25 * time.Millisecond
 type elders struct {
 	// full is the limit q must leave to its elders, nil when none.
 	full *slots.FullError
+	// why is what records and logs name for it: a limit of q's with no
+	// room at all when there is one (what its elders wait for too: a rate
+	// window, while the job's free slot is merely left to them), else full.
+	why *slots.FullError
 	// room is what the view shows free of full (no more than its elders
 	// need); free: it had room, and an elder due strictly before q waits
 	// for it (see yieldTo).
@@ -120,7 +124,7 @@ type elders struct {
 // adds none.
 //
 // It also finds q's job's (or key's) eldest pending run that is overdue
-// (see overdueOf); the worker about to claim q claims it first instead
+// (see noteOverdue); the worker about to claim q claims it first instead
 // (start), so the job's ticks start in order and about on time.
 func (w *Worker) yieldTo(q *queue.Item, now time.Time) elders {
 	var out elders
@@ -157,15 +161,10 @@ func (w *Worker) yieldTo(q *queue.Item, now time.Time) elders {
 		}
 		w.noteOverdue(&out, q, o, now)
 	})
-	if out.overdue != nil {
+	if out.overdue != nil && noRoom(mine, room) != nil {
 		// Only a run nothing holds back is overdue: one that waits for a
 		// limit waits on its worker, and is no one's to take over.
-		for _, l := range mine {
-			if room(l) == 0 {
-				out.overdue = nil
-				break
-			}
-		}
+		out.overdue = nil
 	}
 	for i, l := range mine {
 		if elders[i] == 0 {
@@ -173,7 +172,10 @@ func (w *Worker) yieldTo(q *queue.Item, now time.Time) elders {
 		}
 		if r := room(l); r <= elders[i] {
 			full := l.full
-			out.full, out.room, out.free = &full, r, r > 0 && late[i]
+			out.full, out.room, out.free, out.why = &full, r, r > 0 && late[i], noRoom(mine, room)
+			if out.why == nil {
+				out.why = &full
+			}
 			return out
 		}
 	}
@@ -222,6 +224,17 @@ func (w *Worker) noteOverdue(out *elders, q, o *queue.Item, now time.Time) {
 	case out.retry.IsZero() || at.Before(out.retry):
 		out.retry = at
 	}
+}
+
+// noRoom is the first of limits with no room at all, or nil.
+func noRoom(limits []limit, roomOf func(limit) int) *slots.FullError {
+	for _, l := range limits {
+		if roomOf(l) == 0 {
+			full := l.full
+			return &full
+		}
+	}
+	return nil
 }
 
 // takeOver claims o, a run whose first worker let it become overdue, now:

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/etcdsched/scheduler/config"
+	"github.com/etcdsched/scheduler/internal/jobs/metrics"
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
 	"github.com/etcdsched/scheduler/internal/runs"
 	"github.com/etcdsched/scheduler/internal/session"
@@ -68,14 +69,14 @@ func (w *Worker) start(ctx context.Context, q *queue.Item, st *waitState) (retry
 			if st.last != nil {
 				why = "; waiting for " + st.last.Error()
 			}
-			retry := w.finishUnstarted(ctx, q, runs.Missed, "deadline",
+			retry := w.finishUnstarted(ctx, q, runs.Missed, metrics.ReasonDeadline,
 				fmt.Sprintf("not started by its starting deadline %s (due %s)%s", q.Spec.StartingDeadline, q.NotBefore.Format(runs.TimeFormat), why))
 			return retry, !retry.IsZero()
 		}
 		if w.paused(q) {
 			// The leader withdraws a paused job's ticks; this one came
 			// due before it did.
-			retry := w.finishUnstarted(ctx, q, runs.Skipped, "paused", "not started: the job is paused")
+			retry := w.finishUnstarted(ctx, q, runs.Skipped, metrics.ReasonPaused, "not started: the job is paused")
 			return retry, !retry.IsZero()
 		}
 		st.slotsChanged, st.queueChanged = w.d.Slots.Changed(), w.d.Queue.Changed()
@@ -90,8 +91,9 @@ func (w *Worker) start(ctx context.Context, q *queue.Item, st *waitState) (retry
 		yield := q.Spec.Overlap == config.OverlapQueue || el.room > 0
 		if full := el.full; full != nil && yield && !w.holdsFor(sess, q) {
 			// Elders wait for a limit this run needs: their turn first,
-			// as if the limit were full.
-			st.last = full
+			// as if the limit were full. A record names what holds them
+			// all back.
+			st.last = el.why
 			if el.free {
 				st.turn = full
 			}
@@ -125,10 +127,10 @@ func (w *Worker) start(ctx context.Context, q *queue.Item, st *waitState) (retry
 			w.execute(q, running, held, log, st.span)
 			return time.Time{}, false
 		case errors.Is(err, slots.ErrConflict):
-			w.d.Metrics.ClaimFails.WithLabelValues("taken").Inc()
+			w.d.Metrics.ClaimFails.WithLabelValues(metrics.ClaimTaken).Inc()
 			return time.Time{}, false // claimed by another worker, cancelled, or changed
 		case errors.As(err, &full):
-			w.d.Metrics.ClaimFails.WithLabelValues("full").Inc()
+			w.d.Metrics.ClaimFails.WithLabelValues(metrics.ClaimFull).Inc()
 			st.last = full
 		case ctx.Err() != nil:
 			return time.Time{}, false
@@ -166,7 +168,7 @@ func (w *Worker) resolve(ctx context.Context, q *queue.Item, st *waitState) (r *
 	now := w.d.Clock.Now()
 	deadline := q.NotBefore.Add(startingDeadline)
 	if now.After(deadline) {
-		retry := w.finishUnstarted(ctx, q, runs.Missed, "deadline",
+		retry := w.finishUnstarted(ctx, q, runs.Missed, metrics.ReasonDeadline,
 			fmt.Sprintf("not started by its starting deadline %s (due %s): its job spec could not be read: %v",
 				startingDeadline, q.NotBefore.Format(runs.TimeFormat), err))
 		return nil, retry, !retry.IsZero()
@@ -203,7 +205,13 @@ func (w *Worker) refused(ctx context.Context, sess *session.Session, q *queue.It
 		// lease ends and the slot frees. Either way a change comes.
 		return until, true
 	}
-	reason, what := reasonOf(full)
+	// The record names the limit that held the run back (st.last): the
+	// one refused, or for a run behind its elders the one they wait for.
+	named := full
+	if st.last != nil {
+		named = st.last
+	}
+	reason, what := reasonOf(named)
 	jobSlots := full.Limit == slots.LimitJob || full.Limit == slots.LimitKey
 	switch {
 	case now.Before(q.NotBefore):
@@ -231,7 +239,7 @@ func (w *Worker) refused(ctx context.Context, sess *session.Session, q *queue.It
 			if full.View {
 				return st.confirmFirst(now)
 			}
-			retry := w.finishUnstarted(ctx, q, runs.Skipped, "queue_full",
+			retry := w.finishUnstarted(ctx, q, runs.Skipped, metrics.ReasonQueueFull,
 				fmt.Sprintf("%s and %d runs already queued (queue_limit %d)", what, pos, q.Spec.QueueLimit))
 			return retry, !retry.IsZero()
 		}
@@ -280,13 +288,13 @@ func sameLimit(a, b *slots.FullError) bool {
 func reasonOf(full *slots.FullError) (reason, what string) {
 	switch full.Limit {
 	case slots.LimitResource:
-		return "resource", fmt.Sprintf("resource %s: all %d slots taken", full.Name, full.Slots)
+		return metrics.ReasonResource, fmt.Sprintf("resource %s: all %d slots taken", full.Name, full.Slots)
 	case slots.LimitRate:
-		return "rate", fmt.Sprintf("rate window %s full", full.Name)
+		return metrics.ReasonRate, fmt.Sprintf("rate window %s full", full.Name)
 	case slots.LimitKey:
-		return "overlap", full.Error()
+		return metrics.ReasonOverlap, full.Error()
 	}
-	return "overlap", fmt.Sprintf("all %d slots taken", full.Slots)
+	return metrics.ReasonOverlap, fmt.Sprintf("all %d slots taken", full.Slots)
 }
 
 // confirmFirst sends a run the view refused back for a claim that asks

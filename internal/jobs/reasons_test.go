@@ -1,0 +1,102 @@
+package jobs_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/etcdsched/scheduler/config"
+	"github.com/etcdsched/scheduler/internal/etcdtest"
+	"github.com/etcdsched/scheduler/internal/jobs"
+	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
+	"github.com/etcdsched/scheduler/internal/poll"
+	"github.com/etcdsched/scheduler/internal/runs"
+)
+
+// A job whose only limit is its rate window (1 per hour): after one run,
+// later ones wait for the window, never for a slot, as no slot is held.
+// Each that ends unstarted must name the window: skipped for a full queue
+// (the run that waits in it is the reason it is full), skipped by overlap
+// skip (reason rate), and missed at its starting deadline. Behind an elder
+// waiting for the window, a run used to read "all 1 slots taken and 1 runs
+// already queued".
+func TestRateOnlyRefusalsNameTheWindow(t *testing.T) {
+	etcd := etcdtest.Start(t)
+	w := startWitness(t)
+	rated := func(name, overlap string, queueLimit int, deadline time.Duration) config.Job {
+		j := jobstest.HTTPJob(name, "@manually", w.url(""))
+		j.MaxConcurrency = 1
+		j.Rate = &config.Rate{Count: 1, Per: config.Duration(time.Hour)}
+		j.Overlap = overlap
+		j.QueueLimit = queueLimit
+		j.StartingDeadline = config.Duration(deadline)
+		return j
+	}
+	cfg := jobstest.Config(rated("queued", "queue", 1, time.Hour), rated("skipper", "skip", 0, time.Hour), rated("late", "queue", 2, 3*time.Second))
+	reg := prometheus.NewRegistry()
+	a := startNodeWith(t, etcd.Endpoints(), "a", cfg, timing{Reg: reg})
+	leaderOf(t, []*node{a})
+
+	trigger := func(job string) string {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		id, _, err := a.engine.Trigger(ctx, job, jobs.TriggerRequest{})
+		if err != nil {
+			t.Fatalf("trigger %s: %v", job, err)
+		}
+		return id
+	}
+	ended := func(job, id string, outcome runs.Outcome) runs.Record {
+		t.Helper()
+		var r runs.Record
+		poll.Until(t, 60*time.Second, job+" run "+id+" "+string(outcome), func() (bool, string) {
+			r = records(t, a.client, job)[id]
+			return r.Outcome == outcome, fmt.Sprintf("%+v", r)
+		})
+		return r
+	}
+	exact := func(job string, r runs.Record) {
+		t.Helper()
+		window := fmt.Sprintf("rate window job %s (1 per 1h0m0s)", job)
+		if !strings.Contains(r.Error, window) || strings.Contains(r.Error, "slots taken") {
+			t.Errorf("%s: %s record of %s says %q; want it to name the %s and no slot", job, r.Outcome, r.RunID, r.Error, window)
+		}
+	}
+	skips := func(job, reason string) float64 {
+		return metric(t, reg, "scheduler_runs_skipped_total", map[string]string{"job": job, "reason": reason})
+	}
+	for _, job := range []string{"queued", "skipper", "late"} {
+		ended(job, trigger(job), runs.Succeeded) // takes the window's one place for an hour
+	}
+
+	// overlap skip: refused by the window itself.
+	exact("skipper", ended("skipper", trigger("skipper"), runs.Skipped))
+	if skips("skipper", "rate") != 1 || skips("skipper", "overlap") != 0 {
+		t.Errorf("skipper: skipped with reason rate %v, overlap %v; want 1 and 0", skips("skipper", "rate"), skips("skipper", "overlap"))
+	}
+
+	// queue_limit 1: one run waits for the window, the next finds the
+	// queue full.
+	waiting := trigger("queued")
+	poll.For(t, 30*time.Second, "a run of queued to wait", func() bool { return queuedOf(a.engine, "queued") == 1 })
+	exact("queued", ended("queued", trigger("queued"), runs.Skipped))
+	if skips("queued", "queue_full") != 1 {
+		t.Errorf("queued: %v skips with reason queue_full, want 1", skips("queued", "queue_full"))
+	}
+	if r := records(t, a.client, "queued")[waiting]; r.Outcome != "" {
+		t.Errorf("queued: the run within queue_limit ended %s: %q", r.Outcome, r.Error)
+	}
+
+	// starting_deadline 3s: both waiting runs miss it, waiting for the
+	// window, the elder's found by its claim, the younger's behind it.
+	first := trigger("late")
+	poll.For(t, 30*time.Second, "a run of late to wait", func() bool { return queuedOf(a.engine, "late") == 1 })
+	second := trigger("late")
+	exact("late", ended("late", first, runs.Missed))
+	exact("late", ended("late", second, runs.Missed))
+}
