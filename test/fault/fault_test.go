@@ -107,6 +107,7 @@ func TestPositiveControl(t *testing.T) {
 	if !overlap {
 		t.Errorf("positive control: no overlap found, only %v", out.report.Violations)
 	}
+	checkFabricated(t, out.history)
 	for i, v := range out.report.Violations {
 		if i == 10 {
 			t.Logf("... and %d more", len(out.report.Violations)-10)
