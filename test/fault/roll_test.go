@@ -34,8 +34,11 @@ type versions struct{ old, now string }
 
 // rollScenarios are the profiles FAULT_PROFILE=rolling and =upgrade.
 func rollScenarios(profile string) []scenario {
-	base := scenario{ttl: 2 * time.Second, gap: 3 * time.Second, warmup: 4 * time.Second,
-		settle: 12 * time.Second, seed: seed(), outlast: true}
+	// The settle outlasts G2's bound (starting_deadline + session_ttl +
+	// accountSlack), so that G2 judges the ticks of the last restart too.
+	ttl := 2 * time.Second
+	base := scenario{ttl: ttl, gap: 3 * time.Second, warmup: 4 * time.Second,
+		settle: startingDeadline + ttl + accountSlack + 2*time.Second, seed: seed(), outlast: true}
 	if profile == "upgrade" {
 		old := os.Getenv("FAULT_OLD_COMMIT")
 		if old == "" {
