@@ -6,6 +6,66 @@ import (
 	"github.com/etcdsched/scheduler/internal/runs"
 )
 
+// Every tick accounted for: property 3 (eventually, failover windows
+// excused) and G2 (in time, nothing excused).
+
+// Property 3: every tick was run or recorded (skipped, missed, lost, ...);
+// one that was neither is allowed only inside a failover window.
+func checkTicks(h *History, jobs map[string]Job, r *Report) {
+	ran := map[string]bool{}
+	for _, run := range h.Runs {
+		ran[run.RunID] = true
+	}
+	for _, j := range h.Jobs {
+		if j.Every <= 0 {
+			continue
+		}
+		first := time.Time{}
+		for id, rec := range h.Records {
+			if rec.Job == j.Name && rec.Trigger != runs.Manual && (first.IsZero() || rec.ScheduledAt.Before(first)) {
+				first = rec.ScheduledAt
+				_ = id
+			}
+		}
+		for _, run := range h.Runs {
+			if run.Job == j.Name && (first.IsZero() || run.ScheduledAt.Before(first)) {
+				first = run.ScheduledAt
+			}
+		}
+		if first.IsZero() {
+			r.violate("ticks: job %s never ran nor was recorded", j.Name)
+			continue
+		}
+		if first.Before(h.TicksFrom) {
+			first = h.TicksFrom.Truncate(j.Every).Add(j.Every)
+		}
+		lost := 0
+		for t := first; !t.After(h.TicksUntil); t = t.Add(j.Every) {
+			r.TicksChecked++
+			id := runs.ID(j.Name, t)
+			if ran[id] {
+				continue
+			}
+			if _, ok := h.Records[id]; ok {
+				continue
+			}
+			inWindow := false
+			for _, w := range h.Failover {
+				if w.contains(t) {
+					inWindow = true
+				}
+			}
+			if inWindow {
+				r.TicksLost++
+				continue
+			}
+			if lost++; lost <= 5 {
+				r.violate("ticks: %s neither ran nor was recorded, outside every failover window", id)
+			}
+		}
+	}
+}
+
 // accountSlack is G2's "few seconds" beyond starting_deadline + session_ttl.
 const accountSlack = 5 * time.Second
 

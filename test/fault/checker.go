@@ -278,63 +278,6 @@ func checkTokens(h *History, r *Report) {
 	}
 }
 
-// Property 3: every tick was run or recorded (skipped, missed, lost, ...);
-// one that was neither is allowed only inside a failover window.
-func checkTicks(h *History, jobs map[string]Job, r *Report) {
-	ran := map[string]bool{}
-	for _, run := range h.Runs {
-		ran[run.RunID] = true
-	}
-	for _, j := range h.Jobs {
-		if j.Every <= 0 {
-			continue
-		}
-		first := time.Time{}
-		for id, rec := range h.Records {
-			if rec.Job == j.Name && rec.Trigger != runs.Manual && (first.IsZero() || rec.ScheduledAt.Before(first)) {
-				first = rec.ScheduledAt
-				_ = id
-			}
-		}
-		for _, run := range h.Runs {
-			if run.Job == j.Name && (first.IsZero() || run.ScheduledAt.Before(first)) {
-				first = run.ScheduledAt
-			}
-		}
-		if first.IsZero() {
-			r.violate("ticks: job %s never ran nor was recorded", j.Name)
-			continue
-		}
-		if first.Before(h.TicksFrom) {
-			first = h.TicksFrom.Truncate(j.Every).Add(j.Every)
-		}
-		lost := 0
-		for t := first; !t.After(h.TicksUntil); t = t.Add(j.Every) {
-			r.TicksChecked++
-			id := runs.ID(j.Name, t)
-			if ran[id] {
-				continue
-			}
-			if _, ok := h.Records[id]; ok {
-				continue
-			}
-			inWindow := false
-			for _, w := range h.Failover {
-				if w.contains(t) {
-					inWindow = true
-				}
-			}
-			if inWindow {
-				r.TicksLost++
-				continue
-			}
-			if lost++; lost <= 5 {
-				r.violate("ticks: %s neither ran nor was recorded, outside every failover window", id)
-			}
-		}
-	}
-}
-
 // While the whole store is down no run starts: a run needs a slot, and a
 // slot needs etcd. Runs claimed just before may start until the guard ends
 // their session.
