@@ -71,3 +71,16 @@ func TestCheckerCutRuns(t *testing.T) {
 		})
 	}
 }
+
+// An upgrade scenario fails on safety only: liveness findings are moved to
+// the reported list, safety ones stay violations.
+func TestCheckerUpgradeKeepsSafetyViolations(t *testing.T) {
+	rep := &Report{Violations: []string{"accounted: j@x neither", "twice: j@x#1 ran twice", "healed: job j", "after record: j@y#1", "overlap: job j"}}
+	splitLiveness(rep)
+	if got, want := strings.Join(rep.Violations, "|"), "twice: j@x#1 ran twice|after record: j@y#1|overlap: job j"; got != want {
+		t.Errorf("violations %q; want %q", got, want)
+	}
+	if got, want := strings.Join(rep.Unenforced, "|"), "accounted: j@x neither|healed: job j"; got != want {
+		t.Errorf("reported %q; want %q", got, want)
+	}
+}
