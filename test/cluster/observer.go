@@ -32,6 +32,7 @@ type Observer struct {
 	leader     string
 	leaders    []LeaderChange
 	cursors    []time.Time // when a cursor write was seen
+	clock      []revTime   // when each revision was seen, in order
 	lastRev    int64
 	revisions  int
 	watchFails int
@@ -183,8 +184,15 @@ func (o *Observer) applyLocked(typ mvccpb.Event_EventType, kv *mvccpb.KeyValue) 
 	}
 }
 
+// revTime: revision rev was seen at unix nanoseconds at (two words a
+// revision, so a long benchmark's clock stays small).
+type revTime struct{ rev, at int64 }
+
 func (o *Observer) sampleLocked(rev int64, now time.Time) {
 	o.revisions++
+	if n := len(o.clock); n == 0 || o.clock[n-1].rev < rev {
+		o.clock = append(o.clock, revTime{rev, now.UnixNano()})
+	}
 	for group, keys := range o.slots {
 		if p := o.maxSlots[group]; len(keys) > p.Count {
 			o.maxSlots[group] = SlotPeak{Count: len(keys), Rev: rev, At: now}
@@ -231,6 +239,20 @@ func (o *Observer) FirstCursorWriteAfter(t time.Time) time.Time {
 		return time.Time{}
 	}
 	return o.cursors[i]
+}
+
+// RevisionTime is when the watch first saw a revision at or after rev: the
+// observer's clock for a key's create or mod revision (a record's first
+// write). Zero when no such revision was seen. After a re-read it is the
+// re-read's time, an upper bound.
+func (o *Observer) RevisionTime(rev int64) time.Time {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	i := sort.Search(len(o.clock), func(i int) bool { return o.clock[i].rev >= rev })
+	if i == len(o.clock) {
+		return time.Time{}
+	}
+	return time.Unix(0, o.clock[i].at)
 }
 
 // Revisions counts the revisions sampled; WatchRestarts how often the

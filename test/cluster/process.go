@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"sync"
 	"syscall"
 	"time"
@@ -42,7 +43,7 @@ func (p *process) start() error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(logf, "=== %s start %s\n", time.Now().Format(time.RFC3339Nano), p.name)
+	fmt.Fprintf(logf, "=== %s start %s (%s)\n", time.Now().Format(time.RFC3339Nano), p.name, filepath.Base(p.bin))
 	cmd := exec.Command(p.bin, p.args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = sysProcAttr()

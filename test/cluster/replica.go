@@ -63,6 +63,18 @@ func (r *Replica) URL() string { return "http://" + r.APIAddr }
 // Start starts the process (again).
 func (r *Replica) Start() error { return r.proc.start() }
 
+// SetBinary makes the next Start run another scheduler binary (a rolling
+// upgrade or downgrade); the replica must not be running.
+func (r *Replica) SetBinary(bin string) error {
+	if r.Running() {
+		return fmt.Errorf("cluster: replica %s runs; stop it before changing its binary", r.ID)
+	}
+	r.proc.mu.Lock()
+	defer r.proc.mu.Unlock()
+	r.proc.bin = bin
+	return nil
+}
+
 // Kill sends SIGKILL and waits for the exit: a crash.
 func (r *Replica) Kill() error { return r.proc.kill() }
 

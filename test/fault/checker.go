@@ -24,6 +24,9 @@ type Job struct {
 	Resources      []string
 	// Keyed: the job has a concurrency_key; max_concurrency holds per key.
 	Keyed bool
+	// StartingDeadline bounds, with the session TTL, how late a tick may
+	// be accounted for (G2).
+	StartingDeadline time.Duration
 }
 
 // Window is an interval of time.
@@ -44,8 +47,13 @@ type History struct {
 	Rates     map[string]Rate // resource name -> its rate window
 	// Runs as the witness saw them, in arrival order.
 	Runs []cluster.Run
-	// Records read from etcd at the end, by run id.
-	Records map[string]runs.Record
+	// Records read from etcd at the end, by run id; RecordedAt is when the
+	// witness's watch saw each record first written (its create revision),
+	// zero where it was not seen.
+	Records    map[string]runs.Record
+	RecordedAt map[string]time.Time
+	// SessionTTL is the workload's cluster.session_ttl (G2's bound).
+	SessionTTL time.Duration
 	// Ticks scheduled in [TicksFrom, TicksUntil] must each be accounted for.
 	TicksFrom, TicksUntil time.Time
 	// Failover are the measured windows without a working leader or store
@@ -66,6 +74,14 @@ type History struct {
 	// Chains and Notify: see chains.go.
 	Chains []Chain
 	Notify Notify
+	// Restarts are the graceful restarts (SIGTERM, exit, start) of a
+	// rolling restart or upgrade; see restarts.go.
+	Restarts []Restart
+	// RequireResumed makes a run cut by a restart that neither ran again
+	// nor was recorded interrupted a violation; without it such runs are
+	// only reported (Report.Unenforced), until the interrupted outcome
+	// exists.
+	RequireResumed bool
 }
 
 // Report is the checker's verdict.
@@ -84,7 +100,13 @@ type Report struct {
 	KeyViolations  int // moments a concurrency key had more runs than max_concurrency
 	TicksChecked   int
 	TicksLost      int // lost inside failover windows (allowed)
+	// TicksAccounted: ticks G2 checked (run or recorded in time).
+	TicksAccounted int
+	Cuts           CutReport
 	Violations     []string
+	// Unenforced: what a property found that the scenario reports
+	// without failing (see History.RequireResumed).
+	Unenforced []string
 }
 
 func (r *Report) violate(format string, args ...any) {
@@ -112,8 +134,11 @@ func Check(h *History) *Report {
 	checkKeys(h, jobs, r)
 	checkSuperseded(h, r)
 	checkTwice(h, r)
+	checkAfterRecord(h, r)
 	checkTokens(h, r)
 	checkTicks(h, jobs, r)
+	checkAccounted(h, r)
+	checkCuts(h, r)
 	checkEtcdDown(h, r)
 	checkSlotPeaks(h, jobs, r)
 	checkHealed(h, r)
@@ -237,24 +262,6 @@ func frozenDuring(h *History, holder string, w Window) bool {
 	return false
 }
 
-// Property 2: no attempt of a run reaches the target twice; a retry has a
-// new attempt number.
-func checkTwice(h *History, r *Report) {
-	seen := map[string]cluster.Run{}
-	for _, run := range h.Runs {
-		if run.Rejected {
-			continue
-		}
-		k := fmt.Sprintf("%s#%d", run.RunID, run.Attempt)
-		if prev, ok := seen[k]; ok {
-			r.violate("twice: %s ran twice: token %d on %s at %s and token %d on %s at %s", k,
-				prev.Token, prev.Holder, prev.Start.Format("15:04:05.000"), run.Token, run.Holder, run.Start.Format("15:04:05.000"))
-			continue
-		}
-		seen[k] = run
-	}
-}
-
 // Property 4: per job and slot, accepted tokens strictly increase in the
 // order they arrived.
 func checkTokens(h *History, r *Report) {
@@ -268,63 +275,6 @@ func checkTokens(h *History, r *Report) {
 			r.violate("tokens: %s accepted token %d after %d (%s#%d on %s)", k, run.Token, prev, run.RunID, run.Attempt, run.Holder)
 		}
 		last[k] = max(last[k], run.Token)
-	}
-}
-
-// Property 3: every tick was run or recorded (skipped, missed, lost, ...);
-// one that was neither is allowed only inside a failover window.
-func checkTicks(h *History, jobs map[string]Job, r *Report) {
-	ran := map[string]bool{}
-	for _, run := range h.Runs {
-		ran[run.RunID] = true
-	}
-	for _, j := range h.Jobs {
-		if j.Every <= 0 {
-			continue
-		}
-		first := time.Time{}
-		for id, rec := range h.Records {
-			if rec.Job == j.Name && rec.Trigger != runs.Manual && (first.IsZero() || rec.ScheduledAt.Before(first)) {
-				first = rec.ScheduledAt
-				_ = id
-			}
-		}
-		for _, run := range h.Runs {
-			if run.Job == j.Name && (first.IsZero() || run.ScheduledAt.Before(first)) {
-				first = run.ScheduledAt
-			}
-		}
-		if first.IsZero() {
-			r.violate("ticks: job %s never ran nor was recorded", j.Name)
-			continue
-		}
-		if first.Before(h.TicksFrom) {
-			first = h.TicksFrom.Truncate(j.Every).Add(j.Every)
-		}
-		lost := 0
-		for t := first; !t.After(h.TicksUntil); t = t.Add(j.Every) {
-			r.TicksChecked++
-			id := runs.ID(j.Name, t)
-			if ran[id] {
-				continue
-			}
-			if _, ok := h.Records[id]; ok {
-				continue
-			}
-			inWindow := false
-			for _, w := range h.Failover {
-				if w.contains(t) {
-					inWindow = true
-				}
-			}
-			if inWindow {
-				r.TicksLost++
-				continue
-			}
-			if lost++; lost <= 5 {
-				r.violate("ticks: %s neither ran nor was recorded, outside every failover window", id)
-			}
-		}
 	}
 }
 

@@ -56,6 +56,8 @@ func TestFaults(t *testing.T) {
 			{name: "long-ttl5s", ttl: 5 * time.Second, faults: repeat(every, len(every)), gap: 4 * time.Second,
 				warmup: 5 * time.Second, settle: 25 * time.Second, seed: seed()},
 		}
+	case "rolling", "upgrade":
+		scenarios = rollScenarios(profile())
 	case "edges":
 		// The faults of SPEC section 16 alone, for a quick look.
 		scenarios = []scenario{{name: "edges-ttl2s", ttl: 2 * time.Second,
@@ -71,6 +73,9 @@ func TestFaults(t *testing.T) {
 			out := runScenario(t, sc)
 			for _, v := range out.report.Violations {
 				t.Error(v)
+			}
+			for _, v := range out.report.Unenforced {
+				t.Logf("reported, not enforced: %s", v)
 			}
 		})
 	}
@@ -102,6 +107,7 @@ func TestPositiveControl(t *testing.T) {
 	if !overlap {
 		t.Errorf("positive control: no overlap found, only %v", out.report.Violations)
 	}
+	checkFabricated(t, out.history)
 	for i, v := range out.report.Violations {
 		if i == 10 {
 			t.Logf("... and %d more", len(out.report.Violations)-10)

@@ -47,6 +47,17 @@ type scenario struct {
 	settle  time.Duration
 	control bool // the unsafe_noguard binary and a witness without fencing
 	seed    uint64
+	// old is a commit (any git ref): the cluster starts on the scheduler
+	// built at it, and the upgrade/downgrade faults swap binaries.
+	old string
+	// outlast adds the job whose runs outlast shutdown_grace (roll_test.go).
+	outlast bool
+	// requireResumed: a run cut by a restart must run again or be recorded
+	// interrupted (History.RequireResumed).
+	requireResumed bool
+	// safetyOnly: liveness violations are reported, not failed (a rolling
+	// upgrade, where a replica of another version may idle).
+	safetyOnly bool
 }
 
 // injected is one fault as it happened.
@@ -73,12 +84,17 @@ type runner struct {
 
 	beats      string // the exec job's heartbeat folder
 	beatChecks int    // exec runs whose heartbeats were checked after a kill
+
+	bins     versions  // the binaries a rolling upgrade swaps
+	rolled   int       // graceful restarts so far (the next replica in turn)
+	restarts []Restart // the graceful restarts, for the checker
 }
 
 // outcome of a scenario.
 type outcome struct {
 	report  *Report
 	summary string
+	history *History
 }
 
 func runScenario(t *testing.T, sc scenario) outcome {
@@ -88,6 +104,11 @@ func runScenario(t *testing.T, sc scenario) outcome {
 	} else {
 		bins = binaries(t)
 	}
+	vers := versions{now: bins.Scheduler}
+	if sc.old != "" {
+		vers.old = oldBinary(t, sc.old)
+		bins.Scheduler = vers.old
+	}
 	w, err := cluster.StartWitness(cluster.WitnessOptions{Fencing: !sc.control})
 	if err != nil {
 		t.Fatal(err)
@@ -96,6 +117,9 @@ func runScenario(t *testing.T, sc scenario) outcome {
 	beats := t.TempDir()
 	rcv := startReceiver(t)
 	cfg, jobs, resources := workload(sc.ttl, w, rcv.srv.URL+"/notify", beats)
+	if sc.outlast {
+		cfg, jobs = withOutlast(cfg, jobs, w)
+	}
 	dir := t.TempDir()
 	if keep := os.Getenv("FAULT_LOG_DIR"); keep != "" {
 		// Keep data and logs after the test, for a post-mortem.
@@ -105,7 +129,7 @@ func runScenario(t *testing.T, sc scenario) outcome {
 	if err := w.Watch(c.Endpoints(), prefix); err != nil {
 		t.Fatal(err)
 	}
-	r := &runner{t: t, sc: sc, c: c, w: w, beats: beats, rng: rand.New(rand.NewPCG(sc.seed, sc.seed^0x5eed))}
+	r := &runner{t: t, sc: sc, c: c, w: w, beats: beats, bins: vers, rng: rand.New(rand.NewPCG(sc.seed, sc.seed^0x5eed))}
 	t.Logf("%s: seed %d, ttl %s, %d faults, logs in %s", sc.name, sc.seed, sc.ttl, len(sc.faults), c.Dir)
 
 	// Warm-up: every job has run once, then the schedule's own warm-up.
@@ -134,13 +158,17 @@ func runScenario(t *testing.T, sc scenario) outcome {
 	hist.Chains, hist.Notify = chains, notified
 	hist.Notify.Seen = r.notificationsSeen(rcv)
 	hist.Rates = workloadRates
+	hist.Restarts, hist.RequireResumed = r.restarts, sc.requireResumed
 	rep := Check(hist)
 	r.dumpStalled(rep.Violations)
 	rep.Violations = append(r.problems, rep.Violations...)
+	if sc.safetyOnly {
+		splitLiveness(rep)
+	}
 	sum := r.summary(rep)
 	t.Log(sum)
 	fmt.Println(sum)
-	return outcome{report: rep, summary: sum}
+	return outcome{report: rep, summary: sum, history: hist}
 }
 
 func failoverNote(f injected) string {
@@ -351,7 +379,7 @@ func (r *runner) inject(kind faultKind) injected {
 			r.resumes = append(r.resumes, run.Start.Sub(up))
 		}
 	default:
-		if !r.injectEdge(&f, must) {
+		if !r.injectEdge(&f, must) && !r.injectRoll(&f, must) {
 			r.t.Fatalf("unknown fault %q", kind)
 		}
 	}
@@ -400,17 +428,19 @@ func (r *runner) history(jobs []Job, resources map[string]int, ticksFrom, healed
 	defer cli.Close()
 	ctx, cancel := r.ctx(30 * time.Second)
 	defer cancel()
-	records := map[string]runs.Record{}
+	records, recordedAt := map[string]runs.Record{}, map[string]time.Time{}
 	resp, err := cli.Get(ctx, keys.New(prefix).Runs(), clientv3.WithPrefix())
 	if err != nil {
 		r.t.Fatal(err)
 	}
+	obs := r.w.Observer()
 	for _, kv := range resp.Kvs {
 		rec, err := runs.DecodeRecord(kv.Value)
 		if err != nil {
 			r.t.Fatalf("record %s: %v", kv.Key, err)
 		}
 		records[rec.RunID] = rec
+		recordedAt[rec.RunID] = obs.RevisionTime(kv.CreateRevision)
 	}
 	// Ticks still queued (pending or running) are accounted for too.
 	queued, err := cli.Get(ctx, keys.New(prefix).Queue(), clientv3.WithPrefix(), clientv3.WithKeysOnly())
@@ -425,7 +455,6 @@ func (r *runner) history(jobs []Job, resources map[string]int, ticksFrom, healed
 	}
 	margin := 2*r.sc.ttl + 3*time.Second
 	var windows []Window
-	obs := r.w.Observer()
 	for _, f := range r.faults {
 		if !f.leader {
 			continue
@@ -437,7 +466,7 @@ func (r *runner) history(jobs []Job, resources map[string]int, ticksFrom, healed
 		windows = append(windows, Window{f.start.Add(-time.Second), to.Add(margin)})
 	}
 	return &History{
-		Jobs: jobs, Resources: resources, Runs: r.w.Runs(), Records: records,
+		Jobs: jobs, Resources: resources, Runs: r.w.Runs(), Records: records, RecordedAt: recordedAt, SessionTTL: r.sc.ttl,
 		TicksFrom: ticksFrom, TicksUntil: now.Add(-5 * time.Second),
 		Failover: windows, EtcdDown: r.etcdDown, RunStartGrace: r.sc.ttl,
 		Freezes: r.freezes, SlotPeaks: obs.MaxSlots(), Healed: healed, Now: now,
@@ -479,10 +508,12 @@ func (r *runner) summary(rep *Report) string {
 	revs, restarts := r.w.Observer().Revisions()
 	return fmt.Sprintf("fault summary %s: faults=%d runs=%d violations=%d rejected_stale_tokens=%d superseded=%d "+
 		"ticks=%d ticks_lost_in_failover=%d failover(kill-leader) min/median/max=%s resume_after_etcd=%s watched_revisions=%d watch_restarts=%d "+
-		"chained_runs=%d notifications=%d exec_kill_checks=%d rate_window_violations=%d rate_starts_excused=%d key_violations=%d cancelled_first=%d",
+		"chained_runs=%d notifications=%d exec_kill_checks=%d rate_window_violations=%d rate_starts_excused=%d key_violations=%d cancelled_first=%d "+
+		"ticks_accounted=%d restarts=%d %s unenforced=%d",
 		r.sc.name, len(r.faults), rep.RunsChecked, len(rep.Violations), rep.Rejected, rep.Superseded,
 		rep.TicksChecked, rep.TicksLost, spread(kills), spread(r.resumes), revs, restarts, rep.ChainRuns, rep.Notified, r.beatChecks,
-		rep.RateWindows, rep.ExcusedRate, rep.KeyViolations, rep.CancelledFirst)
+		rep.RateWindows, rep.ExcusedRate, rep.KeyViolations, rep.CancelledFirst,
+		rep.TicksAccounted, len(r.restarts), rep.Cuts, len(rep.Unenforced))
 }
 
 func spread(ds []time.Duration) string {

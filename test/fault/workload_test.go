@@ -11,6 +11,9 @@ import (
 
 const prefix = "/fault/"
 
+// startingDeadline is every scheduled job's starting_deadline.
+const startingDeadline = 30 * time.Second
+
 // workloadRates are the rate windows of the workload's resources.
 var workloadRates = map[string]Rate{"metered": {Count: 4, Per: 2 * time.Second}}
 
@@ -94,11 +97,12 @@ jobs:
     schedule: "@every %s"
     max_concurrency: %d
     catch_up: %s
-    starting_deadline: 30s
+    starting_deadline: %s
     history_limit: 100000
     skipped_history_limit: 100000
     %s
-`, j.Name, j.Every, j.MaxConcurrency, j.CatchUp, j.yaml)
+`, j.Name, j.Every, j.MaxConcurrency, j.CatchUp, startingDeadline, j.yaml)
+		j.StartingDeadline = startingDeadline
 		out = append(out, j.Job)
 	}
 	fmt.Fprintf(&b, `  - name: chained
