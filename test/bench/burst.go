@@ -151,7 +151,7 @@ func burstJobs(step string, n int) []jobSpec {
 // cursors deleted).
 func burstOurs(ctx context.Context, e *env, bc burstConfig, n int) (burstSide, error) {
 	side := burstSide{Engine: "ours", Jobs: n, Procs: len(e.c.Replicas)}
-	if err := e.compact(ctx); err != nil {
+	if err := e.freshWitness(ctx); err != nil {
 		return side, err
 	}
 	e.steps++
@@ -182,7 +182,7 @@ func burstOurs(ctx context.Context, e *env, bc burstConfig, n int) (burstSide, e
 // (the replicas idle, with no job) and measures them as burstOurs does.
 func burstReference(ctx context.Context, e *env, bc burstConfig, n int) (burstSide, error) {
 	side := burstSide{Engine: "reference", Jobs: n, Procs: refProcsCount}
-	if err := e.compact(ctx); err != nil {
+	if err := e.freshWitness(ctx); err != nil {
 		return side, err
 	}
 	e.steps++
@@ -200,4 +200,20 @@ func burstReference(ctx context.Context, e *env, bc burstConfig, n int) (burstSi
 	err = measureBurst(ctx, e, &side, burstWindow{procs: procs.pids(), jobPrefix: step, window: bc.window, grace: bc.grace})
 	logf("burst: %s", side.describe())
 	return side, err
+}
+
+// freshWitness compacts etcd and gives the step a witness of its own: a
+// burst step's thousands of runs a second would otherwise pile up in one
+// witness over the whole scenario. The step's config names the new one.
+func (e *env) freshWitness(ctx context.Context) error {
+	if err := e.compact(ctx); err != nil {
+		return err
+	}
+	w, err := cluster.StartWitness(cluster.WitnessOptions{})
+	if err != nil {
+		return err
+	}
+	e.w.Close()
+	e.w = w
+	return nil
 }

@@ -233,3 +233,22 @@ func TestCeilingNeedsDeliveryAndP99(t *testing.T) {
 		t.Errorf("ceiling %d, want 500", c)
 	}
 }
+
+// Replicas without scheduler_watch_events_total (a commit before it, or
+// the reference) show "-", not zero events.
+func TestApplyEventsOnlyWhereCounted(t *testing.T) {
+	tl := burstTally{due: 100, delivered: 100, runs: 100}
+	var with, without burstSide
+	with.Seconds, with.Procs, without.Seconds, without.Procs = 1, 3, 1, 3
+	with.apply(tl, map[string]float64{watchEvents: 600, mvccPut: 300, mvccRange: 300}, 3)
+	without.apply(tl, map[string]float64{mvccPut: 300, mvccRange: 300}, 3)
+	if !with.EventsCounted || with.EventsPerProcRn != 2 || events(with) != "2.00" {
+		t.Errorf("counted: %v, %v per replica per run, %q", with.EventsCounted, with.EventsPerProcRn, events(with))
+	}
+	if without.EventsCounted || events(without) != "-" {
+		t.Errorf("not counted: %v, %q", without.EventsCounted, events(without))
+	}
+	if with.IndexOpsPerRun != 2 {
+		t.Errorf("index ops per run %v, want (300 + 300) / 3 members / 100 runs = 2", with.IndexOpsPerRun)
+	}
+}

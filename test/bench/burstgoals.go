@@ -77,8 +77,8 @@ func cpuGoal(b *burstResult) goal {
 		return g
 	}
 	r := st.Ours.cpuPerRun() / st.Ref.cpuPerRun()
-	g.Measured = fmt.Sprintf("ours %s ms, reference %s ms; index ops per run %.2f / %.2f; revisions per run %.3f / %.3f; events decoded per replica per run %.2f; %s",
-		cpuMs(st.Ours), cpuMs(*st.Ref), st.Ours.IndexOpsPerRun, st.Ref.IndexOpsPerRun, st.Ours.RevsPerRun, st.Ref.RevsPerRun, st.Ours.EventsPerProcRn, hostNote(st.Ours.CPU))
+	g.Measured = fmt.Sprintf("ours %s ms, reference %s ms; index ops per run %.2f / %.2f; revisions per run %.3f / %.3f; events decoded per replica per run %s; %s",
+		cpuMs(st.Ours), cpuMs(*st.Ref), st.Ours.IndexOpsPerRun, st.Ref.IndexOpsPerRun, st.Ours.RevsPerRun, st.Ref.RevsPerRun, events(st.Ours), hostNote(st.Ours.CPU))
 	return measuredGoal(g, r, r <= goalBurstCPURatio)
 }
 
@@ -149,7 +149,7 @@ func replicasGoal(b *burstResult) goal {
 		return g
 	}
 	r := more.ProcCPUPerRun / base.ProcCPUPerRun
-	g.Measured = fmt.Sprintf("%.3f ms at %d replicas (events per replica per run %.2f), %.3f ms at %d (%.2f)",
-		more.ProcCPUPerRun, goalReplicasMore, more.EventsPerProcRn, base.ProcCPUPerRun, goalReplicasBase, base.EventsPerProcRn)
+	g.Measured = fmt.Sprintf("%.3f ms at %d replicas (events per replica per run %s), %.3f ms at %d (%s)",
+		more.ProcCPUPerRun, goalReplicasMore, events(*more), base.ProcCPUPerRun, goalReplicasBase, events(*base))
 	return measuredGoal(g, r, r <= goalReplicasCPURatio)
 }

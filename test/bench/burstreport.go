@@ -6,6 +6,15 @@ import (
 	"text/tabwriter"
 )
 
+// events is the events decoded per replica per run, or "-" where the
+// replicas do not count them.
+func events(s burstSide) string {
+	if !s.EventsCounted {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", s.EventsPerProcRn)
+}
+
 // rows are the burst scenario's lines of the figures table: one a step.
 func (r burstResult) rows() []row {
 	var out []row
@@ -45,14 +54,14 @@ func printBurst(w io.Writer, reports []report) {
 		if st.Ref != nil {
 			ref = *st.Ref
 		}
-		fmt.Fprintf(tw, "| %d\t %.0f / %.0f\t %s / %s\t %s\t %s\t %d (%.0f) / %d\t %s\t %s\t %.3f / %.3f\t %.2f / %.2f\t %.2f\t\n",
+		fmt.Fprintf(tw, "| %d\t %.0f / %.0f\t %s / %s\t %s\t %s\t %d (%.0f) / %d\t %s\t %s\t %.3f / %.3f\t %.2f / %.2f\t %s\t\n",
 			st.Jobs, st.Ours.RunsPerSec, ref.RunsPerSec, pct(st.Ours.DeliveredFrac), pct(ref.DeliveredFrac),
 			lateMs(st.Ours.Lateness), lateMs(ref.Lateness), st.Ours.Missed, st.Ours.Skipped, ref.Missed,
-			cpuMs(st.Ours), cpuMs(ref), st.Ours.RevsPerRun, ref.RevsPerRun, st.Ours.IndexOpsPerRun, ref.IndexOpsPerRun, st.Ours.EventsPerProcRn)
+			cpuMs(st.Ours), cpuMs(ref), st.Ours.RevsPerRun, ref.RevsPerRun, st.Ours.IndexOpsPerRun, ref.IndexOpsPerRun, events(st.Ours))
 	}
 	extra := func(label string, s burstSide) {
-		fmt.Fprintf(tw, "| %d (%s)\t %.0f / -\t %s / -\t %s\t -\t %d (%.0f) / -\t %s\t -\t %.3f / -\t %.2f / -\t %.2f\t\n",
-			s.Jobs, label, s.RunsPerSec, pct(s.DeliveredFrac), lateMs(s.Lateness), s.Missed, s.Skipped, cpuMs(s), s.RevsPerRun, s.IndexOpsPerRun, s.EventsPerProcRn)
+		fmt.Fprintf(tw, "| %d (%s)\t %.0f / -\t %s / -\t %s\t -\t %d (%.0f) / -\t %s\t -\t %.3f / -\t %.2f / -\t %s\t\n",
+			s.Jobs, label, s.RunsPerSec, pct(s.DeliveredFrac), lateMs(s.Lateness), s.Missed, s.Skipped, cpuMs(s), s.RevsPerRun, s.IndexOpsPerRun, events(s))
 	}
 	if b.Overload != nil {
 		extra(fmt.Sprintf("overload: twice our ceiling of %d", b.CeilingOurs), *b.Overload)

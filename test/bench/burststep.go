@@ -45,10 +45,13 @@ type burstSide struct {
 	RevsPerRun    float64            `json:"revisions_per_run"`
 	// MVCC: the members' etcd_mvcc_* deltas, summed over the members and
 	// divided by their number (every member applies every write).
-	MVCC            map[string]float64 `json:"mvcc_per_member"`
-	IndexOpsPerRun  float64            `json:"index_ops_per_run"`
-	WatchEvents     float64            `json:"watch_events"`
-	EventsPerProcRn float64            `json:"events_per_replica_per_run"`
+	MVCC           map[string]float64 `json:"mvcc_per_member"`
+	IndexOpsPerRun float64            `json:"index_ops_per_run"`
+	// EventsCounted: the replicas export scheduler_watch_events_total
+	// (not before it was added, nor the reference).
+	EventsCounted   bool    `json:"events_counted"`
+	WatchEvents     float64 `json:"watch_events"`
+	EventsPerProcRn float64 `json:"events_per_replica_per_run"`
 }
 
 // cpuPerRun is etcd's and the processes' CPU per run, in ms.
@@ -172,7 +175,7 @@ func (s *burstSide) apply(tl burstTally, d map[string]float64, members int) {
 	s.RunsPerSec = float64(s.Runs) / s.Seconds
 	s.Skipped, s.MissedRecorded = d[runsSkipped], d[runsMissed]
 	s.Revisions = int64(d["revision"])
-	s.WatchEvents = d[watchEvents]
+	s.WatchEvents, s.EventsCounted = d[watchEvents]
 	s.MVCC = map[string]float64{}
 	for _, k := range []string{mvccRange, mvccPut, mvccDelete, mvccTxn} {
 		s.MVCC[strings.TrimPrefix(k, "etcd_mvcc_")] = d[k] / float64(members)
@@ -185,7 +188,7 @@ func (s *burstSide) apply(tl burstTally, d map[string]float64, members int) {
 	s.ProcCPUPerRun = s.CPU["procs"] * s.Seconds * 1000 / runs
 	s.RevsPerRun = float64(s.Revisions) / runs
 	s.IndexOpsPerRun = (d[mvccRange] + d[mvccPut] + d[mvccDelete]) / float64(members) / runs
-	if s.Procs > 0 {
+	if s.Procs > 0 && s.EventsCounted {
 		s.EventsPerProcRn = s.WatchEvents / float64(s.Procs) / runs
 	}
 }
@@ -243,6 +246,6 @@ func sleepUntil(ctx context.Context, t time.Time) error {
 
 // describe is the side's one-line summary for the progress log.
 func (s burstSide) describe() string {
-	return fmt.Sprintf("%s %d jobs: %.0f runs/s, delivered %s, lateness %s, missed %d (recorded skipped %.0f), cpu ms/run etcd %.3f + procs %.3f, revs/run %.3f, index ops/run %.2f, events/replica/run %.2f",
-		s.Engine, s.Jobs, s.RunsPerSec, pct(s.DeliveredFrac), s.Lateness, s.Missed, s.Skipped, s.EtcdCPUPerRun, s.ProcCPUPerRun, s.RevsPerRun, s.IndexOpsPerRun, s.EventsPerProcRn)
+	return fmt.Sprintf("%s %d jobs: %.0f runs/s, delivered %s, lateness %s, missed %d (recorded skipped %.0f), cpu ms/run etcd %.3f + procs %.3f, revs/run %.3f, index ops/run %.2f, events/replica/run %s",
+		s.Engine, s.Jobs, s.RunsPerSec, pct(s.DeliveredFrac), s.Lateness, s.Missed, s.Skipped, s.EtcdCPUPerRun, s.ProcCPUPerRun, s.RevsPerRun, s.IndexOpsPerRun, events(s))
 }
