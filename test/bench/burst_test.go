@@ -208,8 +208,8 @@ func TestParseRefWorker(t *testing.T) {
 	}
 }
 
-// Counters read a second before the window and at its end are scaled to
-// the window by when they were read.
+// Counters read before the window and at its end are scaled to the window
+// by when they were read.
 func TestPerWindow(t *testing.T) {
 	before := map[string]float64{"time": 100, "revision": 1000, watchEvents: 50}
 	after := map[string]float64{"time": 105, "revision": 1500, watchEvents: 550}

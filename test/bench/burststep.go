@@ -86,12 +86,13 @@ type burstWindow struct {
 // the grace for late arrivals of its ticks and tallies the witness.
 func measureBurst(ctx context.Context, e *env, side *burstSide, w burstWindow) error {
 	secs := max(1, int(w.window/time.Second))
-	t0 := time.Now().Truncate(time.Second).Add(2 * time.Second)
+	t0 := time.Now().Truncate(time.Second).Add(4 * time.Second)
 	t1 := t0.Add(time.Duration(secs) * time.Second)
-	// The counters are read just before the window and just after it, so
-	// that rendering the replicas' metrics is not in the CPU figures;
-	// perWindow scales their changes to the window.
-	if err := sleepUntil(ctx, t0.Add(-time.Second)); err != nil {
+	// The counters are read before the window (rendering the metrics of
+	// thousands of jobs takes a while) and as it ends, so that the reads
+	// are not in the CPU figures; perWindow scales their changes to the
+	// window.
+	if err := sleepUntil(ctx, t0.Add(-3*time.Second)); err != nil {
 		return err
 	}
 	before, err := e.burstCounters(ctx, w.replicaURL)
