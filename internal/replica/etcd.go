@@ -15,6 +15,7 @@ import (
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
 
 	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/embedetcd"
@@ -39,11 +40,13 @@ func startEmbedded(ctx context.Context, cfg config.Cluster, logger *slog.Logger)
 // connect builds the etcd client, with TLS and username/password when the
 // config has them. Settings that can never work are refused here: a TLS
 // handshake either side rejects (see probeTLS), tls set with http://
-// endpoints, a username without a password, wrong credentials.
-func connect(ctx context.Context, cfg config.Etcd, endpoints []string) (*clientv3.Client, error) {
+// endpoints, a username without a password, wrong credentials. dial adds
+// gRPC options (the watch event counter).
+func connect(ctx context.Context, cfg config.Etcd, endpoints []string, dial ...grpc.DialOption) (*clientv3.Client, error) {
 	cc := clientv3.Config{
 		Endpoints:   endpoints,
 		DialTimeout: cfg.DialTimeout.D(),
+		DialOptions: dial,
 		Logger:      zap.NewNop(),
 		// Keepalive pings let a dead connection surface as an error rather
 		// than a request that hangs.

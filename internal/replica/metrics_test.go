@@ -54,6 +54,7 @@ func TestMetricsOfSpec(t *testing.T) {
 		`scheduler_session_lost_total 0`,
 		`scheduler_config_reloads_total{result="error"} 0`,
 		`scheduler_config_reloads_total{result="success"} 0`,
+		`scheduler_watch_events_total `,
 		`go_goroutines `,
 		`process_cpu_seconds_total `,
 	}
@@ -68,6 +69,10 @@ func TestMetricsOfSpec(t *testing.T) {
 			if !hasLinePrefix(scrape, w) {
 				return false, "missing " + w
 			}
+		}
+		// The run came through the replica's watches.
+		if hasLinePrefix(scrape, "scheduler_watch_events_total 0") {
+			return false, "no watch event counted"
 		}
 		return true, ""
 	})

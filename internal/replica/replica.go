@@ -22,6 +22,7 @@ import (
 	"github.com/etcdsched/scheduler/internal/api"
 	"github.com/etcdsched/scheduler/internal/embedetcd"
 	"github.com/etcdsched/scheduler/internal/keys"
+	"github.com/etcdsched/scheduler/internal/watch"
 )
 
 // Options are what main hands over.
@@ -147,7 +148,11 @@ func (r *replica) start(ctx context.Context, reg *prometheus.Registry) (err erro
 		})
 		r.endpoints = r.embedded.Endpoints()
 	}
-	r.client, err = connect(ctx, cfg.Cluster.Etcd, r.endpoints)
+	countEvents, err := watch.EventCounter(reg)
+	if err != nil {
+		return err
+	}
+	r.client, err = connect(ctx, cfg.Cluster.Etcd, r.endpoints, countEvents)
 	if err != nil {
 		return err
 	}

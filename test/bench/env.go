@@ -23,6 +23,7 @@ const prefix = "/scheduler/"
 type settings struct {
 	SessionTTL  time.Duration
 	MaxParallel int
+	Replicas    int // scheduler processes; 0: cluster's default (3)
 }
 
 // jobSpec is one job of a generated config.
@@ -36,6 +37,10 @@ type jobSpec struct {
 	// failover step reads each skipped tick's record to say why it did not
 	// run, and the default 20 prunes most of a TTL's worth of them.
 	SkippedHistory int
+	// DefaultDeadlines leaves timeout and starting_deadline at their
+	// defaults (the burst scenario: a tick too late is recorded as a user's
+	// config would record it).
+	DefaultDeadlines bool
 }
 
 // configYAML writes the scheduler config for jobs, all HTTP jobs against url.
@@ -67,7 +72,10 @@ worker:
 		if j.SkippedHistory > 0 {
 			fmt.Fprintf(&b, "    skipped_history_limit: %d\n", j.SkippedHistory)
 		}
-		fmt.Fprintf(&b, "    timeout: 10s\n    starting_deadline: 30s\n    http: {method: POST, url: %q}\n", url)
+		if !j.DefaultDeadlines {
+			b.WriteString("    timeout: 10s\n    starting_deadline: 30s\n")
+		}
+		fmt.Fprintf(&b, "    http: {method: POST, url: %q}\n", url)
 	}
 	return b.String()
 }
@@ -97,7 +105,8 @@ func startEnv(ctx context.Context, bins cluster.Binaries, dir string, s settings
 	if err != nil {
 		return nil, err
 	}
-	c, err := cluster.Start(ctx, cluster.Options{Dir: dir, Binaries: bins, Config: configYAML(s, w.URL(""), jobs(w.URL("")))})
+	c, err := cluster.Start(ctx, cluster.Options{Dir: dir, Binaries: bins, Replicas: s.Replicas,
+		Config: configYAML(s, w.URL(""), jobs(w.URL("")))})
 	if err != nil {
 		w.Close()
 		return nil, fmt.Errorf("%w\n%s", err, cluster.TailLogs(dir, 20))

@@ -76,17 +76,6 @@ type floorResult struct {
 // member's 3 compares along the path), to show where batching levels off.
 var floorSteps = []struct{ batch, watchers int }{{1, 0}, {8, 0}, {64, 0}, {120, 0}, {120, 3}}
 
-// best is the step with the least etcd CPU per run.
-func (r floorResult) best() (floorStep, bool) {
-	var b floorStep
-	for _, s := range r.Steps {
-		if s.Runs > 0 && (b.Runs == 0 || s.EtcdCPUPerRun < b.EtcdCPUPerRun) {
-			b = s
-		}
-	}
-	return b, b.Runs > 0
-}
-
 func floor(ctx context.Context, e *env, limit limitResult, d time.Duration) (floorResult, error) {
 	res := floorResult{Limit: limit}
 	for _, s := range floorSteps {

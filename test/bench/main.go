@@ -7,9 +7,11 @@
 //	go run ./test/bench -scenario throughput -jobs 500,1000 -duration 10s
 //	go run ./test/bench -scenario scale -scale-jobs 10000 -json-only
 //	go run ./test/bench -scenario cores -cores 1,2 -cores-jobs 1500
+//	go run ./test/bench -scenario burst -burst-jobs 100,300 -warmup 2s -duration 4s
 //
 // Scenarios: limit (raw etcd transactions), floor (what etcd spends on the
 // fewest transactions the safety rules allow a run), throughput, lateness, failover,
+// burst (every job due on the same second, beside bare reference processes),
 // scale, cores (etcd pinned to 1, then 2 cores). One JSON object per
 // scenario goes to stdout, then one for the goals (scenario "goals", with
 // the header: command, commit, date, machine, load average); then, as
@@ -54,9 +56,17 @@ type flags struct {
 	pprof     bool
 	logLevel  string
 	timeout   time.Duration
+	burst     burstConfig
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == refWorkerCommand {
+		if err := refWorker(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
@@ -65,21 +75,26 @@ func main() {
 
 func run() error {
 	var f flags
-	var jobs, rates, scaleJobs, coreCounts string
-	flag.StringVar(&f.scenario, "scenario", "all", "all, or a comma list of: limit, floor, throughput, lateness, failover, scale, cores")
+	var jobs, rates, scaleJobs, coreCounts, burstJobs, replicas string
+	flag.StringVar(&f.scenario, "scenario", "all", "all, or a comma list of: limit, floor, throughput, lateness, failover, burst, scale, cores")
 	flag.StringVar(&jobs, "jobs", "500,1000,1250,1500,2000", "throughput: job counts, each a step (@every 1s jobs: runs/s offered)")
 	flag.StringVar(&rates, "rates", "10,100,1000", "lateness: runs per second, each a step")
 	flag.StringVar(&scaleJobs, "scale-jobs", "10000,100000", "scale: declared job counts, each its own cluster")
 	flag.StringVar(&coreCounts, "cores", "1,2", "cores: how many cores the etcd members are pinned to (taskset), each a step")
 	flag.IntVar(&f.coresJobs, "cores-jobs", 1500, "cores: jobs @every 1s of the throughput step run at each core count")
 	flag.DurationVar(&f.duration, "duration", 20*time.Second, "measurement window of each step")
+	flag.StringVar(&burstJobs, "burst-jobs", "500,1000,2000,4000,6000", "burst: jobs due every second, all on the same second, each a step (ours, then the reference)")
+	flag.DurationVar(&f.burst.warmup, "warmup", 8*time.Second, "burst: warm-up of each step before its window")
+	flag.DurationVar(&f.burst.grace, "burst-grace", 10*time.Second, "burst: how long after the window a tick due in it may still arrive and count as delivered")
+	flag.StringVar(&replicas, "replicas", "3", "burst: scheduler replicas of the steps' cluster; further counts each run one step of 1000 jobs on a cluster of their own (-replicas 3,5: issue 24's goal 6)")
+	flag.BoolVar(&f.burst.overload, "burst-overload", true, "burst: run a step at twice our ceiling (when it is not one of -burst-jobs)")
 	flag.IntVar(&f.limitConc, "limit-conc", 32, "limit: transactions in flight per client")
 	flag.BoolVar(&f.jsonOnly, "json-only", false, "print only the JSON objects")
 	flag.StringVar(&f.dir, "dir", "", "work directory for binaries, data and logs (default: a temporary one)")
 	flag.BoolVar(&f.keep, "keep", false, "keep the work directory")
 	flag.BoolVar(&f.pprof, "pprof", false, "save CPU and heap profiles of the leader into the work directory")
 	flag.StringVar(&f.logLevel, "log-level", "info", "the replicas' log level (SCHEDULER_LOG_LEVEL)")
-	flag.DurationVar(&f.timeout, "timeout", 45*time.Minute, "stop everything after this long")
+	flag.DurationVar(&f.timeout, "timeout", 60*time.Minute, "stop everything after this long")
 	flag.Parse()
 	var err error
 	if f.jobs, err = ints(jobs); err != nil {
@@ -94,6 +109,19 @@ func run() error {
 	if f.cores, err = ints(coreCounts); err != nil {
 		return fmt.Errorf("-cores: %w", err)
 	}
+	if f.burst.jobs, err = ints(burstJobs); err != nil {
+		return fmt.Errorf("-burst-jobs: %w", err)
+	}
+	if f.burst.replicas, err = ints(replicas); err != nil {
+		return fmt.Errorf("-replicas: %w", err)
+	}
+	if len(f.burst.replicas) == 0 {
+		return fmt.Errorf("-replicas %q: give a replica count, or several (3,5)", replicas)
+	}
+	f.burst.window = f.duration
+	if f.burst.warmup <= 0 || f.burst.window < time.Second || f.burst.grace < 0 {
+		return fmt.Errorf("burst: -warmup %s must be > 0, -duration %s at least 1s, -burst-grace %s not negative", f.burst.warmup, f.burst.window, f.burst.grace)
+	}
 	if f.coresJobs <= 0 {
 		return fmt.Errorf("-cores-jobs: %d is not a positive number", f.coresJobs)
 	}
@@ -101,10 +129,10 @@ func run() error {
 	for _, s := range strings.Split(f.scenario, ",") {
 		switch s {
 		case "all":
-			for _, k := range []string{"limit", "floor", "throughput", "lateness", "failover", "scale", "cores"} {
+			for _, k := range []string{"limit", "floor", "throughput", "lateness", "failover", "burst", "scale", "cores"} {
 				want[k] = true
 			}
-		case "limit", "floor", "throughput", "lateness", "failover", "scale", "cores":
+		case "limit", "floor", "throughput", "lateness", "failover", "burst", "scale", "cores":
 			want[s] = true
 		default:
 			return fmt.Errorf("-scenario %q: unknown", s)
@@ -153,6 +181,15 @@ func run() error {
 			errs = append(errs, err)
 		}
 	}
+	if want["burst"] {
+		r, err := burst(ctx, f, bins)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("burst: %w", err))
+		}
+		if len(r.Steps) > 0 {
+			emit(report{Scenario: "burst", Data: r, Rows: r.rows()})
+		}
+	}
 	if want["cores"] {
 		r, err := cores(ctx, f, bins)
 		if err != nil {
@@ -183,6 +220,7 @@ func run() error {
 		printGoals(os.Stdout, goals)
 		fmt.Println()
 		printTable(os.Stdout, reports)
+		printBurst(os.Stdout, reports)
 	}
 	return errors.Join(errs...)
 }

@@ -1,0 +1,219 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/etcdsched/scheduler/test/cluster"
+)
+
+// The burst scenario (issue 24): N jobs "* * * * * *" (every second,
+// jitter 0), every one due on the same whole second, against the witness;
+// beside each step, on the same etcd, the reference: bare processes doing
+// per trigger what a lean etcd scheduler does (refWorker).
+
+// burstStep is one N: ours, then the reference.
+type burstStep struct {
+	Jobs int        `json:"jobs"`
+	Ours burstSide  `json:"ours"`
+	Ref  *burstSide `json:"reference,omitempty"`
+}
+
+type burstResult struct {
+	Replicas int    `json:"replicas"`
+	RefProcs int    `json:"reference_processes"`
+	Warmup   string `json:"warmup"`
+	Window   string `json:"window"`
+	Grace    string `json:"grace"`
+	// Steps: each -burst-jobs count, ours and the reference.
+	Steps []burstStep `json:"steps"`
+	// Ceilings: the largest N held (>= 98% of ticks delivered, p99 < 1 s),
+	// 0 when none was; LargestStep bounds them.
+	CeilingOurs int `json:"ceiling_ours"`
+	CeilingRef  int `json:"ceiling_reference"`
+	LargestStep int `json:"largest_step"`
+	// Overload: ours at twice its ceiling (a step of Steps when there is
+	// one at that N).
+	Overload *burstSide `json:"overload,omitempty"`
+	// ReplicaSteps: ours at goalReplicasJobs on a cluster of each further
+	// -replicas count.
+	ReplicaSteps []burstSide `json:"replica_steps,omitempty"`
+}
+
+// burstConfig is what the flags say about the scenario.
+type burstConfig struct {
+	jobs     []int
+	replicas []int // the first: the steps' cluster; the rest: goal 6
+	warmup   time.Duration
+	window   time.Duration
+	grace    time.Duration
+	overload bool
+}
+
+// refProcsCount: the peer runs three replicas.
+const refProcsCount = 3
+
+func burst(ctx context.Context, f flags, bins cluster.Binaries) (burstResult, error) {
+	bc := f.burst
+	res := burstResult{Replicas: bc.replicas[0], RefProcs: refProcsCount, Warmup: bc.warmup.String(), Window: bc.window.String(), Grace: bc.grace.String()}
+	if err := burstSteps(ctx, f, bins, &res); err != nil {
+		return res, err
+	}
+	for _, k := range bc.replicas[1:] {
+		e, err := startBurstEnv(ctx, f, bins, k)
+		if err != nil {
+			return res, err
+		}
+		s, err := burstOurs(ctx, e, bc, goalReplicasJobs)
+		e.close()
+		if err != nil {
+			return res, err
+		}
+		res.ReplicaSteps = append(res.ReplicaSteps, s)
+	}
+	return res, nil
+}
+
+// burstSteps runs every step, ours then the reference, and the overload
+// step, on one cluster.
+func burstSteps(ctx context.Context, f flags, bins cluster.Binaries, res *burstResult) error {
+	bc := f.burst
+	e, err := startBurstEnv(ctx, f, bins, res.Replicas)
+	if err != nil {
+		return err
+	}
+	defer e.close()
+	var ours, refs []burstSide
+	for _, n := range bc.jobs {
+		st := burstStep{Jobs: n}
+		if st.Ours, err = burstOurs(ctx, e, bc, n); err != nil {
+			return err
+		}
+		ref, err := burstReference(ctx, e, bc, n)
+		if err != nil {
+			return err
+		}
+		st.Ref = &ref
+		res.Steps = append(res.Steps, st)
+		ours, refs = append(ours, st.Ours), append(refs, ref)
+		res.LargestStep = max(res.LargestStep, n)
+	}
+	res.CeilingOurs, res.CeilingRef = ceiling(ours), ceiling(refs)
+	if !bc.overload || res.CeilingOurs == 0 {
+		return nil
+	}
+	n := 2 * res.CeilingOurs
+	for i := range ours {
+		if ours[i].Jobs == n {
+			res.Overload = &ours[i]
+			return nil
+		}
+	}
+	logf("burst: overload: %d jobs, twice our ceiling", n)
+	o, err := burstOurs(ctx, e, bc, n)
+	if err != nil {
+		return err
+	}
+	res.Overload = &o
+	return nil
+}
+
+func startBurstEnv(ctx context.Context, f flags, bins cluster.Binaries, replicas int) (*env, error) {
+	logf("burst: starting 3 etcd members and %d replicas", replicas)
+	return startEnv(ctx, bins, filepath.Join(f.dir, fmt.Sprintf("burst-%d", replicas)),
+		settings{SessionTTL: 5 * time.Second, MaxParallel: 256, Replicas: replicas}, func(string) []jobSpec { return nil })
+}
+
+// ceiling is the largest N a side held.
+func ceiling(sides []burstSide) int {
+	out := 0
+	for _, s := range sides {
+		if s.held() {
+			out = max(out, s.Jobs)
+		}
+	}
+	return out
+}
+
+// burstJobs are n jobs due every second, named after their step.
+func burstJobs(step string, n int) []jobSpec {
+	jobs := make([]jobSpec, n)
+	for i := range jobs {
+		jobs[i] = jobSpec{Name: fmt.Sprintf("%s%05d", step, i), Schedule: "* * * * * *", DefaultDeadlines: true}
+	}
+	return jobs
+}
+
+// burstOurs declares n burst jobs on e's replicas, measures after the
+// warm-up, and removes them again (their runs drained, their records and
+// cursors deleted).
+func burstOurs(ctx context.Context, e *env, bc burstConfig, n int) (burstSide, error) {
+	side := burstSide{Engine: "ours", Jobs: n, Procs: len(e.c.Replicas)}
+	if err := e.freshWitness(ctx); err != nil {
+		return side, err
+	}
+	e.steps++
+	step := fmt.Sprintf("b%d-", e.steps)
+	logf("burst: ours, %d jobs every second, %d replicas: %s warm-up, %s window", n, side.Procs, bc.warmup, bc.window)
+	if err := e.reload(ctx, burstJobs(step, n)); err != nil {
+		return side, err
+	}
+	defer func() {
+		if err := e.reload(ctx, nil); err == nil {
+			e.drain(ctx)
+			e.forget(ctx)
+		}
+	}()
+	if err := sleepUntil(ctx, time.Now().Add(bc.warmup)); err != nil {
+		return side, err
+	}
+	var procs []int
+	for _, r := range e.c.Replicas {
+		procs = append(procs, r.Pid())
+	}
+	err := measureBurst(ctx, e, &side, burstWindow{procs: procs, replicaURL: e.replicaMetricURLs(), jobPrefix: step, window: bc.window, grace: bc.grace})
+	logf("burst: %s", side.describe())
+	return side, err
+}
+
+// burstReference runs the reference's processes with n jobs on e's etcd
+// (the replicas idle, with no job) and measures them as burstOurs does.
+func burstReference(ctx context.Context, e *env, bc burstConfig, n int) (burstSide, error) {
+	side := burstSide{Engine: "reference", Jobs: n, Procs: refProcsCount}
+	if err := e.freshWitness(ctx); err != nil {
+		return side, err
+	}
+	e.steps++
+	step := fmt.Sprintf("bref%d-", e.steps)
+	logf("burst: reference, %d jobs every second, %d processes", n, side.Procs)
+	procs, err := startReference(ctx, e, n, refProcsCount, step)
+	if err != nil {
+		return side, err
+	}
+	defer e.forgetReference(ctx)
+	defer procs.stop()
+	if err := sleepUntil(ctx, time.Now().Add(bc.warmup)); err != nil {
+		return side, err
+	}
+	err = measureBurst(ctx, e, &side, burstWindow{procs: procs.pids(), jobPrefix: step, window: bc.window, grace: bc.grace})
+	logf("burst: %s", side.describe())
+	return side, err
+}
+
+// freshWitness compacts etcd and gives the step a witness of its own: a
+// burst step's thousands of runs a second would otherwise pile up in one
+// witness over the whole scenario. The step's config names the new one.
+func (e *env) freshWitness(ctx context.Context) error {
+	if err := e.compact(ctx); err != nil {
+		return err
+	}
+	w, err := cluster.StartWitness(cluster.WitnessOptions{})
+	if err != nil {
+		return err
+	}
+	e.w.Close()
+	e.w = w
+	return nil
+}

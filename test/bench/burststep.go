@@ -1,0 +1,252 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/etcdsched/scheduler/test/cluster"
+)
+
+// burstSide is one engine's figures at one step of the burst scenario:
+// ours (the replicas) or the reference (bare processes), measured the same
+// way over a window of whole seconds.
+type burstSide struct {
+	Engine  string  `json:"engine"` // "ours" or "reference"
+	Jobs    int     `json:"jobs"`
+	Procs   int     `json:"processes"` // replicas, or reference processes
+	Seconds float64 `json:"seconds"`
+	// Due: ticks due in the window (jobs x its whole seconds); Delivered:
+	// those that reached the witness before the grace after the window
+	// ended; Missed the rest; Duplicates: arrivals of a tick already
+	// delivered.
+	Due           int     `json:"ticks_due"`
+	Delivered     int     `json:"ticks_delivered"`
+	DeliveredFrac float64 `json:"delivered_fraction"`
+	Missed        int     `json:"ticks_missed"`
+	Duplicates    int     `json:"duplicates"`
+	// Skipped and MissedRecorded: ours only, the deltas of
+	// scheduler_runs_skipped_total over the window (all reasons; reason
+	// "missed"): ticks the scheduler recorded as not run.
+	Skipped        float64 `json:"skipped_recorded"`
+	MissedRecorded float64 `json:"missed_recorded"`
+	// Runs: witness arrivals of the step's jobs within the window.
+	Runs       int     `json:"runs"`
+	RunsPerSec float64 `json:"runs_per_s"`
+	Lateness   dist    `json:"lateness"` // of the delivered ticks: arrival - due
+	// CPU by group in cores ("etcd", "procs", "bench", "other", "steal");
+	// the per-run figures are ms of CPU per run in the window.
+	CPU           map[string]float64 `json:"cpu_cores"`
+	EtcdCPUPerRun float64            `json:"etcd_cpu_ms_per_run"`
+	ProcCPUPerRun float64            `json:"procs_cpu_ms_per_run"`
+	Revisions     int64              `json:"revisions"`
+	RevsPerRun    float64            `json:"revisions_per_run"`
+	// MVCC: the members' etcd_mvcc_* deltas, summed over the members and
+	// divided by their number (every member applies every write).
+	MVCC           map[string]float64 `json:"mvcc_per_member"`
+	IndexOpsPerRun float64            `json:"index_ops_per_run"`
+	// EventsCounted: the replicas export scheduler_watch_events_total
+	// (not before it was added, nor the reference).
+	EventsCounted   bool    `json:"events_counted"`
+	WatchEvents     float64 `json:"watch_events"`
+	EventsPerProcRn float64 `json:"events_per_replica_per_run"`
+}
+
+// cpuPerRun is etcd's and the processes' CPU per run, in ms.
+func (s burstSide) cpuPerRun() float64 { return s.EtcdCPUPerRun + s.ProcCPUPerRun }
+
+// held: the step's ticks reached the target (>= 98%) with p99 < 1 s.
+func (s burstSide) held() bool {
+	return s.Due > 0 && s.DeliveredFrac >= burstHeldDelivered && s.Lateness.N > 0 && s.Lateness.P99 < burstHeldP99Ms
+}
+
+// unaccounted: ticks due that neither ran nor were recorded as skipped.
+func (s burstSide) unaccounted() float64 {
+	return max(0, float64(s.Due-s.Delivered)-s.Skipped)
+}
+
+const (
+	burstHeldDelivered = 0.98
+	burstHeldP99Ms     = 1000
+)
+
+// burstWindow is where a side is measured: its processes and the metric
+// endpoints of its replicas (none for the reference).
+type burstWindow struct {
+	procs      []int
+	replicaURL []string
+	jobPrefix  string
+	window     time.Duration
+	grace      time.Duration
+}
+
+// measureBurst measures side over a window of whole seconds, then waits
+// the grace for late arrivals of its ticks and tallies the witness.
+func measureBurst(ctx context.Context, e *env, side *burstSide, w burstWindow) error {
+	secs := max(1, int(w.window/time.Second))
+	t0 := time.Now().Truncate(time.Second).Add(4 * time.Second)
+	t1 := t0.Add(time.Duration(secs) * time.Second)
+	// The counters are read before the window (rendering the metrics of
+	// thousands of jobs takes a while) and as it ends, so that the reads
+	// are not in the CPU figures; perWindow scales their changes to the
+	// window.
+	if err := sleepUntil(ctx, t0.Add(-3*time.Second)); err != nil {
+		return err
+	}
+	before, err := e.burstCounters(ctx, w.replicaURL)
+	if err != nil {
+		return err
+	}
+	pids := map[string][]int{"bench": {os.Getpid()}, "procs": w.procs}
+	for _, m := range e.c.Members {
+		pids["etcd"] = append(pids["etcd"], m.Pid())
+	}
+	if err := sleepUntil(ctx, t0); err != nil {
+		return err
+	}
+	mark0, start := markCPU(pids), time.Now()
+	if err := sleepUntil(ctx, t1); err != nil {
+		return err
+	}
+	mark1, end := markCPU(pids), time.Now()
+	after, err := e.burstCounters(ctx, w.replicaURL)
+	if err != nil {
+		return err
+	}
+	if err := sleepUntil(ctx, t1.Add(w.grace)); err != nil {
+		return err
+	}
+	side.Seconds = float64(secs)
+	side.CPU = mark0.cores(mark1, end.Sub(start))
+	tl := tallyBurst(e.w.Runs(), w.jobPrefix, side.Jobs, t0, t1, t1.Add(w.grace))
+	side.apply(tl, perWindow(before, after, side.Seconds), len(e.c.Members))
+	return nil
+}
+
+// perWindow is each counter's change from before to after, scaled to the
+// window: the counters are read a second before it starts and as it ends,
+// and their "time" (when each read was made) says over how long they
+// changed.
+func perWindow(before, after map[string]float64, window float64) map[string]float64 {
+	span := after["time"] - before["time"]
+	out := map[string]float64{}
+	for k, v := range after {
+		if k != "time" && span > 0 {
+			out[k] = (v - before[k]) * window / span
+		}
+	}
+	return out
+}
+
+// burstCounters reads etcd's revision, the members' index counters and the
+// replicas' watch and skip counters.
+func (e *env) burstCounters(ctx context.Context, replicas []string) (map[string]float64, error) {
+	start := time.Now()
+	rev, err := e.revision(ctx)
+	if err != nil {
+		return nil, err
+	}
+	m, err := scrape(ctx, e.memberMetricURLs(), mvccRange, mvccPut, mvccDelete, mvccTxn)
+	if err != nil {
+		return nil, err
+	}
+	r, err := scrape(ctx, replicas, watchEvents, runsSkipped, runsMissed)
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range r {
+		m[k] = v
+	}
+	m["revision"] = float64(rev)
+	// The reads took a while: they are taken as made halfway.
+	m["time"] = float64(start.Add(time.Since(start)/2).UnixNano()) / 1e9
+	return m, nil
+}
+
+// apply turns the tally and the counters' deltas into the side's figures.
+func (s *burstSide) apply(tl burstTally, d map[string]float64, members int) {
+	s.Due, s.Delivered, s.Duplicates, s.Runs = tl.due, tl.delivered, tl.duplicates, tl.runs
+	s.Missed = s.Due - s.Delivered
+	if s.Due > 0 {
+		s.DeliveredFrac = float64(s.Delivered) / float64(s.Due)
+	}
+	s.Lateness = distOf(tl.lateness)
+	s.RunsPerSec = float64(s.Runs) / s.Seconds
+	s.Skipped, s.MissedRecorded = d[runsSkipped], d[runsMissed]
+	s.Revisions = int64(d["revision"])
+	s.WatchEvents, s.EventsCounted = d[watchEvents]
+	s.MVCC = map[string]float64{}
+	for _, k := range []string{mvccRange, mvccPut, mvccDelete, mvccTxn} {
+		s.MVCC[strings.TrimPrefix(k, "etcd_mvcc_")] = d[k] / float64(members)
+	}
+	if s.Runs == 0 {
+		return
+	}
+	runs := float64(s.Runs)
+	s.EtcdCPUPerRun = s.CPU["etcd"] * s.Seconds * 1000 / runs
+	s.ProcCPUPerRun = s.CPU["procs"] * s.Seconds * 1000 / runs
+	s.RevsPerRun = float64(s.Revisions) / runs
+	s.IndexOpsPerRun = (d[mvccRange] + d[mvccPut] + d[mvccDelete]) / float64(members) / runs
+	if s.Procs > 0 && s.EventsCounted {
+		s.EventsPerProcRn = s.WatchEvents / float64(s.Procs) / runs
+	}
+}
+
+// burstTally is what the witness saw of a step's ticks.
+type burstTally struct {
+	due, delivered, duplicates, runs int
+	lateness                         []time.Duration
+}
+
+// tallyBurst counts, for the jobs named jobPrefix + index (jobs of them,
+// every one due each whole second), the ticks due in [from, to), those of
+// them that arrived before until (once each; a second arrival is a
+// duplicate), their lateness, and every arrival in [from, to).
+func tallyBurst(all []cluster.Run, jobPrefix string, jobs int, from, to, until time.Time) burstTally {
+	var t burstTally
+	for s := from.Truncate(time.Second); s.Before(to); s = s.Add(time.Second) {
+		if !s.Before(from) {
+			t.due += jobs
+		}
+	}
+	seen := map[string]bool{}
+	for _, r := range all {
+		if !strings.HasPrefix(r.Job, jobPrefix) {
+			continue
+		}
+		if !r.Start.Before(from) && r.Start.Before(to) {
+			t.runs++
+		}
+		if r.ScheduledAt.Before(from) || !r.ScheduledAt.Before(to) || !r.Start.Before(until) {
+			continue
+		}
+		key := r.Job + "@" + r.ScheduledAt.Format(time.RFC3339Nano)
+		if seen[key] {
+			t.duplicates++
+			continue
+		}
+		seen[key] = true
+		t.delivered++
+		t.lateness = append(t.lateness, r.Start.Sub(r.ScheduledAt))
+	}
+	return t
+}
+
+func sleepUntil(ctx context.Context, t time.Time) error {
+	timer := time.NewTimer(time.Until(t))
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timer.C:
+		return nil
+	}
+}
+
+// describe is the side's one-line summary for the progress log.
+func (s burstSide) describe() string {
+	return fmt.Sprintf("%s %d jobs: %.0f runs/s, delivered %s, lateness %s, missed %d (recorded skipped %.0f), cpu ms/run etcd %.3f + procs %.3f, revs/run %.3f, index ops/run %.2f, events/replica/run %s",
+		s.Engine, s.Jobs, s.RunsPerSec, pct(s.DeliveredFrac), s.Lateness, s.Missed, s.Skipped, s.EtcdCPUPerRun, s.ProcCPUPerRun, s.RevsPerRun, s.IndexOpsPerRun, events(s))
+}
