@@ -3,8 +3,6 @@ package schedule
 import (
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
 	"strings"
 	"time"
 
@@ -41,6 +39,7 @@ type calendar struct {
 	name  string
 	loc   *time.Location
 	dates map[civilDate]bool
+	last  time.Time // the midnight that ends the last date
 }
 
 // ParseDate reads a date YYYY-MM-DD, refusing one that does not exist
@@ -70,6 +69,9 @@ func NewCalendar(name string, dates []string, loc *time.Location) (Exclusion, er
 			return nil, err
 		}
 		c.dates[dateOf(d)] = true
+		if end := time.Date(d.Year(), d.Month(), d.Day()+1, 0, 0, 0, 0, loc); end.After(c.last) {
+			c.last = end
+		}
 	}
 	return c, nil
 }
@@ -90,17 +92,7 @@ func (c *calendar) Until(t time.Time) (time.Time, bool) {
 func (c *calendar) String() string { return fmt.Sprintf("calendar %q", c.name) }
 
 // end is the end of the last excluded day.
-func (c *calendar) end() time.Time {
-	keys := slices.SortedFunc(maps.Keys(c.dates), func(a, b civilDate) int {
-		return time.Date(a.year, a.month, a.day, 0, 0, 0, 0, time.UTC).Compare(
-			time.Date(b.year, b.month, b.day, 0, 0, 0, 0, time.UTC))
-	})
-	if len(keys) == 0 {
-		return time.Time{}
-	}
-	k := keys[len(keys)-1]
-	return time.Date(k.year, k.month, k.day+1, 0, 0, 0, 0, c.loc)
-}
+func (c *calendar) end() time.Time { return c.last }
 
 // between excludes the half-open range [from, to).
 type between struct {

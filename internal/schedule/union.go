@@ -15,6 +15,8 @@ type Union struct {
 	schedules  []Schedule
 	exclusions []Exclusion
 	start, end time.Time // zero: unbounded
+	// finite is the end of the last date or range an exclusion names.
+	finite time.Time
 }
 
 // MaxCandidates bounds the ticks one Next call looks at (excluded ones
@@ -34,7 +36,13 @@ func NewUnion(schedules []Schedule, exclusions []Exclusion, start, end time.Time
 	if !start.IsZero() && !end.IsZero() && !end.After(start) {
 		return nil, fmt.Errorf("union: end %s is not after start %s", end.Format(time.RFC3339), start.Format(time.RFC3339))
 	}
-	return &Union{schedules: schedules, exclusions: exclusions, start: start, end: end}, nil
+	u := &Union{schedules: schedules, exclusions: exclusions, start: start, end: end}
+	for _, e := range exclusions {
+		if f, ok := e.(interface{ end() time.Time }); ok && f.end().After(u.finite) {
+			u.finite = f.end()
+		}
+	}
+	return u, nil
 }
 
 // Next returns the first tick strictly after t that is not excluded, or
@@ -43,7 +51,7 @@ func NewUnion(schedules []Schedule, exclusions []Exclusion, start, end time.Time
 // last date or range an exclusion names (beyond those only exclusions by
 // cron remain, and they recur within that time).
 func (u *Union) Next(t time.Time) time.Time {
-	horizon := later(t, u.finiteEnd()).AddDate(CheckYears, 0, 0)
+	horizon := later(t, u.finite).AddDate(CheckYears, 0, 0)
 	at, _ := u.next(t, horizon)
 	return at.In(t.Location())
 }
@@ -162,17 +170,6 @@ func (u *Union) checkFrom() time.Time {
 	case !u.end.IsZero():
 		return u.end.AddDate(-CheckYears, 0, 0)
 	}
-	return later(checkReference, u.finiteEnd())
+	return later(checkReference, u.finite)
 }
 
-// finiteEnd is the end of the last date or range an exclusion names; zero
-// when there is none.
-func (u *Union) finiteEnd() time.Time {
-	var last time.Time
-	for _, e := range u.exclusions {
-		if f, ok := e.(interface{ end() time.Time }); ok && f.end().After(last) {
-			last = f.end()
-		}
-	}
-	return last
-}
