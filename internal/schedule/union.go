@@ -172,4 +172,3 @@ func (u *Union) checkFrom() time.Time {
 	}
 	return later(checkReference, u.finite)
 }
-
