@@ -39,9 +39,10 @@ func (c *Config) validate(p *problems) {
 	}
 	notNegative(p, "worker.shutdown_grace", c.Worker.ShutdownGrace)
 	declared := c.validateResources(p)
+	calendars := c.validateCalendars(p)
 	first := map[string]string{} // job name -> path of its first use
 	for i := range c.Jobs {
-		c.Jobs[i].validate(p, "jobs["+strconv.Itoa(i)+"]", declared, first)
+		c.Jobs[i].validate(p, "jobs["+strconv.Itoa(i)+"]", declared, first, calendars)
 	}
 	c.validateNotify(p)
 	c.validateChains(p)

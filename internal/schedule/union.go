@@ -151,9 +151,11 @@ func (u *Union) Check() error {
 	}
 	switch {
 	case n >= MaxCandidates:
-		return fmt.Errorf("never fires: no tick left after exclusions in the first %d candidate ticks from %s", MaxCandidates, from.Format(time.RFC3339))
+		return fmt.Errorf("never fires: its first %d ticks from %s are all excluded", MaxCandidates, from.Format(time.RFC3339))
 	case !u.end.IsZero() && u.end.Before(horizon):
 		return fmt.Errorf("never fires between %s and end_at %s after exclusions", from.Format(time.RFC3339), u.end.Format(time.RFC3339))
+	case from.Equal(checkReference):
+		return fmt.Errorf("never fires: every tick is excluded (checked over %d years of ticks)", CheckYears)
 	default:
 		return fmt.Errorf("never fires in the %d years from %s after exclusions", CheckYears, from.Format(time.RFC3339))
 	}

@@ -272,11 +272,17 @@ func TestCheck(t *testing.T) {
 	}, {
 		name:      "a cron exclusion that covers the schedule",
 		unionSpec: unionSpec{tz: "UTC", schedules: []string{"0 18 * * 5"}, exclude: []rule{cronRule("* * * * 5")}},
-		want:      "never fires in the 5 years from 2000-01-01T00:00:00Z after exclusions",
+		want:      "never fires: every tick is excluded (checked over 5 years of ticks)",
 	}, {
 		name: "a calendar only shifts the search past its last date",
 		unionSpec: unionSpec{tz: "UTC", schedules: []string{"0 0 25 12 *"},
 			exclude: []rule{cal("c", "2026-12-25")}},
+	}, {
+		name: "a range that outlasts the horizon",
+		unionSpec: unionSpec{tz: "UTC", schedules: []string{"0 12 * * *"},
+			exclude: []rule{rangeRule("2026-01-01T00:00:00Z", "2036-01-01T00:00:00Z")},
+			start:   "2026-06-01T00:00:00Z"},
+		want: "never fires in the 5 years from 2026-06-01T00:00:00Z after exclusions",
 	}, {
 		name: "the active period holds only excluded ticks",
 		unionSpec: unionSpec{tz: "Europe/Berlin", schedules: []string{"0 12 * * *"},
@@ -287,7 +293,7 @@ func TestCheck(t *testing.T) {
 		name: "an @every 1s whose ticks are all excluded one by one stops at the candidate bound",
 		unionSpec: unionSpec{tz: "UTC", schedules: []string{"@every 1s"},
 			exclude: []rule{cronRule("*/2 * * * * *"), cronRule("1-59/2 * * * * *")}},
-		want: "never fires: no tick left after exclusions in the first 100000 candidate ticks from 2000-01-01T00:00:00Z",
+		want: "never fires: its first 100000 ticks from 2000-01-01T00:00:00Z are all excluded",
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
