@@ -90,7 +90,7 @@ const usage = `usage:
   scheduler run      --config FILE [--id NAME] [--listen ADDR] [--etcd-endpoints A,B,C]
                      [--data-dir DIR] [--log-level info] [--log-format json|text]
   scheduler validate --config FILE
-  scheduler next     --config FILE [JOB] [-n 5] [-o table|json]
+  scheduler next     --config FILE [JOB] [-n 5] [-o table|json] [--explain]
   scheduler version
 
 Every flag of run can also be set as SCHEDULER_<FLAG> in the environment

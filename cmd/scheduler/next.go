@@ -17,6 +17,8 @@ type fire struct {
 	ScheduledAt    time.Time `json:"scheduled_at"`
 	ScheduledAtUTC time.Time `json:"scheduled_at_utc"`
 	DueAt          time.Time `json:"due_at,omitzero"`
+	// ExcludedBy names the rule that excluded the tick (next --explain).
+	ExcludedBy string `json:"excluded_by,omitempty"`
 }
 
 // jobFires is one job's next ticks; none for a job that only runs when
@@ -33,13 +35,13 @@ type jobFires struct {
 // leader plans with: the job's ParsedSchedule().Next from the cursor, and
 // JitterAt of the tick for the start time.
 func nextFires(j *config.Job, now time.Time, n int) (jobFires, error) {
-	out := jobFires{Job: j.Name, Schedule: j.Schedule, Timezone: j.Location().String(), Fires: []fire{}}
+	out := jobFires{Job: j.Name, Schedule: j.ScheduleText(), Timezone: j.Location().String(), Fires: []fire{}}
 	if j.Jitter > 0 {
 		out.Jitter = j.Jitter.String()
 	}
 	sched, err := j.ParsedSchedule()
 	if err != nil {
-		return out, fmt.Errorf("job %s: schedule %q: %w", j.Name, j.Schedule, err)
+		return out, fmt.Errorf("job %s: schedule %q: %w", j.Name, j.ScheduleText(), err)
 	}
 	loc := j.Location()
 	for t := now; len(out.Fires) < n; {
@@ -55,16 +57,18 @@ func nextFires(j *config.Job, now time.Time, n int) (jobFires, error) {
 	return out, nil
 }
 
-// nextCommand: scheduler next --config FILE [JOB] [-n 5]. Offline: it
+// nextCommand: scheduler next --config FILE [JOB] [-n 5] [--explain]. Offline: it
 // reads the file, not the cluster. now is the moment the ticks follow; main
 // passes the clock, tests a fixed date.
 func nextCommand(args []string, stdout, stderr io.Writer, now time.Time) int {
 	var path, format string
 	var n int
-	fs := flag.NewFlagSet("scheduler next --config FILE [JOB] [-n 5]", flag.ContinueOnError)
+	var explain bool
+	fs := flag.NewFlagSet("scheduler next --config FILE [JOB] [-n 5] [--explain]", flag.ContinueOnError)
 	fs.StringVar(&path, "config", "", "configuration `FILE` (required)")
 	fs.IntVar(&n, "n", 5, "how many fire times per job (1 to 1000)")
 	fs.StringVar(&format, "o", "table", "output: table or json")
+	fs.BoolVar(&explain, "explain", false, "also list the ticks exclusions take out, with the rule of each")
 	pos, err := parseInterleaved(fs, args, stderr, nil, 0, 1)
 	switch {
 	case err != nil:
@@ -93,7 +97,11 @@ func nextCommand(args []string, stdout, stderr io.Writer, now time.Time) int {
 	}
 	all := make([]jobFires, 0, len(jobs))
 	for i := range jobs {
-		f, err := nextFires(&jobs[i], now, n)
+		fires := nextFires
+		if explain {
+			fires = explainFires
+		}
+		f, err := fires(&jobs[i], now, n)
 		if err != nil {
 			fmt.Fprintf(stderr, "scheduler: %v\n", err)
 			return exitFail
@@ -122,7 +130,7 @@ func nextCommand(args []string, stdout, stderr io.Writer, now time.Time) int {
 const localFormat = "2006-01-02 15:04:05 -07:00 MST"
 
 func nextTable(all []jobFires, width int) *table {
-	jitter := false
+	jitter, explain := false, excludes(all)
 	for _, j := range all {
 		jitter = jitter || j.Jitter != ""
 	}
@@ -130,11 +138,17 @@ func nextTable(all []jobFires, width int) *table {
 	if jitter {
 		header = append(header, "DUE (UTC, WITH JITTER)")
 	}
+	if explain {
+		header = append(header, "EXCLUDED BY")
+	}
 	t := newTable(width, header...).shrink(1)
 	for _, j := range all {
 		if len(j.Fires) == 0 {
 			row := []string{j.Job, j.Schedule, j.Timezone, "never (triggered only)", "-"}
 			if jitter {
+				row = append(row, "-")
+			}
+			if explain {
 				row = append(row, "-")
 			}
 			t.add(row...)
@@ -148,6 +162,9 @@ func nextTable(all []jobFires, width int) *table {
 					due = f.DueAt.Format(time.RFC3339Nano)
 				}
 				row = append(row, due)
+			}
+			if explain {
+				row = append(row, orDash(f.ExcludedBy))
 			}
 			t.add(row...)
 		}
