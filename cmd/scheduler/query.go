@@ -49,7 +49,7 @@ func jobsCommand(ctx context.Context, args []string, stdout, stderr io.Writer) i
 				if j.LastRun != nil {
 					last, outcome = stamp(j.LastRun.ScheduledAt), j.LastRun.Outcome
 				}
-				t.add(j.Name, j.Spec.Target(), j.Spec.Schedule, j.Spec.Timezone, strconv.FormatBool(j.Paused), stamp(j.NextRun),
+				t.add(j.Name, j.Spec.Target(), j.Spec.ScheduleText(), j.Spec.Timezone, strconv.FormatBool(j.Paused), stamp(j.NextRun),
 					last, outcome, fmt.Sprintf("%d/%d", j.Running, j.MaxConcurrency), strconv.Itoa(j.Pending), strconv.Itoa(j.Scheduled))
 			}
 			return t.write(out.stdout)
