@@ -49,7 +49,7 @@ func (j *Job) Location() *time.Location {
 // the union of its schedules, after exclusions, within start_at..end_at.
 // Everything that asks for a job's next tick asks this.
 func (j *Job) ParsedSchedule() (schedule.Schedule, error) {
-	if len(j.ScheduleSpecs()) == 0 {
+	if j.Schedule == "" && len(j.Schedules) == 0 {
 		return nil, errors.New("no schedule")
 	}
 	key := j.keyOf()

@@ -24,19 +24,32 @@ func (j *Job) ScheduleSpecs() []string {
 // ScheduleText shows the job's schedules on one line.
 func (j *Job) ScheduleText() string { return strings.Join(j.ScheduleSpecs(), " | ") }
 
+// single returns the job's schedule when it has exactly one.
+func (j *Job) single() (string, bool) {
+	switch {
+	case len(j.Schedules) == 1:
+		return j.Schedules[0], true
+	case len(j.Schedules) == 0 && j.Schedule != "":
+		return j.Schedule, true
+	}
+	return "", false
+}
+
 // plain reports whether the job has one schedule and nothing around it,
-// so that the schedule is used as it is.
+// so that the schedule is used as it is. It allocates nothing: the
+// dispatch loop asks on every tick.
 func (j *Job) plain() bool {
-	return len(j.ScheduleSpecs()) == 1 && len(j.Exclude) == 0 && j.StartAt == "" && j.EndAt == ""
+	_, one := j.single()
+	return one && len(j.Exclude) == 0 && j.StartAt == "" && j.EndAt == ""
 }
 
 // buildSchedule parses the job's schedules, exclusions and active period
 // into one Schedule.
 func (j *Job) buildSchedule(loc *time.Location) (schedule.Schedule, error) {
-	specs := j.ScheduleSpecs()
-	if j.plain() {
-		return schedule.Parse(specs[0], loc)
+	if spec, _ := j.single(); j.plain() {
+		return schedule.Parse(spec, loc)
 	}
+	specs := j.ScheduleSpecs()
 	scheds := make([]schedule.Schedule, 0, len(specs))
 	for _, spec := range specs {
 		s, err := schedule.Parse(spec, loc)
@@ -113,8 +126,8 @@ func (e Exclude) kinds() []string {
 
 // keyOf is the cache key of the job's schedule: everything it depends on.
 func (j *Job) keyOf() string {
-	if j.plain() {
-		return j.Timezone + "\n" + j.ScheduleSpecs()[0]
+	if spec, _ := j.single(); j.plain() {
+		return j.Timezone + "\n" + spec
 	}
 	var b strings.Builder
 	b.WriteString(j.Timezone)
@@ -164,7 +177,7 @@ func (j *Job) validateSchedules(p *problems, path string, loc *time.Location, ca
 	for k := range j.Exclude {
 		ok = j.validateExclude(p, fmt.Sprintf("%s.exclude[%d]", path, k), &j.Exclude[k], loc, calendars) && ok
 	}
-	if !ok || j.ScheduleSpecs()[0] == schedule.Manually {
+	if spec, one := j.single(); !ok || one && strings.TrimSpace(spec) == schedule.Manually {
 		return
 	}
 	sched, err := j.buildSchedule(loc)
