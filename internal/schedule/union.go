@@ -71,7 +71,10 @@ func (u *Union) next(t, horizon time.Time) (time.Time, int) {
 		if rule == nil {
 			return c, n
 		}
-		t = until.Add(-time.Nanosecond)
+		// A stretch always ends after the tick it holds, but a zone whose
+		// clock goes back across midnight could make a calendar day end
+		// "before" a tick late in it: never search backwards.
+		t = later(until.Add(-time.Nanosecond), c)
 	}
 	return time.Time{}, MaxCandidates
 }
@@ -150,6 +153,8 @@ func (u *Union) Check() error {
 		return nil
 	}
 	switch {
+	case n >= MaxCandidates && from.Equal(checkReference):
+		return fmt.Errorf("never fires: its first %d ticks are all excluded", MaxCandidates)
 	case n >= MaxCandidates:
 		return fmt.Errorf("never fires: its first %d ticks from %s are all excluded", MaxCandidates, from.Format(time.RFC3339))
 	case !u.end.IsZero() && u.end.Before(horizon):

@@ -293,7 +293,12 @@ func TestCheck(t *testing.T) {
 		name: "an @every 1s whose ticks are all excluded one by one stops at the candidate bound",
 		unionSpec: unionSpec{tz: "UTC", schedules: []string{"@every 1s"},
 			exclude: []rule{cronRule("*/2 * * * * *"), cronRule("1-59/2 * * * * *")}},
-		want: "never fires: its first 100000 ticks from 2000-01-01T00:00:00Z are all excluded",
+		want: "never fires: its first 100000 ticks are all excluded",
+	}, {
+		name: "the candidate bound from start_at",
+		unionSpec: unionSpec{tz: "UTC", schedules: []string{"@every 1s"}, start: "2026-06-01T00:00:00Z",
+			exclude: []rule{cronRule("*/2 * * * * *"), cronRule("1-59/2 * * * * *")}},
+		want: "never fires: its first 100000 ticks from 2026-06-01T00:00:00Z are all excluded",
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
