@@ -87,3 +87,23 @@ func TestHashCoversSchedules(t *testing.T) {
 		}
 	}
 }
+
+// A config built in code gets the same checks and calendar dates as one
+// read from a file; a job that only runs when triggered is not refused
+// for never firing.
+func TestValidateResolvesCalendars(t *testing.T) {
+	cfg, err := Parse("a.yaml", []byte(settlementYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Jobs[0].Exclude[0].Dates = nil
+	manual := cfg.Jobs[0]
+	manual.Name, manual.Schedules, manual.Schedule = "manual", nil, " @manually "
+	cfg.Jobs = append(cfg.Jobs, manual)
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.Jobs[0].Exclude[0].Dates; len(got) != 2 || got[0] != "2026-12-24" {
+		t.Errorf("calendar dates in the job: %q", got)
+	}
+}
