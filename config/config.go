@@ -14,6 +14,7 @@ type Config struct {
 	Worker    Worker     `yaml:"worker" json:"worker"`
 	Resources []Resource `yaml:"resources" json:"resources,omitempty"`
 	Notify    Notify     `yaml:"notify" json:"notify"`
+	Calendars []Calendar `yaml:"calendars" json:"calendars,omitempty"`
 	Jobs      []Job      `yaml:"jobs" json:"jobs"`
 }
 
@@ -101,8 +102,15 @@ const (
 // Job is one scheduled job. It is also what travels inside a queue entry, so
 // a worker runs exactly what the leader scheduled.
 type Job struct {
-	Name             string   `yaml:"name" json:"name"`
-	Schedule         string   `yaml:"schedule" json:"schedule"`
+	Name     string `yaml:"name" json:"name"`
+	Schedule string `yaml:"schedule" json:"schedule"`
+	// Schedules are several schedules, one tick per instant; Schedule is
+	// the one-item shorthand.
+	Schedules []string  `yaml:"schedules" json:"schedules,omitempty"`
+	Exclude   []Exclude `yaml:"exclude" json:"exclude,omitempty"`
+	// StartAt and EndAt (RFC 3339) bound the ticks to [start_at, end_at).
+	StartAt          string   `yaml:"start_at" json:"start_at,omitempty"`
+	EndAt            string   `yaml:"end_at" json:"end_at,omitempty"`
 	Timezone         string   `yaml:"timezone" json:"timezone,omitempty"`
 	Jitter           Duration `yaml:"jitter" json:"jitter,omitempty"`
 	MaxConcurrency   int      `yaml:"max_concurrency" json:"max_concurrency"`
@@ -136,6 +144,10 @@ type Job struct {
 	// Notify names the job's sinks; nil means notify.default, empty none.
 	Notify []string `yaml:"notify" json:"notify"`
 	After  *After   `yaml:"after" json:"after,omitempty"`
+	// MaxRuns and PauseOnFailure are read only to be refused: this version
+	// cannot honour them yet (see notYet).
+	MaxRuns        int  `yaml:"max_runs" json:"-"`
+	PauseOnFailure bool `yaml:"pause_on_failure" json:"-"`
 }
 
 // Retries: exponential backoff, on failure only.

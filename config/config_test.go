@@ -12,6 +12,40 @@ import (
 // badFiles maps each broken file to the exact report it must produce, one
 // problem per line, in file order.
 var badFiles = map[string][]string{
+	"testdata/active.bad.yaml": {
+		`testdata/active.bad.yaml:5:13: jobs[0].end_at: must be after start_at (2027-06-30T00:00:00+02:00), got "2026-12-01T00:00:00+01:00"`,
+		`testdata/active.bad.yaml:10:13: jobs[1].end_at: must be after start_at (2026-12-01T00:00:00+01:00), got "2026-12-01T00:00:00+01:00"`,
+		`testdata/active.bad.yaml:14:15: jobs[2].start_at: invalid time "1 December 2026": want RFC 3339, e.g. "2026-12-01T00:00:00+01:00"`,
+	},
+	"testdata/calendar.bad.yaml": {
+		`testdata/calendar.bad.yaml:3:25: calendars[0].dates[1]: date "2026-02-30" does not exist`,
+		`testdata/calendar.bad.yaml:3:37: calendars[0].dates[2]: invalid date "26-1-1": want YYYY-MM-DD, e.g. 2026-12-24`,
+		`testdata/calendar.bad.yaml:4:11: calendars[1].name: duplicate calendar name "holidays-de" (first at line 2)`,
+		`testdata/calendar.bad.yaml:11:19: jobs[0].exclude[1].calendar: unknown calendar "holidays-fr": declare it under calendars`,
+	},
+	"testdata/exclude.bad.yaml": {
+		`testdata/exclude.bad.yaml:6:9: jobs[0].exclude[0]: want one of calendar, cron or from/to, e.g. {calendar: holidays}`,
+		`testdata/exclude.bad.yaml:7:9: jobs[0].exclude[1]: calendar and cron are mutually exclusive: write one rule per entry`,
+		`testdata/exclude.bad.yaml:8:9: jobs[0].exclude[2].to: required with from`,
+		`testdata/exclude.bad.yaml:9:49: jobs[0].exclude[3].to: must be after from (2027-01-02T00:00:00+01:00), got "2026-12-28T00:00:00+01:00"`,
+		`testdata/exclude.bad.yaml:10:16: jobs[0].exclude[4].from: invalid time "2026-12-28": want RFC 3339, e.g. "2026-12-01T00:00:00+01:00"`,
+		`testdata/exclude.bad.yaml:11:15: jobs[0].exclude[5].cron: expected 5 or 6 fields, got 4`,
+		`testdata/exclude.bad.yaml:12:15: jobs[0].exclude[6].cron: "@every 1h": want a cron expression (5 or 6 fields) or a macro such as @daily`,
+	},
+	"testdata/never.bad.yaml": {
+		`testdata/never.bad.yaml:6:16: jobs[0].schedules: never fires: every tick is excluded (checked over 5 years of ticks)`,
+		`testdata/never.bad.yaml:11:15: jobs[1].schedule: never fires between 2026-12-24T00:00:00+01:00 and end_at 2026-12-27T00:00:00+01:00 after exclusions`,
+	},
+	"testdata/not_yet.bad.yaml": {
+		`testdata/not_yet.bad.yaml:4:15: jobs[0].max_runs: not supported yet by this version: remove it (the job would run without a limit)`,
+		`testdata/not_yet.bad.yaml:5:23: jobs[0].pause_on_failure: not supported yet by this version: remove it (a failing job would not be paused)`,
+	},
+	"testdata/schedules.bad.yaml": {
+		`testdata/schedules.bad.yaml:4:16: jobs[0].schedules: schedule and schedules are mutually exclusive: schedule is the one-item form of schedules`,
+		`testdata/schedules.bad.yaml:7:16: jobs[1].schedules: must not be empty`,
+		`testdata/schedules.bad.yaml:12:9: jobs[2].schedules[1]: hour "25": out of range 0-23`,
+		`testdata/schedules.bad.yaml:13:9: jobs[2].schedules[2]: @manually cannot be combined with other schedules: the job would fire by them anyway`,
+	},
 	"testdata/alias_cycle.bad.yaml": {
 		`testdata/alias_cycle.bad.yaml:3:7: jobs[0]: alias *defaults refers to a value that contains it`,
 	},

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"sync"
 	"time"
 
@@ -23,7 +24,7 @@ func (c *Config) Job(name string) *Job {
 // schedules are immutable, so sharing them is safe.
 var (
 	locations sync.Map // zone name -> *time.Location
-	schedules sync.Map // zone name + "\n" + spec -> schedule.Schedule
+	schedules sync.Map // Job.keyOf -> schedule.Schedule
 )
 
 // Location returns the job's time zone; UTC when it is empty or cannot be
@@ -44,13 +45,18 @@ func (j *Job) Location() *time.Location {
 	return l
 }
 
-// ParsedSchedule returns the job's schedule, evaluated in its time zone.
+// ParsedSchedule returns the job's schedule, evaluated in its time zone:
+// the union of its schedules, after exclusions, within start_at..end_at.
+// Everything that asks for a job's next tick asks this.
 func (j *Job) ParsedSchedule() (schedule.Schedule, error) {
-	key := j.Timezone + "\n" + j.Schedule
+	if j.Schedule == "" && len(j.Schedules) == 0 {
+		return nil, errors.New("no schedule")
+	}
+	key := j.keyOf()
 	if s, ok := schedules.Load(key); ok {
 		return s.(schedule.Schedule), nil
 	}
-	s, err := schedule.Parse(j.Schedule, j.Location())
+	s, err := j.buildSchedule(j.Location())
 	if err != nil {
 		return nil, err
 	}

@@ -32,6 +32,11 @@ func (j Job) Redacted() Job {
 // clone copies every slice, map and pointer of the job.
 func (j Job) clone() Job {
 	j.Resources = slices.Clone(j.Resources)
+	j.Schedules = slices.Clone(j.Schedules)
+	j.Exclude = slices.Clone(j.Exclude)
+	for k := range j.Exclude {
+		j.Exclude[k].Dates = slices.Clone(j.Exclude[k].Dates)
+	}
 	j.Notify = slices.Clone(j.Notify)
 	if j.Rate != nil {
 		r := *j.Rate

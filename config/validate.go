@@ -42,9 +42,10 @@ func (c *Config) validate(p *problems) {
 		p.add("worker.max_interruptions", "must be 0 or more, got %d", c.Worker.MaxInterruptions)
 	}
 	declared := c.validateResources(p)
+	calendars := c.validateCalendars(p)
 	first := map[string]string{} // job name -> path of its first use
 	for i := range c.Jobs {
-		c.Jobs[i].validate(p, "jobs["+strconv.Itoa(i)+"]", declared, first)
+		c.Jobs[i].validate(p, "jobs["+strconv.Itoa(i)+"]", declared, first, calendars)
 	}
 	c.validateNotify(p)
 	c.validateChains(p)

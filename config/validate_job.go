@@ -6,11 +6,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/etcdsched/scheduler/internal/schedule"
 )
 
-func (j *Job) validate(p *problems, path string, resources, first map[string]string) {
+func (j *Job) validate(p *problems, path string, resources, first map[string]string, calendars map[string]*Calendar) {
 	switch prev, dup := first[j.Name]; {
 	case j.Name == "":
 		p.add(path+".name", "required")
@@ -37,11 +35,8 @@ func (j *Job) validate(p *problems, path string, resources, first map[string]str
 			loc = l
 		}
 	}
-	if j.Schedule == "" {
-		p.add(path+".schedule", "required")
-	} else if _, err := schedule.Parse(j.Schedule, loc); err != nil {
-		p.add(path+".schedule", "%s", err)
-	}
+	j.validateSchedules(p, path, loc, calendars)
+	j.notYet(p, path)
 
 	notNegative(p, path+".jitter", j.Jitter)
 	if j.MaxConcurrency < 1 || j.MaxConcurrency > MaxConcurrency {

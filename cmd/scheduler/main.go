@@ -91,7 +91,7 @@ const usage = `usage:
   scheduler run      --config FILE [--id NAME] [--listen ADDR] [--etcd-endpoints A,B,C]
                      [--data-dir DIR] [--log-level info] [--log-format json|text]
   scheduler validate --config FILE
-  scheduler next     --config FILE [JOB] [--from TIME] [-n 5 | --until TIME] [-o table|wide|json]
+  scheduler next     --config FILE [JOB] [--from TIME] [-n 5 | --until TIME] [--explain] [-o table|wide|json]
   scheduler version
 
 Every flag of run can also be set as SCHEDULER_<FLAG> in the environment

@@ -17,6 +17,8 @@ type fire struct {
 	ScheduledAt    time.Time `json:"scheduled_at"`
 	ScheduledAtUTC time.Time `json:"scheduled_at_utc"`
 	DueAt          time.Time `json:"due_at,omitzero"`
+	// ExcludedBy names the rule that excluded the tick (next --explain).
+	ExcludedBy string `json:"excluded_by,omitempty"`
 }
 
 // jobFires is one job's next ticks; none for a job that only runs when
@@ -46,13 +48,13 @@ type window struct {
 // the tick for the start time. More than maxFires ticks before w.until is
 // an error: the caller asked for more than a preview holds.
 func nextFires(j *config.Job, w window) (jobFires, error) {
-	out := jobFires{Job: j.Name, Schedule: j.Schedule, Timezone: j.Location().String(), Fires: []fire{}}
+	out := jobFires{Job: j.Name, Schedule: j.ScheduleText(), Timezone: j.Location().String(), Fires: []fire{}}
 	if j.Jitter > 0 {
 		out.Jitter = j.Jitter.String()
 	}
 	sched, err := j.ParsedSchedule()
 	if err != nil {
-		return out, fmt.Errorf("job %s: schedule %q: %w", j.Name, j.Schedule, err)
+		return out, fmt.Errorf("job %s: schedule %q: %w", j.Name, j.ScheduleText(), err)
 	}
 	loc := j.Location()
 	for t := w.from; len(out.Fires) < w.n; {
@@ -78,17 +80,19 @@ func nextFires(j *config.Job, w window) (jobFires, error) {
 type nextFlags struct {
 	path, format, from, until string
 	n                         int
+	explain                   bool
 }
 
 // parse reads args into f and the window to show; now is the default
 // --from. Every problem is a usage error naming the flag.
 func (f *nextFlags) parse(args []string, stderr io.Writer, now time.Time) (pos []string, w window, err error) {
-	fs := flag.NewFlagSet("scheduler next --config FILE [JOB] [--from TIME] [-n 5 | --until TIME]", flag.ContinueOnError)
+	fs := flag.NewFlagSet("scheduler next --config FILE [JOB] [--from TIME] [-n 5 | --until TIME] [--explain]", flag.ContinueOnError)
 	fs.StringVar(&f.path, "config", "", "configuration `FILE` (required)")
 	fs.IntVar(&f.n, "n", 5, fmt.Sprintf("how many fire times per job (1 to %d)", maxFires))
 	fs.StringVar(&f.from, "from", "", "show the fire times after `TIME` (RFC3339, e.g. 2026-10-25T00:00:00+02:00; default now)")
 	fs.StringVar(&f.until, "until", "", fmt.Sprintf("show every fire time up to `TIME` (RFC3339; at most %d a job) instead of -n", maxFires))
 	fs.StringVar(&f.format, "o", "table", "output: table, wide (every column) or json")
+	fs.BoolVar(&f.explain, "explain", false, "also list the ticks exclusions take out, with the rule of each (with -n, not --until)")
 	if pos, err = parseInterleaved(fs, args, stderr, nil, 0, 1); err != nil {
 		return nil, w, err
 	}
@@ -102,6 +106,8 @@ func (f *nextFlags) parse(args []string, stderr io.Writer, now time.Time) (pos [
 		return nil, w, fmt.Errorf("%w: -n %d: want 1 to %d", errUsage, f.n, maxFires)
 	case f.format != "table" && f.format != "wide" && f.format != "json":
 		return nil, w, fmt.Errorf("%w: -o %q: want table, wide or json", errUsage, f.format)
+	case f.explain && set["until"]:
+		return nil, w, fmt.Errorf("%w: --explain counts fire times with -n: leave out --until", errUsage)
 	case set["n"] && set["until"]:
 		return nil, w, fmt.Errorf("%w: -n and --until both given: use one (-n counts fire times, --until ends them at a time)", errUsage)
 	}
@@ -157,6 +163,9 @@ func nextCommand(args []string, stdout, stderr io.Writer, now time.Time) int {
 	all := make([]jobFires, 0, len(jobs))
 	for i := range jobs {
 		fires, err := nextFires(&jobs[i], w)
+		if f.explain {
+			fires, err = explainFires(&jobs[i], w.from, w.n)
+		}
 		if errors.Is(err, errUsage) {
 			return usageError(stderr, err)
 		}
@@ -187,13 +196,16 @@ const localFormat = "2006-01-02 15:04:05 -07:00 MST"
 // UTC, and the jitter's delay when a job has one; -o wide adds the
 // schedule, time zone and due time.
 func nextTable(all []jobFires, v view) *table {
-	jitter := false
+	jitter, explain := false, excludes(all)
 	for _, j := range all {
 		jitter = jitter || j.Jitter != ""
 	}
 	header := []string{"JOB", "SCHEDULED AT (JOB TIME)", "SCHEDULED AT (UTC)", "SCHEDULE", "TIMEZONE"}
 	if jitter {
 		header = append(header, "JITTER", "DUE (UTC, WITH JITTER)")
+	}
+	if explain {
+		header = append(header, "EXCLUDED BY")
 	}
 	t := newTable(v, header...).shrink(3).wide(3, 4)
 	if jitter {
@@ -204,6 +216,9 @@ func nextTable(all []jobFires, v view) *table {
 			row := []string{j.Job, "never (triggered only)", "-", j.Schedule, j.Timezone}
 			if jitter {
 				row = append(row, "-", "-")
+			}
+			if explain {
+				row = append(row, "-")
 			}
 			t.add(row...)
 			continue
@@ -217,6 +232,9 @@ func nextTable(all []jobFires, v view) *table {
 					due = f.DueAt.Format(time.RFC3339Nano)
 				}
 				row = append(row, delay, due)
+			}
+			if explain {
+				row = append(row, orDash(f.ExcludedBy))
 			}
 			t.add(row...)
 		}

@@ -62,7 +62,7 @@ func jobsTable(v view, list []client.Job) *table {
 		if j.Paused {
 			next = "paused"
 		}
-		t.add(j.Name, j.Spec.Schedule, next, outcome, runningCell(j), strconv.Itoa(j.Pending),
+		t.add(j.Name, j.Spec.ScheduleText(), next, outcome, runningCell(j), strconv.Itoa(j.Pending),
 			j.Spec.Target(), j.Spec.Timezone, strconv.FormatBool(j.Paused), last, strconv.Itoa(j.Scheduled), j.Spec.ConcurrencyKey)
 	}
 	return t

@@ -2,6 +2,7 @@ package client
 
 import (
 	"encoding/json"
+	"strings"
 	"time"
 )
 
@@ -27,13 +28,22 @@ type Job struct {
 
 // JobSpec is the part of a job's declaration a listing shows.
 type JobSpec struct {
-	Schedule string `json:"schedule"`
-	Timezone string `json:"timezone"`
-	Jitter   string `json:"jitter"`
+	Schedule  string   `json:"schedule"`
+	Schedules []string `json:"schedules"`
+	Timezone  string   `json:"timezone"`
+	Jitter    string   `json:"jitter"`
 	// ConcurrencyKey, when set, makes max_concurrency hold per key.
 	ConcurrencyKey string          `json:"concurrency_key"`
 	HTTP           json.RawMessage `json:"http"`
 	Exec           json.RawMessage `json:"exec"`
+}
+
+// ScheduleText shows the job's schedules on one line.
+func (s JobSpec) ScheduleText() string {
+	if len(s.Schedules) > 0 {
+		return strings.Join(s.Schedules, " | ")
+	}
+	return s.Schedule
 }
 
 // Target is "http" or "exec", whichever the job declares.

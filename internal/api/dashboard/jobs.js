@@ -44,7 +44,7 @@ window.SchedulerJobs = (function () {
         target.className = 'target mono';
         setText(target, (j.spec && j.spec.http ? 'http ' : 'exec ') + describeTarget(j.spec));
         const sp = j.spec || {};
-        schedule.replaceChildren(el('span', { class: 'mono', text: sp.schedule || '' }),
+        schedule.replaceChildren(el('span', { class: 'mono', text: sp.schedule || (sp.schedules || []).join(' | ') }),
           el('span', { class: 'sub', text: [sp.timezone || 'UTC', sp.overlap ? 'overlap ' + sp.overlap : ''].filter(Boolean).join(' · ') }));
         if (j.paused) { next.replaceChildren(); next.textContent = 'paused'; } else fillTime(next, j.next_run);
         last.replaceChildren();
