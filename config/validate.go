@@ -38,6 +38,12 @@ func (c *Config) validate(p *problems) {
 		p.add("worker.max_parallel", "must be at least 1, got %d", c.Worker.MaxParallel)
 	}
 	notNegative(p, "worker.shutdown_grace", c.Worker.ShutdownGrace)
+	for i, r := range c.Resources {
+		p.names["resources["+strconv.Itoa(i)+"]"] = r.Name
+	}
+	for i, j := range c.Jobs {
+		p.names["jobs["+strconv.Itoa(i)+"]"] = j.Name
+	}
 	declared := c.validateResources(p)
 	first := map[string]string{} // job name -> path of its first use
 	for i := range c.Jobs {
