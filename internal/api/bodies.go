@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"regexp"
+
+	"github.com/etcdsched/scheduler/internal/jsonerr"
 )
 
 // MaxTriggerInput is the largest trigger input, in bytes of JSON (SPEC
@@ -40,7 +42,7 @@ func parseTrigger(body io.Reader) (req triggerRequest, code, msg string) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
-		return req, "bad_body", fmt.Sprintf("the body must be a JSON object like %s: %v", triggerShape, err)
+		return req, "bad_body", fmt.Sprintf("the body %s; send a JSON object like %s", jsonerr.Describe(err), triggerShape)
 	}
 	if dec.More() {
 		return req, "bad_body", "the body must be one JSON object, and nothing after it"
@@ -82,7 +84,7 @@ func parseCancel(body io.Reader) (reason, msg string) {
 		Reason string `json:"reason"`
 	}
 	if err := json.Unmarshal(b, &v); err != nil {
-		return "", `the body must be JSON like {"reason": "..."}: ` + err.Error()
+		return "", "the body " + jsonerr.Describe(err) + `; send JSON like {"reason": "..."}, or no body`
 	}
 	if v.Reason == "" {
 		return defaultCancelReason, ""
