@@ -166,6 +166,8 @@ func TestErrorsForPeople(t *testing.T) {
 				1, []string{`run "` + done + `"`, "succeeded"}},
 			{"runs before an unknown run", append([]string{"runs", "ok", "--before", "ok@nope"}, srv...),
 				1, []string{`"ok@nope"`}},
+			{"no server there", []string{"jobs", "--server", closedURL(t)},
+				1, []string{"no answer from", "nothing listens there"}},
 			{"validate names the job", []string{"validate", "--config", bad},
 				1, []string{`jobs[1] "report": schedule:`, `jobs[1] "report": input: has no "k"`}},
 		} {
