@@ -168,6 +168,8 @@ func TestErrorsForPeople(t *testing.T) {
 				1, []string{`"ok@nope"`}},
 			{"no server there", []string{"jobs", "--server", closedURL(t)},
 				1, []string{"no answer from", "nothing listens there"}},
+			{"validate a file that is not there", []string{"validate", "--config", bad + ".missing"},
+				2, []string{"cannot read the config file " + bad + ".missing"}},
 			{"validate names the job", []string{"validate", "--config", bad},
 				1, []string{`jobs[1] "report": schedule:`, `jobs[1] "report": input: has no "k"`}},
 		} {
