@@ -96,7 +96,7 @@ var badFiles = map[string][]string{
 		`testdata/env_file.bad.yaml:12:17: jobs[1] "broken": exec.env_file: secrets/bad.env:5: NUL: value must not contain NUL`,
 	},
 	"testdata/headers_file.bad.yaml": {
-		`testdata/headers_file.bad.yaml:6:21: jobs[0] "missing": http.headers_file: cannot read: open testdata/secrets/nope.yaml: no such file or directory`,
+		`testdata/headers_file.bad.yaml:6:21: jobs[0] "missing": http.headers_file: cannot read "secrets/nope.yaml": no such file or directory`,
 		`testdata/headers_file.bad.yaml:11:21: jobs[1] "broken": http.headers_file: secrets/bad_headers.yaml:1:1: invalid header name "X Team"`,
 		`testdata/headers_file.bad.yaml:11:21: jobs[1] "broken": http.headers_file: secrets/bad_headers.yaml:2:1: header "X-Empty": want a string value`,
 		`testdata/headers_file.bad.yaml:11:21: jobs[1] "broken": http.headers_file: secrets/bad_headers.yaml:3:1: header "X-List": want a string value`,
