@@ -69,6 +69,8 @@ func (j *Job) ConcurrencyKeyFor(input json.RawMessage) (string, error) {
 	}
 	if !reKey.Match(b.Bytes()) {
 		fail.Rendered = b.String()
+		// {{ .Input }} over no input renders text/template's "<no value>".
+		fail.NoInput = data.Input == nil && strings.Contains(fail.Rendered, "<no value>")
 		return "", fail
 	}
 	return b.String(), nil

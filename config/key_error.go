@@ -15,7 +15,7 @@ type KeyError struct {
 	Template string // its concurrency_key
 	// Exactly one of these says what went wrong.
 	Missing  string // the input field, e.g. "k" or "customer.id", that the template needs and the input lacks
-	NoInput  bool   // with Missing: the run has no input at all
+	NoInput  bool   // the run has no input at all (Missing: the field it needs first)
 	Rendered string // a rendered key outside KeyPattern
 	Problem  string // anything else, after `concurrency_key "..." `
 	// Err is text/template's or encoding/json's error, for logs and code.
@@ -31,6 +31,8 @@ func (e *KeyError) UserMessage() string { return e.Error() }
 // named already (a config file's jobs[i] "name").
 func (e *KeyError) Reason() string {
 	switch {
+	case e.NoInput && e.Missing == "":
+		return fmt.Sprintf("the run has no input, and concurrency_key %q needs one: trigger it with an input", e.Template)
 	case e.NoInput:
 		return fmt.Sprintf("the run has no input, and concurrency_key %q needs %q: trigger it with an input that has %q", e.Template, e.Missing, e.Missing)
 	case e.Missing != "":

@@ -26,6 +26,8 @@ func TestConcurrencyKeyErrors(t *testing.T) {
 			`job "keyed": concurrency_key "{{ .Input.k }}" renders "a/b", which is not a valid key: use 1 to 128 letters, digits, '.', '_', ':' or '-'`},
 		{`{{ .Input.k }}`, `{"k": ""}`,
 			`job "keyed": concurrency_key "{{ .Input.k }}" renders "", which is not a valid key: use 1 to 128 letters, digits, '.', '_', ':' or '-'`},
+		{`{{ .Input }}`, ``,
+			`job "keyed": the run has no input, and concurrency_key "{{ .Input }}" needs one: trigger it with an input`},
 		{`{{ .Input.k }`, `{"k": "a"}`,
 			`job "keyed": concurrency_key "{{ .Input.k }" is not a valid template: unexpected "}" in operand`},
 	} {
