@@ -95,6 +95,8 @@ func TestErrorsForPeople(t *testing.T) {
 				400, "bad_body", []string{`"inptu"`}},
 			{"wrong type", "POST", "/api/v1/jobs/ok/trigger", `{"idempotency_key": 5}`,
 				400, "bad_body", []string{`idempotency_key`, "string"}},
+			{"input not an object", "POST", "/api/v1/jobs/ok/trigger", `{"input": [1, 2]}`,
+				400, "bad_input", []string{"input must be a JSON object", "[1, 2]"}},
 			{"cancel reason wrong type", "POST", "/api/v1/runs/" + done + "/cancel", `{"reason": 5}`,
 				400, "bad_body", []string{"reason", "string"}},
 			{"cancel a finished run", "POST", "/api/v1/runs/" + done + "/cancel", ``,

@@ -50,7 +50,7 @@ func parseTrigger(body io.Reader) (req triggerRequest, code, msg string) {
 	if in := bytes.TrimSpace(req.Input); len(in) == 0 || string(in) == "null" {
 		req.Input = nil
 	} else if in[0] != '{' {
-		return req, "bad_input", "input must be a JSON object"
+		return req, "bad_input", "input must be a JSON object, e.g. {\"input\": {\"customer_id\": \"42\"}}, got " + quoteClip(string(in))
 	} else if len(in) > MaxTriggerInput {
 		return req, "input_too_large", fmt.Sprintf("input is %d bytes of JSON; at most %d are allowed", len(in), MaxTriggerInput)
 	}
