@@ -101,7 +101,7 @@ func TestPrintedProblemsCapped(t *testing.T) {
 	if len(lines) != MaxPrinted+1 {
 		t.Fatalf("%d lines printed, want %d", len(lines), MaxPrinted+1)
 	}
-	if want := `many.yaml:2:26: jobs[0].schedule: minute "61": out of range 0-59`; lines[0] != want {
+	if want := `many.yaml:2:26: jobs[0] "j0": schedule: minute "61": out of range 0-59`; lines[0] != want {
 		t.Errorf("first line %q, want %q", lines[0], want)
 	}
 	if want := "and 50 more errors"; lines[MaxPrinted] != want {
@@ -113,7 +113,7 @@ func TestPrintedProblemsCapped(t *testing.T) {
 func TestRepeatedMergeReportedOnce(t *testing.T) {
 	src := "x-a: &a {timeout: 10}\njobs:\n  - {<<: [*a, *a, *a], name: j, schedule: \"@daily\", exec: {command: [date]}}\n"
 	_, err := Parse("rep.yaml", []byte(src))
-	want := `rep.yaml:1:19: jobs[0].timeout: invalid duration "10": want e.g. "30s", "5m" or "1h30m"`
+	want := `rep.yaml:1:19: jobs[0] "j": timeout: invalid duration "10": want e.g. "30s", "5m" or "1h30m"`
 	if err == nil || err.Error() != want {
 		t.Errorf("got:\n%v\nwant:\n%s", err, want)
 	}

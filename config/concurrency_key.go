@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"regexp"
+	"strings"
 	"sync"
 	"text/template"
 )
@@ -39,30 +39,51 @@ func parseKey(text string) (*template.Template, error) {
 
 // ConcurrencyKeyFor renders the job's concurrency key over input (a JSON
 // document; empty means none): "" when the job has no concurrency_key;
-// an error wrapping ErrBadKey when the template fails or renders a key
-// outside KeyPattern.
+// a *KeyError (which wraps ErrBadKey) when the template fails or renders
+// a key outside KeyPattern.
 func (j *Job) ConcurrencyKeyFor(input json.RawMessage) (string, error) {
 	if j.ConcurrencyKey == "" {
 		return "", nil
 	}
+	fail := &KeyError{Job: j.Name, Template: j.ConcurrencyKey}
 	t, err := parseKey(j.ConcurrencyKey)
 	if err != nil {
-		return "", fmt.Errorf("%w: %w", ErrBadKey, err)
+		fail.Err, fail.Problem = err, "is not a valid template: "+templateReason(err)
+		return "", fail
 	}
 	var data struct{ Input any }
 	if len(input) > 0 {
 		if err := json.Unmarshal(input, &data.Input); err != nil {
-			return "", fmt.Errorf("%w: input: %w", ErrBadKey, err)
+			fail.Err, fail.Problem = err, "cannot be rendered: the input is not JSON"
+			return "", fail
 		}
 	}
 	var b bytes.Buffer
 	if err := t.Execute(&b, data); err != nil {
-		return "", fmt.Errorf("%w: %w", ErrBadKey, err)
+		fail.Err = err
+		fail.Missing, fail.NoInput = missingField(t, data.Input)
+		if fail.Missing == "" {
+			fail.Problem = "cannot be rendered from this input: " + templateReason(err)
+		}
+		return "", fail
 	}
 	if !reKey.Match(b.Bytes()) {
-		return "", fmt.Errorf("%w: %q does not match %s", ErrBadKey, b.String(), KeyPattern)
+		fail.Rendered = b.String()
+		// {{ .Input }} over no input renders text/template's "<no value>".
+		fail.NoInput = data.Input == nil && strings.Contains(fail.Rendered, "<no value>")
+		return "", fail
 	}
 	return b.String(), nil
+}
+
+// templateReason is the last part of a text/template error, the part that
+// says what went wrong, without the template's name and position.
+func templateReason(err error) string {
+	msg := err.Error()
+	if i := strings.LastIndex(msg, ": "); i >= 0 {
+		return msg[i+2:]
+	}
+	return msg
 }
 
 // DefaultInput is the job's input as JSON, or nil when it has none.

@@ -170,7 +170,7 @@ func TestValidateInCode(t *testing.T) {
 	cfg.Jobs[0].MaxConcurrency = 0
 	err := cfg.Validate()
 	want := `api.listen: invalid address "nowhere": want host:port, e.g. 127.0.0.1:8080 or :8080
-jobs[0].max_concurrency: must be between 1 and 1000, got 0`
+jobs[0] "a": max_concurrency: must be between 1 and 1000, got 0`
 	var cerr *Error
 	if !errors.As(err, &cerr) || err.Error() != want {
 		t.Errorf("got:\n%v\nwant:\n%s", err, want)

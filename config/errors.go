@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,7 +19,11 @@ type Problem struct {
 	Line, Col int
 	// Path names the setting, e.g. "jobs[1].schedule"; empty for a problem
 	// with the file as a whole, such as a YAML syntax error.
-	Path    string
+	Path string
+	// Name is the name of the job or resource Path is in ("report" for
+	// jobs[13].schedule), so that a message names it as the user does;
+	// empty when it has none or Path is that name itself.
+	Name    string
 	Message string
 }
 
@@ -34,7 +39,12 @@ func (p Problem) String() string {
 	if b.Len() > 0 {
 		b.WriteString(" ")
 	}
-	if p.Path != "" {
+	if elem, rest := splitNamed(p.Path); p.Name != "" && elem != "" {
+		b.WriteString(elem + " " + strconv.Quote(p.Name) + ": ")
+		if rest != "" {
+			b.WriteString(rest + ": ")
+		}
+	} else if p.Path != "" {
 		b.WriteString(p.Path + ": ")
 	}
 	b.WriteString(p.Message)
@@ -75,13 +85,15 @@ type problems struct {
 	// broken holds paths whose value could not be decoded: checks on them
 	// or below them would only repeat the same mistake in other words.
 	broken map[string]bool
+	// names maps each named list element ("jobs[13]") to its name.
+	names map[string]string
 	// seen drops exact repeats, which merging one anchor twice into the
 	// same mapping (<<: [*a, *a]) would otherwise produce once per merge.
 	seen map[Problem]bool
 }
 
 func newProblems(file string) *problems {
-	return &problems{file: file, nodes: map[string]*yaml.Node{}, broken: map[string]bool{}, seen: map[Problem]bool{}}
+	return &problems{file: file, nodes: map[string]*yaml.Node{}, broken: map[string]bool{}, names: map[string]string{}, seen: map[Problem]bool{}}
 }
 
 // atNode records a problem at a node's position.
@@ -147,6 +159,11 @@ func (p *problems) err() error {
 		return nil
 	}
 	list := slices.Clone(p.list)
+	for i, pr := range list {
+		if elem, rest := splitNamed(pr.Path); elem != "" && rest != "name" {
+			list[i].Name = p.names[elem]
+		}
+	}
 	slices.SortStableFunc(list, func(a, b Problem) int {
 		if a.Line != b.Line {
 			return a.Line - b.Line
@@ -154,6 +171,19 @@ func (p *problems) err() error {
 		return a.Col - b.Col
 	})
 	return &Error{Problems: list}
+}
+
+// reNamed matches a path into a list whose elements have names.
+var reNamed = regexp.MustCompile(`^(jobs|resources)\[\d+\]`)
+
+// splitNamed splits "jobs[13].http.url" into "jobs[13]" and "http.url";
+// elem is empty when path is not in a job or resource.
+func splitNamed(path string) (elem, rest string) {
+	elem = reNamed.FindString(path)
+	if elem == "" {
+		return "", ""
+	}
+	return elem, strings.TrimPrefix(path[len(elem):], ".")
 }
 
 // parent strips the last element of a path: "jobs[1].http" -> "jobs[1]" ->

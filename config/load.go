@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -18,7 +19,11 @@ import (
 func Load(path string) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("config: %w", err)
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // "open PATH: " would repeat the path
+		}
+		return nil, fmt.Errorf("cannot read the config file %s: %w", path, err)
 	}
 	return Parse(path, data)
 }

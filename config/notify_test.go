@@ -13,12 +13,12 @@ import (
 // TestBadFiles checks them like every other.
 var notifyBadFiles = map[string][]string{
 	"testdata/after_cycle.bad.yaml": {
-		`testdata/after_cycle.bad.yaml:4:18: jobs[0].after.job: cycle of after: a -> c -> b -> a`,
-		`testdata/after_cycle.bad.yaml:16:18: jobs[3].after.job: cycle of after: self -> self`,
+		`testdata/after_cycle.bad.yaml:4:18: jobs[0] "a": after.job: cycle of after: a -> c -> b -> a`,
+		`testdata/after_cycle.bad.yaml:16:18: jobs[3] "self": after.job: cycle of after: self -> self`,
 	},
 	"testdata/after_unknown.bad.yaml": {
-		`testdata/after_unknown.bad.yaml:7:18: jobs[1].after.job: unknown job "extrakt"`,
-		`testdata/after_unknown.bad.yaml:11:45: jobs[2].after.on[1]: unknown outcome "done": want one of succeeded, failed, timed_out, cancelled, lost, skipped, missed, interrupted`,
+		`testdata/after_unknown.bad.yaml:7:18: jobs[1] "transform": after.job: unknown job "extrakt"`,
+		`testdata/after_unknown.bad.yaml:11:45: jobs[2] "load": after.on[1]: unknown outcome "done": want one of succeeded, failed, timed_out, cancelled, lost, skipped, missed, interrupted`,
 	},
 	"testdata/notify_headers.bad.yaml": {
 		`testdata/notify_headers.bad.yaml:5:21: notify.sinks[0].headers_file: cannot read "no-such-headers.yaml": no such file or directory`,
@@ -29,7 +29,7 @@ var notifyBadFiles = map[string][]string{
 		`testdata/notify_sink.bad.yaml:5:20: notify.sinks[0].on[1]: unknown outcome "exploded": want one of succeeded, failed, timed_out, cancelled, lost, skipped, missed, interrupted or recovered`,
 		`testdata/notify_sink.bad.yaml:8:15: notify.sinks[1].format: invalid value "xml": want json or slack`,
 		`testdata/notify_sink.bad.yaml:9:18: notify.default[1]: unknown sink "pager": declare it under notify.sinks`,
-		`testdata/notify_sink.bad.yaml:13:20: jobs[0].notify[1]: unknown sink "email": declare it under notify.sinks`,
+		`testdata/notify_sink.bad.yaml:13:20: jobs[0] "report": notify[1]: unknown sink "email": declare it under notify.sinks`,
 	},
 }
 

@@ -61,14 +61,14 @@ func readSecrets(p *problems, path, dir, name string) ([]byte, bool) {
 	}
 	f, err := os.Open(full)
 	if err != nil {
-		p.add(path, "cannot read: %v", err)
+		p.add(path, "cannot read %q: %s", name, pathErr(err))
 		return nil, false
 	}
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, maxSecretsFile+1))
 	switch {
 	case err != nil:
-		p.add(path, "cannot read: %v", err)
+		p.add(path, "cannot read %q: %s", name, pathErr(err))
 		return nil, false
 	case len(data) > maxSecretsFile:
 		p.add(path, "%s is larger than %d bytes", name, maxSecretsFile)

@@ -41,6 +41,12 @@ func (c *Config) validate(p *problems) {
 	if c.Worker.MaxInterruptions < 0 {
 		p.add("worker.max_interruptions", "must be 0 or more, got %d", c.Worker.MaxInterruptions)
 	}
+	for i, r := range c.Resources {
+		p.names["resources["+strconv.Itoa(i)+"]"] = r.Name
+	}
+	for i, j := range c.Jobs {
+		p.names["jobs["+strconv.Itoa(i)+"]"] = j.Name
+	}
 	declared := c.validateResources(p)
 	calendars := c.validateCalendars(p)
 	first := map[string]string{} // job name -> path of its first use

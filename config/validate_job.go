@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"net/url"
 	"strconv"
@@ -64,11 +65,9 @@ func (j *Job) validate(p *problems, path string, resources, first map[string]str
 	j.Rate.validate(p, path+".rate")
 	if j.ConcurrencyKey != "" {
 		if _, err := parseKey(j.ConcurrencyKey); err != nil {
-			p.add(path+".concurrency_key", "%s", err)
+			p.add(path+".concurrency_key", "not a valid template: %s", templateReason(err))
 		} else if len(j.Input) > 0 {
-			if _, err := j.ConcurrencyKeyFor(j.DefaultInput()); err != nil {
-				p.add(path+".input", "renders no valid concurrency key: %s", err)
-			}
+			j.validateKeyInput(p, path)
 		}
 	}
 	switch j.CatchUp {
@@ -110,6 +109,21 @@ func (j *Job) validate(p *problems, path string, resources, first map[string]str
 	}
 	if j.Exec != nil {
 		j.Exec.validate(p, path+".exec")
+	}
+}
+
+// validateKeyInput checks that the job's default input renders a key.
+func (j *Job) validateKeyInput(p *problems, path string) {
+	_, err := j.ConcurrencyKeyFor(j.DefaultInput())
+	var ke *KeyError
+	switch {
+	case err == nil:
+	case errors.As(err, &ke) && ke.Missing != "":
+		p.add(path+".input", "has no %q, which concurrency_key %q needs", ke.Missing, ke.Template)
+	case errors.As(err, &ke):
+		p.add(path+".input", "renders no valid concurrency key: %s", ke.Reason())
+	default:
+		p.add(path+".input", "renders no valid concurrency key: %s", err)
 	}
 }
 

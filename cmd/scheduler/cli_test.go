@@ -334,7 +334,7 @@ func TestClientUsageErrors(t *testing.T) {
 		{[]string{"runs", "x", "--limit", "many"}, `invalid value "many" for flag -limit`},
 		{[]string{"trigger"}, "missing argument"},
 		{[]string{"trigger", "x", "--input", "[1, 2]"}, "--input must be a JSON object, got [1,2]"},
-		{[]string{"trigger", "x", "--input", `{"a":`}, "--input must be a JSON object"},
+		{[]string{"trigger", "x", "--input", `{"a":`}, "--input is not valid JSON: it ends before the value is complete"},
 		{[]string{"trigger", "x", "--input", "@" + missing}, missing},
 		{[]string{"trigger", "x", "--wait=maybe"}, "invalid boolean value"},
 		{[]string{"pause"}, "missing argument"},

@@ -93,7 +93,7 @@ func TestSIGHUPReloads(t *testing.T) {
 		st = a.status()
 		return st.LastReloadError != "", "none"
 	})
-	if want := path + ":18:5: jobs[1]: unknown field \"bogus\""; st.LastReloadError != want || st.ConfigHash != after.ConfigHash {
+	if want := path + ":18:5: jobs[1] \"new\": unknown field \"bogus\""; st.LastReloadError != want || st.ConfigHash != after.ConfigHash {
 		t.Errorf("status %s, want the error at %s and the hash kept", st.Raw, want)
 	}
 	scrape, err := a.api.Metrics(context.Background())

@@ -4,14 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strings"
 	"time"
 
 	"github.com/etcdsched/scheduler/internal/client"
+	"github.com/etcdsched/scheduler/internal/jsonerr"
 )
 
 // waitInterval is how often trigger --wait asks about its run: often
@@ -82,13 +85,21 @@ func readInput(arg string) (json.RawMessage, error) {
 	if name, ok := strings.CutPrefix(arg, "@"); ok {
 		var err error
 		if data, err = os.ReadFile(name); err != nil {
-			return nil, fmt.Errorf("%w: --input: %w", errUsage, err)
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err // the path is in the message already
+			}
+			return nil, fmt.Errorf("%w: --input %s: cannot read the file: %w", errUsage, arg, err)
 		}
 		where = "--input " + arg
 	}
 	var b bytes.Buffer
-	if err := json.Compact(&b, data); err != nil {
-		return nil, fmt.Errorf("%w: %s must be a JSON object: %w", errUsage, where, err)
+	var doc json.RawMessage // Unmarshal's error has the position of the mistake; Compact's does not
+	if err := json.Unmarshal(data, &doc); err != nil {
+		return nil, fmt.Errorf("%w: %s %s; give a JSON object, e.g. --input '{\"k\": \"v\"}'", errUsage, where, jsonerr.Describe(err))
+	}
+	if err := json.Compact(&b, doc); err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", errUsage, where, err) // valid JSON always compacts
 	}
 	if b.Len() == 0 || b.Bytes()[0] != '{' {
 		return nil, fmt.Errorf("%w: %s must be a JSON object, got %s", errUsage, where, cut(b.String(), 40))

@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"regexp"
+
+	"github.com/etcdsched/scheduler/internal/jsonerr"
 )
 
 // MaxTriggerInput is the largest trigger input, in bytes of JSON (SPEC
@@ -40,7 +42,7 @@ func parseTrigger(body io.Reader) (req triggerRequest, code, msg string) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
-		return req, "bad_body", fmt.Sprintf("the body must be a JSON object like %s: %v", triggerShape, err)
+		return req, "bad_body", fmt.Sprintf("the body %s; send a JSON object like %s", jsonerr.Describe(err), triggerShape)
 	}
 	if dec.More() {
 		return req, "bad_body", "the body must be one JSON object, and nothing after it"
@@ -48,7 +50,7 @@ func parseTrigger(body io.Reader) (req triggerRequest, code, msg string) {
 	if in := bytes.TrimSpace(req.Input); len(in) == 0 || string(in) == "null" {
 		req.Input = nil
 	} else if in[0] != '{' {
-		return req, "bad_input", "input must be a JSON object"
+		return req, "bad_input", "input must be a JSON object, e.g. {\"input\": {\"customer_id\": \"42\"}}, got " + quoteClip(string(in))
 	} else if len(in) > MaxTriggerInput {
 		return req, "input_too_large", fmt.Sprintf("input is %d bytes of JSON; at most %d are allowed", len(in), MaxTriggerInput)
 	}
@@ -82,7 +84,7 @@ func parseCancel(body io.Reader) (reason, msg string) {
 		Reason string `json:"reason"`
 	}
 	if err := json.Unmarshal(b, &v); err != nil {
-		return "", `the body must be JSON like {"reason": "..."}: ` + err.Error()
+		return "", "the body " + jsonerr.Describe(err) + `; send JSON like {"reason": "..."}, or no body`
 	}
 	if v.Reason == "" {
 		return defaultCancelReason, ""

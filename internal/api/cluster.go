@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"regexp"
 	"time"
@@ -175,15 +176,16 @@ func respond(w http.ResponseWriter, r *http.Request, status int, v any, err erro
 	case errors.Is(err, jobs.ErrUnknownRun):
 		writeError(w, http.StatusNotFound, "unknown_run", unknown(r, "id", "no run ", err))
 	case errors.Is(err, jobs.ErrFinished):
-		writeError(w, http.StatusConflict, "run_finished", err.Error())
+		writeError(w, http.StatusConflict, "run_finished", userMessage(err))
 	case errors.Is(err, ErrUnconfirmed):
-		writeError(w, http.StatusServiceUnavailable, "etcd_unavailable", err.Error())
+		writeError(w, http.StatusServiceUnavailable, "etcd_unavailable", unconfirmedMessage)
 	case errors.Is(err, jobs.ErrBadConcurrencyKey):
-		writeError(w, http.StatusBadRequest, "bad_concurrency_key", err.Error())
+		writeError(w, http.StatusBadRequest, "bad_concurrency_key", userMessage(err))
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-		writeError(w, http.StatusServiceUnavailable, "etcd_unavailable", "etcd did not answer in time: "+err.Error())
+		writeError(w, http.StatusServiceUnavailable, "etcd_unavailable",
+			fmt.Sprintf("etcd did not answer within %s; try again, or ask another replica", requestTimeout))
 	default:
-		writeError(w, http.StatusInternalServerError, "internal", err.Error())
+		writeError(w, http.StatusInternalServerError, "internal", userMessage(err))
 	}
 }
 
@@ -193,7 +195,7 @@ func unknown(r *http.Request, key, prefix string, err error) string {
 	if v := r.PathValue(key); v != "" {
 		return prefix + quoteClip(v)
 	}
-	return err.Error()
+	return userMessage(err)
 }
 
 // nonNil makes an empty list encode as [] rather than null.
@@ -206,6 +208,9 @@ func nonNil[T any](s []T) []T {
 
 // ErrUnconfirmed: the replica cannot confirm its view with etcd.
 var ErrUnconfirmed = errors.New("api: this replica cannot confirm its view with etcd")
+
+// unconfirmedMessage is the answer to a read while ErrUnconfirmed holds.
+const unconfirmedMessage = "this replica cannot reach etcd to confirm what it knows; try again, or ask another replica"
 
 // confirmed answers 503 etcd_unavailable instead of running h while the
 // cluster cannot confirm its view: a dead leader or slots long released

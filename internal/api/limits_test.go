@@ -96,7 +96,7 @@ func TestCancelBody(t *testing.T) {
 		{"", defaultCancelReason, ""},
 		{`{"reason": "stuck"}`, "stuck", ""},
 		{`{"reason": ""}`, defaultCancelReason, ""},
-		{`{"reason": 1}`, "", `the body must be JSON like {"reason": "..."}: json: cannot unmarshal number into Go struct field .reason of type string`},
+		{`{"reason": 1}`, "", `the body has "reason" as a number, where a string is expected; send JSON like {"reason": "..."}, or no body`},
 	} {
 		reason, msg := parseCancel(strings.NewReader(tc.body))
 		if reason != tc.reason || msg != tc.msg {

@@ -1,11 +1,15 @@
 package client
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
+	"net/url"
 	"strings"
+	"syscall"
 )
 
 // Error is an answer other than 2xx. Code and Message come from the API's
@@ -77,7 +81,29 @@ type UnreachableError struct {
 }
 
 func (e *UnreachableError) Error() string {
-	return fmt.Sprintf("no answer from %s: %v", e.Server, e.Err)
+	return fmt.Sprintf("no answer from %s: %s", e.Server, why(e.Err))
+}
+
+// why says in a user's words why a request got no answer, instead of the
+// chain of Go's dial errors ("Get ...: dial tcp ...: connect: ...").
+func why(err error) string {
+	var dns *net.DNSError
+	var nerr net.Error
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "nothing listens there"
+	case errors.As(err, &dns):
+		return fmt.Sprintf("the host %q cannot be resolved", dns.Name)
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &nerr) && nerr.Timeout():
+		return "it did not answer in time"
+	case errors.Is(err, context.Canceled):
+		return "the request was interrupted"
+	}
+	var uerr *url.Error
+	if errors.As(err, &uerr) {
+		err = uerr.Err // the method and URL repeat what the message says
+	}
+	return err.Error()
 }
 
 func (e *UnreachableError) Unwrap() error { return e.Err }

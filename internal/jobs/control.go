@@ -107,7 +107,7 @@ func (e *Engine) Cancel(ctx context.Context, runID, reason string) error {
 	}
 	switch st.State {
 	case "finished":
-		return fmt.Errorf("%w: %s ended %s", ErrFinished, runID, st.Outcome)
+		return refuse(ErrFinished, "run %q already finished (%s); there is nothing to cancel", runID, st.Outcome)
 	case "pending":
 		q := e.queue.Find(runID)
 		if q == nil || q.State != queue.Pending {

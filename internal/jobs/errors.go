@@ -1,6 +1,9 @@
 package jobs
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // The errors the API maps to answers.
 var (
@@ -11,6 +14,22 @@ var (
 	// ErrFinished: the run has a record already; there is nothing to cancel.
 	ErrFinished = errors.New("jobs: run already finished")
 	// ErrBadConcurrencyKey: the run's input renders no valid concurrency
-	// key, so it was not queued.
+	// key, so it was not queued; the error also holds a *config.KeyError.
 	ErrBadConcurrencyKey = errors.New("jobs: bad concurrency key")
 )
+
+// refusal is one of the errors above with a sentence for the person who
+// asked: it names the job or run and says what to do. Error keeps the
+// sentinel's prefix, for logs; UserMessage is what an answer shows.
+type refusal struct {
+	kind error
+	msg  string
+}
+
+func refuse(kind error, format string, args ...any) error {
+	return &refusal{kind: kind, msg: fmt.Sprintf(format, args...)}
+}
+
+func (r *refusal) Error() string       { return r.kind.Error() + ": " + r.msg }
+func (r *refusal) UserMessage() string { return r.msg }
+func (r *refusal) Unwrap() error       { return r.kind }

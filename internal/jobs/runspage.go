@@ -31,7 +31,7 @@ func (e *Engine) readRuns(ctx context.Context, job string, page Page) ([]runs.Re
 			return nil, "", fmt.Errorf("jobs: read runs of %s: %w", job, err)
 		}
 		if len(at.Kvs) == 0 {
-			return nil, "", fmt.Errorf("%w %q of job %s to page from", ErrUnknownRun, page.After, job)
+			return nil, "", refuse(ErrUnknownRun, "job %q has no run %q to page from: start from a run id its list shows", job, page.After)
 		}
 		x := at.Kvs[0]
 		same, err := e.writtenAt(ctx, prefix, x.ModRevision)

@@ -133,7 +133,7 @@ func TestReloadInvalidKeepsOld(t *testing.T) {
 	bad := strings.Replace(good, `"@every 1s"`, `"0 2 * *"`, 1)
 	writeFile(t, path, bad)
 	r.sighup()
-	wantErr := path + ":11:15: jobs[0].schedule: expected 5 or 6 fields, got 4"
+	wantErr := path + ":11:15: jobs[0] \"tick\": schedule: expected 5 or 6 fields, got 4"
 	poll.Until(t, 10*time.Second, "reload error on status", func() (bool, string) {
 		st := r.status()
 		return st.LastReloadError != "", "no error yet"

@@ -8,7 +8,6 @@ package queue
 
 import (
 	"encoding/json"
-	"fmt"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -164,12 +163,14 @@ func (e *Entry) withSpec(s *Spec) *Entry {
 }
 
 // RenderKey sets the entry's concurrency key from its job's template and
-// its input; the error wraps config.ErrBadKey. Call it where the entry is
-// created, so a run whose key is bad never enters the queue.
+// its input; the error is a *config.KeyError, whose text names the job and
+// is what a trigger's answer or the skipped run's record says. Call it
+// where the entry is created, so a run whose key is bad never enters the
+// queue.
 func (e *Entry) RenderKey() error {
 	k, err := e.Spec.ConcurrencyKeyFor(e.Input)
 	if err != nil {
-		return fmt.Errorf("queue: job %s: %w", e.Job, err)
+		return err
 	}
 	e.ConcurrencyKey = k
 	return nil

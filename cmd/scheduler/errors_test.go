@@ -1,0 +1,259 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/etcdsched/scheduler/internal/etcdtest"
+	"github.com/etcdsched/scheduler/internal/poll"
+)
+
+// errorJobs: keyed takes its concurrency key from the trigger's input.
+const errorJobs = `jobs:
+  - name: keyed
+    schedule: "@manually"
+    concurrency_key: "{{ .Input.k }}"
+    max_concurrency: 1
+    overlap: queue
+    queue_limit: 10
+    exec:
+      command: ["true"]
+  - name: ok
+    schedule: "@manually"
+    exec:
+      command: ["true"]
+`
+
+// rePackageChain finds a Go package's prefix at the start of a message or
+// of a part of one ("jobs: bad concurrency key: queue: job keyed: ...").
+var rePackageChain = regexp.MustCompile(`(^|: )(api|client|config|jobs|queue|runs|slots|keys|scheduler|template|json|etcdserver|replica|engine|http|url): ` +
+	`|\b[a-z]+: [a-z]+: [a-z]+: `)
+
+// goPhrases are Go runtime and standard library wording a user cannot act on.
+var goPhrases = []string{
+	"nil pointer", "invalid character", "map has no entry", "interface {}", `executing "`,
+	"cannot unmarshal", "Go struct field", "unexpected end of JSON input", "context deadline exceeded",
+	"<no value>", "dial tcp",
+}
+
+// forPeople fails the test when msg reads as a chain of package prefixes
+// or quotes Go's own wording instead of saying what the user did.
+func forPeople(t *testing.T, what, msg string) {
+	t.Helper()
+	for _, why := range notForPeople(msg) {
+		t.Errorf("%s: %q %s", what, msg, why)
+	}
+}
+
+// notForPeople says what in msg is not written for people.
+func notForPeople(msg string) []string {
+	var out []string
+	if m := rePackageChain.FindString(msg); m != "" {
+		out = append(out, fmt.Sprintf("has a package prefix chain (%q)", m))
+	}
+	for _, p := range goPhrases {
+		if strings.Contains(msg, p) {
+			out = append(out, fmt.Sprintf("has Go's wording %q", p))
+		}
+	}
+	return out
+}
+
+// The check catches what users met before (issue 25, item 8) and lets
+// the messages that replaced them through.
+func TestNotForPeople(t *testing.T) {
+	for _, msg := range []string{
+		`jobs: bad concurrency key: queue: job keyed: config: bad concurrency key: template: concurrency_key:1:9: executing "concurrency_key" at <.Input.k>: map has no entry for key "k"`,
+		`job keyed: config: bad concurrency key: template: concurrency_key:1:9: executing "concurrency_key" at <.Input.k>: nil pointer evaluating interface {}.k`,
+		`jobs: run already finished: ok@1 ended succeeded`,
+		`--input must be a JSON object: invalid character 'o' in literal null (expecting 'u')`,
+		`the body must be JSON like {"reason": "..."}: json: cannot unmarshal number into Go struct field .reason of type string`,
+		`no answer from http://127.0.0.1:1: Get "http://127.0.0.1:1/api/v1/jobs": dial tcp 127.0.0.1:1: connect: connection refused`,
+	} {
+		if len(notForPeople(msg)) == 0 {
+			t.Errorf("%q passes the check", msg)
+		}
+	}
+	for _, msg := range []string{
+		`job "keyed": input has no "k", which concurrency_key "{{ .Input.k }}" needs: add "k" to the input`,
+		`run "ok@1" already finished (succeeded); there is nothing to cancel`,
+		`11:15: jobs[0] "report": schedule: expected 5 or 6 fields, got 4`,
+		`--input is not valid JSON: it stops making sense at character 2; give a JSON object, e.g. --input '{"k": "v"}'`,
+	} {
+		if why := notForPeople(msg); len(why) > 0 {
+			t.Errorf("%q fails the check: %v", msg, why)
+		}
+	}
+}
+
+// apiCase is a request a user might send and the refusal it must get.
+type apiCase struct {
+	name, method, path, body string
+	status                   int
+	code                     string
+	want                     []string // each must appear in the message
+}
+
+// apiCases refuse things on errorJobs; done is a finished run of "ok".
+func apiCases(done string) []apiCase {
+	return []apiCase{
+		{"key missing from input", "POST", "/api/v1/jobs/keyed/trigger", `{"input": {"n": 1}}`,
+			400, "bad_concurrency_key", []string{`job "keyed"`, `input has no "k"`, `concurrency_key "{{ .Input.k }}"`}},
+		{"no input at all", "POST", "/api/v1/jobs/keyed/trigger", ``,
+			400, "bad_concurrency_key", []string{`job "keyed"`, `no input`, `"k"`}},
+		{"key outside the pattern", "POST", "/api/v1/jobs/keyed/trigger", `{"input": {"k": "a/b"}}`,
+			400, "bad_concurrency_key", []string{`job "keyed"`, `"a/b"`}},
+		{"body not JSON", "POST", "/api/v1/jobs/ok/trigger", `{not json}`,
+			400, "bad_body", []string{"not valid JSON"}},
+		{"body cut short", "POST", "/api/v1/jobs/ok/trigger", `{"input": {"k": `,
+			400, "bad_body", []string{"not valid JSON"}},
+		{"unknown field", "POST", "/api/v1/jobs/ok/trigger", `{"inptu": {}}`,
+			400, "bad_body", []string{`"inptu"`}},
+		{"wrong type", "POST", "/api/v1/jobs/ok/trigger", `{"idempotency_key": 5}`,
+			400, "bad_body", []string{`idempotency_key`, "string"}},
+		{"input not an object", "POST", "/api/v1/jobs/ok/trigger", `{"input": [1, 2]}`,
+			400, "bad_input", []string{"input must be a JSON object", "[1, 2]"}},
+		{"cancel reason wrong type", "POST", "/api/v1/runs/" + done + "/cancel", `{"reason": 5}`,
+			400, "bad_body", []string{"reason", "string"}},
+		{"cancel a finished run", "POST", "/api/v1/runs/" + done + "/cancel", ``,
+			409, "run_finished", []string{`run "` + done + `"`, "succeeded"}},
+		{"unknown job", "GET", "/api/v1/jobs/nope", ``,
+			404, "unknown_job", []string{`"nope"`}},
+		{"unknown run", "GET", "/api/v1/runs/nope@1", ``,
+			404, "unknown_run", []string{`"nope@1"`}},
+		{"page from an unknown run", "GET", "/api/v1/jobs/ok/runs?before=ok@nope", ``,
+			404, "unknown_run", []string{`"ok@nope"`, `job "ok"`}},
+	}
+}
+
+// cliCase is a command line a user might type and how it must fail.
+type cliCase struct {
+	name string
+	args []string
+	code int
+	want []string // each must appear on stderr
+}
+
+// cliCases fail on errorJobs at server; done is a finished run of "ok",
+// bad a config file with badConfig and closed a URL nobody listens at.
+func cliCases(server, done, bad, closed string) []cliCase {
+	srv := []string{"--server", server}
+	return []cliCase{
+		{"trigger without the key's input", append([]string{"trigger", "keyed"}, srv...),
+			1, []string{`job "keyed"`, `"k"`}},
+		{"trigger with a key outside the pattern", append([]string{"trigger", "keyed", "--input", `{"k": "a b"}`}, srv...),
+			1, []string{`job "keyed"`, `"a b"`}},
+		{"--input not JSON", append([]string{"trigger", "keyed", "--input", "not json"}, srv...),
+			2, []string{"--input", "not valid JSON"}},
+		{"--input cut short", append([]string{"trigger", "keyed", "--input", `{"k": `}, srv...),
+			2, []string{"--input", "not valid JSON"}},
+		{"cancel a finished run", append([]string{"cancel", done}, srv...),
+			1, []string{`run "` + done + `"`, "succeeded"}},
+		{"runs before an unknown run", append([]string{"runs", "ok", "--before", "ok@nope"}, srv...),
+			1, []string{`"ok@nope"`}},
+		{"no server there", []string{"jobs", "--server", closed},
+			1, []string{"no answer from", "nothing listens there"}},
+		{"validate a file that is not there", []string{"validate", "--config", bad + ".missing"},
+			2, []string{"cannot read the config file " + bad + ".missing"}},
+		{"validate names the job", []string{"validate", "--config", bad},
+			1, []string{`jobs[1] "report": schedule:`, `jobs[1] "report": input: has no "k"`}},
+	}
+}
+
+// badConfig has a bad schedule and a default input without the key's field.
+const badConfig = `jobs:
+  - name: ok
+    schedule: "@manually"
+    exec: {command: ["true"]}
+  - name: report
+    schedule: "0 25 * * *"
+    concurrency_key: "{{ .Input.k }}"
+    input: {n: 1}
+    exec: {command: ["true"]}
+`
+
+// Every message a user meets when the API or the CLI refuses something
+// names the job, field or run and says what is wrong in the user's words:
+// a real replica on a real etcd, asked over HTTP and through the CLI.
+func TestErrorsForPeople(t *testing.T) {
+	etcd := etcdtest.Start(t)
+	p := startProc(t, "a", writeConfig(t, etcd.Endpoints()[0], "/errors/", errorJobs))
+	poll.Until(t, 30*time.Second, "a leads", func() (bool, string) {
+		id := p.leaderID()
+		return id == "a", "leader " + id
+	})
+	done := p.trigger("ok")
+	if _, err := p.api.Wait(context.Background(), done, 50*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	if err := os.WriteFile(bad, []byte(badConfig), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range apiCases(done) {
+		t.Run("api/"+tc.name, func(t *testing.T) { checkAPI(t, p.url, tc) })
+	}
+	for _, tc := range cliCases(p.url, done, bad, closedURL(t)) {
+		t.Run("cli/"+tc.name, func(t *testing.T) { checkCLI(t, tc, bad) })
+	}
+}
+
+// checkAPI sends tc's request and checks the error answer.
+func checkAPI(t *testing.T, server string, tc apiCase) {
+	req, err := http.NewRequest(tc.method, server+tc.path, strings.NewReader(tc.body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	var e struct {
+		Error struct{ Code, Message string }
+	}
+	if err := json.Unmarshal(b, &e); err != nil || res.StatusCode != tc.status || e.Error.Code != tc.code {
+		t.Fatalf("HTTP %d %s, want %d %s", res.StatusCode, b, tc.status, tc.code)
+	}
+	for _, w := range tc.want {
+		if !strings.Contains(e.Error.Message, w) {
+			t.Errorf("message %q does not say %q", e.Error.Message, w)
+		}
+	}
+	forPeople(t, tc.name, e.Error.Message)
+}
+
+// checkCLI runs tc's command line and checks its exit code and stderr.
+func checkCLI(t *testing.T, tc cliCase, bad string) {
+	var errOut string
+	var code int
+	if tc.args[0] == "validate" {
+		_, errOut, code = runBinary(t, tc.args...)
+	} else {
+		_, errOut, code = cli(t, tc.args...)
+	}
+	if code != tc.code {
+		t.Errorf("exit %d, want %d; stderr %q", code, tc.code, errOut)
+	}
+	for _, w := range tc.want {
+		if !strings.Contains(errOut, w) {
+			t.Errorf("stderr %q does not say %q", errOut, w)
+		}
+	}
+	for _, line := range strings.Split(strings.TrimSpace(errOut), "\n") {
+		// "scheduler: " names the program, as grep's "grep: " does.
+		line = strings.TrimPrefix(line, "scheduler: ")
+		line = strings.TrimPrefix(line, bad+":")
+		forPeople(t, tc.name, line)
+	}
+}
