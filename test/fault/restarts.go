@@ -19,9 +19,8 @@ type Restart struct {
 }
 
 // interrupted is the outcome SPEC section 19 gives a run cut by a graceful
-// restart, requeued at once without using a retry. Spelled here, not taken
-// from internal/runs, so the suite builds before the engine has it.
-const interrupted runs.Outcome = "interrupted"
+// restart, requeued at once without using a retry.
+const interrupted = runs.Interrupted
 
 // CutReport counts the runs a graceful restart cut: attempts whose
 // request the witness saw cancelled between their replica's SIGTERM and
