@@ -56,17 +56,17 @@ func TestNextExplain(t *testing.T) {
 	}
 	rows := strings.Split(strings.TrimSpace(out), "\n")
 	wantRows := []string{
-		"JOB         SCHEDULE                   TIMEZONE       SCHEDULED AT (JOB TIME)         SCHEDULED AT (UTC)    EXCLUDED BY",
-		"settlement  0 18 * * 1-5 | 0 12 * * 6  Europe/Berlin  2026-12-23 18:00:00 +01:00 CET  2026-12-23T17:00:00Z  -",
-		`settlement  0 18 * * 1-5 | 0 12 * * 6  Europe/Berlin  2026-12-24 18:00:00 +01:00 CET  2026-12-24T17:00:00Z  calendar "holidays-de"`,
-		`settlement  0 18 * * 1-5 | 0 12 * * 6  Europe/Berlin  2026-12-25 18:00:00 +01:00 CET  2026-12-25T17:00:00Z  calendar "holidays-de"`,
-		`settlement  0 18 * * 1-5 | 0 12 * * 6  Europe/Berlin  2026-12-26 12:00:00 +01:00 CET  2026-12-26T11:00:00Z  calendar "holidays-de"`,
-		`settlement  0 18 * * 1-5 | 0 12 * * 6  Europe/Berlin  2026-12-28 18:00:00 +01:00 CET  2026-12-28T17:00:00Z  from 2026-12-28T00:00:00+01:00 to 2027-01-02T00:00:00+01:00`,
-		`settlement  0 18 * * 1-5 | 0 12 * * 6  Europe/Berlin  2026-12-29 18:00:00 +01:00 CET  2026-12-29T17:00:00Z  from 2026-12-28T00:00:00+01:00 to 2027-01-02T00:00:00+01:00`,
-		`settlement  0 18 * * 1-5 | 0 12 * * 6  Europe/Berlin  2026-12-30 18:00:00 +01:00 CET  2026-12-30T17:00:00Z  from 2026-12-28T00:00:00+01:00 to 2027-01-02T00:00:00+01:00`,
-		`settlement  0 18 * * 1-5 | 0 12 * * 6  Europe/Berlin  2026-12-31 18:00:00 +01:00 CET  2026-12-31T17:00:00Z  from 2026-12-28T00:00:00+01:00 to 2027-01-02T00:00:00+01:00`,
-		`settlement  0 18 * * 1-5 | 0 12 * * 6  Europe/Berlin  2027-01-01 18:00:00 +01:00 CET  2027-01-01T17:00:00Z  calendar "holidays-de"`,
-		"settlement  0 18 * * 1-5 | 0 12 * * 6  Europe/Berlin  2027-01-02 12:00:00 +01:00 CET  2027-01-02T11:00:00Z  -",
+		"JOB         SCHEDULED AT (JOB TIME)         SCHEDULED AT (UTC)    EXCLUDED BY",
+		"settlement  2026-12-23 18:00:00 +01:00 CET  2026-12-23T17:00:00Z  -",
+		`settlement  2026-12-24 18:00:00 +01:00 CET  2026-12-24T17:00:00Z  calendar "holidays-de"`,
+		`settlement  2026-12-25 18:00:00 +01:00 CET  2026-12-25T17:00:00Z  calendar "holidays-de"`,
+		`settlement  2026-12-26 12:00:00 +01:00 CET  2026-12-26T11:00:00Z  calendar "holidays-de"`,
+		"settlement  2026-12-28 18:00:00 +01:00 CET  2026-12-28T17:00:00Z  from 2026-12-28T00:00:00+01:00 to 2027-01-02T00:00:00+01:00",
+		"settlement  2026-12-29 18:00:00 +01:00 CET  2026-12-29T17:00:00Z  from 2026-12-28T00:00:00+01:00 to 2027-01-02T00:00:00+01:00",
+		"settlement  2026-12-30 18:00:00 +01:00 CET  2026-12-30T17:00:00Z  from 2026-12-28T00:00:00+01:00 to 2027-01-02T00:00:00+01:00",
+		"settlement  2026-12-31 18:00:00 +01:00 CET  2026-12-31T17:00:00Z  from 2026-12-28T00:00:00+01:00 to 2027-01-02T00:00:00+01:00",
+		`settlement  2027-01-01 18:00:00 +01:00 CET  2027-01-01T17:00:00Z  calendar "holidays-de"`,
+		"settlement  2027-01-02 12:00:00 +01:00 CET  2027-01-02T11:00:00Z  -",
 	}
 	for i := range max(len(rows), len(wantRows)) {
 		var g, w string

@@ -107,8 +107,9 @@ func TestShutdownLetsRunFinishWithinGrace(t *testing.T) {
 }
 
 // SIGTERM during a run longer than the grace: the run is cancelled when the
-// grace ends, recorded cancelled, and the process exits long before the run
-// would have ended.
+// grace ends, recorded interrupted with its next attempt queued at once for
+// another replica (SPEC section 19), and the process exits long before the
+// run would have ended.
 func TestShutdownCancelsRunAfterGrace(t *testing.T) {
 	etcd := etcdtest.Start(t)
 	cli := etcd.Client()
@@ -123,8 +124,11 @@ func TestShutdownCancelsRunAfterGrace(t *testing.T) {
 		t.Fatalf("exit %d after SIGTERM", code)
 	}
 	rec := record(t, cli, prefix, runID)
-	if rec.Outcome != "cancelled" || !strings.Contains(rec.Error, "shutdown grace") {
-		t.Fatalf("record: %+v, want cancelled for the shutdown grace", rec)
+	if rec.Outcome != "interrupted" || !strings.Contains(rec.Error, "shutdown_grace") {
+		t.Fatalf("record: %+v, want interrupted for the shutdown grace", rec)
+	}
+	if n := left(t, cli, keys.New(prefix).Queue()); n != 1 {
+		t.Errorf("%d queue entries after exit, want 1: the run's next attempt", n)
 	}
 	if d := rec.EndedAt.Sub(signalled); d < time.Second {
 		t.Errorf("run cancelled %s after SIGTERM, before the 1s grace", d)
