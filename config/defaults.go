@@ -18,6 +18,8 @@ const (
 	DefaultMaxParallel   = 64
 	DefaultShutdownGrace = 30 * time.Second
 
+	DefaultRemovedHistoryTTL = 168 * time.Hour
+
 	DefaultTimezone            = "UTC"
 	DefaultMaxConcurrency      = 1
 	DefaultOverlap             = OverlapSkip
@@ -48,6 +50,8 @@ func (c *Config) setDefaults() {
 		DataDir:     DefaultDataDir,
 		SessionTTL:  Duration(DefaultSessionTTL),
 		LeaseMargin: Duration(DefaultLeaseMargin),
+
+		RemovedHistoryTTL: Duration(DefaultRemovedHistoryTTL),
 	}
 	c.API = API{Listen: DefaultListen}
 	c.Notify = Notify{MaxAge: Duration(DefaultNotifyMaxAge)}
