@@ -162,6 +162,9 @@ type leader struct {
 	paused map[string]bool
 	sweep  map[string]bool
 	gone   map[string]uint64
+	// jobsChanged signals (coalescing) that syncJobs took a config: the
+	// prune pass looks for removed jobs again.
+	jobsChanged chan struct{}
 	// maxQueued is the queue's size beyond which jobs are planned
 	// NearLookahead ahead only (lookahead.go; a field for the tests).
 	maxQueued int
@@ -170,7 +173,8 @@ type leader struct {
 func newLeader(d Deps, term election.Leadership) *leader {
 	return &leader{d: d, term: term, fence: term.Fence(), cursors: map[string]time.Time{}, gen: map[string]uint64{},
 		specsWritten: map[string]bool{},
-		paused:       map[string]bool{}, sweep: map[string]bool{}, gone: map[string]uint64{}, maxQueued: maxQueued}
+		paused:       map[string]bool{}, sweep: map[string]bool{}, gone: map[string]uint64{}, maxQueued: maxQueued,
+		jobsChanged: make(chan struct{}, 1)}
 }
 
 // syncJobs takes the current config: new and changed jobs are planned at
@@ -208,6 +212,10 @@ func (l *leader) syncJobs() {
 		}
 	}
 	l.jobs = next
+	select {
+	case l.jobsChanged <- struct{}{}:
+	default:
+	}
 	if first && l.d.Queue != nil {
 		// A job removed while another replica led, or while none did, may
 		// have ticks that leader materialized ahead.

@@ -78,17 +78,39 @@ func (f *Finished) again(jobs []string) {
 // prune keeps each job's history at history_limit records. A job is trimmed
 // after every tenth of its limit in finished runs, so pruning costs a small
 // share of a write per run.
+//
+// The same pass keeps removed jobs' history for removed_history_ttl
+// (removed.go): at the term's start, after each config change and when a
+// removal expires.
 func (l *leader) prune(ctx context.Context) error {
+	var removedNext time.Time // zero: look now
 	for {
 		looked := l.d.Clock.Now()
 		if err := l.pruneRound(ctx); err != nil {
 			return err
 		}
+		if !looked.Before(removedNext) {
+			next, err := l.removedRound(ctx)
+			if err != nil {
+				if err == errNotLeader || ctx.Err() != nil {
+					return err
+				}
+				l.d.Log.Warn("keeping removed jobs' history failed; will try again", "err", err)
+				next = l.d.Clock.Now().Add(removedRetry)
+			}
+			removedNext = next
+		}
+		timer := l.d.Clock.NewTimer(max(removedNext.Sub(l.d.Clock.Now()), 0))
 		select {
 		case <-ctx.Done():
+			timer.Stop()
 			return nil
 		case <-l.d.Finished.changed:
+		case <-l.jobsChanged:
+			removedNext = time.Time{}
+		case <-timer.Chan():
 		}
+		timer.Stop()
 		if !l.pause(ctx, looked.Add(pruneGap)) {
 			return nil
 		}
