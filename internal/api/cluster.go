@@ -26,6 +26,8 @@ type Cluster interface {
 	Slots() []slots.Info
 	Jobs(ctx context.Context, page jobs.Page) (list []jobs.JobStatus, next string, err error)
 	Job(ctx context.Context, name string) (jobs.JobStatus, error)
+	// RemovedJobs are the jobs gone from the config whose history is kept.
+	RemovedJobs(ctx context.Context) ([]jobs.RemovedJob, error)
 	Runs(ctx context.Context, job string, page jobs.Page) (list []runs.Record, next string, err error)
 	FindRun(ctx context.Context, runID string) (jobs.RunStatus, error)
 	Trigger(ctx context.Context, job string, req jobs.TriggerRequest) (runID string, duplicate bool, err error)
@@ -57,6 +59,13 @@ func (s *Server) clusterRoutes(read, write func(http.HandlerFunc) http.HandlerFu
 		writeJSON(w, http.StatusOK, nonNil(cl.Slots()))
 	}))))
 	s.mux.HandleFunc("GET /api/v1/jobs", read(c(confirmed(func(w http.ResponseWriter, r *http.Request, cl Cluster) {
+		if removed, ok := removedOf(w, r); !ok {
+			return
+		} else if removed {
+			list, err := cl.RemovedJobs(r.Context())
+			respond(w, r, http.StatusOK, nonNil(list), err)
+			return
+		}
 		page, ok := pageOf(w, r, 0, "after")
 		if !ok {
 			return

@@ -173,12 +173,14 @@ func (e *Engine) lastRun(ctx context.Context, job string) (*runs.Record, error) 
 
 // Runs returns the job's records, newest first: page.Limit of them,
 // older than the run page.After when it is set. next is the cursor of the
-// following page (the oldest run id returned), empty on the last.
+// following page (the oldest run id returned), empty on the last. A job
+// removed from the config is known while it has records (RemovedJobs).
 func (e *Engine) Runs(ctx context.Context, job string, page Page) (list []runs.Record, next string, err error) {
-	if e.opts.Config().Job(job) == nil {
+	list, next, err = e.readRuns(ctx, job, page)
+	if err == nil && len(list) == 0 && page.After == "" && e.opts.Config().Job(job) == nil {
 		return nil, "", fmt.Errorf("%w %q", ErrUnknownJob, job)
 	}
-	return e.readRuns(ctx, job, page)
+	return list, next, err
 }
 
 // FindRun returns one run, queued, running or finished.
