@@ -43,17 +43,32 @@ func jobsCommand(ctx context.Context, args []string, stdout, stderr io.Writer) i
 					return writeRaw(out.stdout, raws(list, func(j client.Job) json.RawMessage { return j.Raw }))
 				}
 			}
-			t := newTable(out.width, "NAME", "TARGET", "SCHEDULE", "TIMEZONE", "PAUSED", "NEXT RUN", "LAST RUN", "OUTCOME", "RUNNING", "PENDING", "AHEAD").shrink(2)
+			t := newTable(out.width, "NAME", "TARGET", "SCHEDULE", "TIMEZONE", "PAUSED", "NEXT RUN", "LAST RUN", "OUTCOME", "RUNNING", "PENDING", "AHEAD").shrink(2, 4)
 			for _, j := range list {
 				last, outcome := "-", "-"
 				if j.LastRun != nil {
 					last, outcome = stamp(j.LastRun.ScheduledAt), j.LastRun.Outcome
 				}
-				t.add(j.Name, j.Spec.Target(), j.Spec.Schedule, j.Spec.Timezone, strconv.FormatBool(j.Paused), stamp(j.NextRun),
+				t.add(j.Name, j.Spec.Target(), j.Spec.Schedule, j.Spec.Timezone, pausedCell(j), stamp(j.NextRun),
 					last, outcome, fmt.Sprintf("%d/%d", j.Running, j.MaxConcurrency), strconv.Itoa(j.Pending), strconv.Itoa(j.Scheduled))
 			}
 			return t.write(out.stdout)
 		})
+}
+
+// pausedCell is "no", or "yes" with the pause's until and reason.
+func pausedCell(j client.Job) string {
+	if !j.Paused {
+		return "no"
+	}
+	s := "yes"
+	if !j.PausedUntil.IsZero() {
+		s += " until " + stamp(j.PausedUntil)
+	}
+	if j.PauseReason != "" {
+		s += ": " + j.PauseReason
+	}
+	return s
 }
 
 // inputCell is a run's input for a table: compact, and short even on a

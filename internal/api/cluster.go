@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/etcdsched/scheduler/config"
@@ -31,7 +32,7 @@ type Cluster interface {
 	Runs(ctx context.Context, job string, page jobs.Page) (list []runs.Record, next string, err error)
 	FindRun(ctx context.Context, runID string) (jobs.RunStatus, error)
 	Trigger(ctx context.Context, job string, req jobs.TriggerRequest) (runID string, duplicate bool, err error)
-	Pause(ctx context.Context, job string) (jobs.JobStatus, error)
+	Pause(ctx context.Context, job string, req jobs.PauseRequest) (jobs.JobStatus, error)
 	Resume(ctx context.Context, job string) (jobs.JobStatus, error)
 	Cancel(ctx context.Context, runID, reason string) error
 }
@@ -115,11 +116,18 @@ func (s *Server) clusterRoutes(read, write func(http.HandlerFunc) http.HandlerFu
 			respond(w, r, http.StatusAccepted, map[string]string{"run_id": id}, err)
 		})(w, r)
 	}))))
-	s.mux.HandleFunc("POST /api/v1/jobs/{name}/pause", write(withBody(MaxEmptyBody, named(c(func(w http.ResponseWriter, r *http.Request, cl Cluster) {
-		j, err := cl.Pause(r.Context(), r.PathValue("name"))
-		s.redact(r, &j)
-		respond(w, r, http.StatusOK, j, err)
-	})))))
+	s.mux.HandleFunc("POST /api/v1/jobs/{name}/pause", write(withBody(MaxPauseBody, named(func(w http.ResponseWriter, r *http.Request) {
+		req, msg := parsePause(r.Body)
+		if msg != "" {
+			writeError(w, http.StatusBadRequest, "bad_body", msg)
+			return
+		}
+		c(func(w http.ResponseWriter, r *http.Request, cl Cluster) {
+			j, err := cl.Pause(r.Context(), r.PathValue("name"), req)
+			s.redact(r, &j)
+			respond(w, r, http.StatusOK, j, err)
+		})(w, r)
+	}))))
 	s.mux.HandleFunc("POST /api/v1/jobs/{name}/resume", write(withBody(MaxEmptyBody, named(c(func(w http.ResponseWriter, r *http.Request, cl Cluster) {
 		j, err := cl.Resume(r.Context(), r.PathValue("name"))
 		s.redact(r, &j)
@@ -187,6 +195,8 @@ func respond(w http.ResponseWriter, r *http.Request, status int, v any, err erro
 		writeError(w, http.StatusConflict, "run_finished", err.Error())
 	case errors.Is(err, ErrUnconfirmed):
 		writeError(w, http.StatusServiceUnavailable, "etcd_unavailable", err.Error())
+	case errors.Is(err, jobs.ErrBadPause):
+		writeError(w, http.StatusBadRequest, "bad_pause", strings.TrimPrefix(err.Error(), jobs.ErrBadPause.Error()+": "))
 	case errors.Is(err, jobs.ErrBadConcurrencyKey):
 		writeError(w, http.StatusBadRequest, "bad_concurrency_key", err.Error())
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):

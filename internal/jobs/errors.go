@@ -13,4 +13,6 @@ var (
 	// ErrBadConcurrencyKey: the run's input renders no valid concurrency
 	// key, so it was not queued.
 	ErrBadConcurrencyKey = errors.New("jobs: bad concurrency key")
+	// ErrBadPause: a pause's until or reason cannot be taken.
+	ErrBadPause = errors.New("jobs: bad pause")
 )

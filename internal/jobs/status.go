@@ -25,9 +25,15 @@ const lastRunLookups = 500
 
 // JobStatus is a job as the API shows it.
 type JobStatus struct {
-	Name           string       `json:"name"`
-	Spec           config.Job   `json:"spec"`
-	Paused         bool         `json:"paused"`
+	Name   string     `json:"name"`
+	Spec   config.Job `json:"spec"`
+	Paused bool       `json:"paused"`
+	// PauseReason, PausedAt and PausedUntil describe a pause made through
+	// the API (a pause from the file has none): the job resumes by itself
+	// at PausedUntil.
+	PauseReason    string       `json:"pause_reason,omitempty"`
+	PausedAt       time.Time    `json:"paused_at,omitzero"`
+	PausedUntil    time.Time    `json:"paused_until,omitzero"`
 	NextRun        time.Time    `json:"next_run,omitzero"`
 	LastRun        *runs.Record `json:"last_run,omitempty"`
 	Running        int          `json:"running"`
@@ -146,10 +152,14 @@ func (e *Engine) queued(keep func(*queue.Item) bool) map[string]queueCount {
 }
 
 func (e *Engine) jobStatus(j *config.Job, queued queueCount, notes map[string]int) JobStatus {
+	pause := e.paused.State(j.Name, j.Paused)
 	st := JobStatus{
 		Name:           j.Name,
 		Spec:           *j,
-		Paused:         e.paused.Is(j.Name, j.Paused),
+		Paused:         pause.Paused,
+		PauseReason:    pause.Reason,
+		PausedAt:       pause.At,
+		PausedUntil:    pause.Until,
 		Running:        e.opts.Slots.InUse(j.Name),
 		MaxConcurrency: j.MaxConcurrency,
 		Pending:        queued.due,

@@ -90,8 +90,8 @@ func (d *Deps) defaults() {
 }
 
 // Run does the leader's work for one term while ctx lives: it materializes
-// ticks, records runs whose holder died, prunes history and delivers
-// notifications. Every write it
+// ticks, records runs whose holder died, prunes history, delivers
+// notifications and ends pauses at their until. Every write it
 // makes carries the term's fence, so a deposed leader's writes fail (SPEC
 // rule 1). It returns nil when ctx ends or a write finds the fence gone,
 // and an error when the work cannot go on.
@@ -120,7 +120,7 @@ func Run(ctx context.Context, d Deps, term election.Leadership) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel(nil)
-	for _, f := range []func(context.Context) error{l.reap, l.prune, l.collectSpecs, l.deliver} {
+	for _, f := range []func(context.Context) error{l.reap, l.prune, l.collectSpecs, l.deliver, l.resumeExpired} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -186,7 +186,7 @@ func (l *leader) fenced(ctx context.Context, cmps []clientv3.Cmp, ops ...clientv
 	tr, err := l.d.Client.Txn(ctx).If(append([]clientv3.Cmp{l.fence}, cmps...)...).Then(ops...).
 		Else(clientv3.OpGet(l.term.Key)).Commit()
 	if err != nil {
-		return false, fmt.Errorf("leader: removed history: %w", err)
+		return false, fmt.Errorf("leader: fenced write: %w", err)
 	}
 	if !tr.Succeeded && l.fenceGone(tr) {
 		return false, errNotLeader
