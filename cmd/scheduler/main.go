@@ -98,7 +98,7 @@ Every flag of run can also be set as SCHEDULER_<FLAG> in the environment
 over the file.
 
 Client of a running cluster's API:
-  scheduler jobs [NAME]
+  scheduler jobs [NAME] | scheduler jobs --removed
   scheduler runs JOB [--limit N] [--before RUN_ID]
   scheduler trigger JOB [--input JSON|@FILE] [--idempotency-key K] [--wait]
   scheduler pause JOB [--reason R] [--until T]

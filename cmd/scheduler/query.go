@@ -20,10 +20,20 @@ func raws[T any](list []T, raw func(T) json.RawMessage) []json.RawMessage {
 	return out
 }
 
-// jobsCommand: scheduler jobs [NAME].
+// jobsCommand: scheduler jobs [NAME] | scheduler jobs --removed.
 func jobsCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	return clientCommand(ctx, "scheduler jobs [NAME]", args, stdout, stderr, 0, 1, nil,
+	var removed bool
+	return clientCommand(ctx, "scheduler jobs [NAME] | scheduler jobs --removed", args, stdout, stderr, 0, 1,
+		func(fs *flag.FlagSet) {
+			fs.BoolVar(&removed, "removed", false, "list the jobs removed from the config whose history is still kept")
+		},
 		func(ctx context.Context, c *client.Client, pos []string, out output) error {
+			if removed {
+				if len(pos) > 0 {
+					return fmt.Errorf("%w: --removed lists every removed job; read one's history with scheduler runs %s", errUsage, pos[0])
+				}
+				return removedJobs(ctx, c, out)
+			}
 			var list []client.Job
 			if len(pos) == 1 {
 				j, err := c.Job(ctx, pos[0])
@@ -54,6 +64,22 @@ func jobsCommand(ctx context.Context, args []string, stdout, stderr io.Writer) i
 			}
 			return t.write(out.stdout)
 		})
+}
+
+// removedJobs prints the removed jobs whose history is kept.
+func removedJobs(ctx context.Context, c *client.Client, out output) error {
+	list, err := c.RemovedJobs(ctx)
+	if err != nil {
+		return err
+	}
+	if out.json {
+		return writeRaw(out.stdout, list)
+	}
+	t := newTable(out.width, "NAME", "REMOVED AT")
+	for _, j := range list {
+		t.add(j.Name, stamp(j.RemovedAt))
+	}
+	return t.write(out.stdout)
 }
 
 // pausedCell is "no", or "yes" with the pause's until and reason.

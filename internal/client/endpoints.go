@@ -16,6 +16,20 @@ func (c *Client) Jobs(ctx context.Context) ([]Job, error) {
 	return out, err
 }
 
+// RemovedJob is a job gone from the config whose history is kept until
+// removed_history_ttl after RemovedAt.
+type RemovedJob struct {
+	Name      string    `json:"name"`
+	RemovedAt time.Time `json:"removed_at"`
+}
+
+// RemovedJobs lists the removed jobs whose history is kept.
+func (c *Client) RemovedJobs(ctx context.Context) ([]RemovedJob, error) {
+	var out []RemovedJob
+	_, err := c.do(ctx, http.MethodGet, "/api/v1/jobs", url.Values{"removed": {"true"}}, nil, &out)
+	return out, err
+}
+
 // Job returns one job with its last run.
 func (c *Client) Job(ctx context.Context, name string) (Job, error) {
 	var out Job
