@@ -78,39 +78,17 @@ func (f *Finished) again(jobs []string) {
 // prune keeps each job's history at history_limit records. A job is trimmed
 // after every tenth of its limit in finished runs, so pruning costs a small
 // share of a write per run.
-//
-// The same pass keeps removed jobs' history for removed_history_ttl
-// (removed.go): at the term's start, after each config change and when a
-// removal expires.
 func (l *leader) prune(ctx context.Context) error {
-	var removedNext time.Time // zero: look now
 	for {
 		looked := l.d.Clock.Now()
 		if err := l.pruneRound(ctx); err != nil {
 			return err
 		}
-		if !looked.Before(removedNext) {
-			next, err := l.removedRound(ctx)
-			if err != nil {
-				if err == errNotLeader || ctx.Err() != nil {
-					return err
-				}
-				l.d.Log.Warn("keeping removed jobs' history failed; will try again", "err", err)
-				next = l.d.Clock.Now().Add(removedRetry)
-			}
-			removedNext = next
-		}
-		timer := l.d.Clock.NewTimer(max(removedNext.Sub(l.d.Clock.Now()), 0))
 		select {
 		case <-ctx.Done():
-			timer.Stop()
 			return nil
 		case <-l.d.Finished.changed:
-		case <-l.jobsChanged:
-			removedNext = time.Time{}
-		case <-timer.Chan():
 		}
-		timer.Stop()
 		if !l.pause(ctx, looked.Add(pruneGap)) {
 			return nil
 		}
@@ -207,6 +185,7 @@ func (l *leader) pruneRound(ctx context.Context) error {
 	if len(due) == 0 {
 		return nil
 	}
+	l.noteRemoved(due...) // a run of a removed job ended: it has records to keep
 	if err := l.pruneJobs(ctx, due); err != nil {
 		if err == errNotLeader || ctx.Err() != nil {
 			return err

@@ -10,7 +10,8 @@ import (
 	"github.com/etcdsched/scheduler/config"
 )
 
-// A removed job's history (SPEC section 19).
+// A removed job's history (SPEC section 19), kept by a part of the term of
+// its own, so that listing the jobs with records never delays pruning.
 //
 // Records of a job gone from the config stay readable for
 // cluster.removed_history_ttl. When it was removed must be one time for
@@ -20,10 +21,11 @@ import (
 // past the TTL the leader deletes the records, their unstarted markers and
 // the marker in one transaction. Every write is fenced by the term.
 
-// removedScanGap: besides at the term's start and after each config
-// change, the leader looks for removed jobs' records this often (a run in
-// flight when its job was removed records its end later).
-const removedScanGap = 10 * time.Minute
+// removedScanGap: besides at the term's start, the leader lists every job
+// with records this often. Between two lists it looks only at the jobs
+// that left the config or came back (syncJobs) and those that ended a run
+// while out of it (pruneRound): a list costs a read per job with records.
+const removedScanGap = time.Hour
 
 // removedRetry: the next look after one that failed.
 const removedRetry = 10 * time.Second
@@ -34,62 +36,149 @@ type removal struct {
 	rev int64 // ModRevision
 }
 
-// removedRound marks the removed jobs that have records, unmarks the jobs
-// that came back and purges the history of those removed longer than the
-// TTL ago. It returns when to look again: at the next expiry, or after
-// removedScanGap.
-func (l *leader) removedRound(ctx context.Context) (time.Time, error) {
+// signal wakes the reader of ch, coalescing.
+func signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// noteRemoved asks keepRemovedHistory to look at those of jobs the config
+// lacks.
+func (l *leader) noteRemoved(jobs ...string) {
 	l.mu.Lock()
+	n := 0
+	for _, job := range jobs {
+		if _, ok := l.jobs[job]; !ok && l.jobs != nil {
+			l.removedCheck[job] = true
+			n++
+		}
+	}
+	l.mu.Unlock()
+	if n > 0 {
+		signal(l.removedChanged)
+	}
+}
+
+// keepRemovedHistory keeps removed jobs' history for the TTL while the
+// term lasts: every job at the term's start and each removedScanGap, the
+// jobs noted in between at once, and each expiry when it comes.
+func (l *leader) keepRemovedHistory(ctx context.Context) error {
+	timer := l.d.Clock.NewTimer(time.Hour)
+	defer timer.Stop()
+	full, lastFull := true, l.d.Clock.Now()
+	for {
+		now := l.d.Clock.Now()
+		next, err := l.removedRound(ctx, full)
+		switch {
+		case err == errNotLeader || ctx.Err() != nil:
+			return err
+		case err != nil:
+			l.d.Log.Warn("keeping removed jobs' history failed; will try again", "err", err)
+			next, full = l.d.Clock.Now().Add(removedRetry), true // what was noted is lost: look at all
+		case full:
+			full, lastFull = false, now
+		}
+		next = sooner(next, lastFull.Add(removedScanGap))
+		timer.Reset(max(next.Sub(l.d.Clock.Now()), 0))
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-l.removedChanged:
+		case <-timer.Chan():
+			full = full || !l.d.Clock.Now().Before(lastFull.Add(removedScanGap))
+		}
+	}
+}
+
+// removedRound marks the removed jobs that have records (all of them when
+// full, else those noted), unmarks the jobs that came back and purges the
+// history of those removed longer than the TTL ago. It returns the next
+// expiry (zero: none).
+func (l *leader) removedRound(ctx context.Context, full bool) (time.Time, error) {
+	l.mu.Lock()
+	synced := l.jobs != nil
 	known := make(map[string]bool, len(l.jobs))
 	for name := range l.jobs {
 		known[name] = true
 	}
-	synced := l.jobs != nil
+	noted := l.removedCheck
+	l.removedCheck = map[string]bool{}
 	l.mu.Unlock()
 	now := l.d.Clock.Now()
-	next := now.Add(removedScanGap)
 	if !synced {
 		return now.Add(removedRetry), nil // every job looks removed before the config is taken
 	}
 	marks, err := l.removals(ctx)
 	if err != nil {
-		return next, err
+		return time.Time{}, err
 	}
-	withRecords, err := l.jobsWithRecords(ctx)
+	candidates, err := l.removedCandidates(ctx, full, noted, known, marks)
 	if err != nil {
-		return next, err
+		return time.Time{}, err
 	}
-	for _, job := range withRecords {
-		if known[job] || marks[job] != nil {
-			continue
-		}
+	for _, job := range candidates {
 		if err := l.markRemoved(ctx, job, now); err != nil {
-			return next, err
+			return time.Time{}, err
 		}
 		l.d.Log.Info("removed job: history kept", "job", job, "until", now.Add(l.removedTTL()))
 		marks[job] = &removal{at: now}
 	}
+	var next time.Time
 	for job, m := range marks {
 		expires := m.at.Add(l.removedTTL())
 		switch {
 		case known[job]:
 			err = l.unmarkRemoved(ctx, job, m)
-		case m.rev == 0: // written in this round
-			next = earliest(next, expires)
-		case !now.Before(expires):
+		case m.rev != 0 && !now.Before(expires): // rev 0: written in this round
 			err = l.purgeRemoved(ctx, job, m)
 		default:
-			next = earliest(next, expires)
+			next = sooner(next, expires)
 		}
 		if err != nil {
-			return next, err
+			return time.Time{}, err
 		}
 	}
 	return next, nil
 }
 
-func earliest(a, b time.Time) time.Time {
-	if b.Before(a) {
+// removedCandidates are the jobs to mark removed: not in the config, not
+// marked, with records. full lists every job with records; otherwise only
+// the noted jobs are looked at.
+func (l *leader) removedCandidates(ctx context.Context, full bool, noted, known map[string]bool, marks map[string]*removal) ([]string, error) {
+	var withRecords []string
+	if full {
+		var err error
+		if withRecords, err = l.jobsWithRecords(ctx); err != nil {
+			return nil, err
+		}
+	} else {
+		for job := range noted {
+			if known[job] || marks[job] != nil {
+				continue
+			}
+			resp, err := l.d.Client.Get(ctx, l.d.Keys.JobRuns(job), clientv3.WithPrefix(), clientv3.WithCountOnly())
+			if err != nil {
+				return nil, fmt.Errorf("leader: read the records of %s: %w", job, err)
+			}
+			if resp.Count > 0 {
+				withRecords = append(withRecords, job)
+			}
+		}
+	}
+	var out []string
+	for _, job := range withRecords {
+		if !known[job] && marks[job] == nil {
+			out = append(out, job)
+		}
+	}
+	return out, nil
+}
+
+// sooner is the earlier of a and b; a zero time is none.
+func sooner(a, b time.Time) time.Time {
+	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
 		return b
 	}
 	return a

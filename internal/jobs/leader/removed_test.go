@@ -1,6 +1,7 @@
 package leader
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/etcdsched/scheduler/internal/etcdtest"
 	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
+	"github.com/etcdsched/scheduler/internal/poll"
 	"github.com/etcdsched/scheduler/internal/runs"
 )
 
@@ -57,7 +59,7 @@ func TestRemovedJobHistoryIsKeptForTheTTLThenDeleted(t *testing.T) {
 	putRecords(t, cli, l, "gone", 6)
 	putRecords(t, cli, l, "gone-too", 3)
 
-	next, err := l.removedRound(t.Context())
+	next, err := l.removedRound(t.Context(), true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +78,7 @@ func TestRemovedJobHistoryIsKeptForTheTTLThenDeleted(t *testing.T) {
 	}
 
 	clock.Advance(5*time.Minute - time.Second)
-	if _, err := l.removedRound(t.Context()); err != nil {
+	if _, err := l.removedRound(t.Context(), true); err != nil {
 		t.Fatal(err)
 	}
 	if n := keysUnder(t, cli, l.d.Keys.JobRuns("gone")); n != 6 {
@@ -84,7 +86,7 @@ func TestRemovedJobHistoryIsKeptForTheTTLThenDeleted(t *testing.T) {
 	}
 
 	clock.Advance(time.Second)
-	if _, err := l.removedRound(t.Context()); err != nil {
+	if _, err := l.removedRound(t.Context(), true); err != nil {
 		t.Fatal(err)
 	}
 	for _, prefix := range []string{l.d.Keys.JobRuns("gone"), l.d.Keys.Unstarted("gone"), l.d.Keys.Removed()} {
@@ -109,7 +111,7 @@ func TestRemovedJobPutBackKeepsItsHistory(t *testing.T) {
 	cfg.Cluster.RemovedHistoryTTL = config.Duration(time.Hour)
 	l := newTestLeader(t, cli, "/removed-back/", cfg, clock)
 	putRecords(t, cli, l, "back", 5)
-	if _, err := l.removedRound(t.Context()); err != nil {
+	if _, err := l.removedRound(t.Context(), true); err != nil {
 		t.Fatal(err)
 	}
 	if n := keysUnder(t, cli, l.d.Keys.RemovedJob("back")); n != 1 {
@@ -121,14 +123,14 @@ func TestRemovedJobPutBackKeepsItsHistory(t *testing.T) {
 	l.jobs["back"] = &j
 	l.mu.Unlock()
 	clock.Advance(30 * time.Minute)
-	if _, err := l.removedRound(t.Context()); err != nil {
+	if _, err := l.removedRound(t.Context(), true); err != nil {
 		t.Fatal(err)
 	}
 	if n := keysUnder(t, cli, l.d.Keys.Removed()); n != 0 {
 		t.Fatalf("the job is back: %d removal markers, want none", n)
 	}
 	clock.Advance(2 * time.Hour)
-	if _, err := l.removedRound(t.Context()); err != nil {
+	if _, err := l.removedRound(t.Context(), true); err != nil {
 		t.Fatal(err)
 	}
 	if n := keysUnder(t, cli, l.d.Keys.JobRuns("back")); n != 5 {
@@ -145,10 +147,83 @@ func TestRemovedHistoryWritesAreFenced(t *testing.T) {
 	if _, err := cli.Delete(t.Context(), l.term.Key); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.removedRound(t.Context()); !errors.Is(err, errNotLeader) {
+	if _, err := l.removedRound(t.Context(), true); !errors.Is(err, errNotLeader) {
 		t.Fatalf("round of a deposed leader: %v, want errNotLeader", err)
 	}
 	if n := keysUnder(t, cli, l.d.Keys.Removed()); n != 0 {
 		t.Errorf("a deposed leader wrote %d removal markers", n)
 	}
+}
+
+// Between two lists of every job, a round looks at the jobs that left the
+// config or came back (syncJobs) and those that ended a run while out of
+// it (noteRemoved, from the prune pass); a job nobody noted waits for the
+// next list.
+func TestRemovedJobsNotedBetweenScans(t *testing.T) {
+	cli := etcdtest.Start(t).Client()
+	ctx := t.Context()
+	a, b := jobstest.HTTPJob("a", "@every 1s", "http://127.0.0.1:1/"), jobstest.HTTPJob("b", "@every 1s", "http://127.0.0.1:1/")
+	both, onlyB := jobstest.Config(a, b), jobstest.Config(b)
+	cfg := both
+	l := newTestLeader(t, cli, "/removed-noted/", both, clockwork.NewFakeClock())
+	l.d.Config = func() *config.Config { return cfg }
+	for _, job := range []string{"a", "b", "late", "unnoted"} {
+		putRecords(t, cli, l, job, 2)
+	}
+	marked := func(job string) bool { return keysUnder(t, cli, l.d.Keys.RemovedJob(job)) == 1 }
+	round := func(full bool) {
+		t.Helper()
+		if _, err := l.removedRound(ctx, full); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	cfg = onlyB
+	l.syncJobs()
+	l.noteRemoved("late", "b") // b is configured: not a candidate
+	round(false)
+	if !marked("a") || !marked("late") || marked("b") || marked("unnoted") {
+		t.Errorf("after a noted round: marked a %v, late %v, b %v, unnoted %v; want a and late only",
+			marked("a"), marked("late"), marked("b"), marked("unnoted"))
+	}
+	round(true)
+	if !marked("unnoted") {
+		t.Error("a full round left unnoted unmarked")
+	}
+	cfg = both
+	l.syncJobs()
+	round(false)
+	if marked("a") {
+		t.Error("a is back in the config and still marked removed")
+	}
+}
+
+// The term's part: it marks at once, and purges when the TTL ends on the
+// clock, without being asked again.
+func TestKeepRemovedHistoryPurgesAtTheTTL(t *testing.T) {
+	cli := etcdtest.Start(t).Client()
+	clock := clockwork.NewFakeClockAt(time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC))
+	cfg := jobstest.Config()
+	cfg.Cluster.RemovedHistoryTTL = config.Duration(90 * time.Minute) // between two hourly lists
+	l := newTestLeader(t, cli, "/removed-loop/", cfg, clock)
+	putRecords(t, cli, l, "gone", 3)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- l.keepRemovedHistory(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("keepRemovedHistory: %v", err)
+		}
+	}()
+	poll.For(t, 30*time.Second, "gone marked removed", func() bool { return keysUnder(t, cli, l.d.Keys.Removed()) == 1 })
+	for _, d := range []time.Duration{time.Hour, 30 * time.Minute} { // the hourly list, then the expiry
+		if err := clock.BlockUntilContext(ctx, 1); err != nil {
+			t.Fatal(err)
+		}
+		clock.Advance(d)
+	}
+	poll.For(t, 30*time.Second, "gone's history deleted at the TTL", func() bool {
+		return keysUnder(t, cli, l.d.Keys.JobRuns("gone")) == 0 && keysUnder(t, cli, l.d.Keys.Removed()) == 0
+	})
 }
