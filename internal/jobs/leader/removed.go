@@ -2,6 +2,7 @@ package leader
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -106,10 +107,12 @@ func (l *leader) removedRound(ctx context.Context, full bool) (time.Time, error)
 	noted := l.removedCheck
 	l.removedCheck = map[string]bool{}
 	l.mu.Unlock()
-	now := l.d.Clock.Now()
 	if !synced {
-		return now.Add(removedRetry), nil // every job looks removed before the config is taken
+		// Every job looks removed before the config is taken (Run takes
+		// it before it starts this part).
+		return time.Time{}, errors.New("leader: removed jobs: the term has not taken the config yet")
 	}
+	now := l.d.Clock.Now()
 	marks, err := l.removals(ctx)
 	if err != nil {
 		return time.Time{}, err
