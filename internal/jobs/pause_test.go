@@ -5,11 +5,13 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/etcdtest"
 	"github.com/etcdsched/scheduler/internal/jobs"
 	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
+	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/poll"
 )
 
@@ -59,4 +61,39 @@ func TestPausedGaugeAndPauseDetails(t *testing.T) {
 	if _, err := a.engine.Pause(ctx, "a", jobs.PauseRequest{Until: time.Now().Add(-time.Minute)}); err == nil {
 		t.Error("a pause until a past time was taken")
 	}
+}
+
+// A pause with an until ends by itself on a running cluster: the job runs
+// again after until and its pause marker is gone (the leader's term part
+// that ends pauses is wired; TestPauseEndsAtItsUntil in package leader
+// tests it on a fake clock).
+func TestPauseUntilEndsOnARunningCluster(t *testing.T) {
+	etcd := etcdtest.Start(t)
+	w := startWitness(t)
+	n := startNode(t, etcd.Endpoints(), "a", jobstest.Config(jobstest.HTTPJob("tick", "@every 1s", w.url(""))))
+	leaderOf(t, []*node{n})
+	ctx := t.Context()
+	until := time.Now().Add(2 * time.Second)
+	if _, err := n.engine.Pause(ctx, "tick", jobs.PauseRequest{Reason: "short", Until: until}); err != nil {
+		t.Fatal(err)
+	}
+	poll.For(t, 30*time.Second, "the pause marker gone after until", func() bool {
+		resp, err := n.client.Get(ctx, keys.New(testPrefix).Paused("tick"), clientv3.WithCountOnly())
+		return err == nil && resp.Count == 0
+	})
+	if now := time.Now(); now.Before(until) {
+		t.Errorf("the marker went at %s, before until %s", now, until)
+	}
+	st, err := n.engine.Job(ctx, "tick")
+	if err != nil || st.Paused || st.PauseReason != "" {
+		t.Errorf("after until: paused %v, reason %q, %v; want active", st.Paused, st.PauseReason, err)
+	}
+	poll.For(t, 30*time.Second, "a run after until", func() bool {
+		for _, h := range w.finished("tick") {
+			if h.Start.After(until) {
+				return true
+			}
+		}
+		return false
+	})
 }
