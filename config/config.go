@@ -26,6 +26,9 @@ type Cluster struct {
 	SessionTTL Duration `yaml:"session_ttl" json:"session_ttl"`
 	// LeaseMargin: runs are cancelled this long before the lease could expire.
 	LeaseMargin Duration `yaml:"lease_margin" json:"lease_margin"`
+	// RemovedHistoryTTL is how long the records of a job removed from the
+	// config stay readable before the leader deletes them.
+	RemovedHistoryTTL Duration `yaml:"removed_history_ttl" json:"removed_history_ttl"`
 }
 
 // Etcd is the connection to an external cluster; no endpoints means embedded.

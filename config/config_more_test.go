@@ -37,6 +37,8 @@ jobs:
 			DataDir:     "./data",
 			SessionTTL:  Duration(5 * time.Second),
 			LeaseMargin: Duration(time.Second),
+			// a removed job's records stay a week.
+			RemovedHistoryTTL: Duration(168 * time.Hour),
 		},
 		API:    API{Listen: "127.0.0.1:8080"},
 		Worker: Worker{MaxParallel: 64, ShutdownGrace: Duration(30 * time.Second), MaxInterruptions: 3},

@@ -150,6 +150,9 @@ var badFiles = map[string][]string{
 	"testdata/lease_margin.bad.yaml": {
 		`testdata/lease_margin.bad.yaml:3:17: cluster.lease_margin: must be less than session_ttl (5s), got 5s`,
 	},
+	"testdata/removed_history_ttl.bad.yaml": {
+		`testdata/removed_history_ttl.bad.yaml:2:24: cluster.removed_history_ttl: must be at least 1m (how long a removed job's history stays readable), got 30s`,
+	},
 	"testdata/listen.bad.yaml": {
 		`testdata/listen.bad.yaml:2:11: api.listen: invalid address "localhost": want host:port, e.g. 127.0.0.1:8080 or :8080`,
 	},

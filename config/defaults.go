@@ -21,6 +21,8 @@ const (
 	// row (a rolling deploy of three replicas) is queued again each time.
 	DefaultMaxInterruptions = 3
 
+	DefaultRemovedHistoryTTL = 168 * time.Hour
+
 	DefaultTimezone            = "UTC"
 	DefaultMaxConcurrency      = 1
 	DefaultOverlap             = OverlapSkip
@@ -51,6 +53,8 @@ func (c *Config) setDefaults() {
 		DataDir:     DefaultDataDir,
 		SessionTTL:  Duration(DefaultSessionTTL),
 		LeaseMargin: Duration(DefaultLeaseMargin),
+
+		RemovedHistoryTTL: Duration(DefaultRemovedHistoryTTL),
 	}
 	c.API = API{Listen: DefaultListen}
 	c.Notify = Notify{MaxAge: Duration(DefaultNotifyMaxAge)}

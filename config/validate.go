@@ -99,6 +99,9 @@ func (c *Config) validateCluster(p *problems) {
 	case ttlOK && margin >= ttl:
 		p.add("cluster.lease_margin", "must be less than session_ttl (%s), got %s", ttl, margin)
 	}
+	if keep := c.Cluster.RemovedHistoryTTL.D(); keep < time.Minute {
+		p.add("cluster.removed_history_ttl", "must be at least 1m (how long a removed job's history stays readable), got %s", keep)
+	}
 }
 
 func validEndpoint(ep string) bool {

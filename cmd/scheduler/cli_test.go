@@ -213,8 +213,34 @@ func TestClientCommands(t *testing.T) {
 		if code != 0 || out != "ok: paused\n" {
 			t.Errorf("pause: exit %d, %q %q", code, out, errOut)
 		}
-		out, _, code = cli(t, with(auth, "resume", "ok", "-o", "json")...)
+		// A reason and an until go through the API and come back in the
+		// job's JSON, the jobs table and pause's own answer.
+		until := time.Now().Add(time.Hour).UTC().Truncate(time.Second)
+		out, errOut, code = cli(t, with(auth, "pause", "ok", "--reason", "deploy freeze", "--until", until.Format(time.RFC3339))...)
+		if want := "ok: paused (deploy freeze) until " + until.Format(time.RFC3339) + "\n"; code != 0 || out != want {
+			t.Errorf("pause --reason --until: exit %d, %q %q; want %q", code, out, errOut, want)
+		}
+		out, _, code = cli(t, with(srv, "jobs", "ok", "-o", "json")...)
 		var j client.Job
+		decodes(t, out, &j)
+		if code != 0 || !j.Paused || j.PauseReason != "deploy freeze" || !j.PausedUntil.Equal(until) || j.PausedAt.IsZero() {
+			t.Errorf("jobs ok -o json after a pause with reason and until: exit %d, paused %v, reason %q, at %s, until %s",
+				code, j.Paused, j.PauseReason, j.PausedAt, j.PausedUntil)
+		}
+		out, _, code = cli(t, with(srv, "jobs")...)
+		if cell := "yes until " + until.Format(time.RFC3339) + ": deploy freeze"; code != 0 || !strings.Contains(out, cell) {
+			t.Errorf("jobs table: exit %d, want %q in\n%s", code, cell, out)
+		}
+		_, errOut, code = cli(t, with(auth, "pause", "ok", "--until", "tomorrow")...)
+		if code != 2 || !strings.Contains(errOut, `--until "tomorrow" is not an RFC 3339 time`) {
+			t.Errorf("pause --until tomorrow: exit %d, %q; want a usage error", code, errOut)
+		}
+		_, errOut, code = cli(t, with(auth, "pause", "ok", "--until", "2020-01-01T00:00:00Z")...)
+		if code != 1 || !strings.Contains(errOut, `job "ok": until 2020-01-01T00:00:00Z is not in the future`) {
+			t.Errorf("pause --until in the past: exit %d, %q", code, errOut)
+		}
+		out, _, code = cli(t, with(auth, "resume", "ok", "-o", "json")...)
+		j = client.Job{}
 		decodes(t, out, &j)
 		if code != 0 || j.Name != "ok" || j.Paused {
 			t.Errorf("resume -o json: exit %d, %+v", code, j)

@@ -75,10 +75,10 @@ var clientCommands = map[string]func(ctx context.Context, args []string, stdout,
 	"runs":    runsCommand,
 	"trigger": triggerCommand,
 	"pause": func(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-		return pauseCommand(ctx, false, args, stdout, stderr)
+		return pauseCommand(ctx, args, stdout, stderr)
 	},
 	"resume": func(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-		return pauseCommand(ctx, true, args, stdout, stderr)
+		return resumeCommand(ctx, args, stdout, stderr)
 	},
 	"cancel":  cancelCommand,
 	"leader":  leaderCommand,
@@ -99,10 +99,10 @@ Every flag of run can also be set as SCHEDULER_<FLAG> in the environment
 over the file.
 
 Client of a running cluster's API:
-  scheduler jobs [NAME]
+  scheduler jobs [NAME] | scheduler jobs --removed
   scheduler runs JOB [--limit N] [--before RUN_ID]
   scheduler trigger JOB [--input JSON|@FILE] [--idempotency-key K] [--wait]
-  scheduler pause JOB
+  scheduler pause JOB [--reason R] [--until T]
   scheduler resume JOB
   scheduler cancel RUN_ID [--reason TEXT]
   scheduler leader

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 
 	"github.com/etcdsched/scheduler/internal/client"
 )
@@ -20,10 +21,20 @@ func raws[T any](list []T, raw func(T) json.RawMessage) []json.RawMessage {
 	return out
 }
 
-// jobsCommand: scheduler jobs [NAME].
+// jobsCommand: scheduler jobs [NAME] | scheduler jobs --removed.
 func jobsCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	return clientCommand(ctx, "scheduler jobs [NAME]", args, stdout, stderr, 0, 1, nil,
+	var removed bool
+	return clientCommand(ctx, "scheduler jobs [NAME] | scheduler jobs --removed", args, stdout, stderr, 0, 1,
+		func(fs *flag.FlagSet) {
+			fs.BoolVar(&removed, "removed", false, "list the jobs removed from the config whose history is still kept")
+		},
 		func(ctx context.Context, c *client.Client, pos []string, out output) error {
+			if removed {
+				if len(pos) > 0 {
+					return fmt.Errorf("%w: --removed lists every removed job; read one's history with scheduler runs %s", errUsage, pos[0])
+				}
+				return removedJobs(ctx, c, out)
+			}
 			var list []client.Job
 			if len(pos) == 1 {
 				j, err := c.Job(ctx, pos[0])
@@ -52,7 +63,7 @@ func jobsCommand(ctx context.Context, args []string, stdout, stderr io.Writer) i
 // time, runs queued ahead and the concurrency key.
 func jobsTable(v view, list []client.Job) *table {
 	t := newTable(v, "NAME", "SCHEDULE", "NEXT RUN", "LAST", "RUNNING", "PENDING",
-		"TARGET", "TIMEZONE", "PAUSED", "LAST RUN", "AHEAD", "KEY").shrink(1, 11).wide(6, 7, 8, 9, 10, 11)
+		"TARGET", "TIMEZONE", "PAUSED", "LAST RUN", "AHEAD", "KEY").shrink(1, 2, 11).wide(6, 7, 8, 9, 10, 11)
 	for _, j := range list {
 		last, outcome := "-", "-"
 		if j.LastRun != nil {
@@ -60,10 +71,10 @@ func jobsTable(v view, list []client.Job) *table {
 		}
 		next := stamp(j.NextRun)
 		if j.Paused {
-			next = "paused"
+			next = "paused" + strings.TrimPrefix(pausedCell(j), "yes")
 		}
 		t.add(j.Name, j.Spec.ScheduleText(), next, outcome, runningCell(j), strconv.Itoa(j.Pending),
-			j.Spec.Target(), j.Spec.Timezone, strconv.FormatBool(j.Paused), last, strconv.Itoa(j.Scheduled), j.Spec.ConcurrencyKey)
+			j.Spec.Target(), j.Spec.Timezone, pausedCell(j), last, strconv.Itoa(j.Scheduled), j.Spec.ConcurrencyKey)
 	}
 	return t
 }
@@ -77,6 +88,37 @@ func runningCell(j client.Job) string {
 		cell += " per key"
 	}
 	return cell
+}
+
+// removedJobs prints the removed jobs whose history is kept.
+func removedJobs(ctx context.Context, c *client.Client, out output) error {
+	list, err := c.RemovedJobs(ctx)
+	if err != nil {
+		return err
+	}
+	if out.json {
+		return writeRaw(out.stdout, list)
+	}
+	t := newTable(out.view, "NAME", "REMOVED AT")
+	for _, j := range list {
+		t.add(j.Name, stamp(j.RemovedAt))
+	}
+	return t.write(out.stdout)
+}
+
+// pausedCell is "no", or "yes" with the pause's until and reason.
+func pausedCell(j client.Job) string {
+	if !j.Paused {
+		return "no"
+	}
+	s := "yes"
+	if !j.PausedUntil.IsZero() {
+		s += " until " + stamp(j.PausedUntil)
+	}
+	if j.PauseReason != "" {
+		s += ": " + j.PauseReason
+	}
+	return s
 }
 
 // inputCell is a run's input for a table: compact, and short even on a

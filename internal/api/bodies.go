@@ -7,6 +7,9 @@ import (
 	"io"
 	"net/http"
 	"regexp"
+	"time"
+
+	"github.com/etcdsched/scheduler/internal/jobs"
 
 	"github.com/etcdsched/scheduler/internal/jsonerr"
 )
@@ -90,4 +93,35 @@ func parseCancel(body io.Reader) (reason, msg string) {
 		return defaultCancelReason, ""
 	}
 	return v.Reason, ""
+}
+
+const pauseShape = `{"reason": "...", "until": "RFC3339 time"}`
+
+// parsePause reads the optional body of a pause; msg says what is wrong
+// with one that cannot be taken.
+func parsePause(body io.Reader) (req jobs.PauseRequest, msg string) {
+	b, err := io.ReadAll(body)
+	if err != nil {
+		return req, "reading the request body: " + err.Error()
+	}
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 {
+		return req, ""
+	}
+	var v struct {
+		Reason string `json:"reason"`
+		Until  string `json:"until"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if b[0] != '{' || dec.Decode(&v) != nil || dec.More() {
+		return req, "the body must be one JSON object like " + pauseShape + " (both optional)"
+	}
+	req.Reason = v.Reason
+	if v.Until != "" {
+		if req.Until, err = time.Parse(time.RFC3339, v.Until); err != nil {
+			return req, "until " + quoteClip(v.Until) + " is not an RFC 3339 time like 2026-11-25T18:00:00Z"
+		}
+	}
+	return req, ""
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/etcdsched/scheduler/config"
@@ -27,10 +28,12 @@ type Cluster interface {
 	Slots() []slots.Info
 	Jobs(ctx context.Context, page jobs.Page) (list []jobs.JobStatus, next string, err error)
 	Job(ctx context.Context, name string) (jobs.JobStatus, error)
+	// RemovedJobs are the jobs gone from the config whose history is kept.
+	RemovedJobs(ctx context.Context) ([]jobs.RemovedJob, error)
 	Runs(ctx context.Context, job string, page jobs.Page) (list []runs.Record, next string, err error)
 	FindRun(ctx context.Context, runID string) (jobs.RunStatus, error)
 	Trigger(ctx context.Context, job string, req jobs.TriggerRequest) (runID string, duplicate bool, err error)
-	Pause(ctx context.Context, job string) (jobs.JobStatus, error)
+	Pause(ctx context.Context, job string, req jobs.PauseRequest) (jobs.JobStatus, error)
 	Resume(ctx context.Context, job string) (jobs.JobStatus, error)
 	Cancel(ctx context.Context, runID, reason string) error
 }
@@ -58,6 +61,13 @@ func (s *Server) clusterRoutes(read, write func(http.HandlerFunc) http.HandlerFu
 		writeJSON(w, http.StatusOK, nonNil(cl.Slots()))
 	}))))
 	s.mux.HandleFunc("GET /api/v1/jobs", read(c(confirmed(func(w http.ResponseWriter, r *http.Request, cl Cluster) {
+		if removed, ok := removedOf(w, r); !ok {
+			return
+		} else if removed {
+			list, err := cl.RemovedJobs(r.Context())
+			respond(w, r, http.StatusOK, nonNil(list), err)
+			return
+		}
 		page, ok := pageOf(w, r, 0, "after")
 		if !ok {
 			return
@@ -107,11 +117,18 @@ func (s *Server) clusterRoutes(read, write func(http.HandlerFunc) http.HandlerFu
 			respond(w, r, http.StatusAccepted, map[string]string{"run_id": id}, err)
 		})(w, r)
 	}))))
-	s.mux.HandleFunc("POST /api/v1/jobs/{name}/pause", write(withBody(MaxEmptyBody, named(c(func(w http.ResponseWriter, r *http.Request, cl Cluster) {
-		j, err := cl.Pause(r.Context(), r.PathValue("name"))
-		s.redact(r, &j)
-		respond(w, r, http.StatusOK, j, err)
-	})))))
+	s.mux.HandleFunc("POST /api/v1/jobs/{name}/pause", write(withBody(MaxPauseBody, named(func(w http.ResponseWriter, r *http.Request) {
+		req, msg := parsePause(r.Body)
+		if msg != "" {
+			writeError(w, http.StatusBadRequest, "bad_body", msg)
+			return
+		}
+		c(func(w http.ResponseWriter, r *http.Request, cl Cluster) {
+			j, err := cl.Pause(r.Context(), r.PathValue("name"), req)
+			s.redact(r, &j)
+			respond(w, r, http.StatusOK, j, err)
+		})(w, r)
+	}))))
 	s.mux.HandleFunc("POST /api/v1/jobs/{name}/resume", write(withBody(MaxEmptyBody, named(c(func(w http.ResponseWriter, r *http.Request, cl Cluster) {
 		j, err := cl.Resume(r.Context(), r.PathValue("name"))
 		s.redact(r, &j)
@@ -179,6 +196,8 @@ func respond(w http.ResponseWriter, r *http.Request, status int, v any, err erro
 		writeError(w, http.StatusConflict, "run_finished", userMessage(err))
 	case errors.Is(err, ErrUnconfirmed):
 		writeError(w, http.StatusServiceUnavailable, "etcd_unavailable", unconfirmedMessage)
+	case errors.Is(err, jobs.ErrBadPause):
+		writeError(w, http.StatusBadRequest, "bad_pause", strings.TrimPrefix(err.Error(), jobs.ErrBadPause.Error()+": "))
 	case errors.Is(err, jobs.ErrBadConcurrencyKey):
 		writeError(w, http.StatusBadRequest, "bad_concurrency_key", userMessage(err))
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):

@@ -20,8 +20,11 @@ const (
 	MaxTriggerBody = 128 << 10
 	// MaxCancelBody holds {"reason": "..."}.
 	MaxCancelBody = 4 << 10
-	// MaxEmptyBody is for POST endpoints that take no body (pause,
-	// resume): a client library may still send "{}".
+	// MaxPauseBody holds {"reason": "...", "until": "..."}: a reason of
+	// up to 500 bytes (jobs.MaxPauseReason), with room for JSON escaping.
+	MaxPauseBody = 4 << 10
+	// MaxEmptyBody is for POST endpoints that take no body (resume): a
+	// client library may still send "{}".
 	MaxEmptyBody = 4 << 10
 )
 

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/etcdsched/scheduler/internal/jobs"
 )
 
 // unsized hides a body's length, so the client sends it chunked and the
@@ -103,6 +105,35 @@ func TestCancelBody(t *testing.T) {
 			t.Errorf("%q: got %q, %q; want %q, %q", tc.body, reason, msg, tc.reason, tc.msg)
 		}
 	}
+}
+
+// A pause's body is optional; a reason and an RFC 3339 until are taken,
+// anything else is answered 400 saying what the body should look like.
+func TestPauseBody(t *testing.T) {
+	until := time.Date(2026, 11, 25, 18, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		body string
+		want jobs.PauseRequest
+		msg  string
+	}{
+		{"", jobs.PauseRequest{}, ""},
+		{"{}", jobs.PauseRequest{}, ""},
+		{`{"reason": "freeze"}`, jobs.PauseRequest{Reason: "freeze"}, ""},
+		{`{"reason": "freeze", "until": "2026-11-25T19:00:00+01:00"}`, jobs.PauseRequest{Reason: "freeze", Until: until}, ""},
+		{`{"until": "tomorrow"}`, jobs.PauseRequest{}, `until "tomorrow" is not an RFC 3339 time like 2026-11-25T18:00:00Z`},
+		{`{"reson": "typo"}`, jobs.PauseRequest{}, `the body must be one JSON object like {"reason": "...", "until": "RFC3339 time"} (both optional)`},
+		{`"freeze"`, jobs.PauseRequest{}, `the body must be one JSON object like {"reason": "...", "until": "RFC3339 time"} (both optional)`},
+	} {
+		req, msg := parsePause(strings.NewReader(tc.body))
+		if msg != tc.msg || (msg == "" && (req.Reason != tc.want.Reason || !req.Until.Equal(tc.want.Until))) {
+			t.Errorf("%q: got %+v, %q; want %+v, %q", tc.body, req, msg, tc.want, tc.msg)
+		}
+	}
+	ts := newTestServer(t)
+	a := do(t, ts, "POST", "/api/v1/jobs/a/pause", strings.NewReader(`{"until": "soon"}`))
+	wantError(t, a, http.StatusBadRequest, "bad_body")
+	a = do(t, ts, "POST", "/api/v1/jobs/a/pause", strings.NewReader(`{"reason": "freeze"}`))
+	wantError(t, a, http.StatusServiceUnavailable, "starting") // accepted; no cluster in this test
 }
 
 func TestServerTimeouts(t *testing.T) {

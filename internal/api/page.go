@@ -41,3 +41,19 @@ func setNext(w http.ResponseWriter, r *http.Request, next, cursor string) {
 	w.Header().Set("X-Next-Cursor", next)
 	w.Header().Set("Link", "<"+u.String()+`>; rel="next"`)
 }
+
+// removedOf reads ?removed=true|false of the jobs listing: true lists the
+// removed jobs whose history is kept instead of the configured ones. On a
+// bad value it answers 400 and reports false.
+func removedOf(w http.ResponseWriter, r *http.Request) (removed, ok bool) {
+	v := r.URL.Query().Get("removed")
+	if v == "" {
+		return false, true
+	}
+	removed, err := strconv.ParseBool(v)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "bad_removed", "removed must be true or false, got "+quoteClip(v))
+		return false, false
+	}
+	return removed, true
+}

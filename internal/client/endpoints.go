@@ -6,12 +6,27 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"time"
 )
 
 // Jobs lists every job of the answering replica's config.
 func (c *Client) Jobs(ctx context.Context) ([]Job, error) {
 	var out []Job
 	_, err := c.do(ctx, http.MethodGet, "/api/v1/jobs", nil, nil, &out)
+	return out, err
+}
+
+// RemovedJob is a job gone from the config whose history is kept until
+// removed_history_ttl after RemovedAt.
+type RemovedJob struct {
+	Name      string    `json:"name"`
+	RemovedAt time.Time `json:"removed_at"`
+}
+
+// RemovedJobs lists the removed jobs whose history is kept.
+func (c *Client) RemovedJobs(ctx context.Context) ([]RemovedJob, error) {
+	var out []RemovedJob
+	_, err := c.do(ctx, http.MethodGet, "/api/v1/jobs", url.Values{"removed": {"true"}}, nil, &out)
 	return out, err
 }
 
@@ -67,10 +82,31 @@ func (c *Client) Trigger(ctx context.Context, job string, input json.RawMessage,
 	return out, err
 }
 
+// PauseOptions are a pause's optional reason and end.
+type PauseOptions struct {
+	Reason string
+	Until  time.Time // zero: until resumed
+}
+
+// pauseBody is the optional body of a pause (SPEC section 19).
+type pauseBody struct {
+	Reason string `json:"reason,omitempty"`
+	Until  string `json:"until,omitempty"`
+}
+
 // Pause stops the job's scheduled runs, cluster-wide, and returns the job.
-func (c *Client) Pause(ctx context.Context, job string) (Job, error) {
+func (c *Client) Pause(ctx context.Context, job string, opts PauseOptions) (Job, error) {
+	var body any
+	// No body when there is nothing to say: what every server version takes.
+	if opts.Reason != "" || !opts.Until.IsZero() {
+		b := pauseBody{Reason: opts.Reason}
+		if !opts.Until.IsZero() {
+			b.Until = opts.Until.Format(time.RFC3339)
+		}
+		body = b
+	}
 	var out Job
-	_, err := c.do(ctx, http.MethodPost, "/api/v1/jobs/"+url.PathEscape(job)+"/pause", nil, nil, &out)
+	_, err := c.do(ctx, http.MethodPost, "/api/v1/jobs/"+url.PathEscape(job)+"/pause", nil, body, &out)
 	return out, err
 }
 

@@ -16,6 +16,9 @@ type Job struct {
 	Name           string    `json:"name"`
 	Spec           JobSpec   `json:"spec"`
 	Paused         bool      `json:"paused"`
+	PauseReason    string    `json:"pause_reason"`
+	PausedAt       time.Time `json:"paused_at"`
+	PausedUntil    time.Time `json:"paused_until"`
 	NextRun        time.Time `json:"next_run"`
 	LastRun        *Run      `json:"last_run"`
 	Running        int       `json:"running"`

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/oklog/ulid/v2"
 
@@ -54,16 +55,39 @@ func (e *Engine) Trigger(ctx context.Context, name string, req TriggerRequest) (
 	return runID, false, nil
 }
 
-// Pause stops the job being scheduled, cluster-wide, until Resume.
-func (e *Engine) Pause(ctx context.Context, name string) (JobStatus, error) {
+// PauseRequest is what a pause may carry (SPEC section 19).
+type PauseRequest struct {
+	// Reason is shown with the job while it is paused.
+	Reason string
+	// Until, when set, ends the pause by itself; it must be in the future.
+	Until time.Time
+}
+
+// MaxPauseReason bounds a pause's reason, in bytes.
+const MaxPauseReason = 500
+
+// Pause stops the job being scheduled, cluster-wide, until Resume or
+// req.Until. Pausing a paused job replaces its reason and until.
+func (e *Engine) Pause(ctx context.Context, name string, req PauseRequest) (JobStatus, error) {
 	j := e.opts.Config().Job(name)
 	if j == nil {
 		return JobStatus{}, fmt.Errorf("%w %q", ErrUnknownJob, name)
 	}
-	if _, err := e.opts.Client.Put(ctx, e.keys.Paused(name), "true"); err != nil {
+	now := e.clock.Now()
+	if !req.Until.IsZero() && !req.Until.After(now) {
+		return JobStatus{}, fmt.Errorf("%w: job %q: until %s is not in the future (now %s): give a later time, or resume the job instead",
+			ErrBadPause, name, req.Until.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))
+	}
+	if len(req.Reason) > MaxPauseReason {
+		return JobStatus{}, fmt.Errorf("%w: job %q: the pause reason is %d bytes; shorten it to at most %d", ErrBadPause, name, len(req.Reason), MaxPauseReason)
+	}
+	p := queue.Pause{Reason: req.Reason, At: now.UTC(), Until: req.Until.UTC()}
+	put, err := e.opts.Client.Put(ctx, e.keys.Paused(name), queue.EncodePause(p))
+	if err != nil {
 		return JobStatus{}, fmt.Errorf("jobs: pause %s: %w", name, err)
 	}
-	return e.waitPaused(ctx, j, true)
+	e.log.Info("job paused", "job", name, "reason", req.Reason, "until", p.Until)
+	return e.waitPaused(ctx, j, put.Header.Revision)
 }
 
 // Resume schedules the job again from its next tick; ticks during the
@@ -73,29 +97,40 @@ func (e *Engine) Resume(ctx context.Context, name string) (JobStatus, error) {
 	if j == nil {
 		return JobStatus{}, fmt.Errorf("%w %q", ErrUnknownJob, name)
 	}
-	var err error
+	var rev int64
 	if j.Paused {
-		_, err = e.opts.Client.Put(ctx, e.keys.Paused(name), "false")
+		put, err := e.opts.Client.Put(ctx, e.keys.Paused(name), queue.Resumed)
+		if err != nil {
+			return JobStatus{}, fmt.Errorf("jobs: resume %s: %w", name, err)
+		}
+		rev = put.Header.Revision
 	} else {
-		_, err = e.opts.Client.Delete(ctx, e.keys.Paused(name))
+		del, err := e.opts.Client.Delete(ctx, e.keys.Paused(name))
+		if err != nil {
+			return JobStatus{}, fmt.Errorf("jobs: resume %s: %w", name, err)
+		}
+		if del.Deleted == 0 {
+			return e.Job(ctx, name) // not paused: nothing changed to wait for
+		}
+		rev = del.Header.Revision
 	}
-	if err != nil {
-		return JobStatus{}, fmt.Errorf("jobs: resume %s: %w", name, err)
-	}
-	return e.waitPaused(ctx, j, false)
+	return e.waitPaused(ctx, j, rev)
 }
 
-// waitPaused returns the job once this replica's view shows the change, so
-// the answer agrees with what a following GET says.
-func (e *Engine) waitPaused(ctx context.Context, j *config.Job, paused bool) (JobStatus, error) {
-	for e.paused.Is(j.Name, j.Paused) != paused {
+// waitPaused returns the job once this replica's view shows the change
+// written at rev, so the answer agrees with what a following GET says.
+func (e *Engine) waitPaused(ctx context.Context, j *config.Job, rev int64) (JobStatus, error) {
+	for {
+		changed := e.paused.Changed()
+		if e.paused.Seen(rev) {
+			return e.Job(ctx, j.Name)
+		}
 		select {
 		case <-ctx.Done():
 			return JobStatus{}, ctx.Err()
-		case <-e.paused.Changed():
+		case <-changed:
 		}
 	}
-	return e.Job(ctx, j.Name)
 }
 
 // Cancel stops a run: a queued one is recorded cancelled at once, a running

@@ -132,7 +132,7 @@ func TestControl(t *testing.T) {
 	})
 
 	t.Run("pause holds cluster-wide and across restarts", func(t *testing.T) {
-		if _, err := a.engine.Pause(ctx, "quick"); err != nil {
+		if _, err := a.engine.Pause(ctx, "quick", jobs.PauseRequest{}); err != nil {
 			t.Fatal(err)
 		}
 		pauseReturned := time.Now()

@@ -124,12 +124,15 @@ func New(opts Options) (*Engine, error) {
 		writes:        queue.Writes{Client: opts.Client, Keys: layout, Config: opts.Config},
 		queue:         queue.NewView(layout, opts.Logger, specs),
 		specs:         specs,
-		paused:        queue.NewPaused(layout),
+		paused:        queue.NewPaused(layout, opts.Clock),
 		finished:      leader.NewFinished(),
 		outbox:        queue.NewOutbox(),
 		configChanged: make(chan struct{}, 1),
 	}
 	if err := metrics.Pending(opts.Reg, e.outbox.Len); err != nil {
+		return nil, fmt.Errorf("jobs: metrics: %w", err)
+	}
+	if err := metrics.JobPaused(opts.Reg, e.pausedJobs); err != nil {
 		return nil, fmt.Errorf("jobs: metrics: %w", err)
 	}
 	e.worker = worker.New(worker.Deps{
@@ -210,4 +213,15 @@ func (e *Engine) Lead(ctx context.Context, term election.Leadership) error {
 		Queue: e.queue, Specs: e.specs, Paused: e.paused, Slots: e.opts.Slots, Finished: e.finished, Outbox: e.outbox,
 		Metrics: e.metrics, Clock: e.clock, Log: e.log, Lookahead: e.opts.Lookahead,
 	}, term)
+}
+
+// pausedJobs is each configured job's pause state, for the gauge.
+func (e *Engine) pausedJobs() map[string]bool {
+	cfg := e.opts.Config()
+	out := make(map[string]bool, len(cfg.Jobs))
+	for i := range cfg.Jobs {
+		j := &cfg.Jobs[i]
+		out[j.Name] = e.paused.Is(j.Name, j.Paused)
+	}
+	return out
 }

@@ -16,6 +16,8 @@ var (
 	// ErrBadConcurrencyKey: the run's input renders no valid concurrency
 	// key, so it was not queued; the error also holds a *config.KeyError.
 	ErrBadConcurrencyKey = errors.New("jobs: bad concurrency key")
+	// ErrBadPause: a pause's until or reason cannot be taken.
+	ErrBadPause = errors.New("jobs: bad pause")
 )
 
 // refusal is one of the errors above with a sentence for the person who

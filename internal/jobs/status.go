@@ -25,9 +25,15 @@ const lastRunLookups = 500
 
 // JobStatus is a job as the API shows it.
 type JobStatus struct {
-	Name           string       `json:"name"`
-	Spec           config.Job   `json:"spec"`
-	Paused         bool         `json:"paused"`
+	Name   string     `json:"name"`
+	Spec   config.Job `json:"spec"`
+	Paused bool       `json:"paused"`
+	// PauseReason, PausedAt and PausedUntil describe a pause made through
+	// the API (a pause from the file has none): the job resumes by itself
+	// at PausedUntil.
+	PauseReason    string       `json:"pause_reason,omitempty"`
+	PausedAt       time.Time    `json:"paused_at,omitzero"`
+	PausedUntil    time.Time    `json:"paused_until,omitzero"`
 	NextRun        time.Time    `json:"next_run,omitzero"`
 	LastRun        *runs.Record `json:"last_run,omitempty"`
 	Running        int          `json:"running"`
@@ -153,10 +159,14 @@ func (e *Engine) queued(keep func(*queue.Item) bool) map[string]queueCount {
 }
 
 func (e *Engine) jobStatus(j *config.Job, queued queueCount, notes map[string]int) JobStatus {
+	pause := e.paused.State(j.Name, j.Paused)
 	st := JobStatus{
 		Name:           j.Name,
 		Spec:           *j,
-		Paused:         e.paused.Is(j.Name, j.Paused),
+		Paused:         pause.Paused,
+		PauseReason:    pause.Reason,
+		PausedAt:       pause.At,
+		PausedUntil:    pause.Until,
 		Running:        e.opts.Slots.InUse(j.Name),
 		MaxConcurrency: j.MaxConcurrency,
 		Pending:        queued.due,
@@ -180,12 +190,14 @@ func (e *Engine) lastRun(ctx context.Context, job string) (*runs.Record, error) 
 
 // Runs returns the job's records, newest first: page.Limit of them,
 // older than the run page.After when it is set. next is the cursor of the
-// following page (the oldest run id returned), empty on the last.
+// following page (the oldest run id returned), empty on the last. A job
+// removed from the config is known while it has records (RemovedJobs).
 func (e *Engine) Runs(ctx context.Context, job string, page Page) (list []runs.Record, next string, err error) {
-	if e.opts.Config().Job(job) == nil {
+	list, next, err = e.readRuns(ctx, job, page)
+	if err == nil && len(list) == 0 && page.After == "" && e.opts.Config().Job(job) == nil {
 		return nil, "", fmt.Errorf("%w %q", ErrUnknownJob, job)
 	}
-	return e.readRuns(ctx, job, page)
+	return list, next, err
 }
 
 // FindRun returns one run, queued, running or finished.

@@ -33,6 +33,7 @@ const (
 	unstartedDir = "unstarted/"
 	outboxDir    = "outbox/"
 	ratesDir     = "rate/"
+	removedDir   = "removed/"
 )
 
 // The scopes of a rate window: a job's own, or a shared resource's.
@@ -246,8 +247,27 @@ func (l Layout) Runs() string { return l.Prefix + runsDir }
 // JobRuns holds the records of one job.
 func (l Layout) JobRuns(job string) string { return l.Runs() + job + "/" }
 
+// RecordJob is the job of a key under Runs.
+func (l Layout) RecordJob(key string) string {
+	job, _, _ := strings.Cut(strings.TrimPrefix(key, l.Runs()), "/")
+	return job
+}
+
 // Record is the finished-run record of runID.
 func (l Layout) Record(job, runID string) string { return l.JobRuns(job) + runID }
+
+// Removed holds removed/<job>, written by the leader when its config
+// lacks a job that has records; the value is the removal time (RFC 3339).
+// The leader deletes the job's records and the marker
+// cluster.removed_history_ttl after it, or the marker alone when the job
+// comes back.
+func (l Layout) Removed() string { return l.Prefix + removedDir }
+
+// RemovedJob is the removal marker of job.
+func (l Layout) RemovedJob(job string) string { return l.Removed() + job }
+
+// RemovedName is the job of a key under Removed.
+func (l Layout) RemovedName(key string) string { return strings.TrimPrefix(key, l.Removed()) }
 
 // Unstarted holds a marker per record of a run that never started (skipped
 // or missed), written with the record: pruning reads keys only, and keeps

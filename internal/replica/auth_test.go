@@ -52,7 +52,7 @@ func TestAuth(t *testing.T) {
 		call func(*client.Client) error
 		ok   int
 	}{
-		{"pause", func(c *client.Client) error { _, err := c.Pause(ctx, "echo"); return err }, 0},
+		{"pause", func(c *client.Client) error { _, err := c.Pause(ctx, "echo", client.PauseOptions{}); return err }, 0},
 		{"resume", func(c *client.Client) error { _, err := c.Resume(ctx, "echo"); return err }, 0},
 		{"trigger", func(c *client.Client) error { _, err := c.Trigger(ctx, "echo", nil, ""); return err }, 0},
 		{"cancel", func(c *client.Client) error { _, err := c.Cancel(ctx, runID, ""); return err }, http.StatusConflict}, // finished: past auth
@@ -132,7 +132,7 @@ func TestAuth(t *testing.T) {
 	}
 	r.sighup()
 	poll.Until(t, 10*time.Second, "token re-read on reload", func() (bool, string) {
-		_, err := r.client("rotated").Pause(ctx, "echo")
+		_, err := r.client("rotated").Pause(ctx, "echo", client.PauseOptions{})
 		return err == nil, fmt.Sprint(err)
 	})
 	if _, err := r.client(good).Resume(ctx, "echo"); statusOf(err) != http.StatusUnauthorized {

@@ -27,12 +27,19 @@ func TestMetricsOfSpec(t *testing.T) {
     catch_up: none
     exec:
       command: ["echo", "hello"]
-  # Paused with a tick every second: the leader records skipped ticks.
+  # Paused with a tick every second: the gauge says so, and no tick is
+  # counted as skipped.
   - name: idle
     schedule: "@every 1s"
     paused: true
     exec:
       command: ["true"]
+  # A tick every second and runs of two: every other tick is skipped.
+  - name: busy
+    schedule: "@every 1s"
+    exec:
+      command: ["sleep", "2"]
+      kill_grace: 1s
 `)), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +57,9 @@ func TestMetricsOfSpec(t *testing.T) {
 		`scheduler_schedule_lateness_seconds_count `,
 		`scheduler_slots_in_use{job="echo"} 0`,
 		`scheduler_claim_duration_seconds_count `,
-		`scheduler_runs_skipped_total{job="idle",reason="paused"} `,
+		`scheduler_runs_skipped_total{job="busy",reason="overlap"} `,
+		`scheduler_job_paused{job="idle"} 1`,
+		`scheduler_job_paused{job="echo"} 0`,
 		`scheduler_session_lost_total 0`,
 		`scheduler_config_reloads_total{result="error"} 0`,
 		`scheduler_config_reloads_total{result="success"} 0`,
@@ -77,6 +86,9 @@ func TestMetricsOfSpec(t *testing.T) {
 		return true, ""
 	})
 
+	if hasLinePrefix(scrape, `scheduler_runs_skipped_total{job="idle"`) {
+		t.Error("the paused job's ticks are counted as skips")
+	}
 	problems, err := promlint.New(bytes.NewReader(scrape)).Lint()
 	if err != nil {
 		t.Fatal(err)

@@ -46,7 +46,10 @@ window.SchedulerJobs = (function () {
         const sp = j.spec || {};
         schedule.replaceChildren(el('span', { class: 'mono', text: sp.schedule || (sp.schedules || []).join(' | ') }),
           el('span', { class: 'sub', text: [sp.timezone || 'UTC', sp.overlap ? 'overlap ' + sp.overlap : ''].filter(Boolean).join(' · ') }));
-        if (j.paused) { next.replaceChildren(); next.textContent = 'paused'; } else fillTime(next, j.next_run);
+        if (j.paused) {
+          next.replaceChildren();
+          next.textContent = isTime(j.paused_until) ? `paused until ${absTime(j.paused_until)}` : 'paused';
+        } else fillTime(next, j.next_run);
         last.replaceChildren();
         if (j.last_run) {
           last.append(badge(j.last_run.outcome));
@@ -58,7 +61,7 @@ window.SchedulerJobs = (function () {
         running.replaceChildren(document.createTextNode(`${j.running} / ${j.max_concurrency}`));
         running.dataset.testid = 'running';
         if (j.pending) running.append(el('span', { class: 'sub', text: `${j.pending} pending` }));
-        paused.replaceChildren(j.paused ? badge('paused') : badge('active'));
+        fillPause(paused, j);
         for (const b of actions.querySelectorAll('button')) {
           const a = b.dataset.action;
           const busy = state.busy.has(`${a}:${j.name}`);
@@ -66,6 +69,20 @@ window.SchedulerJobs = (function () {
         }
       });
     return jobs;
+  }
+
+  // fillPause shows whether the job is paused and, for a pause made
+  // through the API, why and until when (it resumes by itself then).
+  function fillPause(td, j) {
+    td.replaceChildren(j.paused ? badge('paused') : badge('active'));
+    td.dataset.testid = 'pause';
+    if (!j.paused) return;
+    if (j.pause_reason) {
+      td.append(el('span', { class: 'sub pause-reason', title: j.pause_reason, text: j.pause_reason }));
+    }
+    if (isTime(j.paused_until)) {
+      td.append(el('span', { class: 'sub', title: j.paused_until, text: `until ${absTime(j.paused_until)} (${relTime(j.paused_until)})` }));
+    }
   }
 
   function renderSlots(r) {

@@ -90,8 +90,9 @@ func (d *Deps) defaults() {
 }
 
 // Run does the leader's work for one term while ctx lives: it materializes
-// ticks, records runs whose holder died, prunes history and delivers
-// notifications. Every write it
+// ticks, records runs whose holder died, prunes history (and a removed
+// job's after removed_history_ttl), delivers notifications and ends pauses
+// at their until. Every write it
 // makes carries the term's fence, so a deposed leader's writes fail (SPEC
 // rule 1). It returns nil when ctx ends or a write finds the fence gone,
 // and an error when the work cannot go on.
@@ -120,7 +121,7 @@ func Run(ctx context.Context, d Deps, term election.Leadership) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel(nil)
-	for _, f := range []func(context.Context) error{l.reap, l.prune, l.collectSpecs, l.deliver} {
+	for _, f := range []func(context.Context) error{l.reap, l.prune, l.collectSpecs, l.deliver, l.resumeExpired, l.keepRemovedHistory} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -162,6 +163,11 @@ type leader struct {
 	paused map[string]bool
 	sweep  map[string]bool
 	gone   map[string]uint64
+	// removedCheck are jobs that left the config or ended a run while out
+	// of it, for keepRemovedHistory to look at; removedChanged signals
+	// (coalescing) that there are some (removed.go).
+	removedCheck   map[string]bool
+	removedChanged chan struct{}
 	// maxQueued is the queue's size beyond which jobs are planned
 	// NearLookahead ahead only (lookahead.go; a field for the tests).
 	maxQueued int
@@ -170,7 +176,8 @@ type leader struct {
 func newLeader(d Deps, term election.Leadership) *leader {
 	return &leader{d: d, term: term, fence: term.Fence(), cursors: map[string]time.Time{}, gen: map[string]uint64{},
 		specsWritten: map[string]bool{},
-		paused:       map[string]bool{}, sweep: map[string]bool{}, gone: map[string]uint64{}, maxQueued: maxQueued}
+		paused:       map[string]bool{}, sweep: map[string]bool{}, gone: map[string]uint64{}, maxQueued: maxQueued,
+		removedCheck: map[string]bool{}, removedChanged: make(chan struct{}, 1)}
 }
 
 // syncJobs takes the current config: new and changed jobs are planned at
@@ -205,7 +212,16 @@ func (l *leader) syncJobs() {
 		if _, ok := next[name]; !ok {
 			l.gen[name]++
 			l.goneLocked(name, now)
+			l.removedCheck[name] = true
 		}
+	}
+	for name := range next {
+		if _, ok := l.jobs[name]; !ok && !first {
+			l.removedCheck[name] = true // back, perhaps: its marker goes
+		}
+	}
+	if len(l.removedCheck) > 0 {
+		signal(l.removedChanged)
 	}
 	l.jobs = next
 	if first && l.d.Queue != nil {

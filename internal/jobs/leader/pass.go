@@ -174,7 +174,9 @@ func (l *leader) processOnce(ctx context.Context, j *config.Job, sched schedule.
 		l.d.Log.Warn("missed ticks not recorded individually", "job", j.Name, "count", p.Dropped)
 	}
 	if paused {
-		l.d.Metrics.Skipped.WithLabelValues(j.Name, "paused").Add(float64(len(p.Ticks)))
+		// The cursor follows the clock; the ticks are not counted as
+		// skips, one a tick: the gauge scheduler_job_paused says why
+		// nothing runs (SPEC section 19).
 		_, err := l.write(ctx, j.Name, p.Cursor, nil, nil)
 		return la, err
 	}

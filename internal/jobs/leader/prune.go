@@ -185,6 +185,7 @@ func (l *leader) pruneRound(ctx context.Context) error {
 	if len(due) == 0 {
 		return nil
 	}
+	l.noteRemoved(due...) // a run of a removed job ended: it has records to keep
 	if err := l.pruneJobs(ctx, due); err != nil {
 		if err == errNotLeader || ctx.Err() != nil {
 			return err

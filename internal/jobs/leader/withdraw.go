@@ -60,7 +60,6 @@ func (l *leader) withdrawJob(ctx context.Context, job string, paused bool, now t
 	if paused {
 		n, err := l.withdraw(ctx, job, time.Time{}, now)
 		if n > 0 {
-			l.d.Metrics.Skipped.WithLabelValues(job, "paused").Add(float64(n))
 			l.d.Log.Info("paused: materialized ticks withdrawn", "job", job, "count", n)
 		}
 		return err

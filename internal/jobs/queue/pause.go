@@ -1,0 +1,56 @@
+package queue
+
+import (
+	"bytes"
+	"encoding/json"
+	"time"
+)
+
+// Pause is a job's pause as stored at jobs/<job>/paused (SPEC section 19):
+// written by a pause, "false" after a resume of a job whose file says
+// paused, deleted otherwise.
+type Pause struct {
+	Paused bool `json:"paused"`
+	// Reason is what the operator said, shown by the API, CLI and
+	// dashboard.
+	Reason string `json:"reason,omitempty"`
+	// At is when the pause was asked for.
+	At time.Time `json:"at,omitzero"`
+	// Until, when set, ends the pause: past it the job counts as resumed
+	// everywhere, and the leader deletes the marker (package leader,
+	// resume.go).
+	Until time.Time `json:"until,omitzero"`
+}
+
+// Resumed is the stored value of a resume that must win over the file's
+// paused: true; earlier versions read it too.
+const Resumed = "false"
+
+// EncodePause is the stored value of a pause. Earlier versions read any
+// value but "false" as paused, so they honour it (without its until).
+func EncodePause(p Pause) string {
+	p.Paused = true
+	b, _ := json.Marshal(p) // a struct of strings and times: cannot fail
+	return string(b)
+}
+
+// DecodePause reads a stored value: this version's JSON, or the bare
+// "true"/"false" earlier versions wrote. Anything else counts as paused,
+// as it did before.
+func DecodePause(v []byte) Pause {
+	v = bytes.TrimSpace(v)
+	if string(v) == Resumed {
+		return Pause{}
+	}
+	var p Pause
+	if len(v) > 0 && v[0] == '{' && json.Unmarshal(v, &p) == nil {
+		return p
+	}
+	return Pause{Paused: true}
+}
+
+// ActiveAt reports whether the pause holds at now: paused, and now before
+// its until, if it has one.
+func (p Pause) ActiveAt(now time.Time) bool {
+	return p.Paused && (p.Until.IsZero() || now.Before(p.Until))
+}

@@ -1,0 +1,44 @@
+package jobs
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// RemovedJob is a job gone from the config whose records are kept until
+// the leader deletes them, cluster.removed_history_ttl after RemovedAt
+// (SPEC section 19).
+type RemovedJob struct {
+	Name      string    `json:"name"`
+	RemovedAt time.Time `json:"removed_at"`
+}
+
+// RemovedJobs lists the removed jobs whose history is kept, by name: the
+// leader's removal markers, less the jobs this replica's config has (a
+// marker goes a moment after its job comes back).
+func (e *Engine) RemovedJobs(ctx context.Context) ([]RemovedJob, error) {
+	resp, err := e.opts.Client.Get(ctx, e.keys.Removed(), clientv3.WithPrefix())
+	if err != nil {
+		return nil, fmt.Errorf("jobs: read removed jobs: %w", err)
+	}
+	cfg := e.opts.Config()
+	var out []RemovedJob
+	for _, kv := range resp.Kvs {
+		name := e.keys.RemovedName(string(kv.Key))
+		if cfg.Job(name) != nil {
+			continue
+		}
+		at, err := time.Parse(time.RFC3339Nano, string(kv.Value))
+		if err != nil {
+			e.log.Warn("removed job: unreadable removal time", "job", name, "err", err)
+		}
+		out = append(out, RemovedJob{Name: name, RemovedAt: at})
+	}
+	slices.SortFunc(out, func(a, b RemovedJob) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
