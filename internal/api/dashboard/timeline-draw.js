@@ -17,7 +17,7 @@ window.SchedulerTimelineDraw = (function () {
   const ROW_GAP = 10;
   const MIN_BAR_W = 2; // a 20 ms run is still visible on a one-hour axis
 
-  const RUN_OUTCOMES = ['succeeded', 'failed', 'timed_out', 'cancelled', 'lost'];
+  const RUN_OUTCOMES = ['succeeded', 'failed', 'timed_out', 'cancelled', 'lost', 'interrupted'];
   const MARK_OUTCOMES = ['skipped', 'missed'];
 
   // Bars are placed at absolute times from this origin; moving the window
