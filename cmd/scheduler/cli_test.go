@@ -228,7 +228,7 @@ func TestClientCommands(t *testing.T) {
 				code, j.Paused, j.PauseReason, j.PausedAt, j.PausedUntil)
 		}
 		out, _, code = cli(t, with(srv, "jobs")...)
-		if cell := "yes until " + until.Format(time.RFC3339) + ": deploy freeze"; code != 0 || !strings.Contains(out, cell) {
+		if cell := "paused until " + until.Format(time.RFC3339) + ": deploy freeze"; code != 0 || !strings.Contains(out, cell) {
 			t.Errorf("jobs table: exit %d, want %q in\n%s", code, cell, out)
 		}
 		_, errOut, code = cli(t, with(auth, "pause", "ok", "--until", "tomorrow")...)
