@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -59,6 +60,9 @@ func etcdCommand(args []string, stderr io.Writer) int {
 		ClientURL: clientURL,
 		Logger:    etcdLog,
 	})
+	if errors.Is(err, syscall.EADDRINUSE) {
+		err = fmt.Errorf("%s is in use, by another etcd or program: stop it or choose another --listen", listen)
+	}
 	if err != nil {
 		logger.Error("etcd did not start", "listen", listen, "data_dir", dataDir, "err", err)
 		return exitFail

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"net"
 	"strings"
 	"testing"
 )
@@ -55,5 +56,20 @@ func TestEtcdRefusesAnEmptyDataDir(t *testing.T) {
 	want := "--data-dir is empty: name the directory that keeps etcd's data"
 	if code != exitUsage || !strings.Contains(stderr.String(), want) {
 		t.Errorf("exit %d, %q; want exit %d and %q", code, stderr.String(), exitUsage, want)
+	}
+}
+
+// A second etcd on the same address says so, in the flag's words.
+func TestEtcdSaysWhenTheAddressIsTaken(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	addr := ln.Addr().String()
+	_, stderr, code := runBinary(t, "etcd", "--listen", addr, "--data-dir", t.TempDir(), "--log-format", "text")
+	want := addr + " is in use, by another etcd or program: stop it or choose another --listen"
+	if code != exitFail || !strings.Contains(stderr, want) {
+		t.Errorf("exit %d, stderr:\n%s\nwant exit %d and %q", code, stderr, exitFail, want)
 	}
 }
