@@ -213,7 +213,7 @@ func TestDockerfile(t *testing.T) {
 
 // execTools are what exec jobs commonly shell out to; the README promises
 // them in the exec image.
-var execTools = []string{"ca-certificates", "tzdata", "bash", "curl", "coreutils"}
+var execTools = []string{"ca-certificates", "tzdata", "bash", "curl", "coreutils", "procps"}
 
 // TestDockerfileExecStage: the "exec" target is the same binary on a
 // Debian that matches distroless' (so tzdata and CA roots agree), with a

@@ -1,6 +1,7 @@
 // Command scheduler runs the etcd-backed job scheduler (run), checks a
-// configuration file (validate), previews its schedules (next), prints its
-// version (version), and is the command-line client of a running
+// configuration file (validate), previews its schedules (next), runs an
+// etcd for several replicas on one machine (etcd), prints its version
+// (version), and is the command-line client of a running
 // cluster's API (jobs, runs, trigger, pause, resume, cancel, leader,
 // members, slots).
 package main
@@ -48,6 +49,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runCommand(args[1:], stderr)
 	case "validate":
 		return validateCommand(args[1:], stdout, stderr)
+	case "etcd":
+		return etcdCommand(args[1:], stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintf(stdout, "scheduler %s\n", buildVersion())
 		return exitOK
@@ -92,6 +95,7 @@ const usage = `usage:
                      [--data-dir DIR] [--log-level info] [--log-format json|text]
   scheduler validate --config FILE
   scheduler next     --config FILE [JOB] [--from TIME] [-n 5 | --until TIME] [--explain] [-o table|wide|json]
+  scheduler etcd     [--listen 127.0.0.1:2379] [--data-dir etcd-data]  # one etcd for replicas to share
   scheduler version
 
 Every flag of run can also be set as SCHEDULER_<FLAG> in the environment

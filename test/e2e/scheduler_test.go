@@ -114,8 +114,17 @@ func startScheduler(t *testing.T, flags []string, config string, args ...any) *r
 // test ends; addr is where its API will answer.
 func runScheduler(t *testing.T, bin, file, dir, addr string, flags []string) *replica {
 	t.Helper()
+	r := spawn(t, dir, addr, bin, append([]string{"run", "--config", file, "--log-format", "text"}, flags...)...)
+	r.waitReady(t)
+	return r
+}
+
+// spawn starts bin with args in dir until the test ends; addr is the API
+// address it will serve, if any. Its output is logged if the test fails.
+func spawn(t *testing.T, dir, addr, bin string, args ...string) *replica {
+	t.Helper()
 	r := &replica{Addr: addr, log: &syncBuffer{}, done: make(chan struct{})}
-	r.cmd = exec.Command(bin, append([]string{"run", "--config", file, "--log-format", "text"}, flags...)...)
+	r.cmd = exec.Command(bin, args...)
 	r.cmd.Dir = dir
 	r.cmd.Stdout = r.log
 	r.cmd.Stderr = r.log
@@ -129,10 +138,9 @@ func runScheduler(t *testing.T, bin, file, dir, addr string, flags []string) *re
 	t.Cleanup(func() {
 		r.Stop(t)
 		if t.Failed() {
-			t.Logf("scheduler output:\n%s", r.log.String())
+			t.Logf("output of %s:\n%s", strings.Join(args, " "), r.log.String())
 		}
 	})
-	r.waitReady(t)
 	return r
 }
 
