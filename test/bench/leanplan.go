@@ -95,7 +95,20 @@ func leanPredict(n, w int) leanCost {
 	if n <= 0 || w <= 0 {
 		return leanCost{}
 	}
-	var ops, revs float64
+	var sum leanCost
+	for instant := range int64(leanWindow) {
+		c := leanInstantCost(n, w, instant)
+		sum.IndexOps += c.IndexOps
+		sum.Revisions += c.Revisions
+	}
+	runs := float64(n * leanWindow)
+	return leanCost{IndexOps: sum.IndexOps / runs, Revisions: sum.Revisions / runs}
+}
+
+// leanInstantCost is what one instant of n runs among w workers costs in
+// all: its authorization, then each worker's assignment.
+func leanInstantCost(n, w int, instant int64) leanCost {
+	var c leanCost
 	jobs := leanAssign(n, w)
 	assignments := 0
 	for _, js := range jobs {
@@ -103,21 +116,18 @@ func leanPredict(n, w int) leanCost {
 			assignments++
 		}
 	}
-	for instant := range int64(leanWindow) {
-		for g, grp := range leanAuthorizeGroups(leanCursorsDue(n, instant, leanWindow), assignments, leanMaxCmps) {
-			ops += 1 + 2*float64(len(grp)) // the fence; each cursor's compare and put
-			if g == 0 {
-				ops += 2 * float64(assignments)
-			}
-			revs++
+	for g, grp := range leanAuthorizeGroups(leanCursorsDue(n, instant, leanWindow), assignments, leanMaxCmps) {
+		c.IndexOps += 1 + 2*float64(len(grp)) // the fence; each cursor's compare and put
+		if g == 0 {
+			c.IndexOps += 2 * float64(assignments)
 		}
-		for _, js := range jobs {
-			o, r := leanWorkerCost(len(js))
-			ops, revs = ops+o, revs+r
-		}
+		c.Revisions++
 	}
-	runs := float64(n * leanWindow)
-	return leanCost{IndexOps: ops / runs, Revisions: revs / runs}
+	for _, js := range jobs {
+		o, r := leanWorkerCost(len(js))
+		c.IndexOps, c.Revisions = c.IndexOps+o, c.Revisions+r
+	}
+	return c
 }
 
 // leanWorkerCost is one worker's index operations and revisions for an
