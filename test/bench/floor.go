@@ -112,19 +112,11 @@ func floorStepRun(ctx context.Context, e *env, batch, watchers int, d time.Durat
 		return st, err
 	}
 	fence := clientv3.Compare(clientv3.CreateRevision(fenceKey), "=", fr.Header.Revision)
-	leases := make([]clientv3.LeaseID, len(clis))
-	for i, cli := range clis {
-		l, err := cli.Grant(ctx, 300)
-		if err != nil {
-			return st, err
-		}
-		leases[i] = l.ID
+	leases, err := grantLeases(ctx, clis)
+	defer revokeLeases(ctx, clis, leases)
+	if err != nil {
+		return st, err
 	}
-	defer func() {
-		for i, cli := range clis {
-			_, _ = cli.Revoke(context.WithoutCancel(ctx), leases[i])
-		}
-	}()
 
 	runCtx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
