@@ -35,15 +35,21 @@ type leanStep struct {
 	IndexOpsPerRun float64            `json:"index_ops_per_run"`
 	Predicted      leanCost           `json:"predicted_per_run"`
 	EtcdCPUPerRun  float64            `json:"etcd_cpu_ms_per_run"`
-	CPU            map[string]float64 `json:"cpu_cores"`
+	// EtcdCPUAboveIdle: the same less the members' idle use (leanResult's
+	// EtcdIdleCores), which weighs on a paced step the more the smaller N.
+	EtcdCPUAboveIdle float64            `json:"etcd_cpu_ms_per_run_above_idle"`
+	CPU              map[string]float64 `json:"cpu_cores"`
 }
 
 type leanResult struct {
-	Workers      int        `json:"workers"`
-	CursorWindow int        `json:"cursor_window"`
-	Chunk        int        `json:"chunk"`
-	ReleaseBatch int        `json:"release_batch"`
-	Steps        []leanStep `json:"steps"`
+	Workers      int `json:"workers"`
+	CursorWindow int `json:"cursor_window"`
+	Chunk        int `json:"chunk"`
+	ReleaseBatch int `json:"release_batch"`
+	// EtcdIdleCores: the members' CPU, in cores, over leanIdle before the
+	// steps, the replicas idle and the bench doing nothing.
+	EtcdIdleCores float64    `json:"etcd_idle_cores"`
+	Steps         []leanStep `json:"steps"`
 	// Floor: today's protocol's floor at batches of Chunk, same cluster.
 	Floor *floorStep `json:"floor,omitempty"`
 }
@@ -69,12 +75,18 @@ func leanFloor(ctx context.Context, e *env, steps []int, d time.Duration) (leanR
 			return res, err
 		}
 	}
+	var err error
+	if res.EtcdIdleCores, err = etcdIdle(ctx, e, leanIdle); err != nil {
+		return res, err
+	}
+	logf("leanfloor: etcd idle: %.3f cores", res.EtcdIdleCores)
 	for _, n := range steps {
 		logf("leanfloor: %d runs an instant, %d workers, for %s", n, w, d)
 		st, err := leanStepRun(ctx, e, n, d)
 		if err != nil {
 			return res, err
 		}
+		st.EtcdCPUAboveIdle = aboveIdle(st.CPU["etcd"], res.EtcdIdleCores, st.Seconds, st.Runs)
 		logf("leanfloor: %.0f runs/s, etcd %.3f ms, %.2f index ops (predicted %.2f), %.3f revisions per run; %d failed, %d errors",
 			st.RunsPerSec, st.EtcdCPUPerRun, st.IndexOpsPerRun, st.Predicted.IndexOps, st.RevsPerRun, st.Failed, st.Errors)
 		res.Steps = append(res.Steps, st)
@@ -140,6 +152,29 @@ func leanStepRun(ctx context.Context, e *env, n int, d time.Duration) (leanStep,
 	}
 	_, err = e.cli.Delete(ctx, leanPrefix, clientv3.WithPrefix())
 	return st, err
+}
+
+// leanIdle: how long etcd's idle CPU is measured before the steps.
+const leanIdle = 3 * time.Second
+
+// etcdIdle is the members' CPU in cores over d while the bench does
+// nothing.
+func etcdIdle(ctx context.Context, e *env, d time.Duration) (float64, error) {
+	pids := e.pids()
+	mark0, start := markCPU(pids), time.Now()
+	if err := sleepUntil(ctx, start.Add(d)); err != nil {
+		return 0, err
+	}
+	return mark0.cores(markCPU(pids), time.Since(start))["etcd"], nil
+}
+
+// aboveIdle is the ms of etcd CPU per run beyond its idle use: cores used
+// over secs, less idle cores, for runs.
+func aboveIdle(cores, idle, secs float64, runs int64) float64 {
+	if runs <= 0 {
+		return 0
+	}
+	return max(0, cores-idle) * secs * 1000 / float64(runs)
 }
 
 // mvccPerMember is each etcd_mvcc_* counter's change from c0 to c1,

@@ -105,7 +105,7 @@ func TestMVCCPerMemberAndIndexOps(t *testing.T) {
 
 func TestPrintLeanFloorBesideTheReference(t *testing.T) {
 	lean := leanResult{Workers: 3, CursorWindow: leanWindow, Chunk: leanChunk, ReleaseBatch: leanRelease,
-		Steps: []leanStep{{RunsPerInstant: 500, RunsPerSec: 499, EtcdCPUPerRun: 0.123}, {RunsPerInstant: 700}},
+		Steps: []leanStep{{RunsPerInstant: 500, RunsPerSec: 499, EtcdCPUPerRun: 0.123, EtcdCPUAboveIdle: 0.1}, {RunsPerInstant: 700}},
 		Floor: &floorStep{Batch: 40, Runs: 100, Revisions: 300, RunsPerSec: 900, EtcdCPUPerRun: 0.456, IndexOpsPerRun: 13}}
 	b := burstResult{Steps: []burstStep{{Jobs: 500, Ref: &burstSide{EtcdCPUPerRun: 0.077, IndexOpsPerRun: 2, RevsPerRun: 1}}}}
 	var out bytes.Buffer
@@ -120,7 +120,7 @@ func TestPrintLeanFloorBesideTheReference(t *testing.T) {
 			row700 = l
 		}
 	}
-	if !strings.Contains(row500, "0.077 ms; 2.00; 1.000") || !strings.Contains(row500, "900 runs/s; 0.456 ms; 13.00; 3.000") {
+	if !strings.Contains(row500, "0.123 (0.100)") || !strings.Contains(row500, "0.077 ms; 2.00; 1.000") || !strings.Contains(row500, "900 runs/s; 0.456 ms; 13.00; 3.000") {
 		t.Errorf("the 500 row lacks the reference's or the floor's figures:\n%s", out.String())
 	}
 	if !strings.Contains(row700, "not measured at this N") {
@@ -130,5 +130,18 @@ func TestPrintLeanFloorBesideTheReference(t *testing.T) {
 	printLeanFloor(&out, []report{{Data: b}})
 	if out.Len() != 0 {
 		t.Errorf("no lean floor, yet printed:\n%s", out.String())
+	}
+}
+
+func TestAboveIdle(t *testing.T) {
+	// 0.5 cores over 10 s for 1000 runs, 0.1 of them idle: 4 ms a run.
+	if got := aboveIdle(0.5, 0.1, 10, 1000); math.Abs(got-4) > 1e-9 {
+		t.Errorf("aboveIdle(0.5, 0.1, 10, 1000) = %v, want 4", got)
+	}
+	if got := aboveIdle(0.05, 0.1, 10, 1000); got != 0 {
+		t.Errorf("below idle: %v, want 0", got)
+	}
+	if got := aboveIdle(0.5, 0.1, 10, 0); got != 0 {
+		t.Errorf("no runs: %v, want 0", got)
 	}
 }
