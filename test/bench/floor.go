@@ -59,6 +59,8 @@ type floorStep struct {
 	Failed      int64   `json:"failed_runs"`
 	Errors      int64   `json:"errors"`
 	WatchEvents int64   `json:"watch_events,omitempty"`
+	// IndexOpsPerRun: etcd_mvcc range+put+delete per member, per run.
+	IndexOpsPerRun float64 `json:"index_ops_per_run"`
 	// EtcdCPUPerRun: the three members' CPU time per run, in ms.
 	EtcdCPUPerRun float64            `json:"etcd_cpu_ms_per_run"`
 	CPU           map[string]float64 `json:"cpu_cores"`
@@ -110,19 +112,11 @@ func floorStepRun(ctx context.Context, e *env, batch, watchers int, d time.Durat
 		return st, err
 	}
 	fence := clientv3.Compare(clientv3.CreateRevision(fenceKey), "=", fr.Header.Revision)
-	leases := make([]clientv3.LeaseID, len(clis))
-	for i, cli := range clis {
-		l, err := cli.Grant(ctx, 300)
-		if err != nil {
-			return st, err
-		}
-		leases[i] = l.ID
+	leases, err := grantLeases(ctx, clis)
+	defer revokeLeases(ctx, clis, leases)
+	if err != nil {
+		return st, err
 	}
-	defer func() {
-		for i, cli := range clis {
-			_, _ = cli.Revoke(context.WithoutCancel(ctx), leases[i])
-		}
-	}()
 
 	runCtx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
@@ -141,6 +135,10 @@ func floorStepRun(ctx context.Context, e *env, batch, watchers int, d time.Durat
 	var runs, failed, errs atomic.Int64
 	var wg sync.WaitGroup
 	pids := e.pids()
+	c0, err := e.burstCounters(ctx, nil)
+	if err != nil {
+		return st, err
+	}
 	mark0 := markCPU(pids)
 	rev0, err := e.revision(ctx)
 	if err != nil {
@@ -166,6 +164,10 @@ func floorStepRun(ctx context.Context, e *env, batch, watchers int, d time.Durat
 	if err != nil {
 		return st, err
 	}
+	c1, err := e.burstCounters(ctx, nil)
+	if err != nil {
+		return st, err
+	}
 	st.CPU = mark0.cores(mark1, elapsed)
 	st.Seconds = elapsed.Seconds()
 	st.Runs, st.Failed, st.Errors = runs.Load(), failed.Load(), errs.Load()
@@ -174,6 +176,7 @@ func floorStepRun(ctx context.Context, e *env, batch, watchers int, d time.Durat
 	st.WatchEvents = events.Load()
 	if st.Runs > 0 {
 		st.EtcdCPUPerRun = st.CPU["etcd"] * st.Seconds * 1000 / float64(st.Runs)
+		st.IndexOpsPerRun = indexOps(mvccPerMember(c0, c1, len(e.c.Members))) / float64(st.Runs)
 	}
 	_, err = e.cli.Delete(ctx, floorPrefix, clientv3.WithPrefix())
 	return st, err

@@ -8,9 +8,11 @@
 //	go run ./test/bench -scenario scale -scale-jobs 10000 -json-only
 //	go run ./test/bench -scenario cores -cores 1,2 -cores-jobs 1500
 //	go run ./test/bench -scenario burst -burst-jobs 100,300 -warmup 2s -duration 4s
+//	go run ./test/bench -scenario leanfloor -leanfloor-runs 100,300 -duration 3s
 //
 // Scenarios: limit (raw etcd transactions), floor (what etcd spends on the
-// fewest transactions the safety rules allow a run), throughput, lateness, failover,
+// fewest transactions the safety rules allow a run), leanfloor (the same for
+// docs/protocol.md's designed fast path; not in "all"), throughput, lateness, failover,
 // burst (every job due on the same second, beside bare reference processes),
 // scale, cores (etcd pinned to 1, then 2 cores). One JSON object per
 // scenario goes to stdout, then one for the goals (scenario "goals", with
@@ -57,6 +59,7 @@ type flags struct {
 	logLevel  string
 	timeout   time.Duration
 	burst     burstConfig
+	leanRuns  []int
 }
 
 func main() {
@@ -75,8 +78,8 @@ func main() {
 
 func run() error {
 	var f flags
-	var jobs, rates, scaleJobs, coreCounts, burstJobs, replicas string
-	flag.StringVar(&f.scenario, "scenario", "all", "all, or a comma list of: limit, floor, throughput, lateness, failover, burst, scale, cores")
+	var jobs, rates, scaleJobs, coreCounts, burstJobs, replicas, leanRuns string
+	flag.StringVar(&f.scenario, "scenario", "all", "all, or a comma list of: limit, floor, leanfloor, throughput, lateness, failover, burst, scale, cores (all but leanfloor)")
 	flag.StringVar(&jobs, "jobs", "500,1000,1250,1500,2000", "throughput: job counts, each a step (@every 1s jobs: runs/s offered)")
 	flag.StringVar(&rates, "rates", "10,100,1000", "lateness: runs per second, each a step")
 	flag.StringVar(&scaleJobs, "scale-jobs", "10000,100000", "scale: declared job counts, each its own cluster")
@@ -88,6 +91,7 @@ func run() error {
 	flag.DurationVar(&f.burst.grace, "burst-grace", 10*time.Second, "burst: how long after the window a tick due in it may still arrive and count as delivered")
 	flag.StringVar(&replicas, "replicas", "3", "burst: scheduler replicas of the steps' cluster; further counts each run one step of 1000 jobs on a cluster of their own (-replicas 3,5: issue 24's goal 6)")
 	flag.BoolVar(&f.burst.overload, "burst-overload", true, "burst: run a step at twice our ceiling (when it is not one of -burst-jobs)")
+	flag.StringVar(&leanRuns, "leanfloor-runs", "500,1000,2000,4000", "leanfloor: runs due each second, each a step")
 	flag.IntVar(&f.limitConc, "limit-conc", 32, "limit: transactions in flight per client")
 	flag.BoolVar(&f.jsonOnly, "json-only", false, "print only the JSON objects")
 	flag.StringVar(&f.dir, "dir", "", "work directory for binaries, data and logs (default: a temporary one)")
@@ -112,6 +116,9 @@ func run() error {
 	if f.burst.jobs, err = ints(burstJobs); err != nil {
 		return fmt.Errorf("-burst-jobs: %w", err)
 	}
+	if f.leanRuns, err = ints(leanRuns); err != nil {
+		return fmt.Errorf("-leanfloor-runs: %w", err)
+	}
 	if f.burst.replicas, err = ints(replicas); err != nil {
 		return fmt.Errorf("-replicas: %w", err)
 	}
@@ -132,7 +139,7 @@ func run() error {
 			for _, k := range []string{"limit", "floor", "throughput", "lateness", "failover", "burst", "scale", "cores"} {
 				want[k] = true
 			}
-		case "limit", "floor", "throughput", "lateness", "failover", "burst", "scale", "cores":
+		case "limit", "floor", "leanfloor", "throughput", "lateness", "failover", "burst", "scale", "cores":
 			want[s] = true
 		default:
 			return fmt.Errorf("-scenario %q: unknown", s)
@@ -176,7 +183,7 @@ func run() error {
 		}
 	}
 	var errs []error
-	if want["limit"] || want["floor"] || want["throughput"] || want["lateness"] || want["failover"] {
+	if want["limit"] || want["floor"] || want["leanfloor"] || want["throughput"] || want["lateness"] || want["failover"] {
 		if err := mainCluster(ctx, f, bins, want, emit); err != nil {
 			errs = append(errs, err)
 		}
@@ -221,6 +228,7 @@ func run() error {
 		fmt.Println()
 		printTable(os.Stdout, reports)
 		printBurst(os.Stdout, reports)
+		printLeanFloor(os.Stdout, reports)
 	}
 	return errors.Join(errs...)
 }
@@ -262,6 +270,13 @@ func mainCluster(ctx context.Context, f flags, bins cluster.Binaries, want map[s
 			return fmt.Errorf("floor: %w", err)
 		}
 		emit(report{Scenario: "floor", Data: r, Rows: r.rows()})
+	}
+	if want["leanfloor"] {
+		r, err := leanFloor(ctx, e, f.leanRuns, f.duration)
+		if err != nil {
+			return fmt.Errorf("leanfloor: %w", err)
+		}
+		emit(report{Scenario: "leanfloor", Data: r, Rows: r.rows()})
 	}
 	if want["throughput"] {
 		r, err := throughput(ctx, e, limit, f.jobs, f.duration)

@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/etcdsched/scheduler/internal/etcdtest"
+	"github.com/etcdsched/scheduler/internal/poll"
+)
+
+// leanSetup is a driver of n runs an instant among three workers, each
+// with its own client of one embedded member, and a fourth client to look.
+func leanSetup(t *testing.T, ctx context.Context, n int) (*leanDriver, *etcdtest.Cluster, *clientv3.Client) {
+	t.Helper()
+	c := etcdtest.Start(t)
+	admin := c.Client()
+	clis := []*clientv3.Client{c.Client(), c.Client(), c.Client()}
+	fr, err := admin.Put(ctx, leanPrefix+"fence", "leader")
+	if err != nil {
+		t.Fatal(err)
+	}
+	leases, err := grantLeases(ctx, clis)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fence := clientv3.Compare(clientv3.CreateRevision(leanPrefix+"fence"), "=", fr.Header.Revision)
+	d, err := newLeanDriver(clis, leases, fence, n, time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d, c, admin
+}
+
+// leanCount is how many keys are under the lean prefix's sub.
+func leanCount(t *testing.T, ctx context.Context, cli *clientv3.Client, sub string) int64 {
+	t.Helper()
+	resp, err := cli.Get(ctx, leanPrefix+sub, clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.Count
+}
+
+// The driver does exactly the plan's transactions: etcd's index counters
+// and revision move by what leanInstantCost predicts, every run leaves one
+// record, and no slot, assignment or marker is left.
+func TestLeanDriverDoesThePlannedTransactions(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const n, instants = 250, 3 // 84, 83, 83 runs a worker: chunks of 40, 40 and a few
+	d, c, admin := leanSetup(t, ctx, n)
+	metrics := []string{c.Endpoints()[0] + "/metrics"}
+	r0, err := admin.Get(ctx, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c0, err := scrape(ctx, metrics, mvccRange, mvccPut, mvccDelete, mvccTxn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want leanCost
+	for i := range int64(instants) {
+		rev, ok := d.authorize(ctx, i)
+		if !ok {
+			t.Fatalf("instant %d: the authorization failed (%d failed, %d errors)", i, d.failed.Load(), d.errs.Load())
+		}
+		for w := range d.clis {
+			d.instant(ctx, ctx, w, leanAssignment{instant: i, rev: rev})
+		}
+		ic := leanInstantCost(n, len(d.clis), i)
+		want.IndexOps, want.Revisions = want.IndexOps+ic.IndexOps, want.Revisions+ic.Revisions
+	}
+	c1, err := scrape(ctx, metrics, mvccRange, mvccPut, mvccDelete, mvccTxn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r1, err := admin.Get(ctx, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.failed.Load() != 0 || d.errs.Load() != 0 || d.runs.Load() != n*instants {
+		t.Fatalf("%d runs released, %d failed transactions, %d errors; want %d runs, none failed", d.runs.Load(), d.failed.Load(), d.errs.Load(), n*instants)
+	}
+	if got := indexOps(mvccPerMember(c0, c1, 1)); got != want.IndexOps {
+		t.Errorf("etcd counted %.0f index operations, the plan predicts %.0f", got, want.IndexOps)
+	}
+	if got := r1.Header.Revision - r0.Header.Revision; float64(got) != want.Revisions {
+		t.Errorf("%d revisions, the plan predicts %.0f", got, want.Revisions)
+	}
+	if got := leanCount(t, ctx, admin, "runs/"); got != n*instants {
+		t.Errorf("%d records, want one per run: %d", got, n*instants)
+	}
+	for _, sub := range []string{"slots/", "assign/", "claimed/"} {
+		if got := leanCount(t, ctx, admin, sub); got != 0 {
+			t.Errorf("%d keys left under %s, want none after every release and cleanup", got, sub)
+		}
+	}
+}
+
+// run stops when its window ends, finishing the chunks in flight: no slot
+// is left claimed, and nothing failed. The window ends as the first chunk
+// is released, while the instant's other chunks are in flight.
+func TestLeanDriverRunStopsWithEverySlotReleased(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	d, _, admin := leanSetup(t, ctx, 600) // 200 a worker: 5 chunks, 4 in flight
+	stop, end := context.WithCancel(ctx)
+	defer end()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		poll.Within(30*time.Second, func() bool { return d.runs.Load() > 0 })
+		end()
+	}()
+	d.run(ctx, stop)
+	<-done
+	if d.failed.Load() != 0 || d.errs.Load() != 0 || d.runs.Load() == 0 {
+		t.Fatalf("%d runs released, %d failed transactions, %d errors; want some runs, none failed", d.runs.Load(), d.failed.Load(), d.errs.Load())
+	}
+	if got := leanCount(t, ctx, admin, "slots/"); got != 0 {
+		t.Errorf("%d slots left after the window, want every claimed run released", got)
+	}
+	if got := leanCount(t, ctx, admin, "runs/"); got != d.runs.Load() {
+		t.Errorf("%d records for %d runs released", got, d.runs.Load())
+	}
+}
