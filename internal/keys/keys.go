@@ -10,6 +10,7 @@ package keys
 import (
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Layout is the key layout under one prefix ("/scheduler/" by default);
@@ -34,6 +35,8 @@ const (
 	outboxDir    = "outbox/"
 	ratesDir     = "rate/"
 	removedDir   = "removed/"
+	assignDir    = "assign/"
+	claimedDir   = "claimed/"
 )
 
 // The scopes of a rate window: a job's own, or a shared resource's.
@@ -287,3 +290,80 @@ func (l Layout) Outbox() string { return l.Prefix + outboxDir }
 
 // Notification is the outbox key of notification id for sink.
 func (l Layout) Notification(sink, id string) string { return l.Outbox() + sink + "/" + id }
+
+// InstantFormat spells the instant of an assignment key: UTC with a fixed
+// nine-digit fraction, so keys sort in time order (RFC3339Nano drops
+// trailing zeros, and "05Z" sorts after "05.5Z").
+const InstantFormat = "2006-01-02T15:04:05.000000000Z"
+
+// Assignments holds assign/<worker>/<instant>: the jobs whose tick at that
+// instant the worker runs (the lean protocol, docs/protocol.md; reserved,
+// not used by the engine yet).
+func (l Layout) Assignments() string { return l.Prefix + assignDir }
+
+// WorkerAssignments holds the assignments of one worker.
+func (l Layout) WorkerAssignments(worker string) string { return l.Assignments() + worker + "/" }
+
+// Assignment is the assignment of worker at instant.
+func (l Layout) Assignment(worker string, instant time.Time) string {
+	return l.WorkerAssignments(worker) + instant.UTC().Format(InstantFormat)
+}
+
+// ParseAssignment splits an assignment key; ok is false for any other key.
+func (l Layout) ParseAssignment(key string) (worker string, instant time.Time, ok bool) {
+	rest, found := strings.CutPrefix(key, l.Assignments())
+	if !found {
+		return "", time.Time{}, false
+	}
+	worker, at, found := strings.Cut(rest, "/")
+	if !found || worker == "" {
+		return "", time.Time{}, false
+	}
+	instant, ok = parseInstant(at)
+	return worker, instant, ok
+}
+
+// Claimed holds claimed/<worker>/<instant>/<chunk>: the runs each chunk of
+// an assignment's claims tried.
+func (l Layout) Claimed() string { return l.Prefix + claimedDir }
+
+// WorkerClaimed holds the claim markers of one worker.
+func (l Layout) WorkerClaimed(worker string) string { return l.Claimed() + worker + "/" }
+
+// AssignmentClaimed holds the claim markers of one assignment.
+func (l Layout) AssignmentClaimed(worker string, instant time.Time) string {
+	return l.WorkerClaimed(worker) + instant.UTC().Format(InstantFormat) + "/"
+}
+
+// ClaimMarker is the marker of one chunk of an assignment's claims.
+func (l Layout) ClaimMarker(worker string, instant time.Time, chunk int) string {
+	return l.AssignmentClaimed(worker, instant) + strconv.Itoa(chunk)
+}
+
+// ParseClaimMarker splits a claim marker key; ok is false for any other key.
+func (l Layout) ParseClaimMarker(key string) (worker string, instant time.Time, chunk int, ok bool) {
+	rest, found := strings.CutPrefix(key, l.Claimed())
+	if !found {
+		return "", time.Time{}, 0, false
+	}
+	parts := strings.Split(rest, "/")
+	if len(parts) != 3 || parts[0] == "" {
+		return "", time.Time{}, 0, false
+	}
+	chunk, err := strconv.Atoi(parts[2])
+	if err != nil || chunk < 0 || strconv.Itoa(chunk) != parts[2] {
+		return "", time.Time{}, 0, false
+	}
+	instant, ok = parseInstant(parts[1])
+	return parts[0], instant, chunk, ok
+}
+
+// parseInstant reads an instant only as InstantFormat spells it, so one
+// instant has one key.
+func parseInstant(s string) (time.Time, bool) {
+	t, err := time.Parse(InstantFormat, s)
+	if err != nil || t.Format(InstantFormat) != s {
+		return time.Time{}, false
+	}
+	return t, true
+}

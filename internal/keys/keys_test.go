@@ -3,6 +3,7 @@ package keys
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 const testPrefix = "/sched/"
@@ -105,5 +106,61 @@ func TestParseRate(t *testing.T) {
 	}
 	if job, key := SplitSlotGroup(SlotGroup("sync", "c-1")); job != "sync" || key != "c-1" {
 		t.Errorf("SplitSlotGroup(SlotGroup(sync, c-1)) = %q %q", job, key)
+	}
+}
+
+func TestAssignmentKeys(t *testing.T) {
+	l := New(testPrefix)
+	at := time.Date(2026, 11, 25, 17, 0, 5, 500_000_000, time.FixedZone("CET", 3600))
+	if k := l.Assignment("w1", at); k != testPrefix+"assign/w1/2026-11-25T16:00:05.500000000Z" {
+		t.Errorf("Assignment = %q", k)
+	}
+	if w, got, ok := l.ParseAssignment(l.Assignment("w1", at)); !ok || w != "w1" || !got.Equal(at) {
+		t.Errorf("ParseAssignment(Assignment(w1, at)) = %q %v %v", w, got, ok)
+	}
+	if w, got, c, ok := l.ParseClaimMarker(l.ClaimMarker("w1", at, 12)); !ok || w != "w1" || !got.Equal(at) || c != 12 {
+		t.Errorf("ParseClaimMarker(ClaimMarker(w1, at, 12)) = %q %v %d %v", w, got, c, ok)
+	}
+	for _, k := range []string{
+		l.WorkerAssignments("w1"), testPrefix + "assign//2026-11-25T16:00:05.500000000Z",
+		testPrefix + "assign/w1/2026-11-25T16:00:05.5Z", l.ClaimMarker("w1", at, 0),
+	} {
+		if _, _, ok := l.ParseAssignment(k); ok {
+			t.Errorf("ParseAssignment(%q) took it for an assignment key", k)
+		}
+	}
+	for _, k := range []string{
+		l.AssignmentClaimed("w1", at), l.AssignmentClaimed("w1", at) + "01", l.AssignmentClaimed("w1", at) + "-1",
+		l.Assignment("w1", at), l.AssignmentClaimed("w1", at) + "1/2",
+	} {
+		if _, _, _, ok := l.ParseClaimMarker(k); ok {
+			t.Errorf("ParseClaimMarker(%q) took it for a claim marker", k)
+		}
+	}
+}
+
+// Instants sort as keys in time order, whole seconds included.
+func TestAssignmentKeysSortInTimeOrder(t *testing.T) {
+	l := New(testPrefix)
+	base := time.Date(2026, 1, 1, 0, 0, 5, 0, time.UTC)
+	times := []time.Time{base, base.Add(time.Nanosecond), base.Add(500 * time.Millisecond), base.Add(time.Second)}
+	for i := 1; i < len(times); i++ {
+		if a, b := l.Assignment("w", times[i-1]), l.Assignment("w", times[i]); a >= b {
+			t.Errorf("%q does not sort before %q", a, b)
+		}
+	}
+}
+
+func TestLeanDirectoriesDoNotCoverLongerNames(t *testing.T) {
+	l := New(testPrefix)
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, pair := range [][2]string{
+		{l.WorkerAssignments("w"), l.WorkerAssignments("wx")},
+		{l.WorkerClaimed("w"), l.WorkerClaimed("wx")},
+		{l.AssignmentClaimed("w", at), l.ClaimMarker("w", at.Add(time.Second), 0)},
+	} {
+		if strings.HasPrefix(pair[1], pair[0]) {
+			t.Errorf("%q covers %q", pair[0], pair[1])
+		}
 	}
 }
