@@ -1,0 +1,115 @@
+package assign
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/etcdsched/scheduler/internal/keys"
+	"github.com/etcdsched/scheduler/internal/runs"
+)
+
+// Job is one job of an assignment and the spec its tick runs
+// (specs/<job>/<ref>, as queue entries refer to it).
+type Job struct {
+	Name    string
+	SpecRef string
+}
+
+// Assignment is the jobs whose tick at At the worker runs; the run ids are
+// today's, <job>@<At>.
+type Assignment struct {
+	Worker string
+	At     time.Time
+	Jobs   []Job
+}
+
+// Key is where the assignment is stored.
+func (a *Assignment) Key(k keys.Layout) string { return k.Assignment(a.Worker, a.At) }
+
+// RunID is the id of job's run at the assignment's instant.
+func (a *Assignment) RunID(job string) string { return runs.ID(job, a.At) }
+
+// Names are the assignment's jobs in order.
+func (a *Assignment) Names() []string {
+	names := make([]string, len(a.Jobs))
+	for i, j := range a.Jobs {
+		names[i] = j.Name
+	}
+	return names
+}
+
+// Has reports whether the assignment names job.
+func (a *Assignment) Has(job string) bool {
+	for _, j := range a.Jobs {
+		if j.Name == job {
+			return true
+		}
+	}
+	return false
+}
+
+// Validate says what makes the assignment unusable, in the words of its
+// worker, instant and job.
+func (a *Assignment) Validate() error {
+	switch {
+	case a.Worker == "" || strings.Contains(a.Worker, "/"):
+		return fmt.Errorf("assign: assignment at %s: worker %q must be a member id without '/'", a.At.UTC().Format(runs.TimeFormat), a.Worker)
+	case a.At.IsZero():
+		return fmt.Errorf("assign: assignment of worker %s has no instant", a.Worker)
+	case len(a.Jobs) == 0:
+		return fmt.Errorf("assign: assignment of worker %s at %s names no job", a.Worker, a.At.UTC().Format(runs.TimeFormat))
+	}
+	seen := make(map[string]bool, len(a.Jobs))
+	for _, j := range a.Jobs {
+		if j.Name == "" || strings.Contains(j.Name, "/") || seen[j.Name] {
+			return fmt.Errorf("assign: assignment of worker %s at %s: job %q is empty, holds '/' or is named twice", a.Worker, a.At.UTC().Format(runs.TimeFormat), j.Name)
+		}
+		seen[j.Name] = true
+	}
+	return nil
+}
+
+// Encode is the stored value: a JSON array of [job, spec ref] pairs, the
+// worker and instant being in the key.
+func (a *Assignment) Encode() string {
+	pairs := make([][2]string, len(a.Jobs))
+	for i, j := range a.Jobs {
+		pairs[i] = [2]string{j.Name, j.SpecRef}
+	}
+	b, _ := json.Marshal(pairs) // strings only: cannot fail
+	return string(b)
+}
+
+// Decode reads the assignment stored at key.
+func Decode(k keys.Layout, key string, value []byte) (Assignment, error) {
+	worker, at, ok := k.ParseAssignment(key)
+	if !ok {
+		return Assignment{}, fmt.Errorf("assign: %q is not an assignment key", key)
+	}
+	var pairs [][2]string
+	if err := json.Unmarshal(value, &pairs); err != nil {
+		return Assignment{}, fmt.Errorf("assign: assignment %s: %w", key, err)
+	}
+	a := Assignment{Worker: worker, At: at, Jobs: make([]Job, len(pairs))}
+	for i, p := range pairs {
+		a.Jobs[i] = Job{Name: p[0], SpecRef: p[1]}
+	}
+	return a, a.Validate()
+}
+
+// encodeMarker is a claim marker's value: the jobs whose runs the chunk
+// tried.
+func encodeMarker(jobs []string) string {
+	b, _ := json.Marshal(jobs) // strings only: cannot fail
+	return string(b)
+}
+
+func decodeMarker(key string, value []byte) ([]string, error) {
+	var jobs []string
+	if err := json.Unmarshal(value, &jobs); err != nil {
+		return nil, fmt.Errorf("assign: claim marker %s: %w", key, err)
+	}
+	return jobs, nil
+}

@@ -1,0 +1,190 @@
+package assign
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/etcdsched/scheduler/internal/runs"
+)
+
+// Cursor moves one job's cursor over a window: Last is the cursor as last
+// written (zero: the job has none yet), Next the last tick the window
+// authorizes.
+type Cursor struct {
+	Job  string
+	Last time.Time
+	Next time.Time
+}
+
+// Window is what one Authorize writes: the jobs' cursors and the
+// assignments of their ticks in (Last, Next].
+type Window struct {
+	Cursors     []Cursor
+	Assignments []Assignment
+}
+
+// Part is one transaction of a window: jobs whose cursors it moves and the
+// assignments it puts.
+type Part struct {
+	Jobs        []string
+	Assignments []string // keys
+	Applied     bool
+}
+
+// Authorize writes the window: If(fence, each cursor as last written, no
+// assignment at each key) Then(put the assignments and the cursors). Two
+// leaders, or one leader twice, cannot authorize an instant twice: the
+// second finds a cursor moved or an assignment present and writes nothing.
+//
+// A window too large for one transaction (etcd's --max-txn-ops bounds the
+// compares and the operations) is split deterministically: the jobs that
+// share an assignment, with their cursors and assignments, go together
+// (a cursor moved without its assignment would lose a tick); such groups
+// are packed in the window's order of cursors. A group that alone exceeds
+// the limit is ErrTooLarge before anything is written. The parts are
+// committed in order; the first that fails stops the rest (ErrConflict, or
+// ErrNotLeader when the fence failed), and the parts returned say which
+// were applied.
+func (s *Store) Authorize(ctx context.Context, fence clientv3.Cmp, w Window) ([]Part, error) {
+	groups, err := s.groups(w)
+	if err != nil {
+		return nil, err
+	}
+	parts := s.pack(groups)
+	for i := range parts {
+		if err := s.authorizePart(ctx, fence, &parts[i].part, parts[i].cmps, parts[i].ops); err != nil {
+			return parts2(parts), err
+		}
+	}
+	return parts2(parts), nil
+}
+
+// txnPart is a part with its compares and writes.
+type txnPart struct {
+	part Part
+	cmps []clientv3.Cmp
+	ops  []clientv3.Op
+}
+
+func parts2(ps []txnPart) []Part {
+	out := make([]Part, len(ps))
+	for i := range ps {
+		out[i] = ps[i].part
+	}
+	return out
+}
+
+func (s *Store) authorizePart(ctx context.Context, fence clientv3.Cmp, p *Part, cmps []clientv3.Cmp, ops []clientv3.Op) error {
+	resp, err := s.kv.Txn(ctx).If(append([]clientv3.Cmp{fence}, cmps...)...).Then(ops...).
+		Else(clientv3.OpGet(string(fence.KeyBytes()), clientv3.WithKeysOnly())).Commit()
+	if err != nil {
+		return fmt.Errorf("assign: authorize jobs %v: %w", p.Jobs, err)
+	}
+	if resp.Succeeded {
+		p.Applied = true
+		return nil
+	}
+	if !fenceHolds(fence, resp.Responses[0].GetResponseRange().Kvs) {
+		return fmt.Errorf("assign: authorize jobs %v: %w", p.Jobs, ErrNotLeader)
+	}
+	return fmt.Errorf("assign: authorize jobs %v: a cursor moved or an assignment exists: %w", p.Jobs, ErrConflict)
+}
+
+// group is jobs linked by the assignments naming them.
+type group struct {
+	jobs        []string
+	cursors     []clientv3.Cmp
+	assignCmps  []clientv3.Cmp
+	ops         []clientv3.Op
+	assignments []string
+}
+
+func (g *group) cost() int { return len(g.cursors) + len(g.assignCmps) }
+
+// groups checks the window and splits it into the groups that must be
+// written together, in the order of the window's cursors.
+func (s *Store) groups(w Window) ([]*group, error) {
+	cursors := make(map[string]int, len(w.Cursors))
+	parent := make([]int, len(w.Cursors))
+	for i, c := range w.Cursors {
+		if c.Job == "" || !c.Next.After(c.Last) || cursors[c.Job] != 0 {
+			return nil, fmt.Errorf("assign: window: job %q must be named once, with its next cursor %s after its last %s", c.Job, c.Next.UTC().Format(runs.TimeFormat), c.Last.UTC().Format(runs.TimeFormat))
+		}
+		cursors[c.Job] = i + 1
+		parent[i] = i
+	}
+	find := func(i int) int {
+		for parent[i] != i {
+			i = parent[i]
+		}
+		return i
+	}
+	for i := range w.Assignments {
+		a := &w.Assignments[i]
+		if err := a.Validate(); err != nil {
+			return nil, err
+		}
+		first := -1
+		for _, j := range a.Jobs {
+			c := cursors[j.Name] - 1
+			if c < 0 || !a.At.After(w.Cursors[c].Last) || a.At.After(w.Cursors[c].Next) {
+				return nil, fmt.Errorf("assign: window: assignment of worker %s at %s names job %q whose cursor does not move over that instant in this window", a.Worker, a.At.UTC().Format(runs.TimeFormat), j.Name)
+			}
+			if first < 0 {
+				first = find(c)
+			} else {
+				parent[find(c)] = first
+			}
+		}
+	}
+	byRoot := map[int]*group{}
+	var out []*group
+	for i, c := range w.Cursors {
+		root := find(i)
+		g := byRoot[root]
+		if g == nil {
+			g = &group{}
+			byRoot[root] = g
+			out = append(out, g)
+		}
+		key := s.keys.Cursor(c.Job)
+		g.jobs = append(g.jobs, c.Job)
+		g.cursors = append(g.cursors, cursorIs(key, c.Last))
+		g.ops = append(g.ops, clientv3.OpPut(key, EncodeCursor(c.Next)))
+	}
+	for i := range w.Assignments {
+		a := &w.Assignments[i]
+		g := byRoot[find(cursors[a.Jobs[0].Name]-1)]
+		key := a.Key(s.keys)
+		g.assignments = append(g.assignments, key)
+		g.assignCmps = append(g.assignCmps, clientv3.Compare(clientv3.CreateRevision(key), "=", 0))
+		g.ops = append(g.ops, clientv3.OpPut(key, a.Encode()))
+	}
+	for _, g := range out {
+		if 1+g.cost() > s.maxOps {
+			return nil, fmt.Errorf("assign: window: jobs %v share assignments needing %d compares with the fence, over etcd's --max-txn-ops %d: assign them to fewer workers or split the window: %w", g.jobs, 1+g.cost(), s.maxOps, ErrTooLarge)
+		}
+	}
+	return out, nil
+}
+
+// pack puts groups into parts in order, each under the limit (the fence is
+// one compare more; the writes are as many as the other compares).
+func (s *Store) pack(groups []*group) []txnPart {
+	var parts []txnPart
+	var cur *txnPart
+	for _, g := range groups {
+		if cur == nil || 1+len(cur.cmps)+g.cost() > s.maxOps {
+			parts = append(parts, txnPart{})
+			cur = &parts[len(parts)-1]
+		}
+		cur.part.Jobs = append(cur.part.Jobs, g.jobs...)
+		cur.part.Assignments = append(cur.part.Assignments, g.assignments...)
+		cur.cmps = append(append(cur.cmps, g.cursors...), g.assignCmps...)
+		cur.ops = append(cur.ops, g.ops...)
+	}
+	return parts
+}

@@ -1,0 +1,209 @@
+package assign
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/etcdsched/scheduler/internal/slots"
+)
+
+// Run is one run a chunk tries to claim: its job, the slot indexes picked
+// (job slot, or the concurrency key's, and one per shared resource) and the
+// time it starts.
+type Run struct {
+	Job       string
+	Key       string // concurrency key; "" for the job's own slots
+	Slot      int
+	Resources []ResourceSlot
+	StartedAt time.Time
+}
+
+// ResourceSlot is slot Index of a shared resource.
+type ResourceSlot struct {
+	Name  string
+	Index int
+}
+
+// Outcome is what a chunk's transaction did with one run.
+type Outcome string
+
+const (
+	Claimed Outcome = "claimed"
+	Refused Outcome = "refused"
+	Gone    Outcome = "gone" // the assignment was moved or deleted
+)
+
+// Reason is which compare refused a run.
+type Reason string
+
+const (
+	RecordExists Reason = "record exists"
+	SlotTaken    Reason = "slot taken"
+	Waiting      Reason = "a run of the job waits in the queue"
+)
+
+// Claim is the result for one run of a chunk.
+type Claim struct {
+	Job     string
+	RunID   string
+	Outcome Outcome
+	Token   int64  // Claimed: the slot keys' CreateRevision
+	Reason  Reason // Refused
+}
+
+// ClaimChunk claims runs of assignment a, read with CreateRevision rev, in
+// one request: If(CreateRevision(a) == rev) Then(put the claim marker of
+// chunk, naming every run tried, and per run If(no record, its slots free,
+// nobody of its job waiting in queue/<job>/) Then(put its slots under lease)
+// Else(read what refused it)). An assignment moved or deleted since it was
+// read fails the whole request (ErrGone, every run Gone). A chunk sent again
+// after its response was lost (the same runs and slot picks) reads its own
+// slots back and reports them Claimed with their token.
+func (s *Store) ClaimChunk(ctx context.Context, lease clientv3.LeaseID, a Assignment, rev int64, chunk int, rs []Run) ([]Claim, error) {
+	if err := s.checkChunk(a, rev, chunk, rs); err != nil {
+		return nil, err
+	}
+	then := make([]clientv3.Op, 0, 1+len(rs))
+	names := make([]string, len(rs))
+	for i, r := range rs {
+		names[i] = r.Job
+	}
+	then = append(then, clientv3.OpPut(s.keys.ClaimMarker(a.Worker, a.At, chunk), encodeMarker(names)))
+	for _, r := range rs {
+		op, err := s.runTxn(lease, &a, r)
+		if err != nil {
+			return nil, err
+		}
+		then = append(then, op)
+	}
+	resp, err := s.kv.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(a.Key(s.keys)), "=", rev)).Then(then...).Commit()
+	if err != nil {
+		return nil, fmt.Errorf("assign: claim chunk %d of worker %s at %s: %w", chunk, a.Worker, a.Key(s.keys), err)
+	}
+	claims := make([]Claim, len(rs))
+	for i, r := range rs {
+		claims[i] = Claim{Job: r.Job, RunID: a.RunID(r.Job), Outcome: Gone}
+	}
+	if !resp.Succeeded {
+		return claims, fmt.Errorf("assign: claim chunk %d from %s: %w", chunk, a.Key(s.keys), ErrGone)
+	}
+	for i, r := range rs {
+		inner := resp.Responses[1+i].GetResponseTxn()
+		if inner.Succeeded {
+			claims[i].Outcome, claims[i].Token = Claimed, resp.Header.Revision
+			continue
+		}
+		claims[i].Outcome = Refused
+		claims[i].Reason, claims[i].Token = s.refusal(lease, claims[i].RunID, s.runKeys(r), inner)
+		if claims[i].Token != 0 {
+			claims[i].Outcome = Claimed
+		}
+	}
+	return claims, nil
+}
+
+func (s *Store) checkChunk(a Assignment, rev int64, chunk int, rs []Run) error {
+	if err := a.Validate(); err != nil {
+		return err
+	}
+	where := fmt.Sprintf("claim chunk %d of worker %s at %s", chunk, a.Worker, a.Key(s.keys))
+	if rev <= 0 || chunk < 0 || len(rs) == 0 {
+		return fmt.Errorf("assign: %s: needs the assignment's revision, a chunk number >= 0 and runs", where)
+	}
+	if 1+len(rs) > s.maxOps {
+		return fmt.Errorf("assign: %s: %d runs and the marker exceed etcd's --max-txn-ops %d: claim in smaller chunks: %w", where, len(rs), s.maxOps, ErrTooLarge)
+	}
+	seen := map[string]bool{}
+	for _, r := range rs {
+		if !a.Has(r.Job) || seen[r.Job] {
+			return fmt.Errorf("assign: %s: job %q is not in the assignment or is tried twice", where, r.Job)
+		}
+		seen[r.Job] = true
+		// Nested transactions of one request must not put one key twice:
+		// etcd refuses the whole request.
+		for _, k := range s.runKeys(r) {
+			if seen[k] {
+				return fmt.Errorf("assign: %s: slot %s is picked for two runs", where, k)
+			}
+			seen[k] = true
+		}
+		if 3+len(r.Resources) > s.maxOps {
+			return fmt.Errorf("assign: %s: job %q needs %d resources: %w", where, r.Job, len(r.Resources), ErrTooLarge)
+		}
+	}
+	return nil
+}
+
+// runKeys are the slot keys a run puts, its job slot first.
+func (s *Store) runKeys(r Run) []string {
+	ks := []string{s.keys.SlotOf(r.Job, r.Key, r.Slot)}
+	for _, res := range r.Resources {
+		ks = append(ks, s.keys.ResourceSlot(res.Name, res.Index))
+	}
+	return ks
+}
+
+// runTxn is one run's nested transaction.
+func (s *Store) runTxn(lease clientv3.LeaseID, a *Assignment, r Run) (clientv3.Op, error) {
+	runID := a.RunID(r.Job)
+	value, err := json.Marshal(slots.Value{RunID: runID, Holder: a.Worker, StartedAt: r.StartedAt.UTC(), ScheduledAt: a.At.UTC()})
+	if err != nil {
+		return clientv3.Op{}, fmt.Errorf("assign: claim %s: %w", runID, err)
+	}
+	record := s.keys.Record(r.Job, runID)
+	waiting := s.keys.JobQueue(r.Job)
+	cmps := []clientv3.Cmp{
+		clientv3.Compare(clientv3.CreateRevision(record), "=", 0),
+		clientv3.Compare(clientv3.CreateRevision(waiting), "=", 0).WithPrefix(),
+	}
+	var puts []clientv3.Op
+	for _, k := range s.runKeys(r) {
+		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(k), "=", 0))
+		puts = append(puts, clientv3.OpPut(k, string(value), clientv3.WithLease(lease)))
+	}
+	why := []clientv3.Op{
+		clientv3.OpGet(record, clientv3.WithCountOnly()),
+		clientv3.OpGet(waiting, clientv3.WithPrefix(), clientv3.WithCountOnly()),
+	}
+	for _, k := range s.runKeys(r) {
+		why = append(why, clientv3.OpGet(k))
+	}
+	return clientv3.OpTxn(cmps, puts, why), nil
+}
+
+// refusal reads a refused run's Else: which compare failed, or, when its
+// slots hold this run under this lease (a chunk sent again), the token of
+// the claim that took them.
+func (s *Store) refusal(lease clientv3.LeaseID, runID string, slotKeys []string, inner *pb.TxnResponse) (Reason, int64) {
+	rs := inner.Responses
+	if rs[0].GetResponseRange().Count > 0 {
+		return RecordExists, 0
+	}
+	var token int64
+	mine := true
+	for i := range slotKeys {
+		kvs := rs[2+i].GetResponseRange().Kvs
+		if len(kvs) == 0 {
+			mine = false
+			continue
+		}
+		var v slots.Value
+		_ = json.Unmarshal(kvs[0].Value, &v)
+		if v.RunID != runID || clientv3.LeaseID(kvs[0].Lease) != lease || token != 0 && kvs[0].CreateRevision != token {
+			mine = false
+		}
+		token = kvs[0].CreateRevision
+	}
+	if mine && token != 0 {
+		return "", token
+	}
+	if token != 0 {
+		return SlotTaken, 0
+	}
+	return Waiting, 0
+}

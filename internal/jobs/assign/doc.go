@@ -1,0 +1,32 @@
+// Package assign holds the transactions of the lean run protocol
+// (docs/protocol.md, issue 24) as a library: the leader authorizes each
+// instant's ticks by writing one assignment per worker and instant with the
+// jobs' cursors (Authorize); the worker claims an assignment's runs in
+// chunks, each run a nested transaction that puts its slot keys under the
+// session lease, with a lease-free marker naming the runs it tried
+// (ClaimChunk); the worker deletes what it finished with (Cleanup); the
+// leader turns a dead worker's assignments into lost or missed records or
+// moves their unclaimed runs to a live worker (Resolve).
+//
+// The engine does not use this package yet: the leader and the worker keep
+// today's queue protocol (docs/design.md) until the lean one is wired in and
+// measured (docs/protocol.md, "Build order").
+package assign
+
+import "errors"
+
+var (
+	// ErrConflict: a compare other than the fence failed (a cursor moved,
+	// an assignment exists already or changed since it was read); nothing
+	// of the failed transaction was written.
+	ErrConflict = errors.New("assign: conflict")
+	// ErrGone: the assignment a claim was made from no longer exists with
+	// the revision read (it was moved or deleted); nothing was claimed.
+	ErrGone = errors.New("assign: assignment gone")
+	// ErrTooLarge: a transaction would exceed etcd's --max-txn-ops.
+	ErrTooLarge = errors.New("assign: transaction too large")
+	// ErrNotLeader: the leader's fence failed.
+	ErrNotLeader = errors.New("assign: not leader")
+	// ErrAlive: the worker being resolved has a member key again.
+	ErrAlive = errors.New("assign: worker alive")
+)

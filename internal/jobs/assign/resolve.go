@@ -1,0 +1,225 @@
+package assign
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/etcdsched/scheduler/internal/jobs/queue"
+	"github.com/etcdsched/scheduler/internal/runs"
+)
+
+// resolveAttempts bounds how often Resolve reads again after a worker or a
+// cleanup changed what it read.
+const resolveAttempts = 5
+
+// Placement tells Resolve what to do with a run nobody claimed.
+type Placement struct {
+	// StartingDeadline is the job's starting_deadline: past it, the run
+	// is recorded missed rather than moved.
+	StartingDeadline func(job string) time.Duration
+	// Worker is the live worker that takes job's run at instant; "" when
+	// there is none (the run is then missed).
+	Worker func(job string, instant time.Time) string
+}
+
+// Resolution is what Resolve did with one run: Outcome lost or missed (the
+// record written), or moved to To. Retries of lost runs are the caller's.
+type Resolution struct {
+	Job     string
+	RunID   string
+	At      time.Time
+	Outcome runs.Outcome // "" when moved
+	To      string
+}
+
+// Resolve is the leader's resolution of a dead worker: it reads the
+// worker's assignments and claim markers at one revision and, for each run
+// an assignment names that has no record, writes a lost record when a
+// marker names it (it may have run: it must not run again as the same
+// attempt), moves it to place.Worker within its starting deadline, or
+// records it missed. Each assignment is resolved in one fenced transaction
+// that also deletes it and its markers, and holds only if, since the read,
+// the assignment did not change, no marker was written
+// (ModRevision(claimed/<w>/<t>/) <= the read's revision: a claim of a
+// worker restarted under the same id), the worker has no member key, and
+// no run got a record. When one of them changed it reads again.
+// ErrAlive: the worker has a member key.
+func (s *Store) Resolve(ctx context.Context, fence clientv3.Cmp, worker string, place Placement) ([]Resolution, error) {
+	if place.StartingDeadline == nil || place.Worker == nil {
+		return nil, fmt.Errorf("assign: resolve worker %s: the placement needs a starting deadline and a worker per job", worker)
+	}
+	var done []Resolution
+	for range resolveAttempts {
+		snap, err := s.Read(ctx, worker)
+		if err != nil {
+			return done, err
+		}
+		if snap.Member {
+			return done, fmt.Errorf("assign: resolve worker %s: %w", worker, ErrAlive)
+		}
+		res, err := s.resolveSnapshot(ctx, fence, snap, place)
+		done = append(done, res...)
+		if !errors.Is(err, ErrConflict) {
+			return done, err
+		}
+	}
+	return done, fmt.Errorf("assign: resolve worker %s: changed under %d reads: %w", worker, resolveAttempts, ErrConflict)
+}
+
+func (s *Store) resolveSnapshot(ctx context.Context, fence clientv3.Cmp, snap Snapshot, place Placement) ([]Resolution, error) {
+	var done []Resolution
+	for i := range snap.Assignments {
+		res, err := s.resolveOne(ctx, fence, snap, &snap.Assignments[i], place)
+		if err != nil {
+			return done, err
+		}
+		done = append(done, res...)
+	}
+	return done, nil
+}
+
+// resolveOne resolves one assignment read in snap.
+func (s *Store) resolveOne(ctx context.Context, fence clientv3.Cmp, snap Snapshot, st *Stored, place Placement) ([]Resolution, error) {
+	plan, err := s.plan(ctx, st, place)
+	if err != nil {
+		return nil, err
+	}
+	cmps := []clientv3.Cmp{
+		fence,
+		clientv3.Compare(clientv3.ModRevision(s.keys.AssignmentClaimed(st.Worker, st.At)), "<", snap.Revision+1).WithPrefix(),
+		clientv3.Compare(clientv3.CreateRevision(s.keys.Member(st.Worker)), "=", 0),
+		clientv3.Compare(clientv3.ModRevision(st.Key(s.keys)), "=", st.ModRevision),
+	}
+	cmps = append(cmps, plan.cmps...)
+	_, deletes := s.cleanupOps(st)
+	ops := append(plan.ops, deletes...)
+	where := fmt.Sprintf("resolve %s", st.Key(s.keys))
+	if len(cmps) > s.maxOps || len(ops) > s.maxOps {
+		return nil, fmt.Errorf("assign: %s: %d compares, %d writes: %w", where, len(cmps), len(ops), ErrTooLarge)
+	}
+	resp, err := s.kv.Txn(ctx).If(cmps...).Then(ops...).Else(clientv3.OpGet(string(fence.KeyBytes()), clientv3.WithKeysOnly())).Commit()
+	if err != nil {
+		return nil, fmt.Errorf("assign: %s: %w", where, err)
+	}
+	if !resp.Succeeded {
+		if !fenceHolds(fence, resp.Responses[0].GetResponseRange().Kvs) {
+			return nil, fmt.Errorf("assign: %s: %w", where, ErrNotLeader)
+		}
+		return nil, fmt.Errorf("assign: %s: changed since read: %w", where, ErrConflict)
+	}
+	return plan.done, nil
+}
+
+// resolvePlan is the writes of one assignment's resolution.
+type resolvePlan struct {
+	cmps []clientv3.Cmp
+	ops  []clientv3.Op
+	done []Resolution
+}
+
+// plan decides each run's fate from its record and the markers, and reads
+// the assignments the moved runs join.
+func (s *Store) plan(ctx context.Context, st *Stored, place Placement) (resolvePlan, error) {
+	var p resolvePlan
+	unrecorded, err := s.unrecorded(ctx, st)
+	if err != nil {
+		return p, err
+	}
+	now := s.clock.Now().UTC()
+	moves := map[string][]Job{}
+	for _, j := range unrecorded {
+		runID := st.RunID(j.Name)
+		r := Resolution{Job: j.Name, RunID: runID, At: st.At}
+		p.cmps = append(p.cmps, clientv3.Compare(clientv3.CreateRevision(s.keys.Record(j.Name, runID)), "=", 0))
+		to := ""
+		if !st.Tried(j.Name) && now.Before(st.At.Add(place.StartingDeadline(j.Name))) {
+			to = place.Worker(j.Name, st.At)
+		}
+		switch {
+		case st.Tried(j.Name):
+			r.Outcome = runs.Lost
+			rec := lostRecord(st, j.Name, now)
+			p.ops = append(p.ops, queue.RecordOps(s.keys, &rec)...)
+		case to != "" && to != st.Worker:
+			r.To = to
+			moves[to] = append(moves[to], j)
+		default:
+			r.Outcome = runs.Missed
+			rec := queue.MissedTick(j.Name, runID, st.At, fmt.Sprintf("worker %s died before claiming it and no live worker could start it within its starting deadline", st.Worker))
+			p.ops = append(p.ops, queue.RecordOps(s.keys, &rec)...)
+		}
+		p.done = append(p.done, r)
+	}
+	for to, jobs := range moves {
+		cmp, op, err := s.moveTo(ctx, to, st.At, jobs)
+		if err != nil {
+			return p, err
+		}
+		p.cmps = append(p.cmps, cmp)
+		p.ops = append(p.ops, op)
+	}
+	return p, nil
+}
+
+// unrecorded are the assignment's jobs whose run has no record.
+func (s *Store) unrecorded(ctx context.Context, st *Stored) ([]Job, error) {
+	if len(st.Jobs) == 0 {
+		return nil, nil
+	}
+	if len(st.Jobs) > s.maxOps {
+		return nil, fmt.Errorf("assign: resolve %s: %d jobs: %w", st.Key(s.keys), len(st.Jobs), ErrTooLarge)
+	}
+	gets := make([]clientv3.Op, len(st.Jobs))
+	for i, j := range st.Jobs {
+		gets[i] = clientv3.OpGet(s.keys.Record(j.Name, st.RunID(j.Name)), clientv3.WithCountOnly())
+	}
+	resp, err := s.kv.Txn(ctx).Then(gets...).Commit()
+	if err != nil {
+		return nil, fmt.Errorf("assign: resolve %s: read records: %w", st.Key(s.keys), err)
+	}
+	var out []Job
+	for i, j := range st.Jobs {
+		if resp.Responses[i].GetResponseRange().Count == 0 {
+			out = append(out, j)
+		}
+	}
+	return out, nil
+}
+
+// moveTo adds jobs to worker's assignment at instant (creating it), with
+// the compare that it did not change since read.
+func (s *Store) moveTo(ctx context.Context, worker string, at time.Time, jobs []Job) (clientv3.Cmp, clientv3.Op, error) {
+	key := s.keys.Assignment(worker, at)
+	resp, err := s.kv.Get(ctx, key)
+	if err != nil {
+		return clientv3.Cmp{}, clientv3.Op{}, fmt.Errorf("assign: move runs to %s: %w", key, err)
+	}
+	target := Assignment{Worker: worker, At: at}
+	var modRev int64
+	if len(resp.Kvs) == 1 {
+		if target, err = Decode(s.keys, key, resp.Kvs[0].Value); err != nil {
+			return clientv3.Cmp{}, clientv3.Op{}, err
+		}
+		modRev = resp.Kvs[0].ModRevision
+	}
+	for _, j := range jobs {
+		if !target.Has(j.Name) {
+			target.Jobs = append(target.Jobs, j)
+		}
+	}
+	return clientv3.Compare(clientv3.ModRevision(key), "=", modRev), clientv3.OpPut(key, target.Encode()), nil
+}
+
+// lostRecord records a run a dead worker's chunk tried: it may have
+// started, so it is not run again as the same attempt.
+func lostRecord(st *Stored, job string, now time.Time) runs.Record {
+	return runs.Record{
+		RunID: st.RunID(job), Job: job, Attempt: 1, Trigger: runs.Schedule,
+		ScheduledAt: st.At.UTC(), EndedAt: now, Holder: st.Worker, Slot: -1, Outcome: runs.Lost,
+		Error: fmt.Sprintf("worker %s died after claiming the run and before recording an outcome", st.Worker),
+	}
+}

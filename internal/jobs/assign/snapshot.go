@@ -1,0 +1,131 @@
+package assign
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// Stored is an assignment as read, with the claim markers of its chunks.
+type Stored struct {
+	Assignment
+	CreateRevision int64 // what ClaimChunk compares
+	ModRevision    int64
+	Markers        []Marker
+}
+
+// Marker is one chunk's claim marker as read.
+type Marker struct {
+	Chunk       int
+	Jobs        []string // the runs the chunk tried
+	ModRevision int64
+}
+
+// Tried reports whether a marker names job.
+func (st *Stored) Tried(job string) bool {
+	for _, m := range st.Markers {
+		for _, j := range m.Jobs {
+			if j == job {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Snapshot is one worker's assignments and markers at one revision, and
+// whether its member key existed then.
+type Snapshot struct {
+	Worker      string
+	Revision    int64
+	Member      bool
+	Assignments []Stored // in instant order
+}
+
+// Read reads worker's assignments, claim markers and member key in one
+// transaction, so at one revision.
+func (s *Store) Read(ctx context.Context, worker string) (Snapshot, error) {
+	resp, err := s.kv.Txn(ctx).Then(
+		clientv3.OpGet(s.keys.WorkerAssignments(worker), clientv3.WithPrefix()),
+		clientv3.OpGet(s.keys.WorkerClaimed(worker), clientv3.WithPrefix()),
+		clientv3.OpGet(s.keys.Member(worker), clientv3.WithCountOnly()),
+	).Commit()
+	if err != nil {
+		return Snapshot{}, fmt.Errorf("assign: read worker %s: %w", worker, err)
+	}
+	snap := Snapshot{Worker: worker, Revision: resp.Header.Revision, Member: resp.Responses[2].GetResponseRange().Count > 0}
+	at := map[time.Time]int{}
+	for _, kv := range resp.Responses[0].GetResponseRange().Kvs {
+		a, err := Decode(s.keys, string(kv.Key), kv.Value)
+		if err != nil {
+			return Snapshot{}, err
+		}
+		at[a.At] = len(snap.Assignments)
+		snap.Assignments = append(snap.Assignments, Stored{Assignment: a, CreateRevision: kv.CreateRevision, ModRevision: kv.ModRevision})
+	}
+	for _, kv := range resp.Responses[1].GetResponseRange().Kvs {
+		_, instant, chunk, ok := s.keys.ParseClaimMarker(string(kv.Key))
+		if !ok {
+			return Snapshot{}, fmt.Errorf("assign: read worker %s: %q is not a claim marker key", worker, kv.Key)
+		}
+		jobs, err := decodeMarker(string(kv.Key), kv.Value)
+		if err != nil {
+			return Snapshot{}, err
+		}
+		i, found := at[instant]
+		if !found {
+			// A marker whose assignment is gone: left by an interrupted
+			// cleanup; it names no run to resolve.
+			snap.Assignments = append(snap.Assignments, Stored{Assignment: Assignment{Worker: worker, At: instant}})
+			i = len(snap.Assignments) - 1
+			at[instant] = i
+		}
+		snap.Assignments[i].Markers = append(snap.Assignments[i].Markers, Marker{Chunk: chunk, Jobs: jobs, ModRevision: kv.ModRevision})
+	}
+	sort.Slice(snap.Assignments, func(i, j int) bool { return snap.Assignments[i].At.Before(snap.Assignments[j].At) })
+	return snap, nil
+}
+
+// cleanupOps delete an assignment and its markers; cleanupCmps compare
+// each with its ModRevision as read, so a reassignment or a marker written
+// since is not undone.
+func (s *Store) cleanupOps(st *Stored) ([]clientv3.Cmp, []clientv3.Op) {
+	var cmps []clientv3.Cmp
+	var ops []clientv3.Op
+	if st.ModRevision != 0 {
+		key := st.Key(s.keys)
+		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(key), "=", st.ModRevision))
+		ops = append(ops, clientv3.OpDelete(key))
+	}
+	for _, m := range st.Markers {
+		key := s.keys.ClaimMarker(st.Worker, st.At, m.Chunk)
+		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(key), "=", m.ModRevision))
+		ops = append(ops, clientv3.OpDelete(key))
+	}
+	return cmps, ops
+}
+
+// Cleanup deletes an assignment and its markers as read, once every run
+// it names has a record (the worker's business; in the engine this goes
+// in the last release's transaction). ErrConflict: one of them changed
+// since it was read, and nothing was deleted.
+func (s *Store) Cleanup(ctx context.Context, st Stored) error {
+	cmps, ops := s.cleanupOps(&st)
+	if len(ops) == 0 {
+		return nil
+	}
+	if len(ops) > s.maxOps {
+		return fmt.Errorf("assign: clean up %s: %d keys: %w", st.Key(s.keys), len(ops), ErrTooLarge)
+	}
+	resp, err := s.kv.Txn(ctx).If(cmps...).Then(ops...).Commit()
+	if err != nil {
+		return fmt.Errorf("assign: clean up %s: %w", st.Key(s.keys), err)
+	}
+	if !resp.Succeeded {
+		return fmt.Errorf("assign: clean up %s: changed since read: %w", st.Key(s.keys), ErrConflict)
+	}
+	return nil
+}
