@@ -82,29 +82,33 @@ func TestAuthorizeSplitsAtEtcdsLimit(t *testing.T) {
 	e := newEnv(t)
 	fence := e.elect("a")
 	var w Window
+	for i := range 7 {
+		w.Assignments = append(w.Assignments, Assignment{Worker: fmt.Sprintf("w%d", i), At: instant})
+	}
 	for i := range 300 {
 		job := fmt.Sprintf("job-%03d", i)
 		w.Cursors = append(w.Cursors, Cursor{Job: job, Next: instant})
-		w.Assignments = append(w.Assignments, Assignment{Worker: fmt.Sprintf("w%d", i%7), At: instant, Jobs: []Job{{Name: job}}})
+		w.Assignments[i%7].Jobs = append(w.Assignments[i%7].Jobs, Job{Name: job})
 	}
-	// Merge each worker's jobs into one assignment of ~43 jobs.
-	byWorker := map[string]*Assignment{}
-	var merged []Assignment
-	for _, a := range w.Assignments {
-		if m := byWorker[a.Worker]; m != nil {
-			m.Jobs = append(m.Jobs, a.Jobs...)
-			continue
-		}
-		merged = append(merged, a)
-		byWorker[a.Worker] = &merged[len(merged)-1]
-	}
-	w.Assignments = merged
 	parts, err := e.store.Authorize(e.ctx(), fence, w)
 	if err != nil {
 		t.Fatalf("Authorize of 300 jobs: %v", err)
 	}
 	if len(parts) < 3 {
 		t.Fatalf("300 jobs in %d parts, want at least 3 under 128 compares each", len(parts))
+	}
+	partOf := map[string]int{}
+	for i, p := range parts {
+		for _, j := range p.Jobs {
+			partOf[j] = i
+		}
+	}
+	for _, a := range w.Assignments {
+		for _, j := range a.Jobs {
+			if partOf[j.Name] != partOf[a.Jobs[0].Name] {
+				t.Fatalf("assignment of %s split over parts %d and %d", a.Worker, partOf[a.Jobs[0].Name], partOf[j.Name])
+			}
+		}
 	}
 	if n := e.get(layout.Jobs(), clientv3.WithPrefix(), clientv3.WithCountOnly()).Count; n != 300 {
 		t.Fatalf("%d cursors written, want 300", n)
