@@ -115,8 +115,16 @@ func (s *Store) checkChunk(a Assignment, rev int64, chunk int, rs []Run) error {
 	if rev <= 0 || chunk < 0 || len(rs) == 0 {
 		return fmt.Errorf("assign: %s: needs the assignment's revision, a chunk number >= 0 and runs", where)
 	}
-	if 1+len(rs) > s.maxOps {
-		return fmt.Errorf("assign: %s: %d runs and the marker exceed etcd's --max-txn-ops %d: claim in smaller chunks: %w", where, len(rs), s.maxOps, ErrTooLarge)
+	// etcd gives a nested transaction what its parent's widest list
+	// leaves of --max-txn-ops (checkTxnRequest): the chunk costs the
+	// marker and one nested transaction per run, plus the widest run's
+	// compares (record, waiters, each slot).
+	widest := 0
+	for _, r := range rs {
+		widest = max(widest, 2+1+len(r.Resources))
+	}
+	if cost := 1 + len(rs) + widest; cost > s.maxOps {
+		return fmt.Errorf("assign: %s: %d runs cost %d operations, over etcd's --max-txn-ops %d: claim in smaller chunks: %w", where, len(rs), cost, s.maxOps, ErrTooLarge)
 	}
 	seen := map[string]bool{}
 	for _, r := range rs {
@@ -131,9 +139,6 @@ func (s *Store) checkChunk(a Assignment, rev int64, chunk int, rs []Run) error {
 				return fmt.Errorf("assign: %s: slot %s is picked for two runs", where, k)
 			}
 			seen[k] = true
-		}
-		if 3+len(r.Resources) > s.maxOps {
-			return fmt.Errorf("assign: %s: job %q needs %d resources: %w", where, r.Job, len(r.Resources), ErrTooLarge)
 		}
 	}
 	return nil

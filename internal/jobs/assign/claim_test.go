@@ -1,0 +1,121 @@
+package assign
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/etcdsched/scheduler/internal/runs"
+)
+
+// G1: a claim from an assignment that was moved (deleted and written
+// again, here under the same key) fails wholly: no slot, no marker.
+func TestClaimFromAMovedAssignmentFailsWholly(t *testing.T) {
+	e := newEnv(t)
+	st := e.authorize(e.elect("a"), "w1", "a", "b")
+	key := st.Key(layout)
+	if _, err := e.cli.Delete(e.ctx(), key); err != nil {
+		t.Fatal(err)
+	}
+	e.put(key, st.Encode())
+	claims, err := e.store.ClaimChunk(e.ctx(), e.lease(), st.Assignment, st.CreateRevision, 0, []Run{run("a", 0), run("b", 0)})
+	if !errors.Is(err, ErrGone) || len(claims) != 2 || claims[0].Outcome != Gone || claims[1].Outcome != Gone {
+		t.Fatalf("claim from a moved assignment = %+v, %v; want every run gone, ErrGone", claims, err)
+	}
+	for _, p := range []string{layout.Slots(), layout.Claimed()} {
+		if n := e.get(p, clientv3.WithPrefix(), clientv3.WithCountOnly()).Count; n != 0 {
+			t.Fatalf("a failed claim left %d keys under %s", n, p)
+		}
+	}
+}
+
+// G1: a run that has a record is refused, the others of its chunk are
+// claimed with the request's revision as token.
+func TestClaimRefusesARunWithARecord(t *testing.T) {
+	e := newEnv(t)
+	st := e.authorize(e.elect("a"), "w1", "a", "b")
+	e.put(layout.Record("a", st.RunID("a")), "{}")
+	claims, err := e.store.ClaimChunk(e.ctx(), e.lease(), st.Assignment, st.CreateRevision, 0, []Run{run("a", 0), run("b", 0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := claims[0]; c.Outcome != Refused || c.Reason != RecordExists {
+		t.Fatalf("run with a record: %+v, want refused: record exists", c)
+	}
+	if len(e.slotsOf("a")) != 0 {
+		t.Fatalf("run with a record holds slots %v", e.slotsOf("a"))
+	}
+	held := e.slotsOf("b")
+	if c := claims[1]; c.Outcome != Claimed || len(held) != 1 || held[layout.Slot("b", 0)] != c.Token {
+		t.Fatalf("run b: %+v, slots %v; want claimed with the slot's CreateRevision as token", c, held)
+	}
+}
+
+// Fair order: while a run of the job waits in queue/<job>/, the fast path
+// yields to it.
+func TestClaimYieldsToARunWaitingInTheQueue(t *testing.T) {
+	e := newEnv(t)
+	st := e.authorize(e.elect("a"), "w1", "a")
+	e.put(layout.Entry("a", runs.ManualID("a", "01")), "{}")
+	claims, err := e.store.ClaimChunk(e.ctx(), e.lease(), st.Assignment, st.CreateRevision, 0, []Run{run("a", 0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := claims[0]; c.Outcome != Refused || c.Reason != Waiting || len(e.slotsOf("a")) != 0 {
+		t.Fatalf("run with a waiter: %+v, slots %v; want refused: %s", c, e.slotsOf("a"), Waiting)
+	}
+}
+
+// G1 with max_concurrency 2: a chunk sent again after its response was
+// lost (same runs, same slot picks, another chunk number) takes no second
+// slot and reads the first claim's token back.
+func TestClaimSentTwiceTakesOneSlot(t *testing.T) {
+	e := newEnv(t)
+	st := e.authorize(e.elect("a"), "w1", "a")
+	lease := e.lease()
+	first, err := e.store.ClaimChunk(e.ctx(), lease, st.Assignment, st.CreateRevision, 0, []Run{run("a", 0)})
+	if err != nil || first[0].Outcome != Claimed {
+		t.Fatalf("first claim: %+v, %v", first, err)
+	}
+	for chunk := range 2 {
+		again, err := e.store.ClaimChunk(e.ctx(), lease, st.Assignment, st.CreateRevision, chunk, []Run{run("a", 0)})
+		if err != nil || again[0].Outcome != Claimed || again[0].Token != first[0].Token {
+			t.Fatalf("claim sent again as chunk %d: %+v, %v; want claimed with token %d", chunk, again, err, first[0].Token)
+		}
+	}
+	if held := e.slotsOf("a"); len(held) != 1 || held[layout.Slot("a", 0)] != first[0].Token {
+		t.Fatalf("run a holds %v, want slot 0 with token %d", held, first[0].Token)
+	}
+	// Another worker's lease on the same pick is refused, not read back.
+	other, err := e.store.ClaimChunk(e.ctx(), e.lease(), st.Assignment, st.CreateRevision, 2, []Run{run("a", 0)})
+	if err != nil || other[0].Outcome != Refused || other[0].Reason != SlotTaken {
+		t.Fatalf("claim under another lease: %+v, %v; want refused: slot taken", other, err)
+	}
+}
+
+// A chunk too large for etcd is refused before it is sent; one at the
+// limit (the marker, 124 nested transactions and the widest one's three
+// compares: 128) is accepted by etcd.
+func TestClaimChunkAtEtcdsLimit(t *testing.T) {
+	e := newEnv(t)
+	fence := e.elect("a")
+	jobs := make([]string, 126) // with the fence and the assignment: 128 compares
+	for i := range jobs {
+		jobs[i] = fmt.Sprintf("j%03d", i)
+	}
+	st := e.authorize(fence, "w1", jobs...)
+	rs := make([]Run, len(jobs))
+	for i, j := range jobs {
+		rs[i] = run(j, 0)
+	}
+	claims, err := e.store.ClaimChunk(e.ctx(), e.lease(), st.Assignment, st.CreateRevision, 0, rs[:124])
+	if err != nil || len(claims) != 124 || claims[123].Outcome != Claimed {
+		t.Fatalf("chunk of 124 runs: %v", err)
+	}
+	_, err = e.store.ClaimChunk(e.ctx(), e.lease(), st.Assignment, st.CreateRevision, 1, rs[:125])
+	if !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("chunk of 125 runs: %v, want ErrTooLarge", err)
+	}
+}
