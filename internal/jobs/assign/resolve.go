@@ -88,6 +88,12 @@ func (s *Store) resolveOne(ctx context.Context, fence clientv3.Cmp, snap Snapsho
 	if err != nil {
 		return nil, err
 	}
+	return s.commitPlan(ctx, fence, snap, st, plan)
+}
+
+// commitPlan writes one assignment's resolution, fenced and compared with
+// what it was planned from.
+func (s *Store) commitPlan(ctx context.Context, fence clientv3.Cmp, snap Snapshot, st *Stored, plan resolvePlan) ([]Resolution, error) {
 	cmps := []clientv3.Cmp{
 		fence,
 		clientv3.Compare(clientv3.ModRevision(s.keys.AssignmentClaimed(st.Worker, st.At)), "<", snap.Revision+1).WithPrefix(),
