@@ -56,10 +56,10 @@ func (s *Store) Authorize(ctx context.Context, fence clientv3.Cmp, w Window) ([]
 	parts := s.pack(groups)
 	for i := range parts {
 		if err := s.authorizePart(ctx, fence, &parts[i].part, parts[i].cmps, parts[i].ops); err != nil {
-			return parts2(parts), err
+			return partsOf(parts), err
 		}
 	}
-	return parts2(parts), nil
+	return partsOf(parts), nil
 }
 
 // txnPart is a part with its compares and writes.
@@ -69,7 +69,7 @@ type txnPart struct {
 	ops  []clientv3.Op
 }
 
-func parts2(ps []txnPart) []Part {
+func partsOf(ps []txnPart) []Part {
 	out := make([]Part, len(ps))
 	for i := range ps {
 		out[i] = ps[i].part
@@ -107,47 +107,17 @@ func (g *group) cost() int { return len(g.cursors) + len(g.assignCmps) }
 // groups checks the window and splits it into the groups that must be
 // written together, in the order of the window's cursors.
 func (s *Store) groups(w Window) ([]*group, error) {
-	cursors := make(map[string]int, len(w.Cursors))
-	parent := make([]int, len(w.Cursors))
-	for i, c := range w.Cursors {
-		if c.Job == "" || !c.Next.After(c.Last) || cursors[c.Job] != 0 {
-			return nil, fmt.Errorf("assign: window: job %q must be named once, with its next cursor %s after its last %s", c.Job, c.Next.UTC().Format(runs.TimeFormat), c.Last.UTC().Format(runs.TimeFormat))
-		}
-		cursors[c.Job] = i + 1
-		parent[i] = i
-	}
-	find := func(i int) int {
-		for parent[i] != i {
-			i = parent[i]
-		}
-		return i
-	}
-	for i := range w.Assignments {
-		a := &w.Assignments[i]
-		if err := a.Validate(); err != nil {
-			return nil, err
-		}
-		first := -1
-		for _, j := range a.Jobs {
-			c := cursors[j.Name] - 1
-			if c < 0 || !a.At.After(w.Cursors[c].Last) || a.At.After(w.Cursors[c].Next) {
-				return nil, fmt.Errorf("assign: window: assignment of worker %s at %s names job %q whose cursor does not move over that instant in this window", a.Worker, a.At.UTC().Format(runs.TimeFormat), j.Name)
-			}
-			if first < 0 {
-				first = find(c)
-			} else {
-				parent[find(c)] = first
-			}
-		}
+	root, err := link(w)
+	if err != nil {
+		return nil, err
 	}
 	byRoot := map[int]*group{}
 	var out []*group
 	for i, c := range w.Cursors {
-		root := find(i)
-		g := byRoot[root]
+		g := byRoot[root(i)]
 		if g == nil {
 			g = &group{}
-			byRoot[root] = g
+			byRoot[root(i)] = g
 			out = append(out, g)
 		}
 		key := s.keys.Cursor(c.Job)
@@ -157,7 +127,7 @@ func (s *Store) groups(w Window) ([]*group, error) {
 	}
 	for i := range w.Assignments {
 		a := &w.Assignments[i]
-		g := byRoot[find(cursors[a.Jobs[0].Name]-1)]
+		g := byRoot[root(cursorOf(w, a.Jobs[0].Name))]
 		key := a.Key(s.keys)
 		g.assignments = append(g.assignments, key)
 		g.assignCmps = append(g.assignCmps, clientv3.Compare(clientv3.CreateRevision(key), "=", 0))
@@ -169,6 +139,50 @@ func (s *Store) groups(w Window) ([]*group, error) {
 		}
 	}
 	return out, nil
+}
+
+// cursorOf is the index of job's cursor in the window, -1 if none.
+func cursorOf(w Window, job string) int {
+	for i, c := range w.Cursors {
+		if c.Job == job {
+			return i
+		}
+	}
+	return -1
+}
+
+// link checks the window and links the cursors of jobs named by one
+// assignment: root(i) is the same for cursors that must be written
+// together.
+func link(w Window) (root func(int) int, err error) {
+	index := make(map[string]int, len(w.Cursors))
+	parent := make([]int, len(w.Cursors))
+	for i, c := range w.Cursors {
+		if _, dup := index[c.Job]; c.Job == "" || !c.Next.After(c.Last) || dup {
+			return nil, fmt.Errorf("assign: window: job %q must be named once, with its next cursor %s after its last %s", c.Job, c.Next.UTC().Format(runs.TimeFormat), c.Last.UTC().Format(runs.TimeFormat))
+		}
+		index[c.Job], parent[i] = i, i
+	}
+	root = func(i int) int {
+		for parent[i] != i {
+			i = parent[i]
+		}
+		return i
+	}
+	for i := range w.Assignments {
+		a := &w.Assignments[i]
+		if err := a.Validate(); err != nil {
+			return nil, err
+		}
+		for _, j := range a.Jobs {
+			c, ok := index[j.Name]
+			if !ok || !a.At.After(w.Cursors[c].Last) || a.At.After(w.Cursors[c].Next) {
+				return nil, fmt.Errorf("assign: window: assignment of worker %s at %s names job %q whose cursor does not move over that instant in this window", a.Worker, a.At.UTC().Format(runs.TimeFormat), j.Name)
+			}
+			parent[root(c)] = root(index[a.Jobs[0].Name])
+		}
+	}
+	return root, nil
 }
 
 // pack puts groups into parts in order, each under the limit (the fence is

@@ -3,8 +3,10 @@ package assign
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -137,4 +139,20 @@ func bigJobs(n int) []string {
 		jobs[i] = fmt.Sprintf("big-%03d", i)
 	}
 	return jobs
+}
+
+// A window whose assignment names a tick its cursors do not move over is
+// refused before anything is written, naming the worker and the job.
+func TestAuthorizeRefusesATickOutsideItsWindow(t *testing.T) {
+	e := newEnv(t)
+	w := window("w1", "a")
+	w.Cursors[0].Next = instant.Add(-time.Second)
+	w.Cursors[0].Last = instant.Add(-time.Minute)
+	_, err := e.store.Authorize(e.ctx(), e.elect("a"), w)
+	if err == nil || !strings.Contains(err.Error(), `assignment of worker w1 at 2026-11-25T17:00:00Z names job "a"`) {
+		t.Fatalf("Authorize of a tick outside its window: %v", err)
+	}
+	if n := e.count(layout.Jobs()) + e.count(layout.Assignments()); n != 0 {
+		t.Fatalf("a refused window wrote %d keys", n)
+	}
 }
