@@ -6,7 +6,9 @@
 // session lease, with a lease-free marker naming the runs it tried
 // (ClaimChunk); the worker deletes what it finished with (Cleanup); the
 // leader turns a dead worker's assignments into lost or missed records or
-// moves their unclaimed runs to a live worker (Resolve).
+// moves their unclaimed runs to a live worker (Resolve). The release is
+// today's owner-checked one (internal/slots): the token ClaimChunk returns
+// is the slot keys' CreateRevision, as a slots claim's is.
 //
 // The engine does not use this package yet: the leader and the worker keep
 // today's queue protocol (docs/design.md) until the lean one is wired in and
