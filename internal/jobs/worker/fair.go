@@ -144,7 +144,10 @@ func (w *Worker) yieldTo(q *queue.Item, now time.Time) elders {
 	// limit in common with it (the view's index): every claim asks, and
 	// the queue holds seconds of every job's ticks queued ahead.
 	w.d.Queue.EachRelated(q.Entry, func(o *queue.Item) {
-		if o.State != queue.Pending || o.Key == q.Key || !older(o.Entry, q.Entry) {
+		// An entry whose spec no replica has yet waits for it, not for a
+		// limit: it can start no sooner than it is resolved, so it holds
+		// nobody back (its worker records it missed at its deadline).
+		if o.State != queue.Pending || o.Key == q.Key || !o.Resolved() || !older(o.Entry, q.Entry) {
 			return
 		}
 		theirs := limitsOf(o.Entry)
