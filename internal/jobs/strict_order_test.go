@@ -66,7 +66,7 @@ func TestWaitersStartInDueOrderOnEveryKindOfLimit(t *testing.T) {
 	var mu sync.Mutex
 	for limit, jobNames := range limits {
 		wg.Go(func() {
-			ids := triggerInTurn(t, nodes, jobNames, waiters)
+			ids := triggerInTurn(t, nodes, w, jobNames, waiters)
 			mu.Lock()
 			order[limit] = ids
 			mu.Unlock()
@@ -90,9 +90,9 @@ func TestWaitersStartInDueOrderOnEveryKindOfLimit(t *testing.T) {
 }
 
 // triggerInTurn triggers n runs of jobNames (in turn), each through the
-// next node, 150ms apart (so each has its own due time), and returns
-// their run ids in that order. The first takes the limit; the rest wait.
-func triggerInTurn(t *testing.T, nodes []*node, jobNames []string, n int) []string {
+// next node, and returns their run ids in that order. The first takes the
+// limit; the rest wait.
+func triggerInTurn(t *testing.T, nodes []*node, w *witness, jobNames []string, n int) []string {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var ids []string
@@ -105,9 +105,29 @@ func triggerInTurn(t *testing.T, nodes []*node, jobNames []string, n int) []stri
 			return nil
 		}
 		ids = append(ids, id)
-		time.Sleep(150 * time.Millisecond) // distinct due times: the test's input, not a wait
+		// The next trigger comes once every replica's view holds this one
+		// (or it ran): "due first" is among runs the replicas can see.
+		// (Called from the test's own goroutines: an error, not a Fatal.)
+		if !poll.Within(30*time.Second, func() bool { return seenByAll(nodes, w, id) }) {
+			t.Errorf("trigger %s #%d: not seen by every replica within 30s", name, i+1)
+			return nil
+		}
 	}
 	return ids
+}
+
+// seenByAll reports whether every node's queue view has runID, or the
+// witness has seen it already.
+func seenByAll(nodes []*node, w *witness, runID string) bool {
+	if w.holderOf(runID) != "" {
+		return true
+	}
+	for _, n := range nodes {
+		if !slices.ContainsFunc(n.engine.Pending(), func(r jobs.RunStatus) bool { return r.RunID == runID }) {
+			return false
+		}
+	}
+	return true
 }
 
 // startsOf are the run ids of jobNames' requests at the witness, in the
