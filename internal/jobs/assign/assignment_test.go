@@ -45,19 +45,6 @@ func TestAssignmentErrorsNameWhatIsWrong(t *testing.T) {
 	}
 }
 
-// The cursor keeps today's format, so a leader of the queue protocol reads
-// what Authorize wrote (docs/protocol.md, "Mixed versions").
-func TestCursorKeepsTodaysFormat(t *testing.T) {
-	at := time.Date(2026, 11, 25, 18, 0, 1, 250_000_000, time.FixedZone("CET", 3600))
-	if got := EncodeCursor(at); got != "2026-11-25T17:00:01.25Z" {
-		t.Fatalf("EncodeCursor = %s", got)
-	}
-	back, err := DecodeCursor([]byte(EncodeCursor(at)))
-	if err != nil || !back.Equal(at) {
-		t.Fatalf("DecodeCursor = %v, %v", back, err)
-	}
-}
-
 func TestNewRefusesWhatCannotWork(t *testing.T) {
 	cli := newEnv(t).cli
 	if _, err := New(nil, layout, clockwork.NewRealClock(), Options{}); err == nil {

@@ -7,6 +7,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/etcdsched/scheduler/internal/jobs/queue"
 	"github.com/etcdsched/scheduler/internal/runs"
 )
 
@@ -122,8 +123,11 @@ func (s *Store) groups(w Window) ([]*group, error) {
 		}
 		key := s.keys.Cursor(c.Job)
 		g.jobs = append(g.jobs, c.Job)
-		g.cursors = append(g.cursors, cursorIs(key, c.Last))
-		g.ops = append(g.ops, clientv3.OpPut(key, EncodeCursor(c.Next)))
+		// The cursor keeps today's value (queue.EncodeCursor), so a leader of
+		// either protocol reads what the other wrote (docs/protocol.md,
+		// "Mixed versions"); absent when Last is zero, as the leader compares it.
+		g.cursors = append(g.cursors, queue.CursorIs(key, c.Last, !c.Last.IsZero()))
+		g.ops = append(g.ops, clientv3.OpPut(key, queue.EncodeCursor(c.Next)))
 	}
 	for i := range w.Assignments {
 		a := &w.Assignments[i]

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/etcdsched/scheduler/internal/jobs/queue"
 )
 
 // G1: a leader that lost its term writes nothing, even when the cursors it
@@ -29,8 +31,8 @@ func TestAuthorizeByAnOldLeaderWritesNothing(t *testing.T) {
 	if _, err := e.store.Authorize(e.ctx(), current, w); err != nil {
 		t.Fatalf("new leader's Authorize: %v", err)
 	}
-	if c := e.get(layout.Cursor("a")).Kvs; len(c) != 1 || string(c[0].Value) != EncodeCursor(instant) {
-		t.Fatalf("cursor of a = %v, want %s", c, EncodeCursor(instant))
+	if c := e.get(layout.Cursor("a")).Kvs; len(c) != 1 || string(c[0].Value) != queue.EncodeCursor(instant) {
+		t.Fatalf("cursor of a = %v, want %s", c, queue.EncodeCursor(instant))
 	}
 }
 

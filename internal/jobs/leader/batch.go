@@ -9,7 +9,6 @@ import (
 
 	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
-	"github.com/etcdsched/scheduler/internal/runs"
 	"github.com/etcdsched/scheduler/internal/schedule"
 )
 
@@ -140,7 +139,7 @@ func (l *leader) writeBatch(ctx context.Context, items []batchItem) (ok bool, er
 		}
 		ops = append(ops, it.writes...)
 		health = queue.MergeHealth(health, it.health)
-		ops = append(ops, clientv3.OpPut(l.d.Keys.Cursor(name), it.plan.Cursor.UTC().Format(runs.TimeFormat)))
+		ops = append(ops, clientv3.OpPut(l.d.Keys.Cursor(name), queue.EncodeCursor(it.plan.Cursor)))
 	}
 	ops = queue.DedupSpecs(l.d.Keys, append(ops, health...))
 	resp, err := l.d.Client.Txn(ctx).If(cmps...).Then(ops...).Else(clientv3.OpGet(l.term.Key)).Commit()

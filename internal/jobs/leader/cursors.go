@@ -8,7 +8,6 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
-	"github.com/etcdsched/scheduler/internal/runs"
 )
 
 // Cursors: jobs/<job>/cursor is the last tick the leader materialized for
@@ -23,7 +22,7 @@ func (l *leader) loadCursors(ctx context.Context) error {
 	}
 	for _, kv := range resp.Kvs {
 		if job, ok := l.d.Keys.CursorJob(string(kv.Key)); ok {
-			if t, err := time.Parse(runs.TimeFormat, string(kv.Value)); err == nil {
+			if t, err := queue.DecodeCursor(kv.Value); err == nil {
 				l.cursors[job] = t
 			}
 		}
@@ -42,7 +41,7 @@ const cursorBatch = 60
 func (l *leader) initCursors(ctx context.Context) error {
 	cfg := l.d.Config()
 	now := l.d.Clock.Now().UTC()
-	value := now.Format(runs.TimeFormat)
+	value := queue.EncodeCursor(now)
 	var pending []string
 	l.mu.Lock()
 	for i := range cfg.Jobs {
@@ -88,7 +87,7 @@ func (l *leader) write(ctx context.Context, job string, at time.Time, conds []cl
 	l.mu.Unlock()
 	cursorCmp := l.cursorIs(job, known, ok)
 	cmps := append([]clientv3.Cmp{l.fence, cursorCmp}, conds...)
-	then := append(queue.DedupSpecs(l.d.Keys, ops), clientv3.OpPut(ckey, at.UTC().Format(runs.TimeFormat)))
+	then := append(queue.DedupSpecs(l.d.Keys, ops), clientv3.OpPut(ckey, queue.EncodeCursor(at)))
 	resp, err := l.d.Client.Txn(ctx).If(cmps...).Then(then...).
 		Else(clientv3.OpGet(l.term.Key), clientv3.OpGet(ckey)).Commit()
 	if err != nil {
@@ -106,7 +105,7 @@ func (l *leader) write(ctx context.Context, job string, at time.Time, conds []cl
 	var stored time.Time
 	storedOK := len(cursorKVs) > 0
 	if storedOK {
-		stored, _ = time.Parse(runs.TimeFormat, string(cursorKVs[0].Value))
+		stored, _ = queue.DecodeCursor(cursorKVs[0].Value)
 	}
 	if storedOK != ok || !stored.Equal(known) {
 		l.mu.Lock()

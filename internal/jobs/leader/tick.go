@@ -61,11 +61,7 @@ func (l *leader) absent(job, runID string) []clientv3.Cmp {
 
 // cursorIs compares job's cursor with what the leader knows of it.
 func (l *leader) cursorIs(job string, known time.Time, ok bool) clientv3.Cmp {
-	ckey := l.d.Keys.Cursor(job)
-	if !ok {
-		return clientv3.Compare(clientv3.CreateRevision(ckey), "=", 0)
-	}
-	return clientv3.Compare(clientv3.Value(ckey), "=", known.UTC().Format(runs.TimeFormat))
+	return queue.CursorIs(l.d.Keys.Cursor(job), known, ok)
 }
 
 // countTick records a written tick in the metrics.

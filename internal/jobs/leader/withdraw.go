@@ -165,7 +165,7 @@ func (l *leader) withdrawChunk(ctx context.Context, job string, chunk []withdraw
 		ops = append(ops, clientv3.OpDelete(w.key))
 	}
 	if back {
-		ops = append(ops, clientv3.OpPut(l.d.Keys.Cursor(job), cursor.UTC().Format(runs.TimeFormat)))
+		ops = append(ops, clientv3.OpPut(l.d.Keys.Cursor(job), queue.EncodeCursor(cursor)))
 	}
 	resp, err := l.d.Client.Txn(ctx).If(cmps...).Then(ops...).Else(clientv3.OpGet(l.term.Key)).Commit()
 	if err != nil {
@@ -202,7 +202,7 @@ func (l *leader) reloadCursor(ctx context.Context, job string) error {
 		delete(l.cursors, job)
 		return nil
 	}
-	t, err := time.Parse(runs.TimeFormat, string(resp.Kvs[0].Value))
+	t, err := queue.DecodeCursor(resp.Kvs[0].Value)
 	if err != nil {
 		return fmt.Errorf("leader: the cursor of %s: %w", job, err)
 	}
