@@ -34,10 +34,7 @@ func (f *Finished) Note(job string) {
 	f.mu.Lock()
 	f.counts[job]++
 	f.mu.Unlock()
-	select {
-	case f.changed <- struct{}{}:
-	default:
-	}
+	signal(f.changed)
 }
 
 // take returns the jobs that finished at least threshold(job) runs.
@@ -69,10 +66,7 @@ func (f *Finished) again(jobs []string) {
 		f.counts[job] = math.MaxInt32
 	}
 	f.mu.Unlock()
-	select {
-	case f.changed <- struct{}{}:
-	default:
-	}
+	signal(f.changed)
 }
 
 // prune keeps each job's history at history_limit records. A job is trimmed

@@ -37,14 +37,6 @@ type removal struct {
 	rev int64 // ModRevision
 }
 
-// signal wakes the reader of ch, coalescing.
-func signal(ch chan struct{}) {
-	select {
-	case ch <- struct{}{}:
-	default:
-	}
-}
-
 // noteRemoved asks keepRemovedHistory to look at those of jobs the config
 // lacks.
 func (l *leader) noteRemoved(jobs ...string) {

@@ -21,6 +21,14 @@ func encodeJob(j *config.Job) string {
 	return string(b)
 }
 
+// signal wakes the reader of ch, coalescing.
+func signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
 type wake struct {
 	at  time.Time
 	job string
