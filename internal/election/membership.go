@@ -24,6 +24,10 @@ type Member struct {
 	Version    string    `json:"version"`
 	ConfigHash string    `json:"config_hash"`
 	StartedAt  time.Time `json:"started_at"`
+	// Protocol is the newest run protocol the replica's worker runs: 2
+	// for the lean one (docs/protocol.md); absent (0) in replicas that
+	// know only the queue's. The leader assigns runs only to members of 2.
+	Protocol int `json:"protocol,omitempty"`
 	// IsLeader is not stored: List fills it from the election.
 	IsLeader bool `json:"is_leader"`
 }
@@ -35,6 +39,7 @@ type memberValue struct {
 	Version    string    `json:"version"`
 	ConfigHash string    `json:"config_hash"`
 	StartedAt  time.Time `json:"started_at"`
+	Protocol   int       `json:"protocol,omitempty"`
 }
 
 // Membership keeps this replica's member key, bound to its session lease so
@@ -131,7 +136,7 @@ func (m *Membership) Run(ctx context.Context) error {
 
 func (m *Membership) put(ctx context.Context, s *session.Session) error {
 	m.mu.Lock()
-	v := memberValue{ID: m.self.ID, APIAddr: m.self.APIAddr, Version: m.self.Version, ConfigHash: m.self.ConfigHash, StartedAt: m.self.StartedAt}
+	v := memberValue{ID: m.self.ID, APIAddr: m.self.APIAddr, Version: m.self.Version, ConfigHash: m.self.ConfigHash, StartedAt: m.self.StartedAt, Protocol: m.self.Protocol}
 	m.mu.Unlock()
 	data, err := json.Marshal(v)
 	if err != nil {
@@ -186,7 +191,7 @@ func (m *Membership) List(ctx context.Context) ([]Member, error) {
 		}
 		members = append(members, Member{
 			ID: v.ID, APIAddr: v.APIAddr, Version: v.Version, ConfigHash: v.ConfigHash,
-			StartedAt: v.StartedAt, IsLeader: leaderID != "" && v.ID == leaderID,
+			StartedAt: v.StartedAt, Protocol: v.Protocol, IsLeader: leaderID != "" && v.ID == leaderID,
 		})
 	}
 	slices.SortFunc(members, func(a, b Member) int { return strings.Compare(a.ID, b.ID) })

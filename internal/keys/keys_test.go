@@ -112,30 +112,50 @@ func TestParseRate(t *testing.T) {
 func TestAssignmentKeys(t *testing.T) {
 	l := New(testPrefix)
 	at := time.Date(2026, 11, 25, 17, 0, 5, 500_000_000, time.FixedZone("CET", 3600))
-	if k := l.Assignment("w1", at); k != testPrefix+"assign/w1/2026-11-25T16:00:05.500000000Z" {
+	if k := l.Assignment("w1", at, "g"); k != testPrefix+"assign/w1/2026-11-25T16:00:05.500000000Z/g" {
 		t.Errorf("Assignment = %q", k)
 	}
-	if w, got, ok := l.ParseAssignment(l.Assignment("w1", at)); !ok || w != "w1" || !got.Equal(at) {
-		t.Errorf("ParseAssignment(Assignment(w1, at)) = %q %v %v", w, got, ok)
+	if w, got, g, ok := l.ParseAssignment(l.Assignment("w1", at, "g")); !ok || w != "w1" || !got.Equal(at) || g != "g" {
+		t.Errorf("ParseAssignment(Assignment(w1, at, g)) = %q %v %q %v", w, got, g, ok)
 	}
-	if w, got, c, ok := l.ParseClaimMarker(l.ClaimMarker("w1", at, 12)); !ok || w != "w1" || !got.Equal(at) || c != 12 {
-		t.Errorf("ParseClaimMarker(ClaimMarker(w1, at, 12)) = %q %v %d %v", w, got, c, ok)
+	if w, got, g, c, ok := l.ParseClaimMarker(l.ClaimMarker("w1", at, "g", 12)); !ok || w != "w1" || !got.Equal(at) || g != "g" || c != 12 {
+		t.Errorf("ParseClaimMarker(ClaimMarker(w1, at, g, 12)) = %q %v %q %d %v", w, got, g, c, ok)
 	}
 	for _, k := range []string{
-		l.WorkerAssignments("w1"), testPrefix + "assign//2026-11-25T16:00:05.500000000Z",
-		testPrefix + "assign/w1/2026-11-25T16:00:05.5Z", l.ClaimMarker("w1", at, 0),
+		l.WorkerAssignments("w1"), testPrefix + "assign//2026-11-25T16:00:05.500000000Z/g",
+		testPrefix + "assign/w1/2026-11-25T16:00:05.5Z/g", testPrefix + "assign/w1/2026-11-25T16:00:05.500000000Z/",
+		testPrefix + "assign/w1/2026-11-25T16:00:05.500000000Z", l.ClaimMarker("w1", at, "g", 0),
 	} {
-		if _, _, ok := l.ParseAssignment(k); ok {
+		if _, _, _, ok := l.ParseAssignment(k); ok {
 			t.Errorf("ParseAssignment(%q) took it for an assignment key", k)
 		}
 	}
 	for _, k := range []string{
-		l.AssignmentClaimed("w1", at), l.AssignmentClaimed("w1", at) + "01", l.AssignmentClaimed("w1", at) + "-1",
-		l.Assignment("w1", at), l.AssignmentClaimed("w1", at) + "1/2",
+		l.AssignmentClaimed("w1", at, "g"), l.AssignmentClaimed("w1", at, "g") + "01", l.AssignmentClaimed("w1", at, "g") + "-1",
+		l.Assignment("w1", at, "g"), l.AssignmentClaimed("w1", at, "g") + "1/2",
 	} {
-		if _, _, _, ok := l.ParseClaimMarker(k); ok {
+		if _, _, _, _, ok := l.ParseClaimMarker(k); ok {
 			t.Errorf("ParseClaimMarker(%q) took it for a claim marker", k)
 		}
+	}
+}
+
+func TestIncarnations(t *testing.T) {
+	w := Incarnation("replica.a", 0x694d)
+	if w != "replica.a.694d" {
+		t.Errorf("Incarnation = %q", w)
+	}
+	if id, lease, ok := ParseIncarnation(w); !ok || id != "replica.a" || lease != 0x694d {
+		t.Errorf("ParseIncarnation(%q) = %q %x %v", w, id, lease, ok)
+	}
+	for _, bad := range []string{"w1", ".694d", "a.0", "a.-1", "a.0694d", "a.xyz", "a."} {
+		if _, _, ok := ParseIncarnation(bad); ok {
+			t.Errorf("ParseIncarnation(%q) took it for an incarnation", bad)
+		}
+	}
+	l := New(testPrefix)
+	if !strings.HasPrefix(l.WorkerAssignments(w), l.ReplicaAssignments("replica.a")) {
+		t.Errorf("ReplicaAssignments does not cover the replica's incarnations")
 	}
 }
 
@@ -145,7 +165,7 @@ func TestAssignmentKeysSortInTimeOrder(t *testing.T) {
 	base := time.Date(2026, 1, 1, 0, 0, 5, 0, time.UTC)
 	times := []time.Time{base, base.Add(time.Nanosecond), base.Add(500 * time.Millisecond), base.Add(time.Second)}
 	for i := 1; i < len(times); i++ {
-		if a, b := l.Assignment("w", times[i-1]), l.Assignment("w", times[i]); a >= b {
+		if a, b := l.Assignment("w", times[i-1], "g"), l.Assignment("w", times[i], "g"); a >= b {
 			t.Errorf("%q does not sort before %q", a, b)
 		}
 	}
@@ -157,7 +177,7 @@ func TestLeanDirectoriesDoNotCoverLongerNames(t *testing.T) {
 	for _, pair := range [][2]string{
 		{l.WorkerAssignments("w"), l.WorkerAssignments("wx")},
 		{l.WorkerClaimed("w"), l.WorkerClaimed("wx")},
-		{l.AssignmentClaimed("w", at), l.ClaimMarker("w", at.Add(time.Second), 0)},
+		{l.AssignmentClaimed("w", at, "g"), l.ClaimMarker("w", at, "gx", 0)},
 	} {
 		if strings.HasPrefix(pair[1], pair[0]) {
 			t.Errorf("%q covers %q", pair[0], pair[1])

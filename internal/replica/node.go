@@ -12,6 +12,7 @@ import (
 	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/election"
 	"github.com/etcdsched/scheduler/internal/jobs"
+	"github.com/etcdsched/scheduler/internal/jobs/assign"
 	"github.com/etcdsched/scheduler/internal/session"
 	"github.com/etcdsched/scheduler/internal/slots"
 	"github.com/etcdsched/scheduler/internal/target"
@@ -122,6 +123,7 @@ func NewNode(o NodeOptions) (*Node, error) {
 	}
 	if n.Membership, err = election.NewMembership(o.Client, n.Sessions, prefix, election.Member{
 		ID: o.ID, APIAddr: o.APIAddr, Version: o.Version, ConfigHash: o.ConfigHash, StartedAt: o.StartedAt,
+		Protocol: assign.Protocol,
 	}, o.Logger); err != nil {
 		n.abort()
 		return nil, err

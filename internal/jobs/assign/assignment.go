@@ -18,15 +18,17 @@ type Job struct {
 }
 
 // Assignment is the jobs whose tick at At the worker runs; the run ids are
-// today's, <job>@<At>.
+// today's, <job>@<At>. Group tells apart the assignments of one worker and
+// instant written by different transactions.
 type Assignment struct {
 	Worker string
 	At     time.Time
+	Group  string
 	Jobs   []Job
 }
 
 // Key is where the assignment is stored.
-func (a *Assignment) Key(k keys.Layout) string { return k.Assignment(a.Worker, a.At) }
+func (a *Assignment) Key(k keys.Layout) string { return k.Assignment(a.Worker, a.At, a.Group) }
 
 // RunID is the id of job's run at the assignment's instant.
 func (a *Assignment) RunID(job string) string { return runs.ID(job, a.At) }
@@ -56,6 +58,8 @@ func (a *Assignment) Validate() error {
 	switch {
 	case a.Worker == "" || strings.Contains(a.Worker, "/"):
 		return fmt.Errorf("assign: assignment at %s: worker %q must be a member id without '/'", a.At.UTC().Format(runs.TimeFormat), a.Worker)
+	case a.Group == "" || strings.Contains(a.Group, "/"):
+		return fmt.Errorf("assign: assignment of worker %s at %s: group %q must be a name without '/'", a.Worker, a.At.UTC().Format(runs.TimeFormat), a.Group)
 	case a.At.IsZero():
 		return fmt.Errorf("assign: assignment of worker %s has no instant", a.Worker)
 	case len(a.Jobs) == 0:
@@ -84,7 +88,7 @@ func (a *Assignment) Encode() string {
 
 // Decode reads the assignment stored at key.
 func Decode(k keys.Layout, key string, value []byte) (Assignment, error) {
-	worker, at, ok := k.ParseAssignment(key)
+	worker, at, group, ok := k.ParseAssignment(key)
 	if !ok {
 		return Assignment{}, fmt.Errorf("assign: %q is not an assignment key", key)
 	}
@@ -92,7 +96,7 @@ func Decode(k keys.Layout, key string, value []byte) (Assignment, error) {
 	if err := json.Unmarshal(value, &pairs); err != nil {
 		return Assignment{}, fmt.Errorf("assign: assignment %s: %w", key, err)
 	}
-	a := Assignment{Worker: worker, At: at, Jobs: make([]Job, len(pairs))}
+	a := Assignment{Worker: worker, At: at, Group: group, Jobs: make([]Job, len(pairs))}
 	for i, p := range pairs {
 		a.Jobs[i] = Job{Name: p[0], SpecRef: p[1]}
 	}

@@ -10,7 +10,7 @@ import (
 )
 
 func TestAssignmentRoundTrip(t *testing.T) {
-	a := Assignment{Worker: "w1", At: instant.Add(500 * time.Millisecond), Jobs: []Job{{"a", "r1"}, {"b", ""}}}
+	a := Assignment{Worker: "w1", At: instant.Add(500 * time.Millisecond), Group: "g", Jobs: []Job{{"a", "r1"}, {"b", ""}}}
 	got, err := Decode(layout, a.Key(layout), []byte(a.Encode()))
 	if err != nil {
 		t.Fatal(err)
@@ -31,10 +31,10 @@ func TestAssignmentErrorsNameWhatIsWrong(t *testing.T) {
 		a    Assignment
 		want string
 	}{
-		{Assignment{Worker: "w/1", At: instant, Jobs: []Job{{Name: "a"}}}, `worker "w/1"`},
-		{Assignment{Worker: "w1", Jobs: []Job{{Name: "a"}}}, "worker w1 has no instant"},
-		{Assignment{Worker: "w1", At: instant}, "names no job"},
-		{Assignment{Worker: "w1", At: instant, Jobs: []Job{{Name: "a"}, {Name: "a"}}}, `job "a" is empty, holds '/' or is named twice`},
+		{Assignment{Worker: "w/1", At: instant, Group: "g", Jobs: []Job{{Name: "a"}}}, `worker "w/1"`},
+		{Assignment{Worker: "w1", Group: "g", Jobs: []Job{{Name: "a"}}}, "worker w1 has no instant"},
+		{Assignment{Worker: "w1", At: instant, Group: "g"}, "names no job"},
+		{Assignment{Worker: "w1", At: instant, Group: "g", Jobs: []Job{{Name: "a"}, {Name: "a"}}}, `job "a" is empty, holds '/' or is named twice`},
 	} {
 		if err := tc.a.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Validate(%+v) = %v, want it to say %q", tc.a, err, tc.want)

@@ -87,7 +87,7 @@ func TestAuthorizeSplitsAtEtcdsLimit(t *testing.T) {
 	fence := e.elect("a")
 	var w Window
 	for i := range 7 {
-		w.Assignments = append(w.Assignments, Assignment{Worker: fmt.Sprintf("w%d", i), At: instant})
+		w.Assignments = append(w.Assignments, Assignment{Worker: fmt.Sprintf("w%d", i), At: instant, Group: "g"})
 	}
 	for i := range 300 {
 		job := fmt.Sprintf("job-%03d", i)

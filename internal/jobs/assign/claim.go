@@ -73,7 +73,7 @@ func (s *Store) ClaimChunk(ctx context.Context, lease clientv3.LeaseID, a Assign
 	for i, r := range rs {
 		names[i] = r.Job
 	}
-	then = append(then, clientv3.OpPut(s.keys.ClaimMarker(a.Worker, a.At, chunk), encodeMarker(names)))
+	then = append(then, clientv3.OpPut(s.keys.ClaimMarker(a.Worker, a.At, a.Group, chunk), encodeMarker(names)))
 	for _, r := range rs {
 		op, err := s.runTxn(lease, &a, r)
 		if err != nil {

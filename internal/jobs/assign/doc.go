@@ -17,6 +17,11 @@ package assign
 
 import "errors"
 
+// Protocol is the run protocol a replica advertises in its member key when
+// its worker claims assignments (election.Member.Protocol). The leader
+// assigns runs only while every member advertises it.
+const Protocol = 2
+
 var (
 	// ErrConflict: a compare other than the fence failed (a cursor moved,
 	// an assignment exists already or changed since it was read); nothing

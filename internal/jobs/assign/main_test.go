@@ -115,7 +115,7 @@ func (e *env) authorize(fence clientv3.Cmp, worker string, jobs ...string) Store
 
 func window(worker string, jobs ...string) Window {
 	var w Window
-	a := Assignment{Worker: worker, At: instant}
+	a := Assignment{Worker: worker, At: instant, Group: "g"}
 	for _, j := range jobs {
 		w.Cursors = append(w.Cursors, Cursor{Job: j, Next: instant})
 		a.Jobs = append(a.Jobs, Job{Name: j, SpecRef: "ref-" + j})

@@ -24,6 +24,10 @@ type Placement struct {
 	// Worker is the live worker that takes job's run at instant; "" when
 	// there is none (the run is then missed).
 	Worker func(job string, instant time.Time) string
+	// Follow, when set, is what a lost or missed record causes besides
+	// itself (its retry's entry, notifications, chained runs, health),
+	// written in the record's transaction.
+	Follow func(rec *runs.Record) []clientv3.Op
 }
 
 // Resolution is what Resolve did with one run: Outcome lost or missed (the
@@ -96,8 +100,8 @@ func (s *Store) resolveOne(ctx context.Context, fence clientv3.Cmp, snap Snapsho
 func (s *Store) commitPlan(ctx context.Context, fence clientv3.Cmp, snap Snapshot, st *Stored, plan resolvePlan) ([]Resolution, error) {
 	cmps := []clientv3.Cmp{
 		fence,
-		clientv3.Compare(clientv3.ModRevision(s.keys.AssignmentClaimed(st.Worker, st.At)), "<", snap.Revision+1).WithPrefix(),
-		clientv3.Compare(clientv3.CreateRevision(s.keys.Member(st.Worker)), "=", 0),
+		clientv3.Compare(clientv3.ModRevision(s.keys.AssignmentClaimed(st.Worker, st.At, st.Group)), "<", snap.Revision+1).WithPrefix(),
+		s.gone(st.Worker),
 		clientv3.Compare(clientv3.ModRevision(st.Key(s.keys)), "=", st.ModRevision),
 	}
 	cmps = append(cmps, plan.cmps...)
@@ -150,6 +154,7 @@ func (s *Store) plan(ctx context.Context, st *Stored, place Placement) (resolveP
 			r.Outcome = runs.Lost
 			rec := lostRecord(st, j.Name, now)
 			p.ops = append(p.ops, queue.RecordOps(s.keys, &rec)...)
+			p.ops = append(p.ops, place.follow(&rec)...)
 		case to != "" && to != st.Worker:
 			r.To = to
 			moves[to] = append(moves[to], j)
@@ -157,11 +162,12 @@ func (s *Store) plan(ctx context.Context, st *Stored, place Placement) (resolveP
 			r.Outcome = runs.Missed
 			rec := queue.MissedTick(j.Name, runID, st.At, fmt.Sprintf("worker %s died before claiming it and no live worker could start it within its starting deadline", st.Worker))
 			p.ops = append(p.ops, queue.RecordOps(s.keys, &rec)...)
+			p.ops = append(p.ops, place.follow(&rec)...)
 		}
 		p.done = append(p.done, r)
 	}
 	for to, jobs := range moves {
-		cmp, op, err := s.moveTo(ctx, to, st.At, jobs)
+		cmp, op, err := s.moveTo(ctx, to, st, jobs)
 		if err != nil {
 			return p, err
 		}
@@ -196,15 +202,17 @@ func (s *Store) unrecorded(ctx context.Context, st *Stored) ([]Job, error) {
 	return out, nil
 }
 
-// moveTo adds jobs to worker's assignment at instant (creating it), with
-// the compare that it did not change since read.
-func (s *Store) moveTo(ctx context.Context, worker string, at time.Time, jobs []Job) (clientv3.Cmp, clientv3.Op, error) {
-	key := s.keys.Assignment(worker, at)
+// moveTo adds jobs to worker's assignment at from's instant in the group
+// named after from (creating it), with the compare that it did not change
+// since read.
+func (s *Store) moveTo(ctx context.Context, worker string, from *Stored, jobs []Job) (clientv3.Cmp, clientv3.Op, error) {
+	at, group := from.At, movedGroup(from)
+	key := s.keys.Assignment(worker, at, group)
 	resp, err := s.kv.Get(ctx, key)
 	if err != nil {
 		return clientv3.Cmp{}, clientv3.Op{}, fmt.Errorf("assign: move runs to %s: %w", key, err)
 	}
-	target := Assignment{Worker: worker, At: at}
+	target := Assignment{Worker: worker, At: at, Group: group}
 	var modRev int64
 	if len(resp.Kvs) == 1 {
 		if target, err = Decode(s.keys, key, resp.Kvs[0].Value); err != nil {
@@ -228,4 +236,16 @@ func lostRecord(st *Stored, job string, now time.Time) runs.Record {
 		ScheduledAt: st.At.UTC(), EndedAt: now, Holder: st.Worker, Slot: -1, Outcome: runs.Lost,
 		Error: fmt.Sprintf("worker %s died after claiming the run and before recording an outcome", st.Worker),
 	}
+}
+
+// movedGroup is the group of the assignment that takes from's runs: named
+// after from's worker and group, so runs moved from two dead workers to one
+// live one at one instant go to two assignments.
+func movedGroup(from *Stored) string { return from.Worker + "~" + from.Group }
+
+func (p Placement) follow(rec *runs.Record) []clientv3.Op {
+	if p.Follow == nil {
+		return nil
+	}
+	return p.Follow(rec)
 }

@@ -177,7 +177,7 @@ func TestResolveRacingARestartedWorkerHasOneWinner(t *testing.T) {
 
 // w2Has reports whether w2's assignment names job.
 func (e *env) w2Has(job string) bool {
-	if e.get(layout.Assignment("w2", instant)).Count == 0 {
+	if e.get(layout.WorkerAssignments("w2"), clientv3.WithPrefix()).Count == 0 {
 		return false
 	}
 	st := e.stored("w2")

@@ -36,6 +36,12 @@ func (st *Stored) Tried(job string) bool {
 	return false
 }
 
+// groupAt identifies an assignment of one worker.
+type groupAt struct {
+	at    time.Time
+	group string
+}
+
 // Snapshot is one worker's assignments and markers at one revision, and
 // whether its member key existed then.
 type Snapshot struct {
@@ -51,23 +57,23 @@ func (s *Store) Read(ctx context.Context, worker string) (Snapshot, error) {
 	resp, err := s.kv.Txn(ctx).Then(
 		clientv3.OpGet(s.keys.WorkerAssignments(worker), clientv3.WithPrefix()),
 		clientv3.OpGet(s.keys.WorkerClaimed(worker), clientv3.WithPrefix()),
-		clientv3.OpGet(s.keys.Member(worker), clientv3.WithCountOnly()),
+		clientv3.OpGet(s.memberKey(worker), clientv3.WithKeysOnly()),
 	).Commit()
 	if err != nil {
 		return Snapshot{}, fmt.Errorf("assign: read worker %s: %w", worker, err)
 	}
-	snap := Snapshot{Worker: worker, Revision: resp.Header.Revision, Member: resp.Responses[2].GetResponseRange().Count > 0}
-	at := map[time.Time]int{}
+	snap := Snapshot{Worker: worker, Revision: resp.Header.Revision, Member: s.alive(worker, resp.Responses[2].GetResponseRange().Kvs)}
+	at := map[groupAt]int{}
 	for _, kv := range resp.Responses[0].GetResponseRange().Kvs {
 		a, err := Decode(s.keys, string(kv.Key), kv.Value)
 		if err != nil {
 			return Snapshot{}, err
 		}
-		at[a.At] = len(snap.Assignments)
+		at[groupAt{a.At, a.Group}] = len(snap.Assignments)
 		snap.Assignments = append(snap.Assignments, Stored{Assignment: a, CreateRevision: kv.CreateRevision, ModRevision: kv.ModRevision})
 	}
 	for _, kv := range resp.Responses[1].GetResponseRange().Kvs {
-		_, instant, chunk, ok := s.keys.ParseClaimMarker(string(kv.Key))
+		_, instant, group, chunk, ok := s.keys.ParseClaimMarker(string(kv.Key))
 		if !ok {
 			return Snapshot{}, fmt.Errorf("assign: read worker %s: %q is not a claim marker key", worker, kv.Key)
 		}
@@ -75,17 +81,20 @@ func (s *Store) Read(ctx context.Context, worker string) (Snapshot, error) {
 		if err != nil {
 			return Snapshot{}, err
 		}
-		i, found := at[instant]
+		i, found := at[groupAt{instant, group}]
 		if !found {
 			// A marker whose assignment is gone: left by an interrupted
 			// cleanup; it names no run to resolve.
-			snap.Assignments = append(snap.Assignments, Stored{Assignment: Assignment{Worker: worker, At: instant}})
+			snap.Assignments = append(snap.Assignments, Stored{Assignment: Assignment{Worker: worker, At: instant, Group: group}})
 			i = len(snap.Assignments) - 1
-			at[instant] = i
+			at[groupAt{instant, group}] = i
 		}
 		snap.Assignments[i].Markers = append(snap.Assignments[i].Markers, Marker{Chunk: chunk, Jobs: jobs, ModRevision: kv.ModRevision})
 	}
-	sort.Slice(snap.Assignments, func(i, j int) bool { return snap.Assignments[i].At.Before(snap.Assignments[j].At) })
+	sort.Slice(snap.Assignments, func(i, j int) bool {
+		a, b := &snap.Assignments[i], &snap.Assignments[j]
+		return a.At.Before(b.At) || a.At.Equal(b.At) && a.Group < b.Group
+	})
 	return snap, nil
 }
 
@@ -101,7 +110,7 @@ func (s *Store) cleanupOps(st *Stored) ([]clientv3.Cmp, []clientv3.Op) {
 		ops = append(ops, clientv3.OpDelete(key))
 	}
 	for _, m := range st.Markers {
-		key := s.keys.ClaimMarker(st.Worker, st.At, m.Chunk)
+		key := s.keys.ClaimMarker(st.Worker, st.At, st.Group, m.Chunk)
 		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(key), "=", m.ModRevision))
 		ops = append(ops, clientv3.OpDelete(key))
 	}
