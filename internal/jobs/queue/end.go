@@ -19,6 +19,11 @@ import (
 // notifications and chained runs (Follows, under cfg, the writer's
 // configuration) go in too. An attempt followed by a retry causes neither:
 // its outcome reaches the final record as a previous attempt.
+//
+// entryKey is the attempt's queue entry; "" for a run that has none (an
+// assigned run of the lean protocol, docs/protocol.md): its retry then
+// takes the queue path under its run id's entry key, and nothing is
+// deleted.
 func End(k keys.Layout, cfg *config.Config, entryKey string, e *Entry, rec *runs.Record, now time.Time) (ops []clientv3.Op, retry *Entry) {
 	ops = RecordOps(k, rec)
 	switch {
@@ -28,8 +33,14 @@ func End(k keys.Layout, cfg *config.Config, entryKey string, e *Entry, rec *runs
 		retry = e.Retry(now, rec)
 	}
 	if retry != nil {
-		return append(ops, clientv3.OpPut(entryKey, retry.Encode())), retry
+		key := entryKey
+		if key == "" {
+			key = k.Entry(e.Job, e.RunID)
+		}
+		return append(ops, clientv3.OpPut(key, retry.Encode())), retry
 	}
-	ops = append(ops, clientv3.OpDelete(entryKey))
+	if entryKey != "" {
+		ops = append(ops, clientv3.OpDelete(entryKey))
+	}
 	return append(ops, Follows(k, cfg, e.JobSpec(), rec, e.Input, now).All()...), nil
 }
