@@ -82,6 +82,10 @@ type History struct {
 	// only reported (Report.Unenforced), until the interrupted outcome
 	// exists.
 	RequireResumed bool
+	// Left are the lean protocol's assignments and claim markers still in
+	// etcd at the end; LongestRun the longest run the workload has.
+	Left       []Left
+	LongestRun time.Duration
 }
 
 // Report is the checker's verdict.
@@ -145,6 +149,7 @@ func Check(h *History) *Report {
 	checkRecords(h, r)
 	checkChains(h, r)
 	checkNotifications(h, r)
+	checkLeftovers(h, r)
 	return r
 }
 

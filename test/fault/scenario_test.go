@@ -453,6 +453,7 @@ func (r *runner) history(jobs []Job, resources map[string]int, ticksFrom, healed
 			records[id] = runs.Record{RunID: id, Outcome: "queued"}
 		}
 	}
+	left := r.leftovers(ctx, cli)
 	margin := 2*r.sc.ttl + 3*time.Second
 	var windows []Window
 	for _, f := range r.faults {
@@ -470,7 +471,33 @@ func (r *runner) history(jobs []Job, resources map[string]int, ticksFrom, healed
 		TicksFrom: ticksFrom, TicksUntil: now.Add(-5 * time.Second),
 		Failover: windows, EtcdDown: r.etcdDown, RunStartGrace: r.sc.ttl,
 		Freezes: r.freezes, SlotPeaks: obs.MaxSlots(), Healed: healed, Now: now,
+		Left: left, LongestRun: 3 * r.sc.ttl, // the workload's long job
 	}
+}
+
+// leftovers are the assignments and claim markers in etcd now, with the
+// instant each was for.
+func (r *runner) leftovers(ctx context.Context, cli *clientv3.Client) []Left {
+	r.t.Helper()
+	layout := keys.New(prefix)
+	var out []Left
+	for _, dir := range []string{layout.Assignments(), layout.Claimed()} {
+		resp, err := cli.Get(ctx, dir, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		for _, kv := range resp.Kvs {
+			key := string(kv.Key)
+			if _, at, _, ok := layout.ParseAssignment(key); ok {
+				out = append(out, Left{Key: key, At: at})
+			} else if _, at, _, _, ok := layout.ParseClaimMarker(key); ok {
+				out = append(out, Left{Key: key, At: at})
+			} else {
+				r.problems = append(r.problems, "leftovers: "+key+" is neither an assignment nor a claim marker")
+			}
+		}
+	}
+	return out
 }
 
 // notificationsSeen are the notification ids still in the outbox, then

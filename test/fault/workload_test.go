@@ -20,7 +20,8 @@ var workloadRates = map[string]Rate{"metered": {Count: 4, Per: 2 * time.Second}}
 // workload is the job set, with session_ttl ttl: intervals of 1s and
 // 500ms, max_concurrency 1 and 2, runs shorter and longer than the TTL,
 // one shared resource, one rate-limited resource offered twice its rate,
-// a job with a concurrency key whose runs outlast its interval, every
+// a job with a concurrency key whose runs outlast its interval, a job of
+// two slots without shared limits whose runs outlast its interval, every
 // catch_up policy, retries on some jobs.
 //
 // Beside them, a job chained after fast (chains), and a notification sink,
@@ -60,6 +61,15 @@ func workload(ttl time.Duration, w *cluster.Witness, sinkURL, beats string) (str
     resources: [metered]
     timeout: 5s
     http: {method: POST, url: %q}`, w.URL("sleep=100ms"))},
+		// Every worker-side path of the lean protocol without shared
+		// limits: two slots picked from the view, refusals that join the
+		// queue (docs/protocol.md).
+		{Job{Name: "wide", Every: time.Second, MaxConcurrency: 2, CatchUp: "latest"},
+			fmt.Sprintf(`overlap: queue
+    queue_limit: 1
+    retries: {max: 1, backoff: 100ms, max_backoff: 1s}
+    timeout: 10s
+    http: {method: POST, url: %q}`, w.URL("sleep=2500ms&fail=6"))},
 		{Job{Name: "keyed", Every: 500 * time.Millisecond, MaxConcurrency: 1, CatchUp: "latest", Keyed: true},
 			fmt.Sprintf(`overlap: queue
     queue_limit: 1
