@@ -147,10 +147,12 @@ type Job struct {
 	// Notify names the job's sinks; nil means notify.default, empty none.
 	Notify []string `yaml:"notify" json:"notify"`
 	After  *After   `yaml:"after" json:"after,omitempty"`
-	// MaxRuns and PauseOnFailure are read only to be refused: this version
-	// cannot honour them yet (see notYet).
-	MaxRuns        int  `yaml:"max_runs" json:"-"`
-	PauseOnFailure bool `yaml:"pause_on_failure" json:"-"`
+	// MaxRuns is read only to be refused: this version cannot honour it
+	// yet (see notYet).
+	MaxRuns int `yaml:"max_runs" json:"-"`
+	// PauseOnFailure pauses the job in the transaction that records a
+	// run's final failed, timed_out or lost outcome (SPEC section 20).
+	PauseOnFailure bool `yaml:"pause_on_failure" json:"pause_on_failure,omitempty"`
 }
 
 // Retries: exponential backoff, on failure only.

@@ -38,7 +38,6 @@ var badFiles = map[string][]string{
 	},
 	"testdata/not_yet.bad.yaml": {
 		`testdata/not_yet.bad.yaml:4:15: jobs[0] "settlement": max_runs: not supported yet by this version: remove it (the job would run without a limit)`,
-		`testdata/not_yet.bad.yaml:5:23: jobs[0] "settlement": pause_on_failure: not supported yet by this version: remove it (a failing job would not be paused)`,
 	},
 	"testdata/schedules.bad.yaml": {
 		`testdata/schedules.bad.yaml:4:16: jobs[0] "both": schedules: schedule and schedules are mutually exclusive: schedule is the one-item form of schedules`,

@@ -33,6 +33,10 @@ const (
 // that ended otherwise; the other events are the outcomes themselves.
 const Recovered = "recovered"
 
+// Paused is the event of a job paused by pause_on_failure (SPEC section
+// 20), sent with the record of the run that paused it.
+const Paused = "paused"
+
 // Outcomes are the outcomes a run can end with (SPEC section 6), the
 // values of after.on.
 var Outcomes = []string{"succeeded", "failed", "timed_out", "cancelled", "lost", "skipped", "missed", "interrupted"}
@@ -116,8 +120,8 @@ func (c *Config) validateNotify(p *problems) {
 			p.add(path+".format", "invalid value %q: want json or slack", s.Format)
 		}
 		for k, ev := range s.On {
-			if ev != Recovered && !slices.Contains(Outcomes, ev) {
-				p.add(fmt.Sprintf("%s.on[%d]", path, k), "unknown outcome %q: want one of %s or %s", ev, strings.Join(Outcomes, ", "), Recovered)
+			if ev != Recovered && ev != Paused && !slices.Contains(Outcomes, ev) {
+				p.add(fmt.Sprintf("%s.on[%d]", path, k), "unknown event %q: want one of %s, %s or %s", ev, strings.Join(Outcomes, ", "), Recovered, Paused)
 			}
 		}
 		for name, value := range s.Headers {

@@ -26,7 +26,7 @@ var notifyBadFiles = map[string][]string{
 		`testdata/notify_headers.bad.yaml:9:12: notify.max_age: must be positive, got 0s`,
 	},
 	"testdata/notify_sink.bad.yaml": {
-		`testdata/notify_sink.bad.yaml:5:20: notify.sinks[0].on[1]: unknown outcome "exploded": want one of succeeded, failed, timed_out, cancelled, lost, skipped, missed, interrupted or recovered`,
+		`testdata/notify_sink.bad.yaml:5:20: notify.sinks[0].on[1]: unknown event "exploded": want one of succeeded, failed, timed_out, cancelled, lost, skipped, missed, interrupted, recovered or paused`,
 		`testdata/notify_sink.bad.yaml:8:15: notify.sinks[1].format: invalid value "xml": want json or slack`,
 		`testdata/notify_sink.bad.yaml:9:18: notify.default[1]: unknown sink "pager": declare it under notify.sinks`,
 		`testdata/notify_sink.bad.yaml:13:20: jobs[0] "report": notify[1]: unknown sink "email": declare it under notify.sinks`,

@@ -150,9 +150,6 @@ func (j *Job) notYet(p *problems, path string) {
 	if j.MaxRuns != 0 || p.present(path+".max_runs") {
 		p.add(path+".max_runs", "not supported yet by this version: remove it (the job would run without a limit)")
 	}
-	if j.PauseOnFailure || p.present(path+".pause_on_failure") {
-		p.add(path+".pause_on_failure", "not supported yet by this version: remove it (a failing job would not be paused)")
-	}
 }
 
 // validateSchedules checks schedule/schedules, exclude, start_at and

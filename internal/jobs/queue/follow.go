@@ -52,6 +52,7 @@ func Follows(k keys.Layout, cfg *config.Config, job *config.Job, rec *runs.Recor
 	}
 	if job != nil {
 		f = notifications(k, cfg, job, rec, now)
+		f.Health = append(f.Health, pauseOnFailure(k, cfg, job, rec, now)...)
 	}
 	for _, down := range cfg.Downstream(rec.Job) {
 		if slices.Contains(down.After.On, string(rec.Outcome)) {
