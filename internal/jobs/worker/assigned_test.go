@@ -138,8 +138,9 @@ func TestAnAssignmentOfAnotherIncarnationIsNotClaimed(t *testing.T) {
 	}
 }
 
-// holdSlot puts job's slot 0 for another run, on a lease of its own.
-func (tw *testWorker) holdSlot(t *testing.T, job, runID string) {
+// holdSlot puts job's slot 0 for another run, on a lease of its own,
+// which it returns.
+func (tw *testWorker) holdSlot(t *testing.T, job, runID string) clientv3.LeaseID {
 	t.Helper()
 	lease, err := tw.cli.Grant(context.Background(), 60)
 	if err != nil {
@@ -150,6 +151,7 @@ func (tw *testWorker) holdSlot(t *testing.T, job, runID string) {
 		t.Fatal(err)
 	}
 	poll.For(t, 30*time.Second, "the view of the held slot", func() bool { return tw.sem.InUse(job) == 1 })
+	return lease.ID
 }
 
 // A run refused because its slot is taken becomes a pending queue entry,
@@ -170,6 +172,30 @@ func TestARefusedAssignedRunTakesTheQueuePath(t *testing.T) {
 	}
 	if n := exec.runs.Load(); n != 0 {
 		t.Errorf("%d runs executed, want none", n)
+	}
+}
+
+// With overlap queue, the refused run waits in the job's queue and runs
+// once the slot frees.
+func TestARefusedAssignedRunWaitsInTheQueue(t *testing.T) {
+	exec := &countingExecutor{started: make(chan string, 8)}
+	j := job("wait")
+	j.Overlap = config.OverlapQueue
+	tw := startTestWorker(t, "/lean-q/", clockwork.NewRealClock(), j, exec, testWorkerOptions{})
+	other := tw.holdSlot(t, "wait", "wait@earlier")
+	at := time.Now().Add(300 * time.Millisecond).UTC()
+	tw.assignJobs(t, tw.incarnation(t), at, "wait")
+	id := runs.ID("wait", at)
+	poll.For(t, 30*time.Second, "the refused run queued", func() bool { return tw.view.Find(id) != nil })
+	tw.waitSettled(t)
+	if _, err := tw.cli.Revoke(context.Background(), other); err != nil {
+		t.Fatal(err)
+	}
+	if rec := waitRecord(t, tw.cli, tw.layout, id); rec.Outcome != runs.Succeeded {
+		t.Errorf("recorded %s %q, want succeeded once the slot freed", rec.Outcome, rec.Error)
+	}
+	if n := exec.runs.Load(); n != 1 {
+		t.Errorf("%d runs executed, want 1", n)
 	}
 }
 
