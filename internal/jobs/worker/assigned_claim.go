@@ -67,9 +67,10 @@ func (w *Worker) runAssignment(ctx context.Context, st assign.Stored) {
 	var unsettled atomic.Int32
 	todo := st.Jobs
 	for chunk := 0; len(todo) > 0; chunk++ {
-		reserved := w.reserve(ctx, &st, todo)
+		reserved := w.reserve(ctx, sess, &st, todo)
 		if len(reserved) == 0 {
-			return // draining: the rest is the leader's once the session ends
+			running.Wait()
+			return // draining or a new session: the rest is the leader's once this one ends
 		}
 		todo = todo[len(reserved):]
 		rs := w.prepare(ctx, &st, reserved, &unsettled)
@@ -88,8 +89,8 @@ func (w *Worker) runAssignment(ctx context.Context, st assign.Stored) {
 }
 
 // reserve waits for room under max_parallel and counts up to maxChunk of
-// jobs' runs as active, in order; none when ctx ends first.
-func (w *Worker) reserve(ctx context.Context, st *assign.Stored, jobs []assign.Job) []assign.Job {
+// jobs' runs as active, in order; none when ctx or the session ends first.
+func (w *Worker) reserve(ctx context.Context, sess *session.Session, st *assign.Stored, jobs []assign.Job) []assign.Job {
 	for {
 		w.mu.Lock()
 		free := w.maxParallel() - len(w.active)
@@ -109,6 +110,8 @@ func (w *Worker) reserve(ctx context.Context, st *assign.Stored, jobs []assign.J
 		}
 		select {
 		case <-ctx.Done():
+			return nil
+		case <-sess.Done():
 			return nil
 		case <-freed:
 		}

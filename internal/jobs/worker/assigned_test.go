@@ -286,3 +286,35 @@ func TestAnAssignedRunOfAPausedJobIsSkipped(t *testing.T) {
 		t.Errorf("%d runs executed, want none", n)
 	}
 }
+
+type failOnceExecutor struct{ attempts chan int }
+
+func (f failOnceExecutor) Execute(_ context.Context, _ *config.Job, run target.Run) target.Result {
+	f.attempts <- run.Attempt
+	if run.Attempt == 1 {
+		return target.Result{Outcome: runs.Failed, Error: "first attempt fails"}
+	}
+	return target.Result{Outcome: runs.Succeeded}
+}
+
+// A failed assigned run's retry takes the queue path (an entry under its
+// run id, put by the release) and its final record carries both attempts.
+func TestAFailedAssignedRunIsRetriedThroughTheQueue(t *testing.T) {
+	exec := failOnceExecutor{attempts: make(chan int, 4)}
+	j := job("flaky")
+	j.Retries.Max = 1
+	j.Retries.Backoff = config.Duration(10 * time.Millisecond)
+	j.Retries.MaxBackoff = config.Duration(10 * time.Millisecond)
+	tw := startTestWorker(t, "/lean-r/", clockwork.NewRealClock(), j, exec, testWorkerOptions{})
+	at := time.Now().Add(300 * time.Millisecond).UTC()
+	tw.assignJobs(t, tw.incarnation(t), at, "flaky")
+	id := runs.ID("flaky", at)
+	rec := waitRecord(t, tw.cli, tw.layout, id)
+	if rec.Outcome != runs.Succeeded || rec.Attempt != 2 || len(rec.Previous) != 1 {
+		t.Errorf("recorded %s at attempt %d with %d previous, want succeeded at 2 after 1", rec.Outcome, rec.Attempt, len(rec.Previous))
+	}
+	tw.waitSettled(t)
+	if n := tw.count(t, tw.layout.Queue()); n != 0 {
+		t.Errorf("%d queue entries left, want none", n)
+	}
+}
