@@ -226,7 +226,7 @@ func TestAnAssignedRunsReleaseKeepsTheLeadersRecord(t *testing.T) {
 	tw := startTestWorker(t, "/lean-e/", clockwork.NewRealClock(), job("gone"), exec, testWorkerOptions{})
 	at := time.Now().Add(300 * time.Millisecond).UTC()
 	tw.assignJobs(t, tw.incarnation(t), at, "gone")
-	run := <-exec.started
+	run := started(t, exec)
 	e := queue.NewEntry(run.RunID, tw.cfg.Job("gone"), nil, at, at, 1, runs.Schedule)
 	lost := e.Lost(run.FencingToken, time.Now())
 	if _, err := tw.cli.Put(context.Background(), tw.layout.Record("gone", run.RunID), runs.EncodeRecord(&lost)); err != nil {
@@ -239,6 +239,18 @@ func TestAnAssignedRunsReleaseKeepsTheLeadersRecord(t *testing.T) {
 	}
 }
 
+// started is the next run exec starts, within a generous deadline.
+func started(t *testing.T, exec *heldExecutor) target.Run {
+	t.Helper()
+	select {
+	case r := <-exec.started:
+		return r
+	case <-time.After(30 * time.Second):
+		t.Fatal("no run started within 30s")
+		return target.Run{}
+	}
+}
+
 // max_parallel bounds the assigned runs running at once, as it bounds
 // queued ones.
 func TestMaxParallelBoundsAssignedRuns(t *testing.T) {
@@ -247,8 +259,8 @@ func TestMaxParallelBoundsAssignedRuns(t *testing.T) {
 		testWorkerOptions{jobs: []config.Job{job("p2"), job("p3")}, maxParallel: 2})
 	at := time.Now().Add(300 * time.Millisecond).UTC()
 	tw.assignJobs(t, tw.incarnation(t), at, "p1", "p2", "p3")
-	<-exec.started
-	<-exec.started
+	started(t, exec)
+	started(t, exec)
 	poll.For(t, 30*time.Second, "two slots held", func() bool { return len(tw.sem.List()) == 2 })
 	select {
 	case r := <-exec.started:
@@ -259,7 +271,7 @@ func TestMaxParallelBoundsAssignedRuns(t *testing.T) {
 		t.Fatalf("%d slots held with max_parallel 2", n)
 	}
 	exec.release <- struct{}{}
-	<-exec.started
+	started(t, exec)
 	close(exec.release)
 	for _, name := range []string{"p1", "p2", "p3"} {
 		waitRecord(t, tw.cli, tw.layout, runs.ID(name, at))
@@ -309,7 +321,13 @@ func TestAFailedAssignedRunIsRetriedThroughTheQueue(t *testing.T) {
 	at := time.Now().Add(300 * time.Millisecond).UTC()
 	tw.assignJobs(t, tw.incarnation(t), at, "flaky")
 	id := runs.ID("flaky", at)
-	rec := waitRecord(t, tw.cli, tw.layout, id)
+	// The failed attempt's record is written with its retry entry; the
+	// final attempt's replaces it.
+	var rec runs.Record
+	poll.For(t, 30*time.Second, "the final record of "+id, func() bool {
+		rec = waitRecord(t, tw.cli, tw.layout, id)
+		return rec.Outcome != runs.Failed
+	})
 	if rec.Outcome != runs.Succeeded || rec.Attempt != 2 || len(rec.Previous) != 1 {
 		t.Errorf("recorded %s at attempt %d with %d previous, want succeeded at 2 after 1", rec.Outcome, rec.Attempt, len(rec.Previous))
 	}
