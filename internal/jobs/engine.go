@@ -20,6 +20,7 @@ import (
 
 	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/election"
+	"github.com/etcdsched/scheduler/internal/jobs/assign"
 	"github.com/etcdsched/scheduler/internal/jobs/leader"
 	"github.com/etcdsched/scheduler/internal/jobs/metrics"
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
@@ -115,6 +116,10 @@ func New(opts Options) (*Engine, error) {
 	}
 	layout := keys.New(opts.Prefix)
 	specs := queue.NewSpecs(layout, opts.Client, opts.Logger)
+	assigned, err := assign.New(opts.Client, layout, opts.Clock, assign.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("jobs: %w", err)
+	}
 	e := &Engine{
 		opts:          opts,
 		keys:          layout,
@@ -140,6 +145,7 @@ func New(opts Options) (*Engine, error) {
 		Sessions: opts.Sessions, Slots: opts.Slots, Executor: opts.Executor, Batch: opts.Batch,
 		Queue: e.queue, Specs: specs, Paused: e.paused, Config: opts.Config, Metrics: m, Clock: opts.Clock, Log: opts.Logger,
 		ClaimLead: opts.ClaimLead, Backup: opts.Backup, Tracer: tracing.Tracer(opts.TracerProvider),
+		Assign: assigned,
 	})
 	// A deleted queue entry is a finished run: count it for pruning.
 	e.queue.Subscribe(nil, func(_ string, prev *queue.Item) {
@@ -172,6 +178,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		{e.keys.Jobs(), e.paused},
 		{e.keys.Cancels(), e.worker.Cancels()},
 		{e.keys.Members(), e.worker.Members()},
+		{e.keys.ReplicaAssignments(e.opts.ID), e.worker.Assignments()},
 		{e.keys.Outbox(), e.outbox},
 	} {
 		wg.Add(1)

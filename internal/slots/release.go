@@ -22,6 +22,13 @@ import (
 // means it applied (nothing else deletes a slot of a live lease); gone with
 // the lease gone cannot be told apart from an expiry (ErrIndeterminate).
 func (s *Semaphore) Release(ctx context.Context, h *Held, then ...clientv3.Op) error {
+	_, err := s.release(ctx, h, then...)
+	return err
+}
+
+// release is Release, with the transaction's response when it was read
+// (nil when a lost response was read back as applied).
+func (s *Semaphore) release(ctx context.Context, h *Held, then ...clientv3.Op) (*clientv3.TxnResponse, error) {
 	s.mu.Lock()
 	h.releasing = true
 	s.mu.Unlock()
@@ -37,30 +44,30 @@ func (s *Semaphore) Release(ctx context.Context, h *Held, then ...clientv3.Op) e
 		case err == nil && resp.Succeeded:
 			s.finish(h, ErrReleased)
 			s.logger.Debug("slot released", "job", h.Job, "slot", h.Slot, "token", h.Token, "run_id", h.Value.RunID)
-			return nil
+			return resp, nil
 		case err == nil:
 			s.finish(h, ErrLost)
-			return fmt.Errorf("slots: release %s slot %d token %d: %w", h.Job, h.Slot, h.Token, ErrNotOwner)
+			return nil, fmt.Errorf("slots: release %s slot %d token %d: %w", h.Job, h.Slot, h.Token, ErrNotOwner)
 		case errors.Is(err, txnbatch.ErrNotSent):
 			s.unrelease(h)
-			return fmt.Errorf("slots: release %s slot %d token %d: %w", h.Job, h.Slot, h.Token, notSent(ctx, err))
+			return nil, fmt.Errorf("slots: release %s slot %d token %d: %w", h.Job, h.Slot, h.Token, notSent(ctx, err))
 		case definite(err):
 			s.unrelease(h)
-			return fmt.Errorf("slots: release %s slot %d token %d: %w", h.Job, h.Slot, h.Token, err)
+			return nil, fmt.Errorf("slots: release %s slot %d token %d: %w", h.Job, h.Slot, h.Token, err)
 		}
 		s.logger.Warn("release outcome unknown; reading back", "job", h.Job, "slot", h.Slot, "token", h.Token, "err", err)
 		released, err := s.releasedBack(ctx, h)
 		switch {
 		case err != nil:
 			s.unrelease(h)
-			return err
+			return nil, err
 		case released:
 			s.finish(h, ErrReleased)
-			return nil
+			return nil, nil
 		}
 		if !retry.Wait(ctx, s.clock) {
 			s.unrelease(h)
-			return fmt.Errorf("slots: release %s slot %d token %d: %w", h.Job, h.Slot, h.Token, context.Cause(ctx))
+			return nil, fmt.Errorf("slots: release %s slot %d token %d: %w", h.Job, h.Slot, h.Token, context.Cause(ctx))
 		}
 	}
 }

@@ -24,7 +24,11 @@ import (
 // the record. The run's context ends when the slot can no longer be trusted
 // (the session guard, SPEC rule 5), on a cancel request, or when the
 // shutdown grace is over; never merely because the worker stops claiming.
-func (w *Worker) execute(q *queue.Item, entry *queue.Entry, held *slots.Held, log *slog.Logger, span *tracing.Run) {
+//
+// It returns the error of the run's end (nil once applied). A run with no
+// entry (q.Key "", an assigned run) is never rate-limited nor keeps its
+// slot (notLean): nothing to give back to or keep in.
+func (w *Worker) execute(q *queue.Item, entry *queue.Entry, held *slots.Held, log *slog.Logger, span *tracing.Run) error {
 	log = log.With("slot", held.Slot, "token", held.Token)
 	runCtx, cancel := context.WithCancelCause(held.Context())
 	defer cancel(nil)
@@ -46,9 +50,8 @@ func (w *Worker) execute(q *queue.Item, entry *queue.Entry, held *slots.Held, lo
 		cancel(session.ErrGuardExpired)
 	}
 	startedAt := w.d.Clock.Now()
-	if _, rates := admission(entry); len(rates) > 0 && runCtx.Err() == nil && startedAt.Sub(entry.StartedAt) > slots.MaxStartLatency {
-		w.giveBack(q, held, entry.StartedAt, log)
-		return
+	if _, rates := admission(entry); len(rates) > 0 && q.Key != "" && runCtx.Err() == nil && startedAt.Sub(entry.StartedAt) > slots.MaxStartLatency {
+		return w.giveBack(q, held, entry.StartedAt, log)
 	}
 	var res target.Result
 	if runCtx.Err() != nil {
@@ -104,15 +107,19 @@ func (w *Worker) execute(q *queue.Item, entry *queue.Entry, held *slots.Held, lo
 	span.Finish(res.Outcome, res.Error, err)
 	w.d.Metrics.Duration.WithLabelValues(entry.Job).Observe(endedAt.Sub(startedAt).Seconds())
 	if err != nil {
-		if errors.Is(err, slots.ErrNotOwner) {
+		switch {
+		case errors.Is(err, slots.ErrNotOwner):
 			log.Warn("slot lost before release: the leader records the run lost", "outcome", res.Outcome)
-		} else {
+		case errors.Is(err, slots.ErrNotApplied):
+			log.Warn("the run was recorded before its release (the leader took this worker for dead): record kept", "outcome", res.Outcome)
+		default:
 			log.Error("release failed: the leader records the run lost once the lease expires", "outcome", res.Outcome, "err", err)
 		}
-		return
+		return err
 	}
 	w.d.Metrics.Runs.WithLabelValues(entry.Job, string(res.Outcome)).Inc()
 	log.Info("run finished", "outcome", res.Outcome, "duration", endedAt.Sub(startedAt), "retry", retry != nil)
+	return nil
 }
 
 // giveBack releases a claim whose run would begin more than
@@ -121,12 +128,13 @@ func (w *Worker) execute(q *queue.Item, entry *queue.Entry, held *slots.Held, lo
 // on no run beginning later than that, so the run does not begin. The
 // entry goes back to pending, unchanged, in the release transaction; the
 // places stay stamped, so the window admits fewer, never more.
-func (w *Worker) giveBack(q *queue.Item, held *slots.Held, stamped time.Time, log *slog.Logger) {
+func (w *Worker) giveBack(q *queue.Item, held *slots.Held, stamped time.Time, log *slog.Logger) error {
 	err := w.settle(held, log, func(ctx context.Context) error {
 		return w.d.Slots.Release(ctx, held, clientv3.OpPut(q.Key, q.Entry.Encode()))
 	})
 	w.d.Metrics.ClaimFails.WithLabelValues(metrics.ClaimLate).Inc()
 	log.Warn("run given back: it would begin too long after its rate stamp", "stamped", stamped, "err", err)
+	return err
 }
 
 // keepOrRelease releases the slot with the attempt's end, or, for a strict
@@ -138,6 +146,13 @@ func (w *Worker) giveBack(q *queue.Item, held *slots.Held, stamped time.Time, lo
 // that loses the strictness of
 // one retry, never a run.
 func (w *Worker) keepOrRelease(ctx context.Context, q *queue.Item, entry *queue.Entry, held *slots.Held, outcome runs.Outcome, retry *queue.Entry, ops []clientv3.Op) error {
+	if q.Key == "" {
+		// An assigned run: its record may be the leader's already (lost,
+		// when it took this worker for dead), which the release must not
+		// overwrite. It keeps no slot (notLean).
+		noRecord := clientv3.Compare(clientv3.CreateRevision(w.d.Keys.Record(entry.Job, entry.RunID)), "=", 0)
+		return w.d.Slots.ReleaseIf(ctx, held, []clientv3.Cmp{noRecord}, ops...)
+	}
 	if retry == nil || !entry.Spec.Retries.HoldSlot || outcome == runs.Lost || outcome == runs.Interrupted {
 		return w.d.Slots.Release(ctx, held, ops...)
 	}

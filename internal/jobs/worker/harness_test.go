@@ -12,6 +12,7 @@ import (
 
 	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/etcdtest"
+	"github.com/etcdsched/scheduler/internal/jobs/assign"
 	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
 	"github.com/etcdsched/scheduler/internal/jobs/metrics"
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
@@ -33,6 +34,8 @@ type testWorker struct {
 	sess   *session.Manager
 	w      *Worker
 	ctx    context.Context
+	assign *assign.Store
+	paused *queue.Paused
 }
 
 // testWorkerOptions: wrap, when set, stands between the worker and the
@@ -46,6 +49,10 @@ type testWorkerOptions struct {
 	// sessionClock, when set, is the session's clock (the worker's is
 	// the clock argument).
 	sessionClock clockwork.Clock
+	// jobs are configured besides the first; maxParallel, when set, is
+	// worker.max_parallel.
+	jobs        []config.Job
+	maxParallel int
 }
 
 // startTestWorker starts a worker for job under prefix.
@@ -54,8 +61,11 @@ func startTestWorker(t *testing.T, prefix string, clock clockwork.Clock, job con
 	etcd := etcdtest.Start(t)
 	cli := etcd.Client()
 	layout := keys.New(prefix)
-	cfg := jobstest.Config(job)
+	cfg := jobstest.Config(append([]config.Job{job}, o.jobs...)...)
 	cfg.Cluster.Etcd.Prefix = layout.Prefix
+	if o.maxParallel > 0 {
+		cfg.Worker.MaxParallel = o.maxParallel
+	}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -89,8 +99,17 @@ func startTestWorker(t *testing.T, prefix string, clock clockwork.Clock, job con
 	if o.writes != nil {
 		writes = o.writes(etcd.Endpoints())
 	}
-	w := New(Deps{Client: writes, Keys: layout, ID: "w1", Sessions: sessions, Slots: s, Executor: exec,
-		Queue: view, Specs: specs, Config: func() *config.Config { return cfg }, Metrics: m, Clock: clock, Log: o.log})
+	store, err := assign.New(writes, layout, clock, assign.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	paused := queue.NewPaused(layout, clock)
+	goRun(func(ctx context.Context) { _ = mirror.Run(ctx, cli, layout.Jobs(), paused, nil) })
+	w := New(Deps{Client: writes, Keys: layout, ID: "w1", Sessions: sessions, Slots: s, Executor: exec, Paused: paused,
+		Queue: view, Specs: specs, Config: func() *config.Config { return cfg }, Metrics: m, Clock: clock, Log: o.log, Assign: store})
+	goRun(func(ctx context.Context) {
+		_ = mirror.Run(ctx, cli, layout.ReplicaAssignments("w1"), w.Assignments(), nil)
+	})
 	goRun(func(ctx context.Context) { _ = w.Run(ctx) })
 	t.Cleanup(func() {
 		dctx, dcancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -99,7 +118,7 @@ func startTestWorker(t *testing.T, prefix string, clock clockwork.Clock, job con
 		w.Drain(dctx)
 	})
 	poll.For(t, 30*time.Second, "a session", sessions.Alive)
-	return &testWorker{cli: cli, layout: layout, cfg: cfg, sem: sem, view: view, sess: sessions, w: w, ctx: ctx}
+	return &testWorker{cli: cli, layout: layout, cfg: cfg, sem: sem, view: view, sess: sessions, w: w, ctx: ctx, assign: store, paused: paused}
 }
 
 // put writes e with its spec, as the leader does.

@@ -42,7 +42,7 @@ func (w *Worker) settle(held *slots.Held, log *slog.Logger, end func(ctx context
 		ctx, cancelAttempt := context.WithTimeout(context.Background(), ttl)
 		err := end(ctx)
 		cancelAttempt()
-		if err == nil || errors.Is(err, slots.ErrNotOwner) || errors.Is(context.Cause(held.Context()), slots.ErrLost) {
+		if err == nil || errors.Is(err, slots.ErrNotOwner) || errors.Is(err, slots.ErrNotApplied) || errors.Is(context.Cause(held.Context()), slots.ErrLost) {
 			return err
 		}
 		if stop.Err() != nil {

@@ -19,6 +19,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/etcdsched/scheduler/config"
+	"github.com/etcdsched/scheduler/internal/jobs/assign"
 	"github.com/etcdsched/scheduler/internal/jobs/metrics"
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
 	"github.com/etcdsched/scheduler/internal/keys"
@@ -41,6 +42,12 @@ type Sessions interface {
 type Slots interface {
 	Claim(ctx context.Context, sess *session.Session, req slots.Request) (*slots.Held, error)
 	Release(ctx context.Context, h *slots.Held, then ...clientv3.Op) error
+	// Adopt tracks the slots an assignment's claim put (assign.ClaimChunk);
+	// ReleaseIf releases them with writes that need cmps too; FreeIndex
+	// picks the slot index a claim tries.
+	Adopt(sess *session.Session, job, key string, slot int, token int64, res []slots.HeldResource, v slots.Value) *slots.Held
+	ReleaseIf(ctx context.Context, h *slots.Held, cmps []clientv3.Cmp, then ...clientv3.Op) error
+	FreeIndex(kind slots.Kind, name string, limit int) (int, bool)
 	Changed() <-chan struct{}
 	// Keep and ClaimHeld carry a slot across a strict retry.
 	Keep(ctx context.Context, h *slots.Held, then ...clientv3.Op) error
@@ -86,6 +93,10 @@ type Deps struct {
 	// Batch, when set, carries the worker's queue writes beside its claims
 	// and releases (queue.Writes.Batch); nil sends each alone.
 	Batch *txnbatch.Committer
+	// Assign, when set, makes the worker claim and run the runs the leader
+	// assigns to this replica (the lean protocol, assigned.go); the engine
+	// mirrors keys.ReplicaAssignments(ID) into Assignments.
+	Assign *assign.Store
 }
 
 // Worker claims pending runs and executes them; every replica has one.
@@ -94,6 +105,8 @@ type Worker struct {
 	writes  queue.Writes
 	cancels *queue.Cancels
 	members *members
+	// assigned is this replica's assignments (assigned.go).
+	assigned *assignedView
 
 	mu      sync.Mutex
 	pending dueHeap
@@ -103,8 +116,11 @@ type Worker struct {
 	// behind holds, by run id, an attempt that came up while the run's
 	// previous attempt was still active (its release queued the retry and
 	// has not returned): finish sends it back to pending.
-	behind   map[string]due
-	wake     chan struct{}
+	behind map[string]due
+	wake   chan struct{}
+	// freed closes (and is replaced) when a run leaves active: an
+	// assignment waiting for room under max_parallel looks again.
+	freed    chan struct{}
 	wg       sync.WaitGroup
 	drained  chan struct{}
 	stopping bool
@@ -137,7 +153,8 @@ func New(d Deps) *Worker {
 	}
 	w := &Worker{d: d, writes: queue.Writes{Client: d.Client, Keys: d.Keys, Config: d.Config, Batch: d.Batch}, members: newMembers(d.Keys),
 		active: map[string]*activeRun{}, parked: map[string]parkedRun{}, waits: map[string]*waitState{}, behind: map[string]due{},
-		wake: make(chan struct{}, 1), drained: make(chan struct{})}
+		wake: make(chan struct{}, 1), freed: make(chan struct{}), drained: make(chan struct{})}
+	w.assigned = newAssignedView(d.Keys, w.signal)
 	w.abandon, w.abandonCancel = context.WithCancel(context.Background())
 	w.cancels = queue.NewCancels(d.Keys, w.cancelRequested)
 	d.Queue.Subscribe(w.onPut, w.onDelete)
@@ -213,6 +230,9 @@ func (w *Worker) Run(ctx context.Context) error {
 			slotsChanged, queueChanged = nil, nil // nobody to wake
 		}
 		w.mu.Unlock()
+		if next := w.assigned.next(w.d.ClaimLead); w.d.Assign != nil && !next.IsZero() {
+			wait = min(wait, max(next.Sub(now), 0))
+		}
 		timer.Reset(wait)
 		changed := false
 		select {
@@ -230,6 +250,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		}
 		w.unpark(changed)
 		w.dispatch(ctx)
+		w.dispatchAssigned(ctx)
 	}
 }
 
@@ -285,6 +306,8 @@ func (w *Worker) dispatch(ctx context.Context) {
 func (w *Worker) finish(runID string) {
 	w.mu.Lock()
 	delete(w.active, runID)
+	close(w.freed)
+	w.freed = make(chan struct{})
 	if a, ok := w.behind[runID]; ok {
 		delete(w.behind, runID)
 		heap.Push(&w.pending, a)

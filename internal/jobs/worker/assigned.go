@@ -1,0 +1,121 @@
+package worker
+
+import (
+	"slices"
+	"sync"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/etcdsched/scheduler/internal/jobs/assign"
+	"github.com/etcdsched/scheduler/internal/keys"
+	"github.com/etcdsched/scheduler/internal/mirror"
+)
+
+// The lean run protocol (docs/protocol.md): the leader assigns a tick's
+// runs to one incarnation of a replica (assign/<id>.<lease>/<instant>/
+// <group>); the worker watches its replica's assignments, claims their runs
+// a claim lead before they are due, runs them as it runs queued ones, and
+// deletes each assignment once its runs are settled.
+
+// Assignments is the view of this replica's assignments the worker claims
+// from (keys.ReplicaAssignments).
+func (w *Worker) Assignments() mirror.Handler { return w.assigned }
+
+// freedLocked closes when a run next leaves active.
+func (w *Worker) freedLocked() <-chan struct{} { return w.freed }
+
+// assignedView is the replica's assignments, of every incarnation, as
+// mirrored from keys.ReplicaAssignments: a mirror.Handler.
+type assignedView struct {
+	keys   keys.Layout
+	signal func()
+
+	mu  sync.Mutex
+	all map[string]*assigned // by key
+}
+
+// assigned is one assignment as read, and whether the worker took it up.
+type assigned struct {
+	assign.Stored
+	taken bool
+}
+
+func newAssignedView(layout keys.Layout, signal func()) *assignedView {
+	return &assignedView{keys: layout, signal: signal, all: map[string]*assigned{}}
+}
+
+// Reset replaces the view; an assignment already taken up stays taken.
+func (v *assignedView) Reset(kvs []*mvccpb.KeyValue, _ int64) {
+	v.mu.Lock()
+	old := v.all
+	v.all = make(map[string]*assigned, len(kvs))
+	for _, kv := range kvs {
+		if a := v.decode(kv); a != nil {
+			if prev := old[a.Key(v.keys)]; prev != nil && prev.CreateRevision == a.CreateRevision {
+				a.taken = prev.taken
+			}
+			v.all[a.Key(v.keys)] = a
+		}
+	}
+	v.mu.Unlock()
+	v.signal()
+}
+
+// Apply adds new assignments and forgets deleted ones.
+func (v *assignedView) Apply(events []*clientv3.Event, _ int64) {
+	v.mu.Lock()
+	for _, ev := range events {
+		key := string(ev.Kv.Key)
+		if ev.Type == clientv3.EventTypeDelete {
+			delete(v.all, key)
+			continue
+		}
+		if prev := v.all[key]; prev != nil && prev.CreateRevision == ev.Kv.CreateRevision {
+			continue // an assignment is written once; nothing to redo
+		}
+		if a := v.decode(ev.Kv); a != nil {
+			v.all[key] = a
+		}
+	}
+	v.mu.Unlock()
+	v.signal()
+}
+
+func (v *assignedView) decode(kv *mvccpb.KeyValue) *assigned {
+	a, err := assign.Decode(v.keys, string(kv.Key), kv.Value)
+	if err != nil {
+		return nil // not ours to judge: the leader wrote it; Resolve deals with it
+	}
+	return &assigned{Stored: assign.Stored{Assignment: a, CreateRevision: kv.CreateRevision, ModRevision: kv.ModRevision}}
+}
+
+// next is when the earliest assignment not taken up is to be claimed
+// (the zero time when there is none).
+func (v *assignedView) next(lead time.Duration) time.Time {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	var first time.Time
+	for _, a := range v.all {
+		if at := a.At.Add(-lead); !a.taken && (first.IsZero() || at.Before(first)) {
+			first = at
+		}
+	}
+	return first
+}
+
+// take marks taken and returns the assignments due by now, earliest first.
+func (v *assignedView) take(now time.Time, lead time.Duration) []assign.Stored {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	var due []assign.Stored
+	for _, a := range v.all {
+		if !a.taken && !a.At.Add(-lead).After(now) {
+			a.taken = true
+			due = append(due, a.Stored)
+		}
+	}
+	slices.SortFunc(due, func(a, b assign.Stored) int { return a.At.Compare(b.At) })
+	return due
+}

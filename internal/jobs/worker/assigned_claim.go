@@ -1,0 +1,259 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/etcdsched/scheduler/config"
+	"github.com/etcdsched/scheduler/internal/jobs/assign"
+	"github.com/etcdsched/scheduler/internal/jobs/metrics"
+	"github.com/etcdsched/scheduler/internal/jobs/queue"
+	"github.com/etcdsched/scheduler/internal/keys"
+	"github.com/etcdsched/scheduler/internal/runs"
+	"github.com/etcdsched/scheduler/internal/session"
+	"github.com/etcdsched/scheduler/internal/slots"
+	"github.com/etcdsched/scheduler/internal/tracing"
+)
+
+// maxChunk is the most runs one claim transaction takes (docs/protocol.md:
+// chunks of up to 40 keep a chunk well inside etcd's --max-txn-ops).
+const maxChunk = 40
+
+// dispatchAssigned takes up the assignments due for claiming, each in a
+// goroutine of its own that the drain waits for.
+func (w *Worker) dispatchAssigned(ctx context.Context) {
+	if w.d.Assign == nil {
+		return
+	}
+	for _, st := range w.assigned.take(w.d.Clock.Now(), w.d.ClaimLead) {
+		w.wg.Add(1)
+		go func() {
+			defer w.wg.Done()
+			w.runAssignment(ctx, st)
+		}()
+	}
+}
+
+// assignedRun is one run of an assignment on its way to a claim.
+type assignedRun struct {
+	job   assign.Job
+	runID string
+	entry *queue.Entry // pending, resolved
+	slot  int
+}
+
+// runAssignment claims st's runs in chunks as max_parallel leaves room,
+// runs those it got, and settles the rest: a pending entry (the queue path
+// decides), a skipped or missed record, or nothing when etcd says another
+// decided. When every run is settled it deletes the assignment and its
+// markers; a run left unsettled (a drain, an error) is the leader's to
+// resolve once this incarnation is gone.
+func (w *Worker) runAssignment(ctx context.Context, st assign.Stored) {
+	log := w.d.Log.With("assignment", st.Key(w.d.Keys))
+	sess, err := w.d.Sessions.Current(ctx)
+	if err != nil {
+		return
+	}
+	if st.Worker != keys.Incarnation(w.d.ID, int64(sess.Lease())) {
+		log.Info("assignment of an earlier session left to the leader")
+		return
+	}
+	var running sync.WaitGroup
+	var unsettled atomic.Int32
+	todo := st.Jobs
+	for chunk := 0; len(todo) > 0; chunk++ {
+		reserved := w.reserve(ctx, sess, &st, todo)
+		if len(reserved) == 0 {
+			running.Wait()
+			return // draining or a new session: the rest is the leader's once this one ends
+		}
+		todo = todo[len(reserved):]
+		rs := w.prepare(ctx, &st, reserved, &unsettled)
+		if len(rs) == 0 {
+			continue
+		}
+		if !w.claimChunk(ctx, sess, &st, chunk, rs, &running, &unsettled, log) {
+			running.Wait()
+			return
+		}
+	}
+	running.Wait()
+	if unsettled.Load() == 0 {
+		w.cleanup(ctx, st, log)
+	}
+}
+
+// reserve waits for room under max_parallel and counts up to maxChunk of
+// jobs' runs as active, in order; none when ctx or the session ends first.
+func (w *Worker) reserve(ctx context.Context, sess *session.Session, st *assign.Stored, jobs []assign.Job) []assign.Job {
+	for {
+		w.mu.Lock()
+		free := w.maxParallel() - len(w.active)
+		n := 0
+		for n < min(free, maxChunk, len(jobs)) {
+			id := st.RunID(jobs[n].Name)
+			if _, busy := w.active[id]; busy {
+				break
+			}
+			w.active[id] = &activeRun{}
+			n++
+		}
+		freed := w.freedLocked()
+		w.mu.Unlock()
+		if n > 0 {
+			return jobs[:n]
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-sess.Done():
+			return nil
+		case <-freed:
+		}
+	}
+}
+
+// prepare resolves each run's spec and settles at once what needs no claim:
+// past its starting deadline (missed), paused (skipped), or of a job the
+// lean path does not take (a pending entry). It returns the runs to claim.
+func (w *Worker) prepare(ctx context.Context, st *assign.Stored, jobs []assign.Job, unsettled *atomic.Int32) []assignedRun {
+	var rs []assignedRun
+	for _, j := range jobs {
+		r := assignedRun{job: j, runID: st.RunID(j.Name)}
+		base := &queue.Entry{RunID: r.runID, Job: j.Name, ScheduledAt: st.At.UTC(), NotBefore: st.At.UTC(), Attempt: 1,
+			Trigger: runs.Schedule, SpecRef: j.SpecRef, State: queue.Pending}
+		it, err := w.d.Specs.Resolve(ctx, &queue.Item{Entry: base})
+		if err != nil {
+			// The queue path waits for the spec, as long as the run's
+			// starting deadline allows (start.go, resolve).
+			w.settleAssigned(ctx, st, base, "its spec is not readable yet: "+err.Error(), unsettled)
+			continue
+		}
+		r.entry = it.Entry
+		r.entry.Input = r.entry.Spec.DefaultInput()
+		if why := notLean(&r.entry.Spec); why != "" {
+			w.settleAssigned(ctx, st, r.entry, why, unsettled)
+			continue
+		}
+		now := w.d.Clock.Now()
+		switch {
+		case now.After(st.At.Add(r.entry.Spec.StartingDeadline.D())):
+			w.endUnclaimed(ctx, st, r.entry, runs.Missed, metrics.ReasonDeadline,
+				fmt.Sprintf("not claimed by its starting deadline %s (due %s)", r.entry.Spec.StartingDeadline, st.At.UTC().Format(runs.TimeFormat)), unsettled)
+			continue
+		case w.d.Paused != nil && w.d.Paused.Is(j.Name, r.entry.Spec.Paused):
+			w.endUnclaimed(ctx, st, r.entry, runs.Skipped, metrics.ReasonPaused, "not started: the job is paused", unsettled)
+			continue
+		}
+		if i, ok := w.d.Slots.FreeIndex(slots.JobSlot, keys.SlotGroup(j.Name, ""), r.entry.Spec.MaxConcurrency); ok {
+			r.slot = i
+		}
+		rs = append(rs, r)
+	}
+	return rs
+}
+
+// notLean says why a job's runs cannot be claimed from an assignment: the
+// release of an assigned run has no queue entry to give back (a rate
+// window's late start), to keep its slot in (hold_slot) or to cancel by
+// (replace), and the claim compares no key, resource or window. The leader
+// assigns none of these (docs/protocol.md); one that comes anyway (a spec
+// changed in between) takes the queue path.
+func notLean(j *config.Job) string {
+	switch {
+	case j.ConcurrencyKey != "":
+		return "it has a concurrency key"
+	case j.Rate != nil:
+		return "it has a rate"
+	case len(j.Resources) > 0:
+		return "it uses shared resources"
+	case j.Retries.HoldSlot:
+		return "its retries hold the slot"
+	case j.Overlap == config.OverlapReplace:
+		return "its overlap is replace"
+	}
+	return ""
+}
+
+// claimChunk claims rs and starts those it got; false when the assignment
+// is gone (moved or deleted by the leader) and no more is to be claimed.
+func (w *Worker) claimChunk(ctx context.Context, sess *session.Session, st *assign.Stored, chunk int, rs []assignedRun, running *sync.WaitGroup, unsettled *atomic.Int32, log *slog.Logger) bool {
+	startedAt := w.d.Clock.Now()
+	if startedAt.Before(st.At) {
+		startedAt = st.At // claimed a lead early: starts when due
+	}
+	tries := make([]assign.Run, len(rs))
+	for i, r := range rs {
+		tries[i] = assign.Run{Job: r.job.Name, Slot: r.slot, StartedAt: startedAt}
+	}
+	claims, err := w.claimTries(ctx, sess, st, chunk, tries, log)
+	if err != nil {
+		for _, r := range rs {
+			w.finish(r.runID)
+		}
+		if !errors.Is(err, assign.ErrGone) {
+			unsettled.Add(1)
+			log.Warn("claiming an assignment's runs failed: the leader resolves them", "chunk", chunk, "err", err)
+		}
+		return false
+	}
+	for i, c := range claims {
+		r := rs[i]
+		switch {
+		case c.Outcome == assign.Claimed:
+			held := w.d.Slots.Adopt(sess, r.job.Name, "", r.slot, c.Token, nil,
+				slots.Value{RunID: r.runID, Holder: st.Worker, StartedAt: startedAt.UTC(), ScheduledAt: st.At.UTC()})
+			running.Add(1)
+			w.wg.Add(1)
+			go func() {
+				defer w.wg.Done()
+				defer running.Done()
+				defer w.finish(r.runID)
+				if !w.runClaimed(ctx, r, held, startedAt) {
+					unsettled.Add(1)
+				}
+			}()
+		case c.Reason == assign.RecordExists:
+			w.finish(r.runID) // decided already
+		default:
+			// A slot taken, or a run of the job waiting: the queue path
+			// applies overlap, fair order and queue_limit as for any run.
+			w.settleAssigned(ctx, st, r.entry, string(c.Reason), unsettled)
+		}
+	}
+	return true
+}
+
+// claimTries sends one chunk until etcd answers it, the assignment is
+// gone, or the session or ctx ends. A chunk sent again is the same runs
+// with the same slot picks: one whose first answer was lost reads its own
+// slots back (ClaimChunk), and no run can take a second slot.
+func (w *Worker) claimTries(ctx context.Context, sess *session.Session, st *assign.Stored, chunk int, tries []assign.Run, log *slog.Logger) ([]assign.Claim, error) {
+	b := settleBackoff
+	for {
+		claims, err := w.d.Assign.ClaimChunk(ctx, sess.Lease(), st.Assignment, st.CreateRevision, chunk, tries)
+		if err == nil || errors.Is(err, assign.ErrGone) || sess.Err() != nil {
+			return claims, err
+		}
+		log.Warn("claiming an assignment's runs failed; trying again", "chunk", chunk, "err", err, "in", b.Delay())
+		if !b.Wait(ctx, w.d.Clock) {
+			return nil, err
+		}
+	}
+}
+
+// runClaimed executes a claimed run as a queued one is (execute), with no
+// entry: its release compares that the run has no record yet. It reports
+// whether the run's end was applied.
+func (w *Worker) runClaimed(ctx context.Context, r assignedRun, held *slots.Held, startedAt time.Time) bool {
+	q := &queue.Item{Entry: r.entry}
+	_, span := tracing.StartRun(ctx, w.d.Tracer, tracing.RunInfo{Job: r.job.Name, RunID: r.runID, Attempt: 1, Trigger: runs.Schedule, Holder: w.d.ID})
+	defer span.End()
+	log := w.d.Log.With("job", r.job.Name, "run_id", r.runID, "attempt", 1)
+	return w.execute(q, r.entry.Running(w.d.ID, held.Slot, startedAt), held, log, span) == nil
+}

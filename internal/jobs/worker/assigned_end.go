@@ -1,0 +1,108 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync/atomic"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/etcdsched/scheduler/internal/jobs/assign"
+	"github.com/etcdsched/scheduler/internal/jobs/queue"
+	"github.com/etcdsched/scheduler/internal/runs"
+)
+
+// How an assigned run that is not executed here ends: on the queue path
+// (a pending entry), or with a record of why it never started. Each gives
+// back the run's place under max_parallel (reserve).
+
+// settleAssigned hands the run to the queue path: today's pending entry,
+// if the assignment is still as read and the run has no entry and no
+// record (else another decided, or decides: a moved assignment's new
+// worker).
+func (w *Worker) settleAssigned(ctx context.Context, st *assign.Stored, e *queue.Entry, why string, unsettled *atomic.Int32) {
+	defer w.finish(e.RunID)
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.d.Config().Cluster.SessionTTL.D())
+	defer cancel()
+	key := w.d.Keys.Entry(e.Job, e.RunID)
+	resp, err := w.d.Client.Txn(wctx).If(
+		clientv3.Compare(clientv3.CreateRevision(st.Key(w.d.Keys)), "=", st.CreateRevision),
+		clientv3.Compare(clientv3.CreateRevision(key), "=", 0),
+		clientv3.Compare(clientv3.CreateRevision(w.d.Keys.Record(e.Job, e.RunID)), "=", 0),
+	).Then(clientv3.OpPut(key, e.Encode())).Commit()
+	if err != nil {
+		unsettled.Add(1)
+		w.d.Log.Warn("an assigned run could not be queued: the leader resolves it", "job", e.Job, "run_id", e.RunID, "err", err)
+		return
+	}
+	w.d.Log.Debug("assigned run takes the queue path", "job", e.Job, "run_id", e.RunID, "why", why, "queued", resp.Succeeded, "assignment", st.Key(w.d.Keys))
+}
+
+// endUnclaimed records a run of st that was not claimed (missed past its
+// starting deadline, skipped while its job is paused) with what the record
+// causes, if the assignment is still as read and the run has no record:
+// a moved assignment is the new worker's to decide.
+func (w *Worker) endUnclaimed(ctx context.Context, st *assign.Stored, e *queue.Entry, outcome runs.Outcome, reason, msg string, unsettled *atomic.Int32) {
+	defer w.finish(e.RunID)
+	rec := e.NotStarted(outcome, w.d.Clock.Now(), msg)
+	ops := queue.RecordOps(w.d.Keys, &rec)
+	ops = append(ops, queue.Follows(w.d.Keys, w.d.Config(), e.JobSpec(), &rec, e.Input, rec.EndedAt).All()...)
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.d.Config().Cluster.SessionTTL.D())
+	defer cancel()
+	resp, err := w.d.Client.Txn(wctx).If(
+		clientv3.Compare(clientv3.CreateRevision(st.Key(w.d.Keys)), "=", st.CreateRevision),
+		clientv3.Compare(clientv3.CreateRevision(w.d.Keys.Record(e.Job, e.RunID)), "=", 0),
+	).Then(ops...).Commit()
+	switch {
+	case err != nil:
+		unsettled.Add(1)
+		w.d.Log.Warn("recording an assigned run as not started failed: the leader resolves it", "job", e.Job, "run_id", e.RunID, "outcome", outcome, "err", err)
+	case !resp.Succeeded:
+		// Moved by the leader (the new worker decides), or recorded.
+		w.d.Log.Debug("assigned run decided elsewhere", "job", e.Job, "run_id", e.RunID)
+	default:
+		w.d.Metrics.NotStarted(e.Job, string(outcome), reason)
+		w.d.Log.Info("run not started", "job", e.Job, "run_id", e.RunID, "outcome", outcome, "reason", msg)
+	}
+}
+
+// cleanupTries bounds how often a cleanup reads again after a conflict (a
+// marker written since the read, by a chunk of this assignment).
+const cleanupTries = 5
+
+// cleanup deletes st and its claim markers once every run it names is
+// settled. It reads them first (the markers' revisions are what the delete
+// compares); an assignment gone or written anew is not this worker's.
+func (w *Worker) cleanup(ctx context.Context, st assign.Stored, log *slog.Logger) {
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.d.Config().Cluster.SessionTTL.D())
+	defer cancel()
+	for range cleanupTries {
+		snap, err := w.d.Assign.Read(wctx, st.Worker)
+		if err != nil {
+			log.Warn("reading an assignment to delete it failed: the leader deletes it", "err", err)
+			return
+		}
+		cur, ok := storedAt(snap, &st)
+		if !ok {
+			return
+		}
+		err = w.d.Assign.Cleanup(wctx, cur)
+		if !errors.Is(err, assign.ErrConflict) {
+			if err != nil {
+				log.Warn("deleting a settled assignment failed: the leader deletes it", "err", err)
+			}
+			return
+		}
+	}
+}
+
+// storedAt is st as found in snap, if it was not written anew since.
+func storedAt(snap assign.Snapshot, st *assign.Stored) (assign.Stored, bool) {
+	for _, cur := range snap.Assignments {
+		if cur.At.Equal(st.At) && cur.Group == st.Group && cur.CreateRevision == st.CreateRevision {
+			return cur, true
+		}
+	}
+	return assign.Stored{}, false
+}

@@ -1,0 +1,77 @@
+package slots
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/etcdsched/scheduler/internal/etcdtest"
+)
+
+// putSlot is a claim made outside the semaphore, as the lean protocol's
+// chunk makes it: the job slot key under the session's lease.
+func putSlot(t *testing.T, cli *clientv3.Client, lease clientv3.LeaseID, job string, slot int, runID string) int64 {
+	t.Helper()
+	v, _ := json.Marshal(Value{RunID: runID, Holder: "w"})
+	resp, err := cli.Put(context.Background(), SlotKey("/scheduler/", job, slot), string(v), clientv3.WithLease(lease))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.Header.Revision
+}
+
+// An adopted claim is tracked like any: a delete of its key under it ends
+// its context (ErrLost).
+func TestAdoptedClaimIsCancelledWhenItsKeyGoes(t *testing.T) {
+	cli := etcdtest.Start(t).Client()
+	s := startSemaphore(t, cli)
+	sess := newSession(t, cli, 5*time.Second, time.Second)
+	token := putSlot(t, cli, sess.Lease(), "j", 0, "j@1")
+	h := s.Adopt(sess, "j", "", 0, token, nil, Value{RunID: "j@1"})
+	if _, err := cli.Delete(context.Background(), h.Key()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-h.Context().Done():
+		if !errors.Is(context.Cause(h.Context()), ErrLost) {
+			t.Errorf("cause %v, want ErrLost", context.Cause(h.Context()))
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the adopted claim was not cancelled when its key was deleted")
+	}
+}
+
+// ReleaseIf gives the slot up whatever its conditions, and applies its
+// writes only when they hold.
+func TestReleaseIfAppliesItsWritesOnlyWhenItsComparesHold(t *testing.T) {
+	cli := etcdtest.Start(t).Client()
+	s := startSemaphore(t, cli)
+	sess := newSession(t, cli, 5*time.Second, time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := cli.Put(ctx, "/scheduler/record", "theirs"); err != nil {
+		t.Fatal(err)
+	}
+	absent := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision("/scheduler/record"), "=", 0)}
+	h := s.Adopt(sess, "j", "", 0, putSlot(t, cli, sess.Lease(), "j", 0, "j@1"), nil, Value{RunID: "j@1"})
+	if err := s.ReleaseIf(ctx, h, absent, clientv3.OpPut("/scheduler/record", "mine")); !errors.Is(err, ErrNotApplied) {
+		t.Fatalf("ReleaseIf with a failing compare: %v, want ErrNotApplied", err)
+	}
+	if resp, err := cli.Get(ctx, "/scheduler/", clientv3.WithPrefix()); err != nil || len(resp.Kvs) != 1 || string(resp.Kvs[0].Value) != "theirs" {
+		t.Fatalf("after ReleaseIf: %v %v, want only the record, unchanged", resp.Kvs, err)
+	}
+	if _, err := cli.Delete(ctx, "/scheduler/record"); err != nil {
+		t.Fatal(err)
+	}
+	h = s.Adopt(sess, "j", "", 0, putSlot(t, cli, sess.Lease(), "j", 0, "j@2"), nil, Value{RunID: "j@2"})
+	if err := s.ReleaseIf(ctx, h, absent, clientv3.OpPut("/scheduler/record", "mine")); err != nil {
+		t.Fatal(err)
+	}
+	if resp, err := cli.Get(ctx, "/scheduler/", clientv3.WithPrefix()); err != nil || len(resp.Kvs) != 1 || string(resp.Kvs[0].Value) != "mine" {
+		t.Fatalf("after ReleaseIf: %v %v, want only the record written", resp.Kvs, err)
+	}
+}
