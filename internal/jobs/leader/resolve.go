@@ -63,7 +63,7 @@ func (l *leader) resolveDead(ctx context.Context) error {
 }
 
 // resolveOnce lists, keys only, the workers that hold assignments or claim
-// markers, and resolves those not alive.
+// markers, and resolves those not alive; it stops at a lost fence.
 func (l *leader) resolveOnce(ctx context.Context) error {
 	resp, err := l.d.Client.Txn(ctx).Then(
 		clientv3.OpGet(l.d.Keys.Assignments(), clientv3.WithPrefix(), clientv3.WithKeysOnly()),
@@ -84,12 +84,16 @@ func (l *leader) resolveOnce(ctx context.Context) error {
 		}
 	}
 	slices.Sort(dead)
+	var errs error
 	for _, w := range slices.Compact(dead) {
-		if err := l.resolveWorker(ctx, w); err != nil {
+		// One worker's failure does not hold back the others'.
+		if err := l.resolveWorker(ctx, w); errors.Is(err, errNotLeader) {
 			return err
+		} else if err != nil {
+			errs = errors.Join(errs, err)
 		}
 	}
-	return nil
+	return errs
 }
 
 // resolveWorker resolves one dead worker and logs and counts what became
