@@ -263,3 +263,26 @@ func (l *leader) passLean(ctx context.Context, items []leanItem, done func(*conf
 		}
 	}
 }
+
+// assignedSpecsUsed marks in used the specs of ticks assigned within the
+// spec grace: no entry refers to them, yet a worker reads them at its
+// claim (specs.go).
+func (l *leader) assignedSpecsUsed(used map[string]bool, now time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for k, at := range l.assignedSpecs {
+		if now.Before(at.Add(l.d.SpecGrace)) {
+			used[k] = true
+		} else {
+			delete(l.assignedSpecs, k)
+		}
+	}
+}
+
+// keepAssignedSpecsLocked takes out of the collection's candidates the
+// specs a pass assigned ticks of since they were found unused.
+func (l *leader) keepAssignedSpecsLocked(byJob map[string][]string) {
+	for job, keys := range byJob {
+		byJob[job] = slices.DeleteFunc(keys, func(k string) bool { _, ok := l.assignedSpecs[k]; return ok })
+	}
+}

@@ -284,3 +284,48 @@ func TestTwoTermsCannotAuthorizeATickTwice(t *testing.T) {
 		t.Errorf("a deposed leader assigned %d runs", len(got)-len(assigned))
 	}
 }
+
+// A spec that only assignments name (their runs' entries are gone or never
+// were) is not collected as unused: the worker reads it at its claim.
+func TestAnAssignedTicksSpecIsNotCollected(t *testing.T) {
+	cli := etcdtest.Start(t).Client()
+	ctx := t.Context()
+	clock := clockwork.NewFakeClockAt(leanStart)
+	layout := keys.New("/specgc/")
+	l := newLeanLeader(t, cli, "/specgc/", leanJobs(), clock, memberKV(layout, "r1", 0x10, assign.Protocol))
+	withSpecViews(l)
+	l.d.SpecGrace = 5 * time.Second
+	unused := map[string]time.Time{}
+	for i := range 12 {
+		if err := l.pass(ctx); err != nil {
+			t.Fatal(err)
+		}
+		// The queued ticks ran: no entry refers to the spec any more.
+		if _, err := cli.Delete(ctx, layout.Queue(), clientv3.WithPrefix()); err != nil {
+			t.Fatal(err)
+		}
+		loadSpecs(t, l)
+		if err := l.collectSpecsOnce(ctx, unused); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := cli.Get(ctx, layout.Assignments(), clientv3.WithPrefix())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, kv := range resp.Kvs {
+			a, err := assign.Decode(layout, string(kv.Key), kv.Value)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, j := range a.Jobs {
+				if key := layout.Spec(j.Name, j.SpecRef); !specExists(t, cli, key) {
+					t.Fatalf("second %d: spec %s of assigned run %s was collected", i, key, a.RunID(j.Name))
+				}
+			}
+		}
+		clock.Advance(time.Second)
+	}
+	if n := len(assignedRuns(t, cli, layout)); n < 5 {
+		t.Fatalf("%d runs assigned in 12 seconds; the test needs the lean path", n)
+	}
+}

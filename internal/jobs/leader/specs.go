@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -102,16 +101,7 @@ func (l *leader) collectSpecsOnce(ctx context.Context, unused map[string]time.Ti
 		}
 		return false
 	})
-	l.mu.Lock()
-	for k, at := range l.assignedSpecs {
-		// An assigned tick's worker reads its spec at the claim.
-		if now.Before(at.Add(l.d.SpecGrace)) {
-			used[k] = true
-		} else {
-			delete(l.assignedSpecs, k)
-		}
-	}
-	l.mu.Unlock()
+	l.assignedSpecsUsed(used, now)
 	exists := map[string]bool{}
 	byJob := map[string][]string{}
 	for _, key := range l.d.Specs.Keys() {
@@ -145,11 +135,8 @@ func (l *leader) collectSpecsOnce(ctx context.Context, unused map[string]time.Ti
 	// before are answered once the gate is ours.
 	l.specGate.Lock()
 	l.mu.Lock()
-	for job, keys := range byJob {
-		// A pass that ended meanwhile may have assigned ticks of a
-		// candidate: it stays, as used.
-		keys = slices.DeleteFunc(keys, func(k string) bool { _, ok := l.assignedSpecs[k]; return ok })
-		byJob[job] = keys
+	l.keepAssignedSpecsLocked(byJob)
+	for _, keys := range byJob {
 		for _, k := range keys {
 			delete(l.specsWritten, k)
 		}
