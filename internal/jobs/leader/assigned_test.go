@@ -3,6 +3,7 @@ package leader
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -327,5 +328,103 @@ func TestAnAssignedTicksSpecIsNotCollected(t *testing.T) {
 	}
 	if n := len(assignedRuns(t, cli, layout)); n < 5 {
 		t.Fatalf("%d runs assigned in 12 seconds; the test needs the lean path", n)
+	}
+}
+
+// Withdrawing a job's ticks (a pause, a change, a removal) sets its cursor
+// back, but never past a tick it assigned: no entry or record of that tick
+// exists to stop a second write, so planning it again would run it twice.
+// A new term knows the assigned ticks from one read of assign/.
+func TestWithdrawingKeepsTheCursorPastAssignedTicks(t *testing.T) {
+	cli := etcdtest.Start(t).Client()
+	ctx := t.Context()
+	clock := clockwork.NewFakeClockAt(leanStart)
+	layout := keys.New("/withdraw/")
+	r1 := memberKV(layout, "r1", 0x10, assign.Protocol)
+	l := newLeanLeader(t, cli, "/withdraw/", leanJobs(), clock, r1)
+	for range 2 {
+		if err := l.pass(ctx); err != nil {
+			t.Fatal(err)
+		}
+		clock.Advance(time.Second)
+	}
+	assigned := runs.ID("fast", leanStart.Add(3*time.Second))
+	if _, ok := assignedRuns(t, cli, layout)[assigned]; !ok {
+		t.Fatalf("%s not assigned; the test needs it", assigned)
+	}
+
+	// A pause and a resume a second later, while the tick is still ahead.
+	setPaused(l, "fast", true)
+	l.syncPaused()
+	if err := l.pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	setPaused(l, "fast", false)
+	l.syncPaused()
+	for range 3 {
+		if err := l.pass(ctx); err != nil {
+			t.Fatal(err)
+		}
+		clock.Advance(time.Second)
+	}
+	if got := stored(t, cli, layout.JobQueue("fast")); slices.Contains(got, assigned) {
+		t.Errorf("%s, assigned before the pause, was queued again after it", assigned)
+	}
+	assignedRuns(t, cli, layout) // fails on a run assigned twice
+
+	// A new term, whose first look sweeps the job paused again.
+	next := newLeanLeader(t, cli, "/withdraw/", leanJobs(), clock, r1)
+	elect(t, next, "next")
+	if err := next.loadCursors(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := next.loadAssigned(ctx); err != nil {
+		t.Fatal(err)
+	}
+	last := next.assignedUntil["fast"]
+	if !last.After(clock.Now()) {
+		t.Fatalf("the new term knows fast assigned up to %s, want a tick ahead of %s", last, clock.Now())
+	}
+	if err := next.withdrawJob(ctx, "fast", true, clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if c := next.cursors["fast"]; c.Before(last) {
+		t.Errorf("a new term's withdrawal set the cursor back to %s, before the assigned tick %s", c, last)
+	}
+}
+
+// A changed job whose ticks were queued, then assigned, keeps its queued
+// ticks before the assigned one: the cursor cannot go back past the
+// assigned tick, so withdrawn they would never be planned again.
+func TestAChangedJobKeepsItsEntriesBeforeAnAssignedTick(t *testing.T) {
+	cli := etcdtest.Start(t).Client()
+	ctx := t.Context()
+	clock := clockwork.NewFakeClockAt(leanStart)
+	layout := keys.New("/change/")
+	l := newLeanLeader(t, cli, "/change/", leanJobs(), clock, memberKV(layout, "r1", 0x10, assign.Protocol))
+	if err := l.pass(ctx); err != nil { // entries at 1s and 2s
+		t.Fatal(err)
+	}
+	clock.Advance(time.Second)
+	if err := l.pass(ctx); err != nil { // 3s assigned
+		t.Fatal(err)
+	}
+	queued, assigned := runs.ID("fast", leanStart.Add(2*time.Second)), runs.ID("fast", leanStart.Add(3*time.Second))
+	if _, ok := assignedRuns(t, cli, layout)[assigned]; !ok {
+		t.Fatalf("%s not assigned; the test needs it", assigned)
+	}
+	changed := leanJobs()
+	changed.Jobs[0].HTTP.URL = "http://127.0.0.1:1/changed"
+	l.d.Config = func() *config.Config { return changed }
+	l.syncJobs()
+	if err := l.pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := stored(t, cli, layout.JobQueue("fast"))
+	if !slices.Contains(got, queued) {
+		t.Errorf("%s, queued before the assigned %s, was withdrawn by the change: it would never run; queue %v", queued, assigned, got)
+	}
+	if slices.Contains(got, assigned) {
+		t.Errorf("%s queued besides its assignment", assigned)
 	}
 }
