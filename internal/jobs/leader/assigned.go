@@ -246,21 +246,23 @@ func (l *leader) refreshCursors(ctx context.Context, jobs []string) error {
 }
 
 // passLean authorizes one window and schedules each job's next look:
-// after its new cursor when written, at once when a conflict re-read its
-// cursor, as done decides on other errors.
+// after its new cursor when written; half a second later, planned afresh
+// from the cursors a conflict re-read, when not; never once the term is
+// over.
 func (l *leader) passLean(ctx context.Context, items []leanItem, done func(*config.Job, time.Time, error)) {
 	applied, err := l.authorize(ctx, items)
 	if err != nil && !errors.Is(err, errNotLeader) && ctx.Err() == nil {
-		l.d.Log.Warn("assigning ticks failed; replanning the jobs", "jobs", len(items), "err", err)
+		l.d.Log.Warn("assigning ticks failed; planning the jobs again", "jobs", len(items), "err", err)
 	}
+	retry := l.d.Clock.Now().Add(500 * time.Millisecond)
 	for _, it := range items {
 		switch {
 		case applied[it.job.Name]:
 			done(it.job, nextWake(it.sched, it.plan.Cursor, it.la), nil)
-		case errors.Is(err, assign.ErrConflict):
-			done(it.job, l.d.Clock.Now(), nil)
-		default:
+		case errors.Is(err, errNotLeader) || ctx.Err() != nil:
 			done(it.job, time.Time{}, err)
+		default:
+			done(it.job, retry, nil)
 		}
 	}
 }
