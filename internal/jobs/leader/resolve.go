@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/config"
@@ -36,8 +37,17 @@ func (l *leader) resolveDead(ctx context.Context) error {
 	if l.d.Workers == nil || l.store == nil {
 		return nil
 	}
-	timer := l.d.Clock.NewTimer(time.Hour)
-	defer timer.Stop()
+	select {
+	case <-l.d.Workers.Ready():
+	case <-ctx.Done():
+		return nil
+	}
+	var timer clockwork.Timer // made after the first look
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
 	for {
 		if err := l.resolveOnce(ctx); err != nil {
 			if ctx.Err() != nil {
@@ -52,7 +62,11 @@ func (l *leader) resolveDead(ctx context.Context) error {
 		if gap <= 0 {
 			gap = defaultResolveGap
 		}
-		timer.Reset(gap)
+		if timer == nil {
+			timer = l.d.Clock.NewTimer(gap)
+		} else {
+			timer.Reset(gap)
+		}
 		select {
 		case <-ctx.Done():
 			return nil

@@ -230,3 +230,39 @@ func modRevision(t *testing.T, cli *clientv3.Client, key string) int64 {
 	}
 	return resp.Kvs[0].ModRevision
 }
+
+// At the start of a term the members may not be read yet: every worker
+// would look dead and none could take a dead one's runs, which would be
+// recorded missed. The resolution waits for the members' first read.
+func TestResolutionWaitsForTheMembersFirstRead(t *testing.T) {
+	e := newResolveEnv(t, "/first/")
+	live, _ := e.member("r1")
+	at := leanStart.Add(10 * time.Second)
+	e.assign("r2.1", at, []string{"moved"}) // an incarnation whose member key is gone
+	e.l.d.Workers = NewWorkers(e.layout)    // a term started before its mirror's first read
+
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := e.l.resolveDead(e.ctx); err != nil {
+			t.Errorf("resolveDead: %v", err)
+		}
+	}()
+	t.Cleanup(wg.Wait)
+	moved := runs.ID("moved", at)
+	if poll.Within(time.Second, func() bool { return e.get(e.layout.Record("moved", moved)) != "" }) {
+		t.Fatalf("resolved before the members were read: %s", e.get(e.layout.Record("moved", moved)))
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_ = mirror.Run(e.ctx, e.cli, e.layout.Members(), e.l.d.Workers, nil)
+	}()
+	poll.Until(t, 20*time.Second, "the run moved to the live worker", func() (bool, string) {
+		if w := assignedRuns(t, e.cli, e.layout)[moved]; w != live {
+			return false, fmt.Sprintf("assigned to %q", w)
+		}
+		return true, ""
+	})
+}

@@ -24,6 +24,8 @@ type Workers struct {
 	mu      sync.Mutex
 	members map[string]member // by replica id
 	changed chan struct{}
+	ready   chan struct{} // closed by the first Reset
+	once    sync.Once
 }
 
 type member struct {
@@ -33,8 +35,12 @@ type member struct {
 
 // NewWorkers knows no member until its mirror's first Reset.
 func NewWorkers(layout keys.Layout) *Workers {
-	return &Workers{keys: layout, members: map[string]member{}, changed: make(chan struct{}, 1)}
+	return &Workers{keys: layout, members: map[string]member{}, changed: make(chan struct{}, 1), ready: make(chan struct{})}
 }
+
+// Ready closes once the members were read: before, every worker would
+// look dead and no live one could take a dead one's runs.
+func (w *Workers) Ready() <-chan struct{} { return w.ready }
 
 // Changed signals (coalescing) that an incarnation may have ended: a member
 // key deleted or put on another lease, or the mirror read anew.
@@ -49,6 +55,7 @@ func (w *Workers) Reset(kvs []*mvccpb.KeyValue, _ int64) {
 	w.mu.Lock()
 	w.members = next
 	w.mu.Unlock()
+	w.once.Do(func() { close(w.ready) })
 	signal(w.changed)
 }
 
