@@ -88,6 +88,7 @@ type Engine struct {
 	worker   *worker.Worker
 	finished *leader.Finished
 	outbox   *queue.Outbox
+	workers  *leader.Workers // members/ as the leader assigns and resolves by
 
 	configChanged chan struct{}
 	wg            sync.WaitGroup
@@ -132,6 +133,7 @@ func New(opts Options) (*Engine, error) {
 		paused:        queue.NewPaused(layout, opts.Clock),
 		finished:      leader.NewFinished(),
 		outbox:        queue.NewOutbox(),
+		workers:       leader.NewWorkers(layout),
 		configChanged: make(chan struct{}, 1),
 	}
 	if err := metrics.Pending(opts.Reg, e.outbox.Len); err != nil {
@@ -180,6 +182,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		{e.keys.Members(), e.worker.Members()},
 		{e.keys.ReplicaAssignments(e.opts.ID), e.worker.Assignments()},
 		{e.keys.Outbox(), e.outbox},
+		{e.keys.Members(), e.workers},
 	} {
 		wg.Add(1)
 		go func() {
@@ -219,6 +222,7 @@ func (e *Engine) Lead(ctx context.Context, term election.Leadership) error {
 		Client: e.opts.Client, Keys: e.keys, Config: e.opts.Config, ConfigChanged: e.configChanged,
 		Queue: e.queue, Specs: e.specs, Paused: e.paused, Slots: e.opts.Slots, Finished: e.finished, Outbox: e.outbox,
 		Metrics: e.metrics, Clock: e.clock, Log: e.log, Lookahead: e.opts.Lookahead,
+		Workers: e.workers,
 	}, term)
 }
 

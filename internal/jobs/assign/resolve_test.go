@@ -175,13 +175,20 @@ func TestResolveRacingARestartedWorkerHasOneWinner(t *testing.T) {
 	t.Logf("the restarted worker won %d rounds, the resolution %d", wins[true], wins[false])
 }
 
-// w2Has reports whether w2's assignment names job.
+// w2Has reports whether one of w2's assignments names job: runs moved
+// from each dead worker go to an assignment of their own.
 func (e *env) w2Has(job string) bool {
-	if e.get(layout.WorkerAssignments("w2"), clientv3.WithPrefix()).Count == 0 {
-		return false
+	e.t.Helper()
+	snap, err := e.store.Read(e.ctx(), "w2")
+	if err != nil {
+		e.t.Fatal(err)
 	}
-	st := e.stored("w2")
-	return st.Has(job)
+	for _, st := range snap.Assignments {
+		if st.Has(job) {
+			return true
+		}
+	}
+	return false
 }
 
 // A worker whose member key came back (restarted) is not resolved, even

@@ -18,6 +18,7 @@ import (
 
 	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/election"
+	"github.com/etcdsched/scheduler/internal/jobs/assign"
 	"github.com/etcdsched/scheduler/internal/jobs/metrics"
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
 	"github.com/etcdsched/scheduler/internal/keys"
@@ -43,7 +44,7 @@ type SlotView interface {
 }
 
 // Deps is what the leader works with. Every field is required but Clock,
-// Log, Lookahead and SpecGrace.
+// Log, Lookahead, SpecGrace and Workers.
 type Deps struct {
 	Client *clientv3.Client
 	Keys   keys.Layout
@@ -72,6 +73,10 @@ type Deps struct {
 	// SpecGrace is how long a spec no entry refers to stays before it is
 	// deleted (default specGrace).
 	SpecGrace time.Duration
+	// Workers is the members' view for the lean run protocol
+	// (assigned.go, resolve.go); nil: every tick takes the queue path and
+	// no assignment is resolved.
+	Workers *Workers
 }
 
 func (d *Deps) defaults() {
@@ -99,6 +104,9 @@ func (d *Deps) defaults() {
 func Run(ctx context.Context, d Deps, term election.Leadership) error {
 	d.defaults()
 	l := newLeader(d, term)
+	if d.Workers != nil && l.store == nil {
+		return errors.New("leader: the lean run protocol needs an etcd client")
+	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	select {
@@ -107,6 +115,9 @@ func Run(ctx context.Context, d Deps, term election.Leadership) error {
 		return nil
 	}
 	if err := l.loadCursors(ctx); err != nil {
+		return err
+	}
+	if err := l.loadAssigned(ctx); err != nil {
 		return err
 	}
 	if err := l.initCursors(ctx); err != nil {
@@ -121,7 +132,7 @@ func Run(ctx context.Context, d Deps, term election.Leadership) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel(nil)
-	for _, f := range []func(context.Context) error{l.reap, l.prune, l.collectSpecs, l.deliver, l.resumeExpired, l.keepRemovedHistory} {
+	for _, f := range []func(context.Context) error{l.reap, l.prune, l.collectSpecs, l.deliver, l.resumeExpired, l.keepRemovedHistory, l.resolveDead} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -156,6 +167,16 @@ type leader struct {
 	// without their spec's write are on their way (specs.go).
 	specsWritten map[string]bool
 	specGate     sync.RWMutex
+	// assignedSpecs are the spec keys of assigned ticks (under mu), by
+	// the last instant assigned: no entry refers to them, yet a worker
+	// reads them at its claim (specs.go).
+	assignedSpecs map[string]time.Time
+	// assignedUntil is each job's last assigned tick known (under mu):
+	// a withdrawal never sets its cursor back before it (assigned.go).
+	assignedUntil map[string]time.Time
+	// store writes the lean protocol's transactions (nil without a
+	// client).
+	store *assign.Store
 	// paused is each job's pause state as last looked at; sweep the jobs
 	// whose materialized ticks must be withdrawn first (withdraw.go), and
 	// gone the removed jobs whose ticks are still to withdraw, by the
@@ -174,10 +195,15 @@ type leader struct {
 }
 
 func newLeader(d Deps, term election.Leadership) *leader {
-	return &leader{d: d, term: term, fence: term.Fence(), cursors: map[string]time.Time{}, gen: map[string]uint64{},
-		specsWritten: map[string]bool{},
-		paused:       map[string]bool{}, sweep: map[string]bool{}, gone: map[string]uint64{}, maxQueued: maxQueued,
+	l := &leader{d: d, term: term, fence: term.Fence(), cursors: map[string]time.Time{}, gen: map[string]uint64{},
+		specsWritten: map[string]bool{}, assignedSpecs: map[string]time.Time{}, assignedUntil: map[string]time.Time{},
+		paused: map[string]bool{}, sweep: map[string]bool{}, gone: map[string]uint64{}, maxQueued: maxQueued,
 		removedCheck: map[string]bool{}, removedChanged: make(chan struct{}, 1)}
+	if d.Client != nil {
+		// Errors only for a missing client, prefix or clock.
+		l.store, _ = assign.New(d.Client, d.Keys, d.Clock, assign.Options{})
+	}
+	return l
 }
 
 // syncJobs takes the current config: new and changed jobs are planned at

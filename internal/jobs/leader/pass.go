@@ -34,6 +34,7 @@ func (l *leader) pass(ctx context.Context) error {
 	}
 	l.mu.Unlock()
 
+	lean, due := l.splitLean(due, now)
 	batches, single := l.splitBatches(due, now)
 	sem := make(chan struct{}, materializeParallelism)
 	var wg sync.WaitGroup
@@ -64,6 +65,9 @@ func (l *leader) pass(ctx context.Context) error {
 			defer func() { <-sem; wg.Done() }()
 			f()
 		}()
+	}
+	for _, w := range lean {
+		spawn(func() { l.passLean(ctx, w, done) })
 	}
 	for _, b := range batches {
 		spawn(func() {

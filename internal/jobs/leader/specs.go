@@ -101,6 +101,7 @@ func (l *leader) collectSpecsOnce(ctx context.Context, unused map[string]time.Ti
 		}
 		return false
 	})
+	l.assignedSpecsUsed(used, now)
 	exists := map[string]bool{}
 	byJob := map[string][]string{}
 	for _, key := range l.d.Specs.Keys() {
@@ -134,6 +135,7 @@ func (l *leader) collectSpecsOnce(ctx context.Context, unused map[string]time.Ti
 	// before are answered once the gate is ours.
 	l.specGate.Lock()
 	l.mu.Lock()
+	l.keepAssignedSpecsLocked(byJob)
 	for _, keys := range byJob {
 		for _, k := range keys {
 			delete(l.specsWritten, k)

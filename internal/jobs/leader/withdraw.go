@@ -110,6 +110,15 @@ type withdrawn struct {
 }
 
 func (l *leader) withdrawOnce(ctx context.Context, job string, after, to time.Time) (int, error) {
+	if floor := l.withdrawFloor(job, to); floor.After(to) {
+		// The cursor stays at the job's last assigned tick. A changed
+		// job's entries before it stay too: withdrawn, they would not be
+		// planned again. A paused or removed job's go, as they would.
+		to = floor
+		if !after.IsZero() && floor.After(after) {
+			after = floor
+		}
+	}
 	// Read from etcd, not the view: the view may not yet show the ticks
 	// this leader has just written.
 	resp, err := l.d.Client.Get(ctx, l.d.Keys.JobQueue(job), clientv3.WithPrefix())

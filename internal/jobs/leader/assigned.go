@@ -1,0 +1,332 @@
+package leader
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/etcdsched/scheduler/config"
+	"github.com/etcdsched/scheduler/internal/jobs/assign"
+	"github.com/etcdsched/scheduler/internal/jobs/queue"
+	"github.com/etcdsched/scheduler/internal/runs"
+	"github.com/etcdsched/scheduler/internal/schedule"
+)
+
+// Assigned ticks: the lean run protocol (docs/protocol.md). While every
+// member runs it, a job whose ticks need no waiting has them authorized
+// as assignments (assign.Store.Authorize: the cursors and one assignment
+// per worker, instant and group of jobs, fenced, in one transaction)
+// instead of one queue entry each. The cursor keeps its meaning for both
+// paths, so a tick is authorized or materialized once, whichever path a
+// pass takes.
+
+const (
+	// leanJobsPerAssignment bounds an assignment's jobs: a worker claims
+	// them in chunks of up to 40 runs.
+	leanJobsPerAssignment = 40
+	// leanWindowCost bounds a window's cursors and assignments, so that
+	// with the fence it is one transaction under etcd's default
+	// --max-txn-ops, and a conflict fails no other window.
+	leanWindowCost = assign.DefaultMaxTxnOps - 1
+)
+
+// leanItem is a job whose ticks of this pass are assigned.
+type leanItem struct {
+	job     *config.Job
+	sched   schedule.Schedule
+	known   time.Time // the cursor as stored; zero when the job has none
+	la      time.Duration
+	plan    plan
+	specRef string
+	specKey string
+}
+
+// leanJob reports whether j's config lets its scheduled runs skip the
+// queue: nothing of it waits (no concurrency key, job rate, limited or
+// rated resource, held slot) and a run whose slot is taken is skipped or
+// queued by the worker (replace cancels a run: the queue path's).
+func leanJob(cfg *config.Config, j *config.Job) bool {
+	if j.ConcurrencyKey != "" || j.Rate != nil || j.Retries.HoldSlot ||
+		j.Overlap != config.OverlapSkip && j.Overlap != config.OverlapQueue {
+		return false
+	}
+	for _, name := range j.Resources {
+		i := slices.IndexFunc(cfg.Resources, func(r config.Resource) bool { return r.Name == name })
+		if i < 0 || cfg.Resources[i].Limit > 0 || cfg.Resources[i].Rate != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// leanItem returns j's item when this pass assigns its ticks: its config
+// allows it, it is neither paused nor swept, every tick is on time
+// (planned to run, not caught up, no jitter), and this term wrote its
+// spec already (else the queue path writes it with the tick's entry).
+func (l *leader) leanItem(cfg *config.Config, j *config.Job, now time.Time) (leanItem, bool) {
+	sched, err := j.ParsedSchedule()
+	if err != nil || !leanJob(cfg, j) {
+		return leanItem{}, false
+	}
+	l.mu.Lock()
+	cursor := l.cursors[j.Name]
+	sweep := l.sweep[j.Name]
+	l.mu.Unlock()
+	if sweep || l.d.Paused.Is(j.Name, j.Paused) {
+		return leanItem{}, false
+	}
+	la := l.lookahead(sched, now, false)
+	p := planTicks(j, sched, cursor, now, la)
+	if p.Dropped > 0 || len(p.Ticks) == 0 || len(p.Ticks) > batchMaxTicks || !p.Cursor.Equal(p.Ticks[len(p.Ticks)-1].At) {
+		return leanItem{}, false
+	}
+	for _, t := range p.Ticks {
+		if t.Action != queueTick || t.CatchUp || !t.NotBefore.Equal(t.At) {
+			return leanItem{}, false
+		}
+	}
+	e := queue.NewEntry(runs.ID(j.Name, p.Ticks[0].At), j, cfg.Resources, p.Ticks[0].At, p.Ticks[0].At, 1, runs.Schedule)
+	key := e.SpecKey(l.d.Keys)
+	if key == "" || !l.specWritten(key) {
+		return leanItem{}, false
+	}
+	return leanItem{job: j, sched: sched, known: cursor, la: la, plan: p, specRef: e.SpecRef, specKey: key}, true
+}
+
+// splitLean takes out of due the jobs whose ticks this pass assigns, in
+// windows of one transaction each; none while a member runs an older
+// protocol.
+func (l *leader) splitLean(due []*config.Job, now time.Time) (windows [][]leanItem, rest []*config.Job) {
+	if l.d.Workers == nil || l.store == nil {
+		return nil, due
+	}
+	if _, ok := l.d.Workers.Lean(); !ok {
+		return nil, due
+	}
+	cfg := l.d.Config()
+	var cur []leanItem
+	cost := 0
+	for _, j := range due {
+		it, ok := l.leanItem(cfg, j, now)
+		if !ok {
+			rest = append(rest, j)
+			continue
+		}
+		// A cursor and, at most, an assignment a tick.
+		c := 1 + len(it.plan.Ticks)
+		if cost+c > leanWindowCost {
+			windows, cur, cost = append(windows, cur), nil, 0
+		}
+		cur, cost = append(cur, it), cost+c
+	}
+	if len(cur) > 0 {
+		windows = append(windows, cur)
+	}
+	return windows, rest
+}
+
+// window is what Authorize writes for items: their cursors, and their
+// ticks given by rendezvous over workers, a job's at one instant in one
+// assignment, up to leanJobsPerAssignment jobs each, named after its
+// first job.
+func (l *leader) window(items []leanItem, workers []string) assign.Window {
+	type slot struct {
+		worker string
+		at     time.Time
+	}
+	byName := map[string]assign.Job{}
+	grouped := map[slot][]string{}
+	var order []slot
+	var w assign.Window
+	for _, it := range items {
+		w.Cursors = append(w.Cursors, assign.Cursor{Job: it.job.Name, Last: it.known, Next: it.plan.Cursor})
+		byName[it.job.Name] = assign.Job{Name: it.job.Name, SpecRef: it.specRef}
+		for _, t := range it.plan.Ticks {
+			s := slot{pick(workers, runs.ID(it.job.Name, t.At)), t.At}
+			if grouped[s] == nil {
+				order = append(order, s)
+			}
+			grouped[s] = append(grouped[s], it.job.Name)
+		}
+	}
+	for _, s := range order {
+		names := grouped[s]
+		slices.Sort(names)
+		for len(names) > 0 {
+			n := names[:min(len(names), leanJobsPerAssignment)]
+			names = names[len(n):]
+			a := assign.Assignment{Worker: s.worker, At: s.at, Group: n[0]}
+			for _, name := range n {
+				a.Jobs = append(a.Jobs, byName[name])
+			}
+			w.Assignments = append(w.Assignments, a)
+		}
+	}
+	return w
+}
+
+// authorize writes one window. The jobs of applied parts have their
+// cursors moved and their ticks counted; a conflict re-reads the cursors
+// of the jobs not applied (one read), so the next pass plans them from
+// what is stored. applied tells which jobs were written.
+func (l *leader) authorize(ctx context.Context, items []leanItem) (applied map[string]bool, err error) {
+	workers, ok := l.d.Workers.Lean()
+	if !ok {
+		return nil, fmt.Errorf("leader: assign %d jobs: a member left the lean protocol meanwhile: %w", len(items), assign.ErrConflict)
+	}
+	parts, err := l.store.Authorize(ctx, l.fence, l.window(items, workers))
+	applied = map[string]bool{}
+	for _, p := range parts {
+		for _, job := range p.Jobs {
+			applied[job] = p.Applied
+		}
+	}
+	var failed []string
+	for _, it := range items {
+		if !applied[it.job.Name] {
+			failed = append(failed, it.job.Name)
+			continue
+		}
+		l.setCursor(it.job.Name, it.plan.Cursor)
+		l.mu.Lock()
+		l.assignedSpecs[it.specKey] = it.plan.Cursor
+		l.assignedUntil[it.job.Name] = it.plan.Cursor
+		l.mu.Unlock()
+		for _, t := range it.plan.Ticks {
+			l.countTick(it.job.Name, t)
+			// No queue entry's delete will tell the pruner this run ended.
+			l.d.Finished.Note(it.job.Name)
+		}
+	}
+	switch {
+	case err == nil:
+		return applied, nil
+	case errors.Is(err, assign.ErrNotLeader):
+		return applied, errNotLeader
+	case errors.Is(err, assign.ErrConflict):
+		if rerr := l.refreshCursors(ctx, failed); rerr != nil {
+			return applied, errors.Join(err, rerr)
+		}
+	}
+	return applied, fmt.Errorf("leader: assign jobs %v: %w", failed, err)
+}
+
+// refreshCursors reads jobs' cursors as stored, in transactions of
+// cursorBatch reads.
+func (l *leader) refreshCursors(ctx context.Context, jobs []string) error {
+	for len(jobs) > 0 {
+		batch := jobs[:min(len(jobs), cursorBatch)]
+		jobs = jobs[len(batch):]
+		gets := make([]clientv3.Op, len(batch))
+		for i, job := range batch {
+			gets[i] = clientv3.OpGet(l.d.Keys.Cursor(job))
+		}
+		resp, err := l.d.Client.Txn(ctx).Then(gets...).Commit()
+		if err != nil {
+			return fmt.Errorf("leader: read cursors of %v: %w", batch, err)
+		}
+		l.mu.Lock()
+		for i, job := range batch {
+			kvs := resp.Responses[i].GetResponseRange().Kvs
+			if len(kvs) == 0 {
+				delete(l.cursors, job)
+				continue
+			}
+			if t, err := queue.DecodeCursor(kvs[0].Value); err == nil {
+				l.cursors[job] = t
+			}
+		}
+		l.mu.Unlock()
+	}
+	return nil
+}
+
+// passLean authorizes one window and schedules each job's next look:
+// after its new cursor when written; half a second later, planned afresh
+// from the cursors a conflict re-read, when not; never once the term is
+// over.
+func (l *leader) passLean(ctx context.Context, items []leanItem, done func(*config.Job, time.Time, error)) {
+	applied, err := l.authorize(ctx, items)
+	if err != nil && !errors.Is(err, errNotLeader) && ctx.Err() == nil {
+		l.d.Log.Warn("assigning ticks failed; planning the jobs again", "jobs", len(items), "err", err)
+	}
+	retry := l.d.Clock.Now().Add(500 * time.Millisecond)
+	for _, it := range items {
+		switch {
+		case applied[it.job.Name]:
+			done(it.job, nextWake(it.sched, it.plan.Cursor, it.la), nil)
+		case errors.Is(err, errNotLeader) || ctx.Err() != nil:
+			done(it.job, time.Time{}, err)
+		default:
+			done(it.job, retry, nil)
+		}
+	}
+}
+
+// assignedSpecsUsed marks in used the specs of ticks assigned within the
+// spec grace: no entry refers to them, yet a worker reads them at its
+// claim (specs.go).
+func (l *leader) assignedSpecsUsed(used map[string]bool, now time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for k, at := range l.assignedSpecs {
+		if now.Before(at.Add(l.d.SpecGrace)) {
+			used[k] = true
+		} else {
+			delete(l.assignedSpecs, k)
+		}
+	}
+}
+
+// keepAssignedSpecsLocked takes out of the collection's candidates the
+// specs a pass assigned ticks of since they were found unused.
+func (l *leader) keepAssignedSpecsLocked(byJob map[string][]string) {
+	for job, keys := range byJob {
+		byJob[job] = slices.DeleteFunc(keys, func(k string) bool { _, ok := l.assignedSpecs[k]; return ok })
+	}
+}
+
+// loadAssigned learns, from one read of assign/ at the start of a term,
+// each job's last assigned tick: the previous terms' assignments bound
+// how far this one's withdrawals may set cursors back.
+func (l *leader) loadAssigned(ctx context.Context) error {
+	if l.d.Workers == nil {
+		return nil
+	}
+	resp, err := l.d.Client.Get(ctx, l.d.Keys.Assignments(), clientv3.WithPrefix())
+	if err != nil {
+		return fmt.Errorf("leader: read assignments: %w", err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, kv := range resp.Kvs {
+		a, err := assign.Decode(l.d.Keys, string(kv.Key), kv.Value)
+		if err != nil {
+			l.d.Log.Warn("unreadable assignment", "key", string(kv.Key), "err", err)
+			continue
+		}
+		for _, j := range a.Jobs {
+			if a.At.After(l.assignedUntil[j.Name]) {
+				l.assignedUntil[j.Name] = a.At
+			}
+		}
+	}
+	return nil
+}
+
+// withdrawFloor is the earliest a withdrawal may set job's cursor back to,
+// given it asked for to: not before a tick the job has in an assignment.
+// Such a tick has neither entry nor record, so nothing else would stop it
+// being planned, and run, again.
+func (l *leader) withdrawFloor(job string, to time.Time) time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if until := l.assignedUntil[job]; until.After(to) {
+		return until
+	}
+	return to
+}

@@ -1,0 +1,430 @@
+package leader
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/etcdsched/scheduler/config"
+	"github.com/etcdsched/scheduler/internal/election"
+	"github.com/etcdsched/scheduler/internal/etcdtest"
+	"github.com/etcdsched/scheduler/internal/jobs/assign"
+	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
+	"github.com/etcdsched/scheduler/internal/keys"
+	"github.com/etcdsched/scheduler/internal/runs"
+)
+
+// leanStart is the instant the lean tests' clocks start at.
+var leanStart = time.Date(2026, 11, 25, 19, 0, 0, 0, time.UTC)
+
+// memberKV is replica id's member key on lease as the mirror hands it
+// over; protocol 0 writes none, as replicas of older commits do.
+func memberKV(layout keys.Layout, id string, lease int64, protocol int) *mvccpb.KeyValue {
+	v := fmt.Sprintf(`{"id":%q}`, id)
+	if protocol > 0 {
+		v = fmt.Sprintf(`{"id":%q,"protocol":%d}`, id, protocol)
+	}
+	return &mvccpb.KeyValue{Key: []byte(layout.Member(id)), Value: []byte(v), Lease: lease}
+}
+
+// leanJobs are an eligible job and one whose resource has a limit.
+func leanJobs() *config.Config {
+	cfg := jobstest.Config(
+		jobstest.HTTPJob("fast", "@every 1s", "http://127.0.0.1:1/"),
+		jobstest.HTTPJob("limited", "@every 1s", "http://127.0.0.1:1/"),
+	)
+	cfg.Jobs[1].Resources = []string{"shared"} // jobstest's, limit 2
+	return cfg
+}
+
+// newLeanLeader is a test leader whose members' view lists members.
+func newLeanLeader(t *testing.T, cli *clientv3.Client, prefix string, cfg *config.Config, clock clockwork.Clock, members ...*mvccpb.KeyValue) *leader {
+	t.Helper()
+	l := newTestLeader(t, cli, prefix, cfg, clock)
+	l.d.Workers = NewWorkers(l.d.Keys)
+	l.d.Workers.Reset(members, 1)
+	if err := l.initCursors(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	l.jobs = nil // the term's first look: every job is planned at once
+	l.syncJobs()
+	return l
+}
+
+// stored lists the keys under one of the layout's directories.
+func stored(t *testing.T, cli *clientv3.Client, dir string) []string {
+	t.Helper()
+	resp, err := cli.Get(t.Context(), dir, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, kv := range resp.Kvs {
+		out = append(out, strings.TrimPrefix(string(kv.Key), dir))
+	}
+	return out
+}
+
+// assignedRuns are the run ids the stored assignments name, by worker.
+func assignedRuns(t *testing.T, cli *clientv3.Client, layout keys.Layout) map[string]string {
+	t.Helper()
+	resp, err := cli.Get(t.Context(), layout.Assignments(), clientv3.WithPrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, kv := range resp.Kvs {
+		a, err := assign.Decode(layout, string(kv.Key), kv.Value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, j := range a.Jobs {
+			if w, dup := out[a.RunID(j.Name)]; dup {
+				t.Errorf("run %s assigned twice: to %s and %s", a.RunID(j.Name), w, a.Worker)
+			}
+			out[a.RunID(j.Name)] = a.Worker
+		}
+	}
+	return out
+}
+
+func cursorVersion(t *testing.T, cli *clientv3.Client, layout keys.Layout, job string) int64 {
+	t.Helper()
+	resp, err := cli.Get(t.Context(), layout.Cursor(job))
+	if err != nil || len(resp.Kvs) != 1 {
+		t.Fatalf("cursor of %s: %v, %d keys", job, err, len(resp.Kvs))
+	}
+	return resp.Kvs[0].Version
+}
+
+// With every member on the lean protocol, a pass assigns the ticks of a job
+// that needs no waiting, once its spec is written in the term, and keeps
+// queue entries for a job whose resource has a limit; each job's cursor
+// moves once a pass, and a pass with nothing new writes nothing.
+func TestLeanClusterAssignsEligibleTicksAndQueuesTheRest(t *testing.T) {
+	cli := etcdtest.Start(t).Client()
+	ctx := t.Context()
+	clock := clockwork.NewFakeClockAt(leanStart)
+	layout := keys.New("/lean/")
+	l := newLeanLeader(t, cli, "/lean/", leanJobs(), clock,
+		memberKV(layout, "r1", 0x10, assign.Protocol), memberKV(layout, "r2", 0x20, assign.Protocol))
+
+	if err := l.pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := stored(t, cli, layout.Assignments()); len(got) != 0 {
+		t.Fatalf("first pass of the term assigned %v; want entries (they write the spec)", got)
+	}
+	before := map[string]int64{"fast": cursorVersion(t, cli, layout, "fast"), "limited": cursorVersion(t, cli, layout, "limited")}
+
+	clock.Advance(time.Second)
+	if err := l.pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	due := leanStart.Add(3 * time.Second) // the tick the second pass reaches (lookahead 2s)
+	assigned := assignedRuns(t, cli, layout)
+	fast, limited := runs.ID("fast", due), runs.ID("limited", due)
+	if w := assigned[fast]; w != keys.Incarnation("r1", 0x10) && w != keys.Incarnation("r2", 0x20) {
+		t.Errorf("%s assigned to %q, want a live incarnation; assignments %v", fast, w, assigned)
+	}
+	if _, ok := assigned[limited]; ok {
+		t.Errorf("%s assigned; a job whose resource has a limit must keep the queue path", limited)
+	}
+	entries := stored(t, cli, layout.Queue())
+	has := func(job, runID string) bool {
+		for _, k := range entries {
+			if k == job+"/"+runID {
+				return true
+			}
+		}
+		return false
+	}
+	if has("fast", fast) {
+		t.Errorf("%s has a queue entry besides its assignment", fast)
+	}
+	if !has("limited", limited) {
+		t.Errorf("%s has no queue entry; entries %v", limited, entries)
+	}
+	for job, v := range before {
+		if got := cursorVersion(t, cli, layout, job); got != v+1 {
+			t.Errorf("cursor of %s written %d times by one pass, want once", job, got-v)
+		}
+	}
+
+	if err := l.pass(ctx); err != nil { // nothing new is due
+		t.Fatal(err)
+	}
+	if got := assignedRuns(t, cli, layout); len(got) != len(assigned) {
+		t.Errorf("a pass with nothing due assigned %d runs more", len(got)-len(assigned))
+	}
+}
+
+// A member that advertises no protocol (a replica of an older commit) keeps
+// every tick on the queue path: it would never claim an assignment, and
+// its runs must still run.
+func TestAnOldMemberKeepsEveryTickQueued(t *testing.T) {
+	cli := etcdtest.Start(t).Client()
+	ctx := t.Context()
+	clock := clockwork.NewFakeClockAt(leanStart)
+	layout := keys.New("/mixed/")
+	l := newLeanLeader(t, cli, "/mixed/", leanJobs(), clock,
+		memberKV(layout, "new", 0x10, assign.Protocol), memberKV(layout, "old", 0x20, 0))
+	for range 3 {
+		if err := l.pass(ctx); err != nil {
+			t.Fatal(err)
+		}
+		clock.Advance(time.Second)
+	}
+	if got := stored(t, cli, layout.Assignments()); len(got) != 0 {
+		t.Errorf("assignments %v written with an old member in the cluster", got)
+	}
+	entries := stored(t, cli, layout.Queue())
+	if want := runs.ID("fast", leanStart.Add(4*time.Second)); !strings.Contains(strings.Join(entries, " "), want) {
+		t.Errorf("no entry for %s; entries %v", want, entries)
+	}
+}
+
+// elect gives l a term of its own on its prefix.
+func elect(t *testing.T, l *leader, name string) {
+	t.Helper()
+	key := l.d.Keys.Election() + name
+	put, err := l.d.Client.Put(t.Context(), key, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.term = election.Leadership{Key: key, Rev: put.Header.Revision}
+	l.fence = l.term.Fence()
+}
+
+// Two terms cannot authorize one tick twice: a second leader that planned
+// from the cursors before the first one's window (and, from a newer
+// members' view, picks other workers) finds the cursors moved, writes
+// nothing and reads them again; the first, deposed, is refused by its fence.
+func TestTwoTermsCannotAuthorizeATickTwice(t *testing.T) {
+	cli := etcdtest.Start(t).Client()
+	ctx := t.Context()
+	clock := clockwork.NewFakeClockAt(leanStart)
+	layout := keys.New("/terms/")
+	var jobs []config.Job
+	for i := range 12 {
+		jobs = append(jobs, jobstest.HTTPJob(fmt.Sprintf("j%02d", i), "@every 1s", "http://127.0.0.1:1/"))
+	}
+	cfg := jobstest.Config(jobs...)
+	first := newLeanLeader(t, cli, "/terms/", cfg, clock,
+		memberKV(layout, "r1", 0x10, assign.Protocol), memberKV(layout, "r2", 0x20, assign.Protocol))
+	elect(t, first, "first")
+	if err := first.pass(ctx); err != nil { // entries, and the specs
+		t.Fatal(err)
+	}
+	// The second sees the replicas on new sessions: every assignment key
+	// it builds differs from the first's, so only the cursors stop it.
+	second := newLeanLeader(t, cli, "/terms/", cfg, clock,
+		memberKV(layout, "r1", 0x11, assign.Protocol), memberKV(layout, "r2", 0x21, assign.Protocol))
+	elect(t, second, "second")
+	if err := second.loadCursors(ctx); err != nil {
+		t.Fatal(err)
+	}
+	first.mu.Lock()
+	for k := range first.specsWritten {
+		second.specsWritten[k] = true
+	}
+	first.mu.Unlock()
+
+	clock.Advance(time.Second)
+	now := clock.Now()
+	due := make([]*config.Job, len(cfg.Jobs))
+	for i := range cfg.Jobs {
+		due[i] = &cfg.Jobs[i]
+	}
+	windows, rest := second.splitLean(due, now) // planned before the first's window
+	if len(rest) != 0 || len(windows) != 1 {
+		t.Fatalf("second leader: %d windows, %d jobs on the queue path; want all in one window", len(windows), len(rest))
+	}
+	if err := first.pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	assigned := assignedRuns(t, cli, layout)
+	if len(assigned) != len(jobs) {
+		t.Fatalf("first leader assigned %d runs, want %d", len(assigned), len(jobs))
+	}
+	applied, err := second.authorize(ctx, windows[0])
+	if !errors.Is(err, assign.ErrConflict) {
+		t.Errorf("second leader's window over the same ticks: %v, want a conflict", err)
+	}
+	for job, ok := range applied {
+		if ok {
+			t.Errorf("second leader's window applied for %s", job)
+		}
+	}
+	if got := assignedRuns(t, cli, layout); len(got) != len(assigned) {
+		t.Errorf("%d runs assigned after the second leader's window, want %d", len(got), len(assigned))
+	}
+	first.mu.Lock()
+	want := first.cursors["j00"]
+	first.mu.Unlock()
+	if got := second.cursors["j00"]; !got.Equal(want) {
+		t.Errorf("second leader's cursor of j00 after the conflict: %s, want the stored %s", got, want)
+	}
+
+	// The first, deposed, is refused by its fence.
+	if _, err := cli.Delete(ctx, first.term.Key); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(time.Second)
+	if err := first.pass(ctx); !errors.Is(err, errNotLeader) {
+		t.Errorf("deposed leader's pass: %v, want not leader", err)
+	}
+	if got := assignedRuns(t, cli, layout); len(got) != len(assigned) {
+		t.Errorf("a deposed leader assigned %d runs", len(got)-len(assigned))
+	}
+}
+
+// A spec that only assignments name (their runs' entries are gone or never
+// were) is not collected as unused: the worker reads it at its claim.
+func TestAnAssignedTicksSpecIsNotCollected(t *testing.T) {
+	cli := etcdtest.Start(t).Client()
+	ctx := t.Context()
+	clock := clockwork.NewFakeClockAt(leanStart)
+	layout := keys.New("/specgc/")
+	l := newLeanLeader(t, cli, "/specgc/", leanJobs(), clock, memberKV(layout, "r1", 0x10, assign.Protocol))
+	withSpecViews(l)
+	l.d.SpecGrace = 5 * time.Second
+	unused := map[string]time.Time{}
+	for i := range 12 {
+		if err := l.pass(ctx); err != nil {
+			t.Fatal(err)
+		}
+		// The queued ticks ran: no entry refers to the spec any more.
+		if _, err := cli.Delete(ctx, layout.Queue(), clientv3.WithPrefix()); err != nil {
+			t.Fatal(err)
+		}
+		loadSpecs(t, l)
+		if err := l.collectSpecsOnce(ctx, unused); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := cli.Get(ctx, layout.Assignments(), clientv3.WithPrefix())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, kv := range resp.Kvs {
+			a, err := assign.Decode(layout, string(kv.Key), kv.Value)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, j := range a.Jobs {
+				if key := layout.Spec(j.Name, j.SpecRef); !specExists(t, cli, key) {
+					t.Fatalf("second %d: spec %s of assigned run %s was collected", i, key, a.RunID(j.Name))
+				}
+			}
+		}
+		clock.Advance(time.Second)
+	}
+	if n := len(assignedRuns(t, cli, layout)); n < 5 {
+		t.Fatalf("%d runs assigned in 12 seconds; the test needs the lean path", n)
+	}
+}
+
+// Withdrawing a job's ticks (a pause, a change, a removal) sets its cursor
+// back, but never past a tick it assigned: no entry or record of that tick
+// exists to stop a second write, so planning it again would run it twice.
+// A new term knows the assigned ticks from one read of assign/.
+func TestWithdrawingKeepsTheCursorPastAssignedTicks(t *testing.T) {
+	cli := etcdtest.Start(t).Client()
+	ctx := t.Context()
+	clock := clockwork.NewFakeClockAt(leanStart)
+	layout := keys.New("/withdraw/")
+	r1 := memberKV(layout, "r1", 0x10, assign.Protocol)
+	l := newLeanLeader(t, cli, "/withdraw/", leanJobs(), clock, r1)
+	for range 2 {
+		if err := l.pass(ctx); err != nil {
+			t.Fatal(err)
+		}
+		clock.Advance(time.Second)
+	}
+	assigned := runs.ID("fast", leanStart.Add(3*time.Second))
+	if _, ok := assignedRuns(t, cli, layout)[assigned]; !ok {
+		t.Fatalf("%s not assigned; the test needs it", assigned)
+	}
+
+	// A pause and a resume a second later, while the tick is still ahead.
+	setPaused(l, "fast", true)
+	l.syncPaused()
+	if err := l.pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	setPaused(l, "fast", false)
+	l.syncPaused()
+	for range 3 {
+		if err := l.pass(ctx); err != nil {
+			t.Fatal(err)
+		}
+		clock.Advance(time.Second)
+	}
+	if got := stored(t, cli, layout.JobQueue("fast")); slices.Contains(got, assigned) {
+		t.Errorf("%s, assigned before the pause, was queued again after it", assigned)
+	}
+	assignedRuns(t, cli, layout) // fails on a run assigned twice
+
+	// A new term, whose first look sweeps the job paused again.
+	next := newLeanLeader(t, cli, "/withdraw/", leanJobs(), clock, r1)
+	elect(t, next, "next")
+	if err := next.loadCursors(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := next.loadAssigned(ctx); err != nil {
+		t.Fatal(err)
+	}
+	last := next.assignedUntil["fast"]
+	if !last.After(clock.Now()) {
+		t.Fatalf("the new term knows fast assigned up to %s, want a tick ahead of %s", last, clock.Now())
+	}
+	if err := next.withdrawJob(ctx, "fast", true, clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if c := next.cursors["fast"]; c.Before(last) {
+		t.Errorf("a new term's withdrawal set the cursor back to %s, before the assigned tick %s", c, last)
+	}
+}
+
+// A changed job whose ticks were queued, then assigned, keeps its queued
+// ticks before the assigned one: the cursor cannot go back past the
+// assigned tick, so withdrawn they would never be planned again.
+func TestAChangedJobKeepsItsEntriesBeforeAnAssignedTick(t *testing.T) {
+	cli := etcdtest.Start(t).Client()
+	ctx := t.Context()
+	clock := clockwork.NewFakeClockAt(leanStart)
+	layout := keys.New("/change/")
+	l := newLeanLeader(t, cli, "/change/", leanJobs(), clock, memberKV(layout, "r1", 0x10, assign.Protocol))
+	if err := l.pass(ctx); err != nil { // entries at 1s and 2s
+		t.Fatal(err)
+	}
+	clock.Advance(time.Second)
+	if err := l.pass(ctx); err != nil { // 3s assigned
+		t.Fatal(err)
+	}
+	queued, assigned := runs.ID("fast", leanStart.Add(2*time.Second)), runs.ID("fast", leanStart.Add(3*time.Second))
+	if _, ok := assignedRuns(t, cli, layout)[assigned]; !ok {
+		t.Fatalf("%s not assigned; the test needs it", assigned)
+	}
+	changed := leanJobs()
+	changed.Jobs[0].HTTP.URL = "http://127.0.0.1:1/changed"
+	l.d.Config = func() *config.Config { return changed }
+	l.syncJobs()
+	if err := l.pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := stored(t, cli, layout.JobQueue("fast"))
+	if !slices.Contains(got, queued) {
+		t.Errorf("%s, queued before the assigned %s, was withdrawn by the change: it would never run; queue %v", queued, assigned, got)
+	}
+	if slices.Contains(got, assigned) {
+		t.Errorf("%s queued besides its assignment", assigned)
+	}
+}

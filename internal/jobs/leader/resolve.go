@@ -1,0 +1,183 @@
+package leader
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/etcdsched/scheduler/config"
+	"github.com/etcdsched/scheduler/internal/jobs/assign"
+	"github.com/etcdsched/scheduler/internal/jobs/queue"
+	"github.com/etcdsched/scheduler/internal/runs"
+)
+
+// Resolution of dead workers (docs/protocol.md, "Resolve a dead worker"):
+// an incarnation whose member key is gone or on another lease leaves its
+// assignments and claim markers behind. The leader turns each run they
+// name into a lost record (claimed: it may have started; retried as the
+// reaper's lost runs are), a move to a live worker (unclaimed, within its
+// starting deadline) or a missed record (assign.Store.Resolve).
+//
+// It looks when a member's incarnation ends, at the start of its term
+// (the previous leader may have died with work undone) and every session
+// TTL (a change the members' mirror coalesced or missed while this
+// replica did not lead).
+
+// defaultResolveGap is the time between two looks when the config has no
+// session TTL (tests).
+const defaultResolveGap = 5 * time.Second
+
+// resolveDead resolves dead workers until ctx ends.
+func (l *leader) resolveDead(ctx context.Context) error {
+	if l.d.Workers == nil || l.store == nil {
+		return nil
+	}
+	select {
+	case <-l.d.Workers.Ready():
+	case <-ctx.Done():
+		return nil
+	}
+	var timer clockwork.Timer // made after the first look
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		if err := l.resolveOnce(ctx); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			if errors.Is(err, errNotLeader) {
+				return err
+			}
+			l.d.Log.Warn("resolving dead workers' assignments failed; will try again", "err", err)
+		}
+		gap := l.d.Config().Cluster.SessionTTL.D()
+		if gap <= 0 {
+			gap = defaultResolveGap
+		}
+		if timer == nil {
+			timer = l.d.Clock.NewTimer(gap)
+		} else {
+			timer.Reset(gap)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-l.d.Workers.Changed():
+		case <-timer.Chan():
+		}
+	}
+}
+
+// resolveOnce lists, keys only, the workers that hold assignments or claim
+// markers, and resolves those not alive; it stops at a lost fence.
+func (l *leader) resolveOnce(ctx context.Context) error {
+	resp, err := l.d.Client.Txn(ctx).Then(
+		clientv3.OpGet(l.d.Keys.Assignments(), clientv3.WithPrefix(), clientv3.WithKeysOnly()),
+		clientv3.OpGet(l.d.Keys.Claimed(), clientv3.WithPrefix(), clientv3.WithKeysOnly()),
+	).Commit()
+	if err != nil {
+		return fmt.Errorf("leader: list assignments: %w", err)
+	}
+	var dead []string
+	for _, kv := range resp.Responses[0].GetResponseRange().Kvs {
+		if w, _, _, ok := l.d.Keys.ParseAssignment(string(kv.Key)); ok && !l.d.Workers.Alive(w) {
+			dead = append(dead, w)
+		}
+	}
+	for _, kv := range resp.Responses[1].GetResponseRange().Kvs {
+		if w, _, _, _, ok := l.d.Keys.ParseClaimMarker(string(kv.Key)); ok && !l.d.Workers.Alive(w) {
+			dead = append(dead, w)
+		}
+	}
+	slices.Sort(dead)
+	var errs error
+	for _, w := range slices.Compact(dead) {
+		// One worker's failure does not hold back the others'.
+		if err := l.resolveWorker(ctx, w); errors.Is(err, errNotLeader) {
+			return err
+		} else if err != nil {
+			errs = errors.Join(errs, err)
+		}
+	}
+	return errs
+}
+
+// resolveWorker resolves one dead worker and logs and counts what became
+// of its runs. A worker found alive (the mirror was behind) is left.
+func (l *leader) resolveWorker(ctx context.Context, worker string) error {
+	done, err := l.store.Resolve(ctx, l.fence, worker, l.placement(worker))
+	for _, r := range done {
+		switch r.Outcome {
+		case runs.Lost:
+			l.d.Metrics.Runs.WithLabelValues(r.Job, string(runs.Lost)).Inc()
+			l.d.Log.Warn("run lost: its worker died after claiming it", "job", r.Job, "run_id", r.RunID, "worker", worker)
+		case runs.Missed:
+			l.d.Metrics.Runs.WithLabelValues(r.Job, string(runs.Missed)).Inc()
+			l.d.Metrics.Skipped.WithLabelValues(r.Job, "missed").Inc()
+			l.d.Log.Warn("run missed: its worker died before claiming it and no live worker could start it in time", "job", r.Job, "run_id", r.RunID, "worker", worker)
+		default:
+			l.d.Log.Info("run moved from a dead worker", "job", r.Job, "run_id", r.RunID, "worker", worker, "to", r.To)
+		}
+	}
+	switch {
+	case errors.Is(err, assign.ErrNotLeader):
+		return errNotLeader
+	case errors.Is(err, assign.ErrAlive):
+		return nil
+	case err != nil:
+		return fmt.Errorf("leader: resolve worker %s: %w", worker, err)
+	}
+	return nil
+}
+
+// placement decides, for a dead worker's runs, their starting deadline
+// (the job's as configured; none for a job no longer configured), their
+// new worker (rendezvous over the live lean incarnations but the dead
+// one) and what their lost or missed record causes.
+func (l *leader) placement(dead string) assign.Placement {
+	cfg := l.d.Config()
+	jobs := make(map[string]*config.Job, len(cfg.Jobs))
+	for i := range cfg.Jobs {
+		jobs[cfg.Jobs[i].Name] = &cfg.Jobs[i]
+	}
+	live, _ := l.d.Workers.Lean()
+	live = slices.DeleteFunc(live, func(w string) bool { return w == dead })
+	return assign.Placement{
+		StartingDeadline: func(job string) time.Duration {
+			if j := jobs[job]; j != nil {
+				return j.StartingDeadline.D()
+			}
+			return 0
+		},
+		Worker: func(job string, at time.Time) string { return pick(live, runs.ID(job, at)) },
+		Follow: func(rec *runs.Record) []clientv3.Op { return l.follow(cfg, jobs[rec.Job], rec) },
+	}
+}
+
+// follow is what a lost or missed record of an assigned run causes besides
+// the record (which Resolve writes): queue.End's retry entry (lost is
+// retryable), with its spec, or the notifications, chained runs and
+// health of a final outcome. A job no longer configured gets none.
+func (l *leader) follow(cfg *config.Config, j *config.Job, rec *runs.Record) []clientv3.Op {
+	if j == nil {
+		return nil
+	}
+	now := l.d.Clock.Now()
+	e := queue.NewEntry(rec.RunID, j, cfg.Resources, rec.ScheduledAt, rec.ScheduledAt, 1, runs.Schedule)
+	ops, retry := queue.End(l.d.Keys, cfg, "", e, rec, now)
+	ops = ops[len(queue.RecordOps(l.d.Keys, rec)):]
+	if spec, ok := e.SpecOp(l.d.Keys); ok && retry != nil {
+		// The retry entry refers to the spec of today's config, which this
+		// term may not have written.
+		ops = append([]clientv3.Op{spec}, ops...)
+	}
+	return ops
+}
