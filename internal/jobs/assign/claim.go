@@ -21,6 +21,10 @@ type Run struct {
 	Slot      int
 	Resources []ResourceSlot
 	StartedAt time.Time
+	// Holder is what the slot value names as the run's holder: the
+	// replica id, as a queue-path claim names it (the API's and the
+	// targets' holder); "" names the assignment's worker.
+	Holder string
 }
 
 // ResourceSlot is slot Index of a shared resource.
@@ -156,7 +160,11 @@ func (s *Store) runKeys(r Run) []string {
 // runTxn is one run's nested transaction.
 func (s *Store) runTxn(lease clientv3.LeaseID, a *Assignment, r Run) (clientv3.Op, error) {
 	runID := a.RunID(r.Job)
-	value, err := json.Marshal(slots.Value{RunID: runID, Holder: a.Worker, StartedAt: r.StartedAt.UTC(), ScheduledAt: a.At.UTC()})
+	holder := r.Holder
+	if holder == "" {
+		holder = a.Worker
+	}
+	value, err := json.Marshal(slots.Value{RunID: runID, Holder: holder, StartedAt: r.StartedAt.UTC(), ScheduledAt: a.At.UTC()})
 	if err != nil {
 		return clientv3.Op{}, fmt.Errorf("assign: claim %s: %w", runID, err)
 	}

@@ -189,7 +189,7 @@ func (w *Worker) claimChunk(ctx context.Context, sess *session.Session, st *assi
 	}
 	tries := make([]assign.Run, len(rs))
 	for i, r := range rs {
-		tries[i] = assign.Run{Job: r.job.Name, Slot: r.slot, StartedAt: startedAt}
+		tries[i] = assign.Run{Job: r.job.Name, Slot: r.slot, StartedAt: startedAt, Holder: w.d.ID}
 	}
 	claims, err := w.claimTries(ctx, sess, st, chunk, tries, log)
 	if err != nil {
