@@ -95,40 +95,25 @@ func (s *Store) resolveOne(ctx context.Context, fence clientv3.Cmp, snap Snapsho
 	return s.commitPlan(ctx, fence, snap, st, plan)
 }
 
-// commitPlan writes one assignment's resolution, fenced and compared with
-// what it was planned from.
-func (s *Store) commitPlan(ctx context.Context, fence clientv3.Cmp, snap Snapshot, st *Stored, plan resolvePlan) ([]Resolution, error) {
-	cmps := []clientv3.Cmp{
-		fence,
-		clientv3.Compare(clientv3.ModRevision(s.keys.AssignmentClaimed(st.Worker, st.At, st.Group)), "<", snap.Revision+1).WithPrefix(),
-		s.gone(st.Worker),
-		clientv3.Compare(clientv3.ModRevision(st.Key(s.keys)), "=", st.ModRevision),
-	}
-	cmps = append(cmps, plan.cmps...)
-	_, deletes := s.cleanupOps(st)
-	ops := append(plan.ops, deletes...)
-	where := fmt.Sprintf("resolve %s", st.Key(s.keys))
-	if len(cmps) > s.maxOps || len(ops) > s.maxOps {
-		return nil, fmt.Errorf("assign: %s: %d compares, %d writes: %w", where, len(cmps), len(ops), ErrTooLarge)
-	}
-	resp, err := s.kv.Txn(ctx).If(cmps...).Then(ops...).Else(clientv3.OpGet(string(fence.KeyBytes()), clientv3.WithKeysOnly())).Commit()
-	if err != nil {
-		return nil, fmt.Errorf("assign: %s: %w", where, err)
-	}
-	if !resp.Succeeded {
-		if !fenceHolds(fence, resp.Responses[0].GetResponseRange().Kvs) {
-			return nil, fmt.Errorf("assign: %s: %w", where, ErrNotLeader)
-		}
-		return nil, fmt.Errorf("assign: %s: changed since read: %w", where, ErrConflict)
-	}
-	return plan.done, nil
+// resolvePlan is the writes of one assignment's resolution: one item a
+// run recorded (lost or missed), and the runs moved, with the compares of
+// the assignments they join.
+type resolvePlan struct {
+	items []planItem
+	moved planItem
 }
 
-// resolvePlan is the writes of one assignment's resolution.
-type resolvePlan struct {
+// planItem is the compares and writes of some runs and what they did.
+type planItem struct {
 	cmps []clientv3.Cmp
 	ops  []clientv3.Op
 	done []Resolution
+}
+
+func (it *planItem) add(o planItem) {
+	it.cmps = append(it.cmps, o.cmps...)
+	it.ops = append(it.ops, o.ops...)
+	it.done = append(it.done, o.done...)
 }
 
 // plan decides each run's fate from its record and the markers, and reads
@@ -144,7 +129,7 @@ func (s *Store) plan(ctx context.Context, st *Stored, place Placement) (resolveP
 	for _, j := range unrecorded {
 		runID := st.RunID(j.Name)
 		r := Resolution{Job: j.Name, RunID: runID, At: st.At}
-		p.cmps = append(p.cmps, clientv3.Compare(clientv3.CreateRevision(s.keys.Record(j.Name, runID)), "=", 0))
+		it := planItem{cmps: []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(s.keys.Record(j.Name, runID)), "=", 0)}}
 		to := ""
 		if !st.Tried(j.Name) && now.Before(st.At.Add(place.StartingDeadline(j.Name))) {
 			to = place.Worker(j.Name, st.At)
@@ -153,26 +138,27 @@ func (s *Store) plan(ctx context.Context, st *Stored, place Placement) (resolveP
 		case st.Tried(j.Name):
 			r.Outcome = runs.Lost
 			rec := lostRecord(st, j.Name, now)
-			p.ops = append(p.ops, queue.RecordOps(s.keys, &rec)...)
-			p.ops = append(p.ops, place.follow(&rec)...)
+			it.ops = append(queue.RecordOps(s.keys, &rec), place.follow(&rec)...)
 		case to != "" && to != st.Worker:
 			r.To = to
 			moves[to] = append(moves[to], j)
+			it.done = []Resolution{r}
+			p.moved.add(it)
+			continue
 		default:
 			r.Outcome = runs.Missed
 			rec := queue.MissedTick(j.Name, runID, st.At, fmt.Sprintf("worker %s died before claiming it and no live worker could start it within its starting deadline", st.Worker))
-			p.ops = append(p.ops, queue.RecordOps(s.keys, &rec)...)
-			p.ops = append(p.ops, place.follow(&rec)...)
+			it.ops = append(queue.RecordOps(s.keys, &rec), place.follow(&rec)...)
 		}
-		p.done = append(p.done, r)
+		it.done = []Resolution{r}
+		p.items = append(p.items, it)
 	}
 	for to, jobs := range moves {
 		cmp, op, err := s.moveTo(ctx, to, st, jobs)
 		if err != nil {
 			return p, err
 		}
-		p.cmps = append(p.cmps, cmp)
-		p.ops = append(p.ops, op)
+		p.moved.add(planItem{cmps: []clientv3.Cmp{cmp}, ops: []clientv3.Op{op}})
 	}
 	return p, nil
 }

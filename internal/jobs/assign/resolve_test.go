@@ -260,3 +260,46 @@ func TestResolveByAnOldLeaderWritesNothing(t *testing.T) {
 		t.Fatalf("old leader's Resolve changed w1's assignment or wrote a record")
 	}
 }
+
+// A resolution whose records and follow-ups outgrow one transaction is
+// written in parts: every lost run is recorded with its follow-ups, and
+// the assignment goes with the last part.
+func TestResolveSplitsWhatOutgrowsATransaction(t *testing.T) {
+	e := newEnv(t)
+	fence := e.elect("a")
+	var jobs []string
+	for i := range 40 {
+		jobs = append(jobs, fmt.Sprintf("j%02d", i))
+	}
+	st := e.authorize(fence, "w1", jobs...)
+	dead := e.lease()
+	var rs []Run
+	for _, j := range jobs {
+		rs = append(rs, run(j, 0))
+	}
+	if _, err := e.store.ClaimChunk(e.ctx(), dead, st.Assignment, st.CreateRevision, 0, rs); err != nil {
+		t.Fatal(err)
+	}
+	e.revoke(dead)
+	place := toW2
+	place.Follow = func(rec *runs.Record) []clientv3.Op {
+		return []clientv3.Op{clientv3.OpPut(layout.Entry(rec.Job, rec.RunID), "retry"),
+			clientv3.OpPut("/follow/"+rec.Job, "x"), clientv3.OpPut("/notify/"+rec.Job, "x")}
+	}
+	// 40 records and 120 follow-ups: over etcd's 128 writes a transaction.
+	done, err := e.store.Resolve(e.ctx(), fence, "w1", place)
+	if err != nil || len(done) != len(jobs) {
+		t.Fatalf("resolve: %d resolutions, %v", len(done), err)
+	}
+	for _, j := range jobs {
+		if r := e.record(j); r == nil || r.Outcome != runs.Lost {
+			t.Errorf("run of %s: record %+v, want lost", j, r)
+		}
+		if e.count(layout.Entry(j, runs.ID(j, instant))) != 1 {
+			t.Errorf("run of %s: no follow-up written with its record", j)
+		}
+	}
+	if n := e.count(layout.WorkerAssignments("w1")) + e.count(layout.WorkerClaimed("w1")); n != 0 {
+		t.Errorf("%d keys of the dead worker left", n)
+	}
+}
