@@ -74,9 +74,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 // clientCommands talk to a running cluster's API (SPEC section 15).
 var clientCommands = map[string]func(ctx context.Context, args []string, stdout, stderr io.Writer) int{
-	"jobs":    jobsCommand,
-	"runs":    runsCommand,
-	"trigger": triggerCommand,
+	"jobs":     jobsCommand,
+	"runs":     runsCommand,
+	"trigger":  triggerCommand,
+	"backfill": backfillCommand,
 	"pause": func(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return pauseCommand(ctx, args, stdout, stderr)
 	},
@@ -106,6 +107,7 @@ Client of a running cluster's API:
   scheduler jobs [NAME] | scheduler jobs --removed
   scheduler runs JOB [--limit N] [--before RUN_ID]
   scheduler trigger JOB [--input JSON|@FILE] [--idempotency-key K] [--wait]
+  scheduler backfill JOB --from T --to T [--wait]
   scheduler pause JOB [--reason R] [--until T]
   scheduler resume JOB
   scheduler cancel RUN_ID [--reason TEXT]
