@@ -32,6 +32,9 @@ func (s *Server) backfillRoute(write func(http.HandlerFunc) http.HandlerFunc) {
 			writeError(w, http.StatusBadRequest, "bad_body", msg)
 			return
 		}
+		// The answer comes after up to backfillRequestTimeout of etcd work:
+		// its write deadline counts from then, not from the request.
+		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(backfillRequestTimeout + writeTimeout))
 		s.clusterWithin(backfillRequestTimeout, func(w http.ResponseWriter, r *http.Request, cl Cluster) {
 			res, err := cl.Backfill(r.Context(), r.PathValue("name"), from, to)
 			switch {
