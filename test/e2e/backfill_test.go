@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -14,7 +15,8 @@ import (
 )
 
 // backfillConfig: "daily" runs at midnight, so in a test only backfilled
-// and triggered runs show.
+// and triggered runs show; "fivemin" is paused, so only backfilled runs
+// of its last half hour show.
 const backfillConfig = `
 cluster:
   data_dir: %[2]s
@@ -26,6 +28,11 @@ jobs:
     schedule: "0 0 * * *"
     exec:
       command: ["sh", "-c", "sleep 0.2"]
+  - name: fivemin
+    schedule: "*/5 * * * *"
+    paused: true
+    exec:
+      command: ["true"]
 `
 
 // TestDashboardMarksBackfilledRuns: the timeline outlines the bars of
@@ -79,6 +86,21 @@ func TestDashboardMarksBackfilledRuns(t *testing.T) {
 		 document.querySelectorAll('#timeline-svg .tl-bar.succeeded:not(.backfill)').length === 1`)
 	sctx, cancelPage := context.WithTimeout(ctx, patience)
 	defer cancelPage()
+	// The lateness charts leave backfilled runs out: they start late by
+	// design, and a backfill of the last half hour would swamp the chart.
+	recent, err := api.Backfill(wctx, "fivemin", time.Now().Add(-30*time.Minute), time.Now().Add(-time.Second))
+	if err != nil || len(recent.Queued) < 5 {
+		t.Fatalf("backfill of fivemin's last half hour: %+v, %v", recent, err)
+	}
+	for _, id := range recent.Queued {
+		if _, err := api.Wait(wctx, id, 100*time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitPage(t, ctx, "see fivemin's backfilled runs, and no lateness dot for them",
+		`document.querySelectorAll('#timeline-svg .tl-bar.backfill[data-run-id^="fivemin@"]').length === `+fmt.Sprint(len(recent.Queued))+` &&
+		 /no started run/.test(document.querySelector('#lateness-charts figure[data-job="fivemin"] figcaption')?.textContent || '')`)
+
 	legend, err := chromedp.Run(sctx, chromedp.TextContent(chromedp.CSS(".legend")))
 	if err != nil {
 		t.Fatal(err)
