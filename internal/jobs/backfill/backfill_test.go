@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
 	"github.com/etcdsched/scheduler/internal/runs"
 )
@@ -142,4 +143,23 @@ func userMessage(err error) string {
 func equal(a, b Result) bool {
 	return a.Job == b.Job && a.From.Equal(b.From) && a.To.Equal(b.To) &&
 		slices.Equal(a.Queued, b.Queued) && slices.Equal(a.SkippedExisting, b.SkippedExisting) && slices.Equal(a.LeftToSchedule, b.LeftToSchedule)
+}
+
+// The ticks of a range are the job's parsed schedule's: several schedules
+// are one tick per instant, exclusions and start_at leave theirs out.
+func TestBackfillCoversTheScheduleAfterExclusions(t *testing.T) {
+	e := newEnv(t)
+	e.cursor(hour(12))
+	e.job.Schedule = ""
+	e.job.Schedules = []string{"0 * * * *", "0 */2 * * *"}
+	e.job.StartAt = hour(3).Format(time.RFC3339)
+	e.job.Exclude = []config.Exclude{{From: hour(5).Format(time.RFC3339), To: hour(7).Format(time.RFC3339)}}
+	res, err := e.run(hour(0), hour(10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{id(hour(3)), id(hour(4)), id(hour(7)), id(hour(8)), id(hour(9))}
+	if !slices.Equal(res.Queued, want) {
+		t.Errorf("queued %v, want %v", res.Queued, want)
+	}
 }
