@@ -74,15 +74,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 // clientCommands talk to a running cluster's API (SPEC section 15).
 var clientCommands = map[string]func(ctx context.Context, args []string, stdout, stderr io.Writer) int{
-	"jobs":     jobsCommand,
-	"runs":     runsCommand,
-	"trigger":  triggerCommand,
-	"backfill": backfillCommand,
+	"jobs":    jobsCommand,
+	"runs":    runsCommand,
+	"trigger": triggerCommand,
 	"pause": func(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return pauseCommand(ctx, args, stdout, stderr)
 	},
 	"resume": func(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return resumeCommand(ctx, args, stdout, stderr)
+	},
+	"backfill": func(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+		return backfillCommand(ctx, args, stdout, stderr)
 	},
 	"cancel":  cancelCommand,
 	"leader":  leaderCommand,
