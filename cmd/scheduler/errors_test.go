@@ -31,6 +31,11 @@ const errorJobs = `jobs:
     schedule: "@manually"
     exec:
       command: ["true"]
+  - name: hourly
+    schedule: "0 * * * *"
+    catch_up: none
+    exec:
+      command: ["true"]
 `
 
 // rePackageChain finds a Go package's prefix at the start of a message or
@@ -132,6 +137,18 @@ func apiCases(done string) []apiCase {
 			404, "unknown_run", []string{`"nope@1"`}},
 		{"page from an unknown run", "GET", "/api/v1/jobs/ok/runs?before=ok@nope", ``,
 			404, "unknown_run", []string{`"ok@nope"`, `job "ok"`}},
+		{"backfill into the future", "POST", "/api/v1/jobs/hourly/backfill", `{"from": "2026-01-01T00:00:00Z", "to": "2999-01-01T00:00:00Z"}`,
+			400, "bad_range", []string{`job "hourly"`, "to 2999-01-01T00:00:00Z is in the future", "future ones are the schedule's"}},
+		{"backfill from after to", "POST", "/api/v1/jobs/hourly/backfill", `{"from": "2026-01-02T00:00:00Z", "to": "2026-01-01T00:00:00Z"}`,
+			400, "bad_range", []string{`job "hourly"`, "from 2026-01-02T00:00:00Z is not before to 2026-01-01T00:00:00Z"}},
+		{"backfill of too many ticks", "POST", "/api/v1/jobs/hourly/backfill", `{"from": "2020-01-01T00:00:00Z", "to": "2025-01-01T00:00:00Z"}`,
+			400, "too_many_ticks", []string{`job "hourly"`, "more than 10000 ticks", "at most 10000 a request, e.g. to 2021-02-20T16:00:00Z"}},
+		{"backfill without to", "POST", "/api/v1/jobs/hourly/backfill", `{"from": "2026-01-01T00:00:00Z"}`,
+			400, "bad_body", []string{"to is missing", `"from"`}},
+		{"backfill from not a time", "POST", "/api/v1/jobs/hourly/backfill", `{"from": "yesterday", "to": "2026-01-01T00:00:00Z"}`,
+			400, "bad_body", []string{`from "yesterday" is not an RFC 3339 time`}},
+		{"backfill an unknown job", "POST", "/api/v1/jobs/nope/backfill", `{"from": "2026-01-01T00:00:00Z", "to": "2026-01-02T00:00:00Z"}`,
+			404, "unknown_job", []string{`"nope"`}},
 	}
 }
 
@@ -160,6 +177,12 @@ func cliCases(server, done, bad, closed string) []cliCase {
 			1, []string{`run "` + done + `"`, "succeeded"}},
 		{"runs before an unknown run", append([]string{"runs", "ok", "--before", "ok@nope"}, srv...),
 			1, []string{`"ok@nope"`}},
+		{"backfill into the future", append([]string{"backfill", "hourly", "--from", "2026-01-01T00:00:00Z", "--to", "2999-01-01T00:00:00Z"}, srv...),
+			1, []string{`job "hourly"`, "is in the future", "backfill is for past ticks"}},
+		{"backfill without --from", append([]string{"backfill", "hourly", "--to", "2026-01-01T00:00:00Z"}, srv...),
+			2, []string{"--from is required"}},
+		{"backfill --to not a time", append([]string{"backfill", "hourly", "--from", "2026-01-01T00:00:00Z", "--to", "tomorrow"}, srv...),
+			2, []string{`--to "tomorrow" is not an RFC 3339 time`}},
 		{"no server there", []string{"jobs", "--server", closed},
 			1, []string{"no answer from", "nothing listens there"}},
 		{"validate a file that is not there", []string{"validate", "--config", bad + ".missing"},

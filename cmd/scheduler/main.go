@@ -83,6 +83,9 @@ var clientCommands = map[string]func(ctx context.Context, args []string, stdout,
 	"resume": func(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return resumeCommand(ctx, args, stdout, stderr)
 	},
+	"backfill": func(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+		return backfillCommand(ctx, args, stdout, stderr)
+	},
 	"cancel":  cancelCommand,
 	"leader":  leaderCommand,
 	"members": membersCommand,
@@ -106,6 +109,7 @@ Client of a running cluster's API:
   scheduler jobs [NAME] | scheduler jobs --removed
   scheduler runs JOB [--limit N] [--before RUN_ID]
   scheduler trigger JOB [--input JSON|@FILE] [--idempotency-key K] [--wait]
+  scheduler backfill JOB --from T --to T [--wait]
   scheduler pause JOB [--reason R] [--until T]
   scheduler resume JOB
   scheduler cancel RUN_ID [--reason TEXT]

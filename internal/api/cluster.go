@@ -13,6 +13,7 @@ import (
 
 	"github.com/etcdsched/scheduler/internal/election"
 	"github.com/etcdsched/scheduler/internal/jobs"
+	"github.com/etcdsched/scheduler/internal/jobs/backfill"
 	"github.com/etcdsched/scheduler/internal/runs"
 	"github.com/etcdsched/scheduler/internal/slots"
 )
@@ -36,6 +37,9 @@ type Cluster interface {
 	Pause(ctx context.Context, job string, req jobs.PauseRequest) (jobs.JobStatus, error)
 	Resume(ctx context.Context, job string) (jobs.JobStatus, error)
 	Cancel(ctx context.Context, runID, reason string) error
+	// Backfill queues the job's past ticks in [from, to) that never ran
+	// nor were queued (SPEC section 20).
+	Backfill(ctx context.Context, job string, from, to time.Time) (backfill.Result, error)
 }
 
 const (
@@ -145,6 +149,7 @@ func (s *Server) clusterRoutes(read, write func(http.HandlerFunc) http.HandlerFu
 			respond(w, r, http.StatusAccepted, map[string]string{"run_id": r.PathValue("id"), "status": "cancel requested"}, err)
 		})(w, r)
 	})))
+	s.backfillRoute(write)
 }
 
 // named answers 404 unknown_job for a name that no job can have, before
@@ -163,6 +168,11 @@ var reJobName = regexp.MustCompile(`^` + config.NamePattern + `$`)
 
 // cluster adapts a handler that needs the cluster; 503 until it is wired.
 func (s *Server) cluster(h func(http.ResponseWriter, *http.Request, Cluster)) http.HandlerFunc {
+	return s.clusterWithin(requestTimeout, h)
+}
+
+// clusterWithin is cluster with the etcd work bounded by timeout.
+func (s *Server) clusterWithin(timeout time.Duration, h func(http.ResponseWriter, *http.Request, Cluster)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if s.opts.Cluster == nil {
 			writeError(w, http.StatusServiceUnavailable, "starting", "the replica is still starting")
@@ -170,7 +180,7 @@ func (s *Server) cluster(h func(http.ResponseWriter, *http.Request, Cluster)) ht
 		}
 		// etcd calls retry until their context ends; an API caller should
 		// get an answer while etcd is away, not a hung request.
-		ctx, cancel := context.WithTimeout(r.Context(), requestTimeout)
+		ctx, cancel := context.WithTimeout(r.Context(), timeout)
 		defer cancel()
 		h(w, r.WithContext(ctx), s.opts.Cluster)
 	}

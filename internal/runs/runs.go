@@ -51,6 +51,9 @@ const (
 	Retry    Trigger = "retry"
 	// Chain: queued by the end of a run of the job it is chained after.
 	Chain Trigger = "chain"
+	// Backfill: a past tick queued by a backfill (SPEC section 20), under
+	// its scheduled run id; its starting deadline does not apply.
+	Backfill Trigger = "backfill"
 )
 
 // Record is a finished run, stored at runs/<job>/<run-id>.

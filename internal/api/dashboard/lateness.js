@@ -9,12 +9,13 @@ window.SchedulerLateness = (function () {
 
   const $ = (id) => document.getElementById(id);
 
-  // A retry's start includes its backoff, so only scheduled and manual
-  // runs say how late the scheduler was.
+  // A retry's start includes its backoff, and a backfilled run starts
+  // long after its past tick by design, so only scheduled and manual runs
+  // say how late the scheduler was.
   function lateness(st) {
     const pts = [];
     for (const rec of st.records.values()) {
-      if (rec.trigger === 'retry' || !isTime(rec.started_at) || !isTime(rec.scheduled_at)) continue;
+      if (rec.trigger === 'retry' || rec.trigger === 'backfill' || !isTime(rec.started_at) || !isTime(rec.scheduled_at)) continue;
       pts.push({ t: ms(rec.scheduled_at), v: ms(rec.started_at) - ms(rec.scheduled_at), id: rec.run_id });
     }
     return pts.sort((a, b) => a.t - b.t);

@@ -81,8 +81,11 @@ window.SchedulerTimelineDraw = (function () {
       }
       keep.add(x.run_id);
       const outcome = x.outcome || 'unknown';
-      set(node, 'class', `tl-${kind} ${outcome}`);
+      // A backfilled run (a past tick queued by a backfill) is outlined:
+      // its bar is where it ran, not where its tick was.
+      set(node, 'class', `tl-${kind} ${outcome}${x.trigger === 'backfill' ? ' backfill' : ''}`);
       node.dataset.outcome = outcome;
+      node.dataset.trigger = x.trigger || '';
       node.dataset.slot = String(x.slot ?? '');
       node.dataset.token = String(x.fencing_token || '');
       if (bar) {

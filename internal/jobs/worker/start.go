@@ -63,7 +63,7 @@ func (w *Worker) start(ctx context.Context, q *queue.Item, st *waitState) (retry
 			return time.Time{}, false
 		}
 		now := w.d.Clock.Now()
-		deadline := q.NotBefore.Add(q.Spec.StartingDeadline.D())
+		deadline := runs.StartBy(q.Trigger, q.NotBefore, q.Spec.StartingDeadline.D())
 		if now.After(deadline) {
 			why := ""
 			if st.last != nil {
@@ -166,7 +166,7 @@ func (w *Worker) resolve(ctx context.Context, q *queue.Item, st *waitState) (r *
 		startingDeadline = j.StartingDeadline.D()
 	}
 	now := w.d.Clock.Now()
-	deadline := q.NotBefore.Add(startingDeadline)
+	deadline := runs.StartBy(q.Trigger, q.NotBefore, startingDeadline)
 	if now.After(deadline) {
 		retry := w.finishUnstarted(ctx, q, runs.Missed, metrics.ReasonDeadline,
 			fmt.Sprintf("not started by its starting deadline %s (due %s): its job spec could not be read: %v",
