@@ -60,12 +60,16 @@ type Claim struct {
 	Reason  Reason // Refused
 }
 
-// ClaimChunk claims runs of assignment a, read with CreateRevision rev, in
-// one request: If(CreateRevision(a) == rev) Then(put the claim marker of
+// ClaimChunk claims runs of assignment a, read with ModRevision rev, in
+// one request: If(ModRevision(a) == rev) Then(put the claim marker of
 // chunk, naming every run tried, and per run If(no record, its slots free,
 // nobody of its job waiting in queue/<job>/) Then(put its slots under lease)
-// Else(read what refused it)). An assignment moved or deleted since it was
-// read fails the whole request (ErrGone, every run Gone). A chunk sent again
+// Else(read what refused it)). An assignment moved, deleted or written anew
+// since it was read fails the whole request (ErrGone, every run Gone): the
+// leader rewrites one to withdraw ticks of a paused, changed or removed job
+// (only while no chunk has claimed from it), and a worker holding the
+// version before must not claim a withdrawn run. A claim marker does not
+// change the assignment's ModRevision, so later chunks compare the same. A chunk sent again
 // after its response was lost (the same runs and slot picks) reads its own
 // slots back and reports them Claimed with their token.
 func (s *Store) ClaimChunk(ctx context.Context, lease clientv3.LeaseID, a Assignment, rev int64, chunk int, rs []Run) ([]Claim, error) {
@@ -85,7 +89,7 @@ func (s *Store) ClaimChunk(ctx context.Context, lease clientv3.LeaseID, a Assign
 		}
 		then = append(then, op)
 	}
-	resp, err := s.kv.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(a.Key(s.keys)), "=", rev)).Then(then...).Commit()
+	resp, err := s.kv.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(a.Key(s.keys)), "=", rev)).Then(then...).Commit()
 	if err != nil {
 		return nil, fmt.Errorf("assign: claim chunk %d of worker %s at %s: %w", chunk, a.Worker, a.Key(s.keys), err)
 	}

@@ -88,7 +88,7 @@ func (s *Store) resolveSnapshot(ctx context.Context, fence clientv3.Cmp, snap Sn
 
 // resolveOne resolves one assignment read in snap.
 func (s *Store) resolveOne(ctx context.Context, fence clientv3.Cmp, snap Snapshot, st *Stored, place Placement) ([]Resolution, error) {
-	plan, err := s.plan(ctx, st, place)
+	plan, err := s.plan(ctx, st, place, snap.Revision)
 	if err != nil {
 		return nil, err
 	}
@@ -118,7 +118,7 @@ func (it *planItem) add(o planItem) {
 
 // plan decides each run's fate from its record and the markers, and reads
 // the assignments the moved runs join.
-func (s *Store) plan(ctx context.Context, st *Stored, place Placement) (resolvePlan, error) {
+func (s *Store) plan(ctx context.Context, st *Stored, place Placement, rev int64) (resolvePlan, error) {
 	var p resolvePlan
 	unrecorded, err := s.unrecorded(ctx, st)
 	if err != nil {
@@ -154,10 +154,7 @@ func (s *Store) plan(ctx context.Context, st *Stored, place Placement) (resolveP
 		p.items = append(p.items, it)
 	}
 	for to, jobs := range moves {
-		cmp, op, err := s.moveTo(ctx, to, st, jobs)
-		if err != nil {
-			return p, err
-		}
+		cmp, op := s.moveTo(to, st, jobs, rev)
 		p.moved.add(planItem{cmps: []clientv3.Cmp{cmp}, ops: []clientv3.Op{op}})
 	}
 	return p, nil
@@ -188,30 +185,14 @@ func (s *Store) unrecorded(ctx context.Context, st *Stored) ([]Job, error) {
 	return out, nil
 }
 
-// moveTo adds jobs to worker's assignment at from's instant in the group
-// named after from (creating it), with the compare that it did not change
-// since read.
-func (s *Store) moveTo(ctx context.Context, worker string, from *Stored, jobs []Job) (clientv3.Cmp, clientv3.Op, error) {
-	at, group := from.At, movedGroup(from)
-	key := s.keys.Assignment(worker, at, group)
-	resp, err := s.kv.Get(ctx, key)
-	if err != nil {
-		return clientv3.Cmp{}, clientv3.Op{}, fmt.Errorf("assign: move runs to %s: %w", key, err)
-	}
-	target := Assignment{Worker: worker, At: at, Group: group}
-	var modRev int64
-	if len(resp.Kvs) == 1 {
-		if target, err = Decode(s.keys, key, resp.Kvs[0].Value); err != nil {
-			return clientv3.Cmp{}, clientv3.Op{}, err
-		}
-		modRev = resp.Kvs[0].ModRevision
-	}
-	for _, j := range jobs {
-		if !target.Has(j.Name) {
-			target.Jobs = append(target.Jobs, j)
-		}
-	}
-	return clientv3.Compare(clientv3.ModRevision(key), "=", modRev), clientv3.OpPut(key, target.Encode()), nil
+// moveTo puts jobs in a new assignment of worker at from's instant, with
+// the compare that it does not exist yet. Never into one that exists: a
+// worker may have claimed from that one already, and a rewrite would make
+// its later chunks fail (ModRevision) with runs left unclaimed.
+func (s *Store) moveTo(worker string, from *Stored, jobs []Job, rev int64) (clientv3.Cmp, clientv3.Op) {
+	target := Assignment{Worker: worker, At: from.At, Group: movedGroup(from, rev), Jobs: jobs}
+	key := target.Key(s.keys)
+	return clientv3.Compare(clientv3.CreateRevision(key), "=", 0), clientv3.OpPut(key, target.Encode())
 }
 
 // lostRecord records a run a dead worker's chunk tried: it may have
@@ -225,9 +206,12 @@ func lostRecord(st *Stored, job string, now time.Time) runs.Record {
 }
 
 // movedGroup is the group of the assignment that takes from's runs: named
-// after from's worker and group, so runs moved from two dead workers to one
-// live one at one instant go to two assignments.
-func movedGroup(from *Stored) string { return from.Worker + "~" + from.Group }
+// after from's worker and group and the revision the resolution read at,
+// so runs moved from two dead workers, or by two resolutions, to one live
+// worker at one instant go to different assignments.
+func movedGroup(from *Stored, rev int64) string {
+	return fmt.Sprintf("%s~%s~%x", from.Worker, from.Group, rev)
+}
 
 func (p Placement) follow(rec *runs.Record) []clientv3.Op {
 	if p.Follow == nil {

@@ -12,8 +12,8 @@ import (
 // Stored is an assignment as read, with the claim markers of its chunks.
 type Stored struct {
 	Assignment
-	CreateRevision int64 // what ClaimChunk compares
-	ModRevision    int64
+	CreateRevision int64
+	ModRevision    int64 // what ClaimChunk compares
 	Markers        []Marker
 }
 

@@ -194,7 +194,6 @@ func (l *leader) authorize(ctx context.Context, items []leanItem) (applied map[s
 		l.setCursor(it.job.Name, it.plan.Cursor)
 		l.mu.Lock()
 		l.assignedSpecs[it.specKey] = it.plan.Cursor
-		l.assignedUntil[it.job.Name] = it.plan.Cursor
 		l.mu.Unlock()
 		for _, t := range it.plan.Ticks {
 			l.countTick(it.job.Name, t)
@@ -288,45 +287,4 @@ func (l *leader) keepAssignedSpecsLocked(byJob map[string][]string) {
 	for job, keys := range byJob {
 		byJob[job] = slices.DeleteFunc(keys, func(k string) bool { _, ok := l.assignedSpecs[k]; return ok })
 	}
-}
-
-// loadAssigned learns, from one read of assign/ at the start of a term,
-// each job's last assigned tick: the previous terms' assignments bound
-// how far this one's withdrawals may set cursors back.
-func (l *leader) loadAssigned(ctx context.Context) error {
-	if l.d.Workers == nil {
-		return nil
-	}
-	resp, err := l.d.Client.Get(ctx, l.d.Keys.Assignments(), clientv3.WithPrefix())
-	if err != nil {
-		return fmt.Errorf("leader: read assignments: %w", err)
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for _, kv := range resp.Kvs {
-		a, err := assign.Decode(l.d.Keys, string(kv.Key), kv.Value)
-		if err != nil {
-			l.d.Log.Warn("unreadable assignment", "key", string(kv.Key), "err", err)
-			continue
-		}
-		for _, j := range a.Jobs {
-			if a.At.After(l.assignedUntil[j.Name]) {
-				l.assignedUntil[j.Name] = a.At
-			}
-		}
-	}
-	return nil
-}
-
-// withdrawFloor is the earliest a withdrawal may set job's cursor back to,
-// given it asked for to: not before a tick the job has in an assignment.
-// Such a tick has neither entry nor record, so nothing else would stop it
-// being planned, and run, again.
-func (l *leader) withdrawFloor(job string, to time.Time) time.Time {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if until := l.assignedUntil[job]; until.After(to) {
-		return until
-	}
-	return to
 }

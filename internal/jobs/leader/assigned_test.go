@@ -331,34 +331,72 @@ func TestAnAssignedTicksSpecIsNotCollected(t *testing.T) {
 	}
 }
 
-// Withdrawing a job's ticks (a pause, a change, a removal) sets its cursor
-// back, but never past a tick it assigned: no entry or record of that tick
-// exists to stop a second write, so planning it again would run it twice.
-// A new term knows the assigned ticks from one read of assign/.
-func TestWithdrawingKeepsTheCursorPastAssignedTicks(t *testing.T) {
+// assignmentsOf are the assignments naming job, by run id.
+func assignmentsOf(t *testing.T, cli *clientv3.Client, layout keys.Layout, job string) map[string]assign.Assignment {
+	t.Helper()
+	resp, err := cli.Get(t.Context(), layout.Assignments(), clientv3.WithPrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]assign.Assignment{}
+	for _, kv := range resp.Kvs {
+		a, err := assign.Decode(layout, string(kv.Key), kv.Value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Has(job) {
+			out[a.RunID(job)] = a
+		}
+	}
+	return out
+}
+
+// A pause withdraws a job's assigned ticks as it withdraws its queued
+// ones: out of their assignments, the cursor back, so the pause is quiet
+// and a resume plans them again, each once. An assignment a worker has
+// begun claiming from (a claim marker) keeps its tick, and the cursor
+// stays at it: no entry or record of that tick would stop a second write.
+func TestAPauseWithdrawsUnclaimedAssignedTicks(t *testing.T) {
 	cli := etcdtest.Start(t).Client()
 	ctx := t.Context()
 	clock := clockwork.NewFakeClockAt(leanStart)
 	layout := keys.New("/withdraw/")
-	r1 := memberKV(layout, "r1", 0x10, assign.Protocol)
-	l := newLeanLeader(t, cli, "/withdraw/", leanJobs(), clock, r1)
-	for range 2 {
+	l := newLeanLeader(t, cli, "/withdraw/", leanJobs(), clock, memberKV(layout, "r1", 0x10, assign.Protocol))
+	for range 4 {
 		if err := l.pass(ctx); err != nil {
 			t.Fatal(err)
 		}
 		clock.Advance(time.Second)
 	}
-	assigned := runs.ID("fast", leanStart.Add(3*time.Second))
-	if _, ok := assignedRuns(t, cli, layout)[assigned]; !ok {
-		t.Fatalf("%s not assigned; the test needs it", assigned)
+	before := assignmentsOf(t, cli, layout, "fast")
+	if len(before) < 2 {
+		t.Fatalf("%d ticks of fast assigned; the test needs two", len(before))
+	}
+	var first assign.Assignment
+	for _, a := range before {
+		if first.At.IsZero() || a.At.Before(first.At) {
+			first = a
+		}
+	}
+	marker := layout.ClaimMarker(first.Worker, first.At, first.Group, 0)
+	if _, err := cli.Put(ctx, marker, `["fast"]`); err != nil {
+		t.Fatal(err)
 	}
 
-	// A pause and a resume a second later, while the tick is still ahead.
 	setPaused(l, "fast", true)
 	l.syncPaused()
 	if err := l.pass(ctx); err != nil {
 		t.Fatal(err)
 	}
+	after := assignmentsOf(t, cli, layout, "fast")
+	if len(after) != 1 || after[first.RunID("fast")].Group != first.Group {
+		t.Fatalf("after the pause fast is assigned %v; want only %s, which a worker claims from", keysOf(after), first.RunID("fast"))
+	}
+	pausedAt := clock.Now()
+	if c := l.cursors["fast"]; c.Before(first.At) || c.After(latest(first.At, pausedAt)) {
+		t.Errorf("cursor after the pause %s, want the claimed tick %s or the pause %s", c, first.At, pausedAt)
+	}
+
 	setPaused(l, "fast", false)
 	l.syncPaused()
 	for range 3 {
@@ -367,64 +405,68 @@ func TestWithdrawingKeepsTheCursorPastAssignedTicks(t *testing.T) {
 		}
 		clock.Advance(time.Second)
 	}
-	if got := stored(t, cli, layout.JobQueue("fast")); slices.Contains(got, assigned) {
-		t.Errorf("%s, assigned before the pause, was queued again after it", assigned)
-	}
-	assignedRuns(t, cli, layout) // fails on a run assigned twice
-
-	// A new term, whose first look sweeps the job paused again.
-	next := newLeanLeader(t, cli, "/withdraw/", leanJobs(), clock, r1)
-	elect(t, next, "next")
-	if err := next.loadCursors(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := next.loadAssigned(ctx); err != nil {
-		t.Fatal(err)
-	}
-	last := next.assignedUntil["fast"]
-	if !last.After(clock.Now()) {
-		t.Fatalf("the new term knows fast assigned up to %s, want a tick ahead of %s", last, clock.Now())
-	}
-	if err := next.withdrawJob(ctx, "fast", true, clock.Now()); err != nil {
-		t.Fatal(err)
-	}
-	if c := next.cursors["fast"]; c.Before(last) {
-		t.Errorf("a new term's withdrawal set the cursor back to %s, before the assigned tick %s", c, last)
+	again := assignedRuns(t, cli, layout) // fails on a run assigned twice
+	for id, a := range before {
+		if !a.At.After(pausedAt) {
+			continue // due while paused: not run, as a queued tick is not
+		}
+		if _, ok := again[id]; !ok && !slices.Contains(stored(t, cli, layout.JobQueue("fast")), id) {
+			t.Errorf("%s, withdrawn by the pause, was not planned again after the resume", id)
+		}
 	}
 }
 
-// A changed job whose ticks were queued, then assigned, keeps its queued
-// ticks before the assigned one: the cursor cannot go back past the
-// assigned tick, so withdrawn they would never be planned again.
-func TestAChangedJobKeepsItsEntriesBeforeAnAssignedTick(t *testing.T) {
+func keysOf(m map[string]assign.Assignment) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// A changed job's assigned ticks not yet due are planned again with the
+// new spec: the assignments name the new spec ref.
+func TestAChangedJobsAssignedTicksTakeTheNewSpec(t *testing.T) {
 	cli := etcdtest.Start(t).Client()
 	ctx := t.Context()
 	clock := clockwork.NewFakeClockAt(leanStart)
 	layout := keys.New("/change/")
 	l := newLeanLeader(t, cli, "/change/", leanJobs(), clock, memberKV(layout, "r1", 0x10, assign.Protocol))
-	if err := l.pass(ctx); err != nil { // entries at 1s and 2s
-		t.Fatal(err)
+	for range 2 {
+		if err := l.pass(ctx); err != nil {
+			t.Fatal(err)
+		}
+		clock.Advance(time.Second)
 	}
-	clock.Advance(time.Second)
-	if err := l.pass(ctx); err != nil { // 3s assigned
-		t.Fatal(err)
-	}
-	queued, assigned := runs.ID("fast", leanStart.Add(2*time.Second)), runs.ID("fast", leanStart.Add(3*time.Second))
-	if _, ok := assignedRuns(t, cli, layout)[assigned]; !ok {
-		t.Fatalf("%s not assigned; the test needs it", assigned)
+	old := assignmentsOf(t, cli, layout, "fast")
+	if len(old) == 0 {
+		t.Fatal("no tick of fast assigned; the test needs one")
 	}
 	changed := leanJobs()
 	changed.Jobs[0].HTTP.URL = "http://127.0.0.1:1/changed"
 	l.d.Config = func() *config.Config { return changed }
 	l.syncJobs()
-	if err := l.pass(ctx); err != nil {
-		t.Fatal(err)
+	for range 2 {
+		if err := l.pass(ctx); err != nil {
+			t.Fatal(err)
+		}
 	}
-	got := stored(t, cli, layout.JobQueue("fast"))
-	if !slices.Contains(got, queued) {
-		t.Errorf("%s, queued before the assigned %s, was withdrawn by the change: it would never run; queue %v", queued, assigned, got)
+	var oldRef string
+	for _, a := range old {
+		for _, j := range a.Jobs {
+			if j.Name == "fast" {
+				oldRef = j.SpecRef
+			}
+		}
 	}
-	if slices.Contains(got, assigned) {
-		t.Errorf("%s queued besides its assignment", assigned)
+	guard := clock.Now().Add(withdrawGuard)
+	for id, a := range assignmentsOf(t, cli, layout, "fast") {
+		for _, j := range a.Jobs {
+			if j.Name == "fast" && j.SpecRef == oldRef && a.At.After(guard) {
+				t.Errorf("%s, due after the change's guard, still runs the old spec", id)
+			}
+		}
 	}
+	assignedRuns(t, cli, layout) // fails on a run assigned twice
 }

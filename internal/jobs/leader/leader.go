@@ -117,9 +117,6 @@ func Run(ctx context.Context, d Deps, term election.Leadership) error {
 	if err := l.loadCursors(ctx); err != nil {
 		return err
 	}
-	if err := l.loadAssigned(ctx); err != nil {
-		return err
-	}
 	if err := l.initCursors(ctx); err != nil {
 		if errors.Is(err, errNotLeader) || ctx.Err() != nil {
 			return nil
@@ -171,9 +168,6 @@ type leader struct {
 	// the last instant assigned: no entry refers to them, yet a worker
 	// reads them at its claim (specs.go).
 	assignedSpecs map[string]time.Time
-	// assignedUntil is each job's last assigned tick known (under mu):
-	// a withdrawal never sets its cursor back before it (assigned.go).
-	assignedUntil map[string]time.Time
 	// store writes the lean protocol's transactions (nil without a
 	// client).
 	store *assign.Store
@@ -196,7 +190,7 @@ type leader struct {
 
 func newLeader(d Deps, term election.Leadership) *leader {
 	l := &leader{d: d, term: term, fence: term.Fence(), cursors: map[string]time.Time{}, gen: map[string]uint64{},
-		specsWritten: map[string]bool{}, assignedSpecs: map[string]time.Time{}, assignedUntil: map[string]time.Time{},
+		specsWritten: map[string]bool{}, assignedSpecs: map[string]time.Time{},
 		paused: map[string]bool{}, sweep: map[string]bool{}, gone: map[string]uint64{}, maxQueued: maxQueued,
 		removedCheck: map[string]bool{}, removedChanged: make(chan struct{}, 1)}
 	if d.Client != nil {

@@ -110,13 +110,18 @@ type withdrawn struct {
 }
 
 func (l *leader) withdrawOnce(ctx context.Context, job string, after, to time.Time) (int, error) {
-	if floor := l.withdrawFloor(job, to); floor.After(to) {
-		// The cursor stays at the job's last assigned tick. A changed
-		// job's entries before it stay too: withdrawn, they would not be
-		// planned again. A paused or removed job's go, as they would.
-		to = floor
-		if !after.IsZero() && floor.After(after) {
-			after = floor
+	kept, n, err := l.withdrawAssigned(ctx, job, after)
+	if err != nil {
+		return n, err
+	}
+	if kept.After(to) {
+		// The cursor stays at the job's last tick a worker claims from
+		// an assignment. A changed job's entries before it stay too:
+		// withdrawn, they would not be planned again. A paused or
+		// removed job's go, as they would.
+		to = kept
+		if !after.IsZero() && kept.After(after) {
+			after = kept
 		}
 	}
 	// Read from etcd, not the view: the view may not yet show the ticks
@@ -125,7 +130,7 @@ func (l *leader) withdrawOnce(ctx context.Context, job string, after, to time.Ti
 	if err != nil {
 		return 0, fmt.Errorf("leader: read the queue of %s: %w", job, err)
 	}
-	var todo []withdrawn
+	todo := []withdrawn{}
 	for _, kv := range resp.Kvs {
 		e, err := queue.Decode(kv.Value)
 		if err != nil || !withdrawable(e) || (!after.IsZero() && !e.ScheduledAt.After(after)) {
@@ -136,7 +141,7 @@ func (l *leader) withdrawOnce(ctx context.Context, job string, after, to time.Ti
 	// Latest first: after each transaction every tick between the cursor
 	// and where it was is withdrawn, or still has its entry or record.
 	slices.SortFunc(todo, func(a, b withdrawn) int { return b.at.Compare(a.at) })
-	done := 0
+	done := n
 	for len(todo) > 0 {
 		chunk := todo[:min(len(todo), withdrawChunk)]
 		todo = todo[len(chunk):]
@@ -149,12 +154,10 @@ func (l *leader) withdrawOnce(ctx context.Context, job string, after, to time.Ti
 		}
 		done += len(chunk)
 	}
-	if done == 0 {
-		// Nothing to withdraw, but the cursor may still be ahead of to:
-		// a paused job's must not be, or its resume would wait for it.
-		return 0, l.withdrawChunk(ctx, job, nil, to)
-	}
-	return done, nil
+	// The cursor may still be ahead of to (no entry was withdrawn, or
+	// only assigned ticks were): a paused job's must not be, or its
+	// resume would wait for it.
+	return done, l.withdrawChunk(ctx, job, nil, to)
 }
 
 // withdrawChunk deletes the entries of chunk, each as it was read, and

@@ -37,9 +37,12 @@ type assignedView struct {
 }
 
 // assigned is one assignment as read, and whether the worker took it up.
+// retake: a claim of an older version found it written anew before it
+// claimed anything, so this version is to be taken up (once it is here).
 type assigned struct {
 	assign.Stored
-	taken bool
+	taken  bool
+	retake bool
 }
 
 func newAssignedView(layout keys.Layout, signal func()) *assignedView {
@@ -54,7 +57,9 @@ func (v *assignedView) Reset(kvs []*mvccpb.KeyValue, _ int64) {
 	for _, kv := range kvs {
 		if a := v.decode(kv); a != nil {
 			if prev := old[a.Key(v.keys)]; prev != nil && prev.CreateRevision == a.CreateRevision {
-				a.taken = prev.taken
+				newer := a.ModRevision > prev.ModRevision
+				a.taken = prev.taken && !(prev.retake && newer)
+				a.retake = prev.retake && !newer
 			}
 			v.all[a.Key(v.keys)] = a
 		}
@@ -72,10 +77,17 @@ func (v *assignedView) Apply(events []*clientv3.Event, _ int64) {
 			delete(v.all, key)
 			continue
 		}
-		if prev := v.all[key]; prev != nil && prev.CreateRevision == ev.Kv.CreateRevision {
-			continue // an assignment is written once; nothing to redo
+		prev := v.all[key]
+		if prev != nil && prev.ModRevision >= ev.Kv.ModRevision {
+			continue
 		}
 		if a := v.decode(ev.Kv); a != nil {
+			// Written anew (a leader's withdrawal): a version not taken
+			// up yet is replaced; one taken up is taken up again only
+			// once its claim found it changed (retake).
+			if prev != nil && prev.CreateRevision == a.CreateRevision && prev.taken && !prev.retake {
+				a.taken = true
+			}
 			v.all[key] = a
 		}
 	}
@@ -89,6 +101,22 @@ func (v *assignedView) decode(kv *mvccpb.KeyValue) *assigned {
 		return nil // not ours to judge: the leader wrote it; Resolve deals with it
 	}
 	return &assigned{Stored: assign.Stored{Assignment: a, CreateRevision: kv.CreateRevision, ModRevision: kv.ModRevision}}
+}
+
+// retake takes up anew the assignment at key written after the version
+// of ModRevision rev a claim found gone: now if the view has it, else when
+// it comes.
+func (v *assignedView) retake(key string, rev int64) {
+	v.mu.Lock()
+	if a := v.all[key]; a != nil {
+		if a.ModRevision > rev {
+			a.taken = false
+		} else {
+			a.retake = true
+		}
+	}
+	v.mu.Unlock()
+	v.signal()
 }
 
 // next is when the earliest assignment not taken up is to be claimed

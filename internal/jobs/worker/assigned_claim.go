@@ -196,9 +196,15 @@ func (w *Worker) claimChunk(ctx context.Context, sess *session.Session, st *assi
 		for _, r := range rs {
 			w.finish(r.runID)
 		}
-		if !errors.Is(err, assign.ErrGone) {
+		switch {
+		case !errors.Is(err, assign.ErrGone):
 			unsettled.Add(1)
 			log.Warn("claiming an assignment's runs failed: the leader resolves them", "chunk", chunk, "err", err)
+		case chunk == 0:
+			// Written anew before any of its runs was claimed (a
+			// withdrawal takes out only what no chunk claimed from):
+			// the view's newer version is taken up afresh.
+			w.assigned.retake(st.Key(w.d.Keys), st.ModRevision)
 		}
 		return false
 	}
@@ -207,7 +213,7 @@ func (w *Worker) claimChunk(ctx context.Context, sess *session.Session, st *assi
 		switch {
 		case c.Outcome == assign.Claimed:
 			held := w.d.Slots.Adopt(sess, r.job.Name, "", r.slot, c.Token, nil,
-				slots.Value{RunID: r.runID, Holder: st.Worker, StartedAt: startedAt.UTC(), ScheduledAt: st.At.UTC()})
+				slots.Value{RunID: r.runID, Holder: w.d.ID, StartedAt: startedAt.UTC(), ScheduledAt: st.At.UTC()})
 			running.Add(1)
 			w.wg.Add(1)
 			go func() {
@@ -236,7 +242,7 @@ func (w *Worker) claimChunk(ctx context.Context, sess *session.Session, st *assi
 func (w *Worker) claimTries(ctx context.Context, sess *session.Session, st *assign.Stored, chunk int, tries []assign.Run, log *slog.Logger) ([]assign.Claim, error) {
 	b := settleBackoff
 	for {
-		claims, err := w.d.Assign.ClaimChunk(ctx, sess.Lease(), st.Assignment, st.CreateRevision, chunk, tries)
+		claims, err := w.d.Assign.ClaimChunk(ctx, sess.Lease(), st.Assignment, st.ModRevision, chunk, tries)
 		if err == nil || errors.Is(err, assign.ErrGone) || sess.Err() != nil {
 			return claims, err
 		}

@@ -18,7 +18,8 @@ import (
 // back the run's place under max_parallel (reserve).
 
 // settleAssigned hands the run to the queue path: today's pending entry,
-// if the assignment is still as read and the run has no entry and no
+// if the assignment is still as read (its ModRevision: a withdrawal by the
+// leader rewrites it) and the run has no entry and no
 // record (else another decided, or decides: a moved assignment's new
 // worker).
 func (w *Worker) settleAssigned(ctx context.Context, st *assign.Stored, e *queue.Entry, why string, unsettled *atomic.Int32) {
@@ -27,7 +28,7 @@ func (w *Worker) settleAssigned(ctx context.Context, st *assign.Stored, e *queue
 	defer cancel()
 	key := w.d.Keys.Entry(e.Job, e.RunID)
 	resp, err := w.d.Client.Txn(wctx).If(
-		clientv3.Compare(clientv3.CreateRevision(st.Key(w.d.Keys)), "=", st.CreateRevision),
+		clientv3.Compare(clientv3.ModRevision(st.Key(w.d.Keys)), "=", st.ModRevision),
 		clientv3.Compare(clientv3.CreateRevision(key), "=", 0),
 		clientv3.Compare(clientv3.CreateRevision(w.d.Keys.Record(e.Job, e.RunID)), "=", 0),
 	).Then(clientv3.OpPut(key, e.Encode())).Commit()
@@ -51,7 +52,7 @@ func (w *Worker) endUnclaimed(ctx context.Context, st *assign.Stored, e *queue.E
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.d.Config().Cluster.SessionTTL.D())
 	defer cancel()
 	resp, err := w.d.Client.Txn(wctx).If(
-		clientv3.Compare(clientv3.CreateRevision(st.Key(w.d.Keys)), "=", st.CreateRevision),
+		clientv3.Compare(clientv3.ModRevision(st.Key(w.d.Keys)), "=", st.ModRevision),
 		clientv3.Compare(clientv3.CreateRevision(w.d.Keys.Record(e.Job, e.RunID)), "=", 0),
 	).Then(ops...).Commit()
 	switch {
@@ -97,10 +98,11 @@ func (w *Worker) cleanup(ctx context.Context, st assign.Stored, log *slog.Logger
 	}
 }
 
-// storedAt is st as found in snap, if it was not written anew since.
+// storedAt is st as found in snap, if it was not written anew since (a
+// leader's withdrawal rewrites an assignment no chunk has claimed from).
 func storedAt(snap assign.Snapshot, st *assign.Stored) (assign.Stored, bool) {
 	for _, cur := range snap.Assignments {
-		if cur.At.Equal(st.At) && cur.Group == st.Group && cur.CreateRevision == st.CreateRevision {
+		if cur.At.Equal(st.At) && cur.Group == st.Group && cur.ModRevision == st.ModRevision {
 			return cur, true
 		}
 	}

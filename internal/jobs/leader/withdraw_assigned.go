@@ -1,0 +1,88 @@
+package leader
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/etcdsched/scheduler/internal/jobs/assign"
+)
+
+// A paused, changed or removed job's assigned ticks are withdrawn as its
+// queued ones are: taken out of their assignments, so that the cursor can
+// go back and the ticks are planned again (with the new spec, or after
+// the resume) or not at all. An assignment is rewritten only while no
+// chunk has claimed from it (no claim marker): its worker's claims compare
+// the assignment's ModRevision, so one holding the version before claims
+// nothing from it and takes up the new one (docs/protocol.md). A tick
+// whose assignment a worker already claims from stays, and the cursor
+// stays at it: that tick has no entry or record that would stop a second
+// write.
+
+// withdrawAssigned takes job out of the assignments naming it at an
+// instant after `after` (every one when after is zero) that no chunk has
+// claimed from. It returns the latest instant an assignment still names
+// the job at (zero: none), and how many ticks it took out.
+func (l *leader) withdrawAssigned(ctx context.Context, job string, after time.Time) (kept time.Time, n int, err error) {
+	if l.d.Workers == nil {
+		return time.Time{}, 0, nil
+	}
+	resp, err := l.d.Client.Get(ctx, l.d.Keys.Assignments(), clientv3.WithPrefix())
+	if err != nil {
+		return time.Time{}, 0, fmt.Errorf("leader: read assignments to withdraw %s: %w", job, err)
+	}
+	for _, kv := range resp.Kvs {
+		a, err := assign.Decode(l.d.Keys, string(kv.Key), kv.Value)
+		if err != nil || !a.Has(job) {
+			continue
+		}
+		if !after.IsZero() && !a.At.After(after) {
+			kept = latest(kept, a.At)
+			continue
+		}
+		out, err := l.takeOut(ctx, a, kv.ModRevision, job)
+		if err != nil {
+			return kept, n, err
+		}
+		if !out {
+			kept = latest(kept, a.At)
+			continue
+		}
+		n++
+	}
+	return kept, n, nil
+}
+
+// takeOut rewrites a without job (deletes it when job was its last), if
+// it is still as read at modRev and no chunk has claimed from it.
+func (l *leader) takeOut(ctx context.Context, a assign.Assignment, modRev int64, job string) (bool, error) {
+	key := a.Key(l.d.Keys)
+	rest := a
+	rest.Jobs = slices.DeleteFunc(slices.Clone(a.Jobs), func(j assign.Job) bool { return j.Name == job })
+	op := clientv3.OpDelete(key)
+	if len(rest.Jobs) > 0 {
+		op = clientv3.OpPut(key, rest.Encode())
+	}
+	resp, err := l.d.Client.Txn(ctx).If(
+		l.fence,
+		clientv3.Compare(clientv3.ModRevision(key), "=", modRev),
+		clientv3.Compare(clientv3.CreateRevision(l.d.Keys.AssignmentClaimed(a.Worker, a.At, a.Group)), "=", 0).WithPrefix(),
+	).Then(op).Else(clientv3.OpGet(l.term.Key)).Commit()
+	if err != nil {
+		return false, fmt.Errorf("leader: withdraw %s from %s: %w", job, key, err)
+	}
+	if !resp.Succeeded && l.fenceGone(resp) {
+		return false, errNotLeader
+	}
+	return resp.Succeeded, nil
+}
+
+func latest(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}

@@ -1,0 +1,76 @@
+package worker
+
+import (
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/etcdsched/scheduler/config"
+	"github.com/etcdsched/scheduler/internal/jobs/assign"
+	"github.com/etcdsched/scheduler/internal/keys"
+	"github.com/etcdsched/scheduler/internal/runs"
+)
+
+// An assignment the leader rewrote before it came due (it withdrew a
+// paused or changed job's tick) runs the new version: the withdrawn run
+// neither runs nor is recorded, the other runs once.
+func TestARewrittenAssignmentRunsItsNewVersion(t *testing.T) {
+	exec := &countingExecutor{started: make(chan string, 8)}
+	tw := startTestWorker(t, "/lean-rw/", clockwork.NewRealClock(), job("kept"), exec,
+		testWorkerOptions{jobs: []config.Job{job("withdrawn")}})
+	at := time.Now().Add(time.Second).UTC()
+	a := tw.assignJobs(t, tw.incarnation(t), at, "kept", "withdrawn")
+	a.Jobs = a.Jobs[:1]
+	if _, err := tw.cli.Put(t.Context(), a.Key(tw.layout), a.Encode()); err != nil {
+		t.Fatal(err)
+	}
+	waitRecord(t, tw.cli, tw.layout, runs.ID("kept", at))
+	tw.waitSettled(t)
+	if resp, err := tw.cli.Get(t.Context(), tw.layout.Record("withdrawn", runs.ID("withdrawn", at))); err != nil || len(resp.Kvs) != 0 {
+		t.Errorf("the withdrawn run was recorded (%v)", err)
+	}
+	if n := exec.runs.Load(); n != 1 {
+		t.Errorf("%d runs executed, want 1", n)
+	}
+}
+
+// A version taken up whose claim found it written anew (ErrGone before any
+// chunk claimed) is taken up again in its newer version, whether that
+// version reached the view before the claim's answer or after.
+func TestTheViewTakesUpARewrittenAssignmentAgain(t *testing.T) {
+	layout := keys.New("/view/")
+	at := time.Date(2026, 11, 25, 19, 0, 0, 0, time.UTC)
+	a := assign.Assignment{Worker: "w1.10", At: at, Group: "a", Jobs: []assign.Job{{Name: "a"}, {Name: "b"}}}
+	kv := func(rev int64, jobs ...string) *clientv3.Event {
+		b := a
+		b.Jobs = nil
+		for _, j := range jobs {
+			b.Jobs = append(b.Jobs, assign.Job{Name: j})
+		}
+		return &clientv3.Event{Type: clientv3.EventTypePut, Kv: &mvccpb.KeyValue{Key: []byte(b.Key(layout)), Value: []byte(b.Encode()), CreateRevision: 5, ModRevision: rev}}
+	}
+	for _, newerFirst := range []bool{true, false} {
+		v := newAssignedView(layout, func() {})
+		v.Apply([]*clientv3.Event{kv(5, "a", "b")}, 5)
+		if got := v.take(at, 0); len(got) != 1 || got[0].ModRevision != 5 {
+			t.Fatalf("take: %+v", got)
+		}
+		if newerFirst {
+			v.Apply([]*clientv3.Event{kv(9, "a")}, 9)
+			if got := v.take(at, 0); len(got) != 0 {
+				t.Fatalf("a rewrite was taken up before its claim failed: %+v", got)
+			}
+			v.retake(a.Key(layout), 5)
+		} else {
+			v.retake(a.Key(layout), 5)
+			v.Apply([]*clientv3.Event{kv(9, "a")}, 9)
+		}
+		got := v.take(at, 0)
+		if len(got) != 1 || got[0].ModRevision != 9 || len(got[0].Jobs) != 1 {
+			t.Errorf("newer version first %v: taken up again %+v, want the version of revision 9", newerFirst, got)
+		}
+	}
+}
