@@ -133,6 +133,20 @@ func (v *assignedView) next(lead time.Duration) time.Time {
 	return first
 }
 
+// untaken marks taken and returns worker's assignments not taken up yet.
+func (v *assignedView) untaken(worker string) []assign.Stored {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	var out []assign.Stored
+	for _, a := range v.all {
+		if !a.taken && a.Worker == worker {
+			a.taken = true
+			out = append(out, a.Stored)
+		}
+	}
+	return out
+}
+
 // take marks taken and returns the assignments due by now, earliest first.
 func (v *assignedView) take(now time.Time, lead time.Duration) []assign.Stored {
 	v.mu.Lock()

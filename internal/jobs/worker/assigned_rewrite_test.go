@@ -11,6 +11,7 @@ import (
 	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/jobs/assign"
 	"github.com/etcdsched/scheduler/internal/keys"
+	"github.com/etcdsched/scheduler/internal/poll"
 	"github.com/etcdsched/scheduler/internal/runs"
 )
 
@@ -73,4 +74,21 @@ func TestTheViewTakesUpARewrittenAssignmentAgain(t *testing.T) {
 			t.Errorf("newer version first %v: taken up again %+v, want the version of revision 9", newerFirst, got)
 		}
 	}
+}
+
+// A worker that stops claiming (a graceful shutdown) hands the runs of its
+// assignments not yet due to the queue path, so that the replicas that
+// stay, or a leader of the version before, run them; the assignment goes.
+func TestAStoppingWorkerHandsItsAssignmentsToTheQueue(t *testing.T) {
+	exec := &countingExecutor{started: make(chan string, 8)}
+	tw := startTestWorker(t, "/lean-hb/", clockwork.NewRealClock(), job("later"), exec, testWorkerOptions{})
+	at := time.Now().Add(time.Hour).UTC()
+	tw.assignJobs(t, tw.incarnation(t), at, "later")
+	poll.For(t, 30*time.Second, "the worker's view of its assignment", func() bool {
+		return tw.w.assigned.next(0).Equal(at)
+	})
+	tw.stopRun()
+	poll.For(t, 30*time.Second, "the assignment handed to the queue", func() bool {
+		return tw.count(t, tw.layout.Assignments()) == 0 && tw.count(t, tw.layout.Entry("later", runs.ID("later", at))) == 1
+	})
 }

@@ -36,6 +36,9 @@ type testWorker struct {
 	ctx    context.Context
 	assign *assign.Store
 	paused *queue.Paused
+	// stopRun ends the worker's Run alone: it stops claiming, as a
+	// graceful shutdown's first step does.
+	stopRun context.CancelFunc
 }
 
 // testWorkerOptions: wrap, when set, stands between the worker and the
@@ -110,7 +113,8 @@ func startTestWorker(t *testing.T, prefix string, clock clockwork.Clock, job con
 	goRun(func(ctx context.Context) {
 		_ = mirror.Run(ctx, cli, layout.ReplicaAssignments("w1"), w.Assignments(), nil)
 	})
-	goRun(func(ctx context.Context) { _ = w.Run(ctx) })
+	runCtx, stopRun := context.WithCancel(ctx)
+	goRun(func(context.Context) { _ = w.Run(runCtx) })
 	t.Cleanup(func() {
 		dctx, dcancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer dcancel()
@@ -118,7 +122,7 @@ func startTestWorker(t *testing.T, prefix string, clock clockwork.Clock, job con
 		w.Drain(dctx)
 	})
 	poll.For(t, 30*time.Second, "a session", sessions.Alive)
-	return &testWorker{cli: cli, layout: layout, cfg: cfg, sem: sem, view: view, sess: sessions, w: w, ctx: ctx, assign: store, paused: paused}
+	return &testWorker{cli: cli, layout: layout, cfg: cfg, sem: sem, view: view, sess: sessions, w: w, ctx: ctx, assign: store, paused: paused, stopRun: stopRun}
 }
 
 // put writes e with its spec, as the leader does.

@@ -240,6 +240,7 @@ func (w *Worker) Run(ctx context.Context) error {
 			w.mu.Lock()
 			w.stopping = true
 			w.mu.Unlock()
+			w.handBack()
 			return nil
 		case <-w.wake:
 		case <-timer.Chan():
