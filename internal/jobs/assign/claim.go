@@ -58,6 +58,9 @@ type Claim struct {
 	Outcome Outcome
 	Token   int64  // Claimed: the slot keys' CreateRevision
 	Reason  Reason // Refused
+	// Revision is the chunk's commit (not Gone): its claim marker's
+	// ModRevision, which Cleanup compares.
+	Revision int64
 }
 
 // ClaimChunk claims runs of assignment a, read with ModRevision rev, in
@@ -101,6 +104,7 @@ func (s *Store) ClaimChunk(ctx context.Context, lease clientv3.LeaseID, a Assign
 		return claims, fmt.Errorf("assign: claim chunk %d from %s: %w", chunk, a.Key(s.keys), ErrGone)
 	}
 	for i, r := range rs {
+		claims[i].Revision = resp.Header.Revision
 		inner := resp.Responses[1+i].GetResponseTxn()
 		if inner.Succeeded {
 			claims[i].Outcome, claims[i].Token = Claimed, resp.Header.Revision

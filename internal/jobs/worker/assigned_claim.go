@@ -65,6 +65,7 @@ func (w *Worker) runAssignment(ctx context.Context, st assign.Stored) {
 	}
 	var running sync.WaitGroup
 	var unsettled atomic.Int32
+	var markers []assign.Marker // of the chunks that claimed: what the cleanup compares
 	todo := st.Jobs
 	for chunk := 0; len(todo) > 0; chunk++ {
 		reserved := w.reserve(ctx, sess, &st, todo)
@@ -77,13 +78,14 @@ func (w *Worker) runAssignment(ctx context.Context, st assign.Stored) {
 		if len(rs) == 0 {
 			continue
 		}
-		if !w.claimChunk(ctx, sess, &st, chunk, rs, &running, &unsettled, log) {
+		if !w.claimChunk(ctx, sess, &st, chunk, rs, &running, &unsettled, &markers, log) {
 			running.Wait()
 			return
 		}
 	}
 	running.Wait()
 	if unsettled.Load() == 0 {
+		st.Markers = markers
 		w.cleanup(ctx, st, log)
 	}
 }
@@ -182,7 +184,7 @@ func notLean(j *config.Job) string {
 
 // claimChunk claims rs and starts those it got; false when the assignment
 // is gone (moved or deleted by the leader) and no more is to be claimed.
-func (w *Worker) claimChunk(ctx context.Context, sess *session.Session, st *assign.Stored, chunk int, rs []assignedRun, running *sync.WaitGroup, unsettled *atomic.Int32, log *slog.Logger) bool {
+func (w *Worker) claimChunk(ctx context.Context, sess *session.Session, st *assign.Stored, chunk int, rs []assignedRun, running *sync.WaitGroup, unsettled *atomic.Int32, markers *[]assign.Marker, log *slog.Logger) bool {
 	startedAt := w.d.Clock.Now()
 	if startedAt.Before(st.At) {
 		startedAt = st.At // claimed a lead early: starts when due
@@ -208,6 +210,7 @@ func (w *Worker) claimChunk(ctx context.Context, sess *session.Session, st *assi
 		}
 		return false
 	}
+	*markers = append(*markers, assign.Marker{Chunk: chunk, ModRevision: claims[0].Revision})
 	for i, c := range claims {
 		r := rs[i]
 		switch {

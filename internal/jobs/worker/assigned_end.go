@@ -73,11 +73,21 @@ func (w *Worker) endUnclaimed(ctx context.Context, st *assign.Stored, e *queue.E
 const cleanupTries = 5
 
 // cleanup deletes st and its claim markers once every run it names is
-// settled. It reads them first (the markers' revisions are what the delete
-// compares); an assignment gone or written anew is not this worker's.
+// settled, comparing what it knows of them; when that fails (a chunk sent
+// again after a lost answer wrote its marker anew) it reads them and
+// tries again. An assignment gone or written anew is not this worker's.
 func (w *Worker) cleanup(ctx context.Context, st assign.Stored, log *slog.Logger) {
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.d.Config().Cluster.SessionTTL.D())
 	defer cancel()
+	// First as this worker knows them: the assignment as it claimed from
+	// it and each chunk's marker at the chunk's commit. No read: a read of
+	// the worker's assignments costs etcd more than the whole cleanup.
+	if err := w.d.Assign.Cleanup(wctx, st); err == nil || !errors.Is(err, assign.ErrConflict) {
+		if err != nil {
+			log.Warn("deleting a settled assignment failed: the leader deletes it", "err", err)
+		}
+		return
+	}
 	for range cleanupTries {
 		snap, err := w.d.Assign.Read(wctx, st.Worker)
 		if err != nil {
