@@ -122,8 +122,12 @@ func burstSteps(ctx context.Context, f flags, bins cluster.Binaries, res *burstR
 
 func startBurstEnv(ctx context.Context, f flags, bins cluster.Binaries, replicas int) (*env, error) {
 	logf("burst: starting 3 etcd members and %d replicas", replicas)
-	return startEnv(ctx, bins, filepath.Join(f.dir, fmt.Sprintf("burst-%d", replicas)),
+	e, err := startEnv(ctx, bins, filepath.Join(f.dir, fmt.Sprintf("burst-%d", replicas)),
 		settings{SessionTTL: 5 * time.Second, MaxParallel: 256, Replicas: replicas}, func(string) []jobSpec { return nil })
+	if err == nil && f.pprof {
+		e.profileDir = f.dir
+	}
+	return e, err
 }
 
 // ceiling is the largest N a side held.
@@ -172,6 +176,12 @@ func burstOurs(ctx context.Context, e *env, bc burstConfig, n int) (burstSide, e
 	var procs []int
 	for _, r := range e.c.Replicas {
 		procs = append(procs, r.Pid())
+	}
+	if e.profileDir != "" {
+		// The leader's and etcd's CPU over 10 s of the window.
+		done := make(chan struct{})
+		go func() { defer close(done); saveProfiles(ctx, e, e.profileDir, fmt.Sprintf("burst-%d", n)) }()
+		defer func() { <-done }()
 	}
 	err := measureBurst(ctx, e, &side, burstWindow{procs: procs, replicaURL: e.replicaMetricURLs(), jobPrefix: step, window: bc.window, grace: bc.grace})
 	logf("burst: %s", side.describe())
