@@ -147,9 +147,9 @@ type Job struct {
 	// Notify names the job's sinks; nil means notify.default, empty none.
 	Notify []string `yaml:"notify" json:"notify"`
 	After  *After   `yaml:"after" json:"after,omitempty"`
-	// MaxRuns is read only to be refused: this version cannot honour it
-	// yet (see notYet).
-	MaxRuns int `yaml:"max_runs" json:"-"`
+	// MaxRuns stops the job's schedule after that many scheduled runs,
+	// counted once across the cluster (SPEC section 20); 0: no limit.
+	MaxRuns int `yaml:"max_runs" json:"max_runs,omitempty"`
 	// PauseOnFailure pauses the job in the transaction that records a
 	// run's final failed, timed_out or lost outcome (SPEC section 20).
 	PauseOnFailure bool `yaml:"pause_on_failure" json:"pause_on_failure,omitempty"`

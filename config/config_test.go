@@ -36,8 +36,8 @@ var badFiles = map[string][]string{
 		`testdata/never.bad.yaml:6:16: jobs[0] "fridays": schedules: never fires: every tick is excluded (checked over 5 years of ticks)`,
 		`testdata/never.bad.yaml:11:15: jobs[1] "christmas-only": schedule: never fires between 2026-12-24T00:00:00+01:00 and end_at 2026-12-27T00:00:00+01:00 after exclusions`,
 	},
-	"testdata/not_yet.bad.yaml": {
-		`testdata/not_yet.bad.yaml:4:15: jobs[0] "settlement": max_runs: not supported yet by this version: remove it (the job would run without a limit)`,
+	"testdata/max_runs.bad.yaml": {
+		`testdata/max_runs.bad.yaml:4:15: jobs[0] "settlement": max_runs: must be a whole number of runs from 1 (or left out: no limit), got -1`,
 	},
 	"testdata/schedules.bad.yaml": {
 		`testdata/schedules.bad.yaml:4:16: jobs[0] "both": schedules: schedule and schedules are mutually exclusive: schedule is the one-item form of schedules`,

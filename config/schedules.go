@@ -144,11 +144,10 @@ func (j *Job) keyOf() string {
 	return b.String()
 }
 
-// notYet refuses settings of SPEC section 20 that this version reads but
-// cannot honour: accepting them would promise a limit that is not kept.
-func (j *Job) notYet(p *problems, path string) {
-	if j.MaxRuns != 0 || p.present(path+".max_runs") {
-		p.add(path+".max_runs", "not supported yet by this version: remove it (the job would run without a limit)")
+// validateMaxRuns checks max_runs: absent or 0 is no limit.
+func (j *Job) validateMaxRuns(p *problems, path string) {
+	if j.MaxRuns < 0 {
+		p.add(path+".max_runs", "must be a whole number of runs from 1 (or left out: no limit), got %d", j.MaxRuns)
 	}
 }
 

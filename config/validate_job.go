@@ -37,7 +37,7 @@ func (j *Job) validate(p *problems, path string, resources, first map[string]str
 		}
 	}
 	j.validateSchedules(p, path, loc, calendars)
-	j.notYet(p, path)
+	j.validateMaxRuns(p, path)
 
 	notNegative(p, path+".jitter", j.Jitter)
 	if j.MaxConcurrency < 1 || j.MaxConcurrency > MaxConcurrency {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -48,6 +49,9 @@ type JobStatus struct {
 	After *config.After `json:"after,omitempty"`
 	// PendingNotifications are the job's notifications not yet delivered.
 	PendingNotifications int `json:"pending_notifications"`
+	// RemainingRuns is, for a job with max_runs, how many scheduled runs
+	// it has left (SPEC section 20); absent without max_runs.
+	RemainingRuns *int `json:"remaining_runs,omitempty"`
 }
 
 // Notifications sums up the notifications not yet delivered, as this
@@ -131,8 +135,30 @@ func (e *Engine) Job(ctx context.Context, name string) (JobStatus, error) {
 	}
 	st := e.jobStatus(j, e.queued(func(q *queue.Item) bool { return q.Job == j.Name })[j.Name], e.outbox.ByJob())
 	var err error
-	st.LastRun, err = e.lastRun(ctx, name)
+	if st.LastRun, err = e.lastRun(ctx, name); err != nil {
+		return st, err
+	}
+	st.RemainingRuns, err = e.remainingRuns(ctx, j)
 	return st, err
+}
+
+// remainingRuns is how many scheduled runs j's max_runs leaves, from the
+// count the leaders keep (package leader, maxruns.go); nil without
+// max_runs.
+func (e *Engine) remainingRuns(ctx context.Context, j *config.Job) (*int, error) {
+	if j.MaxRuns <= 0 {
+		return nil, nil
+	}
+	resp, err := e.opts.Client.Get(ctx, e.keys.Scheduled(j.Name))
+	if err != nil {
+		return nil, fmt.Errorf("jobs: read the runs count of %s: %w", j.Name, err)
+	}
+	used := 0
+	if len(resp.Kvs) > 0 {
+		used, _ = strconv.Atoi(string(resp.Kvs[0].Value))
+	}
+	left := max(0, j.MaxRuns-used)
+	return &left, nil
 }
 
 // queueCount is a job's pending entries: due, and queued ahead.

@@ -64,6 +64,11 @@ func (l Layout) Jobs() string { return l.Prefix + jobsDir }
 // Cursor is the last tick the leader materialized for job.
 func (l Layout) Cursor(job string) string { return l.Jobs() + job + "/cursor" }
 
+// Scheduled counts the scheduled runs the leaders have materialized or
+// assigned for a job with max_runs (SPEC section 20), in decimal, moved in
+// the transactions that move its cursor.
+func (l Layout) Scheduled(job string) string { return l.Jobs() + job + "/scheduled" }
+
 // Paused exists while job is paused (or says "false" after a resume of a
 // job whose file says paused).
 func (l Layout) Paused(job string) string { return l.Jobs() + job + "/paused" }
@@ -75,6 +80,9 @@ func (l Layout) Health(job string) string { return l.Jobs() + job + "/health" }
 
 // CursorJob returns the job of a cursor key.
 func (l Layout) CursorJob(key string) (string, bool) { return l.jobState(key, "/cursor") }
+
+// ScheduledJob returns the job of a scheduled-runs count key.
+func (l Layout) ScheduledJob(key string) (string, bool) { return l.jobState(key, "/scheduled") }
 
 // PausedJob returns the job of a pause marker key.
 func (l Layout) PausedJob(key string) (string, bool) { return l.jobState(key, "/paused") }

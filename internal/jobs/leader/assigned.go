@@ -50,7 +50,8 @@ type leanItem struct {
 // rated resource, held slot) and a run whose slot is taken is skipped or
 // queued by the worker (replace cancels a run: the queue path's).
 func leanJob(cfg *config.Config, j *config.Job) bool {
-	if j.ConcurrencyKey != "" || j.Rate != nil || j.Retries.HoldSlot ||
+	// max_runs counts in the transactions of the queue path (maxruns.go).
+	if j.ConcurrencyKey != "" || j.Rate != nil || j.Retries.HoldSlot || j.MaxRuns > 0 ||
 		j.Overlap != config.OverlapSkip && j.Overlap != config.OverlapQueue {
 		return false
 	}

@@ -61,7 +61,13 @@ type batchItem struct {
 // as one op here and bounds apart by what this transaction leaves
 // (batchMaxNested) for their compares and ops.
 func (it *batchItem) compares() int { return 1 + 2*len(it.plan.Ticks) }
-func (it *batchItem) ops() int      { return 1 + len(it.writes) + len(it.health) }
+func (it *batchItem) ops() int {
+	n := 1 + len(it.writes) + len(it.health)
+	if it.job.MaxRuns > 0 {
+		n++ // the count of scheduled runs (maxruns.go)
+	}
+	return n
+}
 
 // batchable returns j's item when its pass can share a transaction; the
 // other cases (paused, ticks to withdraw, ticks not recorded, a long
@@ -76,11 +82,11 @@ func (l *leader) batchable(j *config.Job, now time.Time) (batchItem, bool) {
 	cursor, known := l.cursors[j.Name] // zero when not known
 	sweep := l.sweep[j.Name]
 	l.mu.Unlock()
-	if sweep || l.d.Paused.Is(j.Name, j.Paused) {
+	if sweep || l.d.Paused.Is(j.Name, j.Paused) || l.exhausted(j) {
 		return batchItem{}, false
 	}
 	la := l.lookahead(sched, now, false)
-	p := planTicks(j, sched, cursor, now, la)
+	p := l.limitRuns(j, planTicks(j, sched, cursor, now, la))
 	if p.Dropped > 0 || len(p.Ticks) == 0 || len(p.Ticks) > batchMaxTicks || !p.Cursor.Equal(p.Ticks[len(p.Ticks)-1].At) {
 		return batchItem{}, false
 	}
@@ -140,6 +146,7 @@ func (l *leader) writeBatch(ctx context.Context, items []batchItem) (ok bool, er
 		ops = append(ops, it.writes...)
 		health = queue.MergeHealth(health, it.health)
 		ops = append(ops, clientv3.OpPut(l.d.Keys.Cursor(name), queue.EncodeCursor(it.plan.Cursor)))
+		ops = append(ops, l.countOps(it.job, runTicks(it.plan.Ticks))...)
 	}
 	ops = queue.DedupSpecs(l.d.Keys, append(ops, health...))
 	resp, err := l.d.Client.Txn(ctx).If(cmps...).Then(ops...).Else(clientv3.OpGet(l.term.Key)).Commit()
@@ -155,6 +162,7 @@ func (l *leader) writeBatch(ctx context.Context, items []batchItem) (ok bool, er
 	l.wroteSpecs(ops)
 	for _, it := range items {
 		l.setCursor(it.job.Name, it.plan.Cursor)
+		l.counted(it.job, runTicks(it.plan.Ticks))
 		for _, t := range it.plan.Ticks {
 			l.countTick(it.job.Name, t)
 		}

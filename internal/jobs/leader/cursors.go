@@ -20,11 +20,16 @@ func (l *leader) loadCursors(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("leader: read cursors: %w", err)
 	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	for _, kv := range resp.Kvs {
 		if job, ok := l.d.Keys.CursorJob(string(kv.Key)); ok {
 			if t, err := queue.DecodeCursor(kv.Value); err == nil {
 				l.cursors[job] = t
 			}
+		}
+		if job, ok := l.d.Keys.ScheduledJob(string(kv.Key)); ok {
+			l.setCountLocked(job, kv.Value)
 		}
 	}
 	return nil
@@ -89,7 +94,7 @@ func (l *leader) write(ctx context.Context, job string, at time.Time, conds []cl
 	cmps := append([]clientv3.Cmp{l.fence, cursorCmp}, conds...)
 	then := append(queue.DedupSpecs(l.d.Keys, ops), clientv3.OpPut(ckey, queue.EncodeCursor(at)))
 	resp, err := l.d.Client.Txn(ctx).If(cmps...).Then(then...).
-		Else(clientv3.OpGet(l.term.Key), clientv3.OpGet(ckey)).Commit()
+		Else(clientv3.OpGet(l.term.Key), clientv3.OpGet(ckey), clientv3.OpGet(l.d.Keys.Scheduled(job))).Commit()
 	if err != nil {
 		return false, fmt.Errorf("leader: materialize %s: %w", job, err)
 	}
@@ -109,6 +114,9 @@ func (l *leader) write(ctx context.Context, job string, at time.Time, conds []cl
 	}
 	if storedOK != ok || !stored.Equal(known) {
 		l.mu.Lock()
+		if kvs := resp.Responses[2].GetResponseRange().Kvs; len(kvs) > 0 {
+			l.setCountLocked(job, kvs[0].Value)
+		}
 		if storedOK {
 			l.cursors[job] = stored
 		} else {

@@ -168,6 +168,9 @@ type leader struct {
 	// the last instant assigned: no entry refers to them, yet a worker
 	// reads them at its claim (specs.go).
 	assignedSpecs map[string]time.Time
+	// counts are the jobs' counts of scheduled runs (max_runs, maxruns.go),
+	// known with their cursors (under mu).
+	counts map[string]int
 	// store writes the lean protocol's transactions (nil without a
 	// client).
 	store *assign.Store
@@ -190,7 +193,7 @@ type leader struct {
 
 func newLeader(d Deps, term election.Leadership) *leader {
 	l := &leader{d: d, term: term, fence: term.Fence(), cursors: map[string]time.Time{}, gen: map[string]uint64{},
-		specsWritten: map[string]bool{}, assignedSpecs: map[string]time.Time{},
+		specsWritten: map[string]bool{}, assignedSpecs: map[string]time.Time{}, counts: map[string]int{},
 		paused: map[string]bool{}, sweep: map[string]bool{}, gone: map[string]uint64{}, maxQueued: maxQueued,
 		removedCheck: map[string]bool{}, removedChanged: make(chan struct{}, 1)}
 	if d.Client != nil {

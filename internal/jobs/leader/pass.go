@@ -161,8 +161,9 @@ func (l *leader) processOnce(ctx context.Context, j *config.Job, sched schedule.
 	l.mu.Lock()
 	cursor, known := l.cursors[j.Name] // zero when not known
 	l.mu.Unlock()
-	la := l.lookahead(sched, now, paused)
-	p := planTicks(j, sched, cursor, now, la)
+	exhausted := l.exhausted(j)
+	la := l.lookahead(sched, now, paused || exhausted)
+	p := l.limitRuns(j, planTicks(j, sched, cursor, now, la))
 	if !p.Cursor.After(cursor) && known {
 		return la, nil
 	}
@@ -177,10 +178,12 @@ func (l *leader) processOnce(ctx context.Context, j *config.Job, sched schedule.
 		l.d.Metrics.Skipped.WithLabelValues(j.Name, "missed").Add(float64(p.Dropped))
 		l.d.Log.Warn("missed ticks not recorded individually", "job", j.Name, "count", p.Dropped)
 	}
-	if paused {
+	if paused || exhausted {
 		// The cursor follows the clock; the ticks are not counted as
 		// skips, one a tick: the gauge scheduler_job_paused says why
-		// nothing runs (SPEC section 19).
+		// nothing runs (SPEC section 19), remaining_runs 0 why a job
+		// with max_runs stopped (and a max_runs raised later goes on
+		// from then, not from its last run).
 		_, err := l.write(ctx, j.Name, p.Cursor, nil, nil)
 		return la, err
 	}
@@ -209,12 +212,14 @@ func (l *leader) processOnce(ctx context.Context, j *config.Job, sched schedule.
 	}
 	for _, t := range rest {
 		runID, ops, health := l.tickOps(cfg, j, t, now)
-		wrote, err := l.write(ctx, j.Name, t.At, l.absent(j.Name, runID), append(ops, health...))
+		n := runTicks([]plannedTick{t})
+		wrote, err := l.write(ctx, j.Name, t.At, l.absent(j.Name, runID), append(append(ops, health...), l.countOps(j, n)...))
 		if err != nil {
 			return la, err
 		}
 		if wrote {
 			l.countTick(j.Name, t)
+			l.counted(j, n)
 		}
 	}
 	l.mu.Lock()

@@ -179,6 +179,9 @@ func (l *leader) withdrawChunk(ctx context.Context, job string, chunk []withdraw
 	if back {
 		ops = append(ops, clientv3.OpPut(l.d.Keys.Cursor(job), queue.EncodeCursor(cursor)))
 	}
+	// Withdrawn scheduled runs no longer count against max_runs.
+	j := l.d.Config().Job(job)
+	ops = append(ops, l.countOps(j, -len(chunk))...)
 	resp, err := l.d.Client.Txn(ctx).If(cmps...).Then(ops...).Else(clientv3.OpGet(l.term.Key)).Commit()
 	if err != nil {
 		return fmt.Errorf("leader: withdraw ticks of %s: %w", job, err)
@@ -199,22 +202,28 @@ func (l *leader) withdrawChunk(ctx context.Context, job string, chunk []withdraw
 		l.cursors[job] = cursor.UTC()
 		l.mu.Unlock()
 	}
+	l.counted(j, -len(chunk))
 	return nil
 }
 
-// reloadCursor reads the job's cursor into what this leader knows.
+// reloadCursor reads the job's cursor, and its count of scheduled runs
+// (max_runs), into what this leader knows.
 func (l *leader) reloadCursor(ctx context.Context, job string) error {
-	resp, err := l.d.Client.Get(ctx, l.d.Keys.Cursor(job))
+	resp, err := l.d.Client.Txn(ctx).Then(clientv3.OpGet(l.d.Keys.Cursor(job)), clientv3.OpGet(l.d.Keys.Scheduled(job))).Commit()
 	if err != nil {
 		return fmt.Errorf("leader: read the cursor of %s: %w", job, err)
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if len(resp.Kvs) == 0 {
+	if kvs := resp.Responses[1].GetResponseRange().Kvs; len(kvs) > 0 {
+		l.setCountLocked(job, kvs[0].Value)
+	}
+	cursorKVs := resp.Responses[0].GetResponseRange().Kvs
+	if len(cursorKVs) == 0 {
 		delete(l.cursors, job)
 		return nil
 	}
-	t, err := queue.DecodeCursor(resp.Kvs[0].Value)
+	t, err := queue.DecodeCursor(cursorKVs[0].Value)
 	if err != nil {
 		return fmt.Errorf("leader: the cursor of %s: %w", job, err)
 	}

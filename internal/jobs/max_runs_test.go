@@ -1,0 +1,74 @@
+package jobs_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/etcdsched/scheduler/internal/etcdtest"
+	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
+	"github.com/etcdsched/scheduler/internal/jobs/queue"
+	"github.com/etcdsched/scheduler/internal/keys"
+	"github.com/etcdsched/scheduler/internal/poll"
+)
+
+// max_runs (SPEC section 20) is counted once across leaders: with the
+// leader killed between the second and the sixth run, the job still runs
+// exactly six scheduled ticks, each once, and then stops ticking while
+// the clock goes on; the job's API says remaining_runs 0.
+func TestMaxRunsAcrossALeaderKill(t *testing.T) {
+	etcd := etcdtest.Start(t)
+	w := startWitness(t)
+	job := jobstest.HTTPJob("limited", "@every 1s", w.url("sleep=50ms"))
+	job.MaxRuns = 6
+	cfg := jobstest.Config(job)
+	var nodes []*node
+	for _, id := range []string{"n1", "n2", "n3"} {
+		nodes = append(nodes, startNode(t, etcd.Endpoints(), id, cfg))
+	}
+	first := leaderOf(t, nodes)
+	st, err := first.engine.Job(t.Context(), "limited")
+	if err != nil || st.RemainingRuns == nil || *st.RemainingRuns > 6 {
+		t.Fatalf("job status before any run: %+v, %v; want remaining_runs up to 6", st, err)
+	}
+	poll.For(t, 30*time.Second, "two runs", func() bool { return len(w.finished("limited")) >= 2 })
+	first.crash()
+	var rest []*node
+	for _, n := range nodes {
+		if n != first {
+			rest = append(rest, n)
+		}
+	}
+	second := leaderOf(t, rest)
+	poll.For(t, 60*time.Second, "remaining_runs 0", func() bool {
+		st, err := second.engine.Job(t.Context(), "limited")
+		return err == nil && st.RemainingRuns != nil && *st.RemainingRuns == 0
+	})
+	// The clock goes on: the leader moves the cursor past three more
+	// ticks without running them.
+	last := time.Time{}
+	for _, h := range w.finished("limited") {
+		if h.Scheduled.After(last) {
+			last = h.Scheduled
+		}
+	}
+	poll.For(t, 60*time.Second, "the cursor three ticks past the last run", func() bool {
+		resp, err := second.client.Get(t.Context(), keys.New(testPrefix).Cursor("limited"))
+		if err != nil || len(resp.Kvs) == 0 {
+			return false
+		}
+		c, err := queue.DecodeCursor(resp.Kvs[0].Value)
+		return err == nil && c.After(last.Add(3*time.Second))
+	})
+	seen := map[string]int{}
+	for _, h := range w.finished("limited") {
+		seen[h.RunID]++
+	}
+	if len(seen) != 6 {
+		t.Errorf("%d scheduled runs reached the target, want 6: %v", len(seen), seen)
+	}
+	for id, n := range seen {
+		if n > 1 {
+			t.Errorf("%s reached the target %d times", id, n)
+		}
+	}
+}
