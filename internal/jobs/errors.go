@@ -2,7 +2,8 @@ package jobs
 
 import (
 	"errors"
-	"fmt"
+
+	"github.com/etcdsched/scheduler/internal/refusal"
 )
 
 // The errors the API maps to answers.
@@ -20,18 +21,6 @@ var (
 	ErrBadPause = errors.New("jobs: bad pause")
 )
 
-// refusal is one of the errors above with a sentence for the person who
-// asked: it names the job or run and says what to do. Error keeps the
-// sentinel's prefix, for logs; UserMessage is what an answer shows.
-type refusal struct {
-	kind error
-	msg  string
-}
-
-func refuse(kind error, format string, args ...any) error {
-	return &refusal{kind: kind, msg: fmt.Sprintf(format, args...)}
-}
-
-func (r *refusal) Error() string       { return r.kind.Error() + ": " + r.msg }
-func (r *refusal) UserMessage() string { return r.msg }
-func (r *refusal) Unwrap() error       { return r.kind }
+// refuse is one of the errors above with a sentence for the person who
+// asked: it names the job or run and says what to do.
+var refuse = refusal.New

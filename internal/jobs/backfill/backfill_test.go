@@ -133,7 +133,7 @@ func TestBackfillRefusals(t *testing.T) {
 }
 
 func userMessage(err error) string {
-	var r *refusal
+	var r interface{ UserMessage() string }
 	if errors.As(err, &r) {
 		return r.UserMessage()
 	}

@@ -19,7 +19,7 @@ package backfill
 
 import (
 	"errors"
-	"fmt"
+	"github.com/etcdsched/scheduler/internal/refusal"
 )
 
 // MaxTicks is the most ticks one backfill may cover.
@@ -37,17 +37,6 @@ var (
 	ErrNotScheduled = errors.New("backfill: job not scheduled yet")
 )
 
-// refusal is one of the errors above with a sentence for the person who
-// asked.
-type refusal struct {
-	kind error
-	msg  string
-}
-
-func refuse(kind error, format string, args ...any) error {
-	return &refusal{kind: kind, msg: fmt.Sprintf(format, args...)}
-}
-
-func (r *refusal) Error() string       { return r.kind.Error() + ": " + r.msg }
-func (r *refusal) UserMessage() string { return r.msg }
-func (r *refusal) Unwrap() error       { return r.kind }
+// refuse is one of the errors above with a sentence for the person who
+// asked: it names the job or run and says what to do.
+var refuse = refusal.New
