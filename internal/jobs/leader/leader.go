@@ -168,6 +168,11 @@ type leader struct {
 	// the last instant assigned: no entry refers to them, yet a worker
 	// reads them at its claim (specs.go).
 	assignedSpecs map[string]time.Time
+	// assignMu keeps a resolution's moves apart from a withdrawal (read
+	// of the assignments to the cursor's move back); assignSnap is the
+	// assignments one pass's withdrawals share (withdraw_snapshot.go).
+	assignMu   sync.Mutex
+	assignSnap *assignSnap
 	// counts are the jobs' counts of scheduled runs (max_runs, maxruns.go),
 	// known with their cursors (under mu).
 	counts map[string]int
@@ -193,7 +198,7 @@ type leader struct {
 
 func newLeader(d Deps, term election.Leadership) *leader {
 	l := &leader{d: d, term: term, fence: term.Fence(), cursors: map[string]time.Time{}, gen: map[string]uint64{},
-		specsWritten: map[string]bool{}, assignedSpecs: map[string]time.Time{}, counts: map[string]int{},
+		specsWritten: map[string]bool{}, assignedSpecs: map[string]time.Time{}, counts: map[string]int{}, assignSnap: &assignSnap{},
 		paused: map[string]bool{}, sweep: map[string]bool{}, gone: map[string]uint64{}, maxQueued: maxQueued,
 		removedCheck: map[string]bool{}, removedChanged: make(chan struct{}, 1)}
 	if d.Client != nil {

@@ -17,6 +17,9 @@ import (
 func (l *leader) pass(ctx context.Context) error {
 	l.specGate.RLock()
 	defer l.specGate.RUnlock()
+	// The pass's withdrawals share one read of the assignments, taken at
+	// the first of them.
+	l.assignSnap.drop()
 	now := l.d.Clock.Now()
 	var due []*config.Job
 	var gone []string

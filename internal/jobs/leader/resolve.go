@@ -113,7 +113,15 @@ func (l *leader) resolveOnce(ctx context.Context) error {
 // resolveWorker resolves one dead worker and logs and counts what became
 // of its runs. A worker found alive (the mirror was behind) is left.
 func (l *leader) resolveWorker(ctx context.Context, worker string) error {
+	l.assignMu.Lock()
 	done, err := l.store.Resolve(ctx, l.fence, worker, l.placement(worker))
+	for _, r := range done {
+		if r.To != "" {
+			l.assignSnap.drop() // a new assignment: the withdrawals read again
+			break
+		}
+	}
+	l.assignMu.Unlock()
 	for _, r := range done {
 		switch r.Outcome {
 		case runs.Lost:

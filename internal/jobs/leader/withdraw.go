@@ -92,6 +92,11 @@ func (l *leader) withdrawGone(ctx context.Context, job string) error {
 // latest. It reports how many it withdrew; it tries again, reading afresh,
 // when a claim or the cursor moved meanwhile.
 func (l *leader) withdraw(ctx context.Context, job string, after, to time.Time) (int, error) {
+	// No resolution moves a run between the read of the assignments and
+	// the cursor's move back: a run moved meanwhile into an assignment
+	// the withdrawal did not see would be planned again beside it.
+	l.assignMu.Lock()
+	defer l.assignMu.Unlock()
 	total := 0
 	for attempt := 0; ; attempt++ {
 		n, err := l.withdrawOnce(ctx, job, after, to)

@@ -30,20 +30,17 @@ func (l *leader) withdrawAssigned(ctx context.Context, job string, after time.Ti
 	if l.d.Workers == nil {
 		return time.Time{}, 0, nil
 	}
-	resp, err := l.d.Client.Get(ctx, l.d.Keys.Assignments(), clientv3.WithPrefix())
+	naming, err := l.assignSnap.naming(ctx, l, job)
 	if err != nil {
-		return time.Time{}, 0, fmt.Errorf("leader: read assignments to withdraw %s: %w", job, err)
+		return time.Time{}, 0, err
 	}
-	for _, kv := range resp.Kvs {
-		a, err := assign.Decode(l.d.Keys, string(kv.Key), kv.Value)
-		if err != nil || !a.Has(job) {
-			continue
-		}
+	for _, sn := range naming {
+		a := sn.a
 		if !after.IsZero() && !a.At.After(after) {
 			kept = latest(kept, a.At)
 			continue
 		}
-		out, err := l.takeOut(ctx, a, kv.ModRevision, job)
+		out, err := l.takeOut(ctx, a, sn.modRev, job)
 		if err != nil {
 			return kept, n, err
 		}
@@ -76,6 +73,9 @@ func (l *leader) takeOut(ctx context.Context, a assign.Assignment, modRev int64,
 	}
 	if !resp.Succeeded && l.fenceGone(resp) {
 		return false, errNotLeader
+	}
+	if resp.Succeeded {
+		l.assignSnap.tookOut(key, job, resp.Header.Revision)
 	}
 	return resp.Succeeded, nil
 }
