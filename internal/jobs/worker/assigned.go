@@ -34,6 +34,11 @@ type assignedView struct {
 
 	mu  sync.Mutex
 	all map[string]*assigned // by key
+	// waiting are the keys of all's assignments not taken up: what next
+	// and take look at. A worker behind holds many taken assignments
+	// waiting for room under max_parallel; scanning them on every wake
+	// of its loop cost it more than its runs.
+	waiting map[string]bool
 }
 
 // assigned is one assignment as read, and whether the worker took it up.
@@ -46,7 +51,7 @@ type assigned struct {
 }
 
 func newAssignedView(layout keys.Layout, signal func()) *assignedView {
-	return &assignedView{keys: layout, signal: signal, all: map[string]*assigned{}}
+	return &assignedView{keys: layout, signal: signal, all: map[string]*assigned{}, waiting: map[string]bool{}}
 }
 
 // Reset replaces the view; an assignment already taken up stays taken.
@@ -54,6 +59,7 @@ func (v *assignedView) Reset(kvs []*mvccpb.KeyValue, _ int64) {
 	v.mu.Lock()
 	old := v.all
 	v.all = make(map[string]*assigned, len(kvs))
+	v.waiting = map[string]bool{}
 	for _, kv := range kvs {
 		if a := v.decode(kv); a != nil {
 			if prev := old[a.Key(v.keys)]; prev != nil && prev.CreateRevision == a.CreateRevision {
@@ -62,10 +68,20 @@ func (v *assignedView) Reset(kvs []*mvccpb.KeyValue, _ int64) {
 				a.retake = prev.retake && !newer
 			}
 			v.all[a.Key(v.keys)] = a
+			v.noteLocked(a.Key(v.keys), a)
 		}
 	}
 	v.mu.Unlock()
 	v.signal()
+}
+
+// noteLocked keeps waiting in step with a's taken.
+func (v *assignedView) noteLocked(key string, a *assigned) {
+	if a.taken {
+		delete(v.waiting, key)
+	} else {
+		v.waiting[key] = true
+	}
 }
 
 // Apply adds new assignments and forgets deleted ones.
@@ -75,6 +91,7 @@ func (v *assignedView) Apply(events []*clientv3.Event, _ int64) {
 		key := string(ev.Kv.Key)
 		if ev.Type == clientv3.EventTypeDelete {
 			delete(v.all, key)
+			delete(v.waiting, key)
 			continue
 		}
 		prev := v.all[key]
@@ -89,6 +106,7 @@ func (v *assignedView) Apply(events []*clientv3.Event, _ int64) {
 				a.taken = true
 			}
 			v.all[key] = a
+			v.noteLocked(key, a)
 		}
 	}
 	v.mu.Unlock()
@@ -111,6 +129,7 @@ func (v *assignedView) retake(key string, rev int64) {
 	if a := v.all[key]; a != nil {
 		if a.ModRevision > rev {
 			a.taken = false
+			v.waiting[key] = true
 		} else {
 			a.retake = true
 		}
@@ -125,8 +144,8 @@ func (v *assignedView) next(lead time.Duration) time.Time {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	var first time.Time
-	for _, a := range v.all {
-		if at := a.At.Add(-lead); !a.taken && (first.IsZero() || at.Before(first)) {
+	for key := range v.waiting {
+		if at := v.all[key].At.Add(-lead); first.IsZero() || at.Before(first) {
 			first = at
 		}
 	}
@@ -138,9 +157,10 @@ func (v *assignedView) untaken(worker string) []assign.Stored {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	var out []assign.Stored
-	for _, a := range v.all {
-		if !a.taken && a.Worker == worker {
+	for key := range v.waiting {
+		if a := v.all[key]; a.Worker == worker {
 			a.taken = true
+			delete(v.waiting, key)
 			out = append(out, a.Stored)
 		}
 	}
@@ -152,9 +172,10 @@ func (v *assignedView) take(now time.Time, lead time.Duration) []assign.Stored {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	var due []assign.Stored
-	for _, a := range v.all {
-		if !a.taken && !a.At.Add(-lead).After(now) {
+	for key := range v.waiting {
+		if a := v.all[key]; !a.At.Add(-lead).After(now) {
 			a.taken = true
+			delete(v.waiting, key)
 			due = append(due, a.Stored)
 		}
 	}
