@@ -18,6 +18,9 @@ type Cursor struct {
 	Job  string
 	Last time.Time
 	Next time.Time
+	// With are writes that go in the transaction that moves the cursor
+	// (the job's spec, when its leader has not written it yet).
+	With []clientv3.Op
 }
 
 // Window is what one Authorize writes: the jobs' cursors and the
@@ -103,7 +106,9 @@ type group struct {
 	assignments []string
 }
 
-func (g *group) cost() int { return len(g.cursors) + len(g.assignCmps) }
+// cost is what the group takes of a transaction's --max-txn-ops: its
+// compares, or its writes when those are more.
+func (g *group) cost() int { return max(len(g.cursors)+len(g.assignCmps), len(g.ops)) }
 
 // groups checks the window and splits it into the groups that must be
 // written together, in the order of the window's cursors.
@@ -128,6 +133,7 @@ func (s *Store) groups(w Window) ([]*group, error) {
 		// "Mixed versions"); absent when Last is zero, as the leader compares it.
 		g.cursors = append(g.cursors, queue.CursorIs(key, c.Last, !c.Last.IsZero()))
 		g.ops = append(g.ops, clientv3.OpPut(key, queue.EncodeCursor(c.Next)))
+		g.ops = append(g.ops, c.With...)
 	}
 	for i := range w.Assignments {
 		a := &w.Assignments[i]
@@ -195,7 +201,7 @@ func (s *Store) pack(groups []*group) []txnPart {
 	var parts []txnPart
 	var cur *txnPart
 	for _, g := range groups {
-		if cur == nil || 1+len(cur.cmps)+g.cost() > s.maxOps {
+		if cur == nil || 1+len(cur.cmps)+g.cost() > s.maxOps || len(cur.ops)+len(g.ops) > s.maxOps {
 			parts = append(parts, txnPart{})
 			cur = &parts[len(parts)-1]
 		}

@@ -43,6 +43,9 @@ type leanItem struct {
 	plan    plan
 	specRef string
 	specKey string
+	// specOp writes the job's spec with its cursor, when this term has
+	// not written it yet.
+	specOp []clientv3.Op
 }
 
 // leanJob reports whether j's config lets its scheduled runs skip the
@@ -92,10 +95,21 @@ func (l *leader) leanItem(cfg *config.Config, j *config.Job, now time.Time) (lea
 	}
 	e := queue.NewEntry(runs.ID(j.Name, p.Ticks[0].At), j, cfg.Resources, p.Ticks[0].At, p.Ticks[0].At, 1, runs.Schedule)
 	key := e.SpecKey(l.d.Keys)
-	if key == "" || !l.specWritten(key) {
+	if key == "" {
 		return leanItem{}, false
 	}
-	return leanItem{job: j, sched: sched, known: cursor, la: la, plan: p, specRef: e.SpecRef, specKey: key}, true
+	it := leanItem{job: j, sched: sched, known: cursor, la: la, plan: p, specRef: e.SpecRef, specKey: key}
+	if !l.specWritten(key) {
+		// Written with the cursor: a job's first ticks of a term do not
+		// take the queue path (thousands of new jobs at once flooded it,
+		// and every later tick of a job with an entry waiting followed).
+		op, ok := e.SpecOp(l.d.Keys)
+		if !ok {
+			return leanItem{}, false
+		}
+		it.specOp = []clientv3.Op{op}
+	}
+	return it, true
 }
 
 // splitLean takes out of due the jobs whose ticks this pass assigns, in
@@ -117,8 +131,8 @@ func (l *leader) splitLean(due []*config.Job, now time.Time) (windows [][]leanIt
 			rest = append(rest, j)
 			continue
 		}
-		// A cursor and, at most, an assignment a tick.
-		c := 1 + len(it.plan.Ticks)
+		// A cursor and, at most, an assignment a tick; a spec.
+		c := 1 + len(it.plan.Ticks) + len(it.specOp)
 		if cost+c > leanWindowCost {
 			windows, cur, cost = append(windows, cur), nil, 0
 		}
@@ -144,7 +158,7 @@ func (l *leader) window(items []leanItem, workers []string) assign.Window {
 	var order []slot
 	var w assign.Window
 	for _, it := range items {
-		w.Cursors = append(w.Cursors, assign.Cursor{Job: it.job.Name, Last: it.known, Next: it.plan.Cursor})
+		w.Cursors = append(w.Cursors, assign.Cursor{Job: it.job.Name, Last: it.known, Next: it.plan.Cursor, With: it.specOp})
 		byName[it.job.Name] = assign.Job{Name: it.job.Name, SpecRef: it.specRef}
 		for _, t := range it.plan.Ticks {
 			s := slot{pick(workers, runs.ID(it.job.Name, t.At)), t.At}
@@ -193,6 +207,7 @@ func (l *leader) authorize(ctx context.Context, items []leanItem) (applied map[s
 			continue
 		}
 		l.setCursor(it.job.Name, it.plan.Cursor)
+		l.wroteSpecs(it.specOp)
 		l.mu.Lock()
 		l.assignedSpecs[it.specKey] = it.plan.Cursor
 		l.mu.Unlock()
