@@ -68,9 +68,9 @@ func leanJob(cfg *config.Config, j *config.Job) bool {
 }
 
 // leanItem returns j's item when this pass assigns its ticks: its config
-// allows it, it is neither paused nor swept, every tick is on time
-// (planned to run, not caught up, no jitter), and this term wrote its
-// spec already (else the queue path writes it with the tick's entry).
+// allows it, it is neither paused nor swept, and every tick is on time
+// (planned to run, not caught up, no jitter). Its spec goes with its
+// cursor when this term has not written it yet.
 func (l *leader) leanItem(cfg *config.Config, j *config.Job, now time.Time) (leanItem, bool) {
 	sched, err := j.ParsedSchedule()
 	if err != nil || !leanJob(cfg, j) {
