@@ -4,9 +4,12 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/etcdtest"
 	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
+	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/poll"
 	"github.com/etcdsched/scheduler/internal/runs"
 )
@@ -69,7 +72,28 @@ func TestChainedRunsOncePerUpstreamRun(t *testing.T) {
 	cfg2.Jobs = append(cfg2.Jobs, cfg.Jobs[0])
 	cfg2.Jobs[1].Paused = true
 	survivor.setConfig(cfg2)
-	poll.For(t, 60*time.Second, "the queue to drain", func() bool { return len(survivor.engine.Pending()) == 0 })
+	// Drained when, at one revision, neither job has a queue entry or a
+	// slot: an assigned run of a is in no queue (docs/protocol.md) but
+	// holds its slot until the transaction that records it and queues its
+	// b run, so a read of both at once never falls between the two.
+	layout := keys.New(testPrefix)
+	poll.For(t, 60*time.Second, "nothing of a or b queued or running", func() bool {
+		var gets []clientv3.Op
+		for _, job := range []string{"a", "b"} {
+			gets = append(gets, clientv3.OpGet(layout.JobQueue(job), clientv3.WithPrefix(), clientv3.WithCountOnly()),
+				clientv3.OpGet(layout.JobSlots(job), clientv3.WithPrefix(), clientv3.WithCountOnly()))
+		}
+		resp, err := survivor.client.Txn(t.Context()).Then(gets...).Commit()
+		if err != nil {
+			return false
+		}
+		for _, r := range resp.Responses {
+			if r.GetResponseRange().Count > 0 {
+				return false
+			}
+		}
+		return true
+	})
 
 	as := records(t, survivor.client, "a")
 	bs := records(t, survivor.client, "b")

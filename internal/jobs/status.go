@@ -250,6 +250,16 @@ func (e *Engine) FindRun(ctx context.Context, runID string) (RunStatus, error) {
 		}
 		return RunStatus{State: "finished", Record: r}, nil
 	}
+	// An assigned run (the lean protocol, docs/protocol.md) has no queue
+	// entry: while it runs, its slot says so.
+	for _, sl := range e.opts.Slots.List() {
+		if sl.RunID == runID && sl.Resource == "" {
+			return RunStatus{State: string(queue.Running), Record: runs.Record{
+				RunID: runID, Job: job, Attempt: 1, Trigger: runs.Schedule, ScheduledAt: sl.ScheduledAt,
+				StartedAt: sl.StartedAt, Holder: sl.Holder, Slot: sl.Slot, FencingToken: sl.FencingToken,
+			}}, nil
+		}
+	}
 	return RunStatus{}, fmt.Errorf("%w %q", ErrUnknownRun, runID)
 }
 
