@@ -2,7 +2,6 @@ package leader
 
 import (
 	"encoding/json"
-	"hash/fnv"
 	"slices"
 	"sync"
 
@@ -11,6 +10,7 @@ import (
 
 	"github.com/etcdsched/scheduler/internal/jobs/assign"
 	"github.com/etcdsched/scheduler/internal/keys"
+	"github.com/etcdsched/scheduler/internal/rendezvous"
 )
 
 // Workers mirrors members/ (a mirror.Handler): each live replica's session
@@ -130,24 +130,9 @@ func (w *Workers) Alive(worker string) bool {
 func pick(incarnations []string, key string) string {
 	best, bestScore := "", uint64(0)
 	for _, w := range incarnations {
-		h := fnv.New64a()
-		h.Write([]byte(key))
-		h.Write([]byte{0})
-		h.Write([]byte(w))
-		if s := mix64(h.Sum64()); best == "" || s > bestScore || s == bestScore && w < best {
+		if s := rendezvous.Score(key, w); best == "" || s > bestScore || s == bestScore && w < best {
 			best, bestScore = w, s
 		}
 	}
 	return best
-}
-
-// mix64 is MurmurHash3's 64-bit finalizer: FNV-1a alone leaves names that
-// differ only in their last bytes ranked alike (package worker's rank.go).
-func mix64(k uint64) uint64 {
-	k ^= k >> 33
-	k *= 0xff51afd7ed558ccd
-	k ^= k >> 33
-	k *= 0xc4ceb9fe1a85ec53
-	k ^= k >> 33
-	return k
 }

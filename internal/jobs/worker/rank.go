@@ -1,7 +1,6 @@
 package worker
 
 import (
-	"hash/fnv"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
 	"github.com/etcdsched/scheduler/internal/keys"
+	"github.com/etcdsched/scheduler/internal/rendezvous"
 )
 
 // members mirrors the ids of live replicas (members/<id>), so workers can
@@ -116,7 +116,7 @@ func (m *members) orderLocked(self, key string, now time.Time) []string {
 			}
 			delete(m.suspects, id)
 		}
-		list = append(list, scored{id, rendezvous(key, id)})
+		list = append(list, scored{id, rendezvous.Score(key, id)})
 	}
 	slices.SortFunc(list, func(a, b scored) int {
 		if a.score != b.score {
@@ -132,36 +132,6 @@ func (m *members) orderLocked(self, key string, now time.Time) []string {
 		out[i] = s.id
 	}
 	return out
-}
-
-// rendezvous is member id's score for key: the highest claims first.
-//
-// FNV-1a alone is not enough here. Member ids differ in their last bytes
-// (r1, r2, r3; a pod name's suffix), and FNV-1a's last steps, (h^b)*prime,
-// leave the order of the members' hashes decided by a few low bits of the
-// key's hash, which the last bytes of the key decide: every job's run due
-// at one instant ranked the same member first, or split on one bit of the
-// job's name, so one replica took a whole instant's claims (and all of
-// them waited a backup's delay when it died). A 64-bit finalizer
-// (MurmurHash3's fmix64) over the FNV hash makes every bit of the key and
-// the id count in the order.
-func rendezvous(key, id string) uint64 {
-	h := fnv.New64a()
-	h.Write([]byte(key))
-	h.Write([]byte{0})
-	h.Write([]byte(id))
-	return fmix64(h.Sum64())
-}
-
-// fmix64 is MurmurHash3's 64-bit finalizer: each input bit flips each
-// output bit with probability about one half.
-func fmix64(k uint64) uint64 {
-	k ^= k >> 33
-	k *= 0xff51afd7ed558ccd
-	k ^= k >> 33
-	k *= 0xc4ceb9fe1a85ec53
-	k ^= k >> 33
-	return k
 }
 
 // noteClaimed is told of each run this worker claimed: one it claimed at
