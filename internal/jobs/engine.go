@@ -89,6 +89,7 @@ type Engine struct {
 	finished *leader.Finished
 	outbox   *queue.Outbox
 	workers  *leader.Workers // members/ as the leader assigns and resolves by
+	assign   *assign.Store   // the lean protocol's transactions, the worker's and the leader's
 
 	configChanged chan struct{}
 	wg            sync.WaitGroup
@@ -134,6 +135,7 @@ func New(opts Options) (*Engine, error) {
 		finished:      leader.NewFinished(),
 		outbox:        queue.NewOutbox(),
 		workers:       leader.NewWorkers(layout),
+		assign:        assigned,
 		configChanged: make(chan struct{}, 1),
 	}
 	if err := metrics.Pending(opts.Reg, e.outbox.Len); err != nil {
@@ -222,7 +224,7 @@ func (e *Engine) Lead(ctx context.Context, term election.Leadership) error {
 		Client: e.opts.Client, Keys: e.keys, Config: e.opts.Config, ConfigChanged: e.configChanged,
 		Queue: e.queue, Specs: e.specs, Paused: e.paused, Slots: e.opts.Slots, Finished: e.finished, Outbox: e.outbox,
 		Metrics: e.metrics, Clock: e.clock, Log: e.log, Lookahead: e.opts.Lookahead,
-		Workers: e.workers,
+		Workers: e.workers, Assign: e.assign,
 	}, term)
 }
 

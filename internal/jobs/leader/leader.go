@@ -77,6 +77,9 @@ type Deps struct {
 	// (assigned.go, resolve.go); nil: every tick takes the queue path and
 	// no assignment is resolved.
 	Workers *Workers
+	// Assign writes the lean protocol's transactions, the store the
+	// replica's worker claims through; nil: one is made from Client.
+	Assign *assign.Store
 }
 
 func (d *Deps) defaults() {
@@ -201,7 +204,8 @@ func newLeader(d Deps, term election.Leadership) *leader {
 		specsWritten: map[string]bool{}, assignedSpecs: map[string]time.Time{}, counts: map[string]int{}, assignSnap: &assignSnap{},
 		paused: map[string]bool{}, sweep: map[string]bool{}, gone: map[string]uint64{}, maxQueued: maxQueued,
 		removedCheck: map[string]bool{}, removedChanged: make(chan struct{}, 1)}
-	if d.Client != nil {
+	l.store = d.Assign
+	if l.store == nil && d.Client != nil {
 		// Errors only for a missing client, prefix or clock.
 		l.store, _ = assign.New(d.Client, d.Keys, d.Clock, assign.Options{})
 	}
