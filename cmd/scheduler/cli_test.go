@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -254,10 +255,12 @@ func TestClientCommands(t *testing.T) {
 		}
 		slow := strings.TrimSpace(out)
 		p.waitRunning(slow)
-		out, errOut, code = cli(t, with(srv, "slots")...)
-		if code != 0 || !strings.Contains(out, " "+slow+" ") {
-			t.Errorf("slots: exit %d, want %s\n%s%s", code, slow, out, errOut)
-		}
+		// The run's state is read from etcd; the slot table comes from the
+		// replica's watched view of the slots, which follows a moment later.
+		poll.Until(t, 10*time.Second, "slots lists "+slow, func() (bool, string) {
+			out, errOut, code := cli(t, with(srv, "slots")...)
+			return code == 0 && strings.Contains(out, " "+slow+" "), fmt.Sprintf("exit %d\n%s%s", code, out, errOut)
+		})
 		out, _, code = cli(t, with(srv, "slots", "-o", "json")...)
 		var slots []client.Slot
 		decodes(t, out, &slots)
