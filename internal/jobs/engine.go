@@ -183,6 +183,8 @@ func (e *Engine) Run(ctx context.Context) error {
 		{e.keys.Cancels(), e.worker.Cancels()},
 		{e.keys.Members(), e.worker.Members()},
 		{e.keys.ReplicaAssignments(e.opts.ID), e.worker.Assignments()},
+		{e.keys.Assignments(), e.worker.PeerAssignments()},
+		{e.keys.Claimed(), e.worker.PeerMarkers()},
 		{e.keys.Outbox(), e.outbox},
 		{e.keys.Members(), e.workers},
 	} {

@@ -245,7 +245,12 @@ func (w *Worker) claimChunk(ctx context.Context, sess *session.Session, st *assi
 func (w *Worker) claimTries(ctx context.Context, sess *session.Session, st *assign.Stored, chunk int, tries []assign.Run, log *slog.Logger) ([]assign.Claim, error) {
 	b := settleBackoff
 	for {
-		claims, err := w.d.Assign.ClaimChunk(ctx, sess.Lease(), st.Assignment, st.ModRevision, chunk, tries)
+		// Not cut by a shutdown: a claim cut in flight may be applied with
+		// its answer lost, and its runs are then recorded lost; one that
+		// completes starts its runs, which the drain lets end.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.d.Config().Cluster.SessionTTL.D())
+		claims, err := w.d.Assign.ClaimChunk(cctx, sess.Lease(), st.Assignment, st.ModRevision, chunk, tries)
+		cancel()
 		if err == nil || errors.Is(err, assign.ErrGone) || sess.Err() != nil {
 			return claims, err
 		}

@@ -113,6 +113,8 @@ func startTestWorker(t *testing.T, prefix string, clock clockwork.Clock, job con
 	goRun(func(ctx context.Context) {
 		_ = mirror.Run(ctx, cli, layout.ReplicaAssignments("w1"), w.Assignments(), nil)
 	})
+	goRun(func(ctx context.Context) { _ = mirror.Run(ctx, cli, layout.Assignments(), w.PeerAssignments(), nil) })
+	goRun(func(ctx context.Context) { _ = mirror.Run(ctx, cli, layout.Claimed(), w.PeerMarkers(), nil) })
 	runCtx, stopRun := context.WithCancel(ctx)
 	goRun(func(context.Context) { _ = w.Run(runCtx) })
 	t.Cleanup(func() {
