@@ -17,6 +17,7 @@ type doc struct {
 	lines   int
 	anchors map[string]bool
 	h2      []string // anchors of its "## " headings, in order
+	firstH2 int      // line of the first "## " heading, 0 when none
 	links   []link
 }
 
@@ -64,6 +65,9 @@ func readDoc(root, rel string) (*doc, error) {
 			d.anchors[a] = true
 			if level == 2 {
 				d.h2 = append(d.h2, a)
+				if d.firstH2 == 0 {
+					d.firstH2 = d.lines
+				}
 			}
 		}
 		for _, m := range linkRE.FindAllStringSubmatch(codeSpanRE.ReplaceAllString(text, ""), -1) {
