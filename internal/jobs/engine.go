@@ -149,7 +149,7 @@ func New(opts Options) (*Engine, error) {
 		Sessions: opts.Sessions, Slots: opts.Slots, Executor: opts.Executor, Batch: opts.Batch,
 		Queue: e.queue, Specs: specs, Paused: e.paused, Config: opts.Config, Metrics: m, Clock: opts.Clock, Log: opts.Logger,
 		ClaimLead: opts.ClaimLead, Backup: opts.Backup, Tracer: tracing.Tracer(opts.TracerProvider),
-		Assign: assigned,
+		Assign: assigned, Peers: e.workers,
 	})
 	// A deleted queue entry is a finished run: count it for pruning.
 	e.queue.Subscribe(nil, func(_ string, prev *queue.Item) {

@@ -97,6 +97,16 @@ type Deps struct {
 	// assigns to this replica (the lean protocol, assigned.go); the engine
 	// mirrors keys.ReplicaAssignments(ID) into Assignments.
 	Assign *assign.Store
+	// Peers, when set, lists the live incarnations that run the lean
+	// protocol: a stopping worker gives them its assignments not taken up
+	// (assigned_handback.go) rather than the queue path.
+	Peers LeanPeers
+}
+
+// LeanPeers lists the incarnations of live replicas that advertise the
+// lean protocol (leader.Workers).
+type LeanPeers interface {
+	Lean() (incarnations []string, all bool)
 }
 
 // Worker claims pending runs and executes them; every replica has one.
