@@ -33,7 +33,15 @@ type peerView struct {
 	// them by that prefix.
 	markers map[string]string
 	claimed map[string]int
+	// active is, by worker, when this view last saw it write a claim
+	// marker: a worker that claims is alive, and one behind is not
+	// helped by losing its assignments (see due).
+	active map[string]time.Time
 }
+
+// maxActive is how many workers' last claims the view keeps before it
+// forgets those a minute old (incarnations of replicas that restarted).
+const maxActive = 64
 
 // peerAssignment is one peer assignment as read.
 type peerAssignment struct {
@@ -54,7 +62,7 @@ type peerAssignment struct {
 
 func newPeerView(layout keys.Layout, clock clockwork.Clock, id string, signal func()) *peerView {
 	return &peerView{keys: layout, clock: clock, own: layout.ReplicaAssignments(id), signal: signal,
-		all: map[string]*peerAssignment{}, markers: map[string]string{}, claimed: map[string]int{}}
+		all: map[string]*peerAssignment{}, markers: map[string]string{}, claimed: map[string]int{}, active: map[string]time.Time{}}
 }
 
 // Reset implements mirror.Handler for keys.Assignments.
@@ -109,7 +117,7 @@ type peerMarkers struct{ v *peerView }
 func (m peerMarkers) Reset(kvs []*mvccpb.KeyValue, _ int64) {
 	v := m.v
 	v.mu.Lock()
-	v.markers, v.claimed = map[string]string{}, map[string]int{}
+	v.markers, v.claimed, v.active = map[string]string{}, map[string]int{}, map[string]time.Time{}
 	for _, kv := range kvs {
 		v.markLocked(string(kv.Key))
 	}
@@ -136,11 +144,20 @@ func (m peerMarkers) Apply(events []*clientv3.Event, _ int64) {
 }
 
 func (v *peerView) markLocked(key string) {
-	if _, seen := v.markers[key]; seen {
-		return
-	}
 	worker, at, group, _, ok := v.keys.ParseClaimMarker(key)
 	if !ok {
+		return
+	}
+	now := v.clock.Now()
+	if len(v.active) > maxActive {
+		for w, at := range v.active {
+			if now.Sub(at) > time.Minute {
+				delete(v.active, w)
+			}
+		}
+	}
+	v.active[worker] = now
+	if _, seen := v.markers[key]; seen {
 		return
 	}
 	p := v.keys.AssignmentClaimed(worker, at, group)
@@ -158,6 +175,12 @@ func (v *peerView) due(now time.Time, grace time.Duration, turn func(p *peerAssi
 	defer v.mu.Unlock()
 	for _, p := range v.all {
 		if p.tried == p.modRevision || v.claimed[v.keys.AssignmentClaimed(p.worker, p.at, p.group)] > 0 {
+			continue
+		}
+		if v.active[p.worker].After(p.from) {
+			// Its worker claimed since this one became due: alive and
+			// behind, not dead. Taking its work over would only move
+			// the backlog, at a transaction and an event a replica each.
 			continue
 		}
 		if lateAt := p.from.Add(grace); !now.Before(lateAt) {
