@@ -22,7 +22,7 @@ import (
 // slow worker costs it the assignment, never a second run.
 //
 // A backup takes over only while it has room: no assignment of its own is
-// due and not taken up, and max_parallel has a place. A cluster that is
+// due and not taken up or still claiming, and max_parallel has a place. A cluster that is
 // behind everywhere gains nothing from moving work between replicas.
 
 // PeerAssignments is the view of the other replicas' assignments
@@ -43,6 +43,9 @@ func (w *Worker) dispatchTakeOvers(ctx context.Context) {
 	now := w.d.Clock.Now()
 	if own := w.assigned.next(w.d.ClaimLead); !own.IsZero() && !own.After(now) {
 		return // its own assignments first
+	}
+	if w.claiming.Load() > 0 {
+		return // its own assignments' claims first
 	}
 	w.mu.Lock()
 	room := len(w.active) < w.maxParallel() && !w.stopping

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -143,6 +144,9 @@ type Worker struct {
 
 	// takeOverAt is the next peer assignment's take-over turn (zero: none).
 	takeOverAt time.Time
+	// claiming counts this worker's assignments with chunks still to
+	// claim: while it has some, it takes none over.
+	claiming atomic.Int32
 
 	claimRTT claimLatency // of this worker's claims: backups wait longer when etcd is slow
 }
