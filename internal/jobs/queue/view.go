@@ -9,6 +9,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/internal/keys"
+	"github.com/etcdsched/scheduler/internal/mirror"
 	"github.com/etcdsched/scheduler/internal/runs"
 )
 
@@ -50,9 +51,17 @@ func NewView(layout keys.Layout, log *slog.Logger, specs *Specs) *View {
 	}
 	v := &View{keys: layout, log: log, specs: specs, entries: map[string]*Item{}, running: map[string]*Item{}, index: newIndex(),
 		waiting: map[string]map[string]bool{}, ready: make(chan struct{}), changed: make(chan struct{})}
-	specs.mu.Lock()
-	specs.arrived = v.specsArrived
-	specs.mu.Unlock()
+	specs.Subscribe(func(changes []mirror.Change[string, *Spec]) {
+		var arrived []string
+		for _, c := range changes {
+			if !c.Deleted && !c.Had {
+				arrived = append(arrived, c.Key)
+			}
+		}
+		if len(arrived) > 0 {
+			v.specsArrived(arrived)
+		}
+	})
 	return v
 }
 
