@@ -22,6 +22,7 @@ type Map[K comparable, V any] struct {
 	changed chan struct{} // closed and replaced at each change
 	ready   chan struct{} // closed by the first Reset
 	loaded  bool
+	hooks   []func(Change[K, V]) // under mu
 	subs    []func([]Change[K, V])
 }
 
@@ -83,6 +84,7 @@ func (m *Map[K, V]) Reset(kvs []*mvccpb.KeyValue, rev int64) {
 		}
 	}
 	changes = append(changes, puts...)
+	m.hookLocked(changes)
 	m.items, m.rev = fresh, rev
 	if !m.loaded {
 		m.loaded = true
@@ -118,6 +120,7 @@ func (m *Map[K, V]) Apply(events []*clientv3.Event, rev int64) {
 		}
 	}
 	if len(changes) > 0 {
+		m.hookLocked(changes)
 		m.signalLocked()
 	}
 	subs := m.subs
@@ -135,11 +138,56 @@ func (m *Map[K, V]) Store(k K, v V) (held V, stored bool) {
 		return cur, false
 	}
 	m.items[k] = v
+	changes := []Change[K, V]{{Key: k, Value: v}}
+	m.hookLocked(changes)
 	m.signalLocked()
 	subs := m.subs
 	m.mu.Unlock()
-	tell(subs, []Change[K, V]{{Key: k, Value: v}})
+	tell(subs, changes)
 	return v, true
+}
+
+// OnChange has f called with each change as the map makes it, under its
+// lock: for state derived from the map (an index) that must never
+// disagree with it, read and changed through With. f must be quick and
+// must not call the map. OnChange before Run.
+func (m *Map[K, V]) OnChange(f func(Change[K, V])) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.hooks = append(m.hooks, f)
+}
+
+// With runs f under the map's lock, for state kept by OnChange: f may
+// read it and the map (get), and replace held entries in place (set: a
+// value worked out anew, not a change in etcd). OnChange hooks see each
+// set, subscribers are not told; Changed closes if f set anything. f must
+// not call the map.
+func (m *Map[K, V]) With(f func(get func(K) (V, bool), set func(K, V))) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	changed := false
+	get := func(k K) (V, bool) { v, ok := m.items[k]; return v, ok }
+	set := func(k K, v V) {
+		prev, had := m.items[k]
+		if !had {
+			return
+		}
+		m.items[k] = v
+		m.hookLocked([]Change[K, V]{{Key: k, Value: v, Prev: prev, Had: true}})
+		changed = true
+	}
+	f(get, set)
+	if changed {
+		m.signalLocked()
+	}
+}
+
+func (m *Map[K, V]) hookLocked(changes []Change[K, V]) {
+	for _, f := range m.hooks {
+		for _, c := range changes {
+			f(c)
+		}
+	}
 }
 
 func tell[K comparable, V any](subs []func([]Change[K, V]), changes []Change[K, V]) {

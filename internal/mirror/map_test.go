@@ -227,3 +227,56 @@ func TestMapFollowsAPrefix(t *testing.T) {
 	}
 	poll.For(t, 30*time.Second, "the map to hold b=2 alone", func() bool { return maps.Equal(contents(m), map[string]int{"b": 2}) })
 }
+
+// State derived through OnChange never disagrees with the map: here the
+// keys by parity, kept through Reset, Apply, Store and With's in-place
+// rewrites, which close Changed but tell no subscriber.
+func TestMapOnChangeKeepsDerivedState(t *testing.T) {
+	m := numbers()
+	odd := map[string]bool{}
+	m.OnChange(func(c Change[string, int]) {
+		delete(odd, c.Key)
+		if !c.Deleted && c.Value%2 == 1 {
+			odd[c.Key] = true
+		}
+	})
+	told := 0
+	m.Subscribe(func(cs []Change[string, int]) { told += len(cs) })
+	check := func(when string) {
+		t.Helper()
+		want := map[string]bool{}
+		for k, v := range contents(m) {
+			if v%2 == 1 {
+				want[k] = true
+			}
+		}
+		var got map[string]bool
+		m.With(func(func(string) (int, bool), func(string, int)) { got = maps.Clone(odd) })
+		if !maps.Equal(got, want) {
+			t.Fatalf("%s: derived %v, want %v", when, got, want)
+		}
+	}
+	m.Reset([]*mvccpb.KeyValue{kv("n/a", "1", 2), kv("n/b", "2", 2)}, 2)
+	check("after Reset")
+	m.Apply([]*clientv3.Event{put("n/b", "3", 3), del("n/a", 3)}, 3)
+	check("after Apply")
+	m.Store("c", 5)
+	check("after Store")
+	m.Reset([]*mvccpb.KeyValue{kv("n/c", "6", 4)}, 4)
+	check("after a second Reset")
+
+	before := told
+	ch := m.Changed()
+	m.With(func(get func(string) (int, bool), set func(string, int)) {
+		v, _ := get("c")
+		set("c", v+1)
+		set("absent", 1) // only held entries are rewritten
+	})
+	check("after With")
+	if v, _ := m.Get("c"); v != 7 || !closed(ch) || told != before {
+		t.Fatalf("With: c=%d, Changed closed %v, subscribers told %d changes; want 7, true, 0", v, closed(ch), told-before)
+	}
+	if _, ok := m.Get("absent"); ok {
+		t.Fatal("With's set added an entry")
+	}
+}
