@@ -130,9 +130,10 @@ func (w *Worker) suspectPeer(worker string) {
 // rankWithout is self's place in the rendezvous order of live members for
 // key, owner left out: 0 for the first backup.
 func (m *members) rankWithout(self, owner, key string, now time.Time) int {
+	ids := m.ids.Keys()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	order := slices.DeleteFunc(m.orderLocked(self, key, now), func(id string) bool { return id == owner })
+	order := slices.DeleteFunc(m.orderLocked(ids, self, key, now), func(id string) bool { return id == owner })
 	return max(0, slices.Index(order, self))
 }
 
@@ -147,12 +148,12 @@ func (m *members) suspect(id string, now time.Time) bool {
 // suspectFor passes id over until until; it reports whether id was not
 // suspect at now.
 func (m *members) suspectFor(id string, now, until time.Time) bool {
+	if _, listed := m.ids.Get(id); !listed {
+		return false // gone, or never listed: nothing to pass over
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	prev, ok := m.suspects[id]
-	if !m.ids[id] {
-		return false // gone, or never listed: nothing to pass over
-	}
 	m.suspects[id] = until
 	return !ok || !prev.After(now)
 }
