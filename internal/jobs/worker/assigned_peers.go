@@ -37,6 +37,12 @@ type peerView struct {
 	// marker: a worker that claims is alive, and one behind is not
 	// helped by losing its assignments (see due).
 	active map[string]time.Time
+	// changed: an assignment or marker came or went since due last
+	// looked; checkAt is when it must look again regardless (the
+	// earliest turn or lateness it saw). Between the two, due answers
+	// without a scan: the worker's loop asks at every wake.
+	changed bool
+	checkAt time.Time
 }
 
 // maxActive is how many workers' last claims the view keeps before it
@@ -46,6 +52,7 @@ const maxActive = 64
 // peerAssignment is one peer assignment as read.
 type peerAssignment struct {
 	key, worker, group string
+	claimedKey         string // keys.AssignmentClaimed of it
 	at                 time.Time
 	value              []byte
 	modRevision        int64
@@ -82,6 +89,7 @@ func (v *peerView) Apply(events []*clientv3.Event, _ int64) {
 	for _, ev := range events {
 		if ev.Type == clientv3.EventTypeDelete {
 			delete(v.all, string(ev.Kv.Key))
+			v.changed = true
 			continue
 		}
 		v.putLocked(ev.Kv)
@@ -106,7 +114,9 @@ func (v *peerView) putLocked(kv *mvccpb.KeyValue) {
 	if prev := v.all[key]; prev != nil && prev.from.Before(from) {
 		from = prev.from
 	}
-	v.all[key] = &peerAssignment{key: key, worker: worker, group: group, at: at, from: from, value: kv.Value, modRevision: kv.ModRevision}
+	v.all[key] = &peerAssignment{key: key, worker: worker, group: group, at: at, from: from, value: kv.Value, modRevision: kv.ModRevision,
+		claimedKey: v.keys.AssignmentClaimed(worker, at, group)}
+	v.changed = true
 }
 
 // Markers is the mirror.Handler of keys.Claimed.
@@ -118,6 +128,7 @@ func (m peerMarkers) Reset(kvs []*mvccpb.KeyValue, _ int64) {
 	v := m.v
 	v.mu.Lock()
 	v.markers, v.claimed, v.active = map[string]string{}, map[string]int{}, map[string]time.Time{}
+	v.changed = true
 	for _, kv := range kvs {
 		v.markLocked(string(kv.Key))
 	}
@@ -157,6 +168,7 @@ func (v *peerView) markLocked(key string) {
 		}
 	}
 	v.active[worker] = now
+	v.changed = true
 	if _, seen := v.markers[key]; seen {
 		return
 	}
@@ -173,8 +185,12 @@ func (v *peerView) markLocked(key string) {
 func (v *peerView) due(now time.Time, grace time.Duration, turn func(p *peerAssignment) time.Time) (due []peerAssignment, next time.Time, late []string) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	if !v.changed && (v.checkAt.IsZero() || now.Before(v.checkAt)) {
+		return nil, v.checkAt, nil
+	}
+	defer func() { v.changed, v.checkAt = false, next }()
 	for _, p := range v.all {
-		if p.tried == p.modRevision || v.claimed[v.keys.AssignmentClaimed(p.worker, p.at, p.group)] > 0 {
+		if p.tried == p.modRevision || v.claimed[p.claimedKey] > 0 {
 			continue
 		}
 		if v.active[p.worker].After(p.from) {
@@ -214,6 +230,7 @@ func (v *peerView) rejudge(id string) {
 			p.turn = time.Time{}
 		}
 	}
+	v.changed = true
 	v.mu.Unlock()
 	v.signal()
 }
