@@ -234,3 +234,13 @@ func (v *peerView) rejudge(id string) {
 	v.mu.Unlock()
 	v.signal()
 }
+
+// membersChanged rejudges the turns of the assignments of each replica
+// whose member key went: its lease ended, it is gone (takeOverTurn).
+func (v *peerView) membersChanged(changes []mirror.Change[string, int64]) {
+	for _, c := range changes {
+		if c.Deleted {
+			v.rejudge(c.Key)
+		}
+	}
+}

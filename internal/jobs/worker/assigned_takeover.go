@@ -72,7 +72,9 @@ func (w *Worker) dispatchTakeOvers(ctx context.Context) {
 // takeOverTurn is when this replica may take p over: Backup (and twice
 // the claim round trip) after its instant (or its arrival, if later) per
 // place in the rendezvous order of the live replicas but p's own. While
-// p's replica is suspect (it let an assignment pass: see members) the
+// p's replica is suspect (it let an assignment pass: see members) or gone
+// (its member key deleted: its lease ended, and the leader resolves what
+// the backups leave) the
 // first backup's turn is a fifth of Backup after the instant: long enough
 // for a live worker's claim, which it sends a claim lead before, to be
 // seen here first.
@@ -81,7 +83,7 @@ func (w *Worker) takeOverTurn(p *peerAssignment) time.Time {
 	now := w.d.Clock.Now()
 	place := time.Duration(w.members.rankWithout(w.d.ID, owner, p.key, now))
 	step := w.d.Backup + w.claimRTT.backupWait()
-	if w.members.suspect(owner, now) {
+	if w.members.suspect(owner, now) || w.members.gone(w.d.ID, owner) {
 		return p.from.Add(step/5 + place*step)
 	}
 	return p.from.Add((place + 1) * step)
@@ -156,4 +158,14 @@ func (m *members) suspectFor(id string, now, until time.Time) bool {
 	prev, ok := m.suspects[id]
 	m.suspects[id] = until
 	return !ok || !prev.After(now)
+}
+
+// gone reports whether id has no member key while self has one (before
+// the view lists self, nobody is known gone).
+func (m *members) gone(self, id string) bool {
+	if _, listed := m.ids.Get(self); !listed {
+		return false
+	}
+	_, listed := m.ids.Get(id)
+	return !listed
 }

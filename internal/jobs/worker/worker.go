@@ -175,6 +175,7 @@ func New(d Deps) *Worker {
 		wake: make(chan struct{}, 1), freed: make(chan struct{}), drained: make(chan struct{})}
 	w.assigned = newAssignedView(d.Keys, w.signal)
 	w.peers = newPeerView(d.Keys, d.Clock, d.ID, w.signal)
+	w.members.ids.Subscribe(w.peers.membersChanged)
 	w.abandon, w.abandonCancel = context.WithCancel(context.Background())
 	w.cancels = queue.NewCancels(d.Keys, w.cancelRequested)
 	d.Queue.Subscribe(w.onPut, w.onDelete)
