@@ -65,7 +65,9 @@ func (m *Map[K, V]) Subscribe(f func([]Change[K, V])) {
 func (m *Map[K, V]) Reset(kvs []*mvccpb.KeyValue, rev int64) {
 	m.mu.Lock()
 	old := m.items
-	fresh := make(map[K]V, len(kvs))
+	// Sized as before, not by kvs: a prefix may hold many keys the map
+	// does not keep (jobs/ holds a cursor per job beside the few pauses).
+	fresh := make(map[K]V, len(old))
 	var puts, changes []Change[K, V]
 	for _, kv := range kvs {
 		k, ok := m.key(string(kv.Key))
