@@ -152,6 +152,10 @@ func (v *assignedView) retake(key string, rev int64) {
 func (v *assignedView) next(lead time.Duration) time.Time {
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	return v.nextLocked(lead)
+}
+
+func (v *assignedView) nextLocked(lead time.Duration) time.Time {
 	if v.stale {
 		v.first, v.stale = time.Time{}, false
 		for key := range v.waiting {
@@ -186,6 +190,9 @@ func (v *assignedView) untaken(worker string) []assign.Stored {
 func (v *assignedView) take(now time.Time, lead time.Duration) []assign.Stored {
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	if first := v.nextLocked(lead); first.IsZero() || first.After(now) {
+		return nil // none due: no scan (the worker's loop asks at every wake)
+	}
 	var due []assign.Stored
 	for key := range v.waiting {
 		if a := v.all[key]; !a.At.Add(-lead).After(now) {
