@@ -3,7 +3,6 @@ package target
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -76,7 +75,7 @@ func (e *Executor) doExec(ctx context.Context, spec *config.Exec, run Run) Resul
 	copied := make(chan struct{})
 	go func() {
 		defer close(copied)
-		_, _ = io.Copy(out, pr) // ends at EOF, or when we close pr
+		_, _ = copyOut(out, pr) // ends at EOF, or when we close pr
 	}()
 
 	var res Result

@@ -75,7 +75,7 @@ func (e *Executor) doHTTP(ctx context.Context, spec *config.HTTP, run Run) Resul
 		return failed("target: %v", err)
 	}
 	out := newTailBuffer(runs.OutputLimit)
-	_, readErr := io.Copy(out, resp.Body)
+	_, readErr := copyOut(out, resp.Body)
 	resp.Body.Close()
 
 	var res Result

@@ -9,14 +9,15 @@ type tailBuffer struct {
 	// mu guards against a caller reading the tail while a copy is still
 	// writing; os/exec promises one writer at a time, not a reader's safety.
 	mu    sync.Mutex
-	buf   []byte // allocated once at size n
+	limit int    // n
+	buf   []byte // grows as written, to n at most: most runs write little
 	start int    // index of the oldest byte once the ring is full
 	full  bool
 	total int64 // bytes ever written, kept to tell a truncated tail apart
 }
 
 func newTailBuffer(n int) *tailBuffer {
-	return &tailBuffer{buf: make([]byte, 0, n)}
+	return &tailBuffer{limit: n}
 }
 
 // Write never fails and never grows the buffer past its capacity.
@@ -25,7 +26,7 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 	defer t.mu.Unlock()
 	n := len(p)
 	t.total += int64(n)
-	size := cap(t.buf)
+	size := t.limit
 	if size == 0 {
 		return n, nil
 	}
