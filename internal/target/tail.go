@@ -31,6 +31,7 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 		return n, nil
 	}
 	if !t.full {
+		t.reserve(min(size, len(t.buf)+len(p)))
 		room := size - len(t.buf)
 		if len(p) <= room {
 			t.buf = append(t.buf, p...)
@@ -69,4 +70,15 @@ func (t *tailBuffer) Total() int64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.total
+}
+
+// reserve makes room for want bytes (at most the limit), doubling, so the
+// buffer's capacity never passes the limit.
+func (t *tailBuffer) reserve(want int) {
+	if want <= cap(t.buf) {
+		return
+	}
+	nb := make([]byte, len(t.buf), min(t.limit, max(want, 2*cap(t.buf), 256)))
+	copy(nb, t.buf)
+	t.buf = nb
 }

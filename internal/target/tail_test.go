@@ -63,8 +63,8 @@ func TestTailBufferMatchesModel(t *testing.T) {
 		if got := b.Bytes(); !bytes.Equal(got, want) {
 			t.Fatalf("size %d after %d bytes: tail %x, want %x", size, len(all), got, want)
 		}
-		if cap(b.buf) != size {
-			t.Fatalf("buffer grew to %d, want %d", cap(b.buf), size)
+		if cap(b.buf) > size {
+			t.Fatalf("buffer grew to %d, past its limit %d", cap(b.buf), size)
 		}
 	}
 }
