@@ -94,7 +94,7 @@ func (l *leader) leanItem(cfg *config.Config, j *config.Job, now time.Time) (lea
 			return leanItem{}, false
 		}
 	}
-	e := queue.NewEntry(runs.ID(j.Name, p.Ticks[0].At), j, cfg.Resources, p.Ticks[0].At, p.Ticks[0].At, 1, runs.Schedule)
+	e := l.specEntries.of(cfg, j, p.Ticks[0].At)
 	key := e.SpecKey(l.d.Keys)
 	if key == "" {
 		return leanItem{}, false

@@ -156,6 +156,9 @@ type leader struct {
 	term  election.Leadership
 	fence clientv3.Cmp
 
+	// specEntries: what lean passes need of each job's spec (specref.go).
+	specEntries specEntries
+
 	mu      sync.Mutex
 	cursors map[string]time.Time // as stored in etcd
 	jobs    map[string]*config.Job
