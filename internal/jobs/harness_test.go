@@ -19,6 +19,7 @@ import (
 	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/etcdtest"
 	"github.com/etcdsched/scheduler/internal/jobs"
+	"github.com/etcdsched/scheduler/internal/jobs/queue"
 	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/poll"
 	"github.com/etcdsched/scheduler/internal/replica"
@@ -264,4 +265,21 @@ func leaderOf(t *testing.T, nodes []*node) *node {
 		return count == 1
 	})
 	return leader
+}
+
+// cursor reads job's cursor: the last tick a leader materialized.
+func cursor(t *testing.T, cli *clientv3.Client, job string) time.Time {
+	t.Helper()
+	resp, err := cli.Get(t.Context(), keys.New(testPrefix).Cursor(job))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Kvs) == 0 {
+		return time.Time{}
+	}
+	at, err := queue.DecodeCursor(resp.Kvs[0].Value)
+	if err != nil {
+		t.Fatalf("cursor of %s: %v", job, err)
+	}
+	return at
 }

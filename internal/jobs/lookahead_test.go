@@ -50,9 +50,12 @@ func TestLeaderCrashMissesNoTick(t *testing.T) {
 			}
 			old := leaderOf(t, nodes)
 			poll.For(t, 60*time.Second, "runs under way", func() bool { return len(w.finished("tick")) >= 10 })
-			// Let the lookahead fill: the leader materializes it from its
-			// first pass, but the ticks must be ahead of the crash.
-			time.Sleep(time.Second)
+			// The ticks must be materialized ahead of the crash: the
+			// leader's cursor (its last tick authorized) past the next
+			// second.
+			poll.For(t, 30*time.Second, "ticks materialized ahead", func() bool {
+				return cursor(t, old.client, "tick").After(time.Now().Add(time.Second))
+			})
 
 			crashAt := time.Now()
 			old.crash()

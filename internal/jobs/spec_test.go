@@ -79,6 +79,8 @@ func TestRunWaitsForItsSpec(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// An absence is what is checked here: no event marks "the worker saw
+	// the entries and declined them", so the test gives it a second.
 	time.Sleep(time.Second)
 	if hits := w.finished("waits"); len(hits) != 0 {
 		t.Fatalf("%d runs without their spec", len(hits))

@@ -15,6 +15,7 @@ import (
 	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/etcdtest"
 	"github.com/etcdsched/scheduler/internal/keys"
+	"github.com/etcdsched/scheduler/internal/poll"
 	"github.com/etcdsched/scheduler/internal/runs"
 )
 
@@ -112,9 +113,7 @@ func BenchmarkEntryLife(b *testing.B) {
 				}()
 			}
 			wg.Wait()
-			for events.Load() < int64(9*b.N) {
-				time.Sleep(time.Millisecond)
-			}
+			poll.For(b, time.Minute, "every watcher's events", func() bool { return events.Load() >= int64(9*b.N) })
 			b.StopTimer()
 			var after syscall.Rusage
 			_ = syscall.Getrusage(syscall.RUSAGE_SELF, &after)
