@@ -6,9 +6,7 @@ import (
 	"time"
 
 	"github.com/etcdsched/scheduler/config"
-	"github.com/etcdsched/scheduler/internal/etcdtest"
 	"github.com/etcdsched/scheduler/internal/jobs"
-	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
 	"github.com/etcdsched/scheduler/internal/poll"
 	"github.com/etcdsched/scheduler/internal/runs"
 )
@@ -20,10 +18,10 @@ import (
 // behaviour (cancelled, for good); worker.max_interruptions 0 records the
 // first interruption for good.
 func TestGracefulShutdownRequeuesTheRunsItCuts(t *testing.T) {
-	etcd := etcdtest.Start(t)
+	etcd := startEtcd(t)
 	w := startWitness(t)
 	job := func(name, onShutdown string) config.Job {
-		j := jobstest.HTTPJob(name, "@manually", w.url("sleep=3s"))
+		j := httpJob(name, "@manually", w.url("sleep=3s"))
 		j.OnShutdown = onShutdown
 		return j
 	}
@@ -39,7 +37,7 @@ func TestGracefulShutdownRequeuesTheRunsItCuts(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := jobstest.Config(job(tc.name, tc.onShutdown))
+			cfg := newConfig(job(tc.name, tc.onShutdown))
 			cfg.Worker.MaxInterruptions = tc.maxInterruptions
 			nodes := []*node{startNode(t, etcd.Endpoints(), tc.name+"-a", cfg), startNode(t, etcd.Endpoints(), tc.name+"-b", cfg)}
 			t.Cleanup(func() {

@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/etcdsched/scheduler/config"
-	"github.com/etcdsched/scheduler/internal/etcdtest"
-	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
 	"github.com/etcdsched/scheduler/internal/poll"
 	"github.com/etcdsched/scheduler/internal/runs"
 )
@@ -32,16 +30,16 @@ func firstAttemptFails(t *testing.T, always *atomic.Bool) string {
 // transaction of its record, with the reason naming the run, and notifies
 // the sinks that ask for "paused" once.
 func TestPauseOnFailurePausesOnlyWhenTheLastAttemptFails(t *testing.T) {
-	etcd := etcdtest.Start(t)
+	etcd := startEtcd(t)
 	rcv := startReceiver(t, http.StatusOK)
 	var always atomic.Bool
-	job := jobstest.HTTPJob("fragile", "@every 1s", firstAttemptFails(t, &always))
+	job := httpJob("fragile", "@every 1s", firstAttemptFails(t, &always))
 	job.PauseOnFailure = true
 	job.Retries.Max = 1
-	cfg := jobstest.Config(job)
+	cfg := newConfig(job)
 	cfg.Notify.Sinks = []config.Sink{rcv.sink("ops", config.Paused)}
 	cfg.Notify.Default = []string{"ops"}
-	n := startNode(t, etcd.Endpoints(), "solo", cfg)
+	n := etcd.node("solo", cfg)
 
 	poll.For(t, 30*time.Second, "three runs that succeeded at their retry", func() bool {
 		return len(finalRecords(t, n.client, "fragile", runs.Succeeded)) >= 3

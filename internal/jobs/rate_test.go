@@ -8,8 +8,6 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/config"
-	"github.com/etcdsched/scheduler/internal/etcdtest"
-	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
 	"github.com/etcdsched/scheduler/internal/poll"
 	"github.com/etcdsched/scheduler/internal/runs"
 )
@@ -31,20 +29,20 @@ func TestRateWindowHoldsAcrossHandoffAndCrash(t *testing.T) {
 		limit = 3
 		span  = 30 * time.Second
 	)
-	etcd := etcdtest.Start(t)
+	etcd := startEtcd(t)
 	w := startWitness(t)
 	job := func(name string) config.Job {
-		j := jobstest.HTTPJob(name, "@every 100ms", w.url("sleep=100ms"))
+		j := httpJob(name, "@every 100ms", w.url("sleep=100ms"))
 		j.MaxConcurrency = 3
 		j.Resources = []string{"api"}
 		return j
 	}
 	cfg := func() *config.Config {
-		c := jobstest.Config(job("ra"), job("rb"))
+		c := newConfig(job("ra"), job("rb"))
 		c.Resources = []config.Resource{{Name: "api", Limit: limit, Rate: &config.Rate{Count: count, Per: config.Duration(per)}}}
 		return c
 	}
-	nodes := []*node{startNode(t, etcd.Endpoints(), "a", cfg()), startNode(t, etcd.Endpoints(), "b", cfg()), startNode(t, etcd.Endpoints(), "c", cfg())}
+	nodes := []*node{etcd.node("a", cfg()), etcd.node("b", cfg()), etcd.node("c", cfg())}
 	first := leaderOf(t, nodes)
 	started := time.Now()
 	all := func() []hit { return append(w.finished("ra"), w.finished("rb")...) }
