@@ -249,6 +249,22 @@ func records(t *testing.T, cli *clientv3.Client, job string) map[string]runs.Rec
 	return out
 }
 
+// awaitRecord waits until job's record of runID is stored and satisfies
+// ok (nil: any record), and returns it.
+func awaitRecord(t *testing.T, cli *clientv3.Client, job, runID string, ok func(runs.Record) bool) runs.Record {
+	t.Helper()
+	var rec runs.Record
+	poll.Until(t, 60*time.Second, "the record of "+runID, func() (bool, string) {
+		r, found := records(t, cli, job)[runID]
+		if !found {
+			return false, "none yet"
+		}
+		rec = r
+		return ok == nil || ok(r), fmt.Sprintf("attempt %d %s: %s", r.Attempt, r.Outcome, r.Error)
+	})
+	return rec
+}
+
 // leaderOf returns the node that leads, once exactly one does.
 func leaderOf(t *testing.T, nodes []*node) *node {
 	t.Helper()

@@ -62,11 +62,8 @@ func TestGracefulShutdownRequeuesTheRunsItCuts(t *testing.T) {
 					n.stop(300 * time.Millisecond) // grace ends while the run has 2.7s to go
 				}
 			}
-			var rec runs.Record
-			poll.For(t, 60*time.Second, "the run's final record", func() bool {
-				r, ok := records(t, etcd.Client(), tc.name)[id]
-				rec = r
-				return ok && len(r.Previous)+1 == len(tc.want) && r.Outcome == tc.want[len(tc.want)-1]
+			rec := awaitRecord(t, etcd.Client(), tc.name, id, func(r runs.Record) bool {
+				return len(r.Previous)+1 == len(tc.want) && r.Outcome == tc.want[len(tc.want)-1]
 			})
 			for i, a := range rec.Previous {
 				if a.Outcome != tc.want[i] || a.Holder != holder {

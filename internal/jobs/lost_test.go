@@ -52,11 +52,8 @@ func TestCrashedHolderRunIsLostAndRetried(t *testing.T) {
 	if lostAfter := retry.Start.Sub(crashedAt); lostAfter > cfg.Cluster.SessionTTL.D()+5*time.Second {
 		t.Errorf("retry started %s after the crash", lostAfter)
 	}
-	var final runs.Record
-	poll.For(t, 30*time.Second, "the final record", func() bool {
-		var ok bool
-		final, ok = records(t, survivor.client, "work")[runID]
-		return ok && final.Outcome == runs.Succeeded && final.Attempt == 2
+	final := awaitRecord(t, survivor.client, "work", runID, func(r runs.Record) bool {
+		return r.Outcome == runs.Succeeded && r.Attempt == 2
 	})
 	if len(final.Previous) != 1 {
 		t.Fatalf("final record lists %d earlier attempts, want 1: %+v", len(final.Previous), final.Previous)

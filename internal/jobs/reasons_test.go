@@ -51,12 +51,7 @@ func TestRateOnlyRefusalsNameTheWindow(t *testing.T) {
 	}
 	ended := func(job, id string, outcome runs.Outcome) runs.Record {
 		t.Helper()
-		var r runs.Record
-		poll.Until(t, 60*time.Second, job+" run "+id+" "+string(outcome), func() (bool, string) {
-			r = records(t, a.client, job)[id]
-			return r.Outcome == outcome, fmt.Sprintf("%+v", r)
-		})
-		return r
+		return awaitRecord(t, a.client, job, id, func(r runs.Record) bool { return r.Outcome == outcome })
 	}
 	exact := func(job string, r runs.Record) {
 		t.Helper()

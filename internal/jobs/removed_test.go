@@ -32,7 +32,7 @@ func TestRemovedJobHistoryStaysReadable(t *testing.T) {
 			t.Fatal(err)
 		}
 		ids = append(ids, id)
-		poll.For(t, 30*time.Second, "run recorded", func() bool { return records(t, n.client, "old")[id].RunID == id })
+		awaitRecord(t, n.client, "old", id, nil)
 	}
 
 	n.setConfig(newConfig(stay))

@@ -42,11 +42,7 @@ func TestOldFormatEntryStillRuns(t *testing.T) {
 	if _, err := n.client.Put(t.Context(), keys.New(testPrefix).Entry("legacy", runID), value); err != nil {
 		t.Fatal(err)
 	}
-	poll.For(t, 30*time.Second, "both attempts of the old entry's run recorded", func() bool {
-		r, ok := records(t, n.client, "legacy")[runID]
-		return ok && r.Attempt == 2
-	})
-	r := records(t, n.client, "legacy")[runID]
+	r := awaitRecord(t, n.client, "legacy", runID, func(r runs.Record) bool { return r.Attempt == 2 })
 	if r.Outcome != runs.Failed || r.HTTPStatus != 500 || r.Trigger != runs.Retry || len(r.Previous) != 1 || r.Previous[0].Outcome != runs.Failed {
 		t.Errorf("record %+v: want attempt 2 failed with 500 after a failed attempt 1", r)
 	}

@@ -87,18 +87,6 @@ func runSpans(t *testing.T, r *tracingtest.Receiver, runID string) (run tracingt
 	return run, claims
 }
 
-// waitRecord waits for the record of runID and returns it.
-func waitRecord(t *testing.T, n *node, job, runID string) runs.Record {
-	t.Helper()
-	var rec runs.Record
-	poll.For(t, 30*time.Second, runID+" recorded", func() bool {
-		var ok bool
-		rec, ok = records(t, n.client, job)[runID]
-		return ok
-	})
-	return rec
-}
-
 // With OTEL_EXPORTER_OTLP_ENDPOINT set, a run attempt reaches a real OTLP
 // collector as a scheduler.run span with a scheduler.claim child, carrying
 // the run's attributes; the traceparent the target got names that span;
@@ -123,7 +111,7 @@ func TestRunSpanReachesCollector(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := waitRecord(t, n, "traced", id)
+	rec := awaitRecord(t, n.client, "traced", id, nil)
 	run, claims := runSpans(t, recv, id)
 
 	want := map[string]string{
@@ -173,7 +161,7 @@ func TestRunSpanReachesCollector(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitRecord(t, n, "broken", id)
+	awaitRecord(t, n.client, "broken", id, nil)
 	failed, _ := runSpans(t, recv, id)
 	if failed.Attrs["scheduler.outcome"] != string(runs.Failed) || failed.StatusCode != "STATUS_CODE_ERROR" ||
 		!strings.Contains(failed.StatusMessage, "500") {
@@ -201,7 +189,7 @@ func TestNoCollectorExportsNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec := waitRecord(t, n, "quiet", id); rec.Outcome != runs.Succeeded {
+	if rec := awaitRecord(t, n.client, "quiet", id, nil); rec.Outcome != runs.Succeeded {
 		t.Fatalf("run: %s %s", rec.Outcome, rec.Error)
 	}
 	tp := tgt.headers(id).Get("traceparent")
@@ -233,7 +221,7 @@ func TestExecTargetGetsTraceparent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec := waitRecord(t, n, "script", id); rec.Outcome != runs.Succeeded {
+	if rec := awaitRecord(t, n.client, "script", id, nil); rec.Outcome != runs.Succeeded {
 		t.Fatalf("run: %s %s (%s)", rec.Outcome, rec.Error, rec.Output)
 	}
 	data, err := os.ReadFile(out)

@@ -107,8 +107,7 @@ func TestInputReachesTargets(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		poll.For(t, 30*time.Second, job+" recorded", func() bool { _, ok := records(t, n.client, job)[id]; return ok })
-		rec := records(t, n.client, job)[id]
+		rec := awaitRecord(t, n.client, job, id, nil)
 		if rec.Outcome != runs.Succeeded {
 			t.Fatalf("%s: %s %s", job, rec.Outcome, rec.Error)
 		}
