@@ -171,18 +171,7 @@ func TestOlderVersionIgnoresLeanEntries(t *testing.T) {
 func TestEntryAndRecordBytes(t *testing.T) {
 	cli := etcdtest.Start(t).Client()
 	k := keys.New("/bytes/")
-	cfg, err := config.Parse("bench.yaml", []byte(`jobs:
-  - name: s1-00042
-    schedule: "@every 1s"
-    jitter: 1s
-    max_concurrency: 2
-    timeout: 10s
-    starting_deadline: 30s
-    http: {method: POST, url: "http://127.0.0.1:41234/"}
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := benchConfig(t)
 	j := &cfg.Jobs[0]
 	at := time.Date(2026, 11, 22, 3, 0, 1, 0, time.UTC)
 	due := at.Add(345678912 * time.Nanosecond)
@@ -247,4 +236,23 @@ func TestEntryAndRecordBytes(t *testing.T) {
 	if again, _ := json.Marshal(&back); string(again) != string(full) {
 		t.Errorf("the stored record reads back as\n %s\nnot\n %s", again, full)
 	}
+}
+
+// benchConfig is the job the byte counts and the entry-life bench measure:
+// one as the bench's generator writes it, through the loader's defaults.
+func benchConfig(tb testing.TB) *config.Config {
+	tb.Helper()
+	cfg, err := config.Parse("bench.yaml", []byte(`jobs:
+  - name: s1-00042
+    schedule: "@every 1s"
+    jitter: 1s
+    max_concurrency: 2
+    timeout: 10s
+    starting_deadline: 30s
+    http: {method: POST, url: "http://127.0.0.1:41234/"}
+`))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return cfg
 }
