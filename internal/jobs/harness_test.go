@@ -229,6 +229,18 @@ func (w *witness) maxConcurrent(job string) int {
 	return w.maxSeen[job]
 }
 
+// failingTarget is an HTTP target that answers 500 to the requests fails
+// picks and 200 to the others.
+func failingTarget(t *testing.T, fails func(*http.Request) bool) string {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if fails(r) {
+			w.WriteHeader(http.StatusInternalServerError)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
 // records reads every run record of job.
 func records(t *testing.T, cli *clientv3.Client, job string) map[string]runs.Record {
 	t.Helper()

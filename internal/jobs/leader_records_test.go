@@ -62,8 +62,7 @@ func TestLeaderSkippedTickNotifiesAndChains(t *testing.T) {
 	cfg := newConfig(keyed, down, last)
 	// recovered: each job's health transition rides along, one a job per
 	// transaction however many records it holds.
-	cfg.Notify.Sinks = []config.Sink{rcv.sink("ops", "skipped", "recovered")}
-	cfg.Notify.Default = []string{"ops"}
+	rcv.notifies(cfg, "skipped", "recovered")
 	setCursor(t, etcd.Client(), "keyed", time.Now().Add(-5*time.Second).Truncate(time.Second))
 	n := etcd.node("solo", cfg)
 
@@ -129,8 +128,7 @@ func TestLeaderMissedTickChainsAndNotifies(t *testing.T) {
 	after.Overlap, after.QueueLimit = config.OverlapQueue, 64
 	after.After = &config.After{Job: "up", On: []string{"missed"}}
 	cfg := newConfig(up, after)
-	cfg.Notify.Sinks = []config.Sink{rcv.sink("ops", "missed")}
-	cfg.Notify.Default = []string{"ops"}
+	rcv.notifies(cfg, "missed")
 	// A leader gap of 6s: the next leader records the ticks of it missed.
 	setCursor(t, etcd.Client(), "up", time.Now().Add(-6*time.Second).Truncate(time.Second))
 	n := etcd.node("solo", cfg)

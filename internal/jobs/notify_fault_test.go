@@ -8,7 +8,6 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/jobs"
 	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/notify"
@@ -25,8 +24,7 @@ func TestNextLeaderDeliversPendingNotifications(t *testing.T) {
 	job := httpJob("fails", "@yearly", w.url("status=500"))
 	job.MaxConcurrency = 4
 	cfg := newConfig(job)
-	cfg.Notify.Sinks = []config.Sink{rcv.sink("ops", "failed")}
-	cfg.Notify.Default = []string{"ops"}
+	rcv.notifies(cfg, "failed")
 	nodes := etcd.nodes(cfg, "a", "b", "c")
 	old := leaderOf(t, nodes)
 	for range 4 {
@@ -81,8 +79,7 @@ func TestLostRecordAndItsNotificationTogether(t *testing.T) {
 	w := startWitness(t)
 	rcv := startReceiver(t, http.StatusServiceUnavailable)
 	cfg := newConfig(httpJob("work", "@yearly", w.url("sleep=30s")))
-	cfg.Notify.Sinks = []config.Sink{rcv.sink("ops", "lost")}
-	cfg.Notify.Default = []string{"ops"}
+	rcv.notifies(cfg, "lost")
 	nodes := etcd.nodes(cfg, "a", "b", "c")
 	lead := leaderOf(t, nodes)
 	runID, _, err := lead.engine.Trigger(t.Context(), "work", jobs.TriggerRequest{})

@@ -105,8 +105,7 @@ func failingJob(t *testing.T, rcv *receiver, n int, tm timing, maxAge time.Durat
 	job := httpJob("fails", "@yearly", w.url("status=500"))
 	job.MaxConcurrency = n
 	cfg := newConfig(job)
-	cfg.Notify.Sinks = []config.Sink{rcv.sink("ops", "failed")}
-	cfg.Notify.Default = []string{"ops"}
+	rcv.notifies(cfg, "failed")
 	cfg.Notify.MaxAge = config.Duration(maxAge)
 	nd := etcd.nodeWith("solo", cfg, tm)
 	leaderOf(t, []*node{nd})

@@ -18,13 +18,7 @@ import (
 
 // flaky is an HTTP target that fails while failing is set.
 func flaky(t *testing.T, failing *atomic.Bool) string {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		if failing.Load() {
-			w.WriteHeader(http.StatusInternalServerError)
-		}
-	}))
-	t.Cleanup(srv.Close)
-	return srv.URL
+	return failingTarget(t, func(*http.Request) bool { return failing.Load() })
 }
 
 // A failing job notifies each failed run, with its record, and recovered
@@ -35,8 +29,7 @@ func TestFailuresAndRecoveredAreNotified(t *testing.T) {
 	var failing atomic.Bool
 	failing.Store(true)
 	cfg := newConfig(httpJob("flaky", "@every 1s", flaky(t, &failing)))
-	cfg.Notify.Sinks = []config.Sink{rcv.sink("ops", "failed", "recovered")}
-	cfg.Notify.Default = []string{"ops"}
+	rcv.notifies(cfg, "failed", "recovered")
 	n := etcd.node("solo", cfg)
 	poll.For(t, 30*time.Second, "three failed runs", func() bool {
 		return len(finalRecords(t, n.client, "flaky", runs.Failed)) >= 3

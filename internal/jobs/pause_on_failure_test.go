@@ -2,7 +2,6 @@ package jobs_test
 
 import (
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -16,13 +15,9 @@ import (
 // firstAttemptFails is a target whose first attempts fail; every attempt
 // fails while always is set.
 func firstAttemptFails(t *testing.T, always *atomic.Bool) string {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if always.Load() || r.Header.Get("X-Scheduler-Attempt") == "1" {
-			w.WriteHeader(http.StatusInternalServerError)
-		}
-	}))
-	t.Cleanup(srv.Close)
-	return srv.URL
+	return failingTarget(t, func(r *http.Request) bool {
+		return always.Load() || r.Header.Get("X-Scheduler-Attempt") == "1"
+	})
 }
 
 // pause_on_failure (SPEC section 20): a failed attempt that is retried
@@ -37,8 +32,7 @@ func TestPauseOnFailurePausesOnlyWhenTheLastAttemptFails(t *testing.T) {
 	job.PauseOnFailure = true
 	job.Retries.Max = 1
 	cfg := newConfig(job)
-	cfg.Notify.Sinks = []config.Sink{rcv.sink("ops", config.Paused)}
-	cfg.Notify.Default = []string{"ops"}
+	rcv.notifies(cfg, config.Paused)
 	n := etcd.node("solo", cfg)
 
 	poll.For(t, 30*time.Second, "three runs that succeeded at their retry", func() bool {
