@@ -25,27 +25,15 @@ func TestChainedRunsOncePerUpstreamRun(t *testing.T) {
 	b.Retries.Max = 1
 	b.After = &config.After{Job: "a", On: []string{"succeeded"}}
 	cfg := newConfig(a, b)
-	nodes := map[string]*node{}
-	var list []*node
-	for _, id := range []string{"n1", "n2", "n3"} {
-		n := etcd.node(id, cfg)
-		nodes[id] = n
-		list = append(list, n)
-	}
-	first := leaderOf(t, list)
+	nodes := etcd.nodes(cfg, "n1", "n2", "n3")
+	first := leaderOf(t, nodes)
 	// Ticks of a that reached the target.
 	ticks := func() int { return len(w.finished("a")) }
 
 	// A handoff at tick 10.
 	poll.For(t, 30*time.Second, "ten ticks of a", func() bool { return ticks() >= 10 })
 	first.stop(5 * time.Second)
-	var rest []*node
-	for _, n := range list {
-		if n != first {
-			rest = append(rest, n)
-		}
-	}
-	second := leaderOf(t, rest)
+	second := leaderOf(t, except(nodes, first))
 
 	// A worker crash after tick 20, while it holds a run of a.
 	var crashed *node
@@ -55,7 +43,7 @@ func TestChainedRunsOncePerUpstreamRun(t *testing.T) {
 		}
 		for _, s := range second.Slots.List() {
 			if s.Job == "a" && s.Holder != second.id {
-				crashed = nodes[s.Holder]
+				crashed = byID(t, nodes, s.Holder)
 				return true
 			}
 		}

@@ -40,12 +40,7 @@ func TestLeaderHandoffDuringLongRuns(t *testing.T) {
 			} else {
 				old.crash()
 			}
-			var rest []*node
-			for _, n := range nodes {
-				if n != old {
-					rest = append(rest, n)
-				}
-			}
+			rest := except(nodes, old)
 			next := leaderOf(t, rest)
 			gap := time.Since(handoffAt)
 			t.Logf("%s: new leader %s after %s", mode, next.id, gap.Round(time.Millisecond))

@@ -27,13 +27,7 @@ func TestMaxRunsAcrossALeaderKill(t *testing.T) {
 	}
 	poll.For(t, 30*time.Second, "two runs", func() bool { return len(w.finished("limited")) >= 2 })
 	first.crash()
-	var rest []*node
-	for _, n := range nodes {
-		if n != first {
-			rest = append(rest, n)
-		}
-	}
-	second := leaderOf(t, rest)
+	second := leaderOf(t, except(nodes, first))
 	poll.For(t, 60*time.Second, "remaining_runs 0", func() bool {
 		st, err := second.engine.Job(t.Context(), "limited")
 		return err == nil && st.RemainingRuns != nil && *st.RemainingRuns == 0

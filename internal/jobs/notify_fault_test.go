@@ -42,13 +42,7 @@ func TestNextLeaderDeliversPendingNotifications(t *testing.T) {
 	old.crash()
 	killedAt := time.Now()
 	rcv.answer(http.StatusOK)
-	var rest []*node
-	for _, n := range nodes {
-		if n != old {
-			rest = append(rest, n)
-		}
-	}
-	next := leaderOf(t, rest)
+	next := leaderOf(t, except(nodes, old))
 	poll.For(t, 60*time.Second, "the next leader to deliver them", func() bool {
 		return outbox(t, next.client) == 0 && len(rcv.deliveries(true)) >= 4
 	})

@@ -49,12 +49,7 @@ func TestRateWindowHoldsAcrossHandoffAndCrash(t *testing.T) {
 
 	poll.For(t, span, "a third of the span", func() bool { return time.Since(started) >= span/3 })
 	first.stop(5 * time.Second) // handoff
-	var rest []*node
-	for _, n := range nodes {
-		if n != first {
-			rest = append(rest, n)
-		}
-	}
+	rest := except(nodes, first)
 	leaderOf(t, rest)
 	poll.For(t, span, "two thirds of the span", func() bool { return time.Since(started) >= 2*span/3 })
 	crashed := time.Now() // crash returns once the node's Stop has, seconds later
