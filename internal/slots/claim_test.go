@@ -163,9 +163,7 @@ func TestListAndMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	runSemaphore(t, sem)
-	sess := newSession(t, cli, 5*time.Second, time.Second)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	sess, ctx := sessionFor(t, cli)
 
 	scheduled := time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC)
 	started := scheduled.Add(time.Second)
@@ -252,9 +250,7 @@ func TestLostClaimResponseIsReadBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	runSemaphore(t, sem)
-	sess := newSession(t, cli, 5*time.Second, time.Second)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	sess, ctx := sessionFor(t, cli)
 	queueKey := keys.New(testPrefix).Entry("j", "j@1")
 	if _, err := observer.Put(ctx, queueKey, "pending"); err != nil {
 		t.Fatal(err)

@@ -65,9 +65,17 @@ func newSession(t testing.TB, cli *clientv3.Client, ttl, margin time.Duration) *
 func claimSetup(t *testing.T) (*clientv3.Client, *session.Session, context.Context) {
 	t.Helper()
 	cli := etcdtest.Start(t).Client()
+	sess, ctx := sessionFor(t, cli)
+	return cli, sess, ctx
+}
+
+// sessionFor is a session on cli (5s TTL) and a context bounding the
+// test's calls.
+func sessionFor(t *testing.T, cli *clientv3.Client) (*session.Session, context.Context) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	t.Cleanup(cancel)
-	return cli, newSession(t, cli, 5*time.Second, time.Second), ctx
+	return newSession(t, cli, 5*time.Second, time.Second), ctx
 }
 
 // claimWait claims, waiting for the view to change after each ErrFull.
