@@ -129,6 +129,17 @@ func nextCommit(t *testing.T, k *recordingKV) commitShape {
 	}
 }
 
+// nextMembers waits for the next n commits and returns how many members
+// each carried.
+func nextMembers(t *testing.T, k *recordingKV, n int) []int {
+	t.Helper()
+	var members []int
+	for range n {
+		members = append(members, nextCommit(t, k).members)
+	}
+	return members
+}
+
 // waitQueued waits until n transactions wait behind the commit in flight.
 func waitQueued(t *testing.T, c *Committer, n int) {
 	t.Helper()
