@@ -93,3 +93,18 @@ func (d decoder) spend(k int, path string) bool {
 func (d decoder) refuse(n *yaml.Node, path, msg string) {
 	d.exp.refused = &Problem{File: d.file, Line: n.Line, Col: n.Column, Path: path, Message: msg}
 }
+
+// follow resolves an alias n (within the expansion's bounds) and spends
+// one node of the budget on what it decodes; ok is false when either
+// refused. done ends the alias's expansion: the caller defers it.
+func (d decoder) follow(n *yaml.Node, path string) (_ *yaml.Node, done func(), ok bool) {
+	done = func() {}
+	if n.Kind == yaml.AliasNode && n.Alias != nil {
+		if !d.enter(n, path) {
+			return n, done, false
+		}
+		done = d.leave
+		n = n.Alias
+	}
+	return n, done, d.spend(1, path)
+}

@@ -29,14 +29,9 @@ type defaulter interface{ setDefaults() }
 var durationType = reflect.TypeFor[Duration]()
 
 func (d decoder) decode(n *yaml.Node, v reflect.Value, path string) {
-	if n.Kind == yaml.AliasNode && n.Alias != nil {
-		if !d.enter(n, path) {
-			return
-		}
-		defer d.leave()
-		n = n.Alias
-	}
-	if !d.spend(1, path) {
+	n, done, ok := d.follow(n, path)
+	defer done()
+	if !ok {
 		return
 	}
 	d.nodes[path] = n
@@ -172,14 +167,9 @@ func (d decoder) structure(n *yaml.Node, v reflect.Value, path string) {
 // merge applies a YAML merge key ("<<: *defaults"), so that jobs can share
 // settings through anchors.
 func (d decoder) merge(n *yaml.Node, v reflect.Value, path string) {
-	if n.Kind == yaml.AliasNode && n.Alias != nil {
-		if !d.enter(n, path) {
-			return
-		}
-		defer d.leave()
-		n = n.Alias
-	}
-	if !d.spend(1, path) {
+	n, done, ok := d.follow(n, path)
+	defer done()
+	if !ok {
 		return
 	}
 	switch n.Kind {

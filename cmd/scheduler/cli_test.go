@@ -60,10 +60,7 @@ func cliReplica(t *testing.T) (p *proc, server, tokenFile string) {
 	}
 	cfg := writeConfig(t, etcd.Endpoints()[0], "/cli/", "  token_file: "+tokenFile+"\n"+cliJobs)
 	p = startProc(t, "a", cfg)
-	poll.Until(t, 30*time.Second, "a leads", func() (bool, string) {
-		id := p.leaderID()
-		return id == "a", "leader " + id
-	})
+	p.waitLeader("a")
 	return p, p.url, tokenFile
 }
 

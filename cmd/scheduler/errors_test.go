@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/etcdsched/scheduler/internal/etcdtest"
-	"github.com/etcdsched/scheduler/internal/poll"
 )
 
 // errorJobs: keyed takes its concurrency key from the trigger's input.
@@ -210,10 +209,7 @@ const badConfig = `jobs:
 func TestErrorsForPeople(t *testing.T) {
 	etcd := etcdtest.Start(t)
 	p := startProc(t, "a", writeConfig(t, etcd.Endpoints()[0], "/errors/", errorJobs))
-	poll.Until(t, 30*time.Second, "a leads", func() (bool, string) {
-		id := p.leaderID()
-		return id == "a", "leader " + id
-	})
+	p.waitLeader("a")
 	done := p.trigger("ok")
 	if _, err := p.api.Wait(context.Background(), done, 50*time.Millisecond); err != nil {
 		t.Fatal(err)

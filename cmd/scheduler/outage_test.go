@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/etcdsched/scheduler/internal/etcdtest"
-	"github.com/etcdsched/scheduler/internal/poll"
 )
 
 // A replica whose etcd went away exits on SIGTERM within shutdown_grace +
@@ -21,9 +20,9 @@ func TestShutdownWithEtcdUnreachable(t *testing.T) {
 	const grace = 3 * time.Second
 	jobs := sleepJob("3s", 60)
 	a := startProc(t, "a", writeConfig(t, etcd.Endpoints()[0], prefix, jobs))
-	poll.For(t, 30*time.Second, "a to lead", func() bool { return a.leaderID() == "a" })
+	a.waitLeader("a")
 	b := startProc(t, "b", writeConfig(t, proxy.Endpoint(), prefix, jobs))
-	poll.For(t, 30*time.Second, "b to see a lead", func() bool { return b.leaderID() == "a" })
+	b.waitLeader("a")
 
 	proxy.Pause()
 	signalled := time.Now()

@@ -147,6 +147,15 @@ func (p *proc) leaderID() string {
 	return l.ID
 }
 
+// waitLeader waits until p's API names id as the leader.
+func (p *proc) waitLeader(id string) {
+	p.t.Helper()
+	poll.Until(p.t, 30*time.Second, p.id+" to see "+id+" lead", func() (bool, string) {
+		l := p.leaderID()
+		return l == id, "leader " + l
+	})
+}
+
 func (p *proc) trigger(job string) string {
 	p.t.Helper()
 	tr, err := p.api.Trigger(context.Background(), job, nil, "")

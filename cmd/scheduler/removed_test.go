@@ -25,7 +25,7 @@ func TestRemovedJobHistoryFromTheCLI(t *testing.T) {
 	}
 	path := writeConfig(t, etcd.Endpoints()[0], "/removed-cli/", "jobs:\n"+job("gone")+job("kept"))
 	p := startProc(t, "a", path)
-	poll.Until(t, 30*time.Second, "a leads", func() (bool, string) { return p.leaderID() == "a", "leader " + p.leaderID() })
+	p.waitLeader("a")
 	id := p.trigger("gone")
 	poll.Until(t, 30*time.Second, "run "+id+" finished", func() (bool, string) {
 		st, err := p.api.Run(context.Background(), id)

@@ -64,17 +64,25 @@ func left(t *testing.T, cli *clientv3.Client, prefix string) int64 {
 	return resp.Count
 }
 
+// startWithLongRun starts replica a alone on its own etcd under prefix
+// with jobs, and returns it once its run of "long" runs, with a client of
+// that etcd.
+func startWithLongRun(t *testing.T, prefix, jobs string) (*proc, *clientv3.Client, string) {
+	t.Helper()
+	etcd := etcdtest.Start(t)
+	a := startProc(t, "a", writeConfig(t, etcd.Endpoints()[0], prefix, jobs))
+	runID := a.trigger("long")
+	a.waitRunning(runID)
+	return a, etcd.Client(), runID
+}
+
 // SIGTERM during a run that ends within worker.shutdown_grace: the run
 // finishes and is recorded succeeded, then the process releases its slot,
 // revokes its session and exits 0. While it drains, /readyz answers 503,
 // so a Service stops routing API calls to it.
 func TestShutdownLetsRunFinishWithinGrace(t *testing.T) {
-	etcd := etcdtest.Start(t)
-	cli := etcd.Client()
 	const prefix = "/grace-long/"
-	a := startProc(t, "a", writeConfig(t, etcd.Endpoints()[0], prefix, sleepJob("20s", 4)))
-	runID := a.trigger("long")
-	a.waitRunning(runID)
+	a, cli, runID := startWithLongRun(t, prefix, sleepJob("20s", 4))
 
 	signalled := time.Now()
 	a.terminate()
@@ -111,12 +119,8 @@ func TestShutdownLetsRunFinishWithinGrace(t *testing.T) {
 // another replica (SPEC section 19), and the process exits long before the
 // run would have ended.
 func TestShutdownCancelsRunAfterGrace(t *testing.T) {
-	etcd := etcdtest.Start(t)
-	cli := etcd.Client()
 	const prefix = "/grace-short/"
-	a := startProc(t, "a", writeConfig(t, etcd.Endpoints()[0], prefix, sleepJob("1s", 60)))
-	runID := a.trigger("long")
-	a.waitRunning(runID)
+	a, cli, runID := startWithLongRun(t, prefix, sleepJob("1s", 60))
 
 	signalled := time.Now()
 	a.terminate()
@@ -150,10 +154,7 @@ func TestShutdownHandsOverLeadershipBeforeExit(t *testing.T) {
 
 	// a starts alone, so it leads and runs the job.
 	a := startProc(t, "a", cfg)
-	poll.Until(t, 30*time.Second, "a leads", func() (bool, string) {
-		id := a.leaderID()
-		return id == "a", "leader " + id
-	})
+	a.waitLeader("a")
 	runID := a.trigger("long")
 	if st := a.waitRunning(runID); st.Holder != "a" {
 		t.Fatalf("run held by %q, want a", st.Holder)
@@ -200,12 +201,10 @@ func TestShutdownHandsOverLeadershipBeforeExit(t *testing.T) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		for ctx.Err() == nil {
-			if b.leaderID() == "b" {
-				bLeads <- time.Now()
-				return
-			}
-			time.Sleep(10 * time.Millisecond)
+		// Within's deadline only bounds the goroutine; the test's own
+		// deadlines below say what is late.
+		if poll.Within(time.Minute, func() bool { return ctx.Err() != nil || b.leaderID() == "b" }) && ctx.Err() == nil {
+			bLeads <- time.Now()
 		}
 	}()
 

@@ -37,7 +37,7 @@ jobs:
 	p := startProc(t, "a", path)
 	srv := []string{"--server", p.url}
 	ctx := context.Background()
-	poll.Until(t, 30*time.Second, "a leads", func() (bool, string) { return p.leaderID() == "a", p.leaderID() })
+	p.waitLeader("a")
 	if _, err := p.api.Wait(ctx, p.trigger("fail"), 10*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}

@@ -18,9 +18,17 @@ func Main(m *testing.M) {
 	if code, ok := target.Supervise(os.Args); ok {
 		os.Exit(code)
 	}
-	goleak.VerifyTestMain(m,
-		goleak.IgnoreAnyFunction("go.etcd.io/etcd/client/v3.(*watchGRPCStream).run"),
+	goleak.VerifyTestMain(m, watchStreams,
 		goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
 		goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
 	)
 }
+
+// VerifyNoLeaks is the TestMain of a package whose tests talk to etcd but
+// serve or call no HTTP: no goroutine may outlive the tests but the etcd
+// client's watch streams.
+func VerifyNoLeaks(m *testing.M) { goleak.VerifyTestMain(m, watchStreams) }
+
+// watchStreams are the etcd client's watch streams, which live as long as
+// the test binary.
+var watchStreams = goleak.IgnoreAnyFunction("go.etcd.io/etcd/client/v3.(*watchGRPCStream).run")

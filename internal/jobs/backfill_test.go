@@ -8,9 +8,7 @@ import (
 	"time"
 
 	"github.com/etcdsched/scheduler/config"
-	"github.com/etcdsched/scheduler/internal/etcdtest"
 	"github.com/etcdsched/scheduler/internal/jobs/backfill"
-	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
 	"github.com/etcdsched/scheduler/internal/poll"
 	"github.com/etcdsched/scheduler/internal/runs"
 )
@@ -35,13 +33,13 @@ func backfillWhenScheduled(t *testing.T, n *node, job string, from, to time.Time
 // queued by exactly one of the two; the ones the schedule authorized are
 // left alone, and the witness sees each run id once per attempt.
 func TestConcurrentBackfillsAndTheScheduleRunEachTickOnce(t *testing.T) {
-	etcd := etcdtest.Start(t)
+	etcd := startEtcd(t)
 	w := startWitness(t)
-	job := jobstest.HTTPJob("tick", "@every 1s", w.url("sleep=50ms"))
+	job := httpJob("tick", "@every 1s", w.url("sleep=50ms"))
 	job.MaxConcurrency = 4
 	born := time.Now().Truncate(time.Second)
-	a := startNode(t, etcd.Endpoints(), "a", jobstest.Config(job))
-	b := startNode(t, etcd.Endpoints(), "b", jobstest.Config(job))
+	a := etcd.node("a", newConfig(job))
+	b := etcd.node("b", newConfig(job))
 	poll.For(t, 30*time.Second, "three scheduled runs", func() bool { return len(records(t, a.client, "tick")) >= 3 })
 
 	now := time.Now()
@@ -108,13 +106,13 @@ func TestConcurrentBackfillsAndTheScheduleRunEachTickOnce(t *testing.T) {
 // deadline of 1s waits for the slot instead of being skipped, and is not
 // recorded missed although its tick is long past its deadline.
 func TestBackfilledRunsWaitForTheSlotPastTheirStartingDeadline(t *testing.T) {
-	etcd := etcdtest.Start(t)
+	etcd := startEtcd(t)
 	w := startWitness(t)
-	job := jobstest.HTTPJob("yearly", "0 0 1 1 *", w.url("sleep=300ms"))
+	job := httpJob("yearly", "0 0 1 1 *", w.url("sleep=300ms"))
 	job.Overlap = config.OverlapSkip
 	job.MaxConcurrency = 1
 	job.StartingDeadline = config.Duration(time.Second)
-	n := startNode(t, etcd.Endpoints(), "solo", jobstest.Config(job))
+	n := etcd.node("solo", newConfig(job))
 
 	from := time.Date(2023, 1, 1, 0, 0, 0, 0, time.UTC)
 	to := time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC)

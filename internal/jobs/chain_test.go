@@ -7,8 +7,6 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/config"
-	"github.com/etcdsched/scheduler/internal/etcdtest"
-	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
 	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/poll"
 	"github.com/etcdsched/scheduler/internal/runs"
@@ -18,36 +16,24 @@ import (
 // worker crash: every succeeded A run has exactly one B run, and every B
 // run has its succeeded A.
 func TestChainedRunsOncePerUpstreamRun(t *testing.T) {
-	etcd := etcdtest.Start(t)
+	etcd := startEtcd(t)
 	w := startWitness(t)
-	a := jobstest.HTTPJob("a", "@every 1s", w.url("sleep=600ms"))
+	a := httpJob("a", "@every 1s", w.url("sleep=600ms"))
 	a.Retries.Max = 1
-	b := jobstest.HTTPJob("b", "@yearly", w.url("sleep=300ms"))
+	b := httpJob("b", "@yearly", w.url("sleep=300ms"))
 	b.MaxConcurrency = 3
 	b.Retries.Max = 1
 	b.After = &config.After{Job: "a", On: []string{"succeeded"}}
-	cfg := jobstest.Config(a, b)
-	nodes := map[string]*node{}
-	var list []*node
-	for _, id := range []string{"n1", "n2", "n3"} {
-		n := startNode(t, etcd.Endpoints(), id, cfg)
-		nodes[id] = n
-		list = append(list, n)
-	}
-	first := leaderOf(t, list)
+	cfg := newConfig(a, b)
+	nodes := etcd.nodes(cfg, "n1", "n2", "n3")
+	first := leaderOf(t, nodes)
 	// Ticks of a that reached the target.
 	ticks := func() int { return len(w.finished("a")) }
 
 	// A handoff at tick 10.
 	poll.For(t, 30*time.Second, "ten ticks of a", func() bool { return ticks() >= 10 })
 	first.stop(5 * time.Second)
-	var rest []*node
-	for _, n := range list {
-		if n != first {
-			rest = append(rest, n)
-		}
-	}
-	second := leaderOf(t, rest)
+	second := leaderOf(t, except(nodes, first))
 
 	// A worker crash after tick 20, while it holds a run of a.
 	var crashed *node
@@ -57,7 +43,7 @@ func TestChainedRunsOncePerUpstreamRun(t *testing.T) {
 		}
 		for _, s := range second.Slots.List() {
 			if s.Job == "a" && s.Holder != second.id {
-				crashed = nodes[s.Holder]
+				crashed = byID(t, nodes, s.Holder)
 				return true
 			}
 		}
@@ -68,7 +54,7 @@ func TestChainedRunsOncePerUpstreamRun(t *testing.T) {
 	survivor := second
 	poll.For(t, 40*time.Second, "thirty ticks", func() bool { return ticks() >= 30 })
 	// Stop a, then wait for the chain to settle: no a or b queued or running.
-	cfg2 := jobstest.Config(b)
+	cfg2 := newConfig(b)
 	cfg2.Jobs = append(cfg2.Jobs, cfg.Jobs[0])
 	cfg2.Jobs[1].Paused = true
 	survivor.setConfig(cfg2)

@@ -8,9 +8,7 @@ import (
 	"time"
 
 	"github.com/etcdsched/scheduler/config"
-	"github.com/etcdsched/scheduler/internal/etcdtest"
 	"github.com/etcdsched/scheduler/internal/jobs"
-	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
 	"github.com/etcdsched/scheduler/internal/poll"
 	"github.com/etcdsched/scheduler/internal/runs"
 )
@@ -21,15 +19,15 @@ import (
 // and each record names its key. An input that renders no valid key is
 // refused.
 func TestConcurrencyKeyHoldsPerKey(t *testing.T) {
-	etcd := etcdtest.Start(t)
+	etcd := startEtcd(t)
 	w := startWitness(t)
-	j := jobstest.HTTPJob("sync", "@manually", w.url("sleep=20ms"))
+	j := httpJob("sync", "@manually", w.url("sleep=20ms"))
 	j.ConcurrencyKey = "{{ .Input.customer_id }}"
 	j.Overlap = config.OverlapQueue
 	j.QueueLimit = 20
-	cfg := jobstest.Config(j)
-	a := startNode(t, etcd.Endpoints(), "a", cfg)
-	b := startNode(t, etcd.Endpoints(), "b", cfg)
+	cfg := newConfig(j)
+	a := etcd.node("a", cfg)
+	b := etcd.node("b", cfg)
 	leaderOf(t, []*node{a, b})
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

@@ -10,9 +10,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/config"
-	"github.com/etcdsched/scheduler/internal/etcdtest"
 	"github.com/etcdsched/scheduler/internal/jobs"
-	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
 	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/poll"
 	"github.com/etcdsched/scheduler/internal/runs"
@@ -22,22 +20,22 @@ import (
 // cluster-wide and across restarts; cancel stops a running run and removes
 // a queued one; history is pruned to history_limit.
 func TestControl(t *testing.T) {
-	etcd := etcdtest.Start(t)
+	etcd := startEtcd(t)
 	w := startWitness(t)
-	slow := jobstest.HTTPJob("slow", "@every 1h", w.url("sleep=3s"))
+	slow := httpJob("slow", "@every 1h", w.url("sleep=3s"))
 	slow.MaxConcurrency = 1
 	slow.Overlap = config.OverlapQueue
 	slow.QueueLimit = 5
 	// hold's runs last until cancelled: the cancel test must find the
 	// first still running however slow the machine.
-	hold := jobstest.HTTPJob("hold", "@every 1h", w.url("sleep=5m"))
+	hold := httpJob("hold", "@every 1h", w.url("sleep=5m"))
 	hold.Overlap = config.OverlapQueue
 	hold.QueueLimit = 5
-	quick := jobstest.HTTPJob("quick", "@every 1s", w.url(""))
+	quick := httpJob("quick", "@every 1s", w.url(""))
 	quick.HistoryLimit = 5
-	cfg := jobstest.Config(slow, hold, quick)
-	a := startNode(t, etcd.Endpoints(), "a", cfg)
-	b := startNode(t, etcd.Endpoints(), "b", cfg)
+	cfg := newConfig(slow, hold, quick)
+	a := etcd.node("a", cfg)
+	b := etcd.node("b", cfg)
 	leaderOf(t, []*node{a, b})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -194,15 +192,15 @@ func TestControl(t *testing.T) {
 // A worker whose config file is older runs what the leader scheduled: the
 // job spec travels in the queue entry.
 func TestWorkerRunsTheLeadersSpec(t *testing.T) {
-	etcd := etcdtest.Start(t)
+	etcd := startEtcd(t)
 	w := startWitness(t)
-	leaderCfg := jobstest.Config(jobstest.HTTPJob("spec", "@every 1s", w.url("from=leader")))
-	leader := startNode(t, etcd.Endpoints(), "leader", leaderCfg)
+	leaderCfg := newConfig(httpJob("spec", "@every 1s", w.url("from=leader")))
+	leader := etcd.node("leader", leaderCfg)
 	leaderOf(t, []*node{leader})
 	// The worker's file points the job elsewhere and never leads: its
 	// elector is stopped at once.
-	workerCfg := jobstest.Config(jobstest.HTTPJob("spec", "@every 1s", "http://127.0.0.1:1/old"))
-	worker := startNode(t, etcd.Endpoints(), "worker", workerCfg)
+	workerCfg := newConfig(httpJob("spec", "@every 1s", "http://127.0.0.1:1/old"))
+	worker := etcd.node("worker", workerCfg)
 	worker.StopLeading()
 	// Keep the leader from executing, so the worker does.
 	leader.StopClaiming()
@@ -219,10 +217,10 @@ func TestWorkerRunsTheLeadersSpec(t *testing.T) {
 // A job listing made from one config answers even when a reload removes a
 // job while the listing reads last runs (it did answer 404 before).
 func TestJobsListingSurvivesReload(t *testing.T) {
-	etcd := etcdtest.Start(t)
-	before := jobstest.Config(jobstest.HTTPJob("old", "@every 1h", "http://127.0.0.1:1/"), jobstest.HTTPJob("kept", "@every 1h", "http://127.0.0.1:1/"))
-	after := jobstest.Config(jobstest.HTTPJob("kept", "@every 1h", "http://127.0.0.1:1/"))
-	n := startNode(t, etcd.Endpoints(), "a", before)
+	etcd := startEtcd(t)
+	before := newConfig(httpJob("old", "@every 1h", "http://127.0.0.1:1/"), httpJob("kept", "@every 1h", "http://127.0.0.1:1/"))
+	after := newConfig(httpJob("kept", "@every 1h", "http://127.0.0.1:1/"))
+	n := etcd.node("a", before)
 	calls := 0
 	e, err := jobs.New(jobs.Options{Client: n.client, Prefix: testPrefix, ID: "lister", Sessions: n.Sessions, Slots: n.Slots, Executor: n.Exec,
 		Config: func() *config.Config {

@@ -5,21 +5,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/etcdsched/scheduler/internal/etcdtest"
-	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
 	"github.com/etcdsched/scheduler/internal/poll"
 )
 
 // Every tick of an @every 1s job runs exactly once across three engines:
 // the target counts run ids; none twice, no gap.
 func TestEveryTickRunsExactlyOnce(t *testing.T) {
-	etcd := etcdtest.Start(t)
+	etcd := startEtcd(t)
 	w := startWitness(t)
-	cfg := jobstest.Config(jobstest.HTTPJob("tick", "@every 1s", w.url("")))
-	var nodes []*node
-	for _, id := range []string{"a", "b", "c"} {
-		nodes = append(nodes, startNode(t, etcd.Endpoints(), id, cfg))
-	}
+	cfg := newConfig(httpJob("tick", "@every 1s", w.url("")))
+	nodes := etcd.nodes(cfg, "a", "b", "c")
 	leaderOf(t, nodes)
 	const want = 30
 	poll.For(t, 90*time.Second, "30 runs", func() bool { return len(w.finished("tick")) >= want })

@@ -6,9 +6,7 @@ import (
 	"time"
 
 	"github.com/etcdsched/scheduler/config"
-	"github.com/etcdsched/scheduler/internal/etcdtest"
 	"github.com/etcdsched/scheduler/internal/jobs"
-	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
 	"github.com/etcdsched/scheduler/internal/poll"
 	"github.com/etcdsched/scheduler/internal/runs"
 )
@@ -19,22 +17,22 @@ import (
 // the one due first goes first, and ties are broken by a hash, not a name.
 // The admissions come in due order.
 func TestSharedResourceIsFair(t *testing.T) {
-	etcd := etcdtest.Start(t)
+	etcd := startEtcd(t)
 	w := startWitness(t)
 	job := func(name string) config.Job {
-		j := jobstest.HTTPJob(name, "@every 250ms", w.url("sleep=200ms"))
+		j := httpJob(name, "@every 250ms", w.url("sleep=200ms"))
 		j.Resources = []string{"one"}
 		j.Overlap = config.OverlapQueue
 		j.QueueLimit = 1
 		return j
 	}
 	cfg := func() *config.Config {
-		c := jobstest.Config(job("fa"), job("fb"))
+		c := newConfig(job("fa"), job("fb"))
 		c.Resources = []config.Resource{{Name: "one", Limit: 1}}
 		return c
 	}
-	a := startNode(t, etcd.Endpoints(), "a", cfg())
-	b := startNode(t, etcd.Endpoints(), "b", cfg())
+	a := etcd.node("a", cfg())
+	b := etcd.node("b", cfg())
 	leaderOf(t, []*node{a, b})
 
 	// 60 ticks each, from a whole second on.
@@ -97,18 +95,18 @@ func TestSharedResourceIsFair(t *testing.T) {
 // on the resource they share by at most the fair wait (2s), even when
 // nothing else changes meanwhile.
 func TestFairWaitIsBounded(t *testing.T) {
-	etcd := etcdtest.Start(t)
+	etcd := startEtcd(t)
 	w := startWitness(t)
-	stuck := jobstest.HTTPJob("stuck", "@manually", w.url("sleep=20s"))
+	stuck := httpJob("stuck", "@manually", w.url("sleep=20s"))
 	stuck.Resources = []string{"r"}
 	stuck.Overlap = config.OverlapQueue
 	stuck.QueueLimit = 2
-	other := jobstest.HTTPJob("other", "@manually", w.url(""))
+	other := httpJob("other", "@manually", w.url(""))
 	other.Resources = []string{"r"}
 	other.Overlap = config.OverlapQueue
-	cfg := jobstest.Config(stuck, other)
+	cfg := newConfig(stuck, other)
 	cfg.Resources = []config.Resource{{Name: "r", Limit: 2}}
-	n := startNode(t, etcd.Endpoints(), "a", cfg)
+	n := etcd.node("a", cfg)
 	leaderOf(t, []*node{n})
 	ctx := t.Context()
 	if _, _, err := n.engine.Trigger(ctx, "stuck", jobs.TriggerRequest{}); err != nil {

@@ -4,17 +4,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/etcdsched/scheduler/internal/etcdtest"
-	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
 	"github.com/etcdsched/scheduler/internal/poll"
 )
 
 // GET /api/v1/runs/{id} of a run that took the lean protocol (no queue
 // entry) says running while it runs, from its slot, with its holder.
 func TestAnAssignedRunIsFoundWhileItRuns(t *testing.T) {
-	etcd := etcdtest.Start(t)
+	etcd := startEtcd(t)
 	w := startWitness(t)
-	n := startNode(t, etcd.Endpoints(), "solo", jobstest.Config(jobstest.HTTPJob("slow", "@every 1s", w.url("sleep=3s"))))
+	n := etcd.node("solo", newConfig(httpJob("slow", "@every 1s", w.url("sleep=3s"))))
 	var runID string
 	poll.For(t, 30*time.Second, "a run of slow at the target", func() bool {
 		w.mu.Lock()

@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"github.com/etcdsched/scheduler/config"
-	"github.com/etcdsched/scheduler/internal/etcdtest"
-	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
 	"github.com/etcdsched/scheduler/internal/poll"
 	"github.com/etcdsched/scheduler/internal/runs"
 )
@@ -20,22 +18,19 @@ func TestLeaderHandoffDuringLongRuns(t *testing.T) {
 	for _, mode := range []string{"resign", "crash"} {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
-			etcd := etcdtest.Start(t)
+			etcd := startEtcd(t)
 			w := startWitness(t)
-			long := jobstest.HTTPJob("long", "@every 1s", w.url("sleep=2500ms"))
+			long := httpJob("long", "@every 1s", w.url("sleep=2500ms"))
 			long.MaxConcurrency = 2
-			all := jobstest.HTTPJob("catchall", "@every 1s", w.url(""))
+			all := httpJob("catchall", "@every 1s", w.url(""))
 			all.CatchUp = config.CatchUpAll
-			none := jobstest.HTTPJob("catchnone", "@every 1s", w.url(""))
+			none := httpJob("catchnone", "@every 1s", w.url(""))
 			none.CatchUp = config.CatchUpNone
-			cfg := jobstest.Config(long, all, none)
+			cfg := newConfig(long, all, none)
 			// A short lookahead, so the leader gap is longer than the ticks
 			// the old leader had already queued and catch_up has work.
 			tm := timing{Lookahead: 100 * time.Millisecond}
-			var nodes []*node
-			for _, id := range []string{"a", "b", "c"} {
-				nodes = append(nodes, startNodeWith(t, etcd.Endpoints(), id, cfg, tm))
-			}
+			nodes := etcd.nodesWith(cfg, tm, "a", "b", "c")
 			old := leaderOf(t, nodes)
 			poll.For(t, 60*time.Second, "long runs under way", func() bool { return len(w.finished("long")) >= 3 })
 
@@ -45,12 +40,7 @@ func TestLeaderHandoffDuringLongRuns(t *testing.T) {
 			} else {
 				old.crash()
 			}
-			var rest []*node
-			for _, n := range nodes {
-				if n != old {
-					rest = append(rest, n)
-				}
-			}
+			rest := except(nodes, old)
 			next := leaderOf(t, rest)
 			gap := time.Since(handoffAt)
 			t.Logf("%s: new leader %s after %s", mode, next.id, gap.Round(time.Millisecond))

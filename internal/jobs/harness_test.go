@@ -19,6 +19,7 @@ import (
 	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/etcdtest"
 	"github.com/etcdsched/scheduler/internal/jobs"
+	"github.com/etcdsched/scheduler/internal/jobs/queue"
 	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/poll"
 	"github.com/etcdsched/scheduler/internal/replica"
@@ -228,6 +229,18 @@ func (w *witness) maxConcurrent(job string) int {
 	return w.maxSeen[job]
 }
 
+// failingTarget is an HTTP target that answers 500 to the requests fails
+// picks and 200 to the others.
+func failingTarget(t *testing.T, fails func(*http.Request) bool) string {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if fails(r) {
+			w.WriteHeader(http.StatusInternalServerError)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
 // records reads every run record of job.
 func records(t *testing.T, cli *clientv3.Client, job string) map[string]runs.Record {
 	t.Helper()
@@ -248,6 +261,22 @@ func records(t *testing.T, cli *clientv3.Client, job string) map[string]runs.Rec
 	return out
 }
 
+// awaitRecord waits until job's record of runID is stored and satisfies
+// ok (nil: any record), and returns it.
+func awaitRecord(t *testing.T, cli *clientv3.Client, job, runID string, ok func(runs.Record) bool) runs.Record {
+	t.Helper()
+	var rec runs.Record
+	poll.Until(t, 60*time.Second, "the record of "+runID, func() (bool, string) {
+		r, found := records(t, cli, job)[runID]
+		if !found {
+			return false, "none yet"
+		}
+		rec = r
+		return ok == nil || ok(r), fmt.Sprintf("attempt %d %s: %s", r.Attempt, r.Outcome, r.Error)
+	})
+	return rec
+}
+
 // leaderOf returns the node that leads, once exactly one does.
 func leaderOf(t *testing.T, nodes []*node) *node {
 	t.Helper()
@@ -264,4 +293,21 @@ func leaderOf(t *testing.T, nodes []*node) *node {
 		return count == 1
 	})
 	return leader
+}
+
+// cursor reads job's cursor: the last tick a leader materialized.
+func cursor(t *testing.T, cli *clientv3.Client, job string) time.Time {
+	t.Helper()
+	resp, err := cli.Get(t.Context(), keys.New(testPrefix).Cursor(job))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Kvs) == 0 {
+		return time.Time{}
+	}
+	at, err := queue.DecodeCursor(resp.Kvs[0].Value)
+	if err != nil {
+		t.Fatalf("cursor of %s: %v", job, err)
+	}
+	return at
 }

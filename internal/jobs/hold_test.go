@@ -8,9 +8,7 @@ import (
 	"time"
 
 	"github.com/etcdsched/scheduler/config"
-	"github.com/etcdsched/scheduler/internal/etcdtest"
 	"github.com/etcdsched/scheduler/internal/jobs"
-	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
 	"github.com/etcdsched/scheduler/internal/poll"
 )
 
@@ -20,15 +18,15 @@ import (
 // two replicas: the target sees A#1 A#2 A#3 B#1 ..., never B between A's
 // attempts, and never two at once.
 func TestHoldSlotKeepsTheSlotAcrossRetries(t *testing.T) {
-	etcd := etcdtest.Start(t)
+	etcd := startEtcd(t)
 	w := startWitness(t)
-	j := jobstest.HTTPJob("strict", "@manually", w.url("sleep=200ms&status=500"))
+	j := httpJob("strict", "@manually", w.url("sleep=200ms&status=500"))
 	j.Overlap = config.OverlapQueue
 	j.QueueLimit = 5
 	j.Retries = config.Retries{Max: 2, Backoff: config.Duration(300 * time.Millisecond), MaxBackoff: config.Duration(time.Second), HoldSlot: true}
-	cfg := jobstest.Config(j)
-	a := startNode(t, etcd.Endpoints(), "a", cfg)
-	b := startNode(t, etcd.Endpoints(), "b", cfg)
+	cfg := newConfig(j)
+	a := etcd.node("a", cfg)
+	b := etcd.node("b", cfg)
 	leaderOf(t, []*node{a, b})
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -66,12 +64,12 @@ func TestHoldSlotKeepsTheSlotAcrossRetries(t *testing.T) {
 // A holder that dies during the backoff loses the kept slot with its lease
 // (SPEC rule 7): the retry then claims afresh on another replica and runs.
 func TestHeldSlotEndsWithItsHolder(t *testing.T) {
-	etcd := etcdtest.Start(t)
+	etcd := startEtcd(t)
 	w := startWitness(t)
-	j := jobstest.HTTPJob("strict", "@manually", w.url("status=500"))
+	j := httpJob("strict", "@manually", w.url("status=500"))
 	j.Retries = config.Retries{Max: 1, Backoff: config.Duration(3 * time.Second), MaxBackoff: config.Duration(3 * time.Second), HoldSlot: true}
-	cfg := jobstest.Config(j)
-	nodes := []*node{startNode(t, etcd.Endpoints(), "a", cfg), startNode(t, etcd.Endpoints(), "b", cfg)}
+	cfg := newConfig(j)
+	nodes := []*node{etcd.node("a", cfg), etcd.node("b", cfg)}
 	leaderOf(t, nodes)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

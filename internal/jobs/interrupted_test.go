@@ -6,9 +6,7 @@ import (
 	"time"
 
 	"github.com/etcdsched/scheduler/config"
-	"github.com/etcdsched/scheduler/internal/etcdtest"
 	"github.com/etcdsched/scheduler/internal/jobs"
-	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
 	"github.com/etcdsched/scheduler/internal/poll"
 	"github.com/etcdsched/scheduler/internal/runs"
 )
@@ -20,10 +18,10 @@ import (
 // behaviour (cancelled, for good); worker.max_interruptions 0 records the
 // first interruption for good.
 func TestGracefulShutdownRequeuesTheRunsItCuts(t *testing.T) {
-	etcd := etcdtest.Start(t)
+	etcd := startEtcd(t)
 	w := startWitness(t)
 	job := func(name, onShutdown string) config.Job {
-		j := jobstest.HTTPJob(name, "@manually", w.url("sleep=3s"))
+		j := httpJob(name, "@manually", w.url("sleep=3s"))
 		j.OnShutdown = onShutdown
 		return j
 	}
@@ -39,7 +37,7 @@ func TestGracefulShutdownRequeuesTheRunsItCuts(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := jobstest.Config(job(tc.name, tc.onShutdown))
+			cfg := newConfig(job(tc.name, tc.onShutdown))
 			cfg.Worker.MaxInterruptions = tc.maxInterruptions
 			nodes := []*node{startNode(t, etcd.Endpoints(), tc.name+"-a", cfg), startNode(t, etcd.Endpoints(), tc.name+"-b", cfg)}
 			t.Cleanup(func() {
@@ -64,11 +62,8 @@ func TestGracefulShutdownRequeuesTheRunsItCuts(t *testing.T) {
 					n.stop(300 * time.Millisecond) // grace ends while the run has 2.7s to go
 				}
 			}
-			var rec runs.Record
-			poll.For(t, 60*time.Second, "the run's final record", func() bool {
-				r, ok := records(t, etcd.Client(), tc.name)[id]
-				rec = r
-				return ok && len(r.Previous)+1 == len(tc.want) && r.Outcome == tc.want[len(tc.want)-1]
+			rec := awaitRecord(t, etcd.Client(), tc.name, id, func(r runs.Record) bool {
+				return len(r.Previous)+1 == len(tc.want) && r.Outcome == tc.want[len(tc.want)-1]
 			})
 			for i, a := range rec.Previous {
 				if a.Outcome != tc.want[i] || a.Holder != holder {

@@ -10,8 +10,6 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/config"
-	"github.com/etcdsched/scheduler/internal/etcdtest"
-	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
 	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/notify"
 	"github.com/etcdsched/scheduler/internal/poll"
@@ -48,26 +46,25 @@ func delivered(rcv *receiver) map[string]delivery {
 // are caught up after a gap (several records in one transaction), the rest
 // on time.
 func TestLeaderSkippedTickNotifiesAndChains(t *testing.T) {
-	etcd := etcdtest.Start(t)
+	etcd := startEtcd(t)
 	w := startWitness(t)
 	rcv := startReceiver(t, http.StatusOK)
-	keyed := jobstest.HTTPJob("keyed", "@every 1s", w.url(""))
+	keyed := httpJob("keyed", "@every 1s", w.url(""))
 	keyed.ConcurrencyKey = "{{ .Input.customer_id }}"
 	keyed.Input = map[string]any{"customer_id": "a/b"} // a slash: no valid key
 	keyed.CatchUp = config.CatchUpAll
-	down := jobstest.HTTPJob("down", "@yearly", w.url(""))
+	down := httpJob("down", "@yearly", w.url(""))
 	down.ConcurrencyKey = "{{ .Input.region }}" // keyed's input has none
 	down.After = &config.After{Job: "keyed", On: []string{"skipped"}}
-	last := jobstest.HTTPJob("last", "@yearly", w.url(""))
+	last := httpJob("last", "@yearly", w.url(""))
 	last.Overlap, last.QueueLimit = config.OverlapQueue, 64 // one a tick of keyed, none skipped
 	last.After = &config.After{Job: "down", On: []string{"skipped"}}
-	cfg := jobstest.Config(keyed, down, last)
+	cfg := newConfig(keyed, down, last)
 	// recovered: each job's health transition rides along, one a job per
 	// transaction however many records it holds.
-	cfg.Notify.Sinks = []config.Sink{rcv.sink("ops", "skipped", "recovered")}
-	cfg.Notify.Default = []string{"ops"}
+	rcv.notifies(cfg, "skipped", "recovered")
 	setCursor(t, etcd.Client(), "keyed", time.Now().Add(-5*time.Second).Truncate(time.Second))
-	n := startNode(t, etcd.Endpoints(), "solo", cfg)
+	n := etcd.node("solo", cfg)
 
 	poll.Until(t, 60*time.Second, "8 skipped ticks, each notified and chained", func() (bool, string) {
 		ks := finalRecords(t, n.client, "keyed", runs.Skipped)
@@ -122,20 +119,19 @@ func TestLeaderSkippedTickNotifiesAndChains(t *testing.T) {
 // queued by the leader's fenced transaction that records the miss, and each
 // miss is notified.
 func TestLeaderMissedTickChainsAndNotifies(t *testing.T) {
-	etcd := etcdtest.Start(t)
+	etcd := startEtcd(t)
 	w := startWitness(t)
 	rcv := startReceiver(t, http.StatusOK)
-	up := jobstest.HTTPJob("up", "@every 1s", w.url(""))
+	up := httpJob("up", "@every 1s", w.url(""))
 	up.CatchUp = config.CatchUpNone
-	after := jobstest.HTTPJob("after", "@yearly", w.url(""))
+	after := httpJob("after", "@yearly", w.url(""))
 	after.Overlap, after.QueueLimit = config.OverlapQueue, 64
 	after.After = &config.After{Job: "up", On: []string{"missed"}}
-	cfg := jobstest.Config(up, after)
-	cfg.Notify.Sinks = []config.Sink{rcv.sink("ops", "missed")}
-	cfg.Notify.Default = []string{"ops"}
+	cfg := newConfig(up, after)
+	rcv.notifies(cfg, "missed")
 	// A leader gap of 6s: the next leader records the ticks of it missed.
 	setCursor(t, etcd.Client(), "up", time.Now().Add(-6*time.Second).Truncate(time.Second))
-	n := startNode(t, etcd.Endpoints(), "solo", cfg)
+	n := etcd.node("solo", cfg)
 
 	var missed []runs.Record
 	poll.Until(t, 60*time.Second, "the gap's ticks recorded missed, each chained and notified", func() (bool, string) {

@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"github.com/etcdsched/scheduler/config"
-	"github.com/etcdsched/scheduler/internal/etcdtest"
-	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
 	"github.com/etcdsched/scheduler/internal/poll"
 	"github.com/etcdsched/scheduler/internal/runs"
 )
@@ -33,26 +31,26 @@ func TestLeaderCrashMissesNoTick(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			etcd := etcdtest.Start(t)
+			etcd := startEtcd(t)
 			w := startWitness(t)
-			job := jobstest.HTTPJob("tick", "@every 200ms", w.url(""))
+			job := httpJob("tick", "@every 200ms", w.url(""))
 			// Room for every tick at once: a tick late behind a busy
 			// machine or a dead worker must not cost the next one its
 			// slot (overlap; worker tests cover that). This test is about
 			// which ticks get materialized.
 			job.MaxConcurrency = 10
-			cfg := jobstest.Config(job)
+			cfg := newConfig(job)
 			cfg.Cluster.SessionTTL = config.Duration(ttl)
 			cfg.Cluster.LeaseMargin = config.Duration(time.Second)
-			var nodes []*node
-			for _, id := range []string{"a", "b", "c"} {
-				nodes = append(nodes, startNodeWith(t, etcd.Endpoints(), id, cfg, timing{Lookahead: c.lookahead}))
-			}
+			nodes := etcd.nodesWith(cfg, timing{Lookahead: c.lookahead}, "a", "b", "c")
 			old := leaderOf(t, nodes)
 			poll.For(t, 60*time.Second, "runs under way", func() bool { return len(w.finished("tick")) >= 10 })
-			// Let the lookahead fill: the leader materializes it from its
-			// first pass, but the ticks must be ahead of the crash.
-			time.Sleep(time.Second)
+			// The ticks must be materialized ahead of the crash: the
+			// leader's cursor (its last tick authorized) past the next
+			// second.
+			poll.For(t, 30*time.Second, "ticks materialized ahead", func() bool {
+				return cursor(t, old.client, "tick").After(time.Now().Add(time.Second))
+			})
 
 			crashAt := time.Now()
 			old.crash()

@@ -5,9 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/etcdsched/scheduler/internal/etcdtest"
 	"github.com/etcdsched/scheduler/internal/jobs"
-	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
 	"github.com/etcdsched/scheduler/internal/poll"
 	"github.com/etcdsched/scheduler/internal/runs"
 )
@@ -16,49 +14,24 @@ import (
 // rule 7) once the slot's lease is gone, and the retry runs on another
 // engine under a new, higher fencing token.
 func TestCrashedHolderRunIsLostAndRetried(t *testing.T) {
-	etcd := etcdtest.Start(t)
+	etcd := startEtcd(t)
 	w := startWitness(t)
-	job := jobstest.HTTPJob("work", "@every 1h", w.url("sleep=4s"))
+	job := httpJob("work", "@every 1h", w.url("sleep=4s"))
 	job.Retries.Max = 2
-	cfg := jobstest.Config(job)
-	nodes := map[string]*node{}
-	var list []*node
-	for _, id := range []string{"a", "b", "c"} {
-		n := startNode(t, etcd.Endpoints(), id, cfg)
-		nodes[id] = n
-		list = append(list, n)
-	}
-	leader := leaderOf(t, list)
+	cfg := newConfig(job)
+	nodes := etcd.nodes(cfg, "a", "b", "c")
+	leader := leaderOf(t, nodes)
 	runID, _, err := leader.engine.Trigger(t.Context(), "work", jobs.TriggerRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Find who holds it, and crash that replica (if it leads, fine: the
 	// next leader must do the recording).
-	var holder string
-	poll.For(t, 30*time.Second, "the run to start", func() bool {
-		for _, s := range leader.Slots.List() {
-			if s.RunID == runID {
-				holder = s.Holder
-				return true
-			}
-		}
-		return false
-	})
-	firstToken := int64(0)
-	for _, s := range leader.Slots.List() {
-		if s.RunID == runID {
-			firstToken = s.FencingToken
-		}
-	}
+	holder, firstToken := slotOf(t, leader, runID)
 	crashedAt := time.Now()
-	nodes[holder].crash()
-	var survivor *node
-	for id, n := range nodes {
-		if id != holder {
-			survivor = n
-		}
-	}
+	crashed := byID(t, nodes, holder)
+	crashed.crash()
+	survivor := except(nodes, crashed)[0]
 
 	var retry hit
 	poll.For(t, 60*time.Second, "the retry to finish on another engine", func() bool {
@@ -79,11 +52,8 @@ func TestCrashedHolderRunIsLostAndRetried(t *testing.T) {
 	if lostAfter := retry.Start.Sub(crashedAt); lostAfter > cfg.Cluster.SessionTTL.D()+5*time.Second {
 		t.Errorf("retry started %s after the crash", lostAfter)
 	}
-	var final runs.Record
-	poll.For(t, 30*time.Second, "the final record", func() bool {
-		var ok bool
-		final, ok = records(t, survivor.client, "work")[runID]
-		return ok && final.Outcome == runs.Succeeded && final.Attempt == 2
+	final := awaitRecord(t, survivor.client, "work", runID, func(r runs.Record) bool {
+		return r.Outcome == runs.Succeeded && r.Attempt == 2
 	})
 	if len(final.Previous) != 1 {
 		t.Fatalf("final record lists %d earlier attempts, want 1: %+v", len(final.Previous), final.Previous)

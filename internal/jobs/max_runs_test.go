@@ -4,8 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/etcdsched/scheduler/internal/etcdtest"
-	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
 	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/poll"
@@ -16,15 +14,12 @@ import (
 // exactly six scheduled ticks, each once, and then stops ticking while
 // the clock goes on; the job's API says remaining_runs 0.
 func TestMaxRunsAcrossALeaderKill(t *testing.T) {
-	etcd := etcdtest.Start(t)
+	etcd := startEtcd(t)
 	w := startWitness(t)
-	job := jobstest.HTTPJob("limited", "@every 1s", w.url("sleep=50ms"))
+	job := httpJob("limited", "@every 1s", w.url("sleep=50ms"))
 	job.MaxRuns = 6
-	cfg := jobstest.Config(job)
-	var nodes []*node
-	for _, id := range []string{"n1", "n2", "n3"} {
-		nodes = append(nodes, startNode(t, etcd.Endpoints(), id, cfg))
-	}
+	cfg := newConfig(job)
+	nodes := etcd.nodes(cfg, "n1", "n2", "n3")
 	first := leaderOf(t, nodes)
 	st, err := first.engine.Job(t.Context(), "limited")
 	if err != nil || st.RemainingRuns == nil || *st.RemainingRuns > 6 {
@@ -32,13 +27,7 @@ func TestMaxRunsAcrossALeaderKill(t *testing.T) {
 	}
 	poll.For(t, 30*time.Second, "two runs", func() bool { return len(w.finished("limited")) >= 2 })
 	first.crash()
-	var rest []*node
-	for _, n := range nodes {
-		if n != first {
-			rest = append(rest, n)
-		}
-	}
-	second := leaderOf(t, rest)
+	second := leaderOf(t, except(nodes, first))
 	poll.For(t, 60*time.Second, "remaining_runs 0", func() bool {
 		st, err := second.engine.Job(t.Context(), "limited")
 		return err == nil && st.RemainingRuns != nil && *st.RemainingRuns == 0

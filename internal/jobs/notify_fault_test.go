@@ -8,10 +8,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/etcdsched/scheduler/config"
-	"github.com/etcdsched/scheduler/internal/etcdtest"
 	"github.com/etcdsched/scheduler/internal/jobs"
-	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
 	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/notify"
 	"github.com/etcdsched/scheduler/internal/poll"
@@ -21,18 +18,14 @@ import (
 // A leader killed while notifications wait in the outbox: the next leader
 // delivers every one of them.
 func TestNextLeaderDeliversPendingNotifications(t *testing.T) {
-	etcd := etcdtest.Start(t)
+	etcd := startEtcd(t)
 	w := startWitness(t)
 	rcv := startReceiver(t, http.StatusServiceUnavailable)
-	job := jobstest.HTTPJob("fails", "@yearly", w.url("status=500"))
+	job := httpJob("fails", "@yearly", w.url("status=500"))
 	job.MaxConcurrency = 4
-	cfg := jobstest.Config(job)
-	cfg.Notify.Sinks = []config.Sink{rcv.sink("ops", "failed")}
-	cfg.Notify.Default = []string{"ops"}
-	var nodes []*node
-	for _, id := range []string{"a", "b", "c"} {
-		nodes = append(nodes, startNode(t, etcd.Endpoints(), id, cfg))
-	}
+	cfg := newConfig(job)
+	rcv.notifies(cfg, "failed")
+	nodes := etcd.nodes(cfg, "a", "b", "c")
 	old := leaderOf(t, nodes)
 	for range 4 {
 		if _, _, err := old.engine.Trigger(t.Context(), "fails", jobs.TriggerRequest{}); err != nil {
@@ -49,13 +42,7 @@ func TestNextLeaderDeliversPendingNotifications(t *testing.T) {
 	old.crash()
 	killedAt := time.Now()
 	rcv.answer(http.StatusOK)
-	var rest []*node
-	for _, n := range nodes {
-		if n != old {
-			rest = append(rest, n)
-		}
-	}
-	next := leaderOf(t, rest)
+	next := leaderOf(t, except(nodes, old))
 	poll.For(t, 60*time.Second, "the next leader to deliver them", func() bool {
 		return outbox(t, next.client) == 0 && len(rcv.deliveries(true)) >= 4
 	})
@@ -82,41 +69,21 @@ func TestNextLeaderDeliversPendingNotifications(t *testing.T) {
 // A worker that crashes mid-run: the leader's lost record and its
 // notification are written by one transaction, and delivered once.
 func TestLostRecordAndItsNotificationTogether(t *testing.T) {
-	etcd := etcdtest.Start(t)
+	etcd := startEtcd(t)
 	w := startWitness(t)
 	rcv := startReceiver(t, http.StatusServiceUnavailable)
-	cfg := jobstest.Config(jobstest.HTTPJob("work", "@yearly", w.url("sleep=30s")))
-	cfg.Notify.Sinks = []config.Sink{rcv.sink("ops", "lost")}
-	cfg.Notify.Default = []string{"ops"}
-	nodes := map[string]*node{}
-	var list []*node
-	for _, id := range []string{"a", "b", "c"} {
-		n := startNode(t, etcd.Endpoints(), id, cfg)
-		nodes[id] = n
-		list = append(list, n)
-	}
-	lead := leaderOf(t, list)
+	cfg := newConfig(httpJob("work", "@yearly", w.url("sleep=30s")))
+	rcv.notifies(cfg, "lost")
+	nodes := etcd.nodes(cfg, "a", "b", "c")
+	lead := leaderOf(t, nodes)
 	runID, _, err := lead.engine.Trigger(t.Context(), "work", jobs.TriggerRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var holder string
-	poll.For(t, 30*time.Second, "the run to start", func() bool {
-		for _, s := range lead.Slots.List() {
-			if s.RunID == runID {
-				holder = s.Holder
-				return true
-			}
-		}
-		return false
-	})
-	nodes[holder].crash()
-	var survivor *node
-	for id, n := range nodes {
-		if id != holder {
-			survivor = n
-		}
-	}
+	holder, _ := slotOf(t, lead, runID)
+	crashed := byID(t, nodes, holder)
+	crashed.crash()
+	survivor := except(nodes, crashed)[0]
 	layout := keys.New(testPrefix)
 	id := notify.ID(runID, 1, "lost")
 	var rec, note *clientv3.GetResponse

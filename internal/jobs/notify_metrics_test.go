@@ -12,9 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/etcdsched/scheduler/config"
-	"github.com/etcdsched/scheduler/internal/etcdtest"
 	"github.com/etcdsched/scheduler/internal/jobs"
-	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
 	"github.com/etcdsched/scheduler/internal/notify"
 	"github.com/etcdsched/scheduler/internal/poll"
 	"github.com/etcdsched/scheduler/internal/runs"
@@ -102,15 +100,14 @@ func (l *logged) find(msg string) []map[string]any {
 // records once every run ended.
 func failingJob(t *testing.T, rcv *receiver, n int, tm timing, maxAge time.Duration) (*node, []runs.Record) {
 	t.Helper()
-	etcd := etcdtest.Start(t)
+	etcd := startEtcd(t)
 	w := startWitness(t)
-	job := jobstest.HTTPJob("fails", "@yearly", w.url("status=500"))
+	job := httpJob("fails", "@yearly", w.url("status=500"))
 	job.MaxConcurrency = n
-	cfg := jobstest.Config(job)
-	cfg.Notify.Sinks = []config.Sink{rcv.sink("ops", "failed")}
-	cfg.Notify.Default = []string{"ops"}
+	cfg := newConfig(job)
+	rcv.notifies(cfg, "failed")
 	cfg.Notify.MaxAge = config.Duration(maxAge)
-	nd := startNodeWith(t, etcd.Endpoints(), "solo", cfg, tm)
+	nd := etcd.nodeWith("solo", cfg, tm)
 	leaderOf(t, []*node{nd})
 	for range n {
 		if _, _, err := nd.engine.Trigger(t.Context(), "fails", jobs.TriggerRequest{}); err != nil {

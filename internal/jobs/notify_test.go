@@ -10,9 +10,7 @@ import (
 	"time"
 
 	"github.com/etcdsched/scheduler/config"
-	"github.com/etcdsched/scheduler/internal/etcdtest"
 	"github.com/etcdsched/scheduler/internal/jobs"
-	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
 	"github.com/etcdsched/scheduler/internal/notify"
 	"github.com/etcdsched/scheduler/internal/poll"
 	"github.com/etcdsched/scheduler/internal/runs"
@@ -20,26 +18,19 @@ import (
 
 // flaky is an HTTP target that fails while failing is set.
 func flaky(t *testing.T, failing *atomic.Bool) string {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		if failing.Load() {
-			w.WriteHeader(http.StatusInternalServerError)
-		}
-	}))
-	t.Cleanup(srv.Close)
-	return srv.URL
+	return failingTarget(t, func(*http.Request) bool { return failing.Load() })
 }
 
 // A failing job notifies each failed run, with its record, and recovered
 // once: at the first success after the failures, not at the next ones.
 func TestFailuresAndRecoveredAreNotified(t *testing.T) {
-	etcd := etcdtest.Start(t)
+	etcd := startEtcd(t)
 	rcv := startReceiver(t, http.StatusOK)
 	var failing atomic.Bool
 	failing.Store(true)
-	cfg := jobstest.Config(jobstest.HTTPJob("flaky", "@every 1s", flaky(t, &failing)))
-	cfg.Notify.Sinks = []config.Sink{rcv.sink("ops", "failed", "recovered")}
-	cfg.Notify.Default = []string{"ops"}
-	n := startNode(t, etcd.Endpoints(), "solo", cfg)
+	cfg := newConfig(httpJob("flaky", "@every 1s", flaky(t, &failing)))
+	rcv.notifies(cfg, "failed", "recovered")
+	n := etcd.node("solo", cfg)
 	poll.For(t, 30*time.Second, "three failed runs", func() bool {
 		return len(finalRecords(t, n.client, "flaky", runs.Failed)) >= 3
 	})
@@ -90,15 +81,15 @@ func TestFailuresAndRecoveredAreNotified(t *testing.T) {
 // A receiver that answers 500 for 5s gets every notification afterwards,
 // each under the id it had on every try, and none twice.
 func TestNotificationsAreRetriedUntilDelivered(t *testing.T) {
-	etcd := etcdtest.Start(t)
+	etcd := startEtcd(t)
 	w := startWitness(t)
 	rcv := startReceiver(t, http.StatusOK)
-	job := jobstest.HTTPJob("fails", "@yearly", w.url("status=500"))
+	job := httpJob("fails", "@yearly", w.url("status=500"))
 	job.MaxConcurrency = 5
-	cfg := jobstest.Config(job)
+	cfg := newConfig(job)
 	cfg.Notify.Sinks = []config.Sink{rcv.sink("ops", "failed")}
 	cfg.Jobs[0].Notify = []string{"ops"}
-	n := startNode(t, etcd.Endpoints(), "solo", cfg)
+	n := etcd.node("solo", cfg)
 	leaderOf(t, []*node{n})
 	rcv.refuseFor(5 * time.Second)
 	for range 5 {
@@ -151,22 +142,22 @@ func TestNotificationsAreRetriedUntilDelivered(t *testing.T) {
 // A sink that never answers holds its own delivery slots only: another
 // sink gets every notification meanwhile.
 func TestHangingSinkDoesNotStallOthers(t *testing.T) {
-	etcd := etcdtest.Start(t)
+	etcd := startEtcd(t)
 	w := startWitness(t)
 	release := make(chan struct{})
 	hang := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { <-release }))
 	t.Cleanup(hang.Close)
 	t.Cleanup(func() { close(release) })
 	rcv := startReceiver(t, http.StatusOK)
-	job := jobstest.HTTPJob("fails", "@yearly", w.url("status=500"))
+	job := httpJob("fails", "@yearly", w.url("status=500"))
 	job.MaxConcurrency = 8
-	cfg := jobstest.Config(job)
+	cfg := newConfig(job)
 	cfg.Notify.Sinks = []config.Sink{
 		{Name: "hangs", URL: hang.URL, Format: config.FormatJSON, On: []string{"failed"}},
 		rcv.sink("ops", "failed"),
 	}
 	cfg.Notify.Default = []string{"hangs", "ops"}
-	n := startNode(t, etcd.Endpoints(), "solo", cfg)
+	n := etcd.node("solo", cfg)
 	leaderOf(t, []*node{n})
 	for range 8 {
 		if _, _, err := n.engine.Trigger(t.Context(), "fails", jobs.TriggerRequest{}); err != nil {

@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"github.com/etcdsched/scheduler/config"
-	"github.com/etcdsched/scheduler/internal/etcdtest"
-	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
 	"github.com/etcdsched/scheduler/internal/poll"
 	"github.com/etcdsched/scheduler/internal/runs"
 )
@@ -16,18 +14,18 @@ import (
 // target never sees more than two at once, and the records say what the
 // policy did with the ticks that found both slots taken.
 func TestOverlapPolicies(t *testing.T) {
-	etcd := etcdtest.Start(t)
+	etcd := startEtcd(t)
 	w := startWitness(t)
 	job := func(name, overlap string) config.Job {
-		j := jobstest.HTTPJob(name, "@every 1s", w.url("sleep=3s"))
+		j := httpJob(name, "@every 1s", w.url("sleep=3s"))
 		j.MaxConcurrency = 2
 		j.Overlap = overlap
 		j.QueueLimit = 1
 		return j
 	}
-	cfg := jobstest.Config(job("skip", "skip"), job("queue", "queue"), job("replace", "replace"))
-	a := startNode(t, etcd.Endpoints(), "a", cfg)
-	b := startNode(t, etcd.Endpoints(), "b", cfg)
+	cfg := newConfig(job("skip", "skip"), job("queue", "queue"), job("replace", "replace"))
+	a := etcd.node("a", cfg)
+	b := etcd.node("b", cfg)
 	leaderOf(t, []*node{a, b})
 
 	byOutcome := func(job string) map[runs.Outcome][]runs.Record {

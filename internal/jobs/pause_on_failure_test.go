@@ -2,15 +2,12 @@ package jobs_test
 
 import (
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/etcdsched/scheduler/config"
-	"github.com/etcdsched/scheduler/internal/etcdtest"
-	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
 	"github.com/etcdsched/scheduler/internal/poll"
 	"github.com/etcdsched/scheduler/internal/runs"
 )
@@ -18,13 +15,9 @@ import (
 // firstAttemptFails is a target whose first attempts fail; every attempt
 // fails while always is set.
 func firstAttemptFails(t *testing.T, always *atomic.Bool) string {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if always.Load() || r.Header.Get("X-Scheduler-Attempt") == "1" {
-			w.WriteHeader(http.StatusInternalServerError)
-		}
-	}))
-	t.Cleanup(srv.Close)
-	return srv.URL
+	return failingTarget(t, func(r *http.Request) bool {
+		return always.Load() || r.Header.Get("X-Scheduler-Attempt") == "1"
+	})
 }
 
 // pause_on_failure (SPEC section 20): a failed attempt that is retried
@@ -32,16 +25,15 @@ func firstAttemptFails(t *testing.T, always *atomic.Bool) string {
 // transaction of its record, with the reason naming the run, and notifies
 // the sinks that ask for "paused" once.
 func TestPauseOnFailurePausesOnlyWhenTheLastAttemptFails(t *testing.T) {
-	etcd := etcdtest.Start(t)
+	etcd := startEtcd(t)
 	rcv := startReceiver(t, http.StatusOK)
 	var always atomic.Bool
-	job := jobstest.HTTPJob("fragile", "@every 1s", firstAttemptFails(t, &always))
+	job := httpJob("fragile", "@every 1s", firstAttemptFails(t, &always))
 	job.PauseOnFailure = true
 	job.Retries.Max = 1
-	cfg := jobstest.Config(job)
-	cfg.Notify.Sinks = []config.Sink{rcv.sink("ops", config.Paused)}
-	cfg.Notify.Default = []string{"ops"}
-	n := startNode(t, etcd.Endpoints(), "solo", cfg)
+	cfg := newConfig(job)
+	rcv.notifies(cfg, config.Paused)
+	n := etcd.node("solo", cfg)
 
 	poll.For(t, 30*time.Second, "three runs that succeeded at their retry", func() bool {
 		return len(finalRecords(t, n.client, "fragile", runs.Succeeded)) >= 3

@@ -8,9 +8,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/config"
-	"github.com/etcdsched/scheduler/internal/etcdtest"
 	"github.com/etcdsched/scheduler/internal/jobs"
-	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
 	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/poll"
 )
@@ -19,13 +17,13 @@ import (
 // on every replica; a pause's reason and until are in the job's status on
 // every replica, and a resume clears them.
 func TestPausedGaugeAndPauseDetails(t *testing.T) {
-	etcd := etcdtest.Start(t)
+	etcd := startEtcd(t)
 	regA, regB := prometheus.NewRegistry(), prometheus.NewRegistry()
 	cfg := func() *config.Config {
-		return jobstest.Config(jobstest.HTTPJob("a", "@every 1h", "http://127.0.0.1:1/"), jobstest.HTTPJob("b", "@every 1h", "http://127.0.0.1:1/"))
+		return newConfig(httpJob("a", "@every 1h", "http://127.0.0.1:1/"), httpJob("b", "@every 1h", "http://127.0.0.1:1/"))
 	}
-	a := startNodeWith(t, etcd.Endpoints(), "a", cfg(), timing{Reg: regA})
-	b := startNodeWith(t, etcd.Endpoints(), "b", cfg(), timing{Reg: regB})
+	a := etcd.nodeWith("a", cfg(), timing{Reg: regA})
+	b := etcd.nodeWith("b", cfg(), timing{Reg: regB})
 	leaderOf(t, []*node{a, b})
 	ctx := t.Context()
 	paused := func(reg *prometheus.Registry, job string) float64 {
@@ -68,9 +66,9 @@ func TestPausedGaugeAndPauseDetails(t *testing.T) {
 // that ends pauses is wired; TestPauseEndsAtItsUntil in package leader
 // tests it on a fake clock).
 func TestPauseUntilEndsOnARunningCluster(t *testing.T) {
-	etcd := etcdtest.Start(t)
+	etcd := startEtcd(t)
 	w := startWitness(t)
-	n := startNode(t, etcd.Endpoints(), "a", jobstest.Config(jobstest.HTTPJob("tick", "@every 1s", w.url(""))))
+	n := etcd.node("a", newConfig(httpJob("tick", "@every 1s", w.url(""))))
 	leaderOf(t, []*node{n})
 	ctx := t.Context()
 	until := time.Now().Add(2 * time.Second)

@@ -8,8 +8,6 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/config"
-	"github.com/etcdsched/scheduler/internal/etcdtest"
-	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
 	"github.com/etcdsched/scheduler/internal/poll"
 	"github.com/etcdsched/scheduler/internal/runs"
 )
@@ -31,32 +29,27 @@ func TestRateWindowHoldsAcrossHandoffAndCrash(t *testing.T) {
 		limit = 3
 		span  = 30 * time.Second
 	)
-	etcd := etcdtest.Start(t)
+	etcd := startEtcd(t)
 	w := startWitness(t)
 	job := func(name string) config.Job {
-		j := jobstest.HTTPJob(name, "@every 100ms", w.url("sleep=100ms"))
+		j := httpJob(name, "@every 100ms", w.url("sleep=100ms"))
 		j.MaxConcurrency = 3
 		j.Resources = []string{"api"}
 		return j
 	}
 	cfg := func() *config.Config {
-		c := jobstest.Config(job("ra"), job("rb"))
+		c := newConfig(job("ra"), job("rb"))
 		c.Resources = []config.Resource{{Name: "api", Limit: limit, Rate: &config.Rate{Count: count, Per: config.Duration(per)}}}
 		return c
 	}
-	nodes := []*node{startNode(t, etcd.Endpoints(), "a", cfg()), startNode(t, etcd.Endpoints(), "b", cfg()), startNode(t, etcd.Endpoints(), "c", cfg())}
+	nodes := []*node{etcd.node("a", cfg()), etcd.node("b", cfg()), etcd.node("c", cfg())}
 	first := leaderOf(t, nodes)
 	started := time.Now()
 	all := func() []hit { return append(w.finished("ra"), w.finished("rb")...) }
 
 	poll.For(t, span, "a third of the span", func() bool { return time.Since(started) >= span/3 })
 	first.stop(5 * time.Second) // handoff
-	var rest []*node
-	for _, n := range nodes {
-		if n != first {
-			rest = append(rest, n)
-		}
-	}
+	rest := except(nodes, first)
 	leaderOf(t, rest)
 	poll.For(t, span, "two thirds of the span", func() bool { return time.Since(started) >= 2*span/3 })
 	crashed := time.Now() // crash returns once the node's Stop has, seconds later

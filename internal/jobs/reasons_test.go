@@ -10,9 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/etcdsched/scheduler/config"
-	"github.com/etcdsched/scheduler/internal/etcdtest"
 	"github.com/etcdsched/scheduler/internal/jobs"
-	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
 	"github.com/etcdsched/scheduler/internal/poll"
 	"github.com/etcdsched/scheduler/internal/runs"
 )
@@ -25,10 +23,10 @@ import (
 // waiting for the window, a run used to read "all 1 slots taken and 1 runs
 // already queued".
 func TestRateOnlyRefusalsNameTheWindow(t *testing.T) {
-	etcd := etcdtest.Start(t)
+	etcd := startEtcd(t)
 	w := startWitness(t)
 	rated := func(name, overlap string, queueLimit int, deadline time.Duration) config.Job {
-		j := jobstest.HTTPJob(name, "@manually", w.url(""))
+		j := httpJob(name, "@manually", w.url(""))
 		j.MaxConcurrency = 1
 		j.Rate = &config.Rate{Count: 1, Per: config.Duration(time.Hour)}
 		j.Overlap = overlap
@@ -36,9 +34,9 @@ func TestRateOnlyRefusalsNameTheWindow(t *testing.T) {
 		j.StartingDeadline = config.Duration(deadline)
 		return j
 	}
-	cfg := jobstest.Config(rated("queued", "queue", 1, time.Hour), rated("skipper", "skip", 0, time.Hour), rated("late", "queue", 2, 3*time.Second))
+	cfg := newConfig(rated("queued", "queue", 1, time.Hour), rated("skipper", "skip", 0, time.Hour), rated("late", "queue", 2, 3*time.Second))
 	reg := prometheus.NewRegistry()
-	a := startNodeWith(t, etcd.Endpoints(), "a", cfg, timing{Reg: reg})
+	a := etcd.nodeWith("a", cfg, timing{Reg: reg})
 	leaderOf(t, []*node{a})
 
 	trigger := func(job string) string {
@@ -53,12 +51,7 @@ func TestRateOnlyRefusalsNameTheWindow(t *testing.T) {
 	}
 	ended := func(job, id string, outcome runs.Outcome) runs.Record {
 		t.Helper()
-		var r runs.Record
-		poll.Until(t, 60*time.Second, job+" run "+id+" "+string(outcome), func() (bool, string) {
-			r = records(t, a.client, job)[id]
-			return r.Outcome == outcome, fmt.Sprintf("%+v", r)
-		})
-		return r
+		return awaitRecord(t, a.client, job, id, func(r runs.Record) bool { return r.Outcome == outcome })
 	}
 	exact := func(job string, r runs.Record) {
 		t.Helper()

@@ -96,6 +96,12 @@ func (r *receiver) sink(name string, on ...string) config.Sink {
 	return config.Sink{Name: name, URL: r.srv.URL + "/hook", Format: config.FormatJSON, On: on}
 }
 
+// notifies makes the receiver cfg's default sink "ops", notified of on.
+func (r *receiver) notifies(cfg *config.Config, on ...string) {
+	cfg.Notify.Sinks = []config.Sink{r.sink("ops", on...)}
+	cfg.Notify.Default = []string{"ops"}
+}
+
 // outbox counts the notifications waiting in etcd.
 func outbox(t *testing.T, cli *clientv3.Client) int {
 	t.Helper()

@@ -8,9 +8,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/etcdsched/scheduler/internal/etcdtest"
 	"github.com/etcdsched/scheduler/internal/jobs"
-	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
 	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/poll"
 )
@@ -20,11 +18,11 @@ import (
 // leader found it so; put back, it is a configured job again with the
 // same history. A name that never had a job is still unknown.
 func TestRemovedJobHistoryStaysReadable(t *testing.T) {
-	etcd := etcdtest.Start(t)
+	etcd := startEtcd(t)
 	w := startWitness(t)
-	old := jobstest.HTTPJob("old", "0 0 1 1 *", w.url(""))
-	stay := jobstest.HTTPJob("stay", "0 0 1 1 *", w.url(""))
-	n := startNode(t, etcd.Endpoints(), "a", jobstest.Config(old, stay))
+	old := httpJob("old", "0 0 1 1 *", w.url(""))
+	stay := httpJob("stay", "0 0 1 1 *", w.url(""))
+	n := etcd.node("a", newConfig(old, stay))
 	leaderOf(t, []*node{n})
 	ctx := t.Context()
 	var ids []string
@@ -34,10 +32,10 @@ func TestRemovedJobHistoryStaysReadable(t *testing.T) {
 			t.Fatal(err)
 		}
 		ids = append(ids, id)
-		poll.For(t, 30*time.Second, "run recorded", func() bool { return records(t, n.client, "old")[id].RunID == id })
+		awaitRecord(t, n.client, "old", id, nil)
 	}
 
-	n.setConfig(jobstest.Config(stay))
+	n.setConfig(newConfig(stay))
 	var removed []jobs.RemovedJob
 	poll.Until(t, 30*time.Second, "old listed as removed", func() (bool, string) {
 		var err error
@@ -60,7 +58,7 @@ func TestRemovedJobHistoryStaysReadable(t *testing.T) {
 		t.Errorf("runs of a job that never was: %v, want ErrUnknownJob", err)
 	}
 
-	n.setConfig(jobstest.Config(old, stay))
+	n.setConfig(newConfig(old, stay))
 	poll.Until(t, 30*time.Second, "old's removal marker gone", func() (bool, string) {
 		resp, err := n.client.Get(ctx, keys.New(testPrefix).RemovedJob("old"), clientv3.WithCountOnly())
 		return err == nil && resp.Count == 0, fmt.Sprint(resp, err)

@@ -8,9 +8,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/etcdsched/scheduler/internal/etcdtest"
 	"github.com/etcdsched/scheduler/internal/jobs"
-	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
 	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/runs"
 )
@@ -20,8 +18,8 @@ import (
 // page gives, for every page size, also when a page ends inside such a
 // group (before, the cursor skipped the rest of its group).
 func TestPagingThroughRecordsOfOneCommit(t *testing.T) {
-	etcd := etcdtest.Start(t)
-	n := startNode(t, etcd.Endpoints(), "a", jobstest.Config(jobstest.HTTPJob("page", "0 0 1 1 *", "http://127.0.0.1:1/")))
+	etcd := startEtcd(t)
+	n := etcd.node("a", newConfig(httpJob("page", "0 0 1 1 *", "http://127.0.0.1:1/")))
 	layout := keys.New(testPrefix)
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	put := func(from, count int) {

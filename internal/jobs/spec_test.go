@@ -10,7 +10,6 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/config"
-	"github.com/etcdsched/scheduler/internal/etcdtest"
 	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
 	"github.com/etcdsched/scheduler/internal/keys"
@@ -22,14 +21,14 @@ import (
 // (not the replica's config), and so does its retry: a rolling upgrade
 // loses none of the runs the older leader queued.
 func TestOldFormatEntryStillRuns(t *testing.T) {
-	etcd := etcdtest.Start(t)
+	etcd := startEtcd(t)
 	w := startWitness(t)
 	// This replica's file points the job nowhere and never schedules it.
-	n := startNode(t, etcd.Endpoints(), "new", jobstest.Config(jobstest.HTTPJob("legacy", "@yearly", "http://127.0.0.1:1/file")))
+	n := etcd.node("new", newConfig(httpJob("legacy", "@yearly", "http://127.0.0.1:1/file")))
 	leaderOf(t, []*node{n})
 
 	// What an older version's Entry encoded: every field, the spec inline.
-	spec := jobstest.WithDefaults(jobstest.HTTPJob("legacy", "@yearly", w.url("status=500")))
+	spec := jobstest.WithDefaults(httpJob("legacy", "@yearly", w.url("status=500")))
 	spec.Retries = config.Retries{Max: 1, Backoff: config.Duration(100 * time.Millisecond), MaxBackoff: config.Duration(time.Second)}
 	specJSON, err := json.Marshal(&spec)
 	if err != nil {
@@ -43,11 +42,7 @@ func TestOldFormatEntryStillRuns(t *testing.T) {
 	if _, err := n.client.Put(t.Context(), keys.New(testPrefix).Entry("legacy", runID), value); err != nil {
 		t.Fatal(err)
 	}
-	poll.For(t, 30*time.Second, "both attempts of the old entry's run recorded", func() bool {
-		r, ok := records(t, n.client, "legacy")[runID]
-		return ok && r.Attempt == 2
-	})
-	r := records(t, n.client, "legacy")[runID]
+	r := awaitRecord(t, n.client, "legacy", runID, func(r runs.Record) bool { return r.Attempt == 2 })
 	if r.Outcome != runs.Failed || r.HTTPStatus != 500 || r.Trigger != runs.Retry || len(r.Previous) != 1 || r.Previous[0].Outcome != runs.Failed {
 		t.Errorf("record %+v: want attempt 2 failed with 500 after a failed attempt 1", r)
 	}
@@ -60,12 +55,12 @@ func TestOldFormatEntryStillRuns(t *testing.T) {
 // it once the spec is there, and records it missed at its starting
 // deadline if the spec never comes.
 func TestRunWaitsForItsSpec(t *testing.T) {
-	etcd := etcdtest.Start(t)
+	etcd := startEtcd(t)
 	w := startWitness(t)
-	job := jobstest.HTTPJob("waits", "@yearly", w.url(""))
+	job := httpJob("waits", "@yearly", w.url(""))
 	job.StartingDeadline = config.Duration(3 * time.Second)
-	cfg := jobstest.Config(job)
-	n := startNode(t, etcd.Endpoints(), "a", cfg)
+	cfg := newConfig(job)
+	n := etcd.node("a", cfg)
 	leaderOf(t, []*node{n})
 	layout := keys.New(testPrefix)
 
@@ -79,6 +74,8 @@ func TestRunWaitsForItsSpec(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// An absence is what is checked here: no event marks "the worker saw
+	// the entries and declined them", so the test gives it a second.
 	time.Sleep(time.Second)
 	if hits := w.finished("waits"); len(hits) != 0 {
 		t.Fatalf("%d runs without their spec", len(hits))
@@ -110,9 +107,9 @@ func TestRunWaitsForItsSpec(t *testing.T) {
 // The leader's entries carry a ref, not the spec, and the spec they name
 // is in etcd, once for all the job's runs.
 func TestEntriesReferToOneSpec(t *testing.T) {
-	etcd := etcdtest.Start(t)
+	etcd := startEtcd(t)
 	w := startWitness(t)
-	n := startNode(t, etcd.Endpoints(), "a", jobstest.Config(jobstest.HTTPJob("lean", "@every 1s", w.url("from=file"))))
+	n := etcd.node("a", newConfig(httpJob("lean", "@every 1s", w.url("from=file"))))
 	leaderOf(t, []*node{n})
 	poll.For(t, 30*time.Second, "three runs", func() bool { return len(w.finished("lean")) >= 3 })
 	layout := keys.New(testPrefix)

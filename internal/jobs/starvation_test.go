@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"github.com/etcdsched/scheduler/config"
-	"github.com/etcdsched/scheduler/internal/etcdtest"
-	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
 	"github.com/etcdsched/scheduler/internal/poll"
 	"github.com/etcdsched/scheduler/internal/runs"
 )
@@ -23,16 +21,16 @@ import (
 // under -race one free worker can fall seconds behind a 250ms schedule with
 // the rule intact.
 func TestWaitingRunHoldsNoWorker(t *testing.T) {
-	etcd := etcdtest.Start(t)
+	etcd := startEtcd(t)
 	w := startWitness(t)
-	slow := jobstest.HTTPJob("slow", "@every 500ms", w.url("sleep=5m"))
+	slow := httpJob("slow", "@every 500ms", w.url("sleep=5m"))
 	slow.Overlap = config.OverlapQueue
 	slow.QueueLimit = 3
 	slow.StartingDeadline = config.Duration(5 * time.Minute) // waiting runs stay waiting
-	tick := jobstest.HTTPJob("tick", "@every 250ms", w.url(""))
-	cfg := jobstest.Config(slow, tick)
+	tick := httpJob("tick", "@every 250ms", w.url(""))
+	cfg := newConfig(slow, tick)
 	cfg.Worker.MaxParallel = 2
-	n := startNode(t, etcd.Endpoints(), "a", cfg)
+	n := etcd.node("a", cfg)
 	leaderOf(t, []*node{n})
 
 	poll.For(t, 30*time.Second, "slow's first run executing", func() bool { return w.maxConcurrent("slow") == 1 })

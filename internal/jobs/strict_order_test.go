@@ -11,9 +11,7 @@ import (
 	"time"
 
 	"github.com/etcdsched/scheduler/config"
-	"github.com/etcdsched/scheduler/internal/etcdtest"
 	"github.com/etcdsched/scheduler/internal/jobs"
-	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
 	"github.com/etcdsched/scheduler/internal/poll"
 )
 
@@ -28,11 +26,11 @@ import (
 // Before, a run that had waited 2s stopped yielding to its elders, and
 // the waiters of a key started as 1,2,3,6,5,4 (issue 25).
 func TestWaitersStartInDueOrderOnEveryKindOfLimit(t *testing.T) {
-	etcd := etcdtest.Start(t)
+	etcd := startEtcd(t)
 	w := startWitness(t)
 	const waiters = 8
 	job := func(name, sleep string) config.Job {
-		j := jobstest.HTTPJob(name, "@manually", w.url("sleep="+sleep))
+		j := httpJob(name, "@manually", w.url("sleep="+sleep))
 		j.Overlap = config.OverlapQueue
 		j.QueueLimit = waiters + 2
 		j.StartingDeadline = config.Duration(2 * time.Minute)
@@ -49,12 +47,12 @@ func TestWaitersStartInDueOrderOnEveryKindOfLimit(t *testing.T) {
 	rated := job("rated", "50ms")
 	rated.MaxConcurrency = waiters
 	rated.Rate = &config.Rate{Count: 1, Per: config.Duration(500 * time.Millisecond)}
-	cfg := jobstest.Config(slot, keyed, resA, resB, rated)
+	cfg := newConfig(slot, keyed, resA, resB, rated)
 	cfg.Resources = []config.Resource{{Name: "one", Limit: 1}}
 	nodes := []*node{
-		startNode(t, etcd.Endpoints(), "a", cfg),
-		startNode(t, etcd.Endpoints(), "b", cfg),
-		startNode(t, etcd.Endpoints(), "c", cfg),
+		etcd.node("a", cfg),
+		etcd.node("b", cfg),
+		etcd.node("c", cfg),
 	}
 	leaderOf(t, nodes)
 

@@ -12,9 +12,7 @@ import (
 	"time"
 
 	"github.com/etcdsched/scheduler/config"
-	"github.com/etcdsched/scheduler/internal/etcdtest"
 	"github.com/etcdsched/scheduler/internal/jobs"
-	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
 	"github.com/etcdsched/scheduler/internal/poll"
 	"github.com/etcdsched/scheduler/internal/runs"
 	"github.com/etcdsched/scheduler/internal/tracing"
@@ -89,33 +87,21 @@ func runSpans(t *testing.T, r *tracingtest.Receiver, runID string) (run tracingt
 	return run, claims
 }
 
-// waitRecord waits for the record of runID and returns it.
-func waitRecord(t *testing.T, n *node, job, runID string) runs.Record {
-	t.Helper()
-	var rec runs.Record
-	poll.For(t, 30*time.Second, runID+" recorded", func() bool {
-		var ok bool
-		rec, ok = records(t, n.client, job)[runID]
-		return ok
-	})
-	return rec
-}
-
 // With OTEL_EXPORTER_OTLP_ENDPOINT set, a run attempt reaches a real OTLP
 // collector as a scheduler.run span with a scheduler.claim child, carrying
 // the run's attributes; the traceparent the target got names that span;
 // a failed run's span is an error.
 func TestRunSpanReachesCollector(t *testing.T) {
-	etcd := etcdtest.Start(t)
+	etcd := startEtcd(t)
 	recv, endpoint := tracingtest.StartHTTP(t)
 	collectTo(t, endpoint)
 	t.Setenv("OTEL_EXPORTER_OTLP_COMPRESSION", "gzip")
 	tgt := startTraceTarget(t)
-	cfg := jobstest.Config(
-		jobstest.HTTPJob("traced", "@every 1h", tgt.srv.URL),
-		jobstest.HTTPJob("broken", "@every 1h", tgt.srv.URL+"?status=500"),
+	cfg := newConfig(
+		httpJob("traced", "@every 1h", tgt.srv.URL),
+		httpJob("broken", "@every 1h", tgt.srv.URL+"?status=500"),
 	)
-	n := startNode(t, etcd.Endpoints(), "solo", cfg)
+	n := etcd.node("solo", cfg)
 	if !n.Tracing.Exporting() {
 		t.Fatal("OTEL_EXPORTER_OTLP_ENDPOINT is set but the node does not export")
 	}
@@ -125,7 +111,7 @@ func TestRunSpanReachesCollector(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := waitRecord(t, n, "traced", id)
+	rec := awaitRecord(t, n.client, "traced", id, nil)
 	run, claims := runSpans(t, recv, id)
 
 	want := map[string]string{
@@ -175,7 +161,7 @@ func TestRunSpanReachesCollector(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitRecord(t, n, "broken", id)
+	awaitRecord(t, n.client, "broken", id, nil)
 	failed, _ := runSpans(t, recv, id)
 	if failed.Attrs["scheduler.outcome"] != string(runs.Failed) || failed.StatusCode != "STATUS_CODE_ERROR" ||
 		!strings.Contains(failed.StatusMessage, "500") {
@@ -190,11 +176,11 @@ func TestRunSpanReachesCollector(t *testing.T) {
 // Without any OTEL_* variable nothing is exported, yet the target still
 // gets a valid traceparent to correlate its logs with.
 func TestNoCollectorExportsNothing(t *testing.T) {
-	etcd := etcdtest.Start(t)
+	etcd := startEtcd(t)
 	recv, _ := tracingtest.StartHTTP(t)
 	clearOTel(t)
 	tgt := startTraceTarget(t)
-	n := startNode(t, etcd.Endpoints(), "solo", jobstest.Config(jobstest.HTTPJob("quiet", "@every 1h", tgt.srv.URL)))
+	n := etcd.node("solo", newConfig(httpJob("quiet", "@every 1h", tgt.srv.URL)))
 	if n.Tracing.Exporting() {
 		t.Fatal("no OTEL_* variable, yet the node exports")
 	}
@@ -203,7 +189,7 @@ func TestNoCollectorExportsNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec := waitRecord(t, n, "quiet", id); rec.Outcome != runs.Succeeded {
+	if rec := awaitRecord(t, n.client, "quiet", id, nil); rec.Outcome != runs.Succeeded {
 		t.Fatalf("run: %s %s", rec.Outcome, rec.Error)
 	}
 	tp := tgt.headers(id).Get("traceparent")
@@ -221,7 +207,7 @@ func TestNoCollectorExportsNothing(t *testing.T) {
 // An exec target finds the run's trace context in TRACEPARENT, which the
 // job's own env cannot override.
 func TestExecTargetGetsTraceparent(t *testing.T) {
-	etcd := etcdtest.Start(t)
+	etcd := startEtcd(t)
 	recv, endpoint := tracingtest.StartHTTP(t)
 	collectTo(t, endpoint)
 	out := filepath.Join(t.TempDir(), "traceparent")
@@ -229,13 +215,13 @@ func TestExecTargetGetsTraceparent(t *testing.T) {
 		Command: []string{"sh", "-c", `printf %s "$TRACEPARENT" > "$OUT"`},
 		Env:     map[string]string{"OUT": out, "TRACEPARENT": "00-forged"},
 	}}
-	n := startNode(t, etcd.Endpoints(), "solo", jobstest.Config(job))
+	n := etcd.node("solo", newConfig(job))
 	leaderOf(t, []*node{n})
 	id, _, err := n.engine.Trigger(t.Context(), "script", jobs.TriggerRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec := waitRecord(t, n, "script", id); rec.Outcome != runs.Succeeded {
+	if rec := awaitRecord(t, n.client, "script", id, nil); rec.Outcome != runs.Succeeded {
 		t.Fatalf("run: %s %s (%s)", rec.Outcome, rec.Error, rec.Output)
 	}
 	data, err := os.ReadFile(out)

@@ -13,9 +13,7 @@ import (
 	"time"
 
 	"github.com/etcdsched/scheduler/config"
-	"github.com/etcdsched/scheduler/internal/etcdtest"
 	"github.com/etcdsched/scheduler/internal/jobs"
-	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
 	"github.com/etcdsched/scheduler/internal/poll"
 	"github.com/etcdsched/scheduler/internal/runs"
 )
@@ -24,13 +22,13 @@ import (
 // exactly one creates the run and both name it; a trigger with the key
 // after the run finished (it is in history) creates nothing either.
 func TestIdempotentTriggers(t *testing.T) {
-	etcd := etcdtest.Start(t)
+	etcd := startEtcd(t)
 	w := startWitness(t)
 	const tries = 50
-	job := jobstest.HTTPJob("sync", "0 0 1 1 *", w.url(""))
+	job := httpJob("sync", "0 0 1 1 *", w.url(""))
 	job.MaxConcurrency = tries // every run may start: only the keys decide
-	cfg := jobstest.Config(job)
-	n := startNode(t, etcd.Endpoints(), "a", cfg)
+	cfg := newConfig(job)
+	n := etcd.node("a", cfg)
 	leaderOf(t, []*node{n})
 	ctx := t.Context()
 	for i := range tries {
@@ -95,13 +93,13 @@ func TestInputReachesTargets(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	out := filepath.Join(t.TempDir(), "input")
-	hj := jobstest.HTTPJob("hook", "0 0 1 1 *", srv.URL)
+	hj := httpJob("hook", "0 0 1 1 *", srv.URL)
 	hj.HTTP.Method = "POST"
 	hj.HTTP.Body = `{"default":true}`
 	ej := config.Job{Name: "cmd", Schedule: "0 0 1 1 *", Exec: &config.Exec{
 		Command: []string{"sh", "-c", `printf %s "$SCHEDULER_INPUT" > "$OUT"`}, Env: map[string]string{"OUT": out}}}
-	etcd := etcdtest.Start(t)
-	n := startNode(t, etcd.Endpoints(), "a", jobstest.Config(hj, ej))
+	etcd := startEtcd(t)
+	n := etcd.node("a", newConfig(hj, ej))
 	leaderOf(t, []*node{n})
 
 	for _, job := range []string{"hook", "cmd"} {
@@ -109,8 +107,7 @@ func TestInputReachesTargets(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		poll.For(t, 30*time.Second, job+" recorded", func() bool { _, ok := records(t, n.client, job)[id]; return ok })
-		rec := records(t, n.client, job)[id]
+		rec := awaitRecord(t, n.client, job, id, nil)
 		if rec.Outcome != runs.Succeeded {
 			t.Fatalf("%s: %s %s", job, rec.Outcome, rec.Error)
 		}
@@ -132,11 +129,11 @@ func TestInputReachesTargets(t *testing.T) {
 // Run records page from newest to oldest with the cursor each page ends
 // on, without a gap or a repeat; job listings page by name.
 func TestPaging(t *testing.T) {
-	etcd := etcdtest.Start(t)
+	etcd := startEtcd(t)
 	w := startWitness(t)
-	cfg := jobstest.Config(jobstest.HTTPJob("page", "0 0 1 1 *", w.url("")),
-		jobstest.HTTPJob("b-job", "0 0 1 1 *", w.url("")), jobstest.HTTPJob("a-job", "0 0 1 1 *", w.url("")))
-	n := startNode(t, etcd.Endpoints(), "a", cfg)
+	cfg := newConfig(httpJob("page", "0 0 1 1 *", w.url("")),
+		httpJob("b-job", "0 0 1 1 *", w.url("")), httpJob("a-job", "0 0 1 1 *", w.url("")))
+	n := etcd.node("a", cfg)
 	leaderOf(t, []*node{n})
 	const total = 7
 	for range total {

@@ -5,8 +5,6 @@ import (
 	"time"
 
 	"github.com/etcdsched/scheduler/config"
-	"github.com/etcdsched/scheduler/internal/etcdtest"
-	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
 	"github.com/etcdsched/scheduler/internal/poll"
 )
 
@@ -15,16 +13,16 @@ import (
 // tick from the first run to the last runs once, and the job's status
 // shows the next tick after exclusions.
 func TestLeaderTicksTheUnion(t *testing.T) {
-	etcd := etcdtest.Start(t)
+	etcd := startEtcd(t)
 	w := startWitness(t)
-	job := jobstest.HTTPJob("union", "", w.url(""))
+	job := httpJob("union", "", w.url(""))
 	job.Schedules = []string{"@every 1s", "@every 1500ms"}
 	// Even seconds are excluded: of @every 1500ms, x.5 survives only
 	// after an odd second.
 	job.Exclude = []config.Exclude{{Cron: "*/2 * * * * *"}}
 	job.MaxConcurrency = 10
-	cfg := jobstest.Config(job)
-	n := startNode(t, etcd.Endpoints(), "a", cfg)
+	cfg := newConfig(job)
+	n := etcd.node("a", cfg)
 	sched, err := cfg.Jobs[0].ParsedSchedule()
 	if err != nil {
 		t.Fatal(err)

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/etcdsched/scheduler/internal/etcdtest"
 	"github.com/etcdsched/scheduler/internal/jobs"
 	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
 	"github.com/etcdsched/scheduler/internal/poll"
@@ -16,16 +15,16 @@ import (
 // worker.max_parallel bounds what one replica executes at once, across
 // jobs; runs beyond it wait for a free worker instead of failing.
 func TestMaxParallelBoundsOneReplica(t *testing.T) {
-	etcd := etcdtest.Start(t)
+	etcd := startEtcd(t)
 	w := startWitness(t)
 	var names []string
-	cfg := jobstest.Config()
+	cfg := newConfig()
 	for _, name := range []string{"p1", "p2", "p3", "p4", "p5", "p6"} {
-		cfg.Jobs = append(cfg.Jobs, jobstest.WithDefaults(jobstest.HTTPJob(name, "@every 1h", w.url("sleep=1s"))))
+		cfg.Jobs = append(cfg.Jobs, jobstest.WithDefaults(httpJob(name, "@every 1h", w.url("sleep=1s"))))
 		names = append(names, name)
 	}
 	cfg.Worker.MaxParallel = 2
-	n := startNode(t, etcd.Endpoints(), "solo", cfg)
+	n := etcd.node("solo", cfg)
 	leaderOf(t, []*node{n})
 	var ids []string
 	for _, j := range names {
@@ -80,12 +79,12 @@ func TestMaxParallelBoundsOneReplica(t *testing.T) {
 // A failing target is retried with backoff, keeping the run id, and the
 // final record lists the failed attempt.
 func TestFailedRunIsRetried(t *testing.T) {
-	etcd := etcdtest.Start(t)
+	etcd := startEtcd(t)
 	w := startWitness(t)
-	job := jobstest.HTTPJob("flaky", "@every 1h", w.url("status=500"))
+	job := httpJob("flaky", "@every 1h", w.url("status=500"))
 	job.Retries.Max = 1
-	cfg := jobstest.Config(job)
-	n := startNode(t, etcd.Endpoints(), "solo", cfg)
+	cfg := newConfig(job)
+	n := etcd.node("solo", cfg)
 	leaderOf(t, []*node{n})
 	id, _, err := n.engine.Trigger(t.Context(), "flaky", jobs.TriggerRequest{})
 	if err != nil {
@@ -118,11 +117,11 @@ func TestFailedRunIsRetried(t *testing.T) {
 // it holds; the fencing token covers it, since one transaction created
 // both slots.
 func TestResourceSlotReachesTarget(t *testing.T) {
-	etcd := etcdtest.Start(t)
+	etcd := startEtcd(t)
 	w := startWitness(t)
-	job := jobstest.HTTPJob("res", "@every 1h", w.url(""))
+	job := httpJob("res", "@every 1h", w.url(""))
 	job.Resources = []string{"shared"}
-	n := startNode(t, etcd.Endpoints(), "solo", jobstest.Config(job))
+	n := etcd.node("solo", newConfig(job))
 	leaderOf(t, []*node{n})
 	if _, _, err := n.engine.Trigger(t.Context(), "res", jobs.TriggerRequest{}); err != nil {
 		t.Fatal(err)

@@ -3,9 +3,7 @@ package mirror
 import (
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/etcdsched/scheduler/internal/etcdtest"
 )
 
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("go.etcd.io/etcd/client/v3.(*watchGRPCStream).run"))
-}
+func TestMain(m *testing.M) { etcdtest.VerifyNoLeaks(m) }

@@ -17,13 +17,7 @@ import (
 func authConfig(endpoint, prefix, tokenFile string, protectReads bool) string {
 	return configYAML(endpoint, prefix, fmt.Sprintf(`  token_file: %s
   protect_reads: %t
-jobs:
-  - name: echo
-    schedule: "0 0 1 1 *"
-    catch_up: none
-    exec:
-      command: ["echo", "hello"]
-`, tokenFile, protectReads))
+`, tokenFile, protectReads)+echoJob)
 }
 
 // With api.token_file every mutating endpoint needs the bearer token; reads

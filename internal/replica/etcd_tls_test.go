@@ -30,13 +30,7 @@ func tlsConfig(endpoint, prefix, etcd string) string {
   lease_margin: 500ms
 api:
   listen: 127.0.0.1:0
-jobs:
-  - name: echo
-    schedule: "0 0 1 1 *"
-    catch_up: none
-    exec:
-      command: ["echo", "hello"]
-`, endpoint, prefix, etcd)
+`, endpoint, prefix, etcd) + echoJob
 }
 
 func tlsFiles(ca, cert, key string) string {

@@ -22,6 +22,16 @@ import (
 
 func TestMain(m *testing.M) { etcdtest.Main(m) }
 
+// echoJob is the jobs section of a replica with one job, "echo", that
+// runs only when triggered (its one tick a year is not caught up).
+const echoJob = `jobs:
+  - name: echo
+    schedule: "0 0 1 1 *"
+    catch_up: none
+    exec:
+      command: ["echo", "hello"]
+`
+
 // configYAML is a config for the tests: an external etcd, an isolated
 // prefix, short TTLs, the API on a kernel-chosen port, and jobs.
 func configYAML(endpoint, prefix, extra string) string {

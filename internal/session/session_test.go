@@ -10,14 +10,22 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/goleak"
 
 	"github.com/etcdsched/scheduler/internal/etcdtest"
 	"github.com/etcdsched/scheduler/internal/poll"
 )
 
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("go.etcd.io/etcd/client/v3.(*watchGRPCStream).run"))
+func TestMain(m *testing.M) { etcdtest.VerifyNoLeaks(m) }
+
+// open starts a session on cli with a 5s TTL and a 1s margin, on clock
+// (nil: the real one).
+func open(t *testing.T, ctx context.Context, cli *clientv3.Client, clock clockwork.Clock) *Session {
+	t.Helper()
+	s, err := New(ctx, cli, Options{TTL: 5 * time.Second, Margin: time.Second, Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 // With keepalives cut off, the session must end strictly before the server
@@ -34,10 +42,7 @@ func TestGuardEndsSessionBeforeServerExpiresLease(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	s, err := New(ctx, holderCli, Options{TTL: 5 * time.Second, Margin: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := open(t, ctx, holderCli, nil)
 	defer s.Orphan()
 	if _, err := holderCli.Put(ctx, "held", "x", clientv3.WithLease(s.Lease())); err != nil {
 		t.Fatal(err)
@@ -89,10 +94,7 @@ func TestCloseRevokesLease(t *testing.T) {
 	cli := cluster.Client()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	s, err := New(ctx, cli, Options{TTL: 5 * time.Second, Margin: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := open(t, ctx, cli, nil)
 	if _, err := cli.Put(ctx, "k", "v", clientv3.WithLease(s.Lease())); err != nil {
 		t.Fatal(err)
 	}
@@ -116,10 +118,7 @@ func TestRevokedLeaseEndsSession(t *testing.T) {
 	cli := cluster.Client()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	s, err := New(ctx, cli, Options{TTL: 5 * time.Second, Margin: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := open(t, ctx, cli, nil)
 	defer s.Orphan()
 	if _, err := cluster.Client().Revoke(ctx, s.Lease()); err != nil {
 		t.Fatal(err)
@@ -156,10 +155,7 @@ func TestSlowRoundTripsKeepTheSession(t *testing.T) {
 	cli := etcdtest.NewClient(t, []string{proxy.Endpoint()})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	s, err := New(ctx, cli, Options{TTL: 5 * time.Second, Margin: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := open(t, ctx, cli, nil)
 	defer s.Orphan()
 	proxy.SetDelay(0, 2*time.Second)
 	slowFrom := time.Now()
@@ -183,10 +179,7 @@ func TestExpiredFollowsTheClockNotTheGuard(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	clock := clockwork.NewFakeClock()
-	s, err := New(ctx, cli, Options{TTL: 5 * time.Second, Margin: time.Second, Clock: clock})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := open(t, ctx, cli, clock)
 	defer func() { _ = s.Close(context.Background()) }()
 	if s.Expired() {
 		t.Fatal("expired at its start")

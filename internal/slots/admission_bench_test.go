@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/etcdsched/scheduler/internal/etcdtest"
 	"github.com/etcdsched/scheduler/internal/keys"
 )
 
@@ -24,10 +23,7 @@ func BenchmarkAdmission(b *testing.B) {
 		{"with-rate", []Rate{{Scope: keys.RateResource, Name: "db", Count: 100, Per: time.Second}}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
-			cluster := etcdtest.Start(b)
-			cli := cluster.Client()
-			sem := startSemaphore(b, cli)
-			sess := newSession(b, cli, 10*time.Second, 2*time.Second)
+			_, sem, sess := benchSemaphore(b)
 			ctx := b.Context()
 			lat := make([]time.Duration, 0, 4096)
 			start := time.Now()

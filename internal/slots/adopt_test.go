@@ -48,11 +48,8 @@ func TestAdoptedClaimIsCancelledWhenItsKeyGoes(t *testing.T) {
 // ReleaseIf gives the slot up whatever its conditions, and applies its
 // writes only when they hold.
 func TestReleaseIfAppliesItsWritesOnlyWhenItsComparesHold(t *testing.T) {
-	cli := etcdtest.Start(t).Client()
+	cli, sess, ctx := claimSetup(t)
 	s := startSemaphore(t, cli)
-	sess := newSession(t, cli, 5*time.Second, time.Second)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
 	if _, err := cli.Put(ctx, "/scheduler/record", "theirs"); err != nil {
 		t.Fatal(err)
 	}

@@ -74,9 +74,7 @@ func TestBatchedClaimsKeepTheirOwnCompares(t *testing.T) {
 		t.Fatal(err)
 	}
 	runSemaphore(t, sem)
-	sess := newSession(t, cli, 5*time.Second, time.Second)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	sess, ctx := sessionFor(t, cli)
 	layout := keys.New(testPrefix)
 	let := func() { kv.gate <- struct{}{} }
 

@@ -9,7 +9,16 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/internal/etcdtest"
+	"github.com/etcdsched/scheduler/internal/session"
 )
+
+// benchSemaphore is a bench's etcd: a client, a running semaphore on it
+// and a session with a TTL no bench outlasts between keepalives.
+func benchSemaphore(b *testing.B) (*clientv3.Client, *Semaphore, *session.Session) {
+	b.Helper()
+	cli := etcdtest.Start(b).Client()
+	return cli, startSemaphore(b, cli), newSession(b, cli, 10*time.Second, 2*time.Second)
+}
 
 // reportLatency adds round trips per second and latency percentiles to a
 // benchmark's result.
@@ -46,10 +55,7 @@ const (
 )
 
 func benchClaimRelease(b *testing.B, timed int) {
-	cluster := etcdtest.Start(b)
-	cli := cluster.Client()
-	sem := startSemaphore(b, cli)
-	sess := newSession(b, cli, 10*time.Second, 2*time.Second)
+	_, sem, sess := benchSemaphore(b)
 	ctx := b.Context()
 	lat := make([]time.Duration, 0, 4096)
 	n := 0
@@ -79,10 +85,7 @@ func benchClaimRelease(b *testing.B, timed int) {
 // BenchmarkClaimReleaseWithResource adds a resource slot and a caller's
 // queue entry, as the dispatch engine claims.
 func BenchmarkClaimReleaseWithResource(b *testing.B) {
-	cluster := etcdtest.Start(b)
-	cli := cluster.Client()
-	sem := startSemaphore(b, cli)
-	sess := newSession(b, cli, 10*time.Second, 2*time.Second)
+	cli, sem, sess := benchSemaphore(b)
 	ctx := b.Context()
 	lat := make([]time.Duration, 0, 4096)
 	n := 0
@@ -114,8 +117,7 @@ func BenchmarkClaimReleaseWithResource(b *testing.B) {
 // transactions (create-if-absent with a lease, delete-if-owner) sent with the
 // bare client on the same setup.
 func BenchmarkRawTxn(b *testing.B) {
-	cluster := etcdtest.Start(b)
-	cli := cluster.Client()
+	cli := etcdtest.Start(b).Client()
 	sess := newSession(b, cli, 10*time.Second, 2*time.Second)
 	ctx := b.Context()
 	key := SlotKey(testPrefix, "bench", 0)

@@ -22,12 +22,8 @@ import (
 // The dispatch engine's queue entry leaves the queue exactly when the run
 // gets its slot: the second claim of the same entry changes nothing.
 func TestClaimAppliesCallerOpsAtomically(t *testing.T) {
-	cluster := etcdtest.Start(t)
-	cli := cluster.Client()
+	cli, sess, ctx := claimSetup(t)
 	sem := startSemaphore(t, cli)
-	sess := newSession(t, cli, 5*time.Second, time.Second)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
 
 	queueKey := keys.New(testPrefix).Entry("j", "j@1")
 	if _, err := cli.Put(ctx, queueKey, "pending"); err != nil {
@@ -89,12 +85,8 @@ func frozenSemaphore(t *testing.T, cli *clientv3.Client) *Semaphore {
 // judged by the transaction even when the view is stale; a lost race is
 // retried from the keys the failed transaction read.
 func TestClaimIsAllOrNothingAgainstAStaleView(t *testing.T) {
-	cluster := etcdtest.Start(t)
-	cli := cluster.Client()
+	cli, sess, ctx := claimSetup(t)
 	sem := frozenSemaphore(t, cli)
-	sess := newSession(t, cli, 5*time.Second, time.Second)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
 
 	// Another replica holds the only slot of the resource and slots 0 and 1
 	// of the job.
@@ -135,12 +127,8 @@ func TestClaimIsAllOrNothingAgainstAStaleView(t *testing.T) {
 // A slot deleted under its holder (here by hand) ends the holder's context
 // although the session lives on.
 func TestDeletedSlotEndsHolderContext(t *testing.T) {
-	cluster := etcdtest.Start(t)
-	cli := cluster.Client()
+	cli, sess, ctx := claimSetup(t)
 	sem := startSemaphore(t, cli)
-	sess := newSession(t, cli, 5*time.Second, time.Second)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
 	h, err := sem.Claim(ctx, sess, Request{Job: "j", MaxConcurrency: 1, Value: Value{RunID: "j@1"}})
 	if err != nil {
 		t.Fatal(err)
@@ -173,9 +161,7 @@ func TestListAndMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	runSemaphore(t, sem)
-	sess := newSession(t, cli, 5*time.Second, time.Second)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	sess, ctx := sessionFor(t, cli)
 
 	scheduled := time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC)
 	started := scheduled.Add(time.Second)
@@ -262,9 +248,7 @@ func TestLostClaimResponseIsReadBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	runSemaphore(t, sem)
-	sess := newSession(t, cli, 5*time.Second, time.Second)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	sess, ctx := sessionFor(t, cli)
 	queueKey := keys.New(testPrefix).Entry("j", "j@1")
 	if _, err := observer.Put(ctx, queueKey, "pending"); err != nil {
 		t.Fatal(err)

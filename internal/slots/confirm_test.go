@@ -1,12 +1,8 @@
 package slots
 
 import (
-	"context"
 	"errors"
 	"testing"
-	"time"
-
-	"github.com/etcdsched/scheduler/internal/etcdtest"
 )
 
 // A view can refuse a claim for a slot freed since it last heard: its
@@ -14,12 +10,8 @@ import (
 // with Confirm the claim reads etcd instead and takes the freed slot, and
 // a refusal etcd gives is not the view's.
 func TestConfirmedRefusalIsEtcds(t *testing.T) {
-	cluster := etcdtest.Start(t)
-	cli := cluster.Client()
+	cli, sess, ctx := claimSetup(t)
 	live := startSemaphore(t, cli)
-	sess := newSession(t, cli, 5*time.Second, time.Second)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
 	req := func(run string, confirm bool) Request {
 		return Request{Job: "j", MaxConcurrency: 1, Resources: []Resource{{Name: "r", Limit: 1}},
 			Value: Value{RunID: run, Holder: "a"}, Confirm: confirm}

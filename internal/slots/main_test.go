@@ -7,14 +7,12 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/goleak"
 
+	"github.com/etcdsched/scheduler/internal/etcdtest"
 	"github.com/etcdsched/scheduler/internal/session"
 )
 
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("go.etcd.io/etcd/client/v3.(*watchGRPCStream).run"))
-}
+func TestMain(m *testing.M) { etcdtest.VerifyNoLeaks(m) }
 
 const testPrefix = "/scheduler/"
 
@@ -60,6 +58,24 @@ func newSession(t testing.TB, cli *clientv3.Client, ttl, margin time.Duration) *
 	}
 	t.Cleanup(s.Orphan)
 	return s
+}
+
+// claimSetup is a slots test's etcd: a client, a session on it (5s TTL)
+// and a context bounding the test's calls.
+func claimSetup(t *testing.T) (*clientv3.Client, *session.Session, context.Context) {
+	t.Helper()
+	cli := etcdtest.Start(t).Client()
+	sess, ctx := sessionFor(t, cli)
+	return cli, sess, ctx
+}
+
+// sessionFor is a session on cli (5s TTL) and a context bounding the
+// test's calls.
+func sessionFor(t *testing.T, cli *clientv3.Client) (*session.Session, context.Context) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	t.Cleanup(cancel)
+	return newSession(t, cli, 5*time.Second, time.Second), ctx
 }
 
 // claimWait claims, waiting for the view to change after each ErrFull.

@@ -111,26 +111,44 @@ func execJob(timeout time.Duration, grace time.Duration, command ...string) *con
 	}
 }
 
-// liveInGroup lists the processes of group pgid that are not zombies, read
-// straight from /proc/*/stat, independently of the package's own scan.
-func liveInGroup(t *testing.T, pgid int) []string {
+// groupProc is one process of a process group, read straight from
+// /proc/*/stat, independently of the package's own scan.
+type groupProc struct {
+	name, state, ppid string // name: "pid (comm)"
+}
+
+// groupProcs lists the processes of group pgid, zombies included: a zombie
+// still holds the group id.
+func groupProcs(t *testing.T, pgid int) []groupProc {
 	t.Helper()
 	paths, err := filepath.Glob("/proc/[0-9]*/stat")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var live []string
+	var procs []groupProc
 	for _, p := range paths {
 		b, err := os.ReadFile(p)
 		if err != nil {
 			continue
 		}
 		s := string(b)
-		rest := strings.Fields(s[strings.LastIndex(s, ")")+1:])
-		if len(rest) < 3 || rest[2] != strconv.Itoa(pgid) || rest[0] == "Z" {
-			continue
+		end := strings.LastIndex(s, ")") + 1
+		rest := strings.Fields(s[end:])
+		if len(rest) >= 3 && rest[2] == strconv.Itoa(pgid) {
+			procs = append(procs, groupProc{name: s[:end], state: rest[0], ppid: rest[1]})
 		}
-		live = append(live, s[:strings.LastIndex(s, ")")+1]+" "+rest[0])
+	}
+	return procs
+}
+
+// liveInGroup lists the processes of group pgid that are not zombies.
+func liveInGroup(t *testing.T, pgid int) []string {
+	t.Helper()
+	var live []string
+	for _, p := range groupProcs(t, pgid) {
+		if p.state != "Z" {
+			live = append(live, p.name+" "+p.state)
+		}
 	}
 	return live
 }

@@ -120,25 +120,13 @@ func TestReplicaKilledTakesItsRunWithIt(t *testing.T) {
 	<-exited
 }
 
-// membersOf lists the processes of group pgid with their state, zombies
-// included: a zombie still holds the group id.
+// membersOf lists the processes of group pgid with their state and
+// parent, zombies included.
 func membersOf(t *testing.T, pgid int) []string {
 	t.Helper()
-	paths, err := filepath.Glob("/proc/[0-9]*/stat")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var members []string
-	for _, p := range paths {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			continue
-		}
-		s := string(b)
-		rest := strings.Fields(s[strings.LastIndex(s, ")")+1:])
-		if len(rest) >= 3 && rest[2] == strconv.Itoa(pgid) {
-			members = append(members, s[:strings.LastIndex(s, ")")+1]+" "+rest[0]+" ppid "+rest[1])
-		}
+	for _, p := range groupProcs(t, pgid) {
+		members = append(members, p.name+" "+p.state+" ppid "+p.ppid)
 	}
 	return members
 }

@@ -36,6 +36,18 @@ func newProvider(t *testing.T) *Provider {
 	return p
 }
 
+// exportRun ends one run span through a new provider and shuts the
+// provider down, so that the span has reached the collector.
+func exportRun(t *testing.T, info RunInfo) {
+	t.Helper()
+	p := newProvider(t)
+	_, run := StartRun(t.Context(), Tracer(p.TracerProvider()), info)
+	run.End()
+	if err := p.Shutdown(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // Which variables turn exporting on, and which settings are refused rather
 // than silently ignored.
 func TestExporterFromEnv(t *testing.T) {
@@ -88,12 +100,7 @@ func TestExportsOverGRPC(t *testing.T) {
 	clearOTel(t)
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)
 	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
-	p := newProvider(t)
-	_, run := StartRun(t.Context(), Tracer(p.TracerProvider()), RunInfo{Job: "j", RunID: "j@1", Attempt: 1})
-	run.End()
-	if err := p.Shutdown(5 * time.Second); err != nil {
-		t.Fatal(err)
-	}
+	exportRun(t, RunInfo{Job: "j", RunID: "j@1", Attempt: 1})
 	spans := recv.Spans()
 	if len(spans) != 1 || spans[0].Name != RunSpan || spans[0].Attrs["scheduler.run_id"] != "j@1" {
 		t.Fatalf("received %+v, want the one run span", spans)
@@ -109,12 +116,7 @@ func TestServiceNameFromEnv(t *testing.T) {
 	clearOTel(t)
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)
 	t.Setenv("OTEL_SERVICE_NAME", "billing-scheduler")
-	p := newProvider(t)
-	_, run := StartRun(t.Context(), Tracer(p.TracerProvider()), RunInfo{Job: "j", RunID: "j@1"})
-	run.End()
-	if err := p.Shutdown(5 * time.Second); err != nil {
-		t.Fatal(err)
-	}
+	exportRun(t, RunInfo{Job: "j", RunID: "j@1"})
 	if spans := recv.Spans(); len(spans) != 1 || spans[0].Service != "billing-scheduler" {
 		t.Fatalf("received %+v, want one span of service billing-scheduler", spans)
 	}

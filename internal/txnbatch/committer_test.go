@@ -193,11 +193,7 @@ func TestConflictingTransactionsSplit(t *testing.T) {
 		createIfAbsent("/d", "D"), // 3: unrelated: with 0
 	)
 	await(t, first)
-	var shapes []int
-	for range 3 {
-		shapes = append(shapes, nextCommit(t, kv).members)
-	}
-	if fmt.Sprint(shapes) != "[2 1 1]" {
+	if shapes := nextMembers(t, kv, 3); fmt.Sprint(shapes) != "[2 1 1]" {
 		t.Fatalf("commits of %v members, want [2 1 1]: {0,3}, {1}, {2}", shapes)
 	}
 	want := []bool{true, false, true, true}

@@ -97,11 +97,7 @@ func TestBatchBounds(t *testing.T) {
 	}
 	first, outs := queueBehind(t, c, kv, ts...)
 	await(t, first)
-	var shapes []int
-	for range 3 {
-		shapes = append(shapes, nextCommit(t, kv).members)
-	}
-	if fmt.Sprint(shapes) != "[4 4 2]" {
+	if shapes := nextMembers(t, kv, 3); fmt.Sprint(shapes) != "[4 4 2]" {
 		t.Fatalf("batches of %v, want [4 4 2]", shapes)
 	}
 	for _, out := range outs {
@@ -123,11 +119,7 @@ func TestBatchBounds(t *testing.T) {
 	}
 	first, outs = queueBehind(t, c2, kv, wide...)
 	await(t, first)
-	shapes = nil
-	for range 2 {
-		shapes = append(shapes, nextCommit(t, kv).members)
-	}
-	if fmt.Sprint(shapes) != "[28 2]" {
+	if shapes := nextMembers(t, kv, 2); fmt.Sprint(shapes) != "[28 2]" {
 		t.Fatalf("batches of %v, want [28 2]", shapes)
 	}
 	for _, out := range outs {

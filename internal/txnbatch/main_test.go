@@ -8,14 +8,12 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/goleak"
 
+	"github.com/etcdsched/scheduler/internal/etcdtest"
 	"github.com/etcdsched/scheduler/internal/poll"
 )
 
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("go.etcd.io/etcd/client/v3.(*watchGRPCStream).run"))
-}
+func TestMain(m *testing.M) { etcdtest.VerifyNoLeaks(m) }
 
 // recordingKV passes transactions to a real client, noting each commit's
 // shape and, while hold is set, holding each commit until the test lets it
@@ -129,6 +127,17 @@ func nextCommit(t *testing.T, k *recordingKV) commitShape {
 		t.Fatal("no commit started")
 		return commitShape{}
 	}
+}
+
+// nextMembers waits for the next n commits and returns how many members
+// each carried.
+func nextMembers(t *testing.T, k *recordingKV, n int) []int {
+	t.Helper()
+	var members []int
+	for range n {
+		members = append(members, nextCommit(t, k).members)
+	}
+	return members
 }
 
 // waitQueued waits until n transactions wait behind the commit in flight.

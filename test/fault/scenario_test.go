@@ -236,30 +236,28 @@ func (r *runner) leader() *cluster.Replica {
 func (r *runner) holder() (h, leader *cluster.Replica) {
 	var fresh, any *cluster.Replica
 	within := 12 * r.sc.ttl
-	deadline := time.Now().Add(within)
-	for fresh == nil && time.Now().Before(deadline) {
+	poll.Within(within, func() bool {
 		leader, any = r.leader(), nil
 		ctx, cancel := r.ctx(5 * time.Second)
 		held, err := r.c.Slots(ctx)
 		cancel()
-		if err == nil {
-			for _, s := range held {
-				if s.Job == "" || s.Holder == leader.ID {
-					continue
-				}
-				if s.Job == "long" && time.Since(s.StartedAt) < r.sc.ttl/2 {
-					fresh = r.c.Replica(s.Holder)
-					break
-				}
-				if any == nil {
-					any = r.c.Replica(s.Holder)
-				}
+		if err != nil {
+			return false
+		}
+		for _, s := range held {
+			if s.Job == "" || s.Holder == leader.ID {
+				continue
+			}
+			if s.Job == "long" && time.Since(s.StartedAt) < r.sc.ttl/2 {
+				fresh = r.c.Replica(s.Holder)
+				return true
+			}
+			if any == nil {
+				any = r.c.Replica(s.Holder)
 			}
 		}
-		if fresh == nil {
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
+		return false
+	})
 	switch {
 	case fresh != nil:
 		return fresh, leader
@@ -393,23 +391,20 @@ func (r *runner) inject(kind faultKind) injected {
 func (r *runner) checkNotReady(since time.Time) {
 	deadline := since.Add(r.sc.ttl + 10*time.Second)
 	for _, rep := range r.c.Replicas {
-		for {
+		var err error
+		if !poll.Within(time.Until(deadline), func() bool {
 			ctx, cancel := r.ctx(3 * time.Second)
-			err := rep.API.Ready(ctx)
+			err = rep.API.Ready(ctx)
 			cancel()
-			if e, ok := client.AsError(err); ok && e.Status == http.StatusServiceUnavailable {
-				break
+			e, ok := client.AsError(err)
+			return ok && e.Status == http.StatusServiceUnavailable
+		}) {
+			got := "200 OK"
+			if err != nil {
+				got = err.Error()
 			}
-			if time.Now().After(deadline) {
-				got := "200 OK"
-				if err != nil {
-					got = err.Error()
-				}
-				r.problems = append(r.problems, fmt.Sprintf("etcd down: %s /readyz answered %s %s after every member was killed; want 503",
-					rep.ID, got, time.Since(since).Round(time.Millisecond)))
-				break
-			}
-			time.Sleep(100 * time.Millisecond)
+			r.problems = append(r.problems, fmt.Sprintf("etcd down: %s /readyz answered %s %s after every member was killed; want 503",
+				rep.ID, got, time.Since(since).Round(time.Millisecond)))
 		}
 		if !rep.Running() {
 			r.problems = append(r.problems, fmt.Sprintf("etcd down: replica %s exited", rep.ID))

@@ -7,7 +7,6 @@ import (
 
 	"github.com/jonboulle/clockwork"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/goleak"
 
 	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/etcdtest"
@@ -19,9 +18,7 @@ import (
 	"github.com/etcdsched/scheduler/internal/schedule"
 )
 
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("go.etcd.io/etcd/client/v3.(*watchGRPCStream).run"))
-}
+func TestMain(m *testing.M) { etcdtest.VerifyNoLeaks(m) }
 
 const testPrefix = "/sched/"
 

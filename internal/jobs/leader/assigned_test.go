@@ -24,6 +24,30 @@ import (
 // leanStart is the instant the lean tests' clocks start at.
 var leanStart = time.Date(2026, 11, 25, 19, 0, 0, 0, time.UTC)
 
+// leanEtcd is a test's etcd client, its clock at leanStart and its
+// prefix's layout.
+func leanEtcd(t *testing.T, prefix string) (*clientv3.Client, *clockwork.FakeClock, keys.Layout) {
+	t.Helper()
+	return etcdtest.Start(t).Client(), clockwork.NewFakeClockAt(leanStart), keys.New(prefix)
+}
+
+// passes runs n passes of l, the clock a second on after each.
+func passes(t *testing.T, l *leader, clock *clockwork.FakeClock, n int) {
+	t.Helper()
+	for range n {
+		mustPass(t, l)
+		clock.Advance(time.Second)
+	}
+}
+
+// mustPass runs one pass of l; an error fails the test.
+func mustPass(t *testing.T, l *leader) {
+	t.Helper()
+	if err := l.pass(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // memberKV is replica id's member key on lease as the mirror hands it
 // over; protocol 0 writes none, as replicas of older commits do.
 func memberKV(layout keys.Layout, id string, lease int64, protocol int) *mvccpb.KeyValue {
@@ -109,16 +133,11 @@ func cursorVersion(t *testing.T, cli *clientv3.Client, layout keys.Layout, job s
 // queue entries for a job whose resource has a limit; each job's cursor
 // moves once a pass, and a pass with nothing new writes nothing.
 func TestLeanClusterAssignsEligibleTicksAndQueuesTheRest(t *testing.T) {
-	cli := etcdtest.Start(t).Client()
-	ctx := t.Context()
-	clock := clockwork.NewFakeClockAt(leanStart)
-	layout := keys.New("/lean/")
+	cli, clock, layout := leanEtcd(t, "/lean/")
 	l := newLeanLeader(t, cli, "/lean/", leanJobs(), clock,
 		memberKV(layout, "r1", 0x10, assign.Protocol), memberKV(layout, "r2", 0x20, assign.Protocol))
 
-	if err := l.pass(ctx); err != nil {
-		t.Fatal(err)
-	}
+	mustPass(t, l)
 	// The first pass of the term assigns too, writing the job's spec with
 	// its cursor: a term's first ticks do not flood the queue path.
 	first := runs.ID("fast", leanStart.Add(time.Second))
@@ -131,9 +150,7 @@ func TestLeanClusterAssignsEligibleTicksAndQueuesTheRest(t *testing.T) {
 	before := map[string]int64{"fast": cursorVersion(t, cli, layout, "fast"), "limited": cursorVersion(t, cli, layout, "limited")}
 
 	clock.Advance(time.Second)
-	if err := l.pass(ctx); err != nil {
-		t.Fatal(err)
-	}
+	mustPass(t, l)
 	due := leanStart.Add(3 * time.Second) // the tick the second pass reaches (lookahead 2s)
 	assigned := assignedRuns(t, cli, layout)
 	fast, limited := runs.ID("fast", due), runs.ID("limited", due)
@@ -164,9 +181,7 @@ func TestLeanClusterAssignsEligibleTicksAndQueuesTheRest(t *testing.T) {
 		}
 	}
 
-	if err := l.pass(ctx); err != nil { // nothing new is due
-		t.Fatal(err)
-	}
+	mustPass(t, l) // nothing new is due
 	if got := assignedRuns(t, cli, layout); len(got) != len(assigned) {
 		t.Errorf("a pass with nothing due assigned %d runs more", len(got)-len(assigned))
 	}
@@ -176,18 +191,10 @@ func TestLeanClusterAssignsEligibleTicksAndQueuesTheRest(t *testing.T) {
 // every tick on the queue path: it would never claim an assignment, and
 // its runs must still run.
 func TestAnOldMemberKeepsEveryTickQueued(t *testing.T) {
-	cli := etcdtest.Start(t).Client()
-	ctx := t.Context()
-	clock := clockwork.NewFakeClockAt(leanStart)
-	layout := keys.New("/mixed/")
+	cli, clock, layout := leanEtcd(t, "/mixed/")
 	l := newLeanLeader(t, cli, "/mixed/", leanJobs(), clock,
 		memberKV(layout, "new", 0x10, assign.Protocol), memberKV(layout, "old", 0x20, 0))
-	for range 3 {
-		if err := l.pass(ctx); err != nil {
-			t.Fatal(err)
-		}
-		clock.Advance(time.Second)
-	}
+	passes(t, l, clock, 3)
 	if got := stored(t, cli, layout.Assignments()); len(got) != 0 {
 		t.Errorf("assignments %v written with an old member in the cluster", got)
 	}
@@ -214,10 +221,8 @@ func elect(t *testing.T, l *leader, name string) {
 // members' view, picks other workers) finds the cursors moved, writes
 // nothing and reads them again; the first, deposed, is refused by its fence.
 func TestTwoTermsCannotAuthorizeATickTwice(t *testing.T) {
-	cli := etcdtest.Start(t).Client()
+	cli, clock, layout := leanEtcd(t, "/terms/")
 	ctx := t.Context()
-	clock := clockwork.NewFakeClockAt(leanStart)
-	layout := keys.New("/terms/")
 	var jobs []config.Job
 	for i := range 12 {
 		jobs = append(jobs, jobstest.HTTPJob(fmt.Sprintf("j%02d", i), "@every 1s", "http://127.0.0.1:1/"))
@@ -226,9 +231,7 @@ func TestTwoTermsCannotAuthorizeATickTwice(t *testing.T) {
 	first := newLeanLeader(t, cli, "/terms/", cfg, clock,
 		memberKV(layout, "r1", 0x10, assign.Protocol), memberKV(layout, "r2", 0x20, assign.Protocol))
 	elect(t, first, "first")
-	if err := first.pass(ctx); err != nil { // assignments, and the specs
-		t.Fatal(err)
-	}
+	mustPass(t, first) // assignments, and the specs
 	// The second sees the replicas on new sessions: every assignment key
 	// it builds differs from the first's, so only the cursors stop it.
 	second := newLeanLeader(t, cli, "/terms/", cfg, clock,
@@ -254,9 +257,7 @@ func TestTwoTermsCannotAuthorizeATickTwice(t *testing.T) {
 		t.Fatalf("second leader: %d windows, %d jobs on the queue path; want all in one window", len(windows), len(rest))
 	}
 	before := len(assignedRuns(t, cli, layout))
-	if err := first.pass(ctx); err != nil {
-		t.Fatal(err)
-	}
+	mustPass(t, first)
 	assigned := assignedRuns(t, cli, layout)
 	if len(assigned) != before+len(jobs) {
 		t.Fatalf("first leader's second pass assigned %d runs, want %d", len(assigned)-before, len(jobs))
@@ -296,18 +297,14 @@ func TestTwoTermsCannotAuthorizeATickTwice(t *testing.T) {
 // A spec that only assignments name (their runs' entries are gone or never
 // were) is not collected as unused: the worker reads it at its claim.
 func TestAnAssignedTicksSpecIsNotCollected(t *testing.T) {
-	cli := etcdtest.Start(t).Client()
+	cli, clock, layout := leanEtcd(t, "/specgc/")
 	ctx := t.Context()
-	clock := clockwork.NewFakeClockAt(leanStart)
-	layout := keys.New("/specgc/")
 	l := newLeanLeader(t, cli, "/specgc/", leanJobs(), clock, memberKV(layout, "r1", 0x10, assign.Protocol))
 	withSpecViews(l)
 	l.d.SpecGrace = 5 * time.Second
 	unused := map[string]time.Time{}
 	for i := range 12 {
-		if err := l.pass(ctx); err != nil {
-			t.Fatal(err)
-		}
+		mustPass(t, l)
 		// The queued ticks ran: no entry refers to the spec any more.
 		if _, err := cli.Delete(ctx, layout.Queue(), clientv3.WithPrefix()); err != nil {
 			t.Fatal(err)
@@ -364,17 +361,10 @@ func assignmentsOf(t *testing.T, cli *clientv3.Client, layout keys.Layout, job s
 // begun claiming from (a claim marker) keeps its tick, and the cursor
 // stays at it: no entry or record of that tick would stop a second write.
 func TestAPauseWithdrawsUnclaimedAssignedTicks(t *testing.T) {
-	cli := etcdtest.Start(t).Client()
+	cli, clock, layout := leanEtcd(t, "/withdraw/")
 	ctx := t.Context()
-	clock := clockwork.NewFakeClockAt(leanStart)
-	layout := keys.New("/withdraw/")
 	l := newLeanLeader(t, cli, "/withdraw/", leanJobs(), clock, memberKV(layout, "r1", 0x10, assign.Protocol))
-	for range 4 {
-		if err := l.pass(ctx); err != nil {
-			t.Fatal(err)
-		}
-		clock.Advance(time.Second)
-	}
+	passes(t, l, clock, 4)
 	before := assignmentsOf(t, cli, layout, "fast")
 	if len(before) < 2 {
 		t.Fatalf("%d ticks of fast assigned; the test needs two", len(before))
@@ -392,9 +382,7 @@ func TestAPauseWithdrawsUnclaimedAssignedTicks(t *testing.T) {
 
 	setPaused(l, "fast", true)
 	l.syncPaused()
-	if err := l.pass(ctx); err != nil {
-		t.Fatal(err)
-	}
+	mustPass(t, l)
 	after := assignmentsOf(t, cli, layout, "fast")
 	if len(after) != 1 || after[first.RunID("fast")].Group != first.Group {
 		t.Fatalf("after the pause fast is assigned %v; want only %s, which a worker claims from", keysOf(after), first.RunID("fast"))
@@ -406,12 +394,7 @@ func TestAPauseWithdrawsUnclaimedAssignedTicks(t *testing.T) {
 
 	setPaused(l, "fast", false)
 	l.syncPaused()
-	for range 3 {
-		if err := l.pass(ctx); err != nil {
-			t.Fatal(err)
-		}
-		clock.Advance(time.Second)
-	}
+	passes(t, l, clock, 3)
 	again := assignedRuns(t, cli, layout) // fails on a run assigned twice
 	for id, a := range before {
 		if !a.At.After(pausedAt) {
@@ -435,17 +418,9 @@ func keysOf(m map[string]assign.Assignment) []string {
 // A changed job's assigned ticks not yet due are planned again with the
 // new spec: the assignments name the new spec ref.
 func TestAChangedJobsAssignedTicksTakeTheNewSpec(t *testing.T) {
-	cli := etcdtest.Start(t).Client()
-	ctx := t.Context()
-	clock := clockwork.NewFakeClockAt(leanStart)
-	layout := keys.New("/change/")
+	cli, clock, layout := leanEtcd(t, "/change/")
 	l := newLeanLeader(t, cli, "/change/", leanJobs(), clock, memberKV(layout, "r1", 0x10, assign.Protocol))
-	for range 2 {
-		if err := l.pass(ctx); err != nil {
-			t.Fatal(err)
-		}
-		clock.Advance(time.Second)
-	}
+	passes(t, l, clock, 2)
 	old := assignmentsOf(t, cli, layout, "fast")
 	if len(old) == 0 {
 		t.Fatal("no tick of fast assigned; the test needs one")
@@ -455,9 +430,7 @@ func TestAChangedJobsAssignedTicksTakeTheNewSpec(t *testing.T) {
 	l.d.Config = func() *config.Config { return changed }
 	l.syncJobs()
 	for range 2 {
-		if err := l.pass(ctx); err != nil {
-			t.Fatal(err)
-		}
+		mustPass(t, l)
 	}
 	var oldRef string
 	for _, a := range old {

@@ -105,50 +105,45 @@ func (l *leader) pruneJobs(ctx context.Context, jobs []string) error {
 		dels = dels[:0]
 		return err
 	}
-	for len(jobs) > 0 {
-		batch := jobs[:min(len(jobs), pruneReadBatch/2)]
-		jobs = jobs[len(batch):]
-		reads := make([]clientv3.Op, 0, 2*len(batch))
-		for _, job := range batch {
-			reads = append(reads,
-				clientv3.OpGet(l.d.Keys.JobRuns(job), clientv3.WithPrefix(), clientv3.WithKeysOnly(),
-					clientv3.WithSort(clientv3.SortByModRevision, clientv3.SortAscend)),
-				clientv3.OpGet(l.d.Keys.Unstarted(job), clientv3.WithPrefix(), clientv3.WithKeysOnly()))
+	history := func(job string) [2]clientv3.Op {
+		return [2]clientv3.Op{
+			clientv3.OpGet(l.d.Keys.JobRuns(job), clientv3.WithPrefix(), clientv3.WithKeysOnly(),
+				clientv3.WithSort(clientv3.SortByModRevision, clientv3.SortAscend)),
+			clientv3.OpGet(l.d.Keys.Unstarted(job), clientv3.WithPrefix(), clientv3.WithKeysOnly()),
 		}
-		resp, err := l.d.Client.Txn(ctx).Then(reads...).Commit()
-		if err != nil {
-			return fmt.Errorf("leader: read history: %w", err)
+	}
+	err := l.readJobs(ctx, jobs, "history", history, func(job string, records, unstartedMarks []*mvccpb.KeyValue) error {
+		executedLimit, unstartedLimit := l.limits(job)
+		marks := map[string]*mvccpb.KeyValue{}
+		for _, kv := range unstartedMarks {
+			marks[l.d.Keys.RecordRun(string(kv.Key))] = kv
 		}
-		for i, job := range batch {
-			executedLimit, unstartedLimit := l.limits(job)
-			records := resp.Responses[2*i].GetResponseRange().Kvs
-			marks := map[string]*mvccpb.KeyValue{}
-			for _, kv := range resp.Responses[2*i+1].GetResponseRange().Kvs {
-				marks[l.d.Keys.RecordRun(string(kv.Key))] = kv
-			}
-			var executed, unstarted []*mvccpb.KeyValue
-			for _, kv := range records {
-				if marks[l.d.Keys.RecordRun(string(kv.Key))] != nil {
-					unstarted = append(unstarted, kv)
-				} else {
-					executed = append(executed, kv)
-				}
-			}
-			for _, kv := range executed[:max(0, len(executed)-executedLimit)] {
-				dels = append(dels, seenKey{key: string(kv.Key), rev: kv.ModRevision})
-				if err := flush(false); err != nil {
-					return err
-				}
-			}
-			for _, kv := range unstarted[:max(0, len(unstarted)-unstartedLimit)] {
-				mark := marks[l.d.Keys.RecordRun(string(kv.Key))]
-				dels = append(dels, seenKey{key: string(kv.Key), rev: kv.ModRevision},
-					seenKey{key: string(mark.Key), rev: mark.ModRevision})
-				if err := flush(false); err != nil {
-					return err
-				}
+		var executed, unstarted []*mvccpb.KeyValue
+		for _, kv := range records {
+			if marks[l.d.Keys.RecordRun(string(kv.Key))] != nil {
+				unstarted = append(unstarted, kv)
+			} else {
+				executed = append(executed, kv)
 			}
 		}
+		for _, kv := range executed[:max(0, len(executed)-executedLimit)] {
+			dels = append(dels, seenKey{key: string(kv.Key), rev: kv.ModRevision})
+			if err := flush(false); err != nil {
+				return err
+			}
+		}
+		for _, kv := range unstarted[:max(0, len(unstarted)-unstartedLimit)] {
+			mark := marks[l.d.Keys.RecordRun(string(kv.Key))]
+			dels = append(dels, seenKey{key: string(kv.Key), rev: kv.ModRevision},
+				seenKey{key: string(mark.Key), rev: mark.ModRevision})
+			if err := flush(false); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	return flush(true)
 }

@@ -3,9 +3,9 @@ package leader
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
@@ -149,50 +149,46 @@ func (l *leader) collectSpecsOnce(ctx context.Context, unused map[string]time.Ti
 		jobs = append(jobs, job)
 	}
 	var dels []seenKey
-	for len(jobs) > 0 {
-		batch := jobs[:min(len(jobs), pruneReadBatch/2)]
-		jobs = jobs[len(batch):]
-		reads := make([]clientv3.Op, 0, 2*len(batch))
-		for _, job := range batch {
-			reads = append(reads,
-				clientv3.OpGet(l.d.Keys.JobSpecs(job), clientv3.WithPrefix(), clientv3.WithKeysOnly()),
-				clientv3.OpGet(l.d.Keys.JobQueue(job), clientv3.WithPrefix()))
+	specsAndEntries := func(job string) [2]clientv3.Op {
+		return [2]clientv3.Op{
+			clientv3.OpGet(l.d.Keys.JobSpecs(job), clientv3.WithPrefix(), clientv3.WithKeysOnly()),
+			clientv3.OpGet(l.d.Keys.JobQueue(job), clientv3.WithPrefix()),
 		}
-		resp, err := l.d.Client.Txn(ctx).Then(reads...).Commit()
-		if err != nil {
-			return fmt.Errorf("leader: read specs and entries: %w", err)
-		}
-		for i, job := range batch {
-			refs := map[string]bool{}
-			for _, kv := range resp.Responses[2*i+1].GetResponseRange().Kvs {
-				e, err := queue.Decode(kv.Value)
-				if err != nil {
-					// An entry that does not decode might refer to any
-					// spec of its job: keep them all.
-					l.d.Log.Warn("unreadable queue entry: keeping its job's specs", "key", string(kv.Key), "err", err)
-					refs = nil
-					break
-				}
-				if k := e.SpecKey(l.d.Keys); k != "" {
-					refs[k] = true
-				}
+	}
+	err := l.readJobs(ctx, jobs, "specs and entries", specsAndEntries, func(job string, specs, entries []*mvccpb.KeyValue) error {
+		refs := map[string]bool{}
+		for _, kv := range entries {
+			e, err := queue.Decode(kv.Value)
+			if err != nil {
+				// An entry that does not decode might refer to any
+				// spec of its job: keep them all.
+				l.d.Log.Warn("unreadable queue entry: keeping its job's specs", "key", string(kv.Key), "err", err)
+				refs = nil
+				break
 			}
-			stored := map[string]int64{}
-			for _, kv := range resp.Responses[2*i].GetResponseRange().Kvs {
-				stored[string(kv.Key)] = kv.ModRevision
-			}
-			for _, key := range byJob[job] {
-				rev, ok := stored[key]
-				switch {
-				case !ok:
-					delete(unused, key) // gone already
-				case refs == nil || refs[key]:
-					delete(unused, key) // in use after all: its grace starts over
-				default:
-					dels = append(dels, seenKey{key: key, rev: rev})
-				}
+			if k := e.SpecKey(l.d.Keys); k != "" {
+				refs[k] = true
 			}
 		}
+		stored := map[string]int64{}
+		for _, kv := range specs {
+			stored[string(kv.Key)] = kv.ModRevision
+		}
+		for _, key := range byJob[job] {
+			rev, ok := stored[key]
+			switch {
+			case !ok:
+				delete(unused, key) // gone already
+			case refs == nil || refs[key]:
+				delete(unused, key) // in use after all: its grace starts over
+			default:
+				dels = append(dels, seenKey{key: key, rev: rev})
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	for len(dels) > 0 {
 		batch := dels[:min(len(dels), maxOpsPerTxn-1)]

@@ -27,40 +27,36 @@ import (
 // spec as an object, the resource limits beside it. An entry read in that
 // form keeps it.
 
-// wire is both forms, for decoding; encodeLean and encodeInline fill it.
+// wire is both forms, for decoding; encodeLean fills it.
 type wire struct {
-	RunID          string          `json:"run_id"`
-	Job            string          `json:"job,omitempty"`
-	ScheduledAt    time.Time       `json:"scheduled_at,omitzero"`
-	NotBefore      time.Time       `json:"not_before,omitzero"`
-	Attempt        int             `json:"attempt,omitempty"`
-	Trigger        runs.Trigger    `json:"trigger,omitempty"`
-	Spec           json.RawMessage `json:"spec,omitempty"`
-	Resources      []ResourceLimit `json:"resources,omitempty"`
-	Input          json.RawMessage `json:"input,omitempty"`
-	ConcurrencyKey string          `json:"concurrency_key,omitempty"`
-	State          State           `json:"state"`
-	CatchUp        bool            `json:"catch_up,omitempty"`
-	Previous       []runs.Attempt  `json:"previous_attempts,omitempty"`
-	UpstreamRunID  string          `json:"upstream_run_id,omitempty"`
-	Holder         string          `json:"holder,omitempty"`
-	Slot           int             `json:"slot,omitempty"`
-	StartedAt      time.Time       `json:"started_at,omitzero"`
-	HeldToken      int64           `json:"held_token,omitempty"`
-	Hold           *Hold           `json:"hold,omitempty"`
+	RunID       string          `json:"run_id"`
+	Job         string          `json:"job,omitempty"`
+	ScheduledAt time.Time       `json:"scheduled_at,omitzero"`
+	NotBefore   time.Time       `json:"not_before,omitzero"`
+	Attempt     int             `json:"attempt,omitempty"`
+	Trigger     runs.Trigger    `json:"trigger,omitempty"`
+	Spec        json.RawMessage `json:"spec,omitempty"`
+	shared
 }
 
 // inline is the inline form exactly as older versions encode it (their
 // Entry's fields and tags, in their order), so they read what this
 // version writes back.
 type inline struct {
-	RunID          string          `json:"run_id"`
-	Job            string          `json:"job"`
-	ScheduledAt    time.Time       `json:"scheduled_at"`
-	NotBefore      time.Time       `json:"not_before"`
-	Attempt        int             `json:"attempt"`
-	Trigger        runs.Trigger    `json:"trigger"`
-	Spec           *config.Job     `json:"spec"`
+	RunID       string       `json:"run_id"`
+	Job         string       `json:"job"`
+	ScheduledAt time.Time    `json:"scheduled_at"`
+	NotBefore   time.Time    `json:"not_before"`
+	Attempt     int          `json:"attempt"`
+	Trigger     runs.Trigger `json:"trigger"`
+	Spec        *config.Job  `json:"spec"`
+	shared
+}
+
+// shared are the fields both forms write alike, after the spec, in the
+// order older versions wrote them (encoding/json writes an embedded
+// struct's fields in its place).
+type shared struct {
 	Resources      []ResourceLimit `json:"resources,omitempty"`
 	Input          json.RawMessage `json:"input,omitempty"`
 	ConcurrencyKey string          `json:"concurrency_key,omitempty"`
@@ -93,11 +89,9 @@ func (e *Entry) Encode() string {
 
 func (e *Entry) encodeLean() *wire {
 	ref, _ := json.Marshal(e.SpecRef)
-	w := &wire{
-		RunID: e.RunID, Spec: ref, Input: e.Input, ConcurrencyKey: e.ConcurrencyKey, State: e.State,
-		Previous: e.Previous, UpstreamRunID: e.UpstreamRunID,
-		Holder: e.Holder, Slot: e.Slot, StartedAt: e.StartedAt, HeldToken: e.HeldToken, Hold: e.Hold,
-	}
+	w := &wire{RunID: e.RunID, Spec: ref, shared: e.shared()}
+	w.Resources = nil // the spec's, once resolved
+	w.CatchUp = false // a pending entry's: set below
 	if e.Job != runs.JobOf(e.RunID) {
 		w.Job = e.Job
 	}
@@ -119,8 +113,14 @@ func (e *Entry) encodeLean() *wire {
 func (e *Entry) encodeInline() *inline {
 	return &inline{
 		RunID: e.RunID, Job: e.Job, ScheduledAt: e.ScheduledAt, NotBefore: e.NotBefore, Attempt: e.Attempt,
-		Trigger: e.Trigger, Spec: &e.Spec, Resources: e.Resources, Input: e.Input, ConcurrencyKey: e.ConcurrencyKey,
-		State: e.State, CatchUp: e.CatchUp, Previous: e.Previous, UpstreamRunID: e.UpstreamRunID,
+		Trigger: e.Trigger, Spec: &e.Spec, shared: e.shared(),
+	}
+}
+
+func (e *Entry) shared() shared {
+	return shared{
+		Resources: e.Resources, Input: e.Input, ConcurrencyKey: e.ConcurrencyKey, State: e.State, CatchUp: e.CatchUp,
+		Previous: e.Previous, UpstreamRunID: e.UpstreamRunID,
 		Holder: e.Holder, Slot: e.Slot, StartedAt: e.StartedAt, HeldToken: e.HeldToken, Hold: e.Hold,
 	}
 }

@@ -148,6 +148,30 @@ func TestInlineEntryKeepsItsForm(t *testing.T) {
 	}
 }
 
+// A lean entry leaves out what its spec and its state already say: the
+// resource limits (the spec's, once resolved) always, and once it runs
+// what only a pending entry needs (not_before, catch_up).
+func TestLeanEntryLeavesOutWhatItsSpecSays(t *testing.T) {
+	at := time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC)
+	job := jobstest.WithDefaults(jobstest.HTTPJob("j", "@every 1s", "http://127.0.0.1:1/"))
+	job.Resources = []string{"db"}
+	e := NewEntry(runs.ID("j", at), &job, []config.Resource{{Name: "db", Limit: 3}}, at, at.Add(time.Second), 1, runs.Schedule)
+	e.CatchUp = true
+	if len(e.Resources) != 1 {
+		t.Fatalf("entry resources %+v, want db's limit", e.Resources)
+	}
+	pending, running := e.Encode(), e.Running("r1", 0, at).Encode()
+	if strings.Contains(pending, `"resources"`) || strings.Contains(running, `"resources"`) {
+		t.Errorf("a lean entry carries its resource limits:\n%s\n%s", pending, running)
+	}
+	if !strings.Contains(pending, `"catch_up":true`) || !strings.Contains(pending, `"not_before"`) {
+		t.Errorf("the pending entry lost not_before or catch_up: %s", pending)
+	}
+	if strings.Contains(running, `"catch_up"`) || strings.Contains(running, `"not_before"`) {
+		t.Errorf("the running entry carries what only a pending one needs: %s", running)
+	}
+}
+
 // An older version cannot decode a lean entry (its spec is a string, not
 // an object), so it ignores the entry instead of running it without a
 // spec; and it decodes what this version writes back of an inline one.
@@ -171,18 +195,7 @@ func TestOlderVersionIgnoresLeanEntries(t *testing.T) {
 func TestEntryAndRecordBytes(t *testing.T) {
 	cli := etcdtest.Start(t).Client()
 	k := keys.New("/bytes/")
-	cfg, err := config.Parse("bench.yaml", []byte(`jobs:
-  - name: s1-00042
-    schedule: "@every 1s"
-    jitter: 1s
-    max_concurrency: 2
-    timeout: 10s
-    starting_deadline: 30s
-    http: {method: POST, url: "http://127.0.0.1:41234/"}
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := benchConfig(t)
 	j := &cfg.Jobs[0]
 	at := time.Date(2026, 11, 22, 3, 0, 1, 0, time.UTC)
 	due := at.Add(345678912 * time.Nanosecond)
@@ -247,4 +260,23 @@ func TestEntryAndRecordBytes(t *testing.T) {
 	if again, _ := json.Marshal(&back); string(again) != string(full) {
 		t.Errorf("the stored record reads back as\n %s\nnot\n %s", again, full)
 	}
+}
+
+// benchConfig is the job the byte counts and the entry-life bench measure:
+// one as the bench's generator writes it, through the loader's defaults.
+func benchConfig(tb testing.TB) *config.Config {
+	tb.Helper()
+	cfg, err := config.Parse("bench.yaml", []byte(`jobs:
+  - name: s1-00042
+    schedule: "@every 1s"
+    jitter: 1s
+    max_concurrency: 2
+    timeout: 10s
+    starting_deadline: 30s
+    http: {method: POST, url: "http://127.0.0.1:41234/"}
+`))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return cfg
 }

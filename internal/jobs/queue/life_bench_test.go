@@ -12,9 +12,9 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/etcdtest"
 	"github.com/etcdsched/scheduler/internal/keys"
+	"github.com/etcdsched/scheduler/internal/poll"
 	"github.com/etcdsched/scheduler/internal/runs"
 )
 
@@ -31,18 +31,7 @@ import (
 //	go test -run XXX -bench EntryLife -benchtime 20000x -count 3 ./internal/jobs/queue/
 func BenchmarkEntryLife(b *testing.B) {
 	etcd := etcdtest.Start(b)
-	cfg, err := config.Parse("bench.yaml", []byte(`jobs:
-  - name: s1-00042
-    schedule: "@every 1s"
-    jitter: 1s
-    max_concurrency: 2
-    timeout: 10s
-    starting_deadline: 30s
-    http: {method: POST, url: "http://127.0.0.1:41234/"}
-`))
-	if err != nil {
-		b.Fatal(err)
-	}
+	cfg := benchConfig(b)
 	job := &cfg.Jobs[0]
 	for _, form := range []string{"inline", "lean"} {
 		b.Run(form, func(b *testing.B) {
@@ -112,9 +101,7 @@ func BenchmarkEntryLife(b *testing.B) {
 				}()
 			}
 			wg.Wait()
-			for events.Load() < int64(9*b.N) {
-				time.Sleep(time.Millisecond)
-			}
+			poll.For(b, time.Minute, "every watcher's events", func() bool { return events.Load() >= int64(9*b.N) })
 			b.StopTimer()
 			var after syscall.Rusage
 			_ = syscall.Getrusage(syscall.RUSAGE_SELF, &after)

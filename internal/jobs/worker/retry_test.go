@@ -46,14 +46,10 @@ func (s *slowToReturn) Release(ctx context.Context, h *slots.Held, then ...clien
 	if tw == nil || s.held.Swap(true) {
 		return nil
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
+	poll.Within(20*time.Second, func() bool {
 		q := tw.view.Get(tw.layout.Entry(h.Job, h.Value.RunID))
-		if q != nil && q.Attempt == 2 && !tw.w.isPending(q.Key) {
-			return nil
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return q != nil && q.Attempt == 2 && !tw.w.isPending(q.Key)
+	})
 	return nil
 }
 

@@ -1,0 +1,98 @@
+package jobs_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/etcdsched/scheduler/config"
+	"github.com/etcdsched/scheduler/internal/etcdtest"
+	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
+	"github.com/etcdsched/scheduler/internal/poll"
+)
+
+// The configurations of the engine's tests (jobstest), named here so that
+// a test reads as its scenario.
+var (
+	httpJob   = jobstest.HTTPJob
+	newConfig = jobstest.Config
+)
+
+// testEtcd is the embedded etcd member a test's nodes share.
+type testEtcd struct {
+	*etcdtest.Cluster
+	t *testing.T
+}
+
+// startEtcd runs a member for the life of the test.
+func startEtcd(t *testing.T) *testEtcd {
+	t.Helper()
+	return &testEtcd{Cluster: etcdtest.Start(t), t: t}
+}
+
+// node starts replica id on the member with cfg and the engine's own
+// timings.
+func (e *testEtcd) node(id string, cfg *config.Config) *node {
+	e.t.Helper()
+	return startNodeWith(e.t, e.Endpoints(), id, cfg, timing{})
+}
+
+// nodeWith starts replica id with the timings tm.
+func (e *testEtcd) nodeWith(id string, cfg *config.Config, tm timing) *node {
+	e.t.Helper()
+	return startNodeWith(e.t, e.Endpoints(), id, cfg, tm)
+}
+
+// nodes starts one replica per id, all with cfg, in the order given.
+func (e *testEtcd) nodes(cfg *config.Config, ids ...string) []*node {
+	e.t.Helper()
+	return e.nodesWith(cfg, timing{}, ids...)
+}
+
+// nodesWith is nodes with the timings tm.
+func (e *testEtcd) nodesWith(cfg *config.Config, tm timing, ids ...string) []*node {
+	e.t.Helper()
+	var out []*node
+	for _, id := range ids {
+		out = append(out, e.nodeWith(id, cfg, tm))
+	}
+	return out
+}
+
+// except is nodes without gone.
+func except(nodes []*node, gone *node) []*node {
+	var out []*node
+	for _, n := range nodes {
+		if n != gone {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// byID is the node of nodes named id; the test fails without one.
+func byID(t *testing.T, nodes []*node, id string) *node {
+	t.Helper()
+	for _, n := range nodes {
+		if n.id == id {
+			return n
+		}
+	}
+	t.Fatalf("no node %q", id)
+	return nil
+}
+
+// slotOf waits until runID holds a slot in n's view and returns the
+// replica holding it and its fencing token.
+func slotOf(t *testing.T, n *node, runID string) (holder string, token int64) {
+	t.Helper()
+	poll.For(t, 30*time.Second, "the run "+runID+" to start", func() bool {
+		for _, s := range n.Slots.List() {
+			if s.RunID == runID {
+				holder, token = s.Holder, s.FencingToken
+				return true
+			}
+		}
+		return false
+	})
+	return holder, token
+}
