@@ -81,8 +81,19 @@ type Run struct {
 	Error        string          `json:"error"`
 	Output       string          `json:"output"`
 	Input        json.RawMessage `json:"input"`
+	// Shards lists the shard runs of a sharded job's tick (GET
+	// /api/v1/runs/{tick run id}); empty for any other run.
+	Shards []Shard `json:"shards"`
 
 	Raw json.RawMessage `json:"-"`
+}
+
+// Shard is one shard run of a tick.
+type Shard struct {
+	Shard   int    `json:"shard"`
+	RunID   string `json:"run_id"`
+	State   string `json:"state"`
+	Outcome string `json:"outcome"`
 }
 
 // Run states of GET /api/v1/runs/{id}.

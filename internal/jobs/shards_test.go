@@ -102,17 +102,27 @@ func TestShardedTickChainsOnceOnItsOutcome(t *testing.T) {
 	}
 	n := leaderOf(t, nodes)
 
-	ok, _, err := n.engine.Trigger(t.Context(), "split", jobs.TriggerRequest{Input: []byte(`{"day":"mon"}`)})
+	tick, _, err := n.engine.Trigger(t.Context(), "split", jobs.TriggerRequest{Input: []byte(`{"day":"mon"}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	poll.For(t, 60*time.Second, "the succeeded tick's chained run", func() bool { return chainedRuns(t, n.client, "merge", ok) == 1 })
-	if rec, done := tickOf(t, n.client, "split", ok); !done || rec.Outcome != runs.Succeeded || rec.Shards != 4 {
-		t.Errorf("tick %s: %+v (fanned in %v), want succeeded of 4", ok, rec, done)
+	poll.For(t, 60*time.Second, "the succeeded tick's chained run", func() bool { return chainedRuns(t, n.client, "merge", tick) == 1 })
+	if rec, done := tickOf(t, n.client, "split", tick); !done || rec.Outcome != runs.Succeeded || rec.Shards != 4 {
+		t.Errorf("tick %s: %+v (fanned in %v), want succeeded of 4", tick, rec, done)
+	}
+	// The tick's view (GET /api/v1/runs/{tick run id}).
+	view, err := n.engine.FindRun(t.Context(), tick)
+	if err != nil || view.State != "finished" || view.Outcome != runs.Succeeded || len(view.Shards) != 4 {
+		t.Errorf("view of %s: %+v, %v; want finished, succeeded, 4 shards", tick, view, err)
+	}
+	for k, s := range view.Shards {
+		if s.Shard != k || s.RunID != runs.ShardID(tick, k) || s.State != "finished" || s.Outcome != runs.Succeeded {
+			t.Errorf("view of %s, shard %d: %+v", tick, k, s)
+		}
 	}
 	st.mu.Lock()
 	for k, want := range []string{`"part":"a"`, `"part":"b"`, `"day":"mon"`, `"part":"d"`} {
-		id := runs.ShardID(ok, k)
+		id := runs.ShardID(tick, k)
 		if got := st.shard[id]; got != []string{"0/4", "1/4", "2/4", "3/4"}[k] {
 			t.Errorf("%s: X-Scheduler-Shard %q", id, got)
 		}

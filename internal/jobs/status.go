@@ -66,6 +66,9 @@ func (e *Engine) Notifications() (bySink map[string]int, oldest time.Time) {
 type RunStatus struct {
 	State string `json:"state"`
 	runs.Record
+	// Shards is set for a tick of a sharded job (tickview.go): its
+	// outcome is the tick's, once every shard ended.
+	Shards []ShardStatus `json:"shards,omitempty"`
 }
 
 // Page asks for part of a listing: at most Limit entries (0: all) after
@@ -249,6 +252,9 @@ func (e *Engine) FindRun(ctx context.Context, runID string) (RunStatus, error) {
 			return RunStatus{}, fmt.Errorf("jobs: decode run %s: %w", runID, err)
 		}
 		return RunStatus{State: "finished", Record: r}, nil
+	}
+	if tick, found, err := e.findTick(ctx, job, runID); err != nil || found {
+		return tick, err
 	}
 	// An assigned run (the lean protocol, docs/protocol.md) has no queue
 	// entry: while it runs, its slot says so.
