@@ -39,6 +39,8 @@ type JobStatus struct {
 	LastRun        *runs.Record `json:"last_run,omitempty"`
 	Running        int          `json:"running"`
 	MaxConcurrency int          `json:"max_concurrency"`
+	// Shards is a sharded job's shard runs a tick (SPEC section 21).
+	Shards int `json:"shards,omitempty"`
 	// Pending counts the job's runs that are due and wait to start (for
 	// a slot, a rate window, their turn); Scheduled its runs queued ahead
 	// of their due time (the leader materializes ticks seconds ahead, so
@@ -203,6 +205,9 @@ func (e *Engine) jobStatus(j *config.Job, queued queueCount, notes map[string]in
 		After:          j.After,
 	}
 	st.PendingNotifications = notes[j.Name]
+	if j.Sharded() {
+		st.Shards = j.Shards
+	}
 	if sched, err := j.ParsedSchedule(); err == nil {
 		st.NextRun = sched.Next(e.clock.Now())
 	}
