@@ -49,7 +49,7 @@ func (c *Config) Hash() string {
 // data, how it reaches etcd, how much it runs at once and how long it
 // waits on shutdown. Everything else, including any field added later
 // unless it is cleared here, is what replicas must agree on and counts as
-// drift (docs/design.md lists both sides).
+// drift (docs/design-edges.md lists both sides).
 func (c *Config) Shared() Config {
 	s := *c
 	s.API.Listen = ""

@@ -149,7 +149,7 @@ func New(opts Options) (*Engine, error) {
 		Sessions: opts.Sessions, Slots: opts.Slots, Executor: opts.Executor, Batch: opts.Batch,
 		Queue: e.queue, Specs: specs, Paused: e.paused, Config: opts.Config, Metrics: m, Clock: opts.Clock, Log: opts.Logger,
 		ClaimLead: opts.ClaimLead, Backup: opts.Backup, Tracer: tracing.Tracer(opts.TracerProvider),
-		Assign: assigned,
+		Assign: assigned, Peers: e.workers,
 	})
 	// A deleted queue entry is a finished run: count it for pruning.
 	e.queue.Subscribe(nil, func(_ string, prev *queue.Item) {
@@ -183,6 +183,8 @@ func (e *Engine) Run(ctx context.Context) error {
 		{e.keys.Cancels(), e.worker.Cancels()},
 		{e.keys.Members(), e.worker.Members()},
 		{e.keys.ReplicaAssignments(e.opts.ID), e.worker.Assignments()},
+		{e.keys.Assignments(), e.worker.PeerAssignments()},
+		{e.keys.Claimed(), e.worker.PeerMarkers()},
 		{e.keys.Outbox(), e.outbox},
 		{e.keys.Members(), e.workers},
 	} {

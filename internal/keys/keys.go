@@ -106,7 +106,7 @@ func (l Layout) Entry(job, runID string) string { return l.JobQueue(job) + runID
 // Specs holds the job specs queue entries refer to: each written once per
 // version of a job's spec (and the limits its resources had), at a key
 // named after a hash of its value, so entries carry the hash instead of the
-// spec (docs/design.md, "Queue entries refer to their spec").
+// spec (docs/design-specs.md, "Queue entries name their spec").
 func (l Layout) Specs() string { return l.Prefix + specsDir }
 
 // JobSpecs holds the specs of one job.

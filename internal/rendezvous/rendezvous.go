@@ -36,3 +36,15 @@ func fmix64(k uint64) uint64 {
 	k ^= k >> 33
 	return k
 }
+
+// Pick is the member of members that goes first for key ("" when there
+// is none); ties, which need equal scores, go to the smaller name.
+func Pick(members []string, key string) string {
+	best, bestScore := "", uint64(0)
+	for _, m := range members {
+		if s := Score(key, m); best == "" || s > bestScore || s == bestScore && m < best {
+			best, bestScore = m, s
+		}
+	}
+	return best
+}

@@ -88,7 +88,6 @@ func TestBatchedClaimsKeepTheirOwnCompares(t *testing.T) {
 	wg.Go(func() { firstHeld, firstErr = sem.Claim(ctx, sess, first) })
 	<-kv.started
 
-	zero := 0
 	entry := layout.Entry("a", "a@1")
 	if _, err := cli.Put(ctx, entry, "pending"); err != nil {
 		t.Fatal(err)
@@ -103,8 +102,8 @@ func TestBatchedClaimsKeepTheirOwnCompares(t *testing.T) {
 			If: []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(layout.Entry("b", "b@1")), ">", 0)}},
 		// c1 and c2 want the same slot: c2 waits for c1's commit, finds it
 		// taken and, the job being full, gives up.
-		{Job: "c", MaxConcurrency: 1, Index: &zero, Value: Value{RunID: "c@1"}},
-		{Job: "c", MaxConcurrency: 1, Index: &zero, Value: Value{RunID: "c@2"}},
+		{Job: "c", MaxConcurrency: 1, Value: Value{RunID: "c@1"}},
+		{Job: "c", MaxConcurrency: 1, Value: Value{RunID: "c@2"}},
 	}
 	type result struct {
 		h   *Held

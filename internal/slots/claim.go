@@ -36,16 +36,14 @@ type Request struct {
 	// it is how a claim whose response was lost is recognised.
 	Value Value
 	// If and Then are the caller's compares and operations, applied in the
-	// claim's transaction: the dispatch engine checks that the queue entry
-	// exists and deletes it, so the run leaves the queue exactly when it
-	// gets its slot (SPEC rule 3).
+	// claim's transaction: the engine checks that the queue entry is as it
+	// saw it and rewrites it as running, so the run is marked running
+	// exactly when it gets its slot (SPEC rule 3).
 	If   []clientv3.Cmp
 	Then []clientv3.Op
 	// ThenFor, when set, adds operations that depend on the job slot index
 	// the claim picked (the engine records it in the running entry).
 	ThenFor func(slot int) []clientv3.Op
-	// Index, when set, claims exactly this job slot instead of any free one.
-	Index *int
 	// Key is the run's concurrency key: MaxConcurrency then holds per key
 	// (slots/<job>/<key>/<i>).
 	Key string
@@ -68,9 +66,6 @@ func (r *Request) group() string { return keys.SlotGroup(r.Job, r.Key) }
 func (r *Request) check() error {
 	if r.Job == "" || r.MaxConcurrency < 1 || r.Value.RunID == "" {
 		return fmt.Errorf("slots: claim needs a job, max concurrency >= 1 and a run id, got %q, %d, %q", r.Job, r.MaxConcurrency, r.Value.RunID)
-	}
-	if r.Index != nil && (*r.Index < 0 || *r.Index >= r.MaxConcurrency) {
-		return fmt.Errorf("slots: claim %s: index %d outside 0..%d", r.Job, *r.Index, r.MaxConcurrency-1)
 	}
 	seen := map[string]bool{}
 	for _, res := range r.Resources {

@@ -64,7 +64,7 @@ func (s *Semaphore) freeFromView(req Request) freeSet {
 		f.names = append(f.names, r.Name)
 		f.caps = append(f.caps, r.Limit)
 	}
-	return f.only(req.Index)
+	return f
 }
 
 // freeFromRead computes the free indexes from the keys the failed claim
@@ -91,20 +91,6 @@ func (s *Semaphore) freeFromRead(req Request, ranges []*etcdserverpb.ResponseOp)
 		f.res = append(f.res, free(ranges[i+1], ResourceSlot, r.Name, r.Limit))
 		f.names = append(f.names, r.Name)
 		f.caps = append(f.caps, r.Limit)
-	}
-	return f.only(req.Index)
-}
-
-func (f freeSet) only(index *int) freeSet {
-	if index == nil {
-		return f
-	}
-	slots := f.slots
-	f.slots = nil
-	for _, i := range slots {
-		if i == *index {
-			f.slots = []int{i}
-		}
 	}
 	return f
 }

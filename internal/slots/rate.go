@@ -19,7 +19,7 @@ import (
 // ModRevision as seen (CreateRevision 0 when absent), and stamps the start
 // in the same transaction as the slots. Each place is thus used at most
 // once per Per, so no interval of length Per holds more than N starts
-// (docs/design.md has the argument). Places are bound to no lease: a
+// (docs/design-admission.md, "Rate windows", has the argument). Places are bound to no lease: a
 // crashed replica's admissions keep counting.
 
 // Timing bounds the window relies on. A start is stamped before it happens

@@ -34,7 +34,7 @@ import (
 // per tick transaction (the leader's batches share it too), no record is
 // pruned (history_limit deletes one per run in a steady state), no target
 // is called, nothing watches (unless the step says so), and the values
-// have the sizes of the engine's lean forms (docs/design.md, "Queue entries
+// have the sizes of the engine's lean forms (docs/design-specs.md, "Queue entries
 // name their spec").
 const (
 	floorPendingBytes = 136 // a lean pending entry (TestEntryAndRecordBytes)

@@ -10,9 +10,11 @@
 // today's owner-checked one (internal/slots): the token ClaimChunk returns
 // is the slot keys' CreateRevision, as a slots claim's is.
 //
-// The engine does not use this package yet: the leader and the worker keep
-// today's queue protocol (docs/design.md) until the lean one is wired in and
-// measured (docs/protocol.md, "Build order").
+// A backup worker takes over a peer's assignment nobody claimed from by
+// its turn (Steal), so a killed replica's ticks need not wait for its
+// lease to expire. The engine uses this package by default: the leader
+// (internal/jobs/leader) and the worker (internal/jobs/worker) both write
+// through one Store.
 package assign
 
 import "errors"

@@ -3,7 +3,7 @@
 // tick runs at most once between the schedule and any number of
 // overlapping backfills, concurrent ones included.
 //
-// The argument (docs/design.md, "Backfill never reruns a tick"): a leader
+// The argument (docs/design-leader.md, "Backfill never reruns a tick"): a leader
 // authorizes a tick by moving the job's cursor over it, and from then until
 // it is done the tick is at every revision in one of three places: its
 // record (runs/<job>/<run-id>), its queue entry (queue/<job>/<run-id>), or

@@ -12,6 +12,7 @@ import (
 	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/jobs/assign"
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
+	"github.com/etcdsched/scheduler/internal/rendezvous"
 	"github.com/etcdsched/scheduler/internal/runs"
 	"github.com/etcdsched/scheduler/internal/schedule"
 )
@@ -162,7 +163,7 @@ func (l *leader) window(items []leanItem, workers []string) assign.Window {
 		w.Cursors = append(w.Cursors, assign.Cursor{Job: it.job.Name, Last: it.known, Next: it.plan.Cursor, With: it.specOp})
 		byName[it.job.Name] = assign.Job{Name: it.job.Name, SpecRef: it.specRef}
 		for _, t := range it.plan.Ticks {
-			s := slot{pick(workers, runs.ID(it.job.Name, t.At)), t.At}
+			s := slot{rendezvous.Pick(workers, runs.ID(it.job.Name, t.At)), t.At}
 			if grouped[s] == nil {
 				order = append(order, s)
 			}

@@ -13,6 +13,7 @@ import (
 	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/jobs/assign"
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
+	"github.com/etcdsched/scheduler/internal/rendezvous"
 	"github.com/etcdsched/scheduler/internal/runs"
 )
 
@@ -165,7 +166,7 @@ func (l *leader) placement(dead string) assign.Placement {
 			}
 			return 0
 		},
-		Worker: func(job string, at time.Time) string { return pick(live, runs.ID(job, at)) },
+		Worker: func(job string, at time.Time) string { return rendezvous.Pick(live, runs.ID(job, at)) },
 		Follow: func(rec *runs.Record) []clientv3.Op { return l.follow(cfg, jobs[rec.Job], rec) },
 	}
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/etcdsched/scheduler/internal/jobs/assign"
 	"github.com/etcdsched/scheduler/internal/keys"
-	"github.com/etcdsched/scheduler/internal/rendezvous"
 )
 
 // Workers mirrors members/ (a mirror.Handler): each live replica's session
@@ -121,18 +120,4 @@ func (w *Workers) Alive(worker string) bool {
 	defer w.mu.Unlock()
 	m, found := w.members[id]
 	return found && m.lease == lease
-}
-
-// pick is the rendezvous choice among incarnations for key (a run id):
-// every leader picks the same worker for a run from the same list, and a
-// worker joining or leaving moves only the runs it wins or held. "" when
-// the list is empty.
-func pick(incarnations []string, key string) string {
-	best, bestScore := "", uint64(0)
-	for _, w := range incarnations {
-		if s := rendezvous.Score(key, w); best == "" || s > bestScore || s == bestScore && w < best {
-			best, bestScore = w, s
-		}
-	}
-	return best
 }

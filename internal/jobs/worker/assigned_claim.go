@@ -3,7 +3,6 @@ package worker
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/jobs/assign"
-	"github.com/etcdsched/scheduler/internal/jobs/metrics"
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
 	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/runs"
@@ -125,6 +123,8 @@ func (w *Worker) reserve(ctx context.Context, sess *session.Session, st *assign.
 // lean path does not take (a pending entry). It returns the runs to claim.
 func (w *Worker) prepare(ctx context.Context, st *assign.Stored, jobs []assign.Job, unsettled *atomic.Int32) []assignedRun {
 	var rs []assignedRun
+	var ends []unclaimedEnd
+	defer func() { w.endUnclaimed(ctx, st, ends, unsettled) }()
 	for _, j := range jobs {
 		r := assignedRun{job: j, runID: st.RunID(j.Name)}
 		base := &queue.Entry{RunID: r.runID, Job: j.Name, ScheduledAt: st.At.UTC(), NotBefore: st.At.UTC(), Attempt: 1,
@@ -143,13 +143,8 @@ func (w *Worker) prepare(ctx context.Context, st *assign.Stored, jobs []assign.J
 			continue
 		}
 		now := w.d.Clock.Now()
-		switch {
-		case now.After(st.At.Add(r.entry.Spec.StartingDeadline.D())):
-			w.endUnclaimed(ctx, st, r.entry, runs.Missed, metrics.ReasonDeadline,
-				fmt.Sprintf("not claimed by its starting deadline %s (due %s)", r.entry.Spec.StartingDeadline, st.At.UTC().Format(runs.TimeFormat)), unsettled)
-			continue
-		case w.d.Paused != nil && w.d.Paused.Is(j.Name, r.entry.Spec.Paused):
-			w.endUnclaimed(ctx, st, r.entry, runs.Skipped, metrics.ReasonPaused, "not started: the job is paused", unsettled)
+		if end, ok := w.notToStart(r.entry, st.At, now); ok {
+			ends = append(ends, end)
 			continue
 		}
 		if i, ok := w.d.Slots.FreeIndex(slots.JobSlot, keys.SlotGroup(j.Name, ""), r.entry.Spec.MaxConcurrency); ok {
@@ -245,7 +240,12 @@ func (w *Worker) claimChunk(ctx context.Context, sess *session.Session, st *assi
 func (w *Worker) claimTries(ctx context.Context, sess *session.Session, st *assign.Stored, chunk int, tries []assign.Run, log *slog.Logger) ([]assign.Claim, error) {
 	b := settleBackoff
 	for {
-		claims, err := w.d.Assign.ClaimChunk(ctx, sess.Lease(), st.Assignment, st.ModRevision, chunk, tries)
+		// Not cut by a shutdown: a claim cut in flight may be applied with
+		// its answer lost, and its runs are then recorded lost; one that
+		// completes starts its runs, which the drain lets end.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.d.Config().Cluster.SessionTTL.D())
+		claims, err := w.d.Assign.ClaimChunk(cctx, sess.Lease(), st.Assignment, st.ModRevision, chunk, tries)
+		cancel()
 		if err == nil || errors.Is(err, assign.ErrGone) || sess.Err() != nil {
 			return claims, err
 		}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/etcdsched/scheduler/internal/jobs/assign"
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
-	"github.com/etcdsched/scheduler/internal/runs"
 )
 
 // How an assigned run that is not executed here ends: on the queue path
@@ -38,34 +37,6 @@ func (w *Worker) settleAssigned(ctx context.Context, st *assign.Stored, e *queue
 		return
 	}
 	w.d.Log.Debug("assigned run takes the queue path", "job", e.Job, "run_id", e.RunID, "why", why, "queued", resp.Succeeded, "assignment", st.Key(w.d.Keys))
-}
-
-// endUnclaimed records a run of st that was not claimed (missed past its
-// starting deadline, skipped while its job is paused) with what the record
-// causes, if the assignment is still as read and the run has no record:
-// a moved assignment is the new worker's to decide.
-func (w *Worker) endUnclaimed(ctx context.Context, st *assign.Stored, e *queue.Entry, outcome runs.Outcome, reason, msg string, unsettled *atomic.Int32) {
-	defer w.finish(e.RunID)
-	rec := e.NotStarted(outcome, w.d.Clock.Now(), msg)
-	ops := queue.RecordOps(w.d.Keys, &rec)
-	ops = append(ops, queue.Follows(w.d.Keys, w.d.Config(), e.JobSpec(), &rec, e.Input, rec.EndedAt).All()...)
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.d.Config().Cluster.SessionTTL.D())
-	defer cancel()
-	resp, err := w.d.Client.Txn(wctx).If(
-		clientv3.Compare(clientv3.ModRevision(st.Key(w.d.Keys)), "=", st.ModRevision),
-		clientv3.Compare(clientv3.CreateRevision(w.d.Keys.Record(e.Job, e.RunID)), "=", 0),
-	).Then(ops...).Commit()
-	switch {
-	case err != nil:
-		unsettled.Add(1)
-		w.d.Log.Warn("recording an assigned run as not started failed: the leader resolves it", "job", e.Job, "run_id", e.RunID, "outcome", outcome, "err", err)
-	case !resp.Succeeded:
-		// Moved by the leader (the new worker decides), or recorded.
-		w.d.Log.Debug("assigned run decided elsewhere", "job", e.Job, "run_id", e.RunID)
-	default:
-		w.d.Metrics.NotStarted(e.Job, string(outcome), reason)
-		w.d.Log.Info("run not started", "job", e.Job, "run_id", e.RunID, "outcome", outcome, "reason", msg)
-	}
 }
 
 // cleanupTries bounds how often a cleanup reads again after a conflict (a

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -9,6 +10,7 @@ import (
 	"github.com/etcdsched/scheduler/internal/jobs/assign"
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
 	"github.com/etcdsched/scheduler/internal/keys"
+	"github.com/etcdsched/scheduler/internal/rendezvous"
 	"github.com/etcdsched/scheduler/internal/runs"
 )
 
@@ -17,15 +19,16 @@ import (
 // incarnation's member key is gone.
 const handBackTimeout = 2 * time.Second
 
-// handBack gives the queue path the runs of this incarnation's
-// assignments not taken up yet, when the worker stops claiming (a graceful
-// shutdown). Each assignment, if still as read and no chunk has claimed
-// from it, is deleted in the transaction that writes a pending entry for
-// each of its runs with neither entry nor record. The replicas that stay
-// run them at once, without waiting for the leader to find this one gone;
-// and a leader of the version before, which knows no assignments and
-// resolves no dead worker (a rollback, docs/protocol.md "Mixed versions"),
-// still finds every tick on the queue path.
+// handBack gives away the runs of this incarnation's assignments not
+// taken up yet, when the worker stops claiming (a graceful shutdown): each
+// assignment to a live replica of the lean protocol (as a backup's
+// take-over moves it: assign.Store.Steal), which claims its runs when due
+// as its own; else to the queue path (handBackOne). Either way the
+// replicas that stay run them on time, without waiting for the leader to
+// find this one gone; and a leader of the version before, which knows no
+// assignments and resolves no dead worker (a rollback, docs/protocol.md
+// "Mixed versions"), finds every tick the old replicas can run on the
+// queue path.
 func (w *Worker) handBack() {
 	if w.d.Assign == nil {
 		return
@@ -41,18 +44,42 @@ func (w *Worker) handBack() {
 	ctx, cancel := context.WithTimeout(context.Background(), handBackTimeout)
 	defer cancel()
 	self := keys.Incarnation(w.d.ID, int64(sess.Lease()))
-	n := 0
+	peers := w.leanPeers()
+	given, queued := 0, 0
 	for _, st := range w.assigned.untaken(self) {
 		if ctx.Err() != nil {
 			break
 		}
+		if to := rendezvous.Pick(peers, st.Key(w.d.Keys)); to != "" {
+			if _, err := w.d.Assign.Steal(ctx, st.Assignment, st.ModRevision, to); err == nil {
+				given += len(st.Jobs)
+				continue
+			}
+		}
 		if w.handBackOne(ctx, st) {
-			n += len(st.Jobs)
+			queued += len(st.Jobs)
 		}
 	}
-	if n > 0 {
-		w.d.Log.Info("stopping: assigned runs handed to the queue", "runs", n)
+	if given+queued > 0 {
+		w.d.Log.Info("stopping: assigned runs given to the replicas that stay", "to_peers", given, "to_the_queue", queued)
 	}
+}
+
+// leanPeers are the live lean incarnations of the other replicas; none
+// while any member does not run the lean protocol (a rolling upgrade: an
+// old leader must find the runs on the queue path).
+func (w *Worker) leanPeers() []string {
+	if w.d.Peers == nil {
+		return nil
+	}
+	peers, all := w.d.Peers.Lean()
+	if !all {
+		return nil
+	}
+	return slices.DeleteFunc(peers, func(p string) bool {
+		id, _, _ := keys.ParseIncarnation(p)
+		return id == w.d.ID
+	})
 }
 
 // handBackOne moves st's runs to the queue path; false when st changed, a

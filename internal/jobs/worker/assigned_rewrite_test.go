@@ -92,3 +92,29 @@ func TestAStoppingWorkerHandsItsAssignmentsToTheQueue(t *testing.T) {
 		return tw.count(t, tw.layout.Assignments()) == 0 && tw.count(t, tw.layout.Entry("later", runs.ID("later", at))) == 1
 	})
 }
+
+// fixedPeers is a fixed list of lean incarnations, all members lean.
+type fixedPeers []string
+
+func (p fixedPeers) Lean() ([]string, bool) { return append([]string(nil), p...), true }
+
+// With a live replica of the lean protocol to take them, a stopping
+// worker gives its assignments not taken up to it, as assignments: that
+// replica claims them when due, with no queue entry and no backup's wait.
+func TestAStoppingWorkerGivesItsAssignmentsToALeanPeer(t *testing.T) {
+	exec := &countingExecutor{started: make(chan string, 8)}
+	peer := keys.Incarnation("w2", 0xabc)
+	tw := startTestWorker(t, "/lean-give/", clockwork.NewRealClock(), job("later"), exec, testWorkerOptions{peers: fixedPeers{peer}})
+	at := time.Now().Add(time.Hour).UTC()
+	tw.assignJobs(t, tw.incarnation(t), at, "later")
+	poll.For(t, 30*time.Second, "the worker's view of its assignment", func() bool {
+		return tw.w.assigned.next(0).Equal(at)
+	})
+	tw.stopRun()
+	poll.For(t, 30*time.Second, "the assignment given to "+peer, func() bool {
+		return tw.count(t, tw.layout.WorkerAssignments(peer)) == 1 && tw.count(t, tw.layout.Assignments()) == 1
+	})
+	if n := tw.count(t, tw.layout.Queue()); n != 0 {
+		t.Errorf("%d queue entries, want none: the peer runs the tick as assigned", n)
+	}
+}

@@ -56,6 +56,8 @@ type testWorkerOptions struct {
 	// worker.max_parallel.
 	jobs        []config.Job
 	maxParallel int
+	// peers, when set, lists the lean incarnations of the other replicas.
+	peers LeanPeers
 }
 
 // startTestWorker starts a worker for job under prefix.
@@ -109,10 +111,12 @@ func startTestWorker(t *testing.T, prefix string, clock clockwork.Clock, job con
 	paused := queue.NewPaused(layout, clock)
 	goRun(func(ctx context.Context) { _ = mirror.Run(ctx, cli, layout.Jobs(), paused, nil) })
 	w := New(Deps{Client: writes, Keys: layout, ID: "w1", Sessions: sessions, Slots: s, Executor: exec, Paused: paused,
-		Queue: view, Specs: specs, Config: func() *config.Config { return cfg }, Metrics: m, Clock: clock, Log: o.log, Assign: store})
+		Queue: view, Specs: specs, Config: func() *config.Config { return cfg }, Metrics: m, Clock: clock, Log: o.log, Assign: store, Peers: o.peers})
 	goRun(func(ctx context.Context) {
 		_ = mirror.Run(ctx, cli, layout.ReplicaAssignments("w1"), w.Assignments(), nil)
 	})
+	goRun(func(ctx context.Context) { _ = mirror.Run(ctx, cli, layout.Assignments(), w.PeerAssignments(), nil) })
+	goRun(func(ctx context.Context) { _ = mirror.Run(ctx, cli, layout.Claimed(), w.PeerMarkers(), nil) })
 	runCtx, stopRun := context.WithCancel(ctx)
 	goRun(func(context.Context) { _ = w.Run(runCtx) })
 	t.Cleanup(func() {

@@ -97,6 +97,16 @@ type Deps struct {
 	// assigns to this replica (the lean protocol, assigned.go); the engine
 	// mirrors keys.ReplicaAssignments(ID) into Assignments.
 	Assign *assign.Store
+	// Peers, when set, lists the live incarnations that run the lean
+	// protocol: a stopping worker gives them its assignments not taken up
+	// (assigned_handback.go) rather than the queue path.
+	Peers LeanPeers
+}
+
+// LeanPeers lists the incarnations of live replicas that advertise the
+// lean protocol (leader.Workers).
+type LeanPeers interface {
+	Lean() (incarnations []string, all bool)
 }
 
 // Worker claims pending runs and executes them; every replica has one.
@@ -105,8 +115,10 @@ type Worker struct {
 	writes  queue.Writes
 	cancels *queue.Cancels
 	members *members
-	// assigned is this replica's assignments (assigned.go).
+	// assigned is this replica's assignments (assigned.go); peers the
+	// other replicas' a backup may take over (assigned_takeover.go).
 	assigned *assignedView
+	peers    *peerView
 
 	mu      sync.Mutex
 	pending dueHeap
@@ -128,6 +140,9 @@ type Worker struct {
 	// after that is not tried again (settle.go).
 	abandon       context.Context
 	abandonCancel context.CancelFunc
+
+	// takeOverAt is the next peer assignment's take-over turn (zero: none).
+	takeOverAt time.Time
 
 	claimRTT claimLatency // of this worker's claims: backups wait longer when etcd is slow
 }
@@ -155,6 +170,7 @@ func New(d Deps) *Worker {
 		active: map[string]*activeRun{}, parked: map[string]parkedRun{}, waits: map[string]*waitState{}, behind: map[string]due{},
 		wake: make(chan struct{}, 1), freed: make(chan struct{}), drained: make(chan struct{})}
 	w.assigned = newAssignedView(d.Keys, w.signal)
+	w.peers = newPeerView(d.Keys, d.Clock, d.ID, w.signal)
 	w.abandon, w.abandonCancel = context.WithCancel(context.Background())
 	w.cancels = queue.NewCancels(d.Keys, w.cancelRequested)
 	d.Queue.Subscribe(w.onPut, w.onDelete)
@@ -229,6 +245,9 @@ func (w *Worker) Run(ctx context.Context) error {
 		if len(w.parked) == 0 {
 			slotsChanged, queueChanged = nil, nil // nobody to wake
 		}
+		if !w.takeOverAt.IsZero() {
+			wait = min(wait, max(w.takeOverAt.Sub(now), 0))
+		}
 		w.mu.Unlock()
 		if next := w.assigned.next(w.d.ClaimLead); w.d.Assign != nil && !next.IsZero() {
 			wait = min(wait, max(next.Sub(now), 0))
@@ -252,6 +271,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		w.unpark(changed)
 		w.dispatch(ctx)
 		w.dispatchAssigned(ctx)
+		w.dispatchTakeOvers(ctx)
 	}
 }
 

@@ -1,0 +1,51 @@
+package assign
+
+import (
+	"context"
+	"fmt"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// Steal moves from, an assignment of another incarnation read at
+// ModRevision modRev, to worker to: the take-over of a backup worker when
+// from's worker has not claimed from it by the backup's turn (a worker
+// killed keeps its member key, and its assignments, until its lease
+// expires, a session TTL later; docs/protocol.md, "Take-over"). One
+// transaction deletes from and puts the same jobs in a new assignment of
+// to, and holds only if from is still as read, no chunk has claimed from
+// it (no claim marker) and the new key does not exist:
+//   - a chunk of from's worker that commits first writes a marker, and
+//     the take-over fails; one that commits after finds from gone (its
+//     compare is from's ModRevision) and claims nothing;
+//   - a tick is in one assignment before and one after, so it is claimed
+//     from one (G1), and it is in one until its record (G2);
+//   - the leader's withdrawal, resolution and a second backup's take-over
+//     each compare from's ModRevision: one of them wins.
+//
+// It needs no fence: it moves what the leader authorized and authorizes
+// nothing. ErrConflict: from changed, was claimed from or is gone.
+func (s *Store) Steal(ctx context.Context, from Assignment, modRev int64, to string) (Stored, error) {
+	st := Stored{Assignment: from, ModRevision: modRev}
+	target := Assignment{Worker: to, At: from.At, Group: movedGroup(&st, modRev), Jobs: from.Jobs}
+	if err := target.Validate(); err != nil {
+		return Stored{}, err
+	}
+	if to == from.Worker {
+		return Stored{}, fmt.Errorf("assign: take over %s: it is %s's already", from.Key(s.keys), to)
+	}
+	oldKey, newKey := from.Key(s.keys), target.Key(s.keys)
+	resp, err := s.kv.Txn(ctx).If(
+		clientv3.Compare(clientv3.ModRevision(oldKey), "=", modRev),
+		clientv3.Compare(clientv3.CreateRevision(s.keys.AssignmentClaimed(from.Worker, from.At, from.Group)), "=", 0).WithPrefix(),
+		clientv3.Compare(clientv3.CreateRevision(newKey), "=", 0),
+	).Then(clientv3.OpDelete(oldKey), clientv3.OpPut(newKey, target.Encode())).Commit()
+	if err != nil {
+		return Stored{}, fmt.Errorf("assign: take over %s: %w", oldKey, err)
+	}
+	if !resp.Succeeded {
+		return Stored{}, fmt.Errorf("assign: take over %s: %w", oldKey, ErrConflict)
+	}
+	rev := resp.Header.Revision
+	return Stored{Assignment: target, CreateRevision: rev, ModRevision: rev}, nil
+}

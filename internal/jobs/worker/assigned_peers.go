@@ -1,0 +1,196 @@
+package worker
+
+import (
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/etcdsched/scheduler/internal/keys"
+	"github.com/etcdsched/scheduler/internal/mirror"
+)
+
+// peerView is the assignments of the other replicas that no chunk has
+// claimed from yet, as mirrored from keys.Assignments and keys.Claimed:
+// what a backup may take over (assigned_takeover.go). Values are kept as
+// read and decoded only for a take-over, so a replica pays little for
+// its peers' assignments: an event per assignment and chunk, shared by
+// their runs.
+type peerView struct {
+	keys   keys.Layout
+	clock  clockwork.Clock
+	own    string // keys.ReplicaAssignments of this replica: not a peer's
+	signal func()
+
+	mu  sync.Mutex
+	all map[string]*peerAssignment // by key
+	// markers are the claim markers, by marker key, each with the prefix
+	// of its assignment's markers (keys.AssignmentClaimed); claimed counts
+	// them by that prefix.
+	markers map[string]string
+	claimed map[string]int
+}
+
+// peerAssignment is one peer assignment as read.
+type peerAssignment struct {
+	key, worker, group string
+	at                 time.Time
+	value              []byte
+	modRevision        int64
+	// from is when its worker could start claiming it: its instant, or
+	// when this view first saw it if later (an assignment moved or taken
+	// over late is due on arrival, and its new worker gets a backup's
+	// turn before it is suspected).
+	from time.Time
+	// turn is when this replica may take it over (zero: not judged yet);
+	// tried is the ModRevision it last tried to take over.
+	turn  time.Time
+	tried int64
+}
+
+func newPeerView(layout keys.Layout, clock clockwork.Clock, id string, signal func()) *peerView {
+	return &peerView{keys: layout, clock: clock, own: layout.ReplicaAssignments(id), signal: signal,
+		all: map[string]*peerAssignment{}, markers: map[string]string{}, claimed: map[string]int{}}
+}
+
+// Reset implements mirror.Handler for keys.Assignments.
+func (v *peerView) Reset(kvs []*mvccpb.KeyValue, _ int64) {
+	v.mu.Lock()
+	v.all = map[string]*peerAssignment{}
+	for _, kv := range kvs {
+		v.putLocked(kv)
+	}
+	v.mu.Unlock()
+	v.signal()
+}
+
+// Apply implements mirror.Handler for keys.Assignments.
+func (v *peerView) Apply(events []*clientv3.Event, _ int64) {
+	v.mu.Lock()
+	for _, ev := range events {
+		if ev.Type == clientv3.EventTypeDelete {
+			delete(v.all, string(ev.Kv.Key))
+			continue
+		}
+		v.putLocked(ev.Kv)
+	}
+	v.mu.Unlock()
+	v.signal()
+}
+
+func (v *peerView) putLocked(kv *mvccpb.KeyValue) {
+	key := string(kv.Key)
+	if strings.HasPrefix(key, v.own) {
+		return
+	}
+	worker, at, group, ok := v.keys.ParseAssignment(key)
+	if !ok {
+		return
+	}
+	from := at
+	if now := v.clock.Now(); now.After(at) {
+		from = now
+	}
+	if prev := v.all[key]; prev != nil && prev.from.Before(from) {
+		from = prev.from
+	}
+	v.all[key] = &peerAssignment{key: key, worker: worker, group: group, at: at, from: from, value: kv.Value, modRevision: kv.ModRevision}
+}
+
+// Markers is the mirror.Handler of keys.Claimed.
+func (v *peerView) Markers() mirror.Handler { return peerMarkers{v} }
+
+type peerMarkers struct{ v *peerView }
+
+func (m peerMarkers) Reset(kvs []*mvccpb.KeyValue, _ int64) {
+	v := m.v
+	v.mu.Lock()
+	v.markers, v.claimed = map[string]string{}, map[string]int{}
+	for _, kv := range kvs {
+		v.markLocked(string(kv.Key))
+	}
+	v.mu.Unlock()
+}
+
+func (m peerMarkers) Apply(events []*clientv3.Event, _ int64) {
+	v := m.v
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for _, ev := range events {
+		key := string(ev.Kv.Key)
+		if ev.Type != clientv3.EventTypeDelete {
+			v.markLocked(key)
+			continue
+		}
+		if p, ok := v.markers[key]; ok {
+			delete(v.markers, key)
+			if v.claimed[p]--; v.claimed[p] <= 0 {
+				delete(v.claimed, p)
+			}
+		}
+	}
+}
+
+func (v *peerView) markLocked(key string) {
+	if _, seen := v.markers[key]; seen {
+		return
+	}
+	worker, at, group, _, ok := v.keys.ParseClaimMarker(key)
+	if !ok {
+		return
+	}
+	p := v.keys.AssignmentClaimed(worker, at, group)
+	v.markers[key] = p
+	v.claimed[p]++
+}
+
+// due returns the peer assignments whose take-over turn has come by now,
+// none claimed from and none tried at their revision, marking them tried;
+// the earliest turn still to come (zero: none); and the workers that let
+// one pass grace after it was theirs to claim (from), whoever's turn it is
+// now. turn judges an assignment's turn once.
+func (v *peerView) due(now time.Time, grace time.Duration, turn func(p *peerAssignment) time.Time) (due []peerAssignment, next time.Time, late []string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for _, p := range v.all {
+		if p.tried == p.modRevision || v.claimed[v.keys.AssignmentClaimed(p.worker, p.at, p.group)] > 0 {
+			continue
+		}
+		if lateAt := p.from.Add(grace); !now.Before(lateAt) {
+			if !slices.Contains(late, p.worker) {
+				late = append(late, p.worker)
+			}
+		} else if next.IsZero() || lateAt.Before(next) {
+			next = lateAt
+		}
+		if p.turn.IsZero() {
+			p.turn = turn(p)
+		}
+		if p.turn.After(now) {
+			if next.IsZero() || p.turn.Before(next) {
+				next = p.turn
+			}
+			continue
+		}
+		p.tried = p.modRevision
+		due = append(due, *p)
+	}
+	return due, next, late
+}
+
+// rejudge forgets the turns of the assignments of replica id's
+// incarnations: it became suspect, and its next ones come earlier.
+func (v *peerView) rejudge(id string) {
+	v.mu.Lock()
+	for _, p := range v.all {
+		if owner, _, _ := keys.ParseIncarnation(p.worker); owner == id {
+			p.turn = time.Time{}
+		}
+	}
+	v.mu.Unlock()
+	v.signal()
+}

@@ -1,0 +1,155 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/etcdsched/scheduler/internal/jobs/assign"
+	"github.com/etcdsched/scheduler/internal/keys"
+	"github.com/etcdsched/scheduler/internal/mirror"
+)
+
+// Take-over (docs/protocol.md): a replica killed keeps its member key, and
+// the leader counts it alive, until its lease expires, a session TTL
+// later; the runs assigned to it would wait that long, and miss their
+// starting deadline. So a backup takes over a peer's assignment nobody has
+// claimed from by its backup's turn (the instant, then Backup per rank
+// among the live replicas but the assignment's), as the queue path's
+// backups claim a run its first worker let pass. The take-over is one
+// compared transaction (assign.Store.Steal): a wrong suspicion of a live,
+// slow worker costs it the assignment, never a second run.
+//
+// A backup takes over only while it has room: no assignment of its own is
+// due and not taken up, and max_parallel has a place. A cluster that is
+// behind everywhere gains nothing from moving work between replicas.
+
+// PeerAssignments is the view of the other replicas' assignments
+// (keys.Assignments) a backup takes over from.
+func (w *Worker) PeerAssignments() mirror.Handler { return w.peers }
+
+// PeerMarkers is the view of claim markers (keys.Claimed): an assignment
+// a chunk claimed from is not taken over.
+func (w *Worker) PeerMarkers() mirror.Handler { return w.peers.Markers() }
+
+// dispatchTakeOvers takes over, each in a goroutine of its own that the
+// drain waits for, the peer assignments whose turn has come, if this
+// worker has room; it notes when the next turn comes.
+func (w *Worker) dispatchTakeOvers(ctx context.Context) {
+	if w.d.Assign == nil {
+		return
+	}
+	now := w.d.Clock.Now()
+	if own := w.assigned.next(w.d.ClaimLead); !own.IsZero() && !own.After(now) {
+		return // its own assignments first
+	}
+	w.mu.Lock()
+	room := len(w.active) < w.maxParallel() && !w.stopping
+	w.mu.Unlock()
+	if !room {
+		return
+	}
+	due, next, late := w.peers.due(now, w.d.Backup+w.claimRTT.backupWait(), w.takeOverTurn)
+	w.mu.Lock()
+	w.takeOverAt = next
+	w.mu.Unlock()
+	for _, worker := range late {
+		w.suspectPeer(worker)
+	}
+	for _, p := range due {
+		w.wg.Add(1)
+		go func() {
+			defer w.wg.Done()
+			w.takeOverAssignment(ctx, p)
+		}()
+	}
+}
+
+// takeOverTurn is when this replica may take p over: Backup (and twice
+// the claim round trip) after its instant (or its arrival, if later) per
+// place in the rendezvous order of the live replicas but p's own. While
+// p's replica is suspect (it let an assignment pass: see members) the
+// first backup's turn is a fifth of Backup after the instant: long enough
+// for a live worker's claim, which it sends a claim lead before, to be
+// seen here first.
+func (w *Worker) takeOverTurn(p *peerAssignment) time.Time {
+	owner, _, _ := keys.ParseIncarnation(p.worker)
+	now := w.d.Clock.Now()
+	place := time.Duration(w.members.rankWithout(w.d.ID, owner, p.key, now))
+	step := w.d.Backup + w.claimRTT.backupWait()
+	if w.members.suspect(owner, now) {
+		return p.from.Add(step/5 + place*step)
+	}
+	return p.from.Add((place + 1) * step)
+}
+
+// takeOverAssignment moves p to this replica's current incarnation; its own view
+// then takes it up as any assignment of its own.
+func (w *Worker) takeOverAssignment(ctx context.Context, p peerAssignment) {
+	sess, err := w.d.Sessions.Current(ctx)
+	if err != nil {
+		return
+	}
+	me := keys.Incarnation(w.d.ID, int64(sess.Lease()))
+	a, err := assign.Decode(w.d.Keys, p.key, p.value)
+	if err != nil || p.worker == me {
+		return
+	}
+	wctx, cancel := context.WithTimeout(ctx, w.d.Config().Cluster.SessionTTL.D())
+	defer cancel()
+	st, err := w.d.Assign.Steal(wctx, a, p.modRevision, me)
+	switch {
+	case errors.Is(err, assign.ErrConflict):
+		w.d.Log.Debug("an assignment taken up elsewhere first", "assignment", p.key)
+	case err != nil:
+		w.d.Log.Warn("taking over a peer's assignment failed; its worker or the leader settles it", "assignment", p.key, "err", err)
+	default:
+		w.d.Log.Info("took over an assignment its worker had not claimed from by its backup's turn",
+			"from", p.worker, "due", a.At, "runs", len(a.Jobs), "assignment", st.Key(w.d.Keys))
+	}
+}
+
+// suspectPeer passes over the replica of worker, which let an assignment
+// pass a backup's turn unclaimed, for a session TTL: its next assignments
+// are taken over at their due time (see members).
+func (w *Worker) suspectPeer(worker string) {
+	owner, _, _ := keys.ParseIncarnation(worker)
+	now := w.d.Clock.Now()
+	ttl := w.d.Config().Cluster.SessionTTL.D()
+	if w.members.suspectFor(owner, now, now.Add(ttl)) {
+		w.peers.rejudge(owner)
+		w.d.Log.Info("a member let an assignment pass: its next ones are taken over at their due time until it shows life or a session TTL passes",
+			"member", owner, "for", ttl)
+	}
+}
+
+// rankWithout is self's place in the rendezvous order of live members for
+// key, owner left out: 0 for the first backup.
+func (m *members) rankWithout(self, owner, key string, now time.Time) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	order := slices.DeleteFunc(m.orderLocked(self, key, now), func(id string) bool { return id == owner })
+	return max(0, slices.Index(order, self))
+}
+
+// suspect reports whether id is passed over at now.
+func (m *members) suspect(id string, now time.Time) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	until, ok := m.suspects[id]
+	return ok && until.After(now)
+}
+
+// suspectFor passes id over until until; it reports whether id was not
+// suspect at now.
+func (m *members) suspectFor(id string, now, until time.Time) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	prev, ok := m.suspects[id]
+	if !m.ids[id] {
+		return false // gone, or never listed: nothing to pass over
+	}
+	m.suspects[id] = until
+	return !ok || !prev.After(now)
+}

@@ -1,0 +1,71 @@
+package worker
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+
+	"github.com/etcdsched/scheduler/config"
+	"github.com/etcdsched/scheduler/internal/keys"
+	"github.com/etcdsched/scheduler/internal/poll"
+	"github.com/etcdsched/scheduler/internal/runs"
+)
+
+// A peer's assignment that nobody claims from (its replica was killed and
+// keeps its member key until its lease expires) is taken over by a backup
+// at its turn and runs once there, on time, with no leader to resolve it.
+// A peer's assignment a chunk claimed from is not taken over: its worker
+// may be running those runs.
+func TestABackupTakesOverAPeersUnclaimedAssignment(t *testing.T) {
+	exec := &countingExecutor{started: make(chan string, 8)}
+	tw := startTestWorker(t, "/lean-takeover/", clockwork.NewRealClock(), job("a"), exec,
+		testWorkerOptions{jobs: []config.Job{job("b"), job("c")}})
+	dead := keys.Incarnation("killed", 0x1234)
+	at := time.Now().Add(300 * time.Millisecond).UTC()
+	claimed := tw.assignJobs(t, dead, at, "c")
+	marker := tw.layout.ClaimMarker(dead, at, claimed.Group, 0)
+	if _, err := tw.cli.Put(context.Background(), marker, `["c"]`); err != nil {
+		t.Fatal(err)
+	}
+	tw.assignJobs(t, dead, at, "a", "b")
+	for _, name := range []string{"a", "b"} {
+		rec := waitRecord(t, tw.cli, tw.layout, runs.ID(name, at))
+		if rec.Outcome != runs.Succeeded || rec.Holder != "w1" {
+			t.Errorf("%s: recorded %s by %q (%q), want succeeded by the backup w1", name, rec.Outcome, rec.Holder, rec.Error)
+		}
+		if late := rec.StartedAt.Sub(at); late > 10*time.Second {
+			t.Errorf("%s started %s after it was due", name, late)
+		}
+	}
+	poll.For(t, 30*time.Second, "the taken-over assignment deleted, the claimed one left", func() bool {
+		return tw.count(t, tw.layout.Assignments()) == 1 && tw.count(t, tw.layout.Claimed()) == 1
+	})
+	if n := exec.runs.Load(); n != 2 {
+		t.Errorf("%d runs executed, want 2", n)
+	}
+	if n := tw.count(t, tw.layout.Assignment(dead, at, claimed.Group)); n != 1 {
+		t.Errorf("the assignment a chunk claimed from: %d keys, want it left to its worker or the leader", n)
+	}
+}
+
+// An assignment that arrives overdue (moved to its worker by the leader,
+// or taken over by another backup) gives its new worker a backup's turn
+// from its arrival: taken over at once, it would pass from replica to
+// replica, each suspecting a live peer.
+func TestAnOverdueAssignmentGetsItsWorkerATurnFromItsArrival(t *testing.T) {
+	exec := &countingExecutor{started: make(chan string, 8)}
+	tw := startTestWorker(t, "/lean-takeover-late/", clockwork.NewRealClock(), job("a"), exec, testWorkerOptions{})
+	at := time.Now().Add(-2 * time.Second).UTC()
+	written := time.Now()
+	tw.assignJobs(t, keys.Incarnation("slow", 0x99), at, "a")
+	rec := waitRecord(t, tw.cli, tw.layout, runs.ID("a", at))
+	if rec.Holder != "w1" || rec.Outcome != runs.Succeeded {
+		t.Fatalf("recorded %s by %q (%q), want succeeded by the backup w1", rec.Outcome, rec.Holder, rec.Error)
+	}
+	// Backup is 250ms (worker.New's default).
+	if waited := rec.StartedAt.Sub(written); waited < 250*time.Millisecond {
+		t.Errorf("taken over %s after it was written, before its worker's turn of 250ms", waited)
+	}
+}
