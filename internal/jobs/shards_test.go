@@ -275,3 +275,59 @@ func TestShardsOfACrashedReplicaAreRetriedBeforeTheFanIn(t *testing.T) {
 	poll.For(t, 30*time.Second, "the chained run", func() bool { return chainedRuns(t, leader.client, "after", tick) == 1 })
 	t.Logf("tick %s: %d shards lost with replica %s and retried", tick, lost, victim.id)
 }
+
+// A leader that died between the parts of a tick's fan-out left its first
+// part, and one shard of it already ended: the next leader writes the
+// tick again, and only the shards missing are queued; the ended shard does
+// not run again, every other runs once, and the tick fans in once.
+func TestShardedTickRedoneAfterAPartialWrite(t *testing.T) {
+	etcd := etcdtest.Start(t)
+	st := startShardTarget(t)
+	job := jobstest.HTTPJob("redo", "@every 10s", st.srv.URL+"/run?sleep=50ms")
+	job.Shards = 2*queue.ShardPart + 2 // three parts
+	cfg := jobstest.Config(job)
+	cfg.Cluster.Etcd.Prefix = testPrefix
+	k := keys.New(testPrefix)
+	cli := etcdtest.NewClient(t, etcd.Endpoints())
+
+	// The tick at least 5s ahead, so no leader has written it yet.
+	at := time.Now().Add(5 * time.Second).Truncate(10 * time.Second).Add(10 * time.Second)
+	tick := queue.NewEntry(runs.ID("redo", at), cfg.Job("redo"), cfg.Resources, at, at, 1, runs.Schedule)
+	shards := tick.ShardEntries()
+	parts := queue.FanOutParts(k, shards)
+	if _, err := cli.Txn(t.Context()).Then(parts[0]...).Commit(); err != nil {
+		t.Fatal(err)
+	}
+	rec := shards[0].Finished(runs.Succeeded, 0, 1, at, at)
+	ops, _ := queue.End(k, cfg, k.Entry("redo", shards[0].RunID), shards[0], &rec, at)
+	if _, err := cli.Txn(t.Context()).Then(ops...).Commit(); err != nil {
+		t.Fatal(err)
+	}
+
+	n := startNode(t, etcd.Endpoints(), "a", cfg)
+	leaderOf(t, []*node{n})
+	var done queue.TickRecord
+	poll.For(t, 60*time.Second, "the redone tick's fan-in", func() bool {
+		var ok bool
+		done, ok = tickOf(t, cli, "redo", tick.RunID)
+		return ok
+	})
+	if done.Outcome != runs.Succeeded {
+		t.Errorf("tick %s: %+v, want succeeded", tick.RunID, done)
+	}
+	st.mu.Lock()
+	for i, s := range shards {
+		want := 1
+		if i == 0 {
+			want = 0 // it ended before the redo
+		}
+		if c := st.count[s.RunID+" attempt 1"]; c != want {
+			t.Errorf("%s reached the target %d times, want %d", s.RunID, c, want)
+		}
+	}
+	st.mu.Unlock()
+	resp, err := cli.Get(t.Context(), k.FanIn("redo", tick.RunID))
+	if err != nil || len(resp.Kvs) != 1 || resp.Kvs[0].Version != int64(job.Shards)+1 {
+		t.Errorf("fan-in key %v, %v; want version %d (authorized once, %d final ends)", resp, err, job.Shards+1, job.Shards)
+	}
+}
