@@ -86,6 +86,9 @@ type History struct {
 	// keys by tick run id; see shards.go.
 	Sharded []Sharded
 	FanIns  map[string]FanIn
+	// Queued are the run ids with a queue entry at the records' revision
+	// (a record beside one is of an attempt a retry follows).
+	Queued map[string]bool
 	// Left are the lean protocol's assignments and claim markers still in
 	// etcd at the end; LongestRun the longest run the workload has.
 	Left       []Left

@@ -451,12 +451,16 @@ func (r *runner) history(jobs []Job, resources map[string]int, ticksFrom, healed
 	}
 	fanIns := r.fanIns(ctx, cli, resp.Header.Revision)
 	// Ticks still queued (pending or running) are accounted for too.
-	queued, err := cli.Get(ctx, keys.New(prefix).Queue(), clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	// Read at the records' revision: a record and its run's retry entry
+	// are written together.
+	queued, err := cli.Get(ctx, keys.New(prefix).Queue(), clientv3.WithPrefix(), clientv3.WithKeysOnly(), clientv3.WithRev(resp.Header.Revision))
 	if err != nil {
 		r.t.Fatal(err)
 	}
+	inQueue := map[string]bool{}
 	for _, kv := range queued.Kvs {
 		id := string(kv.Key[strings.LastIndex(string(kv.Key), "/")+1:])
+		inQueue[id] = true
 		if _, ok := records[id]; !ok {
 			records[id] = runs.Record{RunID: id, Outcome: "queued"}
 		}
@@ -480,7 +484,7 @@ func (r *runner) history(jobs []Job, resources map[string]int, ticksFrom, healed
 		Failover: windows, EtcdDown: r.etcdDown, RunStartGrace: r.sc.ttl,
 		Freezes: r.freezes, SlotPeaks: obs.MaxSlots(), Healed: healed, Now: now,
 		Left: left, LongestRun: 3 * r.sc.ttl, // the workload's long job
-		FanIns: fanIns,
+		FanIns: fanIns, Queued: inQueue,
 	}
 }
 

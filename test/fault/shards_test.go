@@ -63,6 +63,8 @@ func TestCheckerShards(t *testing.T) {
 			id := runs.ChainID("after", bad)
 			h.Records[id] = runs.Record{RunID: id, Job: "after", Outcome: runs.Succeeded}
 		}, "which did not fan in succeeded"},
+		{"a shard's retry still queued", func(h *History) { h.Queued = map[string]bool{runs.ShardID(bad, 1): true} },
+			"fan-in: " + bad + " fanned in (failed) with 2 of 3"},
 		{"two runs of one shard at once", func(h *History) {
 			h.Runs = append(h.Runs, cluster.Run{Job: "sh", RunID: runs.ShardID(bad, 0), Attempt: 2, Start: t0.Add(time.Second), End: t0.Add(2 * time.Second)})
 		}, "shards: shard 0 of sh had 2 accepted runs"},
