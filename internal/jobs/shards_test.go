@@ -331,3 +331,39 @@ func TestShardedTickRedoneAfterAPartialWrite(t *testing.T) {
 		t.Errorf("fan-in key %v, %v; want version %d (authorized once, %d final ends)", resp, err, job.Shards+1, job.Shards)
 	}
 }
+
+// max_concurrency holds per shard index: the shards of one tick run at
+// once (each index has its own slot), and while they run, a second
+// tick's shards find their index's one slot taken and are skipped.
+func TestShardMaxConcurrencyPerIndex(t *testing.T) {
+	etcd := etcdtest.Start(t)
+	w := startWitness(t)
+	job := jobstest.HTTPJob("par", "@yearly", w.url("sleep=3s"))
+	job.Shards = 3
+	n := startNode(t, etcd.Endpoints(), "a", jobstest.Config(job))
+	leaderOf(t, []*node{n})
+	first, _, err := n.engine.Trigger(t.Context(), "par", jobs.TriggerRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	poll.For(t, 30*time.Second, "the first tick's three shards running at once", func() bool { return w.maxConcurrent("par") == 3 })
+	second, _, err := n.engine.Trigger(t.Context(), "par", jobs.TriggerRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var view jobs.RunStatus
+	poll.For(t, 30*time.Second, "both ticks fanned in", func() bool {
+		a, _ := tickOf(t, n.client, "par", first)
+		b, ok := tickOf(t, n.client, "par", second)
+		return a.Outcome != "" && ok && b.Outcome != ""
+	})
+	if view, err = n.engine.FindRun(t.Context(), second); err != nil {
+		t.Fatal(err)
+	}
+	if view.Outcome != runs.Skipped {
+		t.Errorf("second tick, started while every index's slot was taken: %s, want skipped; shards %+v", view.Outcome, view.Shards)
+	}
+	if a, _ := tickOf(t, n.client, "par", first); a.Outcome != runs.Succeeded {
+		t.Errorf("first tick: %s, want succeeded", a.Outcome)
+	}
+}
