@@ -367,3 +367,53 @@ func TestShardMaxConcurrencyPerIndex(t *testing.T) {
 		t.Errorf("first tick: %s, want succeeded", a.Outcome)
 	}
 }
+
+// A tick past its starting deadline whose fan-out an earlier leader began
+// (its first part written, then it died): the next leader, which would
+// record the tick missed, queues its missing shards instead; every shard
+// is recorded missed by its deadline and the tick fans in once, missed.
+func TestPartialTickPastItsDeadlineIsCompletedAndMissed(t *testing.T) {
+	etcd := etcdtest.Start(t)
+	st := startShardTarget(t)
+	job := jobstest.HTTPJob("late", "@every 1h", st.srv.URL+"/run")
+	job.Shards = queue.ShardPart + 6 // two parts
+	job.CatchUp = config.CatchUpAll
+	cfg := jobstest.Config(job)
+	cfg.Cluster.Etcd.Prefix = testPrefix
+	k := keys.New(testPrefix)
+	cli := etcdtest.NewClient(t, etcd.Endpoints())
+
+	at := time.Now().Add(-2 * time.Minute).Truncate(time.Hour) // past the 1m starting deadline
+	tick := queue.NewEntry(runs.ID("late", at), cfg.Job("late"), cfg.Resources, at, at, 1, runs.Schedule)
+	parts := queue.FanOutParts(k, tick.ShardEntries())
+	if _, err := cli.Txn(t.Context()).Then(append(parts[0],
+		clientv3.OpPut(k.Cursor("late"), queue.EncodeCursor(at.Add(-time.Hour))))...).Commit(); err != nil {
+		t.Fatal(err)
+	}
+
+	n := startNode(t, etcd.Endpoints(), "a", cfg)
+	leaderOf(t, []*node{n})
+	var done queue.TickRecord
+	poll.For(t, 60*time.Second, "the tick's fan-in", func() bool {
+		var ok bool
+		done, ok = tickOf(t, cli, "late", tick.RunID)
+		return ok
+	})
+	if done.Outcome != runs.Missed {
+		t.Errorf("tick %s: %s, want missed", tick.RunID, done.Outcome)
+	}
+	recs := records(t, cli, "late")
+	for i := range job.Shards {
+		if r := recs[runs.ShardID(tick.RunID, i)]; r.Outcome != runs.Missed {
+			t.Errorf("shard %d: %q, want missed", i, r.Outcome)
+		}
+	}
+	if r, ok := recs[tick.RunID]; ok {
+		t.Errorf("a record under the tick's own id (%s) beside its shards'", r.Outcome)
+	}
+	st.mu.Lock()
+	if len(st.count) != 0 {
+		t.Errorf("missed shards reached the target: %v", st.count)
+	}
+	st.mu.Unlock()
+}

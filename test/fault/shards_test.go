@@ -52,6 +52,15 @@ func TestCheckerShards(t *testing.T) {
 			delete(h.Records, runs.ShardID(ok, 2))
 			h.Runs = slices.DeleteFunc(h.Runs, func(r cluster.Run) bool { return r.RunID == runs.ShardID(ok, 2) })
 		}, "shards: tick " + ok + ": shards [2] of 3"},
+		{"a tick recorded missed as a whole", func(h *History) {
+			for k := range 3 {
+				delete(h.Records, runs.ShardID(ok, k))
+			}
+			h.Runs = slices.DeleteFunc(h.Runs, func(r cluster.Run) bool { return strings.HasPrefix(r.RunID, ok+"#") })
+			delete(h.FanIns, ok)
+			delete(h.Records, down)
+			h.Records[ok] = runs.Record{RunID: ok, Job: "sh", Outcome: runs.Missed}
+		}, ""},
 		{"a second fan-in", func(h *History) { h.FanIns[ok] = FanIn{Version: 5, Done: true, Outcome: runs.Succeeded} }, "fan-in: " + ok + " written 5 times"},
 		{"no fan-in", func(h *History) { h.FanIns[bad] = FanIn{Version: 4} }, "fan-in: every shard of " + bad + " recorded, and no fan-in"},
 		{"fan-in before the last shard", func(h *History) {

@@ -214,7 +214,7 @@ func (l *leader) processOnce(ctx context.Context, j *config.Job, sched schedule.
 		cursor, known = it.plan.Cursor, true
 	}
 	for _, t := range rest {
-		if j.Sharded() && t.Action == queueTick {
+		if j.Sharded() && (t.Action == queueTick || l.fannedOut(ctx, j.Name, t.At)) {
 			if err := l.writeShards(ctx, cfg, j, t, now); err != nil {
 				return la, err
 			}

@@ -46,6 +46,17 @@ func (l *leader) writeShards(ctx context.Context, cfg *config.Config, j *config.
 	return nil
 }
 
+// fannedOut reports whether a fan-out of the tick at was begun (its fan-in
+// key exists): a tick this leader would record missed, whose shards an
+// earlier leader began to queue before it died, is queued in full instead,
+// so that its shards all exist, are recorded (missed, by their deadline)
+// and fan in. A failed read counts as not begun (the write that follows
+// fails too, and the next pass looks again).
+func (l *leader) fannedOut(ctx context.Context, job string, at time.Time) bool {
+	resp, err := l.d.Client.Get(ctx, l.d.Keys.FanIn(job, runs.ID(job, at)), clientv3.WithCountOnly())
+	return err == nil && resp.Count > 0
+}
+
 // writePart writes one part of a tick's shards if this leader still leads
 // and the job's cursor is as it knows it.
 func (l *leader) writePart(ctx context.Context, job string, ops []clientv3.Op) error {
