@@ -95,12 +95,12 @@ func waitBackfill(ctx context.Context, c *client.Client, ids []string, out outpu
 			fmt.Fprintf(out.stderr, "scheduler: %d of %d backfilled runs finished before the wait ended\n", sum(outcomes), len(ids))
 			return err
 		}
-		outcomes[run.Outcome]++
+		outcomes[string(run.Outcome)]++
 	}
 	if !out.json {
 		fmt.Fprintf(out.stdout, "All %s finished: %s.\n", plural(len(ids), "backfilled run"), counts(outcomes))
 	}
-	if outcomes[client.OutcomeSucceeded] != len(ids) {
+	if outcomes[string(client.OutcomeSucceeded)] != len(ids) {
 		return errReported
 	}
 	return nil

@@ -10,6 +10,7 @@ import (
 	"github.com/etcdsched/scheduler/internal/client"
 	"github.com/etcdsched/scheduler/internal/etcdtest"
 	"github.com/etcdsched/scheduler/internal/poll"
+	"github.com/etcdsched/scheduler/internal/wire"
 )
 
 // A backfill's answer reads as a sentence per list, naming at most ten
@@ -21,8 +22,8 @@ func TestWriteBackfill(t *testing.T) {
 		ids = append(ids, fmt.Sprintf("r@%d", i))
 	}
 	var b bytes.Buffer
-	writeBackfill(&b, client.Backfilled{Job: "r", From: at, To: at.Add(3 * time.Hour),
-		Queued: ids, SkippedExisting: []string{"r@x"}, LeftToSchedule: []string{"r@y", "r@z"}})
+	writeBackfill(&b, client.Backfilled{Backfill: wire.Backfill{Job: "r", From: at, To: at.Add(3 * time.Hour),
+		Queued: ids, SkippedExisting: []string{"r@x"}, LeftToSchedule: []string{"r@y", "r@z"}}})
 	want := "Queued 12 runs of job r from 2026-11-24T02:00:00Z to 2026-11-24T05:00:00Z: r@0, r@1, r@2, r@3, r@4, r@5, r@6, r@7, r@8, r@9 and 2 more.\n" +
 		"Skipped 1 tick that already ran, run or are queued: r@x.\n" +
 		"Left 2 ticks to the schedule, which has not reached them yet: r@y, r@z.\n"

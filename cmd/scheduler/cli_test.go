@@ -103,7 +103,7 @@ func TestClientCommands(t *testing.T) {
 		out, _, code = cli(t, with(srv, "jobs", "-o", "json")...)
 		var list []client.Job
 		decodes(t, out, &list)
-		if code != 0 || len(list) != 3 || list[0].Name != "ok" || list[0].Spec.Target() != "exec" {
+		if code != 0 || len(list) != 3 || list[0].Name != "ok" || targetOf(&list[0].Spec) != "exec" {
 			t.Errorf("jobs -o json: exit %d, %+v", code, list)
 		}
 		out, _, code = cli(t, with(srv, "jobs", "ok", "-o", "json")...)

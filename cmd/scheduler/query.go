@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/client"
 )
 
@@ -68,16 +69,27 @@ func jobsTable(v view, list []client.Job) *table {
 	for _, j := range list {
 		last, outcome := "-", "-"
 		if j.LastRun != nil {
-			last, outcome = stamp(j.LastRun.ScheduledAt), j.LastRun.Outcome
+			last, outcome = stamp(j.LastRun.ScheduledAt), string(j.LastRun.Outcome)
 		}
 		next := stamp(j.NextRun)
 		if j.Paused {
 			next = "paused" + strings.TrimPrefix(pausedCell(j), "yes")
 		}
 		t.add(j.Name, j.Spec.ScheduleText(), next, outcome, runningCell(j), strconv.Itoa(j.Pending),
-			j.Spec.Target(), j.Spec.Timezone, pausedCell(j), last, strconv.Itoa(j.Scheduled), j.Spec.ConcurrencyKey)
+			targetOf(&j.Spec), j.Spec.Timezone, pausedCell(j), last, strconv.Itoa(j.Scheduled), j.Spec.ConcurrencyKey)
 	}
 	return t
+}
+
+// targetOf is "http" or "exec", whichever the job declares.
+func targetOf(j *config.Job) string {
+	switch {
+	case j.HTTP != nil:
+		return "http"
+	case j.Exec != nil:
+		return "exec"
+	}
+	return ""
 }
 
 // runningCell is a job's running runs against its limit; a keyed job's
@@ -188,8 +200,8 @@ func runTable(v view, list []client.Run) *table {
 	}
 	t := newTable(v, header...).shrink(3+d, 9+d).wide(4+d, 5+d, 6+d, 7+d, 8+d, 9+d)
 	for _, r := range list {
-		row := []string{r.RunID, r.Outcome, took(r.StartedAt, r.EndedAt), r.Error,
-			r.Trigger, stamp(r.ScheduledAt), stamp(r.StartedAt), exitCell(r), r.Holder}
+		row := []string{r.RunID, string(r.Outcome), took(r.StartedAt, r.EndedAt), r.Error,
+			string(r.Trigger), stamp(r.ScheduledAt), stamp(r.StartedAt), exitCell(r), r.Holder}
 		if withShards {
 			row = slices.Insert(row, 2, shardsCell(r))
 		}

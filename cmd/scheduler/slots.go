@@ -26,7 +26,7 @@ func slotsCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			}
 			var held, windows []client.Slot
 			for _, s := range list {
-				if s.Window != "" {
+				if s.Window != nil {
 					windows = append(windows, s)
 				} else {
 					held = append(held, s)
@@ -64,7 +64,7 @@ func heldTable(v view, held []client.Slot) *table {
 		t.wide(1)
 	}
 	for _, s := range held {
-		slot := strconv.Itoa(s.Slot)
+		slot := strconv.Itoa(s.Slot.Slot)
 		if s.Resource != "" {
 			slot = s.Resource + "/" + slot
 		}
@@ -78,7 +78,8 @@ func heldTable(v view, held []client.Slot) *table {
 // still counts and since when.
 func windowsTable(v view, windows []client.Slot) *table {
 	t := newTable(v, "WINDOW", "COUNT/PER", "IN USE", "OLDEST")
-	for _, w := range windows {
+	for _, s := range windows {
+		w := s.Window
 		t.add(w.Window, strconv.Itoa(w.Count)+"/"+shortDuration(w.Per), strconv.Itoa(w.InUse), stamp(w.Oldest))
 	}
 	return t

@@ -8,7 +8,10 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/client"
+	"github.com/etcdsched/scheduler/internal/runs"
+	"github.com/etcdsched/scheduler/internal/wire"
 )
 
 // The elastic column is cut so each line fits the width; with no width
@@ -51,27 +54,27 @@ func TestTablesFit100Columns(t *testing.T) {
 	manual := job + "@manual-01JDQ5R2X8N9YV7M4K3T6W1PZB"
 	holder := "scheduler-7d9f8b6c5-x2k4q"
 	longErr := `target: POST "https://billing.internal.example.com/v1/invoices/sync": dial tcp 10.0.3.17:443: connection refused`
-	jobs := []client.Job{{Name: job, Spec: client.JobSpec{Schedule: "*/15 8-18 * * MON-FRI", Timezone: "America/Los_Angeles",
-		HTTP: json.RawMessage(`{}`), ConcurrencyKey: "{{ .Input.customer_id }}"}, NextRun: at, Running: 10, MaxConcurrency: 1,
-		Pending: 120, Scheduled: 3, LastRun: &client.Run{Outcome: "interrupted", ScheduledAt: at}}}
-	runs := []client.Run{{RunID: manual, Trigger: "manual", ScheduledAt: at, StartedAt: at, EndedAt: at.Add(83*time.Minute + 4567*time.Millisecond),
-		Outcome: "interrupted", ExitCode: &exit, Holder: holder, Error: longErr, Input: json.RawMessage(`{"customer_id":"c-100234","region":"eu-west-1"}`)}}
+	jobs := []client.Job{{Job: wire.Job{Name: job, Spec: config.Job{Schedule: "*/15 8-18 * * MON-FRI", Timezone: "America/Los_Angeles",
+		HTTP: &config.HTTP{}, ConcurrencyKey: "{{ .Input.customer_id }}"}, NextRun: at, Running: 10, MaxConcurrency: 1,
+		Pending: 120, Scheduled: 3, LastRun: &runs.Record{Outcome: "interrupted", ScheduledAt: at}}}}
+	runList := []client.Run{recordRun(runs.Record{RunID: manual, Trigger: "manual", ScheduledAt: at, StartedAt: at, EndedAt: at.Add(83*time.Minute + 4567*time.Millisecond),
+		Outcome: "interrupted", ExitCode: &exit, Holder: holder, Error: longErr, Input: json.RawMessage(`{"customer_id":"c-100234","region":"eu-west-1"}`)})}
 	held := []client.Slot{
-		{Job: job, ConcurrencyKey: "c-100234", RunID: manual, Holder: holder, FencingToken: 1234567, StartedAt: at, ScheduledAt: at},
-		{Resource: "warehouse-db", Slot: 12, RunID: manual, Holder: holder, FencingToken: 1234568, StartedAt: at, ScheduledAt: at}}
-	windows := []client.Slot{{Window: "resource/warehouse-db", Count: 100, Per: "1h0m0s", InUse: 100, Oldest: at}}
-	members := []client.Member{{ID: holder, APIAddr: "10.244.12.137:8080", Version: "v0.0.0-20261125155934-217588b7e3a1",
-		ConfigHash: "3fa9c2d17b40", StartedAt: at, IsLeader: true}}
+		{Slot: wire.Slot{Job: job, ConcurrencyKey: "c-100234", RunID: manual, Holder: holder, FencingToken: 1234567, StartedAt: at, ScheduledAt: at}},
+		{Slot: wire.Slot{Resource: "warehouse-db", Slot: 12, RunID: manual, Holder: holder, FencingToken: 1234568, StartedAt: at, ScheduledAt: at}}}
+	windows := []client.Slot{{Slot: wire.Slot{Window: &wire.Window{Window: "resource/warehouse-db", Count: 100, Per: "1h0m0s", InUse: 100, Oldest: at}}}}
+	members := []client.Member{{Member: wire.Member{ID: holder, APIAddr: "10.244.12.137:8080", Version: "v0.0.0-20261125155934-217588b7e3a1",
+		ConfigHash: "3fa9c2d17b40", StartedAt: at, IsLeader: true}}}
 	fires := []jobFires{{Job: job, Schedule: "0 * * * *", Timezone: "America/Los_Angeles", Jitter: "10m0s",
 		Fires: []fire{{ScheduledAt: at.In(time.FixedZone("PST", -8*3600)), ScheduledAtUTC: at, DueAt: at.Add(9*time.Minute + 59999*time.Millisecond)}}}}
 	tables := map[string]func(v view) *table{
 		"jobs":          func(v view) *table { return jobsTable(v, jobs) },
-		"runs":          func(v view) *table { return runTable(v, runs) },
+		"runs":          func(v view) *table { return runTable(v, runList) },
 		"slots":         func(v view) *table { return heldTable(v, held) },
 		"slots windows": func(v view) *table { return windowsTable(v, windows) },
 		"members":       func(v view) *table { return membersTable(v, members) },
 		"leader": func(v view) *table {
-			return leaderTable(v, client.Leader{ID: holder, APIAddr: "10.244.12.137:8080", Since: at, Revision: 123456789})
+			return leaderTable(v, client.Leader{Leader: wire.Leader{ID: holder, APIAddr: "10.244.12.137:8080", Since: at, Revision: 123456789}})
 		},
 		"next": func(v view) *table { return nextTable(fires, v) },
 	}

@@ -34,7 +34,7 @@ func byTick(ctx context.Context, c *client.Client, list []client.Run) ([]client.
 			continue
 		}
 		if view.Outcome == "" {
-			view.Outcome = view.State
+			view.Outcome = runs.Outcome(view.State)
 		}
 		out = append(out, view)
 	}

@@ -111,7 +111,7 @@ func readInput(arg string) (json.RawMessage, error) {
 // (HTTP 200) on replica a after 1.2s"), and the tail of its output (the
 // record keeps the last 4 KiB).
 func writeOutcome(w io.Writer, r client.Run) {
-	fmt.Fprintf(w, "%s: %s", r.RunID, strings.ReplaceAll(r.Outcome, "_", " "))
+	fmt.Fprintf(w, "%s: %s", r.RunID, strings.ReplaceAll(string(r.Outcome), "_", " "))
 	switch {
 	case r.ExitCode != nil:
 		fmt.Fprintf(w, " (exit code %d)", *r.ExitCode)

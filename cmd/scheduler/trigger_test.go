@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/etcdsched/scheduler/internal/client"
+	"github.com/etcdsched/scheduler/internal/runs"
+	"github.com/etcdsched/scheduler/internal/wire"
 )
 
 // trigger --wait ends with a sentence: the outcome in words, what the
@@ -18,13 +20,13 @@ func TestWriteOutcome(t *testing.T) {
 		run  client.Run
 		want string
 	}{
-		{client.Run{RunID: "web@1", Outcome: "succeeded", HTTPStatus: 200, Holder: "a", StartedAt: at, EndedAt: at.Add(1200 * time.Millisecond)},
+		{recordRun(runs.Record{RunID: "web@1", Outcome: "succeeded", HTTPStatus: 200, Holder: "a", StartedAt: at, EndedAt: at.Add(1200 * time.Millisecond)}),
 			"web@1: succeeded (HTTP 200) on replica a after 1.2s\n"},
-		{client.Run{RunID: "sh@1", Outcome: "failed", ExitCode: &three, Holder: "b", StartedAt: at, EndedAt: at.Add(5 * time.Millisecond)},
+		{recordRun(runs.Record{RunID: "sh@1", Outcome: "failed", ExitCode: &three, Holder: "b", StartedAt: at, EndedAt: at.Add(5 * time.Millisecond)}),
 			"sh@1: failed (exit code 3) on replica b after 5ms\n"},
-		{client.Run{RunID: "sh@2", Outcome: "timed_out", Holder: "b", StartedAt: at, EndedAt: at.Add(time.Minute)},
+		{recordRun(runs.Record{RunID: "sh@2", Outcome: "timed_out", Holder: "b", StartedAt: at, EndedAt: at.Add(time.Minute)}),
 			"sh@2: timed out on replica b after 1m0s\n"},
-		{client.Run{RunID: "sh@3", Outcome: "skipped"}, "sh@3: skipped\n"},
+		{recordRun(runs.Record{RunID: "sh@3", Outcome: "skipped"}), "sh@3: skipped\n"},
 	} {
 		var b bytes.Buffer
 		writeOutcome(&b, tc.run)
@@ -33,3 +35,6 @@ func TestWriteOutcome(t *testing.T) {
 		}
 	}
 }
+
+// recordRun is the client's run of a record, as a job's history lists it.
+func recordRun(r runs.Record) client.Run { return client.Run{Run: wire.Run{Record: r}} }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/etcdsched/scheduler/internal/client"
 	"github.com/etcdsched/scheduler/internal/etcdtest"
+	"github.com/etcdsched/scheduler/internal/wire"
 )
 
 // viewJobs: a keyed job whose runs last, and a job limited by a rate
@@ -75,10 +76,10 @@ func TestClientLimitViews(t *testing.T) {
 	out, _, _ = cli(t, append([]string{"slots", "-o", "json"}, srv...)...)
 	var list []client.Slot
 	decodes(t, out, &list)
-	var window client.Slot
+	var window wire.Window
 	for _, s := range list {
-		if s.Window != "" {
-			window = s
+		if s.Window != nil {
+			window = *s.Window
 		}
 	}
 	if window.InUse != 3 || window.Oldest.IsZero() {

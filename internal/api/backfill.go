@@ -12,6 +12,7 @@ import (
 
 	"github.com/etcdsched/scheduler/internal/jobs/backfill"
 	"github.com/etcdsched/scheduler/internal/jsonerr"
+	"github.com/etcdsched/scheduler/internal/wire"
 )
 
 // MaxBackfillBody bounds the body of a backfill: two times.
@@ -66,10 +67,7 @@ func parseBackfill(body io.Reader) (from, to time.Time, msg string) {
 	if len(b) == 0 || b[0] != '{' {
 		return from, to, "the body must be a JSON object like " + backfillShape
 	}
-	var v struct {
-		From string `json:"from"`
-		To   string `json:"to"`
-	}
+	var v wire.BackfillBody
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&v); err != nil {

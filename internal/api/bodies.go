@@ -12,17 +12,12 @@ import (
 	"github.com/etcdsched/scheduler/internal/jobs"
 
 	"github.com/etcdsched/scheduler/internal/jsonerr"
+	"github.com/etcdsched/scheduler/internal/wire"
 )
 
 // MaxTriggerInput is the largest trigger input, in bytes of JSON (SPEC
 // section 12).
 const MaxTriggerInput = 64 << 10
-
-// triggerRequest is the optional body of POST /api/v1/jobs/{name}/trigger.
-type triggerRequest struct {
-	Input          json.RawMessage `json:"input"`
-	IdempotencyKey string          `json:"idempotency_key"`
-}
 
 var reIdempotencyKey = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
 
@@ -30,7 +25,7 @@ const triggerShape = `{"input": {...}, "idempotency_key": "..."}`
 
 // parseTrigger reads a trigger body; an empty one is a trigger without
 // input. On a mistake it returns the error code and message to answer.
-func parseTrigger(body io.Reader) (req triggerRequest, code, msg string) {
+func parseTrigger(body io.Reader) (req wire.TriggerBody, code, msg string) {
 	b, err := io.ReadAll(body)
 	if err != nil {
 		return req, "bad_body", "reading the request body: " + err.Error()
@@ -83,9 +78,7 @@ func parseCancel(body io.Reader) (reason, msg string) {
 	if len(bytes.TrimSpace(b)) == 0 {
 		return defaultCancelReason, ""
 	}
-	var v struct {
-		Reason string `json:"reason"`
-	}
+	var v wire.CancelBody
 	if err := json.Unmarshal(b, &v); err != nil {
 		return "", "the body " + jsonerr.Describe(err) + `; send JSON like {"reason": "..."}, or no body`
 	}
@@ -108,10 +101,7 @@ func parsePause(body io.Reader) (req jobs.PauseRequest, msg string) {
 	if len(b) == 0 {
 		return req, ""
 	}
-	var v struct {
-		Reason string `json:"reason"`
-		Until  string `json:"until"`
-	}
+	var v wire.PauseBody
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if b[0] != '{' || dec.Decode(&v) != nil || dec.More() {

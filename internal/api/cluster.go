@@ -16,6 +16,7 @@ import (
 	"github.com/etcdsched/scheduler/internal/jobs/backfill"
 	"github.com/etcdsched/scheduler/internal/runs"
 	"github.com/etcdsched/scheduler/internal/slots"
+	"github.com/etcdsched/scheduler/internal/wire"
 )
 
 // Cluster is what the API asks of the scheduler; the replica provides it.
@@ -115,10 +116,10 @@ func (s *Server) clusterRoutes(read, write func(http.HandlerFunc) http.HandlerFu
 			id, dup, err := cl.Trigger(r.Context(), r.PathValue("name"), jobs.TriggerRequest{Input: req.Input, IdempotencyKey: req.IdempotencyKey})
 			if dup {
 				// A repeat of a trigger that created the run: nothing new.
-				respond(w, r, http.StatusOK, map[string]any{"run_id": id, "duplicate": true}, err)
+				respond(w, r, http.StatusOK, wire.Triggered{RunID: id, Duplicate: true}, err)
 				return
 			}
-			respond(w, r, http.StatusAccepted, map[string]string{"run_id": id}, err)
+			respond(w, r, http.StatusAccepted, wire.Triggered{RunID: id}, err)
 		})(w, r)
 	}))))
 	s.mux.HandleFunc("POST /api/v1/jobs/{name}/pause", write(withBody(MaxPauseBody, named(func(w http.ResponseWriter, r *http.Request) {
@@ -146,7 +147,7 @@ func (s *Server) clusterRoutes(read, write func(http.HandlerFunc) http.HandlerFu
 		}
 		c(func(w http.ResponseWriter, r *http.Request, cl Cluster) {
 			err := cl.Cancel(r.Context(), r.PathValue("id"), reason)
-			respond(w, r, http.StatusAccepted, map[string]string{"run_id": r.PathValue("id"), "status": "cancel requested"}, err)
+			respond(w, r, http.StatusAccepted, wire.Cancelled{RunID: r.PathValue("id"), Status: wire.CancelRequested}, err)
 		})(w, r)
 	})))
 	s.backfillRoute(write)

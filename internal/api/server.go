@@ -12,35 +12,16 @@ import (
 	"net/http/pprof"
 	"os"
 	"sync"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/etcdsched/scheduler/internal/api/dashboard"
+	"github.com/etcdsched/scheduler/internal/wire"
 )
 
 // Status is what GET /api/v1/status says about this replica.
-type Status struct {
-	ID              string    `json:"id"`
-	Version         string    `json:"version"`
-	IsLeader        bool      `json:"is_leader"`
-	ConfigFile      string    `json:"config_file"`
-	ConfigHash      string    `json:"config_hash"`
-	LastReloadError string    `json:"last_reload_error,omitempty"`
-	LastReloadAt    time.Time `json:"last_reload_at,omitzero"`
-	StartedAt       time.Time `json:"started_at"`
-	EtcdEndpoints   []string  `json:"etcd_endpoints"`
-	EmbeddedEtcd    bool      `json:"embedded_etcd"`
-	// Leader is the leader's id as this replica sees it, empty while
-	// there is none.
-	Leader string `json:"leader"`
-	// PendingNotifications counts the notifications not yet delivered,
-	// by sink; OldestNotification is when the oldest was created.
-	PendingNotifications int            `json:"pending_notifications"`
-	PendingBySink        map[string]int `json:"pending_by_sink"`
-	OldestNotification   time.Time      `json:"oldest_notification,omitzero"`
-}
+type Status = wire.Status
 
 // Options wire the server to the rest of the replica. Nil sources answer 503.
 type Options struct {

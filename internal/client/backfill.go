@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/url"
 	"time"
+
+	"github.com/etcdsched/scheduler/internal/wire"
 )
 
 // BackfillTimeout bounds a backfill request: the server gives its etcd
@@ -15,28 +17,19 @@ const BackfillTimeout = 70 * time.Second
 // Backfilled is the answer of a backfill: what became of every tick of
 // [From, To), by run id.
 type Backfilled struct {
-	Job             string    `json:"job"`
-	From            time.Time `json:"from"`
-	To              time.Time `json:"to"`
-	Queued          []string  `json:"queued"`
-	SkippedExisting []string  `json:"skipped_existing"`
-	LeftToSchedule  []string  `json:"left_to_schedule"`
-
+	wire.Backfill
 	Raw json.RawMessage `json:"-"`
 }
 
 // UnmarshalJSON keeps the answer in Raw.
-func (b *Backfilled) UnmarshalJSON(data []byte) error {
-	type plain Backfilled
-	return keepRaw(data, (*plain)(b), &b.Raw)
-}
+func (b *Backfilled) UnmarshalJSON(data []byte) error { return keepRaw(data, &b.Backfill, &b.Raw) }
 
 // Backfill queues the job's past ticks in [from, to) that never ran nor
 // were queued (SPEC section 20).
 func (c *Client) Backfill(ctx context.Context, job string, from, to time.Time) (Backfilled, error) {
 	long := *c // the same transport, a longer bound
 	long.timeout = max(c.timeout, BackfillTimeout)
-	body := map[string]string{"from": from.Format(time.RFC3339Nano), "to": to.Format(time.RFC3339Nano)}
+	body := wire.BackfillBody{From: from.Format(time.RFC3339Nano), To: to.Format(time.RFC3339Nano)}
 	var out Backfilled
 	_, err := long.do(ctx, http.MethodPost, "/api/v1/jobs/"+url.PathEscape(job)+"/backfill", nil, body, &out)
 	return out, err

@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"strconv"
 	"time"
+
+	"github.com/etcdsched/scheduler/internal/wire"
 )
 
 // Jobs lists every job of the answering replica's config.
@@ -18,10 +20,7 @@ func (c *Client) Jobs(ctx context.Context) ([]Job, error) {
 
 // RemovedJob is a job gone from the config whose history is kept until
 // removed_history_ttl after RemovedAt.
-type RemovedJob struct {
-	Name      string    `json:"name"`
-	RemovedAt time.Time `json:"removed_at"`
-}
+type RemovedJob = wire.RemovedJob
 
 // RemovedJobs lists the removed jobs whose history is kept.
 func (c *Client) RemovedJobs(ctx context.Context) ([]RemovedJob, error) {
@@ -61,12 +60,6 @@ func (c *Client) Run(ctx context.Context, id string) (Run, error) {
 	return out, err
 }
 
-// triggerBody is the optional body of a trigger (SPEC section 12).
-type triggerBody struct {
-	Input          json.RawMessage `json:"input,omitempty"`
-	IdempotencyKey string          `json:"idempotency_key,omitempty"`
-}
-
 // Trigger starts a run of job now. input (nil: the job's default) is the
 // run's input, a JSON object; a non-empty idempotencyKey makes a repeated
 // trigger answer the first one's run, with Duplicate set.
@@ -75,7 +68,7 @@ func (c *Client) Trigger(ctx context.Context, job string, input json.RawMessage,
 	// No body at all when there is nothing to say: that is the request
 	// every server version understands.
 	if len(input) > 0 || idempotencyKey != "" {
-		body = triggerBody{Input: input, IdempotencyKey: idempotencyKey}
+		body = wire.TriggerBody{Input: input, IdempotencyKey: idempotencyKey}
 	}
 	var out Triggered
 	_, err := c.do(ctx, http.MethodPost, "/api/v1/jobs/"+url.PathEscape(job)+"/trigger", nil, body, &out)
@@ -88,18 +81,12 @@ type PauseOptions struct {
 	Until  time.Time // zero: until resumed
 }
 
-// pauseBody is the optional body of a pause (SPEC section 19).
-type pauseBody struct {
-	Reason string `json:"reason,omitempty"`
-	Until  string `json:"until,omitempty"`
-}
-
 // Pause stops the job's scheduled runs, cluster-wide, and returns the job.
 func (c *Client) Pause(ctx context.Context, job string, opts PauseOptions) (Job, error) {
 	var body any
 	// No body when there is nothing to say: what every server version takes.
 	if opts.Reason != "" || !opts.Until.IsZero() {
-		b := pauseBody{Reason: opts.Reason}
+		b := wire.PauseBody{Reason: opts.Reason}
 		if !opts.Until.IsZero() {
 			b.Until = opts.Until.Format(time.RFC3339)
 		}
@@ -123,7 +110,7 @@ func (c *Client) Resume(ctx context.Context, job string) (Job, error) {
 func (c *Client) Cancel(ctx context.Context, runID, reason string) (Cancelled, error) {
 	var body any
 	if reason != "" {
-		body = map[string]string{"reason": reason}
+		body = wire.CancelBody{Reason: reason}
 	}
 	var out Cancelled
 	_, err := c.do(ctx, http.MethodPost, "/api/v1/runs/"+url.PathEscape(runID)+"/cancel", nil, body, &out)

@@ -15,22 +15,12 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/internal/session"
+	"github.com/etcdsched/scheduler/internal/wire"
 )
 
-// Member is one live replica, as GET /api/v1/members shows it.
-type Member struct {
-	ID         string    `json:"id"`
-	APIAddr    string    `json:"api_addr"`
-	Version    string    `json:"version"`
-	ConfigHash string    `json:"config_hash"`
-	StartedAt  time.Time `json:"started_at"`
-	// Protocol is the newest run protocol the replica's worker runs: 2
-	// for the lean one (docs/protocol.md); absent (0) in replicas that
-	// know only the queue's. The leader assigns runs only to members of 2.
-	Protocol int `json:"protocol,omitempty"`
-	// IsLeader is not stored: List fills it from the election.
-	IsLeader bool `json:"is_leader"`
-}
+// Member is one live replica, as GET /api/v1/members shows it; List
+// fills IsLeader from the election.
+type Member = wire.Member
 
 // memberValue is what members/<id> holds (SPEC section 4).
 type memberValue struct {

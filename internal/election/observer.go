@@ -13,20 +13,11 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/internal/watch"
+	"github.com/etcdsched/scheduler/internal/wire"
 )
 
 // Leader is the answer of GET /api/v1/leader.
-type Leader struct {
-	ID      string `json:"id"`
-	APIAddr string `json:"api_addr"`
-	// Since is when the leader won, by its clock, from its record: the
-	// same on every replica (SPEC section 19). A leader of an earlier
-	// version writes none; then it is when this replica first saw it.
-	Since time.Time `json:"since"`
-	// Revision is the create revision of the leader's election key, the
-	// value its writes are fenced with.
-	Revision int64 `json:"revision"`
-}
+type Leader = wire.Leader
 
 // record is the value under the election key: Campaign writes it without
 // Since, the winner proclaims it with the time it won. An earlier version

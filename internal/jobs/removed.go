@@ -7,16 +7,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/etcdsched/scheduler/internal/wire"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // RemovedJob is a job gone from the config whose records are kept until
 // the leader deletes them, cluster.removed_history_ttl after RemovedAt
 // (SPEC section 19).
-type RemovedJob struct {
-	Name      string    `json:"name"`
-	RemovedAt time.Time `json:"removed_at"`
-}
+type RemovedJob = wire.RemovedJob
 
 // RemovedJobs lists the removed jobs whose history is kept, by name: the
 // leader's removal markers, less the jobs this replica's config has (a

@@ -18,6 +18,7 @@ import (
 	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/runs"
 	"github.com/etcdsched/scheduler/internal/slots"
+	"github.com/etcdsched/scheduler/internal/wire"
 )
 
 // lastRunLookups bounds the per-job reads a job listing makes; a larger
@@ -25,36 +26,7 @@ import (
 const lastRunLookups = 500
 
 // JobStatus is a job as the API shows it.
-type JobStatus struct {
-	Name   string     `json:"name"`
-	Spec   config.Job `json:"spec"`
-	Paused bool       `json:"paused"`
-	// PauseReason, PausedAt and PausedUntil describe a pause made through
-	// the API (a pause from the file has none): the job resumes by itself
-	// at PausedUntil.
-	PauseReason    string       `json:"pause_reason,omitempty"`
-	PausedAt       time.Time    `json:"paused_at,omitzero"`
-	PausedUntil    time.Time    `json:"paused_until,omitzero"`
-	NextRun        time.Time    `json:"next_run,omitzero"`
-	LastRun        *runs.Record `json:"last_run,omitempty"`
-	Running        int          `json:"running"`
-	MaxConcurrency int          `json:"max_concurrency"`
-	// Shards is a sharded job's shard runs a tick (SPEC section 21).
-	Shards int `json:"shards,omitempty"`
-	// Pending counts the job's runs that are due and wait to start (for
-	// a slot, a rate window, their turn); Scheduled its runs queued ahead
-	// of their due time (the leader materializes ticks seconds ahead, so
-	// a leader's death costs none: package leader, lookahead.go).
-	Pending   int `json:"pending"`
-	Scheduled int `json:"scheduled"`
-	// After is the job this one is chained after (SPEC section 14).
-	After *config.After `json:"after,omitempty"`
-	// PendingNotifications are the job's notifications not yet delivered.
-	PendingNotifications int `json:"pending_notifications"`
-	// RemainingRuns is, for a job with max_runs, how many scheduled runs
-	// it has left (SPEC section 20); absent without max_runs.
-	RemainingRuns *int `json:"remaining_runs,omitempty"`
-}
+type JobStatus = wire.Job
 
 // Notifications sums up the notifications not yet delivered, as this
 // replica's view of the outbox has them: how many per sink, and when the
@@ -65,13 +37,7 @@ func (e *Engine) Notifications() (bySink map[string]int, oldest time.Time) {
 
 // RunStatus is one run: queued ("pending"), executing ("running") or
 // recorded ("finished").
-type RunStatus struct {
-	State string `json:"state"`
-	runs.Record
-	// Shards is set for a tick of a sharded job (tickview.go): its
-	// outcome is the tick's, once every shard ended.
-	Shards []ShardStatus `json:"shards,omitempty"`
-}
+type RunStatus = wire.Run
 
 // Page asks for part of a listing: at most Limit entries (0: all) after
 // the cursor After (a job name, or a run id for run records).

@@ -8,16 +8,12 @@ import (
 
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
 	"github.com/etcdsched/scheduler/internal/runs"
+	"github.com/etcdsched/scheduler/internal/wire"
 )
 
 // ShardStatus is one shard run of a sharded job's tick, as the tick's view
 // (GET /api/v1/runs/{tick run id}) lists it.
-type ShardStatus struct {
-	Shard   int          `json:"shard"`
-	RunID   string       `json:"run_id"`
-	State   string       `json:"state"` // pending, running, finished; unknown when neither queued nor recorded
-	Outcome runs.Outcome `json:"outcome,omitempty"`
-}
+type ShardStatus = wire.Shard
 
 // findTick is the view of the tick tickID of a sharded job: its fan-in and
 // its shards' entries and records, read at one revision. found is false

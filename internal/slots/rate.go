@@ -10,6 +10,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/internal/keys"
+	"github.com/etcdsched/scheduler/internal/wire"
 )
 
 // A rate window of count N is N etcd keys, its places
@@ -187,13 +188,7 @@ func placesFromRead(kvs []*mvccpb.KeyValue) func(string) (place, bool) {
 }
 
 // WindowInfo is one rate window as GET /api/v1/slots shows it.
-type WindowInfo struct {
-	Window string    `json:"window"` // "<scope>/<name>"
-	Count  int       `json:"count"`
-	Per    string    `json:"per"`
-	InUse  int       `json:"in_use"`          // starts still counted at now
-	Oldest time.Time `json:"oldest,omitzero"` // the oldest start still counted
-}
+type WindowInfo = wire.Window
 
 // Windows describes each of rates at now from the view: how many places
 // hold a start that still counts (within Per + RateMargin) and the oldest

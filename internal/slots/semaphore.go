@@ -3,11 +3,9 @@ package slots
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"log/slog"
 	"slices"
 	"sync"
-	"time"
 
 	"github.com/jonboulle/clockwork"
 	"github.com/prometheus/client_golang/prometheus"
@@ -15,6 +13,7 @@ import (
 
 	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/txnbatch"
+	"github.com/etcdsched/scheduler/internal/wire"
 )
 
 // Semaphore claims and releases slots and keeps a watch-maintained view of
@@ -171,30 +170,8 @@ func (s *Semaphore) ResourceInUse(name string) int {
 }
 
 // Info is one held slot as GET /api/v1/slots shows it: exactly one of Job
-// and Resource is set.
-type Info struct {
-	Job            string    `json:"job,omitempty"`
-	ConcurrencyKey string    `json:"concurrency_key,omitempty"`
-	Resource       string    `json:"resource,omitempty"`
-	Slot           int       `json:"slot"`
-	RunID          string    `json:"run_id"`
-	Holder         string    `json:"holder"`
-	FencingToken   int64     `json:"fencing_token"`
-	StartedAt      time.Time `json:"started_at"`
-	ScheduledAt    time.Time `json:"scheduled_at"`
-	// Window, when set, makes this a rate window's row instead: only its
-	// fields are shown.
-	Window *WindowInfo `json:"-"`
-}
-
-// MarshalJSON writes a slot's fields, or a window's.
-func (i Info) MarshalJSON() ([]byte, error) {
-	if i.Window != nil {
-		return json.Marshal(i.Window)
-	}
-	type plain Info
-	return json.Marshal(plain(i))
-}
+// and Resource is set; with Window set, a rate window's row instead.
+type Info = wire.Slot
 
 // List returns every held slot, jobs before resources, by name and index.
 func (s *Semaphore) List() []Info {

@@ -574,11 +574,11 @@ func (r *runner) summary(rep *Report) string {
 	return fmt.Sprintf("fault summary %s: faults=%d runs=%d violations=%d rejected_stale_tokens=%d superseded=%d "+
 		"ticks=%d ticks_lost_in_failover=%d failover(kill-leader) min/median/max=%s resume_after_etcd=%s watched_revisions=%d watch_restarts=%d "+
 		"chained_runs=%d notifications=%d exec_kill_checks=%d rate_window_violations=%d rate_starts_excused=%d key_violations=%d cancelled_first=%d "+
-		"ticks_accounted=%d restarts=%d %s unenforced=%d shard_ticks=%d fan_ins=%d",
+		"ticks_accounted=%d restarts=%d %s unenforced=%d take_overs=%d shard_ticks=%d fan_ins=%d",
 		r.sc.name, len(r.faults), rep.RunsChecked, len(rep.Violations), rep.Rejected, rep.Superseded,
 		rep.TicksChecked, rep.TicksLost, spread(kills), spread(r.resumes), revs, restarts, rep.ChainRuns, rep.Notified, r.beatChecks,
 		rep.RateWindows, rep.ExcusedRate, rep.KeyViolations, rep.CancelledFirst,
-		rep.TicksAccounted, len(r.restarts), rep.Cuts, len(rep.Unenforced), rep.ShardTicks, rep.FanIns)
+		rep.TicksAccounted, len(r.restarts), rep.Cuts, len(rep.Unenforced), takeOvers(r.c.Dir), rep.ShardTicks, rep.FanIns)
 }
 
 func spread(ds []time.Duration) string {

@@ -14,6 +14,7 @@ import (
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
 	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/runs"
+	"github.com/etcdsched/scheduler/internal/wire"
 )
 
 // Backfiller queues past ticks under one prefix.
@@ -50,18 +51,7 @@ type Request struct {
 }
 
 // Result says what became of every tick of the range, by run id.
-type Result struct {
-	Job  string    `json:"job"`
-	From time.Time `json:"from"`
-	To   time.Time `json:"to"`
-	// Queued: written now, with trigger backfill.
-	Queued []string `json:"queued"`
-	// SkippedExisting: ran, runs, is queued or was recorded already.
-	SkippedExisting []string `json:"skipped_existing"`
-	// LeftToSchedule: after the job's cursor; the schedule runs or
-	// records them.
-	LeftToSchedule []string `json:"left_to_schedule"`
-}
+type Result = wire.Backfill
 
 // Run checks the request, reads the job's state at one revision and queues
 // the ticks never authorized.

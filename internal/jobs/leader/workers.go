@@ -3,13 +3,13 @@ package leader
 import (
 	"encoding/json"
 	"slices"
-	"sync"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/internal/jobs/assign"
 	"github.com/etcdsched/scheduler/internal/keys"
+	"github.com/etcdsched/scheduler/internal/mirror"
 )
 
 // Workers mirrors members/ (a mirror.Handler): each live replica's session
@@ -19,12 +19,8 @@ import (
 // versions"), and resolves an incarnation whose member key is gone or on
 // another lease.
 type Workers struct {
-	keys    keys.Layout
-	mu      sync.Mutex
-	members map[string]member // by replica id
+	members *mirror.Map[string, member] // by replica id
 	changed chan struct{}
-	ready   chan struct{} // closed by the first Reset
-	once    sync.Once
 }
 
 type member struct {
@@ -34,51 +30,36 @@ type member struct {
 
 // NewWorkers knows no member until its mirror's first Reset.
 func NewWorkers(layout keys.Layout) *Workers {
-	return &Workers{keys: layout, members: map[string]member{}, changed: make(chan struct{}, 1), ready: make(chan struct{})}
+	w := &Workers{changed: make(chan struct{}, 1)}
+	w.members = mirror.NewMap(func(key string) (string, bool) { return layout.MemberID(key), true },
+		func(kv *mvccpb.KeyValue, _ member, _ bool) (member, bool) { return decodeMember(kv), true })
+	w.members.Subscribe(func(changes []mirror.Change[string, member]) {
+		for _, c := range changes {
+			if c.Deleted || c.Had && c.Prev.lease != c.Value.lease {
+				signal(w.changed)
+				return
+			}
+		}
+	})
+	return w
 }
 
 // Ready closes once the members were read: before, every worker would
 // look dead and no live one could take a dead one's runs.
-func (w *Workers) Ready() <-chan struct{} { return w.ready }
+func (w *Workers) Ready() <-chan struct{} { return w.members.Ready() }
 
 // Changed signals (coalescing) that an incarnation may have ended: a member
 // key deleted or put on another lease, or the mirror read anew.
 func (w *Workers) Changed() <-chan struct{} { return w.changed }
 
 // Reset implements mirror.Handler.
-func (w *Workers) Reset(kvs []*mvccpb.KeyValue, _ int64) {
-	next := make(map[string]member, len(kvs))
-	for _, kv := range kvs {
-		next[w.keys.MemberID(string(kv.Key))] = decodeMember(kv)
-	}
-	w.mu.Lock()
-	w.members = next
-	w.mu.Unlock()
-	w.once.Do(func() { close(w.ready) })
+func (w *Workers) Reset(kvs []*mvccpb.KeyValue, rev int64) {
+	w.members.Reset(kvs, rev)
 	signal(w.changed)
 }
 
 // Apply implements mirror.Handler.
-func (w *Workers) Apply(events []*clientv3.Event, _ int64) {
-	ended := false
-	w.mu.Lock()
-	for _, ev := range events {
-		id := w.keys.MemberID(string(ev.Kv.Key))
-		old, had := w.members[id]
-		if ev.Type == clientv3.EventTypeDelete {
-			delete(w.members, id)
-			ended = ended || had
-			continue
-		}
-		m := decodeMember(ev.Kv)
-		ended = ended || had && old.lease != m.lease
-		w.members[id] = m
-	}
-	w.mu.Unlock()
-	if ended {
-		signal(w.changed)
-	}
-}
+func (w *Workers) Apply(events []*clientv3.Event, rev int64) { w.members.Apply(events, rev) }
 
 // decodeMember reads what the leader needs of a member key; a value that
 // does not decode is a member of no known protocol (an old replica's, as
@@ -95,16 +76,18 @@ func decodeMember(kv *mvccpb.KeyValue) member {
 // true only when there is a member and every member runs it (a cluster
 // with an older replica keeps queue entries for everything).
 func (w *Workers) Lean() (incarnations []string, ok bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	ok = len(w.members) > 0
-	for id, m := range w.members {
+	ok = true
+	n := 0
+	w.members.Range(func(id string, m member) bool {
+		n++
 		if m.protocol < assign.Protocol {
 			ok = false
-			continue
+			return true
 		}
 		incarnations = append(incarnations, keys.Incarnation(id, m.lease))
-	}
+		return true
+	})
+	ok = ok && n > 0
 	slices.Sort(incarnations)
 	return incarnations, ok
 }
@@ -116,8 +99,6 @@ func (w *Workers) Alive(worker string) bool {
 	if !ok {
 		return false
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	m, found := w.members[id]
+	m, found := w.members.Get(id)
 	return found && m.lease == lease
 }

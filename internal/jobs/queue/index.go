@@ -60,8 +60,10 @@ func removeFrom(m map[string]map[string]*Item, name, key string) {
 // e's resources (e itself included, when the view holds it). visit runs
 // under the view's lock and must not call the view.
 func (v *View) EachRelated(e *Entry, visit func(*Item)) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
+	v.entries.With(func(func(string) (*Item, bool), func(string, *Item)) { v.eachRelatedLocked(e, visit) })
+}
+
+func (v *View) eachRelatedLocked(e *Entry, visit func(*Item)) {
 	for _, q := range v.index.jobs[e.Job] {
 		visit(q)
 	}
@@ -85,9 +87,8 @@ func (v *View) EachRelated(e *Entry, visit func(*Item)) {
 // ListJob returns the entries of job matching keep, oldest scheduled
 // first.
 func (v *View) ListJob(job string, keep func(*Item) bool) []*Item {
-	v.mu.Lock()
-	out := filter(v.index.jobs[job], keep)
-	v.mu.Unlock()
+	var out []*Item
+	v.entries.With(func(func(string) (*Item, bool), func(string, *Item)) { out = filter(v.index.jobs[job], keep) })
 	sortQueued(out)
 	return out
 }

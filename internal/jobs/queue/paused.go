@@ -1,28 +1,23 @@
 package queue
 
 import (
-	"sync"
 	"time"
 
 	"github.com/jonboulle/clockwork"
 	"go.etcd.io/etcd/api/v3/mvccpb"
-	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/internal/keys"
+	"github.com/etcdsched/scheduler/internal/mirror"
 )
 
-// Paused is every replica's view of the pause markers under jobs/: a
-// marker wins over the file's paused setting, and a pause with an until
-// ends by itself at until, whether or not the leader has deleted its
-// marker yet.
+// Paused is every replica's view of the pause markers under jobs/, by
+// job: a marker wins over the file's paused setting, and a pause with an
+// until ends by itself at until, whether or not the leader has deleted its
+// marker yet. Changed closes when a job is paused or resumed; Seen tells
+// whether the view shows a write.
 type Paused struct {
-	keys  keys.Layout
+	*mirror.Map[string, marker]
 	clock clockwork.Clock
-
-	mu      sync.Mutex
-	paused  map[string]marker // job -> marker
-	rev     int64             // the revision the view is at
-	changed chan struct{}
 }
 
 // marker is a pause marker as read.
@@ -32,57 +27,16 @@ type marker struct {
 }
 
 // NewPaused is an empty pause state; mirror.Run fills it. clock (nil: the
-// real one) tells when a pause's until has passed.
+// real one) tells when a pause's until has passed. The other keys under
+// jobs/ (cursors: the leader's own writes) are not the view's.
 func NewPaused(layout keys.Layout, clock clockwork.Clock) *Paused {
 	if clock == nil {
 		clock = clockwork.NewRealClock()
 	}
-	return &Paused{keys: layout, clock: clock, paused: map[string]marker{}, changed: make(chan struct{})}
-}
-
-func (s *Paused) pauseJob(key []byte) (string, bool) { return s.keys.PausedJob(string(key)) }
-
-// Reset implements mirror.Handler.
-func (s *Paused) Reset(kvs []*mvccpb.KeyValue, rev int64) {
-	paused := map[string]marker{}
-	for _, kv := range kvs {
-		if job, ok := s.pauseJob(kv.Key); ok {
-			paused[job] = marker{Pause: DecodePause(kv.Value), rev: kv.ModRevision}
-		}
-	}
-	s.mu.Lock()
-	s.paused = paused
-	s.rev = rev
-	s.signalLocked()
-	s.mu.Unlock()
-}
-
-// Apply implements mirror.Handler.
-func (s *Paused) Apply(events []*clientv3.Event, rev int64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.rev = max(s.rev, rev)
-	changed := false
-	for _, ev := range events {
-		job, ok := s.pauseJob(ev.Kv.Key)
-		if !ok {
-			continue // cursors: the leader's own writes
-		}
-		changed = true
-		if ev.Type == clientv3.EventTypeDelete {
-			delete(s.paused, job)
-		} else {
-			s.paused[job] = marker{Pause: DecodePause(ev.Kv.Value), rev: ev.Kv.ModRevision}
-		}
-	}
-	if changed {
-		s.signalLocked()
-	}
-}
-
-func (s *Paused) signalLocked() {
-	close(s.changed)
-	s.changed = make(chan struct{})
+	m := mirror.NewMap(layout.PausedJob, func(kv *mvccpb.KeyValue, _ marker, _ bool) (marker, bool) {
+		return marker{Pause: DecodePause(kv.Value), rev: kv.ModRevision}, true
+	})
+	return &Paused{Map: m, clock: clock}
 }
 
 // Is reports whether job is paused: the etcd marker if there is one (a
@@ -95,9 +49,7 @@ func (s *Paused) Is(job string, file bool) bool {
 // until, or the file's setting when there is no marker. A pause past its
 // until is no pause.
 func (s *Paused) State(job string, file bool) Pause {
-	s.mu.Lock()
-	m, ok := s.paused[job]
-	s.mu.Unlock()
+	m, ok := s.Get(job)
 	if !ok {
 		return Pause{Paused: file}
 	}
@@ -116,27 +68,12 @@ type Expiring struct {
 
 // Expiring lists the pauses that end by themselves.
 func (s *Paused) Expiring() []Expiring {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	var out []Expiring
-	for job, m := range s.paused {
+	s.Range(func(job string, m marker) bool {
 		if m.Paused && !m.Until.IsZero() {
 			out = append(out, Expiring{Job: job, Until: m.Until, Rev: m.rev})
 		}
-	}
+		return true
+	})
 	return out
-}
-
-// Seen reports whether the view shows every change up to rev.
-func (s *Paused) Seen(rev int64) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.rev >= rev
-}
-
-// Changed closes when a job is paused or resumed.
-func (s *Paused) Changed() <-chan struct{} {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.changed
 }

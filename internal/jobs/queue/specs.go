@@ -9,13 +9,13 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/keys"
+	"github.com/etcdsched/scheduler/internal/mirror"
 )
 
 // Spec is what a run is scheduled with: its job's spec and the limits the
@@ -67,20 +67,17 @@ func decodeSpec(k keys.Layout, key string, value []byte) (*Spec, error) {
 // ErrSpecMissing: an entry refers to a spec that is not in etcd.
 var ErrSpecMissing = errors.New("job spec not in etcd")
 
-// Specs is every replica's copy of specs/ (a mirror.Handler), each spec
-// decoded once, shared by the entries that refer to it (callers must not
-// change what its maps and slices hold). What the copy has not seen yet,
-// Resolve reads from etcd: the spec is written in the transaction of the
-// first entry that refers to it, or before, but the two prefixes are
-// watched apart.
+// Specs is every replica's copy of specs/, by key, each spec decoded once
+// (a key's value never changes), shared by the entries that refer to it
+// (callers must not change what its maps and slices hold). What the copy
+// has not seen yet, Resolve reads from etcd: the spec is written in the
+// transaction of the first entry that refers to it, or before, but the two
+// prefixes are watched apart. Subscribers (the queue view) are told of
+// each spec that arrives.
 type Specs struct {
+	*mirror.Map[string, *Spec]
 	keys   keys.Layout
 	client *clientv3.Client
-	log    *slog.Logger
-
-	mu      sync.Mutex
-	byKey   map[string]*Spec
-	arrived func(keys []string) // the queue view's: resolve what waited for these
 }
 
 // NewSpecs is an empty copy; mirror.Run fills it, client reads what it
@@ -89,86 +86,24 @@ func NewSpecs(layout keys.Layout, client *clientv3.Client, log *slog.Logger) *Sp
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Specs{keys: layout, client: client, log: log, byKey: map[string]*Spec{}}
-}
-
-func (s *Specs) notify(keys []string) {
-	s.mu.Lock()
-	f := s.arrived
-	s.mu.Unlock()
-	if f != nil && len(keys) > 0 {
-		f(keys)
-	}
-}
-
-// Reset implements mirror.Handler.
-func (s *Specs) Reset(kvs []*mvccpb.KeyValue, _ int64) {
-	fresh := make(map[string]*Spec, len(kvs))
-	s.mu.Lock()
-	old := s.byKey
-	s.mu.Unlock()
-	var added []string
-	for _, kv := range kvs {
-		key := string(kv.Key)
-		if sp := old[key]; sp != nil {
-			fresh[key] = sp // a key's value never changes
-			continue
+	m := mirror.NewMap(func(key string) (string, bool) { return key, true }, func(kv *mvccpb.KeyValue, prev *Spec, had bool) (*Spec, bool) {
+		if had {
+			return prev, true // written again: the same value
 		}
-		sp, err := decodeSpec(s.keys, key, kv.Value)
+		sp, err := decodeSpec(layout, string(kv.Key), kv.Value)
 		if err != nil {
-			s.log.Warn("ignoring unreadable job spec", "key", key, "err", err)
-			continue
+			log.Warn("ignoring unreadable job spec", "key", string(kv.Key), "err", err)
+			return nil, false
 		}
-		fresh[key] = sp
-		added = append(added, key)
-	}
-	s.mu.Lock()
-	s.byKey = fresh
-	s.mu.Unlock()
-	s.notify(added)
-}
-
-// Apply implements mirror.Handler.
-func (s *Specs) Apply(events []*clientv3.Event, _ int64) {
-	var added []string
-	s.mu.Lock()
-	for _, ev := range events {
-		key := string(ev.Kv.Key)
-		if ev.Type == clientv3.EventTypeDelete {
-			delete(s.byKey, key)
-			continue
-		}
-		if s.byKey[key] != nil {
-			continue // written again: the same value
-		}
-		sp, err := decodeSpec(s.keys, key, ev.Kv.Value)
-		if err != nil {
-			s.log.Warn("ignoring unreadable job spec", "key", key, "err", err)
-			continue
-		}
-		s.byKey[key] = sp
-		added = append(added, key)
-	}
-	s.mu.Unlock()
-	s.notify(added)
+		return sp, true
+	})
+	return &Specs{Map: m, keys: layout, client: client}
 }
 
 // lookup is the spec at key if the copy has it.
 func (s *Specs) lookup(key string) *Spec {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.byKey[key]
-}
-
-// Keys are the spec keys the copy holds.
-func (s *Specs) Keys() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]string, 0, len(s.byKey))
-	for k := range s.byKey {
-		out = append(out, k)
-	}
-	return out
+	sp, _ := s.Get(key)
+	return sp
 }
 
 // Resolve returns it with its spec: as it is when resolved, from the copy,
@@ -191,14 +126,7 @@ func (s *Specs) Resolve(ctx context.Context, it *Item) (*Item, error) {
 		if sp, err = decodeSpec(s.keys, key, resp.Kvs[0].Value); err != nil {
 			return nil, err
 		}
-		s.mu.Lock()
-		if cur := s.byKey[key]; cur != nil {
-			sp = cur
-		} else {
-			s.byKey[key] = sp
-		}
-		s.mu.Unlock()
-		s.notify([]string{key})
+		sp, _ = s.Store(key, sp)
 	}
 	return &Item{Entry: it.withSpec(sp), Key: it.Key, ModRev: it.ModRev}, nil
 }

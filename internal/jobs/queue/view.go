@@ -2,13 +2,15 @@ package queue
 
 import (
 	"log/slog"
+	"maps"
+	"slices"
 	"sort"
-	"sync"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/internal/keys"
+	"github.com/etcdsched/scheduler/internal/mirror"
 	"github.com/etcdsched/scheduler/internal/runs"
 )
 
@@ -21,25 +23,22 @@ type Item struct {
 
 // View mirrors queue/ so workers learn of new runs from a watch, not by
 // polling, and the reaper and API can look at running runs without a read.
-// It is a mirror.Handler. It resolves each entry's spec from its copy of
-// specs/ (Specs); an entry whose spec that copy has not seen yet is
-// resolved when the spec arrives, and is meanwhile shown unresolved (a
-// worker then reads the spec itself before it claims, Specs.Resolve).
+// It is a mirror.Handler: a mirror.Map of the entries by key, with the
+// running ones and an index (index.go) kept in step under the map's lock.
+// It resolves each entry's spec from its copy of specs/ (Specs); an entry
+// whose spec that copy has not seen yet is resolved when the spec arrives,
+// and is meanwhile shown unresolved (a worker then reads the spec itself
+// before it claims, Specs.Resolve).
 type View struct {
-	keys  keys.Layout
-	log   *slog.Logger
-	specs *Specs
+	keys    keys.Layout
+	log     *slog.Logger
+	specs   *Specs
+	entries *mirror.Map[string, *Item] // by key
 
-	mu       sync.Mutex
-	entries  map[string]*Item           // by key
-	running  map[string]*Item           // the entries in state running, by key
-	index    index                      // the entries by job and by resource
-	waiting  map[string]map[string]bool // spec key -> the keys of unresolved entries that refer to it
-	rev      int64
-	ready    chan struct{} // closed at the first Reset
-	changed  chan struct{}
-	onChange []func(q *Item) // called with each put (pending or running)
-	onDelete []func(key string, prev *Item)
+	// Kept by onChangeLocked, under the map's lock (entries.With).
+	running map[string]*Item           // the entries in state running, by key
+	index   index                      // the entries by job and by resource
+	waiting map[string]map[string]bool // spec key -> the keys of unresolved entries that refer to it
 }
 
 // NewView is an empty view; mirror.Run fills it. Entries are resolved
@@ -48,54 +47,86 @@ func NewView(layout keys.Layout, log *slog.Logger, specs *Specs) *View {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	v := &View{keys: layout, log: log, specs: specs, entries: map[string]*Item{}, running: map[string]*Item{}, index: newIndex(),
-		waiting: map[string]map[string]bool{}, ready: make(chan struct{}), changed: make(chan struct{})}
-	specs.mu.Lock()
-	specs.arrived = v.specsArrived
-	specs.mu.Unlock()
+	v := &View{keys: layout, log: log, specs: specs, running: map[string]*Item{}, index: newIndex(), waiting: map[string]map[string]bool{}}
+	v.entries = mirror.NewMap(func(key string) (string, bool) { return key, true }, v.decodeLocked)
+	v.entries.OnChange(v.onChangeLocked)
+	specs.Subscribe(func(changes []mirror.Change[string, *Spec]) {
+		var arrived []string
+		for _, c := range changes {
+			if !c.Deleted && !c.Had {
+				arrived = append(arrived, c.Key)
+			}
+		}
+		if len(arrived) > 0 {
+			v.specsArrived(arrived)
+		}
+	})
 	return v
 }
 
-// Subscribe registers callbacks; they run on the mirror goroutine, outside
-// the view's lock, and must not block.
+// Subscribe registers callbacks, told of each put (pending or running)
+// and each delete once the view holds it; they run on the mirror
+// goroutine, outside the view's lock, and must not block.
 func (v *View) Subscribe(put func(*Item), del func(string, *Item)) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if put != nil {
-		v.onChange = append(v.onChange, put)
-	}
-	if del != nil {
-		v.onDelete = append(v.onDelete, del)
-	}
+	v.entries.Subscribe(func(changes []mirror.Change[string, *Item]) {
+		for _, c := range changes {
+			switch {
+			case c.Deleted && del != nil:
+				del(c.Key, c.Prev)
+			case !c.Deleted && put != nil:
+				put(c.Value)
+			}
+		}
+	})
 }
 
-func (v *View) decode(kv *mvccpb.KeyValue) *Item {
+// Reset implements mirror.Handler.
+func (v *View) Reset(kvs []*mvccpb.KeyValue, rev int64) { v.entries.Reset(kvs, rev) }
+
+// Apply implements mirror.Handler.
+func (v *View) Apply(events []*clientv3.Event, rev int64) { v.entries.Apply(events, rev) }
+
+// decodeLocked reads an entry and resolves it from the spec copy. Under
+// the map's lock: a spec that arrives meanwhile finds the entry noted as
+// waiting for it (specsArrived takes the lock).
+func (v *View) decodeLocked(kv *mvccpb.KeyValue, _ *Item, _ bool) (*Item, bool) {
 	e, err := Decode(kv.Value)
 	if err != nil {
 		v.log.Warn("ignoring unreadable queue entry", "key", string(kv.Key), "err", err)
-		return nil
+		return nil, false
 	}
-	return &Item{Entry: e, Key: string(kv.Key), ModRev: kv.ModRevision}
+	q := &Item{Entry: e, Key: string(kv.Key), ModRev: kv.ModRevision}
+	if sp := v.specs.lookup(q.SpecKey(v.keys)); sp != nil && !q.Resolved() {
+		q = &Item{Entry: q.withSpec(sp), Key: q.Key, ModRev: q.ModRev}
+	}
+	return q, true
 }
 
-// resolveLocked resolves q from the spec copy, or notes it as waiting for
-// its spec. Called with v.mu held: a spec that arrives meanwhile finds the
-// note (specsArrived takes v.mu).
-func (v *View) resolveLocked(q *Item) *Item {
-	if q.Resolved() {
-		return q
+// onChangeLocked keeps running, index and waiting in step with the
+// entries.
+func (v *View) onChangeLocked(c mirror.Change[string, *Item]) {
+	if c.Had {
+		v.index.remove(c.Prev)
+		v.forgetLocked(c.Prev)
+		delete(v.running, c.Key)
 	}
-	key := q.SpecKey(v.keys)
-	if sp := v.specs.lookup(key); sp != nil {
-		return &Item{Entry: q.withSpec(sp), Key: q.Key, ModRev: q.ModRev}
+	if c.Deleted {
+		return
 	}
-	w := v.waiting[key]
-	if w == nil {
-		w = map[string]bool{}
-		v.waiting[key] = w
+	q := c.Value
+	v.index.add(q)
+	if q.State == Running {
+		v.running[c.Key] = q
 	}
-	w[q.Key] = true
-	return q
+	if !q.Resolved() {
+		key := q.SpecKey(v.keys)
+		w := v.waiting[key]
+		if w == nil {
+			w = map[string]bool{}
+			v.waiting[key] = w
+		}
+		w[q.Key] = true
+	}
 }
 
 // forgetLocked drops the note of an unresolved entry that changed or left.
@@ -117,149 +148,32 @@ func (v *View) forgetLocked(prev *Item) {
 // subscriber: nothing about the run changed, and whoever acts on it gets
 // it again from the view.
 func (v *View) specsArrived(specKeys []string) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	changed := false
-	for _, sk := range specKeys {
-		w := v.waiting[sk]
-		sp := v.specs.lookup(sk)
-		if w == nil || sp == nil {
-			continue // nothing waits, or deleted again already: still waiting
-		}
-		delete(v.waiting, sk)
-		for key := range w {
-			q := v.entries[key]
-			if q == nil || q.Resolved() || q.SpecKey(v.keys) != sk {
-				continue
+	v.entries.With(func(get func(string) (*Item, bool), set func(string, *Item)) {
+		for _, sk := range specKeys {
+			w := v.waiting[sk]
+			sp := v.specs.lookup(sk)
+			if w == nil || sp == nil {
+				continue // nothing waits, or deleted again already: still waiting
 			}
-			r := &Item{Entry: q.withSpec(sp), Key: q.Key, ModRev: q.ModRev}
-			v.entries[key] = r
-			v.index.remove(q)
-			v.index.add(r) // resolved, it names its resources
-			if _, ok := v.running[key]; ok {
-				v.running[key] = r
+			for _, key := range slices.Collect(maps.Keys(w)) {
+				q, _ := get(key)
+				if q == nil || q.Resolved() || q.SpecKey(v.keys) != sk {
+					continue
+				}
+				set(key, &Item{Entry: q.withSpec(sp), Key: q.Key, ModRev: q.ModRev}) // resolved, it names its resources
 			}
-			changed = true
+			delete(v.waiting, sk)
 		}
-	}
-	if changed {
-		v.signalLocked()
-	}
-}
-
-// Reset implements mirror.Handler.
-func (v *View) Reset(kvs []*mvccpb.KeyValue, rev int64) {
-	fresh := make(map[string]*Item, len(kvs))
-	running := map[string]*Item{}
-	idx := newIndex()
-	decoded := make([]*Item, 0, len(kvs))
-	for _, kv := range kvs {
-		if q := v.decode(kv); q != nil {
-			decoded = append(decoded, q)
-		}
-	}
-	v.mu.Lock()
-	clear(v.waiting)
-	for _, q := range decoded {
-		q = v.resolveLocked(q)
-		fresh[q.Key] = q
-		idx.add(q)
-		if q.State == Running {
-			running[q.Key] = q
-		}
-	}
-	old := v.entries
-	v.entries, v.running, v.index, v.rev = fresh, running, idx, rev
-	puts, dels := v.onChange, v.onDelete
-	v.signalLocked()
-	select {
-	case <-v.ready:
-	default:
-		close(v.ready)
-	}
-	v.mu.Unlock()
-	for k, q := range old {
-		if _, ok := fresh[k]; !ok {
-			for _, f := range dels {
-				f(k, q)
-			}
-		}
-	}
-	for _, q := range fresh {
-		for _, f := range puts {
-			f(q)
-		}
-	}
-}
-
-// Apply implements mirror.Handler.
-func (v *View) Apply(events []*clientv3.Event, rev int64) {
-	type change struct {
-		key  string
-		put  *Item
-		prev *Item
-	}
-	var changes []change
-	v.mu.Lock()
-	for _, ev := range events {
-		key := string(ev.Kv.Key)
-		prev := v.entries[key]
-		if ev.Type == clientv3.EventTypeDelete {
-			v.forgetLocked(prev)
-			v.index.remove(prev)
-			delete(v.entries, key)
-			delete(v.running, key)
-			changes = append(changes, change{key: key, prev: prev})
-			continue
-		}
-		if q := v.decode(ev.Kv); q != nil {
-			v.forgetLocked(prev)
-			v.index.remove(prev)
-			q = v.resolveLocked(q)
-			v.entries[key] = q
-			v.index.add(q)
-			if q.State == Running {
-				v.running[key] = q
-			} else {
-				delete(v.running, key)
-			}
-			changes = append(changes, change{key: key, put: q, prev: prev})
-		}
-	}
-	v.rev = rev
-	puts, dels := v.onChange, v.onDelete
-	v.signalLocked()
-	v.mu.Unlock()
-	for _, c := range changes {
-		if c.put != nil {
-			for _, f := range puts {
-				f(c.put)
-			}
-		} else {
-			for _, f := range dels {
-				f(c.key, c.prev)
-			}
-		}
-	}
-}
-
-func (v *View) signalLocked() {
-	close(v.changed)
-	v.changed = make(chan struct{})
+	})
 }
 
 // Changed closes at the next change of the view.
-func (v *View) Changed() <-chan struct{} {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return v.changed
-}
+func (v *View) Changed() <-chan struct{} { return v.entries.Changed() }
 
 // Get returns the entry at key as last seen.
 func (v *View) Get(key string) *Item {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return v.entries[key]
+	q, _ := v.entries.Get(key)
+	return q
 }
 
 // Find returns the entry of runID.
@@ -267,11 +181,16 @@ func (v *View) Find(runID string) *Item {
 	return v.Get(v.keys.Entry(runs.JobOf(runID), runID))
 }
 
-// List returns entries matching keep, oldest scheduled first.
+// List returns entries matching keep, oldest scheduled first. keep runs
+// under the view's lock and must not call the view.
 func (v *View) List(keep func(*Item) bool) []*Item {
-	v.mu.Lock()
-	out := filter(v.entries, keep)
-	v.mu.Unlock()
+	var out []*Item
+	v.entries.Range(func(_ string, q *Item) bool {
+		if keep == nil || keep(q) {
+			out = append(out, q)
+		}
+		return true
+	})
 	sortQueued(out)
 	return out
 }
@@ -295,12 +214,13 @@ func filter(m map[string]*Item, keep func(*Item) bool) []*Item {
 // scanning two seconds of them on every change was a third of the
 // leader's CPU).
 func (v *View) Running() []*Item {
-	v.mu.Lock()
-	out := make([]*Item, 0, len(v.running))
-	for _, q := range v.running {
-		out = append(out, q)
-	}
-	v.mu.Unlock()
+	var out []*Item
+	v.entries.With(func(func(string) (*Item, bool), func(string, *Item)) {
+		out = make([]*Item, 0, len(v.running))
+		for _, q := range v.running {
+			out = append(out, q)
+		}
+	})
 	sortQueued(out)
 	return out
 }
@@ -315,11 +235,7 @@ func sortQueued(out []*Item) {
 }
 
 // Len is how many entries the view holds, pending and running.
-func (v *View) Len() int {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return len(v.entries)
-}
+func (v *View) Len() int { return v.entries.Len() }
 
 // Ready closes once the view has read the queue.
-func (v *View) Ready() <-chan struct{} { return v.ready }
+func (v *View) Ready() <-chan struct{} { return v.entries.Ready() }

@@ -39,6 +39,10 @@ type assignedView struct {
 	// waiting for room under max_parallel; scanning them on every wake
 	// of its loop cost it more than its runs.
 	waiting map[string]bool
+	// first is the earliest instant in waiting (zero: none), recomputed
+	// when stale: the worker's loop asks for it at every wake.
+	first time.Time
+	stale bool
 }
 
 // assigned is one assignment as read, and whether the worker took it up.
@@ -60,6 +64,7 @@ func (v *assignedView) Reset(kvs []*mvccpb.KeyValue, _ int64) {
 	old := v.all
 	v.all = make(map[string]*assigned, len(kvs))
 	v.waiting = map[string]bool{}
+	v.stale = true
 	for _, kv := range kvs {
 		if a := v.decode(kv); a != nil {
 			if prev := old[a.Key(v.keys)]; prev != nil && prev.CreateRevision == a.CreateRevision {
@@ -79,8 +84,10 @@ func (v *assignedView) Reset(kvs []*mvccpb.KeyValue, _ int64) {
 func (v *assignedView) noteLocked(key string, a *assigned) {
 	if a.taken {
 		delete(v.waiting, key)
+		v.stale = true
 	} else {
 		v.waiting[key] = true
+		v.stale = true
 	}
 }
 
@@ -92,6 +99,7 @@ func (v *assignedView) Apply(events []*clientv3.Event, _ int64) {
 		if ev.Type == clientv3.EventTypeDelete {
 			delete(v.all, key)
 			delete(v.waiting, key)
+			v.stale = true
 			continue
 		}
 		prev := v.all[key]
@@ -130,6 +138,7 @@ func (v *assignedView) retake(key string, rev int64) {
 		if a.ModRevision > rev {
 			a.taken = false
 			v.waiting[key] = true
+			v.stale = true
 		} else {
 			a.retake = true
 		}
@@ -143,13 +152,22 @@ func (v *assignedView) retake(key string, rev int64) {
 func (v *assignedView) next(lead time.Duration) time.Time {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	var first time.Time
-	for key := range v.waiting {
-		if at := v.all[key].At.Add(-lead); first.IsZero() || at.Before(first) {
-			first = at
+	return v.nextLocked(lead)
+}
+
+func (v *assignedView) nextLocked(lead time.Duration) time.Time {
+	if v.stale {
+		v.first, v.stale = time.Time{}, false
+		for key := range v.waiting {
+			if at := v.all[key].At; v.first.IsZero() || at.Before(v.first) {
+				v.first = at
+			}
 		}
 	}
-	return first
+	if v.first.IsZero() {
+		return time.Time{}
+	}
+	return v.first.Add(-lead)
 }
 
 // untaken marks taken and returns worker's assignments not taken up yet.
@@ -161,6 +179,7 @@ func (v *assignedView) untaken(worker string) []assign.Stored {
 		if a := v.all[key]; a.Worker == worker {
 			a.taken = true
 			delete(v.waiting, key)
+			v.stale = true
 			out = append(out, a.Stored)
 		}
 	}
@@ -171,11 +190,15 @@ func (v *assignedView) untaken(worker string) []assign.Stored {
 func (v *assignedView) take(now time.Time, lead time.Duration) []assign.Stored {
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	if first := v.nextLocked(lead); first.IsZero() || first.After(now) {
+		return nil // none due: no scan (the worker's loop asks at every wake)
+	}
 	var due []assign.Stored
 	for key := range v.waiting {
 		if a := v.all[key]; !a.At.Add(-lead).After(now) {
 			a.taken = true
 			delete(v.waiting, key)
+			v.stale = true
 			due = append(due, a.Stored)
 		}
 	}

@@ -65,6 +65,12 @@ func (w *Worker) runAssignment(ctx context.Context, st assign.Stored) {
 	var unsettled atomic.Int32
 	var markers []assign.Marker // of the chunks that claimed: what the cleanup compares
 	todo := st.Jobs
+	w.claiming.Add(1) // until every chunk is sent: no take-over meanwhile
+	defer func() {
+		if len(todo) > 0 {
+			w.claiming.Add(-1)
+		}
+	}()
 	for chunk := 0; len(todo) > 0; chunk++ {
 		reserved := w.reserve(ctx, sess, &st, todo)
 		if len(reserved) == 0 {
@@ -81,6 +87,7 @@ func (w *Worker) runAssignment(ctx context.Context, st assign.Stored) {
 			return
 		}
 	}
+	w.claiming.Add(-1)
 	running.Wait()
 	if unsettled.Load() == 0 {
 		st.Markers = markers

@@ -33,11 +33,26 @@ type peerView struct {
 	// them by that prefix.
 	markers map[string]string
 	claimed map[string]int
+	// active is, by worker, when this view last saw it write a claim
+	// marker: a worker that claims is alive, and one behind is not
+	// helped by losing its assignments (see due).
+	active map[string]time.Time
+	// changed: an assignment or marker came or went since due last
+	// looked; checkAt is when it must look again regardless (the
+	// earliest turn or lateness it saw). Between the two, due answers
+	// without a scan: the worker's loop asks at every wake.
+	changed bool
+	checkAt time.Time
 }
+
+// maxActive is how many workers' last claims the view keeps before it
+// forgets those a minute old (incarnations of replicas that restarted).
+const maxActive = 64
 
 // peerAssignment is one peer assignment as read.
 type peerAssignment struct {
 	key, worker, group string
+	claimedKey         string // keys.AssignmentClaimed of it
 	at                 time.Time
 	value              []byte
 	modRevision        int64
@@ -54,7 +69,7 @@ type peerAssignment struct {
 
 func newPeerView(layout keys.Layout, clock clockwork.Clock, id string, signal func()) *peerView {
 	return &peerView{keys: layout, clock: clock, own: layout.ReplicaAssignments(id), signal: signal,
-		all: map[string]*peerAssignment{}, markers: map[string]string{}, claimed: map[string]int{}}
+		all: map[string]*peerAssignment{}, markers: map[string]string{}, claimed: map[string]int{}, active: map[string]time.Time{}}
 }
 
 // Reset implements mirror.Handler for keys.Assignments.
@@ -74,6 +89,7 @@ func (v *peerView) Apply(events []*clientv3.Event, _ int64) {
 	for _, ev := range events {
 		if ev.Type == clientv3.EventTypeDelete {
 			delete(v.all, string(ev.Kv.Key))
+			v.changed = true
 			continue
 		}
 		v.putLocked(ev.Kv)
@@ -98,7 +114,9 @@ func (v *peerView) putLocked(kv *mvccpb.KeyValue) {
 	if prev := v.all[key]; prev != nil && prev.from.Before(from) {
 		from = prev.from
 	}
-	v.all[key] = &peerAssignment{key: key, worker: worker, group: group, at: at, from: from, value: kv.Value, modRevision: kv.ModRevision}
+	v.all[key] = &peerAssignment{key: key, worker: worker, group: group, at: at, from: from, value: kv.Value, modRevision: kv.ModRevision,
+		claimedKey: v.keys.AssignmentClaimed(worker, at, group)}
+	v.changed = true
 }
 
 // Markers is the mirror.Handler of keys.Claimed.
@@ -109,7 +127,8 @@ type peerMarkers struct{ v *peerView }
 func (m peerMarkers) Reset(kvs []*mvccpb.KeyValue, _ int64) {
 	v := m.v
 	v.mu.Lock()
-	v.markers, v.claimed = map[string]string{}, map[string]int{}
+	v.markers, v.claimed, v.active = map[string]string{}, map[string]int{}, map[string]time.Time{}
+	v.changed = true
 	for _, kv := range kvs {
 		v.markLocked(string(kv.Key))
 	}
@@ -136,11 +155,21 @@ func (m peerMarkers) Apply(events []*clientv3.Event, _ int64) {
 }
 
 func (v *peerView) markLocked(key string) {
-	if _, seen := v.markers[key]; seen {
-		return
-	}
 	worker, at, group, _, ok := v.keys.ParseClaimMarker(key)
 	if !ok {
+		return
+	}
+	now := v.clock.Now()
+	if len(v.active) > maxActive {
+		for w, at := range v.active {
+			if now.Sub(at) > time.Minute {
+				delete(v.active, w)
+			}
+		}
+	}
+	v.active[worker] = now
+	v.changed = true
+	if _, seen := v.markers[key]; seen {
 		return
 	}
 	p := v.keys.AssignmentClaimed(worker, at, group)
@@ -156,8 +185,18 @@ func (v *peerView) markLocked(key string) {
 func (v *peerView) due(now time.Time, grace time.Duration, turn func(p *peerAssignment) time.Time) (due []peerAssignment, next time.Time, late []string) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	if !v.changed && (v.checkAt.IsZero() || now.Before(v.checkAt)) {
+		return nil, v.checkAt, nil
+	}
+	defer func() { v.changed, v.checkAt = false, next }()
 	for _, p := range v.all {
-		if p.tried == p.modRevision || v.claimed[v.keys.AssignmentClaimed(p.worker, p.at, p.group)] > 0 {
+		if p.tried == p.modRevision || v.claimed[p.claimedKey] > 0 {
+			continue
+		}
+		if v.active[p.worker].After(p.from) {
+			// Its worker claimed since this one became due: alive and
+			// behind, not dead. Taking its work over would only move
+			// the backlog, at a transaction and an event a replica each.
 			continue
 		}
 		if lateAt := p.from.Add(grace); !now.Before(lateAt) {
@@ -191,6 +230,17 @@ func (v *peerView) rejudge(id string) {
 			p.turn = time.Time{}
 		}
 	}
+	v.changed = true
 	v.mu.Unlock()
 	v.signal()
+}
+
+// membersChanged rejudges the turns of the assignments of each replica
+// whose member key went: its lease ended, it is gone (takeOverTurn).
+func (v *peerView) membersChanged(changes []mirror.Change[string, int64]) {
+	for _, c := range changes {
+		if c.Deleted {
+			v.rejudge(c.Key)
+		}
+	}
 }

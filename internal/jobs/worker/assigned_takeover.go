@@ -22,7 +22,7 @@ import (
 // slow worker costs it the assignment, never a second run.
 //
 // A backup takes over only while it has room: no assignment of its own is
-// due and not taken up, and max_parallel has a place. A cluster that is
+// due and not taken up or still claiming, and max_parallel has a place. A cluster that is
 // behind everywhere gains nothing from moving work between replicas.
 
 // PeerAssignments is the view of the other replicas' assignments
@@ -43,6 +43,9 @@ func (w *Worker) dispatchTakeOvers(ctx context.Context) {
 	now := w.d.Clock.Now()
 	if own := w.assigned.next(w.d.ClaimLead); !own.IsZero() && !own.After(now) {
 		return // its own assignments first
+	}
+	if w.claiming.Load() > 0 {
+		return // its own assignments' claims first
 	}
 	w.mu.Lock()
 	room := len(w.active) < w.maxParallel() && !w.stopping
@@ -69,7 +72,9 @@ func (w *Worker) dispatchTakeOvers(ctx context.Context) {
 // takeOverTurn is when this replica may take p over: Backup (and twice
 // the claim round trip) after its instant (or its arrival, if later) per
 // place in the rendezvous order of the live replicas but p's own. While
-// p's replica is suspect (it let an assignment pass: see members) the
+// p's replica is suspect (it let an assignment pass: see members) or gone
+// (its member key deleted: its lease ended, and the leader resolves what
+// the backups leave) the
 // first backup's turn is a fifth of Backup after the instant: long enough
 // for a live worker's claim, which it sends a claim lead before, to be
 // seen here first.
@@ -78,7 +83,7 @@ func (w *Worker) takeOverTurn(p *peerAssignment) time.Time {
 	now := w.d.Clock.Now()
 	place := time.Duration(w.members.rankWithout(w.d.ID, owner, p.key, now))
 	step := w.d.Backup + w.claimRTT.backupWait()
-	if w.members.suspect(owner, now) {
+	if w.members.suspect(owner, now) || w.members.gone(w.d.ID, owner) {
 		return p.from.Add(step/5 + place*step)
 	}
 	return p.from.Add((place + 1) * step)
@@ -127,9 +132,10 @@ func (w *Worker) suspectPeer(worker string) {
 // rankWithout is self's place in the rendezvous order of live members for
 // key, owner left out: 0 for the first backup.
 func (m *members) rankWithout(self, owner, key string, now time.Time) int {
+	ids := m.ids.Keys()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	order := slices.DeleteFunc(m.orderLocked(self, key, now), func(id string) bool { return id == owner })
+	order := slices.DeleteFunc(m.orderLocked(ids, self, key, now), func(id string) bool { return id == owner })
 	return max(0, slices.Index(order, self))
 }
 
@@ -144,12 +150,22 @@ func (m *members) suspect(id string, now time.Time) bool {
 // suspectFor passes id over until until; it reports whether id was not
 // suspect at now.
 func (m *members) suspectFor(id string, now, until time.Time) bool {
+	if _, listed := m.ids.Get(id); !listed {
+		return false // gone, or never listed: nothing to pass over
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	prev, ok := m.suspects[id]
-	if !m.ids[id] {
-		return false // gone, or never listed: nothing to pass over
-	}
 	m.suspects[id] = until
 	return !ok || !prev.After(now)
+}
+
+// gone reports whether id has no member key while self has one (before
+// the view lists self, nobody is known gone).
+func (m *members) gone(self, id string) bool {
+	if _, listed := m.ids.Get(self); !listed {
+		return false
+	}
+	_, listed := m.ids.Get(id)
+	return !listed
 }

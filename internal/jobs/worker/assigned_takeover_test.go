@@ -69,3 +69,42 @@ func TestAnOverdueAssignmentGetsItsWorkerATurnFromItsArrival(t *testing.T) {
 		t.Errorf("taken over %s after it was written, before its worker's turn of 250ms", waited)
 	}
 }
+
+// A peer that claims is alive: one behind (its assignment due and not
+// claimed from, while it writes markers for others) keeps its work; a
+// silent one loses it.
+func TestABackupLeavesABusyPeersAssignments(t *testing.T) {
+	exec := &countingExecutor{started: make(chan string, 8)}
+	clock := clockwork.NewFakeClockAt(time.Now().Truncate(time.Second))
+	tw := startTestWorker(t, "/lean-takeover-busy/", clock, job("a"), exec,
+		testWorkerOptions{jobs: []config.Job{job("b")}})
+	busy, silent := keys.Incarnation("busy", 0x1), keys.Incarnation("silent", 0x2)
+	at := clock.Now().Add(time.Second).UTC()
+	tw.assignJobs(t, busy, at, "a")
+	tw.assignJobs(t, silent, at, "b")
+	poll.For(t, 30*time.Second, "the view of both peers' assignments", func() bool {
+		tw.w.peers.mu.Lock()
+		defer tw.w.peers.mu.Unlock()
+		return len(tw.w.peers.all) == 2
+	})
+	// After a's instant, busy claims from another assignment of its own.
+	clock.Advance(1100 * time.Millisecond)
+	if _, err := tw.cli.Put(context.Background(), tw.layout.ClaimMarker(busy, at.Add(time.Second), "other", 0), `["x"]`); err != nil {
+		t.Fatal(err)
+	}
+	poll.For(t, 30*time.Second, "the view of busy's claim", func() bool {
+		tw.w.peers.mu.Lock()
+		defer tw.w.peers.mu.Unlock()
+		return !tw.w.peers.active[busy].IsZero()
+	})
+	clock.Advance(2 * time.Second) // past every backup's turn
+	if rec := waitRecord(t, tw.cli, tw.layout, runs.ID("b", at)); rec.Holder != "w1" {
+		t.Fatalf("b: recorded by %q, want the backup w1", rec.Holder)
+	}
+	if n := tw.count(t, tw.layout.WorkerAssignments(busy)); n != 1 {
+		t.Errorf("busy's assignment: %d keys, want it left to busy", n)
+	}
+	if n := exec.runs.Load(); n != 1 {
+		t.Errorf("%d runs executed, want 1 (silent's)", n)
+	}
+}

@@ -85,7 +85,7 @@ func TestAMemberThatLetARunPassIsPassedOver(t *testing.T) {
 	started(ats[1], "the second run, claimed, did not start when due")
 
 	// A sign of life, w0 writing its key, ends the suspicion at once.
-	w.Members().Apply([]*clientv3.Event{{Type: mvccpb.PUT, Kv: &mvccpb.KeyValue{Key: []byte(layout.Member("w0"))}}}, 10)
+	w.Members().Apply([]*clientv3.Event{{Type: mvccpb.PUT, Kv: &mvccpb.KeyValue{Key: []byte(layout.Member("w0")), ModRevision: 10}}}, 10)
 	if r := w.members.rank("w1", key(ats[2]), clock.Now()); r != 1 {
 		t.Errorf("after w0 wrote its key, w1 ranks %d for a run ranked to w0 first, want 1", r)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
 	"github.com/etcdsched/scheduler/internal/keys"
+	"github.com/etcdsched/scheduler/internal/mirror"
 	"github.com/etcdsched/scheduler/internal/rendezvous"
 )
 
@@ -27,71 +28,61 @@ import (
 // again or its key goes. Only the order changes: a wrong suspicion costs
 // claims that lose their compare, never a second run.
 type members struct {
-	keys     keys.Layout
+	ids      *mirror.Map[string, int64] // id -> its key's ModRevision
 	mu       sync.Mutex
-	ids      map[string]bool
 	suspects map[string]time.Time // id -> passed over until then
 }
 
+// newMembers lists no member until its mirror's first read. A member's key
+// is written by that member only: a put (a new ModRevision) is a sign of
+// life, and ends a suspicion; so does the key's going.
 func newMembers(layout keys.Layout) *members {
-	return &members{keys: layout, ids: map[string]bool{}, suspects: map[string]time.Time{}}
+	m := &members{suspects: map[string]time.Time{}}
+	m.ids = mirror.NewMap(func(key string) (string, bool) { return layout.MemberID(key), true },
+		func(kv *mvccpb.KeyValue, _ int64, _ bool) (int64, bool) { return kv.ModRevision, true })
+	m.ids.Subscribe(func(changes []mirror.Change[string, int64]) {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		for _, c := range changes {
+			if c.Deleted || !c.Had || c.Value != c.Prev {
+				delete(m.suspects, c.Key)
+			}
+		}
+	})
+	return m
 }
 
 // Reset implements mirror.Handler.
-func (m *members) Reset(kvs []*mvccpb.KeyValue, _ int64) {
-	ids := map[string]bool{}
-	for _, kv := range kvs {
-		ids[m.keys.MemberID(string(kv.Key))] = true
-	}
-	m.mu.Lock()
-	m.ids = ids
-	for id := range m.suspects {
-		if !ids[id] {
-			delete(m.suspects, id)
-		}
-	}
-	m.mu.Unlock()
-}
+func (m *members) Reset(kvs []*mvccpb.KeyValue, rev int64) { m.ids.Reset(kvs, rev) }
 
-// Apply implements mirror.Handler. A member's key is written by that
-// member only: a put is a sign of life, and ends a suspicion.
-func (m *members) Apply(events []*clientv3.Event, _ int64) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for _, ev := range events {
-		id := m.keys.MemberID(string(ev.Kv.Key))
-		delete(m.suspects, id)
-		if ev.Type == clientv3.EventTypeDelete {
-			delete(m.ids, id)
-		} else {
-			m.ids[id] = true
-		}
-	}
-}
+// Apply implements mirror.Handler.
+func (m *members) Apply(events []*clientv3.Event, rev int64) { m.ids.Apply(events, rev) }
 
 // rank is self's place in the rendezvous order of live members for key at
 // now: 0 for the member that should claim first. A replica not (yet)
 // listed ranks 0, so a lone or starting replica never waits.
 func (m *members) rank(self, key string, now time.Time) int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if !m.ids[self] {
+	if _, ok := m.ids.Get(self); !ok {
 		return 0
 	}
-	return slices.Index(m.orderLocked(self, key, now), self)
+	ids := m.ids.Keys()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Index(m.orderLocked(ids, self, key, now), self)
 }
 
 // passedOver marks the members ranked before self for key at now as
 // suspects until until, and returns those it newly marked: self claimed
 // the run at its backup turn, so none of them had claimed it at theirs.
 func (m *members) passedOver(self, key string, now, until time.Time) []string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if !m.ids[self] {
+	if _, ok := m.ids.Get(self); !ok {
 		return nil
 	}
+	ids := m.ids.Keys()
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	var marked []string
-	for _, id := range m.orderLocked(self, key, now) {
+	for _, id := range m.orderLocked(ids, self, key, now) {
 		if id == self {
 			break
 		}
@@ -101,15 +92,15 @@ func (m *members) passedOver(self, key string, now, until time.Time) []string {
 	return marked
 }
 
-// orderLocked is the rendezvous order of the listed members for key,
-// those suspect at now left out (never self).
-func (m *members) orderLocked(self, key string, now time.Time) []string {
+// orderLocked is the rendezvous order of the members ids for key, those
+// suspect at now left out (never self).
+func (m *members) orderLocked(ids []string, self, key string, now time.Time) []string {
 	type scored struct {
 		id    string
 		score uint64
 	}
-	list := make([]scored, 0, len(m.ids))
-	for id := range m.ids {
+	list := make([]scored, 0, len(ids))
+	for _, id := range ids {
 		if until, ok := m.suspects[id]; ok && id != self {
 			if until.After(now) {
 				continue

@@ -5,15 +5,19 @@ import (
 	"testing"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
+
 	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/runs"
 )
 
 func membersOf(layout keys.Layout, ids ...string) *members {
 	m := newMembers(layout)
-	for _, id := range ids {
-		m.ids[id] = true
+	kvs := make([]*mvccpb.KeyValue, len(ids))
+	for i, id := range ids {
+		kvs[i] = &mvccpb.KeyValue{Key: []byte(layout.Member(id)), ModRevision: 1}
 	}
+	m.Reset(kvs, 1)
 	return m
 }
 
@@ -22,14 +26,14 @@ func membersOf(layout keys.Layout, ids ...string) *members {
 func first(t *testing.T, m *members, key string) string {
 	t.Helper()
 	places := map[int]string{}
-	for id := range m.ids {
+	for _, id := range m.ids.Keys() {
 		r := m.rank(id, key, time.Time{})
 		if other, ok := places[r]; ok {
 			t.Fatalf("%s: %s and %s both rank %d", key, id, other, r)
 		}
 		places[r] = id
 	}
-	for i := range len(m.ids) {
+	for i := range m.ids.Len() {
 		if _, ok := places[i]; !ok {
 			t.Fatalf("%s: nobody ranks %d: %v", key, i, places)
 		}

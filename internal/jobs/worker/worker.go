@@ -12,6 +12,7 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -143,6 +144,9 @@ type Worker struct {
 
 	// takeOverAt is the next peer assignment's take-over turn (zero: none).
 	takeOverAt time.Time
+	// claiming counts this worker's assignments with chunks still to
+	// claim: while it has some, it takes none over.
+	claiming atomic.Int32
 
 	claimRTT claimLatency // of this worker's claims: backups wait longer when etcd is slow
 }
@@ -171,6 +175,7 @@ func New(d Deps) *Worker {
 		wake: make(chan struct{}, 1), freed: make(chan struct{}), drained: make(chan struct{})}
 	w.assigned = newAssignedView(d.Keys, w.signal)
 	w.peers = newPeerView(d.Keys, d.Clock, d.ID, w.signal)
+	w.members.ids.Subscribe(w.peers.membersChanged)
 	w.abandon, w.abandonCancel = context.WithCancel(context.Background())
 	w.cancels = queue.NewCancels(d.Keys, w.cancelRequested)
 	d.Queue.Subscribe(w.onPut, w.onDelete)
