@@ -153,6 +153,10 @@ type Job struct {
 	// PauseOnFailure pauses the job in the transaction that records a
 	// run's final failed, timed_out or lost outcome (SPEC section 20).
 	PauseOnFailure bool `yaml:"pause_on_failure" json:"pause_on_failure,omitempty"`
+	// Shards splits each tick into that many runs (SPEC section 21); 0
+	// or 1: one run a tick. ShardInputs[k] is merged over shard k's input.
+	Shards      int              `yaml:"shards" json:"shards,omitempty"`
+	ShardInputs []map[string]any `yaml:"shard_inputs" json:"shard_inputs,omitempty"`
 }
 
 // Retries: exponential backoff, on failure only.

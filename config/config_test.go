@@ -159,6 +159,11 @@ var badFiles = map[string][]string{
 		`testdata/max_concurrency.bad.yaml:4:22: jobs[0] "none": max_concurrency: must be between 1 and 1000, got 0`,
 		`testdata/max_concurrency.bad.yaml:9:22: jobs[1] "lots": max_concurrency: must be between 1 and 1000, got 5000`,
 	},
+	"testdata/shards.bad.yaml": {
+		`testdata/shards.bad.yaml:4:13: jobs[0] "many": shards: must be between 1 and 256 (or absent: not sharded), got 300`,
+		`testdata/shards.bad.yaml:10:19: jobs[1] "inputs": shard_inputs: has 3 items but the job has 2 shards: one item a shard at most`,
+		`testdata/shards.bad.yaml:15:19: jobs[2] "unsharded": shard_inputs: needs shards: set shards to at least 2, one shard an item`,
+	},
 	"testdata/merge_bomb.bad.yaml": {
 		`testdata/merge_bomb.bad.yaml:10:9: jobs[0]: alias *l6 expands to more than 1000000 nodes: aliases and merge keys may expand to 10 times the file's own nodes (at least 1000000)`,
 	},

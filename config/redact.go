@@ -45,6 +45,15 @@ func (j Job) clone() Job {
 	if j.Input != nil {
 		j.Input = cloneValue(j.Input).(map[string]any)
 	}
+	if j.ShardInputs != nil {
+		items := make([]map[string]any, len(j.ShardInputs))
+		for i, in := range j.ShardInputs {
+			if in != nil {
+				items[i] = cloneValue(in).(map[string]any)
+			}
+		}
+		j.ShardInputs = items
+	}
 	if j.After != nil {
 		a := *j.After
 		a.On = slices.Clone(a.On)

@@ -113,7 +113,7 @@ func TestRedactedSharesNothing(t *testing.T) {
 	}
 	cloned := map[string]bool{
 		"Job.Resources": true, "Job.HTTP": true, "Job.Exec": true, "Job.Notify": true, "Job.After": true, "Job.Rate": true, "Job.Input": true,
-		"Job.Schedules": true, "Job.Exclude": true,
+		"Job.Schedules": true, "Job.Exclude": true, "Job.ShardInputs": true,
 		"HTTP.Headers": true, "HTTP.SuccessCodes": true,
 		"Exec.Command": true, "Exec.Env": true,
 	}

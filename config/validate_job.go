@@ -38,6 +38,7 @@ func (j *Job) validate(p *problems, path string, resources, first map[string]str
 	}
 	j.validateSchedules(p, path, loc, calendars)
 	j.validateMaxRuns(p, path)
+	j.validateShards(p, path)
 
 	notNegative(p, path+".jitter", j.Jitter)
 	if j.MaxConcurrency < 1 || j.MaxConcurrency > MaxConcurrency {

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -169,6 +170,9 @@ func runsCommand(ctx context.Context, args []string, stdout, stderr io.Writer) i
 			if out.json {
 				return writeRaw(out.stdout, raws(list, func(r client.Run) json.RawMessage { return r.Raw }))
 			}
+			if list, err = byTick(ctx, c, list); err != nil {
+				return err
+			}
 			return runTable(out.view, list).write(out.stdout)
 		})
 }
@@ -177,18 +181,30 @@ func runsCommand(ctx context.Context, args []string, stdout, stderr io.Writer) i
 // and where it ran, what the target answered and, once a listed run has
 // one, the input.
 func runTable(v view, list []client.Run) *table {
-	withInput := false
+	withInput, withShards := false, false
 	for _, r := range list {
 		withInput = withInput || inputCell(r.Input) != "-"
+		withShards = withShards || len(r.Shards) > 0
 	}
 	header := []string{"RUN ID", "OUTCOME", "TOOK", "ERROR", "TRIGGER", "SCHEDULED AT", "STARTED AT", "EXIT", "HOLDER"}
+	if withShards {
+		// By default, after OUTCOME: how far each tick got.
+		header = slices.Insert(header, 2, "SHARDS")
+	}
 	if withInput {
 		header = append(header, "INPUT")
 	}
-	t := newTable(v, header...).shrink(3, 9).wide(4, 5, 6, 7, 8, 9)
+	d := 0 // the columns after SHARDS move one right
+	if withShards {
+		d = 1
+	}
+	t := newTable(v, header...).shrink(3+d, 9+d).wide(4+d, 5+d, 6+d, 7+d, 8+d, 9+d)
 	for _, r := range list {
 		row := []string{r.RunID, string(r.Outcome), took(r.StartedAt, r.EndedAt), r.Error,
 			string(r.Trigger), stamp(r.ScheduledAt), stamp(r.StartedAt), exitCell(r), r.Holder}
+		if withShards {
+			row = slices.Insert(row, 2, shardsCell(r))
+		}
 		if withInput {
 			row = append(row, inputCell(r.Input))
 		}

@@ -171,6 +171,9 @@ func (e *Engine) jobStatus(j *config.Job, queued queueCount, notes map[string]in
 		After:          j.After,
 	}
 	st.PendingNotifications = notes[j.Name]
+	if j.Sharded() {
+		st.Shards = j.Shards
+	}
 	if sched, err := j.ParsedSchedule(); err == nil {
 		st.NextRun = sched.Next(e.clock.Now())
 	}
@@ -220,6 +223,9 @@ func (e *Engine) FindRun(ctx context.Context, runID string) (RunStatus, error) {
 			return RunStatus{}, fmt.Errorf("jobs: decode run %s: %w", runID, err)
 		}
 		return RunStatus{State: "finished", Record: r}, nil
+	}
+	if tick, found, err := e.findTick(ctx, job, runID); err != nil || found {
+		return tick, err
 	}
 	// An assigned run (the lean protocol, docs/protocol.md) has no queue
 	// entry: while it runs, its slot says so.

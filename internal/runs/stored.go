@@ -76,6 +76,9 @@ func DecodeRecord(b []byte) (Record, error) {
 // ScheduledAtOf is the time a scheduled run's id (ID) names; ok is false
 // for the id of a manual, keyed or chained run.
 func ScheduledAtOf(runID string) (time.Time, bool) {
+	if tick, _, ok := ShardOf(runID); ok {
+		runID = tick // a shard of a tick is scheduled at the tick
+	}
 	job, at, found := strings.Cut(runID, "@")
 	if !found {
 		return time.Time{}, false

@@ -34,7 +34,9 @@ func execEnv(job map[string]string, run Run) []string {
 		m[k] = v
 	}
 	for _, f := range run.fields() {
-		m[f.env] = f.value
+		if f.env != "" {
+			m[f.env] = f.value
+		}
 	}
 	if len(run.Input) > 0 {
 		m["SCHEDULER_INPUT"] = string(run.Input)

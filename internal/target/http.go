@@ -57,7 +57,9 @@ func (e *Executor) doHTTP(ctx context.Context, spec *config.HTTP, run Run) Resul
 		req.Header.Del("Host")
 	}
 	for _, f := range run.fields() {
-		req.Header.Set(f.header, f.value)
+		if f.header != "" {
+			req.Header.Set(f.header, f.value)
+		}
 	}
 	if len(run.Input) > 0 {
 		req.Header.Set("Content-Type", "application/json")

@@ -28,6 +28,9 @@ type Run struct {
 	// TraceParent and TraceState are the W3C trace context of the run's
 	// span (SPEC section 17), so the target's logs and spans join its trace.
 	TraceParent, TraceState string
+	// Shard and Shards say which shard of a sharded job's tick the run is
+	// (SPEC section 21); Shards is 0 for any other run.
+	Shard, Shards int
 }
 
 // field is one value of SPEC section 7, named once for both forms so the
@@ -48,6 +51,13 @@ func (r Run) fields() []field {
 	}
 	if len(r.ResourceSlots) > 0 {
 		fs = append(fs, field{"X-Scheduler-Resource-Slots", "SCHEDULER_RESOURCE_SLOTS", strings.Join(r.ResourceSlots, ",")})
+	}
+	if r.Shards > 0 {
+		// One header, two variables: a program reads numbers, a log line k/N.
+		fs = append(fs,
+			field{header: "X-Scheduler-Shard", value: strconv.Itoa(r.Shard) + "/" + strconv.Itoa(r.Shards)},
+			field{env: "SCHEDULER_SHARD_INDEX", value: strconv.Itoa(r.Shard)},
+			field{env: "SCHEDULER_SHARD_COUNT", value: strconv.Itoa(r.Shards)})
 	}
 	if r.TraceParent != "" {
 		fs = append(fs, field{"traceparent", "TRACEPARENT", r.TraceParent})

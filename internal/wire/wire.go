@@ -25,6 +25,18 @@ import (
 type Run struct {
 	State string `json:"state"`
 	runs.Record
+	// Shards is set for a tick of a sharded job (SPEC section 21): its
+	// outcome is the tick's, once every shard ended.
+	Shards []Shard `json:"shards,omitempty"`
+}
+
+// Shard is one shard run of a sharded job's tick, as the tick's view
+// lists it.
+type Shard struct {
+	Shard   int          `json:"shard"`
+	RunID   string       `json:"run_id"`
+	State   string       `json:"state"` // pending, running, finished; unknown when neither queued nor recorded
+	Outcome runs.Outcome `json:"outcome,omitempty"`
 }
 
 // Run states of GET /api/v1/runs/{id}.
@@ -50,6 +62,8 @@ type Job struct {
 	LastRun        *runs.Record `json:"last_run,omitempty"`
 	Running        int          `json:"running"`
 	MaxConcurrency int          `json:"max_concurrency"`
+	// Shards is a sharded job's shard runs a tick (SPEC section 21).
+	Shards int `json:"shards,omitempty"`
 	// Pending counts the job's runs that are due and wait to start (for
 	// a slot, a rate window, their turn); Scheduled its runs queued ahead
 	// of their due time (the leader materializes ticks seconds ahead, so

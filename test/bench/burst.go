@@ -50,6 +50,9 @@ type burstConfig struct {
 	window   time.Duration
 	grace    time.Duration
 	overload bool
+	// shards: a job of that many shards due every second beside the
+	// step's jobs (0: none); its shard runs count as runs, not as ticks.
+	shards int
 }
 
 // refProcsCount: the peer runs three replicas.
@@ -141,14 +144,22 @@ func ceiling(sides []burstSide) int {
 	return out
 }
 
-// burstJobs are n jobs due every second, named after their step.
-func burstJobs(step string, n int) []jobSpec {
+// burstJobs are n jobs due every second, named after their step, and
+// with shards > 0 the step's sharded job (shardJob).
+func burstJobs(step string, n, shards int) []jobSpec {
 	jobs := make([]jobSpec, n)
 	for i := range jobs {
 		jobs[i] = jobSpec{Name: fmt.Sprintf("%s%05d", step, i), Schedule: "* * * * * *", DefaultDeadlines: true}
 	}
+	if shards > 0 {
+		jobs = append(jobs, jobSpec{Name: shardJob(step), Schedule: "* * * * * *", DefaultDeadlines: true, Shards: shards})
+	}
 	return jobs
 }
+
+// shardJob is the name of a step's sharded job: outside the step's prefix,
+// so its shard runs are not counted as ticks of the step's jobs.
+func shardJob(step string) string { return "s" + step + "shards" }
 
 // burstOurs declares n burst jobs on e's replicas, measures after the
 // warm-up, and removes them again (their runs drained, their records and
@@ -161,7 +172,7 @@ func burstOurs(ctx context.Context, e *env, bc burstConfig, n int) (burstSide, e
 	e.steps++
 	step := fmt.Sprintf("b%d-", e.steps)
 	logf("burst: ours, %d jobs every second, %d replicas: %s warm-up, %s window", n, side.Procs, bc.warmup, bc.window)
-	if err := e.reload(ctx, burstJobs(step, n)); err != nil {
+	if err := e.reload(ctx, burstJobs(step, n, bc.shards)); err != nil {
 		return side, err
 	}
 	defer func() {
@@ -183,7 +194,11 @@ func burstOurs(ctx context.Context, e *env, bc burstConfig, n int) (burstSide, e
 		go func() { defer close(done); saveProfiles(ctx, e, e.profileDir, fmt.Sprintf("burst-%d", n)) }()
 		defer func() { <-done }()
 	}
-	err := measureBurst(ctx, e, &side, burstWindow{procs: procs, replicaURL: e.replicaMetricURLs(), jobPrefix: step, window: bc.window, grace: bc.grace})
+	w := burstWindow{procs: procs, replicaURL: e.replicaMetricURLs(), jobPrefix: step, window: bc.window, grace: bc.grace}
+	if bc.shards > 0 {
+		w.shardJob = shardJob(step)
+	}
+	err := measureBurst(ctx, e, &side, w)
 	logf("burst: %s", side.describe())
 	return side, err
 }

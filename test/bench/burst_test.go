@@ -41,6 +41,17 @@ func TestTallyBurst(t *testing.T) {
 	if d.N != 4 || d.Max != 2500 || d.P50 != 40 {
 		t.Errorf("lateness %s; want n=4, p50 40 ms, max 2500 ms", d)
 	}
+
+	// The step's sharded job: its shard runs in the window are runs, and
+	// no tick of the step's jobs.
+	job := shardJob("b1-")
+	runs = append(runs, at(job, 0, 10*time.Millisecond), at(job, 0, 20*time.Millisecond), at(job, 3*time.Second, 0))
+	tl = tallyBurst(runs, "b1-", 2, from, to, until)
+	tl.countShards(runs, job, from, to)
+	if tl.due != 6 || tl.delivered != 4 || tl.duplicates != 1 || tl.runs != 7 || tl.shardRuns != 2 {
+		t.Errorf("with shards: due %d, delivered %d, duplicates %d, runs %d, shard runs %d; want 6, 4, 1, 7, 2",
+			tl.due, tl.delivered, tl.duplicates, tl.runs, tl.shardRuns)
+	}
 }
 
 func TestSumMetrics(t *testing.T) {

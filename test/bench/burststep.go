@@ -33,7 +33,9 @@ type burstSide struct {
 	Skipped        float64 `json:"skipped_recorded"`
 	MissedRecorded float64 `json:"missed_recorded"`
 	// Runs: witness arrivals of the step's jobs within the window.
-	Runs       int     `json:"runs"`
+	Runs int `json:"runs"`
+	// ShardRuns: of Runs, those of the sharded job (-burst-shards).
+	ShardRuns  int     `json:"shard_runs,omitempty"`
 	RunsPerSec float64 `json:"runs_per_s"`
 	Lateness   dist    `json:"lateness"` // of the delivered ticks: arrival - due
 	// CPU by group in cores ("etcd", "procs", "bench", "other", "steal");
@@ -78,6 +80,7 @@ type burstWindow struct {
 	procs      []int
 	replicaURL []string
 	jobPrefix  string
+	shardJob   string // the sharded job beside them, if any
 	window     time.Duration
 	grace      time.Duration
 }
@@ -121,6 +124,7 @@ func measureBurst(ctx context.Context, e *env, side *burstSide, w burstWindow) e
 	side.Seconds = float64(secs)
 	side.CPU = mark0.cores(mark1, end.Sub(start))
 	tl := tallyBurst(e.w.Runs(), w.jobPrefix, side.Jobs, t0, t1, t1.Add(w.grace))
+	tl.countShards(e.w.Runs(), w.shardJob, t0, t1)
 	side.apply(tl, perWindow(before, after, side.Seconds), len(e.c.Members))
 	return nil
 }
@@ -167,7 +171,7 @@ func (e *env) burstCounters(ctx context.Context, replicas []string) (map[string]
 
 // apply turns the tally and the counters' deltas into the side's figures.
 func (s *burstSide) apply(tl burstTally, d map[string]float64, members int) {
-	s.Due, s.Delivered, s.Duplicates, s.Runs = tl.due, tl.delivered, tl.duplicates, tl.runs
+	s.Due, s.Delivered, s.Duplicates, s.Runs, s.ShardRuns = tl.due, tl.delivered, tl.duplicates, tl.runs, tl.shardRuns
 	s.Missed = s.Due - s.Delivered
 	if s.Due > 0 {
 		s.DeliveredFrac = float64(s.Delivered) / float64(s.Due)
@@ -198,6 +202,21 @@ func (s *burstSide) apply(tl burstTally, d map[string]float64, members int) {
 type burstTally struct {
 	due, delivered, duplicates, runs int
 	lateness                         []time.Duration
+	shardRuns                        int
+}
+
+// countShards adds the shard runs of job (if any) that arrived in
+// [from, to) to the runs: a shard run costs what a run costs.
+func (t *burstTally) countShards(all []cluster.Run, job string, from, to time.Time) {
+	if job == "" {
+		return
+	}
+	for _, r := range all {
+		if r.Job == job && !r.Start.Before(from) && r.Start.Before(to) {
+			t.runs++
+			t.shardRuns++
+		}
+	}
 }
 
 // tallyBurst counts, for the jobs named jobPrefix + index (jobs of them,

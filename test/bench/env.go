@@ -41,6 +41,8 @@ type jobSpec struct {
 	// defaults (the burst scenario: a tick too late is recorded as a user's
 	// config would record it).
 	DefaultDeadlines bool
+	// Shards makes the job sharded (SPEC section 21).
+	Shards int
 }
 
 // configYAML writes the scheduler config for jobs, all HTTP jobs against url.
@@ -68,6 +70,9 @@ worker:
 		}
 		if j.MaxConcurrency > 1 {
 			fmt.Fprintf(&b, "    max_concurrency: %d\n", j.MaxConcurrency)
+		}
+		if j.Shards > 0 {
+			fmt.Fprintf(&b, "    shards: %d\n", j.Shards)
 		}
 		if j.SkippedHistory > 0 {
 			fmt.Fprintf(&b, "    skipped_history_limit: %d\n", j.SkippedHistory)

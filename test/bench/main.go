@@ -8,6 +8,7 @@
 //	go run ./test/bench -scenario scale -scale-jobs 10000 -json-only
 //	go run ./test/bench -scenario cores -cores 1,2 -cores-jobs 1500
 //	go run ./test/bench -scenario burst -burst-jobs 100,300 -warmup 2s -duration 4s
+//	go run ./test/bench -scenario burst -burst-jobs 1000 -burst-shards 64  # a sharded job beside
 //	go run ./test/bench -scenario leanfloor -leanfloor-runs 100,300 -duration 3s
 //
 // Scenarios: limit (raw etcd transactions), floor (what etcd spends on the
@@ -90,6 +91,7 @@ func run() error {
 	flag.DurationVar(&f.burst.warmup, "warmup", 8*time.Second, "burst: warm-up of each step before its window")
 	flag.DurationVar(&f.burst.grace, "burst-grace", 10*time.Second, "burst: how long after the window a tick due in it may still arrive and count as delivered")
 	flag.StringVar(&replicas, "replicas", "3", "burst: scheduler replicas of the steps' cluster; further counts each run one step of 1000 jobs on a cluster of their own (-replicas 3,5: issue 24's goal 6)")
+	flag.IntVar(&f.burst.shards, "burst-shards", 0, "burst: a job of this many shards (1 to 256) due every second beside each step's jobs; its shard runs count as runs (0: none)")
 	flag.BoolVar(&f.burst.overload, "burst-overload", true, "burst: run a step at twice our ceiling (when it is not one of -burst-jobs)")
 	flag.StringVar(&leanRuns, "leanfloor-runs", "500,1000,2000,4000", "leanfloor: runs due each second, each a step")
 	flag.IntVar(&f.limitConc, "limit-conc", 32, "limit: transactions in flight per client")
@@ -128,6 +130,9 @@ func run() error {
 	f.burst.window = f.duration
 	if f.burst.warmup <= 0 || f.burst.window < time.Second || f.burst.grace < 0 {
 		return fmt.Errorf("burst: -warmup %s must be > 0, -duration %s at least 1s, -burst-grace %s not negative", f.burst.warmup, f.burst.window, f.burst.grace)
+	}
+	if f.burst.shards < 0 || f.burst.shards > 256 {
+		return fmt.Errorf("-burst-shards: %d: want 0 (none) to 256", f.burst.shards)
 	}
 	if f.coresJobs <= 0 {
 		return fmt.Errorf("-cores-jobs: %d is not a positive number", f.coresJobs)

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -134,6 +135,10 @@ func (w *Witness) serve(rw http.ResponseWriter, r *http.Request) {
 	run.Token, _ = strconv.ParseInt(r.Header.Get("X-Scheduler-Fencing-Token"), 10, 64)
 	run.ScheduledAt, _ = time.Parse(runs.TimeFormat, r.Header.Get("X-Scheduler-Scheduled-At"))
 	key := run.Job + "/" + strconv.Itoa(run.Slot)
+	if shard, _, ok := strings.Cut(r.Header.Get("X-Scheduler-Shard"), "/"); ok {
+		// Each shard index of a sharded job has slots of its own.
+		key = run.Job + "#" + shard + "/" + strconv.Itoa(run.Slot)
+	}
 
 	w.mu.Lock()
 	w.runs = append(w.runs, run)

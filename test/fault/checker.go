@@ -82,6 +82,13 @@ type History struct {
 	// only reported (Report.Unenforced), until the interrupted outcome
 	// exists.
 	RequireResumed bool
+	// Sharded are the workload's sharded jobs, FanIns their ticks' fan-in
+	// keys by tick run id; see shards.go.
+	Sharded []Sharded
+	FanIns  map[string]FanIn
+	// Queued are the run ids with a queue entry at the records' revision
+	// (a record beside one is of an attempt a retry follows).
+	Queued map[string]bool
 	// Left are the lean protocol's assignments and claim markers still in
 	// etcd at the end; LongestRun the longest run the workload has.
 	Left       []Left
@@ -103,6 +110,8 @@ type Report struct {
 	RateWindows    int // intervals with more starts than a window's count
 	KeyViolations  int // moments a concurrency key had more runs than max_concurrency
 	TicksChecked   int
+	ShardTicks     int // ticks of sharded jobs with every shard accounted
+	FanIns         int // ticks of sharded jobs fanned in
 	TicksLost      int // lost inside failover windows (allowed)
 	// TicksAccounted: ticks G2 checked (run or recorded in time).
 	TicksAccounted int
@@ -149,6 +158,7 @@ func Check(h *History) *Report {
 	checkRecords(h, r)
 	checkChains(h, r)
 	checkNotifications(h, r)
+	checkShards(h, r)
 	checkLeftovers(h, r)
 	return r
 }
@@ -276,6 +286,9 @@ func checkTokens(h *History, r *Report) {
 			continue
 		}
 		k := fmt.Sprintf("%s/%d", run.Job, run.Slot)
+		if _, shard, ok := runs.ShardOf(run.RunID); ok {
+			k = fmt.Sprintf("%s#%d/%d", run.Job, shard, run.Slot) // slots of its own
+		}
 		if prev, ok := last[k]; ok && run.Token <= prev {
 			r.violate("tokens: %s accepted token %d after %d (%s#%d on %s)", k, run.Token, prev, run.RunID, run.Attempt, run.Holder)
 		}

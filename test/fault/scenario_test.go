@@ -15,6 +15,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/internal/client"
+	"github.com/etcdsched/scheduler/internal/jobs/queue"
 	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/notify"
 	"github.com/etcdsched/scheduler/internal/poll"
@@ -138,7 +139,12 @@ func runScenario(t *testing.T, sc scenario) outcome {
 		for _, run := range w.Runs() {
 			seen[run.Job] = true
 		}
-		return len(seen) == len(jobs)
+		for _, j := range jobs {
+			if !seen[j.Name] {
+				return false
+			}
+		}
+		return seen[sharded.Name]
 	})
 	ticksFrom := time.Now()
 	r.hold(sc.warmup)
@@ -156,6 +162,7 @@ func runScenario(t *testing.T, sc scenario) outcome {
 
 	hist := r.history(jobs, resources, ticksFrom, healed)
 	hist.Chains, hist.Notify = chains, notified
+	hist.Sharded = []Sharded{sharded}
 	hist.Notify.Seen = r.notificationsSeen(rcv)
 	hist.Rates = workloadRates
 	hist.Restarts, hist.RequireResumed = r.restarts, sc.requireResumed
@@ -437,13 +444,18 @@ func (r *runner) history(jobs []Job, resources map[string]int, ticksFrom, healed
 		records[rec.RunID] = rec
 		recordedAt[rec.RunID] = obs.RevisionTime(kv.CreateRevision)
 	}
+	fanIns := r.fanIns(ctx, cli, resp.Header.Revision)
 	// Ticks still queued (pending or running) are accounted for too.
-	queued, err := cli.Get(ctx, keys.New(prefix).Queue(), clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	// Read at the records' revision: a record and its run's retry entry
+	// are written together.
+	queued, err := cli.Get(ctx, keys.New(prefix).Queue(), clientv3.WithPrefix(), clientv3.WithKeysOnly(), clientv3.WithRev(resp.Header.Revision))
 	if err != nil {
 		r.t.Fatal(err)
 	}
+	inQueue := map[string]bool{}
 	for _, kv := range queued.Kvs {
 		id := string(kv.Key[strings.LastIndex(string(kv.Key), "/")+1:])
+		inQueue[id] = true
 		if _, ok := records[id]; !ok {
 			records[id] = runs.Record{RunID: id, Outcome: "queued"}
 		}
@@ -467,7 +479,33 @@ func (r *runner) history(jobs []Job, resources map[string]int, ticksFrom, healed
 		Failover: windows, EtcdDown: r.etcdDown, RunStartGrace: r.sc.ttl,
 		Freezes: r.freezes, SlotPeaks: obs.MaxSlots(), Healed: healed, Now: now,
 		Left: left, LongestRun: 3 * r.sc.ttl, // the workload's long job
+		FanIns: fanIns, Queued: inQueue,
 	}
+}
+
+// fanIns are the fan-in keys of the sharded jobs' ticks at rev, the
+// revision the records were read at.
+func (r *runner) fanIns(ctx context.Context, cli *clientv3.Client, rev int64) map[string]FanIn {
+	r.t.Helper()
+	layout := keys.New(prefix)
+	resp, err := cli.Get(ctx, layout.FanIns(), clientv3.WithPrefix(), clientv3.WithRev(rev))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	out := map[string]FanIn{}
+	for _, kv := range resp.Kvs {
+		key := string(kv.Key)
+		if strings.HasSuffix(key, "/worst") {
+			continue
+		}
+		tick := key[strings.LastIndex(key, "/")+1:]
+		f := FanIn{Version: kv.Version}
+		if t, ok := queue.DecodeTick(kv.Value); ok {
+			f.Done, f.Outcome = true, t.Outcome
+		}
+		out[tick] = f
+	}
+	return out
 }
 
 // leftovers are the assignments and claim markers in etcd now, with the
@@ -531,11 +569,11 @@ func (r *runner) summary(rep *Report) string {
 	return fmt.Sprintf("fault summary %s: faults=%d runs=%d violations=%d rejected_stale_tokens=%d superseded=%d "+
 		"ticks=%d ticks_lost_in_failover=%d failover(kill-leader) min/median/max=%s resume_after_etcd=%s watched_revisions=%d watch_restarts=%d "+
 		"chained_runs=%d notifications=%d exec_kill_checks=%d rate_window_violations=%d rate_starts_excused=%d key_violations=%d cancelled_first=%d "+
-		"ticks_accounted=%d restarts=%d %s unenforced=%d take_overs=%d",
+		"ticks_accounted=%d restarts=%d %s unenforced=%d take_overs=%d shard_ticks=%d fan_ins=%d",
 		r.sc.name, len(r.faults), rep.RunsChecked, len(rep.Violations), rep.Rejected, rep.Superseded,
 		rep.TicksChecked, rep.TicksLost, spread(kills), spread(r.resumes), revs, restarts, rep.ChainRuns, rep.Notified, r.beatChecks,
 		rep.RateWindows, rep.ExcusedRate, rep.KeyViolations, rep.CancelledFirst,
-		rep.TicksAccounted, len(r.restarts), rep.Cuts, len(rep.Unenforced), takeOvers(r.c.Dir))
+		rep.TicksAccounted, len(r.restarts), rep.Cuts, len(rep.Unenforced), takeOvers(r.c.Dir), rep.ShardTicks, rep.FanIns)
 }
 
 func spread(ds []time.Duration) string {

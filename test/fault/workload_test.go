@@ -129,6 +129,7 @@ jobs:
     http: {method: POST, url: %q}
 `, w.URL("sleep=20ms"))
 	out = append(out, Job{Name: "chained", MaxConcurrency: 4})
+	b.WriteString(shardedYAML(w))
 	b.WriteString(beatYAML(beats))
 	return strings.Replace(b.String(), "  - name: pair\n", "  - name: pair\n    notify: [receiver]\n", 1), out, map[string]int{"shared": 2}
 }
@@ -139,3 +140,36 @@ var (
 	chains   = []Chain{{Up: "fast", Down: "chained", On: []runs.Outcome{runs.Succeeded}}}
 	notified = Notify{Job: "pair", Events: []runs.Outcome{runs.Succeeded, runs.Failed, runs.TimedOut, runs.Lost, runs.Missed}}
 )
+
+// sharded is the workload's sharded job (SPEC section 21), and fanned the
+// job chained after its succeeded ticks: checkShards checks them, apart
+// from the jobs above.
+var sharded = Sharded{Name: "sharded", Every: time.Second, Shards: 4, MaxConcurrency: 1, Chained: "fanned"}
+
+func shardedYAML(w *cluster.Witness) string {
+	return fmt.Sprintf(`  - name: %[1]s
+    schedule: "@every %[2]s"
+    shards: %[3]d
+    shard_inputs: [{part: a}, {part: b}]
+    max_concurrency: %[4]d
+    overlap: skip
+    catch_up: latest
+    starting_deadline: 30s
+    history_limit: 100000
+    skipped_history_limit: 100000
+    retries: {max: 1, backoff: 100ms, max_backoff: 1s}
+    timeout: 5s
+    http: {method: POST, url: %[5]q}
+  - name: %[6]s
+    schedule: "@yearly"
+    max_concurrency: 4
+    overlap: queue
+    queue_limit: 10
+    starting_deadline: 30s
+    history_limit: 100000
+    skipped_history_limit: 100000
+    timeout: 5s
+    after: {job: %[1]s, on: [succeeded]}
+    http: {method: POST, url: %[7]q}
+`, sharded.Name, sharded.Every, sharded.Shards, sharded.MaxConcurrency, w.URL("sleep=300ms&fail=9"), sharded.Chained, w.URL("sleep=20ms"))
+}

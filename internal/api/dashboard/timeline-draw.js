@@ -58,14 +58,27 @@ window.SchedulerTimelineDraw = (function () {
     return lines.join('\n');
   }
 
+  // A sharded job's shard k holds slots of its own (max_concurrency per
+  // shard index): its lanes are the k-th block of max_concurrency lanes.
+  function shardOf(x) {
+    const m = /#(\d+)$/.exec(x.run_id || '');
+    return m ? Number(m[1]) : -1;
+  }
+
+  function laneOf(j, x) {
+    const slot = Number.isInteger(x.slot) && x.slot >= 0 ? x.slot : 0;
+    const k = j.shards > 1 ? shardOf(x) : -1;
+    return k >= 0 ? k * Math.max(1, j.max_concurrency || 1) + slot : slot;
+  }
+
   function lanes(j, list) {
-    let n = Math.max(1, j.max_concurrency || 1);
-    for (const x of list) if (Number.isInteger(x.slot) && x.slot + 1 > n) n = x.slot + 1;
+    let n = Math.max(1, j.max_concurrency || 1) * Math.max(1, j.shards || 1);
+    for (const x of list) if (Number.isInteger(x.slot) && laneOf(j, x) + 1 > n) n = laneOf(j, x) + 1;
     return n;
   }
 
   // drawRow keeps one element per run in the job's group, keyed by run id.
-  function drawRow(st, list, k, now) {
+  function drawRow(j, st, list, k, now) {
     const keep = new Set();
     for (const x of list) {
       const bar = isTime(x.started_at);
@@ -91,10 +104,9 @@ window.SchedulerTimelineDraw = (function () {
       if (bar) {
         const start = ms(x.started_at);
         const end = x.running || !isTime(x.ended_at) ? now : ms(x.ended_at);
-        const slot = Number.isInteger(x.slot) && x.slot >= 0 ? x.slot : 0;
         set(node, 'x', ((start - epoch) * k).toFixed(1));
         set(node, 'width', Math.max(MIN_BAR_W, (end - start) * k).toFixed(1));
-        set(node, 'y', MARK_H + slot * LANE_H + 2);
+        set(node, 'y', MARK_H + laneOf(j, x) * LANE_H + 2);
         set(node, 'height', LANE_H - 4);
       } else {
         set(node, 'cx', ((ms(x.scheduled_at) - epoch) * k).toFixed(1));
@@ -164,7 +176,7 @@ window.SchedulerTimelineDraw = (function () {
       const n = lanes(j, list);
       const h = MARK_H + n * LANE_H;
       set(st.group, 'transform', `translate(0 ${y})`);
-      drawRow(st, list, k, now);
+      drawRow(j, st, list, k, now);
 
       backs.append(svg('rect', { x: 0, y, width: plotW, height: h, class: 'tl-back' }));
       const name = svg('text', { x: 4, y: y + MARK_H + LANE_H - 3, class: 'tl-name' });
@@ -177,7 +189,8 @@ window.SchedulerTimelineDraw = (function () {
       labels.append(ticks);
       for (let s = 0; s < n; s++) {
         const t = svg('text', { x: LABEL_W - 6, y: y + MARK_H + s * LANE_H + LANE_H - 3, class: 'tl-lane-label' });
-        t.textContent = `slot ${s}`;
+        const per = Math.max(1, j.max_concurrency || 1);
+        t.textContent = j.shards > 1 ? `shard ${Math.floor(s / per)}` + (per > 1 ? `/${s % per}` : '') : `slot ${s}`;
         labels.append(t);
       }
       summary.push([j.name, list]);

@@ -86,7 +86,7 @@ func (b *Backfiller) Run(ctx context.Context, req Request) (Result, error) {
 		}
 		entries = append(entries, e)
 	}
-	written, existing, err := b.write(ctx, entries)
+	written, existing, err := b.writeAll(ctx, entries)
 	res.Queued = append(res.Queued, written...)
 	res.SkippedExisting = append(res.SkippedExisting, existing...)
 	if err != nil {

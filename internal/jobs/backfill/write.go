@@ -55,3 +55,23 @@ func (b *Backfiller) write(ctx context.Context, entries []*queue.Entry) (written
 	}
 	return written, existing, nil
 }
+
+// writeAll writes the entries, a sharded job's tick by tick as its shards
+// (queue.AddShards), any other's many a transaction (write).
+func (b *Backfiller) writeAll(ctx context.Context, entries []*queue.Entry) (written, existing []string, err error) {
+	if len(entries) == 0 || !entries[0].Spec.Sharded() {
+		return b.write(ctx, entries)
+	}
+	for _, e := range entries {
+		created, err := queue.AddShards(ctx, b.kv, b.keys, e)
+		if err != nil {
+			return written, existing, fmt.Errorf("backfill: %w", err)
+		}
+		if created {
+			written = append(written, e.RunID)
+		} else {
+			existing = append(existing, e.RunID)
+		}
+	}
+	return written, existing, nil
+}

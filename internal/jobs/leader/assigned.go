@@ -55,7 +55,8 @@ type leanItem struct {
 // queued by the worker (replace cancels a run: the queue path's).
 func leanJob(cfg *config.Config, j *config.Job) bool {
 	// max_runs counts in the transactions of the queue path (maxruns.go).
-	if j.ConcurrencyKey != "" || j.Rate != nil || j.Retries.HoldSlot || j.MaxRuns > 0 ||
+	// A sharded job's tick is many runs and a fan-in: the queue path's.
+	if j.Sharded() || j.ConcurrencyKey != "" || j.Rate != nil || j.Retries.HoldSlot || j.MaxRuns > 0 ||
 		j.Overlap != config.OverlapSkip && j.Overlap != config.OverlapQueue {
 		return false
 	}

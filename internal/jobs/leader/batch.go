@@ -75,7 +75,7 @@ func (it *batchItem) ops() int {
 // full.
 func (l *leader) batchable(j *config.Job, now time.Time) (batchItem, bool) {
 	sched, err := j.ParsedSchedule()
-	if err != nil {
+	if err != nil || j.Sharded() { // a sharded tick is written in parts (shards.go)
 		return batchItem{}, false
 	}
 	l.mu.Lock()

@@ -198,7 +198,7 @@ func (l *leader) processOnce(ctx context.Context, j *config.Job, sched schedule.
 	// conditions of the one-tick writes; one at a time they saturated
 	// etcd for half a second and cost the benchmark's jobs a tick each.
 	// When a condition fails, the one-tick writes below find out which.
-	for len(rest) > 1 {
+	for len(rest) > 1 && !j.Sharded() {
 		it, n := l.chunk(j, cfg, rest, now, cursor, known)
 		if n < 2 {
 			break
@@ -214,6 +214,12 @@ func (l *leader) processOnce(ctx context.Context, j *config.Job, sched schedule.
 		cursor, known = it.plan.Cursor, true
 	}
 	for _, t := range rest {
+		if j.Sharded() && (t.Action == queueTick || l.fannedOut(ctx, j.Name, t.At)) {
+			if err := l.writeShards(ctx, cfg, j, t, now); err != nil {
+				return la, err
+			}
+			continue
+		}
 		runID, ops, health := l.tickOps(cfg, j, t, now)
 		n := runTicks([]plannedTick{t})
 		wrote, err := l.write(ctx, j.Name, t.At, l.absent(j.Name, runID), append(append(ops, health...), l.countOps(j, n)...))

@@ -175,7 +175,11 @@ func (l *leader) pruneRound(ctx context.Context) error {
 		return nil
 	}
 	l.noteRemoved(due...) // a run of a removed job ended: it has records to keep
-	if err := l.pruneJobs(ctx, due); err != nil {
+	err := l.pruneJobs(ctx, due)
+	if err == nil {
+		err = l.pruneFanIns(ctx, due)
+	}
+	if err != nil {
 		if err == errNotLeader || ctx.Err() != nil {
 			return err
 		}

@@ -257,6 +257,7 @@ func (l *leader) purgeRemoved(ctx context.Context, job string, m *removal) error
 	ok, err := l.fenced(ctx, []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", m.rev)},
 		clientv3.OpDelete(l.d.Keys.JobRuns(job), clientv3.WithPrefix()),
 		clientv3.OpDelete(l.d.Keys.Unstarted(job), clientv3.WithPrefix()),
+		clientv3.OpDelete(l.d.Keys.JobFanIns(job), clientv3.WithPrefix()),
 		clientv3.OpDelete(key))
 	if ok {
 		l.d.Log.Info("removed job: history deleted", "job", job, "removed_at", m.at)

@@ -58,6 +58,10 @@ func TestRemovedJobHistoryIsKeptForTheTTLThenDeleted(t *testing.T) {
 	putRecords(t, cli, l, "keep", 4)
 	putRecords(t, cli, l, "gone", 6)
 	putRecords(t, cli, l, "gone-too", 3)
+	// gone was sharded: its ticks' fan-in keys go with its history.
+	if _, err := cli.Put(t.Context(), l.d.Keys.FanIn("gone", "gone@1"), "pending"); err != nil {
+		t.Fatal(err)
+	}
 
 	next, err := l.removedRound(t.Context(), true)
 	if err != nil {
@@ -89,7 +93,7 @@ func TestRemovedJobHistoryIsKeptForTheTTLThenDeleted(t *testing.T) {
 	if _, err := l.removedRound(t.Context(), true); err != nil {
 		t.Fatal(err)
 	}
-	for _, prefix := range []string{l.d.Keys.JobRuns("gone"), l.d.Keys.Unstarted("gone"), l.d.Keys.Removed()} {
+	for _, prefix := range []string{l.d.Keys.JobRuns("gone"), l.d.Keys.Unstarted("gone"), l.d.Keys.JobFanIns("gone"), l.d.Keys.Removed()} {
 		if n := keysUnder(t, cli, prefix); n != 0 {
 			t.Errorf("at the TTL: %d keys left under %s, want none", n, prefix)
 		}

@@ -17,7 +17,8 @@ import (
 // else a run's end causes belongs here too, so that no writer of a record
 // can forget it: when no retry follows, the run has ended, and its
 // notifications and chained runs (Follows, under cfg, the writer's
-// configuration) go in too. An attempt followed by a retry causes neither:
+// configuration) go in too, or for a shard its part of the tick's fan-in
+// (Final). An attempt followed by a retry causes neither:
 // its outcome reaches the final record as a previous attempt.
 //
 // entryKey is the attempt's queue entry; "" for a run that has none (an
@@ -42,5 +43,5 @@ func End(k keys.Layout, cfg *config.Config, entryKey string, e *Entry, rec *runs
 	if entryKey != "" {
 		ops = append(ops, clientv3.OpDelete(entryKey))
 	}
-	return append(ops, Follows(k, cfg, e.JobSpec(), rec, e.Input, now).All()...), nil
+	return append(ops, Final(k, cfg, e, rec, now)...), nil
 }

@@ -47,7 +47,7 @@ func (w Writes) IfUnchanged(ctx context.Context, it *Item, ops ...clientv3.Op) (
 // the view saw it.
 func (w Writes) EndUnstarted(ctx context.Context, it *Item, rec *runs.Record) (bool, error) {
 	ops := append([]clientv3.Op{clientv3.OpDelete(it.Key)}, RecordOps(w.Keys, rec)...)
-	ops = append(ops, Follows(w.Keys, w.Config(), it.JobSpec(), rec, it.Input, rec.EndedAt).All()...)
+	ops = append(ops, Final(w.Keys, w.Config(), it.Entry, rec, rec.EndedAt)...)
 	return w.IfUnchanged(ctx, it, ops...)
 }
 
@@ -56,6 +56,9 @@ func (w Writes) EndUnstarted(ctx context.Context, it *Item, rec *runs.Record) (b
 // then, and writes nothing. One transaction decides, so of two concurrent
 // Adds of one id exactly one creates it.
 func (w Writes) Add(ctx context.Context, e *Entry) (bool, error) {
+	if e.Spec.Sharded() {
+		return AddShards(ctx, w.Client, w.Keys, e)
+	}
 	key := w.Keys.Entry(e.Job, e.RunID)
 	ops := []clientv3.Op{clientv3.OpPut(key, e.Encode())}
 	if spec, ok := e.SpecOp(w.Keys); ok {

@@ -64,7 +64,10 @@ func (w *Worker) execute(q *queue.Item, entry *queue.Entry, held *slots.Held, lo
 			resourceSlots = append(resourceSlots, r.Name+"/"+strconv.Itoa(r.Index))
 		}
 		traceParent, traceState := span.TraceContext()
+		shard, shards, _ := entry.Shard()
 		res = w.d.Executor.Execute(runCtx, &entry.Spec, target.Run{
+			Shard:         shard,
+			Shards:        shards,
 			ResourceSlots: resourceSlots,
 			Job:           entry.Job,
 			RunID:         entry.RunID,

@@ -1,0 +1,154 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/etcdsched/scheduler/internal/client"
+	"github.com/etcdsched/scheduler/internal/etcdtest"
+	"github.com/etcdsched/scheduler/internal/keys"
+	"github.com/etcdsched/scheduler/internal/poll"
+	"github.com/etcdsched/scheduler/internal/runs"
+)
+
+// shardJobs: a job of 3 shards whose shard 2 fails when the input says so.
+const shardJobs = `jobs:
+  - name: split
+    schedule: "0 0 1 1 *"
+    catch_up: none
+    overlap: queue
+    shards: 3
+    exec:
+      command: ["sh", "-c", "case \"$SCHEDULER_SHARD_INDEX $SCHEDULER_INPUT\" in 2*fail*) exit 3;; esac"]
+`
+
+// `scheduler runs` of a sharded job shows one row a tick, with how many
+// of its shards ended, and the tick's outcome; `trigger --wait` waits for
+// the tick's fan-in.
+func TestRunsCommandShowsTicks(t *testing.T) {
+	etcd := etcdtest.Start(t)
+	p := startProc(t, "a", writeConfig(t, etcd.Endpoints()[0], "/shards-cli/", shardJobs))
+	srv := []string{"--server", p.url}
+	var ids []string // newest first
+	for _, input := range []string{`{"day":"mon"}`, `{"day":"tue","fail":1}`} {
+		out, errOut, _ := cli(t, append([]string{"trigger", "split", "--wait", "--input", input}, srv...)...)
+		id := strings.SplitN(out, "\n", 2)[0]
+		if !strings.HasPrefix(id, "split@") {
+			t.Fatalf("trigger %s: %q %q", input, out, errOut)
+		}
+		ids = append([]string{id}, ids...)
+	}
+	out, errOut, code := cli(t, append([]string{"runs", "split"}, srv...)...)
+	header, rows := runsTable(t, out)
+	if code != 0 || len(rows) != 2 || len(header) < 3 || header[2] != "SHARDS" {
+		t.Fatalf("runs split: exit %d, header %q, %d rows; want SHARDS third and one row a tick\n%s%s", code, header, len(rows), out, errOut)
+	}
+	for i, want := range []string{"failed", "succeeded"} {
+		if rows[i][0] != ids[i] || rows[i][1] != want || rows[i][2] != "3/3" {
+			t.Errorf("row %d: %q; want tick %s, %s, 3/3", i, rows[i], ids[i], want)
+		}
+	}
+	view, err := p.api.Run(context.Background(), ids[0])
+	if err != nil || view.Outcome != "failed" || len(view.Shards) != 3 || view.Shards[2].Outcome != "failed" || view.Shards[0].Outcome != "succeeded" {
+		t.Errorf("GET /api/v1/runs/%s: %+v, %v; want failed, shard 2 failed, shard 0 succeeded", ids[0], view, err)
+	}
+}
+
+// wideJobs: 256 shards of a second's work each, retried once, and a job
+// chained after the tick.
+const wideJobs = `worker:
+  max_parallel: 64
+jobs:
+  - name: wide
+    schedule: "0 0 1 1 *"
+    catch_up: none
+    shards: 256
+    history_limit: 1000
+    retries: {max: 1, backoff: 100ms}
+    exec:
+      command: ["sleep", "1"]
+  - name: after
+    schedule: "0 0 1 1 *"
+    catch_up: none
+    after: {job: wide, on: [succeeded]}
+    exec:
+      command: ["true"]
+`
+
+// A tick of 256 shards on three replicas, one SIGKILLed while it holds
+// shards: its shards are recorded lost and retried on the others, and the
+// tick fans in once, succeeded, after the retries: its fan-in key was
+// written by its authorization and 256 final ends, and the chained job ran.
+func TestShardsOfAKilledProcessAreRetriedAndFannedInOnce(t *testing.T) {
+	etcd := etcdtest.Start(t)
+	cfg := writeConfig(t, etcd.Endpoints()[0], "/shards-kill/", wideJobs)
+	procs := map[string]*proc{}
+	for _, id := range []string{"a", "b", "c"} {
+		procs[id] = startProc(t, id, cfg)
+	}
+	ctx := context.Background()
+	var leader *proc
+	poll.For(t, 30*time.Second, "a leader", func() bool {
+		leader = procs[procs["a"].leaderID()]
+		return leader != nil
+	})
+	tick, err := leader.api.Trigger(ctx, "wide", nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var victim *proc
+	poll.For(t, 30*time.Second, "shards running on a replica that does not lead", func() bool {
+		slots, err := leader.api.Slots(ctx)
+		if err != nil {
+			return false
+		}
+		for _, s := range slots {
+			if s.Job == "wide" && s.Holder != leader.id && procs[s.Holder] != nil {
+				victim = procs[s.Holder]
+				return true
+			}
+		}
+		return false
+	})
+	if err := victim.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+
+	var view client.Run
+	poll.For(t, 120*time.Second, "the tick's fan-in", func() bool {
+		view, err = leader.api.Run(ctx, tick.RunID)
+		return err == nil && view.State == client.StateFinished
+	})
+	if view.Outcome != "succeeded" || len(view.Shards) != 256 {
+		t.Fatalf("tick %s: %s with %d shards, want succeeded with 256", tick.RunID, view.Outcome, len(view.Shards))
+	}
+	recs, err := leader.api.Runs(ctx, "wide", 1000, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lost := 0
+	for _, r := range recs {
+		if r.Outcome != "succeeded" {
+			t.Errorf("%s: %s, want succeeded", r.RunID, r.Outcome)
+		}
+		if r.Attempt == 2 {
+			lost++
+		}
+	}
+	if len(recs) != 256 || lost == 0 {
+		t.Errorf("%d shard records, %d retried; want 256, some retried after the kill of %s", len(recs), lost, victim.id)
+	}
+	cli := etcdtest.NewClient(t, etcd.Endpoints())
+	resp, err := cli.Get(ctx, keys.New("/shards-kill/").FanIn("wide", tick.RunID))
+	if err != nil || len(resp.Kvs) != 1 || resp.Kvs[0].Version != 257 {
+		t.Errorf("fan-in key: %v, %v; want version 257 (authorization and 256 final ends)", resp, err)
+	}
+	poll.For(t, 30*time.Second, "the chained run", func() bool {
+		r, err := leader.api.Run(ctx, runs.ChainID("after", tick.RunID))
+		return err == nil && r.State == client.StateFinished
+	})
+	t.Logf("%d shards lost with %s and retried", lost, victim.id)
+}

@@ -1,0 +1,88 @@
+package leader
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/etcdsched/scheduler/config"
+	"github.com/etcdsched/scheduler/internal/jobs/queue"
+	"github.com/etcdsched/scheduler/internal/runs"
+)
+
+// writeShards materializes tick t of the sharded job j (SPEC section 21):
+// its shard entries, a part a transaction (queue.FanOutParts), each part
+// fenced and comparing the job's cursor unchanged, and the cursor moved
+// only with the last part. A leader that dies between parts leaves the
+// cursor before the tick: its successor writes the tick again, and the
+// guard of each shard writes only the shards missing.
+func (l *leader) writeShards(ctx context.Context, cfg *config.Config, j *config.Job, t plannedTick, now time.Time) error {
+	runID := runs.ID(j.Name, t.At)
+	entry := queue.NewEntry(runID, j, cfg.Resources, t.At, t.NotBefore, 1, runs.Schedule)
+	entry.CatchUp = t.CatchUp
+	if err := entry.RenderKey(); err != nil {
+		// Recorded skipped under the tick's id, as an unsharded tick is.
+		_, ops, health := l.tickOps(cfg, j, t, now)
+		_, err := l.write(ctx, j.Name, t.At, l.absent(j.Name, runID), append(ops, health...))
+		return err
+	}
+	parts := queue.FanOutParts(l.d.Keys, entry.ShardEntries())
+	for _, part := range parts[:len(parts)-1] {
+		if err := l.writePart(ctx, j.Name, part); err != nil {
+			return err
+		}
+	}
+	n := runTicks([]plannedTick{t})
+	wrote, err := l.write(ctx, j.Name, t.At, nil, append(parts[len(parts)-1], l.countOps(j, n)...))
+	if err != nil {
+		return err
+	}
+	if wrote {
+		l.countTick(j.Name, t)
+		l.counted(j, n)
+	}
+	return nil
+}
+
+// fannedOut reports whether a fan-out of the tick at was begun (its fan-in
+// key exists): a tick this leader would record missed, whose shards an
+// earlier leader began to queue before it died, is queued in full instead,
+// so that its shards all exist, are recorded (missed, by their deadline)
+// and fan in. A failed read counts as not begun (the write that follows
+// fails too, and the next pass looks again).
+func (l *leader) fannedOut(ctx context.Context, job string, at time.Time) bool {
+	resp, err := l.d.Client.Get(ctx, l.d.Keys.FanIn(job, runs.ID(job, at)), clientv3.WithCountOnly())
+	return err == nil && resp.Count > 0
+}
+
+// writePart writes one part of a tick's shards if this leader still leads
+// and the job's cursor is as it knows it.
+func (l *leader) writePart(ctx context.Context, job string, ops []clientv3.Op) error {
+	l.mu.Lock()
+	known, ok := l.cursors[job]
+	l.mu.Unlock()
+	resp, err := l.d.Client.Txn(ctx).If(l.fence, l.cursorIs(job, known, ok)).Then(ops...).
+		Else(clientv3.OpGet(l.term.Key), clientv3.OpGet(l.d.Keys.Cursor(job))).Commit()
+	if err != nil {
+		return fmt.Errorf("leader: materialize shards of %s: %w", job, err)
+	}
+	if resp.Succeeded {
+		return nil
+	}
+	if l.fenceGone(resp) {
+		return errNotLeader
+	}
+	// Another term moved the cursor: plan again from what is stored.
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if kvs := resp.Responses[1].GetResponseRange().Kvs; len(kvs) > 0 {
+		if stored, err := queue.DecodeCursor(kvs[0].Value); err == nil {
+			l.cursors[job] = stored
+		}
+	} else {
+		delete(l.cursors, job)
+	}
+	return errCursorMoved
+}

@@ -1,0 +1,209 @@
+package queue
+
+import (
+	"encoding/json"
+	"strconv"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/etcdsched/scheduler/config"
+	"github.com/etcdsched/scheduler/internal/keys"
+	"github.com/etcdsched/scheduler/internal/runs"
+)
+
+// A tick of a sharded job (SPEC section 21) is written as one queue entry
+// per shard, a part of ShardPart shards a transaction: etcd's default
+// --max-txn-ops (128) cannot carry the 256 shards of one tick. Each shard's
+// put is its own nested transaction guarded by "no entry and no record of
+// that shard", so a part written again (a leader that died between parts,
+// and its successor redoing the tick) writes only the shards missing. The
+// tick's fan-in key and worst register are created with the first part, so
+// that a shard of that part that ends before the last part is written
+// already counts.
+
+// ShardPart is how many shards one transaction of a tick's fan-out writes.
+const ShardPart = 64
+
+// faninPending is the fan-in key's value until the last shard's end
+// writes the tick's record over it.
+const faninPending = "pending"
+
+// Shard reports which shard of how many the entry's run is; ok is false
+// for a run of an unsharded job (or one whose spec is not resolved).
+func (e *Entry) Shard() (k, n int, ok bool) {
+	if !e.resolved || !e.Spec.Sharded() {
+		return 0, 0, false
+	}
+	_, k, ok = runs.ShardOf(e.RunID)
+	if !ok || k >= e.Spec.Shards {
+		return 0, 0, false
+	}
+	return k, e.Spec.Shards, true
+}
+
+// Tick is the run id of the tick (or trigger) a shard run belongs to.
+func (e *Entry) Tick() string {
+	tick, _, _ := runs.ShardOf(e.RunID)
+	return tick
+}
+
+// ShardEntries are the entries of the shards of e, the entry of a tick of a
+// sharded job made by NewEntry (its key rendered): shard k has run id
+// <tick>#<k>, the tick's input with shard k's item of shard_inputs merged
+// over it, and the concurrency group of its index, so max_concurrency holds
+// per shard index.
+func (e *Entry) ShardEntries() []*Entry {
+	n := e.Spec.Shards
+	out := make([]*Entry, n)
+	for k := range n {
+		s := *e
+		s.RunID = runs.ShardID(e.RunID, k)
+		if in, err := e.Spec.ShardInput(e.Input, k); err == nil {
+			s.Input = in
+		}
+		s.ConcurrencyKey = ShardKey(e.ConcurrencyKey, k)
+		out[k] = &s
+	}
+	return out
+}
+
+// ShardKey is the concurrency key of shard k of a run whose key is key.
+func ShardKey(key string, k int) string {
+	if key == "" {
+		return "shard-" + strconv.Itoa(k)
+	}
+	return key + "/shard-" + strconv.Itoa(k)
+}
+
+// FanOutParts are the writes of a tick's shard entries, one slice a
+// transaction, the first creating the tick's fan-in key (unless it exists)
+// and writing the spec. Every shard put is guarded by its own absence, so
+// the parts may be written again in any order.
+func FanOutParts(k keys.Layout, shards []*Entry) [][]clientv3.Op {
+	if len(shards) == 0 {
+		return nil
+	}
+	first := shards[0]
+	fanin, worst := k.FanIn(first.Job, first.Tick()), k.FanInWorst(first.Job, first.Tick())
+	var parts [][]clientv3.Op
+	for i := 0; i < len(shards); i += ShardPart {
+		var ops []clientv3.Op
+		if i == 0 {
+			if spec, ok := first.SpecOp(k); ok {
+				ops = append(ops, spec)
+			}
+			ops = append(ops, clientv3.OpTxn(
+				[]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(fanin), "=", 0)},
+				[]clientv3.Op{clientv3.OpPut(fanin, faninPending), clientv3.OpPut(worst, string(runs.Severity(runs.Succeeded)))}, nil))
+		}
+		for _, s := range shards[i:min(i+ShardPart, len(shards))] {
+			key := k.Entry(s.Job, s.RunID)
+			ops = append(ops, clientv3.OpTxn([]clientv3.Cmp{
+				clientv3.Compare(clientv3.CreateRevision(key), "=", 0),
+				clientv3.Compare(clientv3.CreateRevision(k.Record(s.Job, s.RunID)), "=", 0),
+			}, []clientv3.Op{clientv3.OpPut(key, s.Encode())}, nil))
+		}
+		parts = append(parts, ops)
+	}
+	return parts
+}
+
+// TickRecord is the record of a sharded job's tick, the value of its
+// fan-in key once its last shard ended: what its chains and notifications
+// are caused by.
+type TickRecord struct {
+	RunID       string       `json:"run_id"`
+	Job         string       `json:"job"`
+	Trigger     runs.Trigger `json:"trigger"`
+	ScheduledAt time.Time    `json:"scheduled_at"`
+	EndedAt     time.Time    `json:"ended_at"`
+	Outcome     runs.Outcome `json:"outcome"`
+	Shards      int          `json:"shards"`
+}
+
+// DecodeTick reads a fan-in key's value; ok is false while the tick's
+// shards have not all ended.
+func DecodeTick(b []byte) (TickRecord, bool) {
+	var t TickRecord
+	if string(b) == faninPending || json.Unmarshal(b, &t) != nil {
+		return TickRecord{}, false
+	}
+	return t, true
+}
+
+// Final is what a run's final record (no retry follows) adds to the
+// transaction that writes it: for an unsharded run its notifications and
+// chained runs (Follows); for a shard, its part of the fan-in (FanIn).
+func Final(k keys.Layout, cfg *config.Config, e *Entry, rec *runs.Record, now time.Time) []clientv3.Op {
+	if _, n, ok := e.Shard(); ok {
+		return FanIn(k, cfg, e, n, rec, now)
+	}
+	if _, i, ok := runs.ShardOf(e.RunID); ok && !e.Resolved() {
+		// Not resolved (a queued shard cancelled through the API): the
+		// writer's config says how many shards the tick has.
+		if j := cfg.Job(e.Job); j != nil && j.Sharded() && i < j.Shards {
+			return FanIn(k, cfg, e, j.Shards, rec, now)
+		}
+	}
+	return Follows(k, cfg, e.JobSpec(), rec, e.Input, now).All()
+}
+
+// FanIn is a shard's final end's part of its tick's fan-in, decided by
+// etcd in the shard's end transaction without a read (docs/design.md,
+// "Sharded jobs"): it raises the worst register to its own outcome's
+// severity when that is higher, and puts the fan-in key once more. The end
+// that finds the key at Version n is the last of the n final ends (the
+// tick's authorization made Version 1; a final end is applied once per
+// shard, its transaction comparing the shard's record absent or its slot
+// token), and writes the tick's record and what it causes, on the worst of
+// the stored register and its own outcome: one nested branch per stored
+// value, all compared before any write of the transaction.
+func FanIn(k keys.Layout, cfg *config.Config, e *Entry, n int, rec *runs.Record, now time.Time) []clientv3.Op {
+	tick := e.Tick()
+	fanin, worst := k.FanIn(e.Job, tick), k.FanInWorst(e.Job, tick)
+	mine := runs.Severity(rec.Outcome)
+	var ops []clientv3.Op
+	if mine > runs.Severity(runs.Succeeded) {
+		ops = append(ops, clientv3.OpTxn(
+			[]clientv3.Cmp{clientv3.Compare(clientv3.Value(worst), "<", string(mine))},
+			[]clientv3.Op{clientv3.OpPut(worst, string(mine))}, nil))
+	}
+	// The branches, the mildest first: the worst is mine unless the
+	// register holds a higher severity.
+	last := tickOps(k, cfg, e, n, runs.OfSeverity(mine), now)
+	for _, o := range runs.Outcomes() {
+		if s := runs.Severity(o); s > mine {
+			last = []clientv3.Op{clientv3.OpTxn(
+				[]clientv3.Cmp{clientv3.Compare(clientv3.Value(worst), "<", string(s))},
+				last, tickOps(k, cfg, e, n, o, now))}
+		}
+	}
+	return append(ops, clientv3.OpTxn(
+		[]clientv3.Cmp{clientv3.Compare(clientv3.Version(fanin), "=", n)},
+		last,
+		[]clientv3.Op{clientv3.OpPut(fanin, faninPending)}))
+}
+
+// tickOps are the writes of the tick's record with outcome o and what it
+// causes: its notifications and chained runs, once per tick.
+func tickOps(k keys.Layout, cfg *config.Config, e *Entry, n int, o runs.Outcome, now time.Time) []clientv3.Op {
+	tick := e.Tick()
+	t := TickRecord{RunID: tick, Job: e.Job, Trigger: e.Trigger, ScheduledAt: e.ScheduledAt, EndedAt: now.UTC(), Outcome: o, Shards: n}
+	if t.Trigger == runs.Retry {
+		// A retried shard no longer says what made the tick.
+		t.Trigger = runs.Manual
+		if _, ok := runs.ScheduledAtOf(tick); ok {
+			t.Trigger = runs.Schedule
+		}
+	}
+	b, _ := json.Marshal(t)
+	rec := &runs.Record{RunID: tick, Job: e.Job, Attempt: 1, Trigger: t.Trigger, ScheduledAt: e.ScheduledAt,
+		EndedAt: now.UTC(), Outcome: o, Slot: noSlot, UpstreamRunID: e.UpstreamRunID}
+	var input json.RawMessage
+	if j := e.JobSpec(); j != nil {
+		input = j.DefaultInput()
+	}
+	ops := []clientv3.Op{clientv3.OpPut(k.FanIn(e.Job, tick), string(b))}
+	return append(ops, Follows(k, cfg, e.JobSpec(), rec, input, now).All()...)
+}
