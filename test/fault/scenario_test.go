@@ -117,7 +117,7 @@ func runScenario(t *testing.T, sc scenario) outcome {
 	t.Cleanup(w.Close)
 	beats := t.TempDir()
 	rcv := startReceiver(t)
-	cfg, jobs, resources := workload(sc.ttl, w, rcv.srv.URL+"/notify", beats)
+	cfg, jobs, resources := workload(sc.ttl, w, rcv.srv.URL+"/notify", beats, sc.old == "")
 	if sc.outlast {
 		cfg, jobs = withOutlast(cfg, jobs, w)
 	}
@@ -162,7 +162,9 @@ func runScenario(t *testing.T, sc scenario) outcome {
 
 	hist := r.history(jobs, resources, ticksFrom, healed)
 	hist.Chains, hist.Notify = chains, notified
-	hist.Sharded = []Sharded{sharded}
+	if sc.old == "" {
+		hist.Sharded = []Sharded{sharded}
+	}
 	hist.Notify.Seen = r.notificationsSeen(rcv)
 	hist.Rates = workloadRates
 	hist.Restarts, hist.RequireResumed = r.restarts, sc.requireResumed
