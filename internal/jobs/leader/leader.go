@@ -105,7 +105,9 @@ func (d *Deps) defaults() {
 // rule 1). It returns nil when ctx ends or a write finds the fence gone,
 // and an error when the work cannot go on.
 func Run(ctx context.Context, d Deps, term election.Leadership) error {
-	d.defaults()
+	if err := d.check(term); err != nil {
+		return err
+	}
 	l := newLeader(d, term)
 	if d.Workers != nil && l.store == nil {
 		return errors.New("leader: the lean run protocol needs an etcd client")
