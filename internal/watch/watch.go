@@ -62,9 +62,12 @@ type Watch struct {
 
 // Run reads, follows, and reads again after each compaction or failed
 // Apply, until ctx ends; it returns nil then. A failed read is retried after
-// the backoff.
+// the backoff. A Retry no loop can use is an error, at once.
 func (w Watch) Run(ctx context.Context, h Handler) error {
 	w = w.withDefaults()
+	if err := w.Retry.Validate(); err != nil {
+		return fmt.Errorf("watch %v: Retry: %w", w.Prefixes, err)
+	}
 	retry := w.Retry.Start()
 	for {
 		rev, err := h.Read(ctx)
