@@ -11,27 +11,20 @@ import (
 
 	"github.com/etcdsched/scheduler/internal/jobs/leader"
 	"github.com/etcdsched/scheduler/internal/jobs/worker"
+	"github.com/etcdsched/scheduler/internal/required"
 )
 
 // check fills the options' defaults and reports every one an engine
 // cannot work with, each naming the option, and how the timings must
 // relate.
 func (o *Options) check() error {
-	var errs []error
-	for _, r := range []struct {
-		missing      bool
-		option, role string
-	}{
-		{o.Client == nil, "Client", "the etcd client"},
-		{o.Sessions == nil, "Sessions", "the replica's session manager"},
-		{o.Slots == nil, "Slots", "the replica's semaphore"},
-		{o.Executor == nil, "Executor", "what runs the targets"},
-		{o.Config == nil, "Config", "the current configuration"},
-	} {
-		if r.missing {
-			errs = append(errs, fmt.Errorf("jobs: %s is required: %s", r.option, r.role))
-		}
-	}
+	errs := required.Check("jobs",
+		required.Field{Missing: o.Client == nil, Name: "Client", Role: "the etcd client"},
+		required.Field{Missing: o.Sessions == nil, Name: "Sessions", Role: "the replica's session manager"},
+		required.Field{Missing: o.Slots == nil, Name: "Slots", Role: "the replica's semaphore"},
+		required.Field{Missing: o.Executor == nil, Name: "Executor", Role: "what runs the targets"},
+		required.Field{Missing: o.Config == nil, Name: "Config", Role: "the current configuration"},
+	)
 	switch {
 	case o.ID == "":
 		errs = append(errs, errors.New("jobs: ID is required: the replica's id, the holder of its runs"))

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
+
+	"github.com/etcdsched/scheduler/internal/required"
 )
 
 // The timings a worker takes when Deps leave them zero.
@@ -19,25 +21,17 @@ const (
 // check fills d's defaults and reports every setting a worker cannot work
 // with, each naming the field and what it is for.
 func (d *Deps) check() error {
-	var errs []error
-	for _, r := range []struct {
-		missing     bool
-		field, role string
-	}{
-		{d.Client == nil, "Client", "the etcd client its queue writes go through"},
-		{d.Keys.Prefix == "", "Keys", "the layout of the cluster's keys"},
-		{d.Sessions == nil, "Sessions", "the replica's sessions its slots are held under"},
-		{d.Slots == nil, "Slots", "the semaphore its claims go through"},
-		{d.Executor == nil, "Executor", "what runs the targets"},
-		{d.Queue == nil, "Queue", "the view of queued runs"},
-		{d.Specs == nil, "Specs", "the copy of the job specs runs start with"},
-		{d.Config == nil, "Config", "the current configuration"},
-		{d.Metrics == nil, "Metrics", "the engine's metrics"},
-	} {
-		if r.missing {
-			errs = append(errs, fmt.Errorf("worker: %s is required: %s", r.field, r.role))
-		}
-	}
+	errs := required.Check("worker",
+		required.Field{Missing: d.Client == nil, Name: "Client", Role: "the etcd client its queue writes go through"},
+		required.Field{Missing: d.Keys.Prefix == "", Name: "Keys", Role: "the layout of the cluster's keys"},
+		required.Field{Missing: d.Sessions == nil, Name: "Sessions", Role: "the replica's sessions its slots are held under"},
+		required.Field{Missing: d.Slots == nil, Name: "Slots", Role: "the semaphore its claims go through"},
+		required.Field{Missing: d.Executor == nil, Name: "Executor", Role: "what runs the targets"},
+		required.Field{Missing: d.Queue == nil, Name: "Queue", Role: "the view of queued runs"},
+		required.Field{Missing: d.Specs == nil, Name: "Specs", Role: "the copy of the job specs runs start with"},
+		required.Field{Missing: d.Config == nil, Name: "Config", Role: "the current configuration"},
+		required.Field{Missing: d.Metrics == nil, Name: "Metrics", Role: "the engine's metrics"},
+	)
 	switch {
 	case d.ID == "":
 		errs = append(errs, errors.New("worker: ID is required: the replica that holds the runs it executes"))
