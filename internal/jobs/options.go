@@ -11,6 +11,7 @@ import (
 
 	"github.com/etcdsched/scheduler/internal/jobs/leader"
 	"github.com/etcdsched/scheduler/internal/jobs/worker"
+	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/required"
 )
 
@@ -25,11 +26,8 @@ func (o *Options) check() error {
 		required.Field{Missing: o.Executor == nil, Name: "Executor", Role: "what runs the targets"},
 		required.Field{Missing: o.Config == nil, Name: "Config", Role: "the current configuration"},
 	)
-	switch {
-	case o.ID == "":
-		errs = append(errs, errors.New("jobs: ID is required: the replica's id, the holder of its runs"))
-	case strings.Contains(o.ID, "/"):
-		errs = append(errs, fmt.Errorf("jobs: ID %q must not contain \"/\": it is the last segment of the replica's keys", o.ID))
+	if err := keys.CheckID(o.ID); err != nil {
+		errs = append(errs, fmt.Errorf("jobs: %w", err))
 	}
 	if !strings.HasPrefix(o.Prefix, "/") || !strings.HasSuffix(o.Prefix, "/") {
 		errs = append(errs, fmt.Errorf("jobs: Prefix %q must start and end with \"/\" (cluster.etcd.prefix), so no other cluster's keys share it", o.Prefix))

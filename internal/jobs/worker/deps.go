@@ -4,11 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/jonboulle/clockwork"
 
+	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/required"
 )
 
@@ -32,11 +32,8 @@ func (d *Deps) check() error {
 		required.Field{Missing: d.Config == nil, Name: "Config", Role: "the current configuration"},
 		required.Field{Missing: d.Metrics == nil, Name: "Metrics", Role: "the engine's metrics"},
 	)
-	switch {
-	case d.ID == "":
-		errs = append(errs, errors.New("worker: ID is required: the replica that holds the runs it executes"))
-	case strings.Contains(d.ID, "/"):
-		errs = append(errs, fmt.Errorf("worker: ID %q must not contain \"/\": it is the last segment of the replica's keys", d.ID))
+	if err := keys.CheckID(d.ID); err != nil {
+		errs = append(errs, fmt.Errorf("worker: %w", err))
 	}
 	if d.ClaimLead < 0 {
 		errs = append(errs, fmt.Errorf("worker: ClaimLead must not be negative, got %v", d.ClaimLead))
