@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/etcdsched/scheduler/internal/backoff"
 	"github.com/etcdsched/scheduler/internal/schedule"
 )
 
@@ -71,11 +72,9 @@ func (j *Job) JitterAt(tick time.Time) time.Duration {
 }
 
 // Delay returns how long to wait before retry number n (1 for the first
-// retry): backoff doubled per retry, capped at max_backoff.
+// retry): backoff doubled per retry, capped at max_backoff. Exactly: the
+// delays are documented, so the policy has no jitter (a job's ticks already
+// spread by its own jitter setting).
 func (r Retries) Delay(n int) time.Duration {
-	d, limit := r.Backoff.D(), r.MaxBackoff.D()
-	for i := 1; i < n && d > 0 && d < limit; i++ {
-		d *= 2
-	}
-	return min(d, limit)
+	return backoff.Policy{Min: r.Backoff.D(), Max: r.MaxBackoff.D()}.Step(n)
 }

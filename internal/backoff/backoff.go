@@ -1,43 +1,99 @@
-// Package backoff spaces out retries against an etcd that fails, so a
-// replica does not spin while the cluster is unreachable or leaderless, and
-// comes back quickly once it answers again.
+// Package backoff spaces out retries: against an etcd that fails, so a
+// replica does not spin while the cluster is unreachable or leaderless and
+// comes back quickly once it answers again, and against a sink or a job's
+// target. It is the one implementation of a doubling delay in the tree; each
+// caller names its Policy where it chooses the numbers.
 package backoff
 
 import (
 	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
 	"time"
 
 	"github.com/jonboulle/clockwork"
 )
 
-// Backoff is a doubling delay from Min up to Max. The zero value of its
-// state starts at Min, so a literal Backoff{Min: ..., Max: ...} is ready to
-// use; copying one copies its policy and where it stands. It is not safe for
-// concurrent use: each retry loop owns its own.
-type Backoff struct {
+// Policy is how a retry loop spaces its attempts: Min before the first
+// retry, doubled for each next one up to Max, each delay then shortened by
+// a random part of up to Jitter of it. Jitter keeps replicas that failed
+// together (an etcd leader election, a partition healing) from retrying in
+// lockstep; it only ever shortens a delay, so Max stays a true bound. A
+// Policy with Jitter 0 gives exact delays (a job's retries.backoff, whose
+// delays are documented). A Max below Min is Max.
+type Policy struct {
 	Min, Max time.Duration
-
-	next time.Duration // 0: Min
+	// Jitter is the fraction of each delay that is random, in [0, 1].
+	Jitter float64
 }
 
-// Delay is what the next Wait waits, without moving on.
-func (b *Backoff) Delay() time.Duration {
-	d := b.next
-	if d == 0 {
-		d = b.Min
+// Validate reports a policy no loop can use, naming the setting.
+func (p Policy) Validate() error {
+	switch {
+	case p.Min <= 0:
+		return fmt.Errorf("backoff: Min must be positive, got %v", p.Min)
+	case p.Max < p.Min:
+		return fmt.Errorf("backoff: Max must not be less than Min (%v), got %v", p.Min, p.Max)
+	case p.Jitter < 0 || p.Jitter > 1:
+		return fmt.Errorf("backoff: Jitter must be in [0, 1], got %v", p.Jitter)
 	}
-	return min(d, b.Max)
+	return nil
 }
 
-// Next returns the delay to wait now and doubles the one after, up to Max.
+// Step is the delay before retry n (1 for the first) without its jitter:
+// the longest it can be. It is a pure function of n.
+func (p Policy) Step(n int) time.Duration {
+	d := p.Min
+	for i := 1; i < n && d > 0 && d < p.Max && d <= math.MaxInt64/2; i++ {
+		d *= 2
+	}
+	return min(d, p.Max)
+}
+
+// Delay is the delay before retry n with its jitter drawn: in
+// [Step(n)*(1-Jitter), Step(n)].
+func (p Policy) Delay(n int) time.Duration {
+	d := p.Step(n)
+	if p.Jitter <= 0 || d <= 0 {
+		return d
+	}
+	return d - time.Duration(rand.Float64()*min(p.Jitter, 1)*float64(d))
+}
+
+// Start returns a retry loop's backoff at its first step.
+func (p Policy) Start() Backoff { return Backoff{policy: p} }
+
+// Backoff is where one retry loop stands in its Policy. Copying one copies
+// the policy and the step. It is not safe for concurrent use: each retry
+// loop owns its own.
+type Backoff struct {
+	policy Policy
+	n      int // delays taken since the start or the last Reset
+	// next is the next delay once drawn, so a log of Delay tells the
+	// wait that follows.
+	next  time.Duration
+	drawn bool
+}
+
+// Delay is what the next Wait waits (its jitter drawn), without moving on.
+func (b *Backoff) Delay() time.Duration {
+	if !b.drawn {
+		b.next, b.drawn = b.policy.Delay(b.n+1), true
+	}
+	return b.next
+}
+
+// Next returns the delay to wait now and moves to the next step.
 func (b *Backoff) Next() time.Duration {
 	d := b.Delay()
-	b.next = min(2*d, b.Max)
+	b.n++
+	b.drawn = false
 	return d
 }
 
-// Reset goes back to Min, after an attempt that succeeded.
-func (b *Backoff) Reset() { b.next = 0 }
+// Reset goes back to the first step, after an attempt that succeeded.
+func (b *Backoff) Reset() { b.n, b.drawn = 0, false }
 
 // Wait waits the next delay on clock. It returns false when ctx ended first,
 // so a loop can stop without sleeping out the delay.

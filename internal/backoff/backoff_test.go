@@ -14,23 +14,23 @@ func TestSequence(t *testing.T) {
 	ms := time.Millisecond
 	for _, tc := range []struct {
 		name    string
-		b       Backoff
+		p       Policy
 		resetAt int // Reset before this step; 0: never
 		want    []time.Duration
 	}{
-		{"slots and mirror", Backoff{Min: 50 * ms, Max: 2 * time.Second}, 0,
+		{"slots and mirror", Policy{Min: 50 * ms, Max: 2 * time.Second}, 0,
 			[]time.Duration{50 * ms, 100 * ms, 200 * ms, 400 * ms, 800 * ms, 1600 * ms, 2 * time.Second, 2 * time.Second}},
-		{"election", Backoff{Min: 100 * ms, Max: 2 * time.Second}, 0,
+		{"election", Policy{Min: 100 * ms, Max: 2 * time.Second}, 0,
 			[]time.Duration{100 * ms, 200 * ms, 400 * ms, 800 * ms, 1600 * ms, 2 * time.Second}},
-		{"session, capped by a TTL that is no power-of-two step", Backoff{Min: 100 * ms, Max: 5 * time.Second}, 0,
+		{"session, capped by a TTL that is no power-of-two step", Policy{Min: 100 * ms, Max: 5 * time.Second}, 0,
 			[]time.Duration{100 * ms, 200 * ms, 400 * ms, 800 * ms, 1600 * ms, 3200 * ms, 5 * time.Second, 5 * time.Second}},
-		{"reset starts over", Backoff{Min: 50 * ms, Max: 2 * time.Second}, 3,
+		{"reset starts over", Policy{Min: 50 * ms, Max: 2 * time.Second}, 3,
 			[]time.Duration{50 * ms, 100 * ms, 200 * ms, 50 * ms, 100 * ms}},
-		{"max below min is max", Backoff{Min: time.Second, Max: 300 * ms}, 0,
+		{"max below min is max", Policy{Min: time.Second, Max: 300 * ms}, 0,
 			[]time.Duration{300 * ms, 300 * ms}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			b := tc.b
+			b := tc.p.Start()
 			for i, want := range tc.want {
 				if i == tc.resetAt && i > 0 {
 					b.Reset()
@@ -49,7 +49,7 @@ func TestSequence(t *testing.T) {
 // Wait waits the delay on the injected clock and no longer.
 func TestWaitReturnsAfterTheDelay(t *testing.T) {
 	clock := clockwork.NewFakeClock()
-	b := Backoff{Min: time.Second, Max: time.Minute}
+	b := Policy{Min: time.Second, Max: time.Minute}.Start()
 	done := waitAsync(t.Context(), &b, clock, nil)
 	blockUntilWaiting(t, clock)
 	clock.Advance(999 * time.Millisecond)
@@ -70,7 +70,7 @@ func TestWaitReturnsAfterTheDelay(t *testing.T) {
 // A cancelled ctx ends Wait at once, with false, however long the delay.
 func TestWaitReturnsOnCancel(t *testing.T) {
 	clock := clockwork.NewFakeClock()
-	b := Backoff{Min: time.Hour, Max: time.Hour}
+	b := Policy{Min: time.Hour, Max: time.Hour}.Start()
 	ctx, cancel := context.WithCancel(t.Context())
 	done := waitAsync(ctx, &b, clock, nil)
 	blockUntilWaiting(t, clock)
@@ -86,7 +86,7 @@ func TestWaitReturnsOnCancel(t *testing.T) {
 // WaitOr returns true as soon as wake closes.
 func TestWaitOrReturnsOnWake(t *testing.T) {
 	clock := clockwork.NewFakeClock()
-	b := Backoff{Min: time.Hour, Max: time.Hour}
+	b := Policy{Min: time.Hour, Max: time.Hour}.Start()
 	wake := make(chan struct{})
 	done := waitAsync(t.Context(), &b, clock, wake)
 	blockUntilWaiting(t, clock)

@@ -95,7 +95,7 @@ func (e *Elector) Run(ctx context.Context, lead func(ctx context.Context, l Lead
 		e.observer.run(ctx)
 	}()
 
-	retry := newRetry()
+	retry := etcdRetry.Start()
 	for {
 		s, err := e.sessions.Current(ctx)
 		if err != nil {

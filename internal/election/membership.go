@@ -93,7 +93,7 @@ func (m *Membership) SetConfigHash(h string) {
 // Run puts the member key with every new session and after every config
 // change until ctx ends, then deletes it.
 func (m *Membership) Run(ctx context.Context) error {
-	retry := newRetry()
+	retry := etcdRetry.Start()
 	var last *session.Session
 	defer func() {
 		if last != nil {

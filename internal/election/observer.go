@@ -57,7 +57,7 @@ func (o *observer) run(ctx context.Context) {
 	w := watch.Watch{
 		Client:   o.client,
 		Prefixes: []string{o.prefix},
-		Retry:    newRetry(),
+		Retry:    etcdRetry,
 		Clock:    o.clock,
 		// No Logger: the observer says what happens itself (Read, Paused).
 	}

@@ -77,7 +77,7 @@ func (e *Elector) watchTerm(ctx context.Context, client *clientv3.Client, l Lead
 	w := watch.Watch{
 		Client:   client,
 		Prefixes: []string{l.Key},
-		Retry:    newRetry(),
+		Retry:    etcdRetry,
 		Clock:    e.cfg.Clock,
 		// No Logger: the follower says what happens itself (Read, Paused).
 	}

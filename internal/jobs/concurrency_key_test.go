@@ -62,7 +62,13 @@ func TestConcurrencyKeyHoldsPerKey(t *testing.T) {
 	if n := mostAtOnce(hits); n < 2 {
 		t.Errorf("never two runs at once across 20 keys: keys do not run in parallel")
 	}
-	recs := records(t, etcd.Client(), "sync")
+	// The witness counts a request before it answers: the run's record
+	// follows its answer.
+	var recs map[string]runs.Record
+	poll.For(t, 30*time.Second, "200 records", func() bool {
+		recs = records(t, etcd.Client(), "sync")
+		return len(recs) >= 200
+	})
 	succeeded := 0
 	for id, r := range recs {
 		if r.Outcome == runs.Succeeded {

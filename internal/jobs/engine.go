@@ -7,7 +7,6 @@ package jobs
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -97,20 +96,8 @@ type Engine struct {
 
 // New checks the options.
 func New(opts Options) (*Engine, error) {
-	if opts.Client == nil || opts.Sessions == nil || opts.Slots == nil || opts.Executor == nil || opts.Config == nil {
-		return nil, errors.New("jobs: client, sessions, slots, executor and config are required")
-	}
-	if opts.ID == "" {
-		return nil, errors.New("jobs: replica id is required")
-	}
-	if opts.Clock == nil {
-		opts.Clock = clockwork.NewRealClock()
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
-	if opts.Lookahead == 0 {
-		opts.Lookahead = leader.NearLookahead
+	if err := opts.check(); err != nil {
+		return nil, err
 	}
 	m, err := metrics.New(opts.Reg)
 	if err != nil {
@@ -144,13 +131,16 @@ func New(opts Options) (*Engine, error) {
 	if err := metrics.JobPaused(opts.Reg, e.pausedJobs); err != nil {
 		return nil, fmt.Errorf("jobs: metrics: %w", err)
 	}
-	e.worker = worker.New(worker.Deps{
+	e.worker, err = worker.New(worker.Deps{
 		Client: opts.Client, Keys: layout, ID: opts.ID,
 		Sessions: opts.Sessions, Slots: opts.Slots, Executor: opts.Executor, Batch: opts.Batch,
 		Queue: e.queue, Specs: specs, Paused: e.paused, Config: opts.Config, Metrics: m, Clock: opts.Clock, Log: opts.Logger,
 		ClaimLead: opts.ClaimLead, Backup: opts.Backup, Tracer: tracing.Tracer(opts.TracerProvider),
 		Assign: assigned, Peers: e.workers,
 	})
+	if err != nil {
+		return nil, fmt.Errorf("jobs: %w", err)
+	}
 	// A deleted queue entry is a finished run: count it for pruning.
 	e.queue.Subscribe(nil, func(_ string, prev *queue.Item) {
 		if prev != nil {

@@ -9,12 +9,10 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/etcdsched/scheduler/internal/backoff"
 	"github.com/etcdsched/scheduler/internal/watch"
 )
 
@@ -39,7 +37,6 @@ func Run(ctx context.Context, client *clientv3.Client, prefix string, h Handler,
 		// A quiet prefix's watch still moves on, so a resume after a
 		// disconnect asks for recent history, not history compacted since.
 		ProgressNotify: true,
-		Retry:          backoff.Backoff{Min: 50 * time.Millisecond, Max: 2 * time.Second},
 		Logger:         logger.With("mirror", prefix),
 	}
 	return w.Run(ctx, copier{client: client, prefix: prefix, h: h})

@@ -50,7 +50,7 @@ func NewManager(client *clientv3.Client, opts Options, reg prometheus.Registerer
 // Run creates sessions until ctx ends, then revokes the live one. Cancel ctx
 // only after the work bound to the session has released what it holds.
 func (m *Manager) Run(ctx context.Context) error {
-	retry := backoff.Backoff{Min: 100 * time.Millisecond, Max: m.opts.TTL}
+	retry := grantRetry(m.opts.TTL).Start()
 	for {
 		// Bounded, so an etcd that never answers shows up as a logged,
 		// retried failure rather than a silent wait.
@@ -119,4 +119,13 @@ func (m *Manager) Alive() bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.current != nil && m.current.Err() == nil
+}
+
+// grantRetry spaces out the attempts to create a session against an etcd
+// that fails: from 100ms (a grant is one request, cheap to repeat), up to
+// the TTL (an etcd down for longer has expired every lease anyway), half of
+// each delay random so the replicas that lost their sessions together do
+// not all grant again at once.
+func grantRetry(ttl time.Duration) backoff.Policy {
+	return backoff.Policy{Min: 100 * time.Millisecond, Max: ttl, Jitter: 0.5}
 }

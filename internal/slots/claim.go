@@ -214,7 +214,7 @@ func (s *Semaphore) readBack(ctx context.Context, sess *session.Session, req Req
 	for i, k := range keys {
 		gets[i] = clientv3.OpGet(k)
 	}
-	retry := newRetry()
+	retry := etcdRetry.Start()
 	for {
 		resp, err := s.client.Txn(rctx).Then(gets...).Commit()
 		if err == nil {

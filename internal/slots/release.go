@@ -37,7 +37,7 @@ func (s *Semaphore) release(ctx context.Context, h *Held, then ...clientv3.Op) (
 		ops = append(ops, clientv3.OpDelete(k))
 	}
 	ops = append(ops, then...)
-	retry := newRetry()
+	retry := etcdRetry.Start()
 	for {
 		resp, err := s.commit.Commit(ctx, txnbatch.Txn{If: h.ownerCmps(), Then: ops})
 		switch {
@@ -76,7 +76,7 @@ func (s *Semaphore) release(ctx context.Context, h *Held, then ...clientv3.Op) (
 // false with a nil error means the key is still held and the release can be
 // sent again.
 func (s *Semaphore) releasedBack(ctx context.Context, h *Held) (bool, error) {
-	retry := newRetry()
+	retry := etcdRetry.Start()
 	for {
 		resp, err := s.client.Get(ctx, h.keys[0])
 		if err == nil {

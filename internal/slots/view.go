@@ -30,7 +30,7 @@ func (s *Semaphore) watch() watch.Watch {
 	return watch.Watch{
 		Client:   s.client,
 		Prefixes: []string{slotsView: SlotsPrefix(s.prefix), resourcesView: ResourcesPrefix(s.prefix), ratesView: keys.New(s.prefix).Rates()},
-		Retry:    newRetry(),
+		Retry:    etcdRetry,
 		Clock:    s.clock,
 		Logger:   s.logger,
 	}

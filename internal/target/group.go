@@ -4,6 +4,8 @@ import (
 	"log/slog"
 	"syscall"
 	"time"
+
+	"github.com/etcdsched/scheduler/internal/backoff"
 )
 
 // killWait bounds how long we wait for a group to vanish after SIGKILL.
@@ -71,17 +73,22 @@ func (g group) waitGone(d time.Duration, hurry <-chan struct{}) bool {
 	return waitFor(g.alive, d, hurry)
 }
 
+// goneCheck spaces the looks at a process group on its way out: 2ms
+// catches the common quick exit, 50ms bounds how late a slow one is seen;
+// no jitter, as the looks cost no one but this replica.
+var goneCheck = backoff.Policy{Min: 2 * time.Millisecond, Max: 50 * time.Millisecond}
+
 // waitFor polls until busy reports false, d passes or hurry is closed, and
 // reports whether busy ended.
 func waitFor(busy func() bool, d time.Duration, hurry <-chan struct{}) bool {
 	deadline := time.NewTimer(d)
 	defer deadline.Stop()
-	step := 2 * time.Millisecond
+	step := goneCheck.Start()
 	for {
 		if !busy() {
 			return true
 		}
-		t := time.NewTimer(step)
+		t := time.NewTimer(step.Next())
 		select {
 		case <-deadline.C:
 			t.Stop()
@@ -91,6 +98,5 @@ func waitFor(busy func() bool, d time.Duration, hurry <-chan struct{}) bool {
 			return !busy()
 		case <-t.C:
 		}
-		step = min(2*step, 50*time.Millisecond)
 	}
 }

@@ -40,7 +40,7 @@ type stream struct {
 }
 
 func (s *stream) run(ctx context.Context) {
-	s.retry = s.w.Retry
+	s.retry = s.w.Retry.Start()
 	for first := true; ; first = false {
 		err := s.watch(ctx, !first)
 		if ctx.Err() != nil {

@@ -53,19 +53,22 @@ type Watch struct {
 	// prefix, so a resumed watch starts from a recent revision rather than
 	// one the history may have lost by then.
 	ProgressNotify bool
-	// Retry paces retried reads and resumed watches; the zero value is 50ms
-	// doubling to 2s.
-	Retry  backoff.Backoff
+	// Retry paces retried reads and resumed watches; the zero value is
+	// DefaultRetry.
+	Retry  backoff.Policy
 	Clock  clockwork.Clock // nil: the real clock
 	Logger *slog.Logger    // nil: no logs
 }
 
 // Run reads, follows, and reads again after each compaction or failed
 // Apply, until ctx ends; it returns nil then. A failed read is retried after
-// the backoff.
+// the backoff. A Retry no loop can use is an error, at once.
 func (w Watch) Run(ctx context.Context, h Handler) error {
 	w = w.withDefaults()
-	retry := w.Retry
+	if err := w.Retry.Validate(); err != nil {
+		return fmt.Errorf("watch %v: Retry: %w", w.Prefixes, err)
+	}
+	retry := w.Retry.Start()
 	for {
 		rev, err := h.Read(ctx)
 		if err != nil {
@@ -151,9 +154,15 @@ func (w Watch) Follow(ctx context.Context, h Handler, from ...int64) error {
 	}
 }
 
+// DefaultRetry paces a watch's retries against an etcd that fails: 50ms
+// resumes at once after a leader election, 2s bounds how late a replica
+// notices a healed cluster, and half of each delay is random so the
+// replicas whose watches broke together do not all read again at once.
+var DefaultRetry = backoff.Policy{Min: 50 * time.Millisecond, Max: 2 * time.Second, Jitter: 0.5}
+
 func (w Watch) withDefaults() Watch {
-	if w.Retry.Min <= 0 {
-		w.Retry = backoff.Backoff{Min: 50 * time.Millisecond, Max: 2 * time.Second}
+	if w.Retry == (backoff.Policy{}) {
+		w.Retry = DefaultRetry
 	}
 	if w.Clock == nil {
 		w.Clock = clockwork.NewRealClock()

@@ -271,7 +271,7 @@ func (l *leader) passLean(ctx context.Context, items []leanItem, done func(*conf
 	if err != nil && !errors.Is(err, errNotLeader) && ctx.Err() == nil {
 		l.d.Log.Warn("assigning ticks failed; planning the jobs again", "jobs", len(items), "err", err)
 	}
-	retry := l.d.Clock.Now().Add(500 * time.Millisecond)
+	retry := l.d.Clock.Now().Add(passRetry.Delay(1))
 	for _, it := range items {
 		switch {
 		case applied[it.job.Name]:

@@ -9,6 +9,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/config"
+	"github.com/etcdsched/scheduler/internal/backoff"
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
 	"github.com/etcdsched/scheduler/internal/notify"
 )
@@ -25,11 +26,13 @@ const (
 	deliverPerSink = 4
 	// deliverTimeout bounds one request.
 	deliverTimeout = 10 * time.Second
-	// Retries back off from deliverBackoff, doubling, up to
-	// deliverMaxBackoff.
-	deliverBackoff    = 250 * time.Millisecond
-	deliverMaxBackoff = 30 * time.Second
 )
+
+// deliverRetry spaces one notification's tries: 250ms passes over a sink's
+// restart, 30s bounds how late a sink that was down for long hears of its
+// runs; a fifth of each delay is random, so the notifications that failed
+// together (a sink that was down) do not all arrive again at once.
+var deliverRetry = backoff.Policy{Min: 250 * time.Millisecond, Max: 30 * time.Second, Jitter: 0.2}
 
 // attempt is what the leader knows of one notification's delivery in this
 // term.
@@ -148,7 +151,7 @@ func (l *leader) deliver(ctx context.Context) error {
 			default:
 				st.tries++
 				st.lastErr = r.err
-				st.next = l.d.Clock.Now().Add(backoff(st.tries))
+				st.next = l.d.Clock.Now().Add(deliverRetry.Delay(st.tries))
 				l.d.Metrics.Notifications.WithLabelValues(r.w.Sink, "retried").Inc()
 				l.d.Log.Debug("notification not delivered; will retry", "sink", r.w.Sink, "id", r.w.ID, "tries", st.tries, "err", r.err)
 			}
@@ -206,13 +209,4 @@ func (l *leader) dropNotification(ctx context.Context, w *queue.Waiting, st *att
 			"job", w.Record.Job, "run_id", w.Record.RunID, "max_age", maxAge, "tries", st.tries, "last_err", st.lastErr)
 	}
 	return nil
-}
-
-// backoff is the wait after the n-th failed try.
-func backoff(n int) time.Duration {
-	d := deliverBackoff
-	for i := 1; i < n && d < deliverMaxBackoff; i++ {
-		d *= 2
-	}
-	return min(d, deliverMaxBackoff)
 }

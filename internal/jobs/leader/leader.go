@@ -105,7 +105,9 @@ func (d *Deps) defaults() {
 // rule 1). It returns nil when ctx ends or a write finds the fence gone,
 // and an error when the work cannot go on.
 func Run(ctx context.Context, d Deps, term election.Leadership) error {
-	d.defaults()
+	if err := d.check(term); err != nil {
+		return err
+	}
 	l := newLeader(d, term)
 	if d.Workers != nil && l.store == nil {
 		return errors.New("leader: the lean run protocol needs an etcd client")
@@ -197,6 +199,9 @@ type leader struct {
 	// (coalescing) that there are some (removed.go).
 	removedCheck   map[string]bool
 	removedChanged chan struct{}
+	// failures counts each job's failed passes in a row (under mu), for
+	// the backoff of its next look (retry.go).
+	failures map[string]int
 	// maxQueued is the queue's size beyond which jobs are planned
 	// NearLookahead ahead only (lookahead.go; a field for the tests).
 	maxQueued int
@@ -206,7 +211,7 @@ func newLeader(d Deps, term election.Leadership) *leader {
 	l := &leader{d: d, term: term, fence: term.Fence(), cursors: map[string]time.Time{}, gen: map[string]uint64{},
 		specsWritten: map[string]bool{}, assignedSpecs: map[string]time.Time{}, counts: map[string]int{}, assignSnap: &assignSnap{},
 		paused: map[string]bool{}, sweep: map[string]bool{}, gone: map[string]uint64{}, maxQueued: maxQueued,
-		removedCheck: map[string]bool{}, removedChanged: make(chan struct{}, 1)}
+		removedCheck: map[string]bool{}, removedChanged: make(chan struct{}, 1), failures: map[string]int{}}
 	l.store = d.Assign
 	if l.store == nil && d.Client != nil {
 		// Errors only for a missing client, prefix or clock.

@@ -50,15 +50,18 @@ func (l *leader) pass(ctx context.Context) error {
 			firstErr = errors.Join(firstErr, err)
 			mu.Unlock()
 			if ctx.Err() == nil && !errors.Is(err, errNotLeader) {
-				l.d.Log.Warn("materializing ticks failed; retrying", "job", j.Name, "err", err)
-				next = l.d.Clock.Now().Add(500 * time.Millisecond)
+				next = l.failedPass(j.Name)
+				l.d.Log.Warn("materializing ticks failed; retrying", "job", j.Name, "err", err, "at", next)
 			}
 		}
-		if !next.IsZero() {
-			l.mu.Lock()
-			heap.Push(&l.wakes, wake{at: next, job: j.Name, gen: l.gen[j.Name]})
-			l.mu.Unlock()
+		l.mu.Lock()
+		if err == nil {
+			delete(l.failures, j.Name)
 		}
+		if !next.IsZero() {
+			heap.Push(&l.wakes, wake{at: next, job: j.Name, gen: l.gen[j.Name]})
+		}
+		l.mu.Unlock()
 	}
 	// spawn runs f with at most materializeParallelism at once.
 	spawn := func(f func()) {
@@ -103,11 +106,17 @@ func (l *leader) pass(ctx context.Context) error {
 		spawn(func() {
 			err := l.withdrawGone(ctx, name)
 			if err != nil && ctx.Err() == nil && !errors.Is(err, errNotLeader) {
-				l.d.Log.Warn("withdrawing a removed job's ticks failed; retrying", "job", name, "err", err)
+				at := l.failedPass(name)
+				l.d.Log.Warn("withdrawing a removed job's ticks failed; retrying", "job", name, "err", err, "at", at)
 				l.mu.Lock()
 				if g, ok := l.gone[name]; ok {
-					heap.Push(&l.wakes, wake{at: l.d.Clock.Now().Add(500 * time.Millisecond), job: name, gen: g})
+					heap.Push(&l.wakes, wake{at: at, job: name, gen: g})
 				}
+				l.mu.Unlock()
+			}
+			if err == nil {
+				l.mu.Lock()
+				delete(l.failures, name)
 				l.mu.Unlock()
 			}
 			if err != nil {

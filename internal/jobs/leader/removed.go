@@ -28,9 +28,6 @@ import (
 // while out of it (pruneRound): a list costs a read per job with records.
 const removedScanGap = time.Hour
 
-// removedRetry: the next look after one that failed.
-const removedRetry = 10 * time.Second
-
 // removal is a removed job's marker as read.
 type removal struct {
 	at  time.Time
@@ -61,15 +58,19 @@ func (l *leader) keepRemovedHistory(ctx context.Context) error {
 	timer := l.d.Clock.NewTimer(time.Hour)
 	defer timer.Stop()
 	full, lastFull := true, l.d.Clock.Now()
+	retry := roundRetry.Start()
 	for {
 		now := l.d.Clock.Now()
 		next, err := l.removedRound(ctx, full)
+		if err == nil {
+			retry.Reset()
+		}
 		switch {
 		case err == errNotLeader || ctx.Err() != nil:
 			return err
 		case err != nil:
-			l.d.Log.Warn("keeping removed jobs' history failed; will try again", "err", err)
-			next, full = l.d.Clock.Now().Add(removedRetry), true // what was noted is lost: look at all
+			next, full = l.d.Clock.Now().Add(retry.Next()), true // what was noted is lost: look at all
+			l.d.Log.Warn("keeping removed jobs' history failed; will try again", "err", err, "at", next)
 		case full:
 			full, lastFull = false, now
 		}

@@ -21,6 +21,7 @@ import (
 func (l *leader) resumeExpired(ctx context.Context) error {
 	timer := l.d.Clock.NewTimer(time.Hour)
 	defer timer.Stop()
+	retry := roundRetry.Start()
 	for {
 		changed := l.d.Paused.Changed()
 		next, err := l.resumeRound(ctx)
@@ -28,8 +29,10 @@ func (l *leader) resumeExpired(ctx context.Context) error {
 			if err == errNotLeader || ctx.Err() != nil {
 				return err
 			}
-			l.d.Log.Warn("ending expired pauses failed; will try again", "err", err)
-			next = l.d.Clock.Now().Add(removedRetry)
+			next = l.d.Clock.Now().Add(retry.Next())
+			l.d.Log.Warn("ending expired pauses failed; will try again", "err", err, "at", next)
+		} else {
+			retry.Reset()
 		}
 		wait := time.Hour
 		if !next.IsZero() {

@@ -110,8 +110,11 @@ func startTestWorker(t *testing.T, prefix string, clock clockwork.Clock, job con
 	}
 	paused := queue.NewPaused(layout, clock)
 	goRun(func(ctx context.Context) { _ = mirror.Run(ctx, cli, layout.Jobs(), paused, nil) })
-	w := New(Deps{Client: writes, Keys: layout, ID: "w1", Sessions: sessions, Slots: s, Executor: exec, Paused: paused,
+	w, err := New(Deps{Client: writes, Keys: layout, ID: "w1", Sessions: sessions, Slots: s, Executor: exec, Paused: paused,
 		Queue: view, Specs: specs, Config: func() *config.Config { return cfg }, Metrics: m, Clock: clock, Log: o.log, Assign: store, Peers: o.peers})
+	if err != nil {
+		t.Fatal(err)
+	}
 	goRun(func(ctx context.Context) {
 		_ = mirror.Run(ctx, cli, layout.ReplicaAssignments("w1"), w.Assignments(), nil)
 	})

@@ -50,7 +50,7 @@ func (w *Worker) oldestRunning(job, key string) *queue.Item {
 // stays due for ever, every later run of its key queued behind it (a keyed
 // job stalled that way after an etcd leader was killed while a skip was
 // being written).
-func (w *Worker) finishUnstarted(ctx context.Context, q *queue.Item, outcome runs.Outcome, reason, msg string) time.Time {
+func (w *Worker) finishUnstarted(ctx context.Context, q *queue.Item, st *waitState, outcome runs.Outcome, reason, msg string) time.Time {
 	rec := q.NotStarted(outcome, w.d.Clock.Now(), msg)
 	// Bounded: a worker waiting on an unreachable etcd holds one of
 	// max_parallel.
@@ -61,8 +61,9 @@ func (w *Worker) finishUnstarted(ctx context.Context, q *queue.Item, outcome run
 		if ctx.Err() != nil {
 			return time.Time{} // stopping: the next worker to see the entry decides
 		}
-		w.d.Log.Warn("recording the run as not started failed; will try again", "job", q.Job, "run_id", q.RunID, "outcome", outcome, "err", err)
-		return w.d.Clock.Now().Add(unstartedRetry)
+		at := st.failed(w.d.Clock.Now())
+		w.d.Log.Warn("recording the run as not started failed; will try again", "job", q.Job, "run_id", q.RunID, "outcome", outcome, "err", err, "at", at)
+		return at
 	}
 	if !ok {
 		return time.Time{} // another worker decided first
@@ -72,7 +73,3 @@ func (w *Worker) finishUnstarted(ctx context.Context, q *queue.Item, outcome run
 	w.d.Log.Info("run not started", "job", q.Job, "run_id", q.RunID, "outcome", outcome, "reason", msg)
 	return time.Time{}
 }
-
-// unstartedRetry is how soon a run whose unstarted record etcd did not take
-// is looked at again.
-const unstartedRetry = time.Second

@@ -22,8 +22,15 @@ import (
 // answers it, the slot is found lost, or the session ends (its lease then
 // expires, and the reaper records the run lost: SPEC rule 7).
 
-// settleBackoff spaces the retries of a run's end.
-var settleBackoff = backoff.Backoff{Min: 100 * time.Millisecond, Max: 2 * time.Second}
+// settleRetry spaces the retries of a run's end: 100ms, a transaction
+// being cheap to repeat and the slot held meanwhile, up to 2s, well inside
+// the smallest session TTL; half of each delay random, so the runs a fault
+// failed together do not write again together.
+var settleRetry = backoff.Policy{Min: 100 * time.Millisecond, Max: 2 * time.Second, Jitter: 0.5}
+
+// settleBackoff is settleRetry at its first step, copied by the claim loop
+// of assigned runs (assigned_claim.go) until it calls settleRetry.Start.
+var settleBackoff = settleRetry.Start()
 
 // settle applies end until it succeeds or cannot matter any more. Each
 // attempt is bounded by the session TTL. Retries stop when the slot is
@@ -33,7 +40,7 @@ var settleBackoff = backoff.Backoff{Min: 100 * time.Millisecond, Max: 2 * time.S
 // slot).
 func (w *Worker) settle(held *slots.Held, log *slog.Logger, end func(ctx context.Context) error) error {
 	ttl := w.d.Config().Cluster.SessionTTL.D()
-	b := settleBackoff
+	b := settleRetry.Start()
 	stop, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	defer context.AfterFunc(w.abandon, cancel)()

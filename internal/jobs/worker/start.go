@@ -31,6 +31,9 @@ type waitState struct {
 	// confirm: the next claim asks etcd before it is refused, because the
 	// refusal would end the run (a skip) and the last came from the view.
 	confirm bool
+	// failures counts the run's tries that etcd failed, for the
+	// backoff of the next (retry.go).
+	failures int
 }
 
 // start tries once to claim q and, holding its slots, runs it. When q
@@ -69,14 +72,14 @@ func (w *Worker) start(ctx context.Context, q *queue.Item, st *waitState) (retry
 			if st.last != nil {
 				why = "; waiting for " + st.last.Error()
 			}
-			retry := w.finishUnstarted(ctx, q, runs.Missed, metrics.ReasonDeadline,
+			retry := w.finishUnstarted(ctx, q, st, runs.Missed, metrics.ReasonDeadline,
 				fmt.Sprintf("not started by its starting deadline %s (due %s)%s", q.Spec.StartingDeadline, q.NotBefore.Format(runs.TimeFormat), why))
 			return retry, !retry.IsZero()
 		}
 		if w.paused(q) {
 			// The leader withdraws a paused job's ticks; this one came
 			// due before it did.
-			retry := w.finishUnstarted(ctx, q, runs.Skipped, metrics.ReasonPaused, "not started: the job is paused")
+			retry := w.finishUnstarted(ctx, q, st, runs.Skipped, metrics.ReasonPaused, "not started: the job is paused")
 			return retry, !retry.IsZero()
 		}
 		st.slotsChanged, st.queueChanged = w.d.Slots.Changed(), w.d.Queue.Changed()
@@ -137,8 +140,9 @@ func (w *Worker) start(ctx context.Context, q *queue.Item, st *waitState) (retry
 		case errors.Is(err, session.ErrGuardExpired), errors.Is(err, session.ErrLeaseGone), sess.Err() != nil:
 			continue // wait for the next session
 		default:
-			log.Warn("claim failed; will try again", "err", err)
-			return now.Add(time.Second), true
+			at := st.failed(now)
+			log.Warn("claim failed; will try again", "err", err, "at", at)
+			return at, true
 		}
 		return w.refused(ctx, sess, q, st, full, now, deadline)
 	}
@@ -168,7 +172,7 @@ func (w *Worker) resolve(ctx context.Context, q *queue.Item, st *waitState) (r *
 	now := w.d.Clock.Now()
 	deadline := runs.StartBy(q.Trigger, q.NotBefore, startingDeadline)
 	if now.After(deadline) {
-		retry := w.finishUnstarted(ctx, q, runs.Missed, metrics.ReasonDeadline,
+		retry := w.finishUnstarted(ctx, q, st, runs.Missed, metrics.ReasonDeadline,
 			fmt.Sprintf("not started by its starting deadline %s (due %s): its job spec could not be read: %v",
 				startingDeadline, q.NotBefore.Format(runs.TimeFormat), err))
 		return nil, retry, !retry.IsZero()
@@ -177,7 +181,7 @@ func (w *Worker) resolve(ctx context.Context, q *queue.Item, st *waitState) (r *
 		st.noSpec = true
 		w.d.Log.Warn("run waits for its job spec", "job", q.Job, "run_id", q.RunID, "spec", q.SpecRef, "err", err)
 	}
-	until = now.Add(time.Second)
+	until = st.failed(now)
 	if deadline.Before(until) {
 		until = deadline.Add(time.Millisecond)
 	}
@@ -239,7 +243,7 @@ func (w *Worker) refused(ctx context.Context, sess *session.Session, q *queue.It
 			if full.View {
 				return st.confirmFirst(now)
 			}
-			retry := w.finishUnstarted(ctx, q, runs.Skipped, metrics.ReasonQueueFull,
+			retry := w.finishUnstarted(ctx, q, st, runs.Skipped, metrics.ReasonQueueFull,
 				fmt.Sprintf("%s and %d runs already queued (queue_limit %d)", what, pos, q.Spec.QueueLimit))
 			return retry, !retry.IsZero()
 		}
@@ -262,7 +266,7 @@ func (w *Worker) refused(ctx context.Context, sess *session.Session, q *queue.It
 		if full.View {
 			return st.confirmFirst(now)
 		}
-		retry := w.finishUnstarted(ctx, q, runs.Skipped, reason, fmt.Sprintf("%s (overlap: %s)", what, q.Spec.Overlap))
+		retry := w.finishUnstarted(ctx, q, st, runs.Skipped, reason, fmt.Sprintf("%s (overlap: %s)", what, q.Spec.Overlap))
 		return retry, !retry.IsZero()
 	}
 }

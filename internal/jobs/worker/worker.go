@@ -155,20 +155,12 @@ type activeRun struct {
 	cancel context.CancelCauseFunc // set once the run holds its slot
 }
 
-// New is a worker that learns of runs from d.Queue. Its cancel requests
-// and member list are views the caller mirrors (Cancels, Members).
-func New(d Deps) *Worker {
-	if d.Clock == nil {
-		d.Clock = clockwork.NewRealClock()
-	}
-	if d.Log == nil {
-		d.Log = slog.New(slog.DiscardHandler)
-	}
-	if d.ClaimLead == 0 {
-		d.ClaimLead = 25 * time.Millisecond
-	}
-	if d.Backup == 0 {
-		d.Backup = 250 * time.Millisecond
+// New is a worker that learns of runs from d.Queue once it runs. Its
+// cancel requests and member list are views the caller mirrors (Cancels,
+// Members). It reports every setting of d it cannot work with.
+func New(d Deps) (*Worker, error) {
+	if err := d.check(); err != nil {
+		return nil, err
 	}
 	w := &Worker{d: d, writes: queue.Writes{Client: d.Client, Keys: d.Keys, Config: d.Config, Batch: d.Batch}, members: newMembers(d.Keys),
 		active: map[string]*activeRun{}, parked: map[string]parkedRun{}, waits: map[string]*waitState{}, behind: map[string]due{},
@@ -178,8 +170,7 @@ func New(d Deps) *Worker {
 	w.members.ids.Subscribe(w.peers.membersChanged)
 	w.abandon, w.abandonCancel = context.WithCancel(context.Background())
 	w.cancels = queue.NewCancels(d.Keys, w.cancelRequested)
-	d.Queue.Subscribe(w.onPut, w.onDelete)
-	return w
+	return w, nil
 }
 
 // Cancels is the view of cancel requests the worker acts on.
@@ -190,6 +181,16 @@ func (w *Worker) Members() mirror.Handler { return w.members }
 
 // Drained closes once Drain has returned.
 func (w *Worker) Drained() <-chan struct{} { return w.drained }
+
+// follow subscribes to the queue view, then takes the pending runs it
+// already holds: a run put in between comes twice, and dispatch drops the
+// copy (its entry claimed or its run active by then).
+func (w *Worker) follow() {
+	w.d.Queue.Subscribe(w.onPut, w.onDelete)
+	for _, q := range w.d.Queue.List(func(q *queue.Item) bool { return q.State == queue.Pending }) {
+		w.onPut(q)
+	}
+}
 
 func (w *Worker) signal() {
 	select {
@@ -227,8 +228,10 @@ func (w *Worker) backupAt(q *queue.Item) time.Time {
 }
 
 // Run dispatches runs until ctx ends: then it stops claiming and returns.
-// Runs in flight go on; Drain ends them.
+// Runs in flight go on; Drain ends them. It learns of the runs the queue
+// view holds and of every change after; it is called once.
 func (w *Worker) Run(ctx context.Context) error {
+	w.follow()
 	timer := w.d.Clock.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
