@@ -245,7 +245,7 @@ func (w *Worker) claimChunk(ctx context.Context, sess *session.Session, st *assi
 // with the same slot picks: one whose first answer was lost reads its own
 // slots back (ClaimChunk), and no run can take a second slot.
 func (w *Worker) claimTries(ctx context.Context, sess *session.Session, st *assign.Stored, chunk int, tries []assign.Run, log *slog.Logger) ([]assign.Claim, error) {
-	b := settleBackoff
+	b := settleRetry.Start()
 	for {
 		// Not cut by a shutdown: a claim cut in flight may be applied with
 		// its answer lost, and its runs are then recorded lost; one that

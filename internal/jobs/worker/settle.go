@@ -28,10 +28,6 @@ import (
 // failed together do not write again together.
 var settleRetry = backoff.Policy{Min: 100 * time.Millisecond, Max: 2 * time.Second, Jitter: 0.5}
 
-// settleBackoff is settleRetry at its first step, copied by the claim loop
-// of assigned runs (assigned_claim.go) until it calls settleRetry.Start.
-var settleBackoff = settleRetry.Start()
-
 // settle applies end until it succeeds or cannot matter any more. Each
 // attempt is bounded by the session TTL. Retries stop when the slot is
 // lost (slots.ErrNotOwner, or the view saw its keys deleted), when the
