@@ -144,7 +144,7 @@ func runScenario(t *testing.T, sc scenario) outcome {
 				return false
 			}
 		}
-		return seen[sharded.Name]
+		return sc.old != "" || seen[sharded.Name] // the upgrade's workload has none
 	})
 	ticksFrom := time.Now()
 	r.hold(sc.warmup)
