@@ -39,6 +39,51 @@ func (w *Worker) settleAssigned(ctx context.Context, st *assign.Stored, e *queue
 	w.d.Log.Debug("assigned run takes the queue path", "job", e.Job, "run_id", e.RunID, "why", why, "queued", resp.Succeeded, "assignment", st.Key(w.d.Keys))
 }
 
+// endUnclaimed records ends, runs of st that were not claimed, with what
+// each record causes, in one transaction that holds if the assignment is
+// still as read (a moved one is its new worker's to decide); each record
+// only if its run has none. It gives back each run's place.
+func (w *Worker) endUnclaimed(ctx context.Context, st *assign.Stored, ends []unclaimedEnd, unsettled *atomic.Int32) {
+	if len(ends) == 0 {
+		return
+	}
+	defer func() {
+		for _, end := range ends {
+			w.finish(end.entry.RunID)
+		}
+	}()
+	ops := make([]clientv3.Op, len(ends))
+	for i, end := range ends {
+		rec := end.entry.NotStarted(end.outcome, w.d.Clock.Now(), end.msg)
+		then := append(queue.RecordOps(w.d.Keys, &rec), queue.Follows(w.d.Keys, w.d.Config(), end.entry.JobSpec(), &rec, end.entry.Input, rec.EndedAt).All()...)
+		ops[i] = clientv3.OpTxn([]clientv3.Cmp{
+			clientv3.Compare(clientv3.CreateRevision(w.d.Keys.Record(end.entry.Job, end.entry.RunID)), "=", 0),
+		}, then, nil)
+	}
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.d.Config().Cluster.SessionTTL.D())
+	defer cancel()
+	resp, err := w.d.Client.Txn(wctx).If(
+		clientv3.Compare(clientv3.ModRevision(st.Key(w.d.Keys)), "=", st.ModRevision),
+	).Then(ops...).Commit()
+	switch {
+	case err != nil:
+		unsettled.Add(1)
+		w.d.Log.Warn("recording assigned runs as not started failed: the leader resolves them", "runs", len(ends), "assignment", st.Key(w.d.Keys), "err", err)
+		return
+	case !resp.Succeeded:
+		// Moved or withdrawn by the leader: decided there.
+		w.d.Log.Debug("assigned runs decided elsewhere", "runs", len(ends), "assignment", st.Key(w.d.Keys))
+		return
+	}
+	for i, end := range ends {
+		if !resp.Responses[i].GetResponseTxn().GetSucceeded() {
+			continue // recorded already
+		}
+		w.d.Metrics.NotStarted(end.entry.Job, string(end.outcome), end.reason)
+		w.d.Log.Info("run not started", "job", end.entry.Job, "run_id", end.entry.RunID, "outcome", end.outcome, "reason", end.msg)
+	}
+}
+
 // cleanupTries bounds how often a cleanup reads again after a conflict (a
 // marker written since the read, by a chunk of this assignment).
 const cleanupTries = 5

@@ -52,6 +52,7 @@ const maxActive = 64
 // peerAssignment is one peer assignment as read.
 type peerAssignment struct {
 	key, worker, group string
+	owner              string // the replica id of worker (keys.ParseIncarnation)
 	claimedKey         string // keys.AssignmentClaimed of it
 	at                 time.Time
 	value              []byte
@@ -114,7 +115,8 @@ func (v *peerView) putLocked(kv *mvccpb.KeyValue) {
 	if prev := v.all[key]; prev != nil && prev.from.Before(from) {
 		from = prev.from
 	}
-	v.all[key] = &peerAssignment{key: key, worker: worker, group: group, at: at, from: from, value: kv.Value, modRevision: kv.ModRevision,
+	owner, _, _ := keys.ParseIncarnation(worker)
+	v.all[key] = &peerAssignment{key: key, worker: worker, owner: owner, group: group, at: at, from: from, value: kv.Value, modRevision: kv.ModRevision,
 		claimedKey: v.keys.AssignmentClaimed(worker, at, group)}
 	v.changed = true
 }
@@ -181,7 +183,7 @@ func (v *peerView) markLocked(key string) {
 // none claimed from and none tried at their revision, marking them tried;
 // the earliest turn still to come (zero: none); and the workers that let
 // one pass grace after it was theirs to claim (from), whoever's turn it is
-// now. turn judges an assignment's turn once.
+// now (by replica id). turn judges an assignment's turn once.
 func (v *peerView) due(now time.Time, grace time.Duration, turn func(p *peerAssignment) time.Time) (due []peerAssignment, next time.Time, late []string) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -200,8 +202,8 @@ func (v *peerView) due(now time.Time, grace time.Duration, turn func(p *peerAssi
 			continue
 		}
 		if lateAt := p.from.Add(grace); !now.Before(lateAt) {
-			if !slices.Contains(late, p.worker) {
-				late = append(late, p.worker)
+			if !slices.Contains(late, p.owner) {
+				late = append(late, p.owner)
 			}
 		} else if next.IsZero() || lateAt.Before(next) {
 			next = lateAt
@@ -226,7 +228,7 @@ func (v *peerView) due(now time.Time, grace time.Duration, turn func(p *peerAssi
 func (v *peerView) rejudge(id string) {
 	v.mu.Lock()
 	for _, p := range v.all {
-		if owner, _, _ := keys.ParseIncarnation(p.worker); owner == id {
+		if p.owner == id {
 			p.turn = time.Time{}
 		}
 	}

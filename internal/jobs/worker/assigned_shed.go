@@ -1,15 +1,10 @@
 package worker
 
 import (
-	"context"
 	"fmt"
-	"sync/atomic"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-
 	"github.com/etcdsched/scheduler/config"
-	"github.com/etcdsched/scheduler/internal/jobs/assign"
 	"github.com/etcdsched/scheduler/internal/jobs/metrics"
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
 	"github.com/etcdsched/scheduler/internal/runs"
@@ -69,49 +64,4 @@ func superseded(j *config.Job, at, now time.Time) (time.Time, bool) {
 	}
 	next := sched.Next(at)
 	return next, !next.IsZero() && !next.After(now)
-}
-
-// endUnclaimed records ends, runs of st that were not claimed, with what
-// each record causes, in one transaction that holds if the assignment is
-// still as read (a moved one is its new worker's to decide); each record
-// only if its run has none. It gives back each run's place.
-func (w *Worker) endUnclaimed(ctx context.Context, st *assign.Stored, ends []unclaimedEnd, unsettled *atomic.Int32) {
-	if len(ends) == 0 {
-		return
-	}
-	defer func() {
-		for _, end := range ends {
-			w.finish(end.entry.RunID)
-		}
-	}()
-	ops := make([]clientv3.Op, len(ends))
-	for i, end := range ends {
-		rec := end.entry.NotStarted(end.outcome, w.d.Clock.Now(), end.msg)
-		then := append(queue.RecordOps(w.d.Keys, &rec), queue.Follows(w.d.Keys, w.d.Config(), end.entry.JobSpec(), &rec, end.entry.Input, rec.EndedAt).All()...)
-		ops[i] = clientv3.OpTxn([]clientv3.Cmp{
-			clientv3.Compare(clientv3.CreateRevision(w.d.Keys.Record(end.entry.Job, end.entry.RunID)), "=", 0),
-		}, then, nil)
-	}
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.d.Config().Cluster.SessionTTL.D())
-	defer cancel()
-	resp, err := w.d.Client.Txn(wctx).If(
-		clientv3.Compare(clientv3.ModRevision(st.Key(w.d.Keys)), "=", st.ModRevision),
-	).Then(ops...).Commit()
-	switch {
-	case err != nil:
-		unsettled.Add(1)
-		w.d.Log.Warn("recording assigned runs as not started failed: the leader resolves them", "runs", len(ends), "assignment", st.Key(w.d.Keys), "err", err)
-		return
-	case !resp.Succeeded:
-		// Moved or withdrawn by the leader: decided there.
-		w.d.Log.Debug("assigned runs decided elsewhere", "runs", len(ends), "assignment", st.Key(w.d.Keys))
-		return
-	}
-	for i, end := range ends {
-		if !resp.Responses[i].GetResponseTxn().GetSucceeded() {
-			continue // recorded already
-		}
-		w.d.Metrics.NotStarted(end.entry.Job, string(end.outcome), end.reason)
-		w.d.Log.Info("run not started", "job", end.entry.Job, "run_id", end.entry.RunID, "outcome", end.outcome, "reason", end.msg)
-	}
 }

@@ -3,7 +3,6 @@ package worker
 import (
 	"context"
 	"errors"
-	"slices"
 	"time"
 
 	"github.com/etcdsched/scheduler/internal/jobs/assign"
@@ -57,8 +56,8 @@ func (w *Worker) dispatchTakeOvers(ctx context.Context) {
 	w.mu.Lock()
 	w.takeOverAt = next
 	w.mu.Unlock()
-	for _, worker := range late {
-		w.suspectPeer(worker)
+	for _, owner := range late {
+		w.suspectPeer(owner)
 	}
 	for _, p := range due {
 		w.wg.Add(1)
@@ -79,8 +78,7 @@ func (w *Worker) dispatchTakeOvers(ctx context.Context) {
 // for a live worker's claim, which it sends a claim lead before, to be
 // seen here first.
 func (w *Worker) takeOverTurn(p *peerAssignment) time.Time {
-	owner, _, _ := keys.ParseIncarnation(p.worker)
-	now := w.d.Clock.Now()
+	owner, now := p.owner, w.d.Clock.Now()
 	place := time.Duration(w.members.rankWithout(w.d.ID, owner, p.key, now))
 	step := w.d.Backup + w.claimRTT.backupWait()
 	if w.members.suspect(owner, now) || w.members.gone(w.d.ID, owner) {
@@ -115,11 +113,10 @@ func (w *Worker) takeOverAssignment(ctx context.Context, p peerAssignment) {
 	}
 }
 
-// suspectPeer passes over the replica of worker, which let an assignment
-// pass a backup's turn unclaimed, for a session TTL: its next assignments
-// are taken over at their due time (see members).
-func (w *Worker) suspectPeer(worker string) {
-	owner, _, _ := keys.ParseIncarnation(worker)
+// suspectPeer passes over replica owner, which let an assignment pass a
+// backup's turn unclaimed, for a session TTL: its next assignments are
+// taken over at their due time (see members).
+func (w *Worker) suspectPeer(owner string) {
 	now := w.d.Clock.Now()
 	ttl := w.d.Config().Cluster.SessionTTL.D()
 	if w.members.suspectFor(owner, now, now.Add(ttl)) {
@@ -127,45 +124,4 @@ func (w *Worker) suspectPeer(worker string) {
 		w.d.Log.Info("a member let an assignment pass: its next ones are taken over at their due time until it shows life or a session TTL passes",
 			"member", owner, "for", ttl)
 	}
-}
-
-// rankWithout is self's place in the rendezvous order of live members for
-// key, owner left out: 0 for the first backup.
-func (m *members) rankWithout(self, owner, key string, now time.Time) int {
-	ids := m.ids.Keys()
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	order := slices.DeleteFunc(m.orderLocked(ids, self, key, now), func(id string) bool { return id == owner })
-	return max(0, slices.Index(order, self))
-}
-
-// suspect reports whether id is passed over at now.
-func (m *members) suspect(id string, now time.Time) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	until, ok := m.suspects[id]
-	return ok && until.After(now)
-}
-
-// suspectFor passes id over until until; it reports whether id was not
-// suspect at now.
-func (m *members) suspectFor(id string, now, until time.Time) bool {
-	if _, listed := m.ids.Get(id); !listed {
-		return false // gone, or never listed: nothing to pass over
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	prev, ok := m.suspects[id]
-	m.suspects[id] = until
-	return !ok || !prev.After(now)
-}
-
-// gone reports whether id has no member key while self has one (before
-// the view lists self, nobody is known gone).
-func (m *members) gone(self, id string) bool {
-	if _, listed := m.ids.Get(self); !listed {
-		return false
-	}
-	_, listed := m.ids.Get(id)
-	return !listed
 }

@@ -125,6 +125,47 @@ func (m *members) orderLocked(ids []string, self, key string, now time.Time) []s
 	return out
 }
 
+// rankWithout is self's place in the rendezvous order of live members for
+// key, owner left out: 0 for the first backup.
+func (m *members) rankWithout(self, owner, key string, now time.Time) int {
+	ids := m.ids.Keys()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	order := slices.DeleteFunc(m.orderLocked(ids, self, key, now), func(id string) bool { return id == owner })
+	return max(0, slices.Index(order, self))
+}
+
+// suspect reports whether id is passed over at now.
+func (m *members) suspect(id string, now time.Time) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	until, ok := m.suspects[id]
+	return ok && until.After(now)
+}
+
+// suspectFor passes id over until until; it reports whether id was not
+// suspect at now.
+func (m *members) suspectFor(id string, now, until time.Time) bool {
+	if _, listed := m.ids.Get(id); !listed {
+		return false // gone, or never listed: nothing to pass over
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	prev, ok := m.suspects[id]
+	m.suspects[id] = until
+	return !ok || !prev.After(now)
+}
+
+// gone reports whether id has no member key while self has one (before
+// the view lists self, nobody is known gone).
+func (m *members) gone(self, id string) bool {
+	if _, listed := m.ids.Get(self); !listed {
+		return false
+	}
+	_, listed := m.ids.Get(id)
+	return !listed
+}
+
 // noteClaimed is told of each run this worker claimed: one it claimed at
 // a backup's turn (or took over, overdue) without having been refused
 // before was let pass by every member ranked before it, which this worker
