@@ -190,7 +190,7 @@ func (s *Store) unrecorded(ctx context.Context, st *Stored) ([]Job, error) {
 // worker may have claimed from that one already, and a rewrite would make
 // its later chunks fail (ModRevision) with runs left unclaimed.
 func (s *Store) moveTo(worker string, from *Stored, jobs []Job, rev int64) (clientv3.Cmp, clientv3.Op) {
-	target := Assignment{Worker: worker, At: from.At, Group: movedGroup(from, rev), Jobs: jobs}
+	target := Assignment{Worker: worker, At: from.At, Group: movedGroup(&from.Assignment, rev), Jobs: jobs}
 	key := target.Key(s.keys)
 	return clientv3.Compare(clientv3.CreateRevision(key), "=", 0), clientv3.OpPut(key, target.Encode())
 }
@@ -209,7 +209,7 @@ func lostRecord(st *Stored, job string, now time.Time) runs.Record {
 // after from's worker and group and the revision the resolution read at,
 // so runs moved from two dead workers, or by two resolutions, to one live
 // worker at one instant go to different assignments.
-func movedGroup(from *Stored, rev int64) string {
+func movedGroup(from *Assignment, rev int64) string {
 	return fmt.Sprintf("%s~%s~%x", from.Worker, from.Group, rev)
 }
 

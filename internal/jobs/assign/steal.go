@@ -26,8 +26,7 @@ import (
 // It needs no fence: it moves what the leader authorized and authorizes
 // nothing. ErrConflict: from changed, was claimed from or is gone.
 func (s *Store) Steal(ctx context.Context, from Assignment, modRev int64, to string) (Stored, error) {
-	st := Stored{Assignment: from, ModRevision: modRev}
-	target := Assignment{Worker: to, At: from.At, Group: movedGroup(&st, modRev), Jobs: from.Jobs}
+	target := Assignment{Worker: to, At: from.At, Group: movedGroup(&from, modRev), Jobs: from.Jobs}
 	if err := target.Validate(); err != nil {
 		return Stored{}, err
 	}
