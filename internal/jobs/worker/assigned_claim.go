@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/jobs/assign"
+	"github.com/etcdsched/scheduler/internal/jobs/metrics"
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
 	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/runs"
@@ -71,18 +73,25 @@ func (w *Worker) runAssignment(ctx context.Context, st assign.Stored) {
 			w.claiming.Add(-1)
 		}
 	}()
-	for chunk := 0; len(todo) > 0; chunk++ {
-		reserved := w.reserve(ctx, sess, &st, todo)
-		if len(reserved) == 0 {
+	for chunk := 0; len(todo) > 0; {
+		if todo = w.shedLate(ctx, &st, todo, &unsettled); len(todo) == 0 {
+			break
+		}
+		reserved, alive := w.reserve(ctx, sess, &st, todo)
+		if !alive {
 			running.Wait()
 			return // draining or a new session: the rest is the leader's once this one ends
 		}
+		if len(reserved) == 0 {
+			continue // woke to shed what is late now
+		}
 		todo = todo[len(reserved):]
+		chunk++
 		rs := w.prepare(ctx, &st, reserved, &unsettled)
 		if len(rs) == 0 {
 			continue
 		}
-		if !w.claimChunk(ctx, sess, &st, chunk, rs, &running, &unsettled, &markers, log) {
+		if !w.claimChunk(ctx, sess, &st, chunk-1, rs, &running, &unsettled, &markers, log) {
 			running.Wait()
 			return
 		}
@@ -96,8 +105,16 @@ func (w *Worker) runAssignment(ctx context.Context, st assign.Stored) {
 }
 
 // reserve waits for room under max_parallel and counts up to maxChunk of
-// jobs' runs as active, in order; none when ctx or the session ends first.
-func (w *Worker) reserve(ctx context.Context, sess *session.Session, st *assign.Stored, jobs []assign.Job) []assign.Job {
+// jobs' runs as active, in order. It returns none, alive, when st becomes
+// shedAfter late while it waits (the caller sheds what is late and asks
+// again), and none, not alive, when ctx or the session ends first.
+func (w *Worker) reserve(ctx context.Context, sess *session.Session, st *assign.Stored, jobs []assign.Job) ([]assign.Job, bool) {
+	var late <-chan time.Time
+	if d := st.At.Add(shedAfter).Sub(w.d.Clock.Now()); d > 0 {
+		t := w.d.Clock.NewTimer(d + time.Millisecond)
+		defer t.Stop()
+		late = t.Chan()
+	}
 	for {
 		w.mu.Lock()
 		free := w.maxParallel() - len(w.active)
@@ -113,13 +130,15 @@ func (w *Worker) reserve(ctx context.Context, sess *session.Session, st *assign.
 		freed := w.freedLocked()
 		w.mu.Unlock()
 		if n > 0 {
-			return jobs[:n]
+			return jobs[:n], true
 		}
 		select {
 		case <-ctx.Done():
-			return nil
+			return nil, false
 		case <-sess.Done():
-			return nil
+			return nil, false
+		case <-late:
+			return nil, true
 		case <-freed:
 		}
 	}
@@ -134,8 +153,7 @@ func (w *Worker) prepare(ctx context.Context, st *assign.Stored, jobs []assign.J
 	defer func() { w.endUnclaimed(ctx, st, ends, unsettled) }()
 	for _, j := range jobs {
 		r := assignedRun{job: j, runID: st.RunID(j.Name)}
-		base := &queue.Entry{RunID: r.runID, Job: j.Name, ScheduledAt: st.At.UTC(), NotBefore: st.At.UTC(), Attempt: 1,
-			Trigger: runs.Schedule, SpecRef: j.SpecRef, State: queue.Pending}
+		base := pendingEntry(st, j)
 		it, err := w.d.Specs.Resolve(ctx, &queue.Item{Entry: base})
 		if err != nil {
 			// The queue path waits for the spec, as long as the run's
@@ -160,6 +178,13 @@ func (w *Worker) prepare(ctx context.Context, st *assign.Stored, jobs []assign.J
 		rs = append(rs, r)
 	}
 	return rs
+}
+
+// pendingEntry is j's run of st as a pending queue entry, its spec not
+// resolved yet.
+func pendingEntry(st *assign.Stored, j assign.Job) *queue.Entry {
+	return &queue.Entry{RunID: st.RunID(j.Name), Job: j.Name, ScheduledAt: st.At.UTC(), NotBefore: st.At.UTC(), Attempt: 1,
+		Trigger: runs.Schedule, SpecRef: j.SpecRef, State: queue.Pending}
 }
 
 // notLean says why a job's runs cannot be claimed from an assignment: the
@@ -213,6 +238,9 @@ func (w *Worker) claimChunk(ctx context.Context, sess *session.Session, st *assi
 		return false
 	}
 	*markers = append(*markers, assign.Marker{Chunk: chunk, ModRevision: claims[0].Revision})
+	var skips []unclaimedEnd
+	defer func() { w.endUnclaimed(ctx, st, skips, unsettled) }()
+	answered := w.d.Clock.Now()
 	for i, c := range claims {
 		r := rs[i]
 		switch {
@@ -231,6 +259,9 @@ func (w *Worker) claimChunk(ctx context.Context, sess *session.Session, st *assi
 			}()
 		case c.Reason == assign.RecordExists:
 			w.finish(r.runID) // decided already
+		case skipsAtOnce(r.entry, c.Reason, st.At, answered):
+			skips = append(skips, unclaimedEnd{r.entry, runs.Skipped, metrics.ReasonOverlap,
+				fmt.Sprintf("all %d slots taken (overlap: %s)", r.entry.Spec.MaxConcurrency, r.entry.Spec.Overlap)})
 		default:
 			// A slot taken, or a run of the job waiting: the queue path
 			// applies overlap, fair order and queue_limit as for any run.
@@ -238,6 +269,19 @@ func (w *Worker) claimChunk(ctx context.Context, sess *session.Session, st *assi
 		}
 	}
 	return true
+}
+
+// skipsAtOnce says whether a run etcd refused for reason, answered at
+// answered, is skipped here rather than on the queue path: its job's only
+// slot is another run's at or after its due time, overlap skip, and the
+// claim compared that none of its job waits (no elder to take turns with).
+// That is the queue path's decision (start.go), without its entry: a
+// worker behind skips a tick whose job still runs the one before for a
+// share of one transaction, not three writes every replica decodes.
+// Refused before its due time, the slot may yet free: the queue path waits.
+func skipsAtOnce(e *queue.Entry, reason assign.Reason, at, answered time.Time) bool {
+	return reason == assign.SlotTaken && e.Spec.Overlap == config.OverlapSkip &&
+		e.Spec.MaxConcurrency == 1 && !answered.Before(at)
 }
 
 // claimTries sends one chunk until etcd answers it, the assignment is

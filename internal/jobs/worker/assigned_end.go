@@ -39,19 +39,23 @@ func (w *Worker) settleAssigned(ctx context.Context, st *assign.Stored, e *queue
 	w.d.Log.Debug("assigned run takes the queue path", "job", e.Job, "run_id", e.RunID, "why", why, "queued", resp.Succeeded, "assignment", st.Key(w.d.Keys))
 }
 
-// endUnclaimed records ends, runs of st that were not claimed, with what
-// each record causes, in one transaction that holds if the assignment is
-// still as read (a moved one is its new worker's to decide); each record
-// only if its run has none. It gives back each run's place.
+// endUnclaimed records ends, runs of st this worker counted active that
+// were not claimed (recordUnclaimed), and gives back each run's place.
 func (w *Worker) endUnclaimed(ctx context.Context, st *assign.Stored, ends []unclaimedEnd, unsettled *atomic.Int32) {
+	w.recordUnclaimed(ctx, st, ends, unsettled)
+	for _, end := range ends {
+		w.finish(end.entry.RunID)
+	}
+}
+
+// recordUnclaimed records ends, runs of st that were not claimed, with
+// what each record causes, in one transaction that holds if the
+// assignment is still as read (a moved one is its new worker's to
+// decide); each record only if its run has none.
+func (w *Worker) recordUnclaimed(ctx context.Context, st *assign.Stored, ends []unclaimedEnd, unsettled *atomic.Int32) {
 	if len(ends) == 0 {
 		return
 	}
-	defer func() {
-		for _, end := range ends {
-			w.finish(end.entry.RunID)
-		}
-	}()
 	ops := make([]clientv3.Op, len(ends))
 	for i, end := range ends {
 		rec := end.entry.NotStarted(end.outcome, w.d.Clock.Now(), end.msg)

@@ -1,10 +1,13 @@
 package worker
 
 import (
+	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/etcdsched/scheduler/config"
+	"github.com/etcdsched/scheduler/internal/jobs/assign"
 	"github.com/etcdsched/scheduler/internal/jobs/metrics"
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
 	"github.com/etcdsched/scheduler/internal/runs"
@@ -30,6 +33,32 @@ type unclaimedEnd struct {
 	outcome runs.Outcome
 	reason  string // the skipped metric's reason
 	msg     string
+}
+
+// shedLate records the runs of jobs that are not to start (notToStart)
+// once st is more than shedAfter late, before they wait for room under
+// max_parallel, and returns the others. A worker behind so sheds an old
+// instant's runs as soon as a newer tick of their job is due, instead of
+// when room frees: the room goes to the newest ticks.
+func (w *Worker) shedLate(ctx context.Context, st *assign.Stored, jobs []assign.Job, unsettled *atomic.Int32) []assign.Job {
+	now := w.d.Clock.Now()
+	if !now.After(st.At.Add(shedAfter)) {
+		return jobs
+	}
+	var ends []unclaimedEnd
+	keep := make([]assign.Job, 0, len(jobs))
+	for _, j := range jobs {
+		it, err := w.d.Specs.Resolve(ctx, &queue.Item{Entry: pendingEntry(st, j)})
+		if err == nil {
+			if end, ok := w.notToStart(it.Entry, st.At, now); ok {
+				ends = append(ends, end)
+				continue
+			}
+		}
+		keep = append(keep, j) // prepare decides, as for a run on time
+	}
+	w.recordUnclaimed(ctx, st, ends, unsettled)
+	return keep
 }
 
 // notToStart says whether e, due at at, is not to start at now, and with

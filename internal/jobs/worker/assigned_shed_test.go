@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/etcdsched/scheduler/internal/target"
+
 	"github.com/jonboulle/clockwork"
 
 	"github.com/etcdsched/scheduler/config"
@@ -38,4 +40,49 @@ func TestALateAssignedRunIsShedWhenANewerTickOfItsJobIsDue(t *testing.T) {
 	if n := exec.runs.Load(); n != 2 {
 		t.Errorf("%d runs executed, want 2", n)
 	}
+}
+
+// A run claimed at or after its due time and refused because its job's
+// only slot is another run's is recorded skipped by the worker, with no
+// queue entry: the queue path would decide the same (overlap skip, nobody
+// waiting) for three writes every replica decodes.
+func TestALateRefusedAssignedRunIsSkippedWithoutAQueueEntry(t *testing.T) {
+	exec := &countingExecutor{started: make(chan string, 8)}
+	tw := startTestWorker(t, "/lean-skip/", clockwork.NewRealClock(), job("busy"), exec, testWorkerOptions{})
+	tw.holdSlot(t, "busy", "busy@earlier")
+	from := tw.revision(t)
+	at := time.Now().Add(-200 * time.Millisecond).UTC()
+	tw.assignJobs(t, tw.incarnation(t), at, "busy")
+	id := runs.ID("busy", at)
+	rec := waitRecord(t, tw.cli, tw.layout, id)
+	if rec.Outcome != runs.Skipped || !strings.Contains(rec.Error, "all 1 slots taken (overlap: skip)") {
+		t.Errorf("recorded %s %q, want skipped: all 1 slots taken (overlap: skip)", rec.Outcome, rec.Error)
+	}
+	if tw.existedBetween(t, tw.layout.Entry("busy", id), from, tw.revision(t)) {
+		t.Error("the run took the queue path: its entry was written")
+	}
+	tw.waitSettled(t)
+	if n := exec.runs.Load(); n != 0 {
+		t.Errorf("%d runs executed, want none", n)
+	}
+}
+
+// A worker with no room under max_parallel records an assignment's
+// superseded runs missed at once, not when a place frees: the places go
+// to the newest ticks.
+func TestAWorkerWithNoRoomShedsALateAssignmentAtOnce(t *testing.T) {
+	exec := &heldExecutor{started: make(chan target.Run, 4), release: make(chan struct{})}
+	every := jobstest.HTTPJob("behind", "@every 1s", "http://127.0.0.1:1/")
+	tw := startTestWorker(t, "/lean-noroom/", clockwork.NewRealClock(), job("holds"), exec,
+		testWorkerOptions{jobs: []config.Job{every}, maxParallel: 1})
+	tw.assignJobs(t, tw.incarnation(t), time.Now().Add(300*time.Millisecond).UTC(), "holds")
+	started(t, exec) // the only place is taken until the test releases it
+	at := time.Now().Truncate(time.Second).Add(-3 * time.Second).UTC()
+	tw.assignJobs(t, tw.incarnation(t), at, "behind")
+	rec := waitRecord(t, tw.cli, tw.layout, runs.ID("behind", at))
+	if rec.Outcome != runs.Missed || !strings.Contains(rec.Error, "catch_up: latest runs the newest") {
+		t.Errorf("behind: recorded %s %q, want missed: superseded by its newer tick", rec.Outcome, rec.Error)
+	}
+	close(exec.release)
+	tw.waitSettled(t)
 }

@@ -336,3 +336,29 @@ func TestAFailedAssignedRunIsRetriedThroughTheQueue(t *testing.T) {
 		t.Errorf("%d queue entries left, want none", n)
 	}
 }
+
+// revision is etcd's current revision.
+func (tw *testWorker) revision(t *testing.T) int64 {
+	t.Helper()
+	resp, err := tw.cli.Get(context.Background(), "/", clientv3.WithCountOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.Header.Revision
+}
+
+// existedBetween reports whether key existed at any revision from from
+// to to, read from etcd's history one revision at a time.
+func (tw *testWorker) existedBetween(t *testing.T, key string, from, to int64) bool {
+	t.Helper()
+	for rev := from; rev <= to; rev++ {
+		resp, err := tw.cli.Get(context.Background(), key, clientv3.WithRev(rev), clientv3.WithCountOnly())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.Count > 0 {
+			return true
+		}
+	}
+	return false
+}
