@@ -70,7 +70,7 @@ func (w *Worker) runAssignment(ctx context.Context, st assign.Stored) {
 	w.claiming.Add(1) // until every chunk is sent: no take-over meanwhile
 	defer func() {
 		if len(todo) > 0 {
-			w.claiming.Add(-1)
+			w.claimSent()
 		}
 	}()
 	for chunk := 0; len(todo) > 0; {
@@ -96,11 +96,19 @@ func (w *Worker) runAssignment(ctx context.Context, st assign.Stored) {
 			return
 		}
 	}
-	w.claiming.Add(-1)
+	w.claimSent()
 	running.Wait()
 	if unsettled.Load() == 0 {
 		st.Markers = markers
 		w.cleanup(ctx, st, log)
+	}
+}
+
+// claimSent counts an assignment whose chunks are all sent; the last
+// wakes the loop, which may take over again (dispatchTakeOvers).
+func (w *Worker) claimSent() {
+	if w.claiming.Add(-1) == 0 {
+		w.signal()
 	}
 }
 

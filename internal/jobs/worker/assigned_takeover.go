@@ -32,6 +32,10 @@ func (w *Worker) PeerAssignments() mirror.Handler { return w.peers }
 // a chunk claimed from is not taken over.
 func (w *Worker) PeerMarkers() mirror.Handler { return w.peers.Markers() }
 
+// takeOverRecheck is how soon a worker with no room for a take-over
+// looks at its peers' assignments again, if nothing wakes it sooner.
+const takeOverRecheck = 50 * time.Millisecond
+
 // dispatchTakeOvers takes over, each in a goroutine of its own that the
 // drain waits for, the peer assignments whose turn has come, if this
 // worker has room; it notes when the next turn comes.
@@ -40,17 +44,21 @@ func (w *Worker) dispatchTakeOvers(ctx context.Context) {
 		return
 	}
 	now := w.d.Clock.Now()
-	if own := w.assigned.next(w.d.ClaimLead); !own.IsZero() && !own.After(now) {
-		return // its own assignments first
-	}
-	if w.claiming.Load() > 0 {
-		return // its own assignments' claims first
-	}
 	w.mu.Lock()
-	room := len(w.active) < w.maxParallel() && !w.stopping
+	busy := len(w.active) >= w.maxParallel() || w.stopping || w.claiming.Load() > 0
+	if busy {
+		// Its own runs first. Looked at again when a place frees or a
+		// claim is sent (both wake the loop), and a recheck later at the
+		// latest: a turn left in the past would spin the loop (a fifth of
+		// a replica's CPU at twice the ceiling went to it).
+		w.takeOverAt = now.Add(takeOverRecheck)
+	}
 	w.mu.Unlock()
-	if !room {
+	if busy {
 		return
+	}
+	if own := w.assigned.next(w.d.ClaimLead); !own.IsZero() && !own.After(now) {
+		return // its own assignments first: taken up in this wake of the loop
 	}
 	due, next, late := w.peers.due(now, w.d.Backup+w.claimRTT.backupWait(), w.takeOverTurn)
 	w.mu.Lock()

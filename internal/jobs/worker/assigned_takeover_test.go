@@ -11,6 +11,7 @@ import (
 	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/poll"
 	"github.com/etcdsched/scheduler/internal/runs"
+	"github.com/etcdsched/scheduler/internal/target"
 )
 
 // A peer's assignment that nobody claims from (its replica was killed and
@@ -106,5 +107,37 @@ func TestABackupLeavesABusyPeersAssignments(t *testing.T) {
 	}
 	if n := exec.runs.Load(); n != 1 {
 		t.Errorf("%d runs executed, want 1 (silent's)", n)
+	}
+}
+
+// A worker with no place for a take-over does not spin on a peer's turn
+// that has come: it looks again when a place frees, or a while later.
+func TestAWorkerWithNoRoomDoesNotSpinOnATakeOverTurn(t *testing.T) {
+	exec := &heldExecutor{started: make(chan target.Run, 4), release: make(chan struct{})}
+	tw := startTestWorker(t, "/lean-takeover-spin/", clockwork.NewRealClock(), job("mine"), exec,
+		testWorkerOptions{jobs: []config.Job{job("peers")}, maxParallel: 1})
+	// The peer's assignment comes while the worker has room: it notes the
+	// turn; its own run then takes the only place until the test releases
+	// it, and the turn passes.
+	at := time.Now().Add(2 * time.Second).UTC()
+	tw.assignJobs(t, keys.Incarnation("killed", 0x77), at, "peers")
+	poll.For(t, 30*time.Second, "the view of the peer's assignment", func() bool {
+		tw.w.peers.mu.Lock()
+		defer tw.w.peers.mu.Unlock()
+		return len(tw.w.peers.all) == 1
+	})
+	tw.assignJobs(t, tw.incarnation(t), time.Now().Add(300*time.Millisecond).UTC(), "mine")
+	started(t, exec)
+	poll.For(t, 30*time.Second, "the take-over turn past", func() bool { return time.Now().After(at.Add(time.Second)) })
+	from, begin := tw.w.wakes.Load(), time.Now()
+	time.Sleep(time.Second) // what is measured: the loop's turns in a second of nothing to do
+	// takeOverRecheck (50ms) allows 20 turns a second; the margin is for
+	// the views' changes and a loaded machine's late timers.
+	if n, took := tw.w.wakes.Load()-from, time.Since(begin); n > 200 {
+		t.Errorf("the worker's loop turned %d times in %s with no room and a take-over turn past", n, took)
+	}
+	close(exec.release)
+	if rec := waitRecord(t, tw.cli, tw.layout, runs.ID("peers", at)); rec.Holder != "w1" {
+		t.Errorf("peers: recorded %s by %q, want taken over by w1 once it had room", rec.Outcome, rec.Holder)
 	}
 }

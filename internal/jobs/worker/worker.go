@@ -58,6 +58,8 @@ type Worker struct {
 	// claiming counts this worker's assignments with chunks still to
 	// claim: while it has some, it takes none over.
 	claiming atomic.Int32
+	// wakes counts the turns of Run's loop (a loop that spins shows here).
+	wakes atomic.Int64
 
 	claimRTT claimLatency // of this worker's claims: backups wait longer when etcd is slow
 }
@@ -187,6 +189,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		case <-queueChanged:
 			changed = true
 		}
+		w.wakes.Add(1)
 		w.unpark(changed)
 		w.dispatch(ctx)
 		w.dispatchAssigned(ctx)
