@@ -31,6 +31,8 @@ func (w *Worker) freedLocked() <-chan struct{} { return w.freed }
 type assignedView struct {
 	keys   keys.Layout
 	signal func()
+	// leadOf is how long before its instant an assignment is taken up.
+	leadOf func(assign.Assignment) time.Duration
 
 	mu  sync.Mutex
 	all map[string]*assigned // by key
@@ -52,10 +54,14 @@ type assigned struct {
 	assign.Stored
 	taken  bool
 	retake bool
+	lead   time.Duration // taken up this long before its instant
 }
 
-func newAssignedView(layout keys.Layout, signal func()) *assignedView {
-	return &assignedView{keys: layout, signal: signal, all: map[string]*assigned{}, waiting: map[string]bool{}}
+// takeAt is when a is to be taken up.
+func (a *assigned) takeAt() time.Time { return a.At.Add(-a.lead) }
+
+func newAssignedView(layout keys.Layout, signal func(), leadOf func(assign.Assignment) time.Duration) *assignedView {
+	return &assignedView{keys: layout, signal: signal, leadOf: leadOf, all: map[string]*assigned{}, waiting: map[string]bool{}}
 }
 
 // Reset replaces the view; an assignment already taken up stays taken.
@@ -126,7 +132,7 @@ func (v *assignedView) decode(kv *mvccpb.KeyValue) *assigned {
 	if err != nil {
 		return nil // not ours to judge: the leader wrote it; Resolve deals with it
 	}
-	return &assigned{Stored: assign.Stored{Assignment: a, CreateRevision: kv.CreateRevision, ModRevision: kv.ModRevision}}
+	return &assigned{Stored: assign.Stored{Assignment: a, CreateRevision: kv.CreateRevision, ModRevision: kv.ModRevision}, lead: v.leadOf(a)}
 }
 
 // retake takes up anew the assignment at key written after the version
@@ -147,27 +153,24 @@ func (v *assignedView) retake(key string, rev int64) {
 	v.signal()
 }
 
-// next is when the earliest assignment not taken up is to be claimed
+// next is when the earliest assignment not taken up is to be taken up
 // (the zero time when there is none).
-func (v *assignedView) next(lead time.Duration) time.Time {
+func (v *assignedView) next() time.Time {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	return v.nextLocked(lead)
+	return v.nextLocked()
 }
 
-func (v *assignedView) nextLocked(lead time.Duration) time.Time {
+func (v *assignedView) nextLocked() time.Time {
 	if v.stale {
 		v.first, v.stale = time.Time{}, false
 		for key := range v.waiting {
-			if at := v.all[key].At; v.first.IsZero() || at.Before(v.first) {
+			if at := v.all[key].takeAt(); v.first.IsZero() || at.Before(v.first) {
 				v.first = at
 			}
 		}
 	}
-	if v.first.IsZero() {
-		return time.Time{}
-	}
-	return v.first.Add(-lead)
+	return v.first
 }
 
 // untaken marks taken and returns worker's assignments not taken up yet.
@@ -186,16 +189,17 @@ func (v *assignedView) untaken(worker string) []assign.Stored {
 	return out
 }
 
-// take marks taken and returns the assignments due by now, earliest first.
-func (v *assignedView) take(now time.Time, lead time.Duration) []assign.Stored {
+// take marks taken and returns the assignments to take up by now,
+// earliest first.
+func (v *assignedView) take(now time.Time) []assign.Stored {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if first := v.nextLocked(lead); first.IsZero() || first.After(now) {
+	if first := v.nextLocked(); first.IsZero() || first.After(now) {
 		return nil // none due: no scan (the worker's loop asks at every wake)
 	}
 	var due []assign.Stored
 	for key := range v.waiting {
-		if a := v.all[key]; !a.At.Add(-lead).After(now) {
+		if a := v.all[key]; !a.takeAt().After(now) {
 			a.taken = true
 			delete(v.waiting, key)
 			v.stale = true

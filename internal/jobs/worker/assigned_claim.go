@@ -30,7 +30,7 @@ func (w *Worker) dispatchAssigned(ctx context.Context) {
 	if w.d.Assign == nil {
 		return
 	}
-	for _, st := range w.assigned.take(w.d.Clock.Now(), w.d.ClaimLead) {
+	for _, st := range w.assigned.take(w.d.Clock.Now()) {
 		w.wg.Add(1)
 		go func() {
 			defer w.wg.Done()

@@ -54,14 +54,14 @@ func TestTheViewTakesUpARewrittenAssignmentAgain(t *testing.T) {
 		return &clientv3.Event{Type: clientv3.EventTypePut, Kv: &mvccpb.KeyValue{Key: []byte(b.Key(layout)), Value: []byte(b.Encode()), CreateRevision: 5, ModRevision: rev}}
 	}
 	for _, newerFirst := range []bool{true, false} {
-		v := newAssignedView(layout, func() {})
+		v := newAssignedView(layout, func() {}, func(assign.Assignment) time.Duration { return 0 })
 		v.Apply([]*clientv3.Event{kv(5, "a", "b")}, 5)
-		if got := v.take(at, 0); len(got) != 1 || got[0].ModRevision != 5 {
+		if got := v.take(at); len(got) != 1 || got[0].ModRevision != 5 {
 			t.Fatalf("take: %+v", got)
 		}
 		if newerFirst {
 			v.Apply([]*clientv3.Event{kv(9, "a")}, 9)
-			if got := v.take(at, 0); len(got) != 0 {
+			if got := v.take(at); len(got) != 0 {
 				t.Fatalf("a rewrite was taken up before its claim failed: %+v", got)
 			}
 			v.retake(a.Key(layout), 5)
@@ -69,7 +69,7 @@ func TestTheViewTakesUpARewrittenAssignmentAgain(t *testing.T) {
 			v.retake(a.Key(layout), 5)
 			v.Apply([]*clientv3.Event{kv(9, "a")}, 9)
 		}
-		got := v.take(at, 0)
+		got := v.take(at)
 		if len(got) != 1 || got[0].ModRevision != 9 || len(got[0].Jobs) != 1 {
 			t.Errorf("newer version first %v: taken up again %+v, want the version of revision 9", newerFirst, got)
 		}
@@ -85,7 +85,7 @@ func TestAStoppingWorkerHandsItsAssignmentsToTheQueue(t *testing.T) {
 	at := time.Now().Add(time.Hour).UTC()
 	tw.assignJobs(t, tw.incarnation(t), at, "later")
 	poll.For(t, 30*time.Second, "the worker's view of its assignment", func() bool {
-		return tw.w.assigned.next(0).Equal(at)
+		return !tw.w.assigned.next().IsZero()
 	})
 	tw.stopRun()
 	poll.For(t, 30*time.Second, "the assignment handed to the queue", func() bool {
@@ -108,7 +108,7 @@ func TestAStoppingWorkerGivesItsAssignmentsToALeanPeer(t *testing.T) {
 	at := time.Now().Add(time.Hour).UTC()
 	tw.assignJobs(t, tw.incarnation(t), at, "later")
 	poll.For(t, 30*time.Second, "the worker's view of its assignment", func() bool {
-		return tw.w.assigned.next(0).Equal(at)
+		return !tw.w.assigned.next().IsZero()
 	})
 	tw.stopRun()
 	poll.For(t, 30*time.Second, "the assignment given to "+peer, func() bool {

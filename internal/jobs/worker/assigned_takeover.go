@@ -57,7 +57,7 @@ func (w *Worker) dispatchTakeOvers(ctx context.Context) {
 	if busy {
 		return
 	}
-	if own := w.assigned.next(w.d.ClaimLead); !own.IsZero() && !own.After(now) {
+	if own := w.assigned.next(); !own.IsZero() && !own.After(now) {
 		return // its own assignments first: taken up in this wake of the loop
 	}
 	due, next, late := w.peers.due(now, w.d.Backup+w.claimRTT.backupWait(), w.takeOverTurn)

@@ -78,7 +78,7 @@ func New(d Deps) (*Worker, error) {
 	w := &Worker{d: d, writes: queue.Writes{Client: d.Client, Keys: d.Keys, Config: d.Config, Batch: d.Batch}, members: newMembers(d.Keys),
 		active: map[string]*activeRun{}, parked: map[string]parkedRun{}, waits: map[string]*waitState{}, behind: map[string]due{},
 		wake: make(chan struct{}, 1), freed: make(chan struct{}), drained: make(chan struct{})}
-	w.assigned = newAssignedView(d.Keys, w.signal)
+	w.assigned = newAssignedView(d.Keys, w.signal, w.leadOf)
 	w.peers = newPeerView(d.Keys, d.Clock, d.ID, w.signal)
 	w.members.ids.Subscribe(w.peers.membersChanged)
 	w.abandon, w.abandonCancel = context.WithCancel(context.Background())
@@ -170,7 +170,7 @@ func (w *Worker) Run(ctx context.Context) error {
 			wait = min(wait, max(w.takeOverAt.Sub(now), 0))
 		}
 		w.mu.Unlock()
-		if next := w.assigned.next(w.d.ClaimLead); w.d.Assign != nil && !next.IsZero() {
+		if next := w.assigned.next(); w.d.Assign != nil && !next.IsZero() {
 			wait = min(wait, max(next.Sub(now), 0))
 		}
 		timer.Reset(wait)

@@ -1,0 +1,41 @@
+package worker
+
+import (
+	"time"
+
+	"github.com/etcdsched/scheduler/internal/jobs/assign"
+)
+
+// maxAssignedLead is how long before its instant a worker takes up an
+// assignment at most, to claim its runs: a burst of runs due on one
+// second is claimed before the second, each chunk's transaction in its
+// turn, and the runs start on time, instead of etcd applying the claims
+// while the runs are due (a thousand runs' claims take etcd a few hundred
+// milliseconds on two cores). A claimed run holds its slot from the
+// claim; it starts at its instant (execute waits for NotBefore).
+const maxAssignedLead = 500 * time.Millisecond
+
+// leadOf is how long before its instant a is taken up: maxAssignedLead,
+// but at most half the time from the instant to each of its jobs' next
+// tick, so that a job's later tick is never claimed before the tick
+// before it (whose claim would then find the slot taken and skip), and at
+// least ClaimLead. A job the configuration does not have (a spec changed
+// or removed since) gets ClaimLead.
+func (w *Worker) leadOf(a assign.Assignment) time.Duration {
+	lead := maxAssignedLead
+	cfg := w.d.Config()
+	for _, j := range a.Jobs {
+		job := cfg.Job(j.Name)
+		if job == nil {
+			return w.d.ClaimLead
+		}
+		sched, err := job.ParsedSchedule()
+		if err != nil {
+			return w.d.ClaimLead
+		}
+		if next := sched.Next(a.At); !next.IsZero() {
+			lead = min(lead, next.Sub(a.At)/2)
+		}
+	}
+	return max(lead, w.d.ClaimLead)
+}

@@ -1,0 +1,51 @@
+package worker
+
+import (
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+
+	"github.com/etcdsched/scheduler/config"
+	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
+	"github.com/etcdsched/scheduler/internal/poll"
+)
+
+// An assignment is taken up, and its runs claimed, up to half a second
+// before its instant (at most half the time to its jobs' next tick), and
+// its runs start at the instant: a burst's claims are in etcd before the
+// second they are due.
+func TestAnAssignmentIsClaimedAheadOfItsInstant(t *testing.T) {
+	t0 := time.Now().Truncate(time.Second).Add(time.Hour).UTC()
+	clock := clockwork.NewFakeClockAt(t0)
+	exec := &countingExecutor{started: make(chan string, 8)}
+	fast := jobstest.HTTPJob("fast", "@every 200ms", "http://127.0.0.1:1/")
+	tw := startTestWorker(t, "/lean-lead/", clock, job("hourly"), exec, testWorkerOptions{jobs: []config.Job{fast}})
+	hourlyAt, fastAt := t0.Add(10*time.Second), t0.Add(20*time.Second)
+	a := tw.assignJobs(t, tw.incarnation(t), hourlyAt, "hourly")
+	tw.assignJobs(t, tw.incarnation(t), fastAt, "fast")
+	poll.For(t, 30*time.Second, "the hourly job's assignment taken up half a second ahead", func() bool {
+		return tw.w.assigned.next().Equal(hourlyAt.Add(-maxAssignedLead))
+	})
+
+	clock.Advance(hourlyAt.Add(-maxAssignedLead).Sub(clock.Now()))
+	poll.For(t, 30*time.Second, "the hourly run claimed before its instant", func() bool {
+		return tw.count(t, tw.layout.ClaimMarker(a.Worker, a.At, a.Group, 0)) == 1 && len(tw.sem.List()) == 1
+	})
+	select {
+	case id := <-exec.started:
+		t.Fatalf("%s started before its instant", id)
+	default:
+	}
+	clock.Advance(hourlyAt.Sub(clock.Now()))
+	select {
+	case <-exec.started:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the claimed run did not start at its instant")
+	}
+	// fast ticks every 200ms: taken up 100ms ahead, not before its
+	// previous tick is due.
+	poll.For(t, 30*time.Second, "the fast job's assignment taken up 100ms ahead", func() bool {
+		return tw.w.assigned.next().Equal(fastAt.Add(-100 * time.Millisecond))
+	})
+}
