@@ -47,6 +47,18 @@ type assignedRun struct {
 	slot  int
 }
 
+// claimRound is one assignment this worker claims from and runs.
+type claimRound struct {
+	st        assign.Stored
+	sess      *session.Session
+	log       *slog.Logger
+	chunk     int             // the next chunk's number: each marker's own
+	running   sync.WaitGroup  // its claimed runs
+	unsettled atomic.Int32    // its runs this worker could neither record nor queue
+	markers   []assign.Marker // of the chunks that claimed: what the cleanup compares
+	later     []assignedRun   // refused before the instant: tried again at it
+}
+
 // runAssignment claims st's runs in chunks as max_parallel leaves room,
 // runs those it got, and settles the rest: a pending entry (the queue path
 // decides), a skipped or missed record, or nothing when etcd says another
@@ -54,53 +66,74 @@ type assignedRun struct {
 // markers; a run left unsettled (a drain, an error) is the leader's to
 // resolve once this incarnation is gone.
 func (w *Worker) runAssignment(ctx context.Context, st assign.Stored) {
-	log := w.d.Log.With("assignment", st.Key(w.d.Keys))
+	r := &claimRound{st: st, log: w.d.Log.With("assignment", st.Key(w.d.Keys))}
 	sess, err := w.d.Sessions.Current(ctx)
 	if err != nil {
 		return
 	}
 	if st.Worker != keys.Incarnation(w.d.ID, int64(sess.Lease())) {
-		log.Info("assignment of an earlier session left to the leader")
+		r.log.Info("assignment of an earlier session left to the leader")
 		return
 	}
-	var running sync.WaitGroup
-	var unsettled atomic.Int32
-	var markers []assign.Marker // of the chunks that claimed: what the cleanup compares
-	todo := st.Jobs
+	r.sess = sess
 	w.claiming.Add(1) // until every chunk is sent: no take-over meanwhile
-	defer func() {
-		if len(todo) > 0 {
-			w.claimSent()
-		}
-	}()
-	for chunk := 0; len(todo) > 0; {
-		if todo = w.shedLate(ctx, &st, todo, &unsettled); len(todo) == 0 {
+	settled := w.claimAll(ctx, r)
+	w.claimSent()
+	if settled {
+		w.claimLater(ctx, r)
+	}
+	w.settleLater(ctx, &r.st, r.later, &r.unsettled)
+	r.running.Wait()
+	if settled && r.unsettled.Load() == 0 {
+		r.st.Markers = r.markers
+		w.cleanup(ctx, r.st, r.log)
+	}
+}
+
+// claimAll claims r's runs in chunks, shedding what is late before each;
+// false when it stopped before every run was settled (draining, a new
+// session, the assignment gone): the rest is the leader's once this
+// incarnation ends.
+func (w *Worker) claimAll(ctx context.Context, r *claimRound) bool {
+	todo := r.st.Jobs
+	for len(todo) > 0 {
+		if todo = w.shedLate(ctx, &r.st, todo, &r.unsettled); len(todo) == 0 {
 			break
 		}
-		reserved, alive := w.reserve(ctx, sess, &st, todo)
+		reserved, alive := w.reserve(ctx, r.sess, &r.st, todo)
 		if !alive {
-			running.Wait()
-			return // draining or a new session: the rest is the leader's once this one ends
+			return false
 		}
 		if len(reserved) == 0 {
 			continue // woke to shed what is late now
 		}
 		todo = todo[len(reserved):]
-		chunk++
-		rs := w.prepare(ctx, &st, reserved, &unsettled)
+		rs := w.prepare(ctx, &r.st, reserved, &r.unsettled)
 		if len(rs) == 0 {
 			continue
 		}
-		if !w.claimChunk(ctx, sess, &st, chunk-1, rs, &running, &unsettled, &markers, log) {
-			running.Wait()
-			return
+		if !w.claimChunk(ctx, r, rs) {
+			return false
 		}
 	}
-	w.claimSent()
-	running.Wait()
-	if unsettled.Load() == 0 {
-		st.Markers = markers
-		w.cleanup(ctx, st, log)
+	return true
+}
+
+// claimLater tries the runs refused before the instant again at the
+// instant: the run before may have ended by then. Those refused again
+// take the queue path or are skipped (claimChunk).
+func (w *Worker) claimLater(ctx context.Context, r *claimRound) {
+	if len(r.later) == 0 || !w.untilDue(ctx, r.sess, r.st.At) {
+		return // settleLater queues them
+	}
+	later := r.later
+	r.later = nil
+	for len(later) > 0 {
+		n := min(len(later), maxChunk)
+		if !w.claimChunk(ctx, r, later[:n]) {
+			return // the assignment went, or the leader resolves it
+		}
+		later = later[n:]
 	}
 }
 
@@ -217,9 +250,14 @@ func notLean(j *config.Job) string {
 	return ""
 }
 
-// claimChunk claims rs and starts those it got; false when the assignment
-// is gone (moved or deleted by the leader) and no more is to be claimed.
-func (w *Worker) claimChunk(ctx context.Context, sess *session.Session, st *assign.Stored, chunk int, rs []assignedRun, running *sync.WaitGroup, unsettled *atomic.Int32, markers *[]assign.Marker, log *slog.Logger) bool {
+// claimChunk claims rs and starts those it got; the runs refused before
+// the instant because a slot was taken stay counted active, in r.later, to
+// be tried again at the instant (the run before may end by then). False
+// when the assignment is gone (moved or deleted by the leader) or the
+// leader is to resolve it, and no more is to be claimed.
+func (w *Worker) claimChunk(ctx context.Context, r *claimRound, rs []assignedRun) bool {
+	st, sess, chunk, unsettled := &r.st, r.sess, r.chunk, &r.unsettled
+	r.chunk++
 	startedAt := w.d.Clock.Now()
 	if startedAt.Before(st.At) {
 		startedAt = st.At // claimed a lead early: starts when due
@@ -228,15 +266,15 @@ func (w *Worker) claimChunk(ctx context.Context, sess *session.Session, st *assi
 	for i, r := range rs {
 		tries[i] = assign.Run{Job: r.job.Name, Slot: r.slot, StartedAt: startedAt, Holder: w.d.ID}
 	}
-	claims, err := w.claimTries(ctx, sess, st, chunk, tries, log)
+	claims, err := w.claimTries(ctx, sess, st, chunk, tries, r.log)
 	if err != nil {
-		for _, r := range rs {
-			w.finish(r.runID)
+		for _, run := range rs {
+			w.finish(run.runID)
 		}
 		switch {
 		case !errors.Is(err, assign.ErrGone):
 			unsettled.Add(1)
-			log.Warn("claiming an assignment's runs failed: the leader resolves them", "chunk", chunk, "err", err)
+			r.log.Warn("claiming an assignment's runs failed: the leader resolves them", "chunk", chunk, "err", err)
 		case chunk == 0:
 			// Written anew before any of its runs was claimed (a
 			// withdrawal takes out only what no chunk claimed from):
@@ -245,35 +283,37 @@ func (w *Worker) claimChunk(ctx context.Context, sess *session.Session, st *assi
 		}
 		return false
 	}
-	*markers = append(*markers, assign.Marker{Chunk: chunk, ModRevision: claims[0].Revision})
+	r.markers = append(r.markers, assign.Marker{Chunk: chunk, ModRevision: claims[0].Revision})
 	var skips []unclaimedEnd
 	defer func() { w.endUnclaimed(ctx, st, skips, unsettled) }()
 	answered := w.d.Clock.Now()
 	for i, c := range claims {
-		r := rs[i]
+		run := rs[i]
 		switch {
 		case c.Outcome == assign.Claimed:
-			held := w.d.Slots.Adopt(sess, r.job.Name, "", r.slot, c.Token, nil,
-				slots.Value{RunID: r.runID, Holder: w.d.ID, StartedAt: startedAt.UTC(), ScheduledAt: st.At.UTC()})
-			running.Add(1)
+			held := w.d.Slots.Adopt(sess, run.job.Name, "", run.slot, c.Token, nil,
+				slots.Value{RunID: run.runID, Holder: w.d.ID, StartedAt: startedAt.UTC(), ScheduledAt: st.At.UTC()})
+			r.running.Add(1)
 			w.wg.Add(1)
 			go func() {
 				defer w.wg.Done()
-				defer running.Done()
-				defer w.finish(r.runID)
-				if !w.runClaimed(ctx, r, held, startedAt) {
+				defer r.running.Done()
+				defer w.finish(run.runID)
+				if !w.runClaimed(ctx, run, held, startedAt) {
 					unsettled.Add(1)
 				}
 			}()
 		case c.Reason == assign.RecordExists:
-			w.finish(r.runID) // decided already
-		case skipsAtOnce(r.entry, c.Reason, st.At, answered):
-			skips = append(skips, unclaimedEnd{r.entry, runs.Skipped, metrics.ReasonOverlap,
-				fmt.Sprintf("all %d slots taken (overlap: %s)", r.entry.Spec.MaxConcurrency, r.entry.Spec.Overlap)})
+			w.finish(run.runID) // decided already
+		case c.Reason == assign.SlotTaken && answered.Before(st.At):
+			r.later = append(r.later, run)
+		case skipsAtOnce(run.entry, c.Reason, st.At, answered):
+			skips = append(skips, unclaimedEnd{run.entry, runs.Skipped, metrics.ReasonOverlap,
+				fmt.Sprintf("all %d slots taken (overlap: %s)", run.entry.Spec.MaxConcurrency, run.entry.Spec.Overlap)})
 		default:
 			// A slot taken, or a run of the job waiting: the queue path
 			// applies overlap, fair order and queue_limit as for any run.
-			w.settleAssigned(ctx, st, r.entry, string(c.Reason), unsettled)
+			w.settleAssigned(ctx, st, run.entry, string(c.Reason), unsettled)
 		}
 	}
 	return true

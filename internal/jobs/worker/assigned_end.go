@@ -39,6 +39,15 @@ func (w *Worker) settleAssigned(ctx context.Context, st *assign.Stored, e *queue
 	w.d.Log.Debug("assigned run takes the queue path", "job", e.Job, "run_id", e.RunID, "why", why, "queued", resp.Succeeded, "assignment", st.Key(w.d.Keys))
 }
 
+// settleLater hands to the queue path the runs refused before their
+// instant that are not tried again (the worker stops, the session ends,
+// the assignment went): there they wait for the slot as any run does.
+func (w *Worker) settleLater(ctx context.Context, st *assign.Stored, later []assignedRun, unsettled *atomic.Int32) {
+	for _, r := range later {
+		w.settleAssigned(ctx, st, r.entry, string(assign.SlotTaken), unsettled)
+	}
+}
+
 // endUnclaimed records ends, runs of st this worker counted active that
 // were not claimed (recordUnclaimed), and gives back each run's place.
 func (w *Worker) endUnclaimed(ctx context.Context, st *assign.Stored, ends []unclaimedEnd, unsettled *atomic.Int32) {

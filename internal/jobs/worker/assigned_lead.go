@@ -1,9 +1,11 @@
 package worker
 
 import (
+	"context"
 	"time"
 
 	"github.com/etcdsched/scheduler/internal/jobs/assign"
+	"github.com/etcdsched/scheduler/internal/session"
 )
 
 // maxAssignedLead is how long before its instant a worker takes up an
@@ -38,4 +40,22 @@ func (w *Worker) leadOf(a assign.Assignment) time.Duration {
 		}
 	}
 	return max(lead, w.d.ClaimLead)
+}
+
+// untilDue waits until at; false when ctx or the session ends first.
+func (w *Worker) untilDue(ctx context.Context, sess *session.Session, at time.Time) bool {
+	d := at.Sub(w.d.Clock.Now())
+	if d <= 0 {
+		return true
+	}
+	t := w.d.Clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.Chan():
+		return true
+	case <-ctx.Done():
+		return false
+	case <-sess.Done():
+		return false
+	}
 }

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
 	"github.com/etcdsched/scheduler/internal/poll"
+	"github.com/etcdsched/scheduler/internal/runs"
 )
 
 // An assignment is taken up, and its runs claimed, up to half a second
@@ -48,4 +50,36 @@ func TestAnAssignmentIsClaimedAheadOfItsInstant(t *testing.T) {
 	poll.For(t, 30*time.Second, "the fast job's assignment taken up 100ms ahead", func() bool {
 		return tw.w.assigned.next().Equal(fastAt.Add(-100 * time.Millisecond))
 	})
+}
+
+// A run refused before its instant because the run before still holds
+// its job's slot is claimed again at the instant, and runs if that run has
+// ended by then: no queue entry, no skip.
+func TestARunRefusedAheadIsClaimedAgainAtItsInstant(t *testing.T) {
+	t0 := time.Now().Truncate(time.Second).Add(time.Hour).UTC()
+	clock := clockwork.NewFakeClockAt(t0)
+	exec := &countingExecutor{started: make(chan string, 8)}
+	tw := startTestWorker(t, "/lean-again/", clock, job("hourly"), exec, testWorkerOptions{})
+	before := tw.holdSlot(t, "hourly", "hourly@before")
+	at := t0.Add(10 * time.Second)
+	from := tw.revision(t)
+	a := tw.assignJobs(t, tw.incarnation(t), at, "hourly")
+	poll.For(t, 30*time.Second, "the assignment in the worker's view", func() bool { return !tw.w.assigned.next().IsZero() })
+	clock.Advance(at.Add(-maxAssignedLead).Sub(clock.Now()))
+	poll.For(t, 30*time.Second, "the claim ahead, refused", func() bool {
+		return tw.count(t, tw.layout.ClaimMarker(a.Worker, a.At, a.Group, 0)) == 1
+	})
+	if _, err := tw.cli.Revoke(context.Background(), before); err != nil {
+		t.Fatal(err)
+	}
+	poll.For(t, 30*time.Second, "the slot freed", func() bool { return tw.sem.InUse("hourly") == 0 })
+	clock.Advance(at.Sub(clock.Now()))
+	id := runs.ID("hourly", at)
+	if rec := waitRecord(t, tw.cli, tw.layout, id); rec.Outcome != runs.Succeeded {
+		t.Errorf("recorded %s %q, want succeeded: claimed again at its instant", rec.Outcome, rec.Error)
+	}
+	if tw.existedBetween(t, tw.layout.Entry("hourly", id), from, tw.revision(t)) {
+		t.Error("the run took the queue path: its entry was written")
+	}
+	tw.waitSettled(t)
 }
