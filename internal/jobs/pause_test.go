@@ -20,7 +20,7 @@ func TestPausedGaugeAndPauseDetails(t *testing.T) {
 	etcd := startEtcd(t)
 	regA, regB := prometheus.NewRegistry(), prometheus.NewRegistry()
 	cfg := func() *config.Config {
-		return newConfig(httpJob("a", "@every 1h", "http://127.0.0.1:1/"), httpJob("b", "@every 1h", "http://127.0.0.1:1/"))
+		return newConfig(idleJob("a", "@every 1h"), idleJob("b", "@every 1h"))
 	}
 	a := etcd.nodeWith("a", cfg(), timing{Reg: regA})
 	b := etcd.nodeWith("b", cfg(), timing{Reg: regB})

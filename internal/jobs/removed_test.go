@@ -27,10 +27,7 @@ func TestRemovedJobHistoryStaysReadable(t *testing.T) {
 	ctx := t.Context()
 	var ids []string
 	for range 2 {
-		id, _, err := n.engine.Trigger(ctx, "old", jobs.TriggerRequest{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		id := n.trigger(t, "old", "")
 		ids = append(ids, id)
 		awaitRecord(t, n.client, "old", id, nil)
 	}

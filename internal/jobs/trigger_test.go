@@ -137,9 +137,7 @@ func TestPaging(t *testing.T) {
 	leaderOf(t, []*node{n})
 	const total = 7
 	for range total {
-		if _, _, err := n.engine.Trigger(t.Context(), "page", jobs.TriggerRequest{}); err != nil {
-			t.Fatal(err)
-		}
+		n.trigger(t, "page", "")
 	}
 	poll.For(t, 30*time.Second, "every run recorded", func() bool { return len(records(t, n.client, "page")) == total })
 	all, next, err := n.engine.Runs(t.Context(), "page", jobs.Page{Limit: 100})
