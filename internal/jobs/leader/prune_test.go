@@ -4,12 +4,11 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
-	"github.com/jonboulle/clockwork"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/config"
-	"github.com/etcdsched/scheduler/internal/etcdtest"
 	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
 	"github.com/etcdsched/scheduler/internal/runs"
@@ -19,16 +18,15 @@ import (
 // history_limit records, many jobs and more than one transaction's worth
 // of deletes at once, and leaves jobs under the limit alone.
 func TestPruneJobsKeepsTheNewestRecordsOfEachJob(t *testing.T) {
-	cli := etcdtest.Start(t).Client()
 	ctx := t.Context()
 	counts := map[string]int{"p-small": 7, "p-mid": 30, "p-big": 150, "p-other": 40}
 	var jobs []config.Job
 	for name := range counts {
-		j := jobstest.HTTPJob(name, "@every 1s", "http://127.0.0.1:1/")
+		j := jobstest.Job(name, "@every 1s")
 		j.HistoryLimit = 10
 		jobs = append(jobs, j)
 	}
-	l := newTestLeader(t, cli, "/prune/", jobstest.Config(jobs...), clockwork.NewFakeClock())
+	l, cli, _ := leaderOn(t, "/prune/", jobstest.Config(jobs...), time.Time{})
 	for name, n := range counts {
 		for i := range n {
 			if _, err := cli.Put(ctx, l.d.Keys.Record(name, fmt.Sprintf("%s@%03d", name, i)), "{}"); err != nil {
@@ -63,9 +61,8 @@ func TestPruneJobsKeepsTheNewestRecordsOfEachJob(t *testing.T) {
 // A record rewritten after the pruner read it (a retried run's final record
 // at the key of its earlier attempt) is not deleted as old; the others are.
 func TestPruneSparesARecordRewrittenSinceTheRead(t *testing.T) {
-	cli := etcdtest.Start(t).Client()
 	ctx := t.Context()
-	l := newTestLeader(t, cli, "/prune2/", jobstest.Config(jobstest.HTTPJob("p", "@every 1s", "http://127.0.0.1:1/")), clockwork.NewFakeClock())
+	l, cli, _ := leaderOn(t, "/prune2/", jobstest.Config(jobstest.Job("p", "@every 1s")), time.Time{})
 	var seen []seenKey
 	for i := range 5 {
 		key := l.d.Keys.Record("p", fmt.Sprintf("p@%d", i))
@@ -95,11 +92,10 @@ func TestPruneSparesARecordRewrittenSinceTheRead(t *testing.T) {
 // their own skipped_history_limit, so a flood of skips cannot push real
 // history out (SPEC section 16). The skips' markers go with their records.
 func TestPruneKeepsSkipsApart(t *testing.T) {
-	cli := etcdtest.Start(t).Client()
 	ctx := t.Context()
-	j := jobstest.HTTPJob("busy", "@every 1s", "http://127.0.0.1:1/")
+	j := jobstest.Job("busy", "@every 1s")
 	j.HistoryLimit, j.SkippedHistoryLimit = 5, 3
-	l := newTestLeader(t, cli, "/prune-skips/", jobstest.Config(j), clockwork.NewFakeClock())
+	l, cli, _ := leaderOn(t, "/prune-skips/", jobstest.Config(j), time.Time{})
 	var executed, skipped []string
 	for i := range 60 {
 		id := fmt.Sprintf("busy@%03d", i)
@@ -144,11 +140,10 @@ func TestPruneKeepsSkipsApart(t *testing.T) {
 // limits (a new leader cut a job with history_limit 100000 to 100 records).
 // A job really removed is still trimmed to the defaults.
 func TestPruneWaitsForTheTermsConfig(t *testing.T) {
-	cli := etcdtest.Start(t).Client()
 	ctx := t.Context()
-	j := jobstest.HTTPJob("keep", "@every 1s", "http://127.0.0.1:1/")
+	j := jobstest.Job("keep", "@every 1s")
 	j.HistoryLimit, j.SkippedHistoryLimit = 1000, 1000
-	l := newTestLeader(t, cli, "/prune4/", jobstest.Config(j), clockwork.NewFakeClock())
+	l, cli, _ := leaderOn(t, "/prune4/", jobstest.Config(j), time.Time{})
 	l.jobs = nil // the term has not looked at the config yet
 	put := func(job string, n int) {
 		for i := range n {

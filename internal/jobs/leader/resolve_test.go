@@ -36,9 +36,9 @@ func newResolveEnv(t *testing.T, prefix string) *resolveEnv {
 	t.Helper()
 	cli := etcdtest.Start(t).Client()
 	cfg := jobstest.Config(
-		jobstest.HTTPJob("claimed", "@every 1m", "http://127.0.0.1:1/"),
-		jobstest.HTTPJob("moved", "@every 1m", "http://127.0.0.1:1/"),
-		jobstest.HTTPJob("other", "@every 1m", "http://127.0.0.1:1/"),
+		jobstest.Job("claimed", "@every 1m"),
+		jobstest.Job("moved", "@every 1m"),
+		jobstest.Job("other", "@every 1m"),
 	)
 	for i := range cfg.Jobs {
 		cfg.Jobs[i].Retries.Max = 1
