@@ -59,7 +59,7 @@ func aheadView(t *testing.T, layout keys.Layout, job *config.Job, dues ...time.T
 // elder a due run yields to.
 func TestTicksQueuedAheadAreNotWaiting(t *testing.T) {
 	layout := keys.New("/ahead/")
-	job := jobstest.WithDefaults(jobstest.HTTPJob("a", "@every 100ms", "http://127.0.0.1:1/"))
+	job := jobstest.WithDefaults(jobstest.Job("a", "@every 100ms"))
 	job.Overlap, job.QueueLimit = config.OverlapQueue, 1
 	now := time.Date(2026, 11, 21, 21, 0, 0, 0, time.UTC)
 	var dues []time.Time
@@ -139,7 +139,7 @@ func TestTicksQueuedAheadAreNotWaiting(t *testing.T) {
 func TestALateElderIsTakenOverAndTheNextTickTakesItsTurn(t *testing.T) {
 	t0 := time.Date(2026, 11, 23, 4, 0, 0, 0, time.UTC)
 	clock := clockwork.NewFakeClockAt(t0)
-	job := jobstest.WithDefaults(jobstest.HTTPJob("one", "@every 100ms", "http://127.0.0.1:1/"))
+	job := jobstest.WithDefaults(jobstest.Job("one", "@every 100ms"))
 	job.MaxConcurrency, job.Overlap = 1, config.OverlapSkip
 	tw, exec := startFakeClockWorker(t, "/turn/", job, clock)
 	cli, layout, cfg, w, view := tw.cli, tw.layout, tw.cfg, tw.w, tw.view
@@ -225,7 +225,7 @@ func TestALateElderIsTakenOverAndTheNextTickTakesItsTurn(t *testing.T) {
 func startFakeClockWorker(t *testing.T, prefix string, job config.Job, clock *clockwork.FakeClock) (*testWorker, *heldExecutor) {
 	t.Helper()
 	exec := &heldExecutor{started: make(chan target.Run, 4), release: make(chan struct{})}
-	tw := startTestWorker(t, prefix, clock, job, exec, testWorkerOptions{})
+	tw := startTestWorker(t, prefix, job, exec, testWorkerOptions{clock: clock})
 	tw.w.Members().Reset([]*mvccpb.KeyValue{{Key: []byte(tw.layout.Member("w0"))}, {Key: []byte(tw.layout.Member("w1"))}}, 1)
 	return tw, exec
 }
@@ -237,7 +237,7 @@ func startFakeClockWorker(t *testing.T, prefix string, job config.Job, clock *cl
 func TestRankAtTheDueTime(t *testing.T) {
 	t0 := time.Date(2026, 11, 23, 4, 0, 0, 0, time.UTC)
 	clock := clockwork.NewFakeClockAt(t0)
-	tw, exec := startFakeClockWorker(t, "/rank/", jobstest.HTTPJob("one", "@every 1h", "http://127.0.0.1:1/"), clock)
+	tw, exec := startFakeClockWorker(t, "/rank/", jobstest.Job("one", "@every 1h"), clock)
 	cli, layout, cfg, w, view := tw.cli, tw.layout, tw.cfg, tw.w, tw.view
 	// A run due in 7s whose first worker is w0.
 	var at time.Time

@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jonboulle/clockwork"
-
 	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
 	"github.com/etcdsched/scheduler/internal/runs"
@@ -18,10 +16,10 @@ import (
 // catch_up: all, or whose next tick is not due yet, still runs late.
 func TestALateAssignedRunIsShedWhenANewerTickOfItsJobIsDue(t *testing.T) {
 	exec := &countingExecutor{started: make(chan string, 8)}
-	every := func(name string) config.Job { return jobstest.HTTPJob(name, "@every 1s", "http://127.0.0.1:1/") }
+	every := func(name string) config.Job { return jobstest.Job(name, "@every 1s") }
 	all := every("all")
 	all.CatchUp = config.CatchUpAll
-	tw := startTestWorker(t, "/lean-shed/", clockwork.NewRealClock(), every("behind"), exec,
+	tw := startTestWorker(t, "/lean-shed/", every("behind"), exec,
 		testWorkerOptions{jobs: []config.Job{all, job("hourly")}})
 	at := time.Now().Truncate(time.Second).Add(-3 * time.Second).UTC()
 	tw.assignJobs(t, tw.incarnation(t), at, "behind", "all", "hourly")

@@ -19,9 +19,7 @@ import (
 // A peer's assignment a chunk claimed from is not taken over: its worker
 // may be running those runs.
 func TestABackupTakesOverAPeersUnclaimedAssignment(t *testing.T) {
-	exec := &countingExecutor{started: make(chan string, 8)}
-	tw := startTestWorker(t, "/lean-takeover/", clockwork.NewRealClock(), job("a"), exec,
-		testWorkerOptions{jobs: []config.Job{job("b"), job("c")}})
+	tw, exec := startCounted(t, "/lean-takeover/", testWorkerOptions{}, "a", "b", "c")
 	dead := keys.Incarnation("killed", 0x1234)
 	at := time.Now().Add(300 * time.Millisecond).UTC()
 	claimed := tw.assignJobs(t, dead, at, "c")
@@ -55,8 +53,7 @@ func TestABackupTakesOverAPeersUnclaimedAssignment(t *testing.T) {
 // from its arrival: taken over at once, it would pass from replica to
 // replica, each suspecting a live peer.
 func TestAnOverdueAssignmentGetsItsWorkerATurnFromItsArrival(t *testing.T) {
-	exec := &countingExecutor{started: make(chan string, 8)}
-	tw := startTestWorker(t, "/lean-takeover-late/", clockwork.NewRealClock(), job("a"), exec, testWorkerOptions{})
+	tw, _ := startCounted(t, "/lean-takeover-late/", testWorkerOptions{}, "a")
 	at := time.Now().Add(-2 * time.Second).UTC()
 	written := time.Now()
 	tw.assignJobs(t, keys.Incarnation("slow", 0x99), at, "a")
@@ -76,8 +73,8 @@ func TestAnOverdueAssignmentGetsItsWorkerATurnFromItsArrival(t *testing.T) {
 func TestABackupLeavesABusyPeersAssignments(t *testing.T) {
 	exec := &countingExecutor{started: make(chan string, 8)}
 	clock := clockwork.NewFakeClockAt(time.Now().Truncate(time.Second))
-	tw := startTestWorker(t, "/lean-takeover-busy/", clock, job("a"), exec,
-		testWorkerOptions{jobs: []config.Job{job("b")}})
+	tw := startTestWorker(t, "/lean-takeover-busy/", job("a"), exec,
+		testWorkerOptions{clock: clock, jobs: []config.Job{job("b")}})
 	busy, silent := keys.Incarnation("busy", 0x1), keys.Incarnation("silent", 0x2)
 	at := clock.Now().Add(time.Second).UTC()
 	tw.assignJobs(t, busy, at, "a")

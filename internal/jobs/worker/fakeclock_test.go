@@ -47,10 +47,10 @@ func (h *heldExecutor) Execute(ctx context.Context, _ *config.Job, run target.Ru
 func TestOverlapOnAFakeClock(t *testing.T) {
 	t0 := time.Date(2026, 11, 23, 4, 0, 0, 0, time.UTC)
 	clock := clockwork.NewFakeClockAt(t0)
-	job := jobstest.WithDefaults(jobstest.HTTPJob("one", "@every 1h", "http://127.0.0.1:1/"))
+	job := jobstest.WithDefaults(jobstest.Job("one", "@every 1h"))
 	job.MaxConcurrency, job.Overlap = 1, config.OverlapSkip
 	exec := &heldExecutor{started: make(chan target.Run, 4), release: make(chan struct{})}
-	tw := startTestWorker(t, "/fake-clock/", clock, job, exec, testWorkerOptions{})
+	tw := startTestWorker(t, "/fake-clock/", job, exec, testWorkerOptions{clock: clock})
 	cli, layout, cfg, sem, view, ctx := tw.cli, tw.layout, tw.cfg, tw.sem, tw.view, tw.ctx
 
 	first, second := runs.ID("one", t0.Add(time.Second)), runs.ID("one", t0.Add(2*time.Second))
