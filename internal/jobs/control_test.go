@@ -186,8 +186,7 @@ func TestWorkerRunsTheLeadersSpec(t *testing.T) {
 	etcd := startEtcd(t)
 	w := startWitness(t)
 	leaderCfg := newConfig(httpJob("spec", "@every 1s", w.url("from=leader")))
-	leader := etcd.node("leader", leaderCfg)
-	leaderOf(t, []*node{leader})
+	leader := etcd.leading("leader", leaderCfg)
 	// The worker's file points the job elsewhere and never leads: its
 	// elector is stopped at once.
 	workerCfg := newConfig(httpJob("spec", "@every 1s", "http://127.0.0.1:1/old"))

@@ -105,8 +105,7 @@ func TestFairWaitIsBounded(t *testing.T) {
 	other.Overlap = config.OverlapQueue
 	cfg := newConfig(stuck, other)
 	cfg.Resources = []config.Resource{{Name: "r", Limit: 2}}
-	n := etcd.node("a", cfg)
-	leaderOf(t, []*node{n})
+	n := etcd.leading("a", cfg)
 	n.trigger(t, "stuck", "")
 	poll.For(t, 10*time.Second, "the first stuck run to hold its slot", func() bool {
 		w.mu.Lock()

@@ -38,6 +38,14 @@ func (e *testEtcd) node(id string, cfg *config.Config) *node {
 	return startNodeWith(e.t, e.Endpoints(), id, cfg, timing{})
 }
 
+// leading starts replica id alone with cfg and waits until it leads.
+func (e *testEtcd) leading(id string, cfg *config.Config) *node {
+	e.t.Helper()
+	n := e.node(id, cfg)
+	leaderOf(e.t, []*node{n})
+	return n
+}
+
 // nodeWith starts replica id with the timings tm.
 func (e *testEtcd) nodeWith(id string, cfg *config.Config, tm timing) *node {
 	e.t.Helper()

@@ -88,8 +88,7 @@ func TestNotificationsAreRetriedUntilDelivered(t *testing.T) {
 	cfg := newConfig(job)
 	cfg.Notify.Sinks = []config.Sink{rcv.sink("ops", "failed")}
 	cfg.Jobs[0].Notify = []string{"ops"}
-	n := etcd.node("solo", cfg)
-	leaderOf(t, []*node{n})
+	n := etcd.leading("solo", cfg)
 	rcv.refuseFor(5 * time.Second)
 	for range 5 {
 		n.trigger(t, "fails", "")
@@ -154,8 +153,7 @@ func TestHangingSinkDoesNotStallOthers(t *testing.T) {
 		rcv.sink("ops", "failed"),
 	}
 	cfg.Notify.Default = []string{"hangs", "ops"}
-	n := etcd.node("solo", cfg)
-	leaderOf(t, []*node{n})
+	n := etcd.leading("solo", cfg)
 	for range 8 {
 		n.trigger(t, "fails", "")
 	}

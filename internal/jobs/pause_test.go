@@ -68,8 +68,7 @@ func TestPausedGaugeAndPauseDetails(t *testing.T) {
 func TestPauseUntilEndsOnARunningCluster(t *testing.T) {
 	etcd := startEtcd(t)
 	w := startWitness(t)
-	n := etcd.node("a", newConfig(httpJob("tick", "@every 1s", w.url(""))))
-	leaderOf(t, []*node{n})
+	n := etcd.leading("a", newConfig(httpJob("tick", "@every 1s", w.url(""))))
 	ctx := t.Context()
 	until := time.Now().Add(2 * time.Second)
 	if _, err := n.engine.Pause(ctx, "tick", jobs.PauseRequest{Reason: "short", Until: until}); err != nil {

@@ -22,8 +22,7 @@ func TestRemovedJobHistoryStaysReadable(t *testing.T) {
 	w := startWitness(t)
 	old := httpJob("old", "0 0 1 1 *", w.url(""))
 	stay := httpJob("stay", "0 0 1 1 *", w.url(""))
-	n := etcd.node("a", newConfig(old, stay))
-	leaderOf(t, []*node{n})
+	n := etcd.leading("a", newConfig(old, stay))
 	ctx := t.Context()
 	var ids []string
 	for range 2 {

@@ -205,8 +205,7 @@ func TestExecTargetGetsTraceparent(t *testing.T) {
 		Command: []string{"sh", "-c", `printf %s "$TRACEPARENT" > "$OUT"`},
 		Env:     map[string]string{"OUT": out, "TRACEPARENT": "00-forged"},
 	}}
-	n := etcd.node("solo", newConfig(job))
-	leaderOf(t, []*node{n})
+	n := etcd.leading("solo", newConfig(job))
 	id := n.trigger(t, "script", "")
 	if rec := awaitRecord(t, n.client, "script", id, nil); rec.Outcome != runs.Succeeded {
 		t.Fatalf("run: %s %s (%s)", rec.Outcome, rec.Error, rec.Output)

@@ -23,8 +23,7 @@ func TestMaxParallelBoundsOneReplica(t *testing.T) {
 		names = append(names, name)
 	}
 	cfg.Worker.MaxParallel = 2
-	n := etcd.node("solo", cfg)
-	leaderOf(t, []*node{n})
+	n := etcd.leading("solo", cfg)
 	var ids []string
 	for _, j := range names {
 		id := n.trigger(t, j, "")
@@ -80,8 +79,7 @@ func TestFailedRunIsRetried(t *testing.T) {
 	job := httpJob("flaky", "@every 1h", w.url("status=500"))
 	job.Retries.Max = 1
 	cfg := newConfig(job)
-	n := etcd.node("solo", cfg)
-	leaderOf(t, []*node{n})
+	n := etcd.leading("solo", cfg)
 	id := n.trigger(t, "flaky", "")
 	// Both attempts fail (the target always answers 500): two requests,
 	// attempts 1 and 2, then a failed record with the first attempt in it.
@@ -114,8 +112,7 @@ func TestResourceSlotReachesTarget(t *testing.T) {
 	w := startWitness(t)
 	job := httpJob("res", "@every 1h", w.url(""))
 	job.Resources = []string{"shared"}
-	n := etcd.node("solo", newConfig(job))
-	leaderOf(t, []*node{n})
+	n := etcd.leading("solo", newConfig(job))
 	n.trigger(t, "res", "")
 	poll.For(t, 30*time.Second, "the run", func() bool { return len(w.finished("res")) == 1 })
 	h := w.finished("res")[0]
