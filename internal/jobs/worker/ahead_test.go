@@ -177,12 +177,7 @@ func TestALateElderIsTakenOverAndTheNextTickTakesItsTurn(t *testing.T) {
 	// 75ms overdue, its first worker dead; w1 takes it over at once
 	// instead of waiting for its backup turn at +250ms.
 	clock.Advance(next.Add(-25 * time.Millisecond).Sub(t0))
-	var run target.Run
-	select {
-	case run = <-exec.started:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the overdue elder was not taken over")
-	}
+	run := exec.next(t, "the overdue elder was not taken over")
 	if run.RunID != runs.ID("one", elder) {
 		t.Fatalf("started %s first, want the elder %s", run.RunID, runs.ID("one", elder))
 	}
@@ -206,11 +201,7 @@ func TestALateElderIsTakenOverAndTheNextTickTakesItsTurn(t *testing.T) {
 		t.Fatal("the next tick was recorded while its elder ran")
 	}
 	exec.release <- struct{}{}
-	select {
-	case run = <-exec.started:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the next tick did not start after its elder")
-	}
+	run = exec.next(t, "the next tick did not start after its elder")
 	if run.RunID != runs.ID("one", next) {
 		t.Errorf("started %s, want the next tick", run.RunID)
 	}
@@ -252,13 +243,8 @@ func TestRankAtTheDueTime(t *testing.T) {
 	// w0 leaves before the run is due.
 	w.Members().Reset([]*mvccpb.KeyValue{{Key: []byte(layout.Member("w1"))}}, 2)
 	clock.Advance(at.Sub(t0))
-	select {
-	case run := <-exec.started:
-		if run.RunID != e.RunID {
-			t.Fatalf("started %s, want %s", run.RunID, e.RunID)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("the run did not start at its due time: w1 still waits for w0, which left")
+	if run := exec.next(t, "the run did not start at its due time: w1 still waits for w0, which left"); run.RunID != e.RunID {
+		t.Fatalf("started %s, want %s", run.RunID, e.RunID)
 	}
 	close(exec.release)
 }

@@ -236,13 +236,7 @@ func TestAnAssignedRunsReleaseKeepsTheLeadersRecord(t *testing.T) {
 // started is the next run exec starts, within a generous deadline.
 func started(t *testing.T, exec *heldExecutor) target.Run {
 	t.Helper()
-	select {
-	case r := <-exec.started:
-		return r
-	case <-time.After(30 * time.Second):
-		t.Fatal("no run started within 30s")
-		return target.Run{}
-	}
+	return exec.next(t, "no run started within 30s")
 }
 
 // max_parallel bounds the assigned runs running at once, as it bounds

@@ -52,13 +52,8 @@ func TestAMemberThatLetARunPassIsPassedOver(t *testing.T) {
 	})
 	started := func(at time.Time, what string) {
 		t.Helper()
-		select {
-		case run := <-exec.started:
-			if run.RunID != runs.ID("one", at) {
-				t.Fatalf("started %s, want %s", run.RunID, runs.ID("one", at))
-			}
-		case <-time.After(30 * time.Second):
-			t.Fatal(what)
+		if run := exec.next(t, what); run.RunID != runs.ID("one", at) {
+			t.Fatalf("started %s, want %s", run.RunID, runs.ID("one", at))
 		}
 		exec.release <- struct{}{}
 		if rec := waitRecord(t, cli, layout, runs.ID("one", at)); rec.Outcome != runs.Succeeded {
