@@ -38,21 +38,18 @@ func TestPruneJobsKeepsTheNewestRecordsOfEachJob(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, n := range counts {
-		resp, err := cli.Get(ctx, l.d.Keys.JobRuns(name), clientv3.WithPrefix(), clientv3.WithKeysOnly())
-		if err != nil {
-			t.Fatal(err)
-		}
+		left := stored(t, cli, l.d.Keys.JobRuns(name))
 		want := min(n, 10)
 		if name == "p-other" {
 			want = n // not in this round
 		}
-		if len(resp.Kvs) != want {
-			t.Errorf("%s: %d records left, want %d", name, len(resp.Kvs), want)
+		if len(left) != want {
+			t.Errorf("%s: %d records left, want %d", name, len(left), want)
 			continue
 		}
-		for i, kv := range resp.Kvs { // sorted by key: the newest, in order
-			if w := l.d.Keys.Record(name, fmt.Sprintf("%s@%03d", name, n-want+i)); string(kv.Key) != w {
-				t.Errorf("%s: kept %s, want %s", name, kv.Key, w)
+		for i, id := range left { // sorted by key: the newest, in order
+			if w := fmt.Sprintf("%s@%03d", name, n-want+i); id != w {
+				t.Errorf("%s: kept %s, want %s", name, id, w)
 			}
 		}
 	}
@@ -113,25 +110,14 @@ func TestPruneKeepsSkipsApart(t *testing.T) {
 	if err := l.pruneJobs(ctx, []string{"busy"}); err != nil {
 		t.Fatal(err)
 	}
-	resp, err := cli.Get(ctx, l.d.Keys.JobRuns("busy"), clientv3.WithPrefix(), clientv3.WithKeysOnly())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var left []string
-	for _, kv := range resp.Kvs {
-		left = append(left, l.d.Keys.RecordRun(string(kv.Key)))
-	}
+	left := stored(t, cli, l.d.Keys.JobRuns("busy"))
 	want := append(append([]string(nil), executed[len(executed)-5:]...), skipped[len(skipped)-3:]...)
 	slices.Sort(want)
 	if !slices.Equal(left, want) {
 		t.Errorf("records left %v, want the 5 newest executed and the 3 newest skipped: %v", left, want)
 	}
-	marks, err := cli.Get(ctx, l.d.Keys.Unstarted("busy"), clientv3.WithPrefix(), clientv3.WithKeysOnly())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(marks.Kvs) != 3 {
-		t.Errorf("%d unstarted markers left, want the 3 of the skips kept", len(marks.Kvs))
+	if n := keysUnder(t, cli, l.d.Keys.Unstarted("busy")); n != 3 {
+		t.Errorf("%d unstarted markers left, want the 3 of the skips kept", n)
 	}
 }
 
@@ -152,13 +138,7 @@ func TestPruneWaitsForTheTermsConfig(t *testing.T) {
 			}
 		}
 	}
-	count := func(job string) int {
-		resp, err := cli.Get(ctx, l.d.Keys.JobRuns(job), clientv3.WithPrefix(), clientv3.WithCountOnly())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return int(resp.Count)
-	}
+	count := func(job string) int { return int(keysUnder(t, cli, l.d.Keys.JobRuns(job))) }
 	put("keep", 150)
 	l.d.Finished.Note("keep")
 	if err := l.pruneRound(ctx); err != nil {
