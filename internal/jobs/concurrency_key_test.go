@@ -36,11 +36,7 @@ func TestConcurrencyKeyHoldsPerKey(t *testing.T) {
 	for i := range 200 {
 		customer := fmt.Sprintf("c-%02d", i%20)
 		n := []*node{a, b}[i%2]
-		id, _, err := n.engine.Trigger(ctx, "sync", jobs.TriggerRequest{Input: []byte(`{"customer_id":"` + customer + `"}`)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		keyOf[id] = customer
+		keyOf[n.trigger(t, "sync", `{"customer_id":"`+customer+`"}`)] = customer
 	}
 	for _, bad := range []string{`{"customer_id":"a/b"}`, `{"customer_id":""}`, `{}`} {
 		if _, _, err := a.engine.Trigger(ctx, "sync", jobs.TriggerRequest{Input: []byte(bad)}); !errors.Is(err, jobs.ErrBadConcurrencyKey) {

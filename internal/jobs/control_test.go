@@ -43,10 +43,7 @@ func TestControl(t *testing.T) {
 	t.Run("trigger obeys max_concurrency", func(t *testing.T) {
 		var ids []string
 		for range 3 {
-			id, _, err := b.engine.Trigger(ctx, "slow", jobs.TriggerRequest{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			id := b.trigger(t, "slow", "")
 			ids = append(ids, id)
 		}
 		// The record is written at release, after the target answered.
@@ -74,14 +71,8 @@ func TestControl(t *testing.T) {
 	})
 
 	t.Run("cancel", func(t *testing.T) {
-		running, _, err := a.engine.Trigger(ctx, "hold", jobs.TriggerRequest{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		queued, _, err := a.engine.Trigger(ctx, "hold", jobs.TriggerRequest{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		running := a.trigger(t, "hold", "")
+		queued := a.trigger(t, "hold", "")
 		poll.For(t, 30*time.Second, "the first run to hold the slot", func() bool {
 			st, err := b.engine.FindRun(ctx, running)
 			return err == nil && st.State == "running"
@@ -195,8 +186,7 @@ func TestWorkerRunsTheLeadersSpec(t *testing.T) {
 	etcd := startEtcd(t)
 	w := startWitness(t)
 	leaderCfg := newConfig(httpJob("spec", "@every 1s", w.url("from=leader")))
-	leader := etcd.node("leader", leaderCfg)
-	leaderOf(t, []*node{leader})
+	leader := etcd.leading("leader", leaderCfg)
 	// The worker's file points the job elsewhere and never leads: its
 	// elector is stopped at once.
 	workerCfg := newConfig(httpJob("spec", "@every 1s", "http://127.0.0.1:1/old"))
@@ -218,8 +208,8 @@ func TestWorkerRunsTheLeadersSpec(t *testing.T) {
 // job while the listing reads last runs (it did answer 404 before).
 func TestJobsListingSurvivesReload(t *testing.T) {
 	etcd := startEtcd(t)
-	before := newConfig(httpJob("old", "@every 1h", "http://127.0.0.1:1/"), httpJob("kept", "@every 1h", "http://127.0.0.1:1/"))
-	after := newConfig(httpJob("kept", "@every 1h", "http://127.0.0.1:1/"))
+	before := newConfig(idleJob("old", "@every 1h"), idleJob("kept", "@every 1h"))
+	after := newConfig(idleJob("kept", "@every 1h"))
 	n := etcd.node("a", before)
 	calls := 0
 	e, err := jobs.New(jobs.Options{Client: n.client, Prefix: testPrefix, ID: "lister", Sessions: n.Sessions, Slots: n.Slots, Executor: n.Exec,

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/etcdsched/scheduler/config"
-	"github.com/etcdsched/scheduler/internal/jobs"
 	"github.com/etcdsched/scheduler/internal/poll"
 	"github.com/etcdsched/scheduler/internal/runs"
 )
@@ -106,24 +105,16 @@ func TestFairWaitIsBounded(t *testing.T) {
 	other.Overlap = config.OverlapQueue
 	cfg := newConfig(stuck, other)
 	cfg.Resources = []config.Resource{{Name: "r", Limit: 2}}
-	n := etcd.node("a", cfg)
-	leaderOf(t, []*node{n})
-	ctx := t.Context()
-	if _, _, err := n.engine.Trigger(ctx, "stuck", jobs.TriggerRequest{}); err != nil {
-		t.Fatal(err)
-	}
+	n := etcd.leading("a", cfg)
+	n.trigger(t, "stuck", "")
 	poll.For(t, 10*time.Second, "the first stuck run to hold its slot", func() bool {
 		w.mu.Lock()
 		defer w.mu.Unlock()
 		return w.inFlight["stuck"] == 1
 	})
-	if _, _, err := n.engine.Trigger(ctx, "stuck", jobs.TriggerRequest{}); err != nil { // the elder: waits for stuck's slot
-		t.Fatal(err)
-	}
+	n.trigger(t, "stuck", "") // the elder: waits for stuck's slot
 	triggered := time.Now()
-	if _, _, err := n.engine.Trigger(ctx, "other", jobs.TriggerRequest{}); err != nil {
-		t.Fatal(err)
-	}
+	n.trigger(t, "other", "")
 	poll.For(t, 10*time.Second, "the other job's run", func() bool { return len(w.finished("other")) == 1 })
 	if d := w.finished("other")[0].Start.Sub(triggered); d > 3*time.Second {
 		t.Errorf("the other job's run started %s after its trigger: fairness cost liveness", d)

@@ -1,14 +1,12 @@
 package jobs_test
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/etcdsched/scheduler/config"
-	"github.com/etcdsched/scheduler/internal/jobs"
 	"github.com/etcdsched/scheduler/internal/poll"
 )
 
@@ -29,21 +27,13 @@ func TestHoldSlotKeepsTheSlotAcrossRetries(t *testing.T) {
 	b := etcd.node("b", cfg)
 	leaderOf(t, []*node{a, b})
 
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	runA, _, err := a.engine.Trigger(ctx, "strict", jobs.TriggerRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	runA := a.trigger(t, "strict", "")
 	poll.For(t, 10*time.Second, "A's first attempt to start", func() bool {
 		w.mu.Lock()
 		defer w.mu.Unlock()
 		return w.inFlight["strict"] > 0
 	})
-	runB, _, err := b.engine.Trigger(ctx, "strict", jobs.TriggerRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	runB := b.trigger(t, "strict", "")
 	poll.For(t, 20*time.Second, "both runs' three attempts", func() bool { return len(w.finished("strict")) >= 6 })
 
 	var order []string
@@ -71,11 +61,7 @@ func TestHeldSlotEndsWithItsHolder(t *testing.T) {
 	cfg := newConfig(j)
 	nodes := []*node{etcd.node("a", cfg), etcd.node("b", cfg)}
 	leaderOf(t, nodes)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if _, _, err := nodes[0].engine.Trigger(ctx, "strict", jobs.TriggerRequest{}); err != nil {
-		t.Fatal(err)
-	}
+	nodes[0].trigger(t, "strict", "")
 	poll.For(t, 10*time.Second, "the first attempt", func() bool { return len(w.finished("strict")) >= 1 })
 	first := w.finished("strict")[0]
 	for _, n := range nodes {

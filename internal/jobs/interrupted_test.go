@@ -1,12 +1,10 @@
 package jobs_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
 	"github.com/etcdsched/scheduler/config"
-	"github.com/etcdsched/scheduler/internal/jobs"
 	"github.com/etcdsched/scheduler/internal/poll"
 	"github.com/etcdsched/scheduler/internal/runs"
 )
@@ -46,12 +44,7 @@ func TestGracefulShutdownRequeuesTheRunsItCuts(t *testing.T) {
 				}
 			})
 			leaderOf(t, nodes)
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			id, _, err := nodes[0].engine.Trigger(ctx, tc.name, jobs.TriggerRequest{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			id := nodes[0].trigger(t, tc.name, "")
 			var holder string
 			poll.For(t, 30*time.Second, "the run to reach the target", func() bool {
 				holder = w.holderOf(id)

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/etcdsched/scheduler/internal/jobs"
 	"github.com/etcdsched/scheduler/internal/poll"
 	"github.com/etcdsched/scheduler/internal/runs"
 )
@@ -21,10 +20,7 @@ func TestCrashedHolderRunIsLostAndRetried(t *testing.T) {
 	cfg := newConfig(job)
 	nodes := etcd.nodes(cfg, "a", "b", "c")
 	leader := leaderOf(t, nodes)
-	runID, _, err := leader.engine.Trigger(t.Context(), "work", jobs.TriggerRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	runID := leader.trigger(t, "work", "")
 	// Find who holds it, and crash that replica (if it leads, fine: the
 	// next leader must do the recording).
 	holder, firstToken := slotOf(t, leader, runID)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/etcdtest"
+	"github.com/etcdsched/scheduler/internal/jobs"
 	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
 	"github.com/etcdsched/scheduler/internal/poll"
 )
@@ -14,6 +15,7 @@ import (
 // a test reads as its scenario.
 var (
 	httpJob   = jobstest.HTTPJob
+	idleJob   = jobstest.Job
 	newConfig = jobstest.Config
 )
 
@@ -36,6 +38,14 @@ func (e *testEtcd) node(id string, cfg *config.Config) *node {
 	return startNodeWith(e.t, e.Endpoints(), id, cfg, timing{})
 }
 
+// leading starts replica id alone with cfg and waits until it leads.
+func (e *testEtcd) leading(id string, cfg *config.Config) *node {
+	e.t.Helper()
+	n := e.node(id, cfg)
+	leaderOf(e.t, []*node{n})
+	return n
+}
+
 // nodeWith starts replica id with the timings tm.
 func (e *testEtcd) nodeWith(id string, cfg *config.Config, tm timing) *node {
 	e.t.Helper()
@@ -56,6 +66,21 @@ func (e *testEtcd) nodesWith(cfg *config.Config, tm timing, ids ...string) []*no
 		out = append(out, e.nodeWith(id, cfg, tm))
 	}
 	return out
+}
+
+// trigger starts a manual run of job on n with input (none when "") and
+// returns its run id; the test fails if the engine refuses.
+func (n *node) trigger(t *testing.T, job, input string) string {
+	t.Helper()
+	var req jobs.TriggerRequest
+	if input != "" {
+		req.Input = []byte(input)
+	}
+	id, _, err := n.engine.Trigger(t.Context(), job, req)
+	if err != nil {
+		t.Fatalf("trigger %s: %v", job, err)
+	}
+	return id
 }
 
 // except is nodes without gone.

@@ -8,7 +8,6 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/etcdsched/scheduler/internal/jobs"
 	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/notify"
 	"github.com/etcdsched/scheduler/internal/poll"
@@ -28,9 +27,7 @@ func TestNextLeaderDeliversPendingNotifications(t *testing.T) {
 	nodes := etcd.nodes(cfg, "a", "b", "c")
 	old := leaderOf(t, nodes)
 	for range 4 {
-		if _, _, err := old.engine.Trigger(t.Context(), "fails", jobs.TriggerRequest{}); err != nil {
-			t.Fatal(err)
-		}
+		old.trigger(t, "fails", "")
 	}
 	poll.For(t, 30*time.Second, "four notifications pending, each refused at least once", func() bool {
 		refused := map[string]bool{}
@@ -76,10 +73,7 @@ func TestLostRecordAndItsNotificationTogether(t *testing.T) {
 	rcv.notifies(cfg, "lost")
 	nodes := etcd.nodes(cfg, "a", "b", "c")
 	lead := leaderOf(t, nodes)
-	runID, _, err := lead.engine.Trigger(t.Context(), "work", jobs.TriggerRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	runID := lead.trigger(t, "work", "")
 	holder, _ := slotOf(t, lead, runID)
 	crashed := byID(t, nodes, holder)
 	crashed.crash()

@@ -12,7 +12,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/etcdsched/scheduler/config"
-	"github.com/etcdsched/scheduler/internal/jobs"
 	"github.com/etcdsched/scheduler/internal/notify"
 	"github.com/etcdsched/scheduler/internal/poll"
 	"github.com/etcdsched/scheduler/internal/runs"
@@ -110,9 +109,7 @@ func failingJob(t *testing.T, rcv *receiver, n int, tm timing, maxAge time.Durat
 	nd := etcd.nodeWith("solo", cfg, tm)
 	leaderOf(t, []*node{nd})
 	for range n {
-		if _, _, err := nd.engine.Trigger(t.Context(), "fails", jobs.TriggerRequest{}); err != nil {
-			t.Fatal(err)
-		}
+		nd.trigger(t, "fails", "")
 	}
 	poll.Until(t, 60*time.Second, "every run ended", func() (bool, string) {
 		rs := records(t, nd.client, "fails")

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/etcdsched/scheduler/config"
-	"github.com/etcdsched/scheduler/internal/jobs"
 	"github.com/etcdsched/scheduler/internal/notify"
 	"github.com/etcdsched/scheduler/internal/poll"
 	"github.com/etcdsched/scheduler/internal/runs"
@@ -89,13 +88,10 @@ func TestNotificationsAreRetriedUntilDelivered(t *testing.T) {
 	cfg := newConfig(job)
 	cfg.Notify.Sinks = []config.Sink{rcv.sink("ops", "failed")}
 	cfg.Jobs[0].Notify = []string{"ops"}
-	n := etcd.node("solo", cfg)
-	leaderOf(t, []*node{n})
+	n := etcd.leading("solo", cfg)
 	rcv.refuseFor(5 * time.Second)
 	for range 5 {
-		if _, _, err := n.engine.Trigger(t.Context(), "fails", jobs.TriggerRequest{}); err != nil {
-			t.Fatal(err)
-		}
+		n.trigger(t, "fails", "")
 	}
 	// Every run ends. On a starved machine one may end lost (its 2s session
 	// expired) or missed rather than failed; only failed runs notify here.
@@ -157,12 +153,9 @@ func TestHangingSinkDoesNotStallOthers(t *testing.T) {
 		rcv.sink("ops", "failed"),
 	}
 	cfg.Notify.Default = []string{"hangs", "ops"}
-	n := etcd.node("solo", cfg)
-	leaderOf(t, []*node{n})
+	n := etcd.leading("solo", cfg)
 	for range 8 {
-		if _, _, err := n.engine.Trigger(t.Context(), "fails", jobs.TriggerRequest{}); err != nil {
-			t.Fatal(err)
-		}
+		n.trigger(t, "fails", "")
 	}
 	poll.For(t, 30*time.Second, "eight notifications at the answering sink", func() bool {
 		return len(rcv.deliveries(true)) == 8

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"time"
 
 	"github.com/jonboulle/clockwork"
 
@@ -32,29 +31,17 @@ func (o *Options) check() error {
 	if !strings.HasPrefix(o.Prefix, "/") || !strings.HasSuffix(o.Prefix, "/") {
 		errs = append(errs, fmt.Errorf("jobs: Prefix %q must start and end with \"/\" (cluster.etcd.prefix), so no other cluster's keys share it", o.Prefix))
 	}
-	for _, d := range []struct {
-		option string
-		v      time.Duration
-	}{{"Lookahead", o.Lookahead}, {"ClaimLead", o.ClaimLead}, {"Backup", o.Backup}} {
-		if d.v < 0 {
-			errs = append(errs, fmt.Errorf("jobs: %s must not be negative, got %v", d.option, d.v))
-		}
-	}
-	if o.Lookahead == 0 {
-		o.Lookahead = leader.NearLookahead
-	}
+	errs = append(errs, required.NotNegative("jobs",
+		required.Duration{Name: "Lookahead", Value: o.Lookahead},
+		required.Duration{Name: "ClaimLead", Value: o.ClaimLead},
+		required.Duration{Name: "Backup", Value: o.Backup})...)
+	required.Or(&o.Lookahead, leader.NearLookahead)
 	claimLead := o.ClaimLead
-	if claimLead == 0 {
-		claimLead = worker.DefaultClaimLead
-	}
+	required.Or(&claimLead, worker.DefaultClaimLead)
 	if o.Lookahead > 0 && o.Lookahead <= claimLead {
 		errs = append(errs, fmt.Errorf("jobs: Lookahead (%v) must be longer than ClaimLead (%v): a run's entry must be queued before its worker claims it", o.Lookahead, claimLead))
 	}
-	if o.Clock == nil {
-		o.Clock = clockwork.NewRealClock()
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
+	required.Or(&o.Clock, clockwork.NewRealClock())
+	required.Or(&o.Logger, slog.New(slog.DiscardHandler))
 	return errors.Join(errs...)
 }

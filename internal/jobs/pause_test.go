@@ -20,7 +20,7 @@ func TestPausedGaugeAndPauseDetails(t *testing.T) {
 	etcd := startEtcd(t)
 	regA, regB := prometheus.NewRegistry(), prometheus.NewRegistry()
 	cfg := func() *config.Config {
-		return newConfig(httpJob("a", "@every 1h", "http://127.0.0.1:1/"), httpJob("b", "@every 1h", "http://127.0.0.1:1/"))
+		return newConfig(idleJob("a", "@every 1h"), idleJob("b", "@every 1h"))
 	}
 	a := etcd.nodeWith("a", cfg(), timing{Reg: regA})
 	b := etcd.nodeWith("b", cfg(), timing{Reg: regB})
@@ -68,8 +68,7 @@ func TestPausedGaugeAndPauseDetails(t *testing.T) {
 func TestPauseUntilEndsOnARunningCluster(t *testing.T) {
 	etcd := startEtcd(t)
 	w := startWitness(t)
-	n := etcd.node("a", newConfig(httpJob("tick", "@every 1s", w.url(""))))
-	leaderOf(t, []*node{n})
+	n := etcd.leading("a", newConfig(httpJob("tick", "@every 1s", w.url(""))))
 	ctx := t.Context()
 	until := time.Now().Add(2 * time.Second)
 	if _, err := n.engine.Pause(ctx, "tick", jobs.PauseRequest{Reason: "short", Until: until}); err != nil {

@@ -1,7 +1,6 @@
 package jobs_test
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -10,7 +9,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/etcdsched/scheduler/config"
-	"github.com/etcdsched/scheduler/internal/jobs"
 	"github.com/etcdsched/scheduler/internal/poll"
 	"github.com/etcdsched/scheduler/internal/runs"
 )
@@ -39,16 +37,6 @@ func TestRateOnlyRefusalsNameTheWindow(t *testing.T) {
 	a := etcd.nodeWith("a", cfg, timing{Reg: reg})
 	leaderOf(t, []*node{a})
 
-	trigger := func(job string) string {
-		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		id, _, err := a.engine.Trigger(ctx, job, jobs.TriggerRequest{})
-		if err != nil {
-			t.Fatalf("trigger %s: %v", job, err)
-		}
-		return id
-	}
 	ended := func(job, id string, outcome runs.Outcome) runs.Record {
 		t.Helper()
 		return awaitRecord(t, a.client, job, id, func(r runs.Record) bool { return r.Outcome == outcome })
@@ -64,11 +52,11 @@ func TestRateOnlyRefusalsNameTheWindow(t *testing.T) {
 		return metric(t, reg, "scheduler_runs_skipped_total", map[string]string{"job": job, "reason": reason})
 	}
 	for _, job := range []string{"queued", "skipper", "late"} {
-		ended(job, trigger(job), runs.Succeeded) // takes the window's one place for an hour
+		ended(job, a.trigger(t, job, ""), runs.Succeeded) // takes the window's one place for an hour
 	}
 
 	// overlap skip: refused by the window itself.
-	exact("skipper", ended("skipper", trigger("skipper"), runs.Skipped))
+	exact("skipper", ended("skipper", a.trigger(t, "skipper", ""), runs.Skipped))
 	// The counter moves just after the record's transaction: wait for it.
 	poll.Until(t, 30*time.Second, "skipper's skip counted with reason rate", func() (bool, string) {
 		return skips("skipper", "rate") == 1, fmt.Sprintf("rate %v", skips("skipper", "rate"))
@@ -79,9 +67,9 @@ func TestRateOnlyRefusalsNameTheWindow(t *testing.T) {
 
 	// queue_limit 1: one run waits for the window, the next finds the
 	// queue full.
-	waiting := trigger("queued")
+	waiting := a.trigger(t, "queued", "")
 	poll.For(t, 30*time.Second, "a run of queued to wait", func() bool { return queuedOf(a.engine, "queued") == 1 })
-	exact("queued", ended("queued", trigger("queued"), runs.Skipped))
+	exact("queued", ended("queued", a.trigger(t, "queued", ""), runs.Skipped))
 	poll.Until(t, 30*time.Second, "queued's skip counted with reason queue_full", func() (bool, string) {
 		return skips("queued", "queue_full") == 1, fmt.Sprintf("queue_full %v", skips("queued", "queue_full"))
 	})
@@ -91,9 +79,9 @@ func TestRateOnlyRefusalsNameTheWindow(t *testing.T) {
 
 	// starting_deadline 3s: both waiting runs miss it, waiting for the
 	// window, the elder's found by its claim, the younger's behind it.
-	first := trigger("late")
+	first := a.trigger(t, "late", "")
 	poll.For(t, 30*time.Second, "a run of late to wait", func() bool { return queuedOf(a.engine, "late") == 1 })
-	second := trigger("late")
+	second := a.trigger(t, "late", "")
 	exact("late", ended("late", first, runs.Missed))
 	exact("late", ended("late", second, runs.Missed))
 }

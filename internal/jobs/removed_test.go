@@ -22,15 +22,11 @@ func TestRemovedJobHistoryStaysReadable(t *testing.T) {
 	w := startWitness(t)
 	old := httpJob("old", "0 0 1 1 *", w.url(""))
 	stay := httpJob("stay", "0 0 1 1 *", w.url(""))
-	n := etcd.node("a", newConfig(old, stay))
-	leaderOf(t, []*node{n})
+	n := etcd.leading("a", newConfig(old, stay))
 	ctx := t.Context()
 	var ids []string
 	for range 2 {
-		id, _, err := n.engine.Trigger(ctx, "old", jobs.TriggerRequest{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		id := n.trigger(t, "old", "")
 		ids = append(ids, id)
 		awaitRecord(t, n.client, "old", id, nil)
 	}

@@ -19,7 +19,7 @@ import (
 // group (before, the cursor skipped the rest of its group).
 func TestPagingThroughRecordsOfOneCommit(t *testing.T) {
 	etcd := startEtcd(t)
-	n := etcd.node("a", newConfig(httpJob("page", "0 0 1 1 *", "http://127.0.0.1:1/")))
+	n := etcd.node("a", newConfig(idleJob("page", "0 0 1 1 *")))
 	layout := keys.New(testPrefix)
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	put := func(from, count int) {

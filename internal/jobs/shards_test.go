@@ -14,7 +14,6 @@ import (
 
 	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/etcdtest"
-	"github.com/etcdsched/scheduler/internal/jobs"
 	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
 	"github.com/etcdsched/scheduler/internal/keys"
@@ -68,6 +67,18 @@ func tickOf(t *testing.T, cli *clientv3.Client, job, tick string) (queue.TickRec
 	return queue.DecodeTick(resp.Kvs[0].Value)
 }
 
+// awaitTick waits up to within for the tick's fan-in record and returns it.
+func awaitTick(t *testing.T, cli *clientv3.Client, job, tick string, within time.Duration) queue.TickRecord {
+	t.Helper()
+	var rec queue.TickRecord
+	poll.For(t, within, "the fan-in of tick "+tick, func() bool {
+		var done bool
+		rec, done = tickOf(t, cli, job, tick)
+		return done
+	})
+	return rec
+}
+
 // chainedRuns counts the runs of job queued, running or recorded whose
 // upstream is tick.
 func chainedRuns(t *testing.T, cli *clientv3.Client, job, tick string) int {
@@ -102,10 +113,7 @@ func TestShardedTickChainsOnceOnItsOutcome(t *testing.T) {
 	}
 	n := leaderOf(t, nodes)
 
-	tick, _, err := n.engine.Trigger(t.Context(), "split", jobs.TriggerRequest{Input: []byte(`{"day":"mon"}`)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tick := n.trigger(t, "split", `{"day":"mon"}`)
 	poll.For(t, 60*time.Second, "the succeeded tick's chained run", func() bool { return chainedRuns(t, n.client, "merge", tick) == 1 })
 	if rec, done := tickOf(t, n.client, "split", tick); !done || rec.Outcome != runs.Succeeded || rec.Shards != 4 {
 		t.Errorf("tick %s: %+v (fanned in %v), want succeeded of 4", tick, rec, done)
@@ -135,16 +143,8 @@ func TestShardedTickChainsOnceOnItsOutcome(t *testing.T) {
 	}
 	st.mu.Unlock()
 
-	failing, _, err := n.engine.Trigger(t.Context(), "split", jobs.TriggerRequest{Input: []byte(`{"day":"tue","fail":true}`)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rec queue.TickRecord
-	poll.For(t, 60*time.Second, "the failing tick's fan-in", func() bool {
-		var done bool
-		rec, done = tickOf(t, n.client, "split", failing)
-		return done
-	})
+	failing := n.trigger(t, "split", `{"day":"tue","fail":true}`)
+	rec := awaitTick(t, n.client, "split", failing, 60*time.Second)
 	if rec.Outcome != runs.Failed {
 		t.Errorf("failing tick: outcome %s, want failed", rec.Outcome)
 	}
@@ -170,10 +170,7 @@ func TestOneShardIsUnsharded(t *testing.T) {
 	down.After = &config.After{Job: "one", On: []string{"succeeded"}}
 	n := startNode(t, etcd.Endpoints(), "a", jobstest.Config(up, down))
 	leaderOf(t, []*node{n})
-	id, _, err := n.engine.Trigger(t.Context(), "one", jobs.TriggerRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := n.trigger(t, "one", "")
 	poll.For(t, 30*time.Second, "the chained run", func() bool { return chainedRuns(t, n.client, "after", id) == 1 })
 	if r, ok := records(t, n.client, "one")[id]; !ok || r.Outcome != runs.Succeeded {
 		t.Errorf("record of %s: %+v (found %v), want succeeded", id, r, ok)
@@ -226,12 +223,7 @@ func TestShardsOfACrashedReplicaAreRetriedBeforeTheFanIn(t *testing.T) {
 	})
 	victim.crash()
 
-	var rec queue.TickRecord
-	poll.For(t, 120*time.Second, "the tick's fan-in", func() bool {
-		var done bool
-		rec, done = tickOf(t, leader.client, "wide", tick)
-		return done
-	})
+	rec := awaitTick(t, leader.client, "wide", tick, 120*time.Second)
 	if rec.Outcome != runs.Succeeded || rec.Shards != config.MaxShards {
 		t.Errorf("tick %s: %+v, want succeeded of %d shards", tick, rec, config.MaxShards)
 	}
@@ -306,12 +298,7 @@ func TestShardedTickRedoneAfterAPartialWrite(t *testing.T) {
 
 	n := startNode(t, etcd.Endpoints(), "a", cfg)
 	leaderOf(t, []*node{n})
-	var done queue.TickRecord
-	poll.For(t, 60*time.Second, "the redone tick's fan-in", func() bool {
-		var ok bool
-		done, ok = tickOf(t, cli, "redo", tick.RunID)
-		return ok
-	})
+	done := awaitTick(t, cli, "redo", tick.RunID, 60*time.Second)
 	if done.Outcome != runs.Succeeded {
 		t.Errorf("tick %s: %+v, want succeeded", tick.RunID, done)
 	}
@@ -342,22 +329,16 @@ func TestShardMaxConcurrencyPerIndex(t *testing.T) {
 	job.Shards = 3
 	n := startNode(t, etcd.Endpoints(), "a", jobstest.Config(job))
 	leaderOf(t, []*node{n})
-	first, _, err := n.engine.Trigger(t.Context(), "par", jobs.TriggerRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	first := n.trigger(t, "par", "")
 	poll.For(t, 30*time.Second, "the first tick's three shards running at once", func() bool { return w.maxConcurrent("par") == 3 })
-	second, _, err := n.engine.Trigger(t.Context(), "par", jobs.TriggerRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var view jobs.RunStatus
+	second := n.trigger(t, "par", "")
 	poll.For(t, 30*time.Second, "both ticks fanned in", func() bool {
 		a, _ := tickOf(t, n.client, "par", first)
 		b, ok := tickOf(t, n.client, "par", second)
 		return a.Outcome != "" && ok && b.Outcome != ""
 	})
-	if view, err = n.engine.FindRun(t.Context(), second); err != nil {
+	view, err := n.engine.FindRun(t.Context(), second)
+	if err != nil {
 		t.Fatal(err)
 	}
 	if view.Outcome != runs.Skipped {
@@ -393,12 +374,7 @@ func TestPartialTickPastItsDeadlineIsCompletedAndMissed(t *testing.T) {
 
 	n := startNode(t, etcd.Endpoints(), "a", cfg)
 	leaderOf(t, []*node{n})
-	var done queue.TickRecord
-	poll.For(t, 60*time.Second, "the tick's fan-in", func() bool {
-		var ok bool
-		done, ok = tickOf(t, cli, "late", tick.RunID)
-		return ok
-	})
+	done := awaitTick(t, cli, "late", tick.RunID, 60*time.Second)
 	if done.Outcome != runs.Missed {
 		t.Errorf("tick %s: %s, want missed", tick.RunID, done.Outcome)
 	}

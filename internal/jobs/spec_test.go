@@ -24,8 +24,7 @@ func TestOldFormatEntryStillRuns(t *testing.T) {
 	etcd := startEtcd(t)
 	w := startWitness(t)
 	// This replica's file points the job nowhere and never schedules it.
-	n := etcd.node("new", newConfig(httpJob("legacy", "@yearly", "http://127.0.0.1:1/file")))
-	leaderOf(t, []*node{n})
+	n := etcd.leading("new", newConfig(httpJob("legacy", "@yearly", "http://127.0.0.1:1/file")))
 
 	// What an older version's Entry encoded: every field, the spec inline.
 	spec := jobstest.WithDefaults(httpJob("legacy", "@yearly", w.url("status=500")))
@@ -60,8 +59,7 @@ func TestRunWaitsForItsSpec(t *testing.T) {
 	job := httpJob("waits", "@yearly", w.url(""))
 	job.StartingDeadline = config.Duration(3 * time.Second)
 	cfg := newConfig(job)
-	n := etcd.node("a", cfg)
-	leaderOf(t, []*node{n})
+	n := etcd.leading("a", cfg)
 	layout := keys.New(testPrefix)
 
 	now := time.Now()
@@ -109,8 +107,7 @@ func TestRunWaitsForItsSpec(t *testing.T) {
 func TestEntriesReferToOneSpec(t *testing.T) {
 	etcd := startEtcd(t)
 	w := startWitness(t)
-	n := etcd.node("a", newConfig(httpJob("lean", "@every 1s", w.url("from=file"))))
-	leaderOf(t, []*node{n})
+	n := etcd.leading("a", newConfig(httpJob("lean", "@every 1s", w.url("from=file"))))
 	poll.For(t, 30*time.Second, "three runs", func() bool { return len(w.finished("lean")) >= 3 })
 	layout := keys.New(testPrefix)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -30,8 +30,7 @@ func TestWaitingRunHoldsNoWorker(t *testing.T) {
 	tick := httpJob("tick", "@every 250ms", w.url(""))
 	cfg := newConfig(slow, tick)
 	cfg.Worker.MaxParallel = 2
-	n := etcd.node("a", cfg)
-	leaderOf(t, []*node{n})
+	n := etcd.leading("a", cfg)
 
 	poll.For(t, 30*time.Second, "slow's first run executing", func() bool { return w.maxConcurrent("slow") == 1 })
 	// Slow's next runs come due every 500ms from now on and wait.

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/etcdsched/scheduler/config"
-	"github.com/etcdsched/scheduler/internal/jobs"
 	"github.com/etcdsched/scheduler/internal/poll"
 	"github.com/etcdsched/scheduler/internal/runs"
 	"github.com/etcdsched/scheduler/internal/tracing"
@@ -107,10 +106,7 @@ func TestRunSpanReachesCollector(t *testing.T) {
 	}
 	leaderOf(t, []*node{n})
 
-	id, _, err := n.engine.Trigger(t.Context(), "traced", jobs.TriggerRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := n.trigger(t, "traced", "")
 	rec := awaitRecord(t, n.client, "traced", id, nil)
 	run, claims := runSpans(t, recv, id)
 
@@ -157,10 +153,7 @@ func TestRunSpanReachesCollector(t *testing.T) {
 		t.Errorf("traceparent %q names %s/%s, want the run span %s/%s", h.Get("traceparent"), traceID, parentID, run.TraceID, run.SpanID)
 	}
 
-	id, _, err = n.engine.Trigger(t.Context(), "broken", jobs.TriggerRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	id = n.trigger(t, "broken", "")
 	awaitRecord(t, n.client, "broken", id, nil)
 	failed, _ := runSpans(t, recv, id)
 	if failed.Attrs["scheduler.outcome"] != string(runs.Failed) || failed.StatusCode != "STATUS_CODE_ERROR" ||
@@ -185,10 +178,7 @@ func TestNoCollectorExportsNothing(t *testing.T) {
 		t.Fatal("no OTEL_* variable, yet the node exports")
 	}
 	leaderOf(t, []*node{n})
-	id, _, err := n.engine.Trigger(t.Context(), "quiet", jobs.TriggerRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := n.trigger(t, "quiet", "")
 	if rec := awaitRecord(t, n.client, "quiet", id, nil); rec.Outcome != runs.Succeeded {
 		t.Fatalf("run: %s %s", rec.Outcome, rec.Error)
 	}
@@ -215,12 +205,8 @@ func TestExecTargetGetsTraceparent(t *testing.T) {
 		Command: []string{"sh", "-c", `printf %s "$TRACEPARENT" > "$OUT"`},
 		Env:     map[string]string{"OUT": out, "TRACEPARENT": "00-forged"},
 	}}
-	n := etcd.node("solo", newConfig(job))
-	leaderOf(t, []*node{n})
-	id, _, err := n.engine.Trigger(t.Context(), "script", jobs.TriggerRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	n := etcd.leading("solo", newConfig(job))
+	id := n.trigger(t, "script", "")
 	if rec := awaitRecord(t, n.client, "script", id, nil); rec.Outcome != runs.Succeeded {
 		t.Fatalf("run: %s %s (%s)", rec.Outcome, rec.Error, rec.Output)
 	}

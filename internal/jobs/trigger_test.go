@@ -28,8 +28,7 @@ func TestIdempotentTriggers(t *testing.T) {
 	job := httpJob("sync", "0 0 1 1 *", w.url(""))
 	job.MaxConcurrency = tries // every run may start: only the keys decide
 	cfg := newConfig(job)
-	n := etcd.node("a", cfg)
-	leaderOf(t, []*node{n})
+	n := etcd.leading("a", cfg)
 	ctx := t.Context()
 	for i := range tries {
 		key := "k-" + string(rune('a'+i%26)) + strings.Repeat("x", i/26)
@@ -99,8 +98,7 @@ func TestInputReachesTargets(t *testing.T) {
 	ej := config.Job{Name: "cmd", Schedule: "0 0 1 1 *", Exec: &config.Exec{
 		Command: []string{"sh", "-c", `printf %s "$SCHEDULER_INPUT" > "$OUT"`}, Env: map[string]string{"OUT": out}}}
 	etcd := startEtcd(t)
-	n := etcd.node("a", newConfig(hj, ej))
-	leaderOf(t, []*node{n})
+	n := etcd.leading("a", newConfig(hj, ej))
 
 	for _, job := range []string{"hook", "cmd"} {
 		id, _, err := n.engine.Trigger(t.Context(), job, jobs.TriggerRequest{Input: input})
@@ -133,13 +131,10 @@ func TestPaging(t *testing.T) {
 	w := startWitness(t)
 	cfg := newConfig(httpJob("page", "0 0 1 1 *", w.url("")),
 		httpJob("b-job", "0 0 1 1 *", w.url("")), httpJob("a-job", "0 0 1 1 *", w.url("")))
-	n := etcd.node("a", cfg)
-	leaderOf(t, []*node{n})
+	n := etcd.leading("a", cfg)
 	const total = 7
 	for range total {
-		if _, _, err := n.engine.Trigger(t.Context(), "page", jobs.TriggerRequest{}); err != nil {
-			t.Fatal(err)
-		}
+		n.trigger(t, "page", "")
 	}
 	poll.For(t, 30*time.Second, "every run recorded", func() bool { return len(records(t, n.client, "page")) == total })
 	all, next, err := n.engine.Runs(t.Context(), "page", jobs.Page{Limit: 100})

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/etcdsched/scheduler/internal/jobs"
 	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
 	"github.com/etcdsched/scheduler/internal/poll"
 	"github.com/etcdsched/scheduler/internal/runs"
@@ -24,14 +23,10 @@ func TestMaxParallelBoundsOneReplica(t *testing.T) {
 		names = append(names, name)
 	}
 	cfg.Worker.MaxParallel = 2
-	n := etcd.node("solo", cfg)
-	leaderOf(t, []*node{n})
+	n := etcd.leading("solo", cfg)
 	var ids []string
 	for _, j := range names {
-		id, _, err := n.engine.Trigger(t.Context(), j, jobs.TriggerRequest{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		id := n.trigger(t, j, "")
 		ids = append(ids, id)
 	}
 	poll.For(t, 60*time.Second, "all six runs", func() bool {
@@ -84,12 +79,8 @@ func TestFailedRunIsRetried(t *testing.T) {
 	job := httpJob("flaky", "@every 1h", w.url("status=500"))
 	job.Retries.Max = 1
 	cfg := newConfig(job)
-	n := etcd.node("solo", cfg)
-	leaderOf(t, []*node{n})
-	id, _, err := n.engine.Trigger(t.Context(), "flaky", jobs.TriggerRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	n := etcd.leading("solo", cfg)
+	id := n.trigger(t, "flaky", "")
 	// Both attempts fail (the target always answers 500): two requests,
 	// attempts 1 and 2, then a failed record with the first attempt in it.
 	var final runs.Record
@@ -121,11 +112,8 @@ func TestResourceSlotReachesTarget(t *testing.T) {
 	w := startWitness(t)
 	job := httpJob("res", "@every 1h", w.url(""))
 	job.Resources = []string{"shared"}
-	n := etcd.node("solo", newConfig(job))
-	leaderOf(t, []*node{n})
-	if _, _, err := n.engine.Trigger(t.Context(), "res", jobs.TriggerRequest{}); err != nil {
-		t.Fatal(err)
-	}
+	n := etcd.leading("solo", newConfig(job))
+	n.trigger(t, "res", "")
 	poll.For(t, 30*time.Second, "the run", func() bool { return len(w.finished("res")) == 1 })
 	h := w.finished("res")[0]
 	if h.ResourceSlots != "shared/0" && h.ResourceSlots != "shared/1" {

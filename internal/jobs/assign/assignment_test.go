@@ -64,11 +64,11 @@ func TestCleanupKeepsWhatChangedSinceRead(t *testing.T) {
 	e := newEnv(t)
 	st := e.authorize(e.elect("a"), "w1", "a", "b")
 	lease := e.lease()
-	if _, err := e.store.ClaimChunk(e.ctx(), lease, st.Assignment, st.ModRevision, 0, []Run{run("a", 0)}); err != nil {
+	if _, err := e.claim(lease, st, 0, run("a", 0)); err != nil {
 		t.Fatal(err)
 	}
 	read := e.stored("w1")
-	if _, err := e.store.ClaimChunk(e.ctx(), lease, st.Assignment, st.ModRevision, 0, []Run{run("a", 0), run("b", 0)}); err != nil {
+	if _, err := e.claim(lease, st, 0, run("a", 0), run("b", 0)); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.store.Cleanup(e.ctx(), read); !errors.Is(err, ErrConflict) {

@@ -20,7 +20,7 @@ func TestClaimFromAMovedAssignmentFailsWholly(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.put(key, st.Encode())
-	claims, err := e.store.ClaimChunk(e.ctx(), e.lease(), st.Assignment, st.ModRevision, 0, []Run{run("a", 0), run("b", 0)})
+	claims, err := e.claim(e.lease(), st, 0, run("a", 0), run("b", 0))
 	if !errors.Is(err, ErrGone) || len(claims) != 2 || claims[0].Outcome != Gone || claims[1].Outcome != Gone {
 		t.Fatalf("claim from a moved assignment = %+v, %v; want every run gone, ErrGone", claims, err)
 	}
@@ -37,7 +37,7 @@ func TestClaimRefusesARunWithARecord(t *testing.T) {
 	e := newEnv(t)
 	st := e.authorize(e.elect("a"), "w1", "a", "b")
 	e.put(layout.Record("a", st.RunID("a")), "{}")
-	claims, err := e.store.ClaimChunk(e.ctx(), e.lease(), st.Assignment, st.ModRevision, 0, []Run{run("a", 0), run("b", 0)})
+	claims, err := e.claim(e.lease(), st, 0, run("a", 0), run("b", 0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +59,7 @@ func TestClaimYieldsToARunWaitingInTheQueue(t *testing.T) {
 	e := newEnv(t)
 	st := e.authorize(e.elect("a"), "w1", "a")
 	e.put(layout.Entry("a", runs.ManualID("a", "01")), "{}")
-	claims, err := e.store.ClaimChunk(e.ctx(), e.lease(), st.Assignment, st.ModRevision, 0, []Run{run("a", 0)})
+	claims, err := e.claim(e.lease(), st, 0, run("a", 0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,12 +75,12 @@ func TestClaimSentTwiceTakesOneSlot(t *testing.T) {
 	e := newEnv(t)
 	st := e.authorize(e.elect("a"), "w1", "a")
 	lease := e.lease()
-	first, err := e.store.ClaimChunk(e.ctx(), lease, st.Assignment, st.ModRevision, 0, []Run{run("a", 0)})
+	first, err := e.claim(lease, st, 0, run("a", 0))
 	if err != nil || first[0].Outcome != Claimed {
 		t.Fatalf("first claim: %+v, %v", first, err)
 	}
 	for chunk := range 2 {
-		again, err := e.store.ClaimChunk(e.ctx(), lease, st.Assignment, st.ModRevision, chunk, []Run{run("a", 0)})
+		again, err := e.claim(lease, st, chunk, run("a", 0))
 		if err != nil || again[0].Outcome != Claimed || again[0].Token != first[0].Token {
 			t.Fatalf("claim sent again as chunk %d: %+v, %v; want claimed with token %d", chunk, again, err, first[0].Token)
 		}
@@ -89,7 +89,7 @@ func TestClaimSentTwiceTakesOneSlot(t *testing.T) {
 		t.Fatalf("run a holds %v, want slot 0 with token %d", held, first[0].Token)
 	}
 	// Another worker's lease on the same pick is refused, not read back.
-	other, err := e.store.ClaimChunk(e.ctx(), e.lease(), st.Assignment, st.ModRevision, 2, []Run{run("a", 0)})
+	other, err := e.claim(e.lease(), st, 2, run("a", 0))
 	if err != nil || other[0].Outcome != Refused || other[0].Reason != SlotTaken {
 		t.Fatalf("claim under another lease: %+v, %v; want refused: slot taken", other, err)
 	}
@@ -110,11 +110,11 @@ func TestClaimChunkAtEtcdsLimit(t *testing.T) {
 	for i, j := range jobs {
 		rs[i] = run(j, 0)
 	}
-	claims, err := e.store.ClaimChunk(e.ctx(), e.lease(), st.Assignment, st.ModRevision, 0, rs[:124])
+	claims, err := e.claim(e.lease(), st, 0, rs[:124]...)
 	if err != nil || len(claims) != 124 || claims[123].Outcome != Claimed {
 		t.Fatalf("chunk of 124 runs: %v", err)
 	}
-	_, err = e.store.ClaimChunk(e.ctx(), e.lease(), st.Assignment, st.ModRevision, 1, rs[:125])
+	_, err = e.claim(e.lease(), st, 1, rs[:125]...)
 	if !errors.Is(err, ErrTooLarge) {
 		t.Fatalf("chunk of 125 runs: %v, want ErrTooLarge", err)
 	}
@@ -129,7 +129,7 @@ func TestAClaimFromAVersionWrittenAnewFails(t *testing.T) {
 	rewritten := st.Assignment
 	rewritten.Jobs = []Job{{Name: "b"}}
 	e.put(st.Key(layout), rewritten.Encode())
-	if _, err := e.store.ClaimChunk(e.ctx(), e.lease(), st.Assignment, st.ModRevision, 0, []Run{run("a", 0)}); !errors.Is(err, ErrGone) {
+	if _, err := e.claim(e.lease(), st, 0, run("a", 0)); !errors.Is(err, ErrGone) {
 		t.Fatalf("claim of a withdrawn run from the version before: %v, want ErrGone", err)
 	}
 	if n := len(e.slotsOf("a")); n != 0 {

@@ -113,6 +113,12 @@ func (e *env) authorize(fence clientv3.Cmp, worker string, jobs ...string) Store
 	return e.stored(worker)
 }
 
+// claim claims rs as chunk of the stored assignment st under lease, as a
+// worker does.
+func (e *env) claim(lease clientv3.LeaseID, st Stored, chunk int, rs ...Run) ([]Claim, error) {
+	return e.store.ClaimChunk(e.ctx(), lease, st.Assignment, st.ModRevision, chunk, rs)
+}
+
 func window(worker string, jobs ...string) Window {
 	var w Window
 	a := Assignment{Worker: worker, At: instant, Group: "g"}

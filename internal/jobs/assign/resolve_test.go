@@ -44,7 +44,7 @@ func TestResolveRecordsAClaimedRunLostAndMovesTheRest(t *testing.T) {
 	fence := e.elect("a")
 	st := e.authorize(fence, "w1", "a", "b")
 	dead := e.lease()
-	if c, err := e.store.ClaimChunk(e.ctx(), dead, st.Assignment, st.ModRevision, 0, []Run{run("a", 0)}); err != nil || c[0].Outcome != Claimed {
+	if c, err := e.claim(dead, st, 0, run("a", 0)); err != nil || c[0].Outcome != Claimed {
 		t.Fatalf("claim: %+v, %v", c, err)
 	}
 	e.revoke(dead)
@@ -70,11 +70,11 @@ func TestResolveRecordsAClaimedRunLostAndMovesTheRest(t *testing.T) {
 		t.Fatalf("w1 keeps %d assignment and marker keys after its resolution", n)
 	}
 	live := e.lease()
-	c, err := e.store.ClaimChunk(e.ctx(), live, moved.Assignment, moved.ModRevision, 0, []Run{run("b", 1)})
+	c, err := e.claim(live, moved, 0, run("b", 1))
 	if err != nil || c[0].Outcome != Claimed {
 		t.Fatalf("w2's claim of b: %+v, %v", c, err)
 	}
-	if _, err := e.store.ClaimChunk(e.ctx(), live, st.Assignment, st.ModRevision, 1, []Run{run("a", 1)}); !errors.Is(err, ErrGone) {
+	if _, err := e.claim(live, st, 1, run("a", 1)); !errors.Is(err, ErrGone) {
 		t.Fatalf("claim of a from w1's resolved assignment: %v, want ErrGone", err)
 	}
 	if held := e.slotsOf("a"); len(held) != 0 {
@@ -93,7 +93,7 @@ func TestResolveLosesToAClaimAfterItsRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c, err := e.store.ClaimChunk(e.ctx(), e.lease(), st.Assignment, st.ModRevision, 0, []Run{run("b", 0)}); err != nil || c[0].Outcome != Claimed {
+	if c, err := e.claim(e.lease(), st, 0, run("b", 0)); err != nil || c[0].Outcome != Claimed {
 		t.Fatalf("restarted worker's claim: %+v, %v", c, err)
 	}
 	if _, err := e.store.resolveSnapshot(e.ctx(), fence, snap, toW2); !errors.Is(err, ErrConflict) {
@@ -116,11 +116,11 @@ func TestResolveBeforeAClaimWins(t *testing.T) {
 	if _, err := e.store.Resolve(e.ctx(), fence, "w1", toW2); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.store.ClaimChunk(e.ctx(), e.lease(), st.Assignment, st.ModRevision, 0, []Run{run("b", 0)}); !errors.Is(err, ErrGone) {
+	if _, err := e.claim(e.lease(), st, 0, run("b", 0)); !errors.Is(err, ErrGone) {
 		t.Fatalf("restarted worker's claim after the move: %v, want ErrGone", err)
 	}
 	moved := e.stored("w2")
-	if c, err := e.store.ClaimChunk(e.ctx(), e.lease(), moved.Assignment, moved.ModRevision, 0, []Run{run("b", 1)}); err != nil || c[0].Outcome != Claimed {
+	if c, err := e.claim(e.lease(), moved, 0, run("b", 1)); err != nil || c[0].Outcome != Claimed {
 		t.Fatalf("w2's claim: %+v, %v", c, err)
 	}
 	if held := e.slotsOf("b"); len(held) != 1 {
@@ -156,7 +156,7 @@ func TestResolveRacingARestartedWorkerHasOneWinner(t *testing.T) {
 				claimErr = err
 				return
 			}
-			claims, claimErr = e.store.ClaimChunk(e.ctx(), lease.ID, st.Assignment, st.ModRevision, 0, []Run{run(job, 0)})
+			claims, claimErr = e.claim(lease.ID, st, 0, run(job, 0))
 		}()
 		wg.Wait()
 		claimed := claimErr == nil && claims[0].Outcome == Claimed
@@ -277,7 +277,7 @@ func TestResolveSplitsWhatOutgrowsATransaction(t *testing.T) {
 	for _, j := range jobs {
 		rs = append(rs, run(j, 0))
 	}
-	if _, err := e.store.ClaimChunk(e.ctx(), dead, st.Assignment, st.ModRevision, 0, rs); err != nil {
+	if _, err := e.claim(dead, st, 0, rs...); err != nil {
 		t.Fatal(err)
 	}
 	e.revoke(dead)

@@ -32,14 +32,14 @@ func TestOneTakeOverWinsAndTheOldWorkerClaimsNothing(t *testing.T) {
 	if n := e.count(layout.WorkerAssignments("w1")); n != 0 {
 		t.Fatalf("w1 keeps %d assignments after the take-over", n)
 	}
-	if _, err := e.store.ClaimChunk(e.ctx(), e.lease(), st.Assignment, st.ModRevision, 0, []Run{run("a", 0), run("b", 0)}); !errors.Is(err, ErrGone) {
+	if _, err := e.claim(e.lease(), st, 0, run("a", 0), run("b", 0)); !errors.Is(err, ErrGone) {
 		t.Fatalf("w1's claim after the take-over: %v, want ErrGone", err)
 	}
 	moved := e.stored(winner)
 	if !moved.Has("a") || !moved.Has("b") {
 		t.Fatalf("%s's assignment names %v; want a and b", winner, moved.Names())
 	}
-	c, err := e.store.ClaimChunk(e.ctx(), e.lease(), moved.Assignment, moved.ModRevision, 0, []Run{run("a", 0), run("b", 0)})
+	c, err := e.claim(e.lease(), moved, 0, run("a", 0), run("b", 0))
 	if err != nil || c[0].Outcome != Claimed || c[1].Outcome != Claimed {
 		t.Fatalf("%s's claim: %+v, %v", winner, c, err)
 	}
@@ -54,7 +54,7 @@ func TestOneTakeOverWinsAndTheOldWorkerClaimsNothing(t *testing.T) {
 func TestNoTakeOverOfAnAssignmentAChunkClaimedFrom(t *testing.T) {
 	e := newEnv(t)
 	st := e.authorize(e.elect("a"), "w1", "a", "b")
-	if c, err := e.store.ClaimChunk(e.ctx(), e.lease(), st.Assignment, st.ModRevision, 0, []Run{run("a", 0)}); err != nil || c[0].Outcome != Claimed {
+	if c, err := e.claim(e.lease(), st, 0, run("a", 0)); err != nil || c[0].Outcome != Claimed {
 		t.Fatalf("claim: %+v, %v", c, err)
 	}
 	if _, err := e.store.Steal(e.ctx(), st.Assignment, st.ModRevision, "w2"); !errors.Is(err, ErrConflict) {

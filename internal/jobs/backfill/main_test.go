@@ -46,7 +46,7 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	job := jobstest.WithDefaults(jobstest.HTTPJob("report", "0 * * * *", "http://127.0.0.1:1/"))
+	job := jobstest.WithDefaults(jobstest.Job("report", "0 * * * *"))
 	return &env{t: t, cli: cli, b: b, job: job}
 }
 

@@ -64,3 +64,9 @@ func WithDefaults(j config.Job) config.Job {
 func HTTPJob(name, schedule, url string) config.Job {
 	return config.Job{Name: name, Schedule: schedule, HTTP: &config.HTTP{Method: "GET", URL: url, SuccessCodes: []string{"2xx"}}}
 }
+
+// Job is an HTTP job on schedule whose target nothing listens at
+// (127.0.0.1:1), for tests that never let its runs reach a target.
+func Job(name, schedule string) config.Job {
+	return HTTPJob(name, schedule, "http://127.0.0.1:1/")
+}

@@ -61,8 +61,8 @@ func memberKV(layout keys.Layout, id string, lease int64, protocol int) *mvccpb.
 // leanJobs are an eligible job and one whose resource has a limit.
 func leanJobs() *config.Config {
 	cfg := jobstest.Config(
-		jobstest.HTTPJob("fast", "@every 1s", "http://127.0.0.1:1/"),
-		jobstest.HTTPJob("limited", "@every 1s", "http://127.0.0.1:1/"),
+		jobstest.Job("fast", "@every 1s"),
+		jobstest.Job("limited", "@every 1s"),
 	)
 	cfg.Jobs[1].Resources = []string{"shared"} // jobstest's, limit 2
 	return cfg
@@ -225,7 +225,7 @@ func TestTwoTermsCannotAuthorizeATickTwice(t *testing.T) {
 	ctx := t.Context()
 	var jobs []config.Job
 	for i := range 12 {
-		jobs = append(jobs, jobstest.HTTPJob(fmt.Sprintf("j%02d", i), "@every 1s", "http://127.0.0.1:1/"))
+		jobs = append(jobs, jobstest.Job(fmt.Sprintf("j%02d", i), "@every 1s"))
 	}
 	cfg := jobstest.Config(jobs...)
 	first := newLeanLeader(t, cli, "/terms/", cfg, clock,

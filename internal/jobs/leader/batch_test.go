@@ -6,11 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jonboulle/clockwork"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/config"
-	"github.com/etcdsched/scheduler/internal/etcdtest"
 	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
 	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/runs"
@@ -21,12 +19,11 @@ import (
 // fewer transactions, and must not write a tick twice when its cursor is
 // set back (SPEC rule 2).
 func TestBatchedPassWritesWhatTheOneJobPathWrites(t *testing.T) {
-	cli := etcdtest.Start(t).Client()
 	ctx := t.Context()
 	var jobs []config.Job
 	for i, policy := range []string{config.CatchUpNone, config.CatchUpLatest, config.CatchUpAll} {
 		for k := range 8 {
-			j := jobstest.HTTPJob(fmt.Sprintf("gap-%d-%d", i, k), "@every 1s", "http://127.0.0.1:1/")
+			j := jobstest.Job(fmt.Sprintf("gap-%d-%d", i, k), "@every 1s")
 			j.CatchUp = policy
 			j.StartingDeadline = config.Duration(2500 * time.Millisecond)
 			jobs = append(jobs, j)
@@ -34,13 +31,10 @@ func TestBatchedPassWritesWhatTheOneJobPathWrites(t *testing.T) {
 	}
 	cfg := jobstest.Config(jobs...)
 	start := time.Date(2026, 11, 21, 21, 0, 0, 0, time.UTC)
-	clock := clockwork.NewFakeClockAt(start)
-	batched := newTestLeader(t, cli, "/batched/", cfg, clock)
+	batched, cli, clock := leaderOn(t, "/batched/", cfg, start)
 	single := newTestLeader(t, cli, "/single/", cfg, clock)
 	for _, l := range []*leader{batched, single} {
-		if err := l.initCursors(ctx); err != nil {
-			t.Fatal(err)
-		}
+		startTerm(t, l, 0)
 	}
 	due := make([]*config.Job, len(cfg.Jobs))
 	for i := range cfg.Jobs {

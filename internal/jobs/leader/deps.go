@@ -3,6 +3,9 @@ package leader
 import (
 	"errors"
 	"fmt"
+	"log/slog"
+
+	"github.com/jonboulle/clockwork"
 
 	"github.com/etcdsched/scheduler/internal/election"
 	"github.com/etcdsched/scheduler/internal/required"
@@ -27,12 +30,17 @@ func (d *Deps) check(term election.Leadership) error {
 	if term.Key == "" || term.Rev == 0 {
 		errs = append(errs, fmt.Errorf("leader: the term must name its election key and revision (they fence every write), got key %q, revision %d", term.Key, term.Rev))
 	}
-	if d.Lookahead < 0 {
-		errs = append(errs, fmt.Errorf("leader: Lookahead must not be negative, got %v", d.Lookahead))
-	}
-	if d.SpecGrace < 0 {
-		errs = append(errs, fmt.Errorf("leader: SpecGrace must not be negative, got %v", d.SpecGrace))
-	}
+	errs = append(errs, required.NotNegative("leader",
+		required.Duration{Name: "Lookahead", Value: d.Lookahead},
+		required.Duration{Name: "SpecGrace", Value: d.SpecGrace})...)
 	d.defaults()
 	return errors.Join(errs...)
+}
+
+// defaults gives the settings left zero their values.
+func (d *Deps) defaults() {
+	required.Or(&d.Clock, clockwork.NewRealClock())
+	required.Or(&d.Log, slog.New(slog.DiscardHandler))
+	required.Or(&d.Lookahead, NearLookahead)
+	required.Or(&d.SpecGrace, specGrace)
 }

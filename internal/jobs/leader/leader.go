@@ -82,21 +82,6 @@ type Deps struct {
 	Assign *assign.Store
 }
 
-func (d *Deps) defaults() {
-	if d.Clock == nil {
-		d.Clock = clockwork.NewRealClock()
-	}
-	if d.Log == nil {
-		d.Log = slog.New(slog.DiscardHandler)
-	}
-	if d.Lookahead == 0 {
-		d.Lookahead = NearLookahead
-	}
-	if d.SpecGrace == 0 {
-		d.SpecGrace = specGrace
-	}
-}
-
 // Run does the leader's work for one term while ctx lives: it materializes
 // ticks, records runs whose holder died, prunes history (and a removed
 // job's after removed_history_ttl), delivers notifications and ends pauses

@@ -2,12 +2,14 @@ package leader
 
 import (
 	"testing"
+	"time"
 
 	"github.com/jonboulle/clockwork"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/election"
+	"github.com/etcdsched/scheduler/internal/etcdtest"
 	"github.com/etcdsched/scheduler/internal/jobs/metrics"
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
 	"github.com/etcdsched/scheduler/internal/keys"
@@ -36,4 +38,29 @@ func newTestLeader(tb testing.TB, cli *clientv3.Client, prefix string, cfg *conf
 		l.jobs[cfg.Jobs[i].Name] = &cfg.Jobs[i]
 	}
 	return l
+}
+
+// leaderOn is a leader of cfg under prefix on an etcd member of its own,
+// with the client its writes go through and a fake clock reading start
+// (zero: the fake clock's own default time).
+func leaderOn(t testing.TB, prefix string, cfg *config.Config, start time.Time) (*leader, *clientv3.Client, *clockwork.FakeClock) {
+	t.Helper()
+	cli := etcdtest.Start(t).Client()
+	clock := clockwork.NewFakeClock()
+	if !start.IsZero() {
+		clock = clockwork.NewFakeClockAt(start)
+	}
+	return newTestLeader(t, cli, prefix, cfg, clock), cli, clock
+}
+
+// startTerm sets l's lookahead (zero: leaves it) and reads its jobs'
+// cursors, as a term begins.
+func startTerm(t testing.TB, l *leader, lookahead time.Duration) {
+	t.Helper()
+	if lookahead != 0 {
+		l.d.Lookahead = lookahead
+	}
+	if err := l.initCursors(t.Context()); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -5,12 +5,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jonboulle/clockwork"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/config"
-	"github.com/etcdsched/scheduler/internal/etcdtest"
 	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
 	"github.com/etcdsched/scheduler/internal/runs"
@@ -82,18 +80,13 @@ func queued(t *testing.T, l *leader) map[string]*queue.Entry {
 // per-job bound, then one tick per pass, each as its oldest comes due; a
 // full queue brings every job back to the near lookahead.
 func TestLookaheadBoundsTheTicksOfAJob(t *testing.T) {
-	cli := etcdtest.Start(t).Client()
 	ctx := t.Context()
-	fast := jobstest.HTTPJob("fast", "@every 100ms", "http://127.0.0.1:1/")
-	other := jobstest.HTTPJob("other", "@every 100ms", "http://127.0.0.1:1/")
+	fast := jobstest.Job("fast", "@every 100ms")
+	other := jobstest.Job("other", "@every 100ms")
 	cfg := jobstest.Config(fast, other)
 	start := time.Date(2026, 11, 21, 21, 0, 0, 0, time.UTC)
-	clock := clockwork.NewFakeClockAt(start)
-	l := newTestLeader(t, cli, "/bound/", cfg, clock)
-	l.d.Lookahead = time.Minute
-	if err := l.initCursors(ctx); err != nil {
-		t.Fatal(err)
-	}
+	l, cli, clock := leaderOn(t, "/bound/", cfg, start)
+	startTerm(t, l, time.Minute)
 
 	// The first pass writes what is due within NearLookahead and
 	// maxFarPerPass ticks beyond, and looks again a tick later.
@@ -167,17 +160,12 @@ func setPaused(l *leader, job string, paused bool) {
 // withdrawn. A claimed run, a manual run and a tick due within the guard
 // stay; no tick is written twice.
 func TestMaterializedTicksFollowChangePauseAndRemoval(t *testing.T) {
-	cli := etcdtest.Start(t).Client()
 	ctx := t.Context()
 	job := jobstest.HTTPJob("a", "@every 1s", "http://127.0.0.1:1/old")
 	cfg := jobstest.Config(job)
 	start := time.Date(2026, 11, 21, 21, 0, 0, 900_000_000, time.UTC) // a tick due within the guard
-	clock := clockwork.NewFakeClockAt(start)
-	l := newTestLeader(t, cli, "/follow/", cfg, clock)
-	l.d.Lookahead = 10 * time.Second
-	if err := l.initCursors(ctx); err != nil {
-		t.Fatal(err)
-	}
+	l, cli, clock := leaderOn(t, "/follow/", cfg, start)
+	startTerm(t, l, 10*time.Second)
 	if _, err := l.process(ctx, &cfg.Jobs[0]); err != nil {
 		t.Fatal(err)
 	}
@@ -295,16 +283,11 @@ func TestMaterializedTicksFollowChangePauseAndRemoval(t *testing.T) {
 // A claim that lands between the withdrawal's read and its transaction
 // keeps its run: the transaction compares each entry as read.
 func TestWithdrawSparesAClaimMadeMeanwhile(t *testing.T) {
-	cli := etcdtest.Start(t).Client()
 	ctx := t.Context()
-	cfg := jobstest.Config(jobstest.HTTPJob("a", "@every 1s", "http://127.0.0.1:1/"))
+	cfg := jobstest.Config(jobstest.Job("a", "@every 1s"))
 	start := time.Date(2026, 11, 21, 21, 0, 0, 0, time.UTC)
-	clock := clockwork.NewFakeClockAt(start)
-	l := newTestLeader(t, cli, "/spare/", cfg, clock)
-	l.d.Lookahead = 5 * time.Second
-	if err := l.initCursors(ctx); err != nil {
-		t.Fatal(err)
-	}
+	l, cli, _ := leaderOn(t, "/spare/", cfg, start)
+	startTerm(t, l, 5*time.Second)
 	if _, err := l.process(ctx, &cfg.Jobs[0]); err != nil {
 		t.Fatal(err)
 	}

@@ -5,18 +5,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jonboulle/clockwork"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/config"
-	"github.com/etcdsched/scheduler/internal/etcdtest"
 	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
 )
 
 // BenchmarkPlanTicks is the in-memory part of materializing: planning one
 // job's ticks for a pass (steady state: one tick after a known cursor).
 func BenchmarkPlanTicks(b *testing.B) {
-	cfg := jobstest.Config(jobstest.HTTPJob("plan", "@every 1s", "http://127.0.0.1:1/"))
+	cfg := jobstest.Config(jobstest.Job("plan", "@every 1s"))
 	j := &cfg.Jobs[0]
 	sched, err := j.ParsedSchedule()
 	if err != nil {
@@ -48,18 +46,14 @@ func BenchmarkMaterialize(b *testing.B) {
 
 func benchMaterialize(b *testing.B, batched bool) {
 	const jobCount = 40 // one batch of one-tick jobs
-	cli := etcdtest.Start(b).Client()
 	ctx := b.Context()
 	var jobs []config.Job
 	for i := range jobCount {
-		jobs = append(jobs, jobstest.HTTPJob(fmt.Sprintf("mat-%02d", i), "@every 1s", "http://127.0.0.1:1/"))
+		jobs = append(jobs, jobstest.Job(fmt.Sprintf("mat-%02d", i), "@every 1s"))
 	}
 	cfg := jobstest.Config(jobs...)
-	clock := clockwork.NewFakeClockAt(time.Date(2026, 11, 21, 21, 0, 0, 0, time.UTC))
-	l := newTestLeader(b, cli, "/bench/", cfg, clock)
-	if err := l.initCursors(ctx); err != nil {
-		b.Fatal(err)
-	}
+	l, cli, clock := leaderOn(b, "/bench/", cfg, time.Date(2026, 11, 21, 21, 0, 0, 0, time.UTC))
+	startTerm(b, l, 0)
 	due := make([]*config.Job, len(cfg.Jobs))
 	for i := range cfg.Jobs {
 		due[i] = &cfg.Jobs[i]

@@ -5,11 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jonboulle/clockwork"
-
-	"github.com/etcdsched/scheduler/internal/etcdtest"
 	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
-	"github.com/etcdsched/scheduler/internal/keys"
 )
 
 // max_runs: the leader queues exactly that many scheduled runs, moves the
@@ -17,14 +13,12 @@ import (
 // the clock; a pause gives the withdrawn runs back, and a new term (a
 // handoff) goes on from the stored count.
 func TestMaxRunsCountsInTheTickTransactions(t *testing.T) {
-	cli := etcdtest.Start(t).Client()
 	ctx := t.Context()
-	start := time.Date(2026, 11, 25, 19, 0, 0, 0, time.UTC)
-	clock := clockwork.NewFakeClockAt(start)
-	job := jobstest.HTTPJob("limited", "@every 1s", "http://127.0.0.1:1/")
+	job := jobstest.Job("limited", "@every 1s")
 	job.MaxRuns = 5
 	cfg := jobstest.Config(job)
-	layout := keys.New("/maxruns/")
+	l, cli, clock := leaderOn(t, "/maxruns/", cfg, time.Date(2026, 11, 25, 19, 0, 0, 0, time.UTC))
+	layout := l.d.Keys
 	count := func() int {
 		resp, err := cli.Get(ctx, layout.Scheduled("limited"))
 		if err != nil || len(resp.Kvs) == 0 {
@@ -41,10 +35,7 @@ func TestMaxRunsCountsInTheTickTransactions(t *testing.T) {
 			clock.Advance(time.Second)
 		}
 	}
-	l := newTestLeader(t, cli, "/maxruns/", cfg, clock)
-	if err := l.initCursors(ctx); err != nil {
-		t.Fatal(err)
-	}
+	startTerm(t, l, 0)
 	l.jobs = nil // the term's first look: every job is planned at once
 	l.syncJobs()
 	passes(l, 2)

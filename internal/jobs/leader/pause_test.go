@@ -4,11 +4,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jonboulle/clockwork"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/etcdsched/scheduler/internal/etcdtest"
 	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
 )
@@ -19,15 +17,10 @@ import (
 // section 19; the gauge scheduler_job_paused says it is paused). The
 // cursor still follows the clock.
 func TestPausedTicksAreNotCountedAsSkips(t *testing.T) {
-	cli := etcdtest.Start(t).Client()
 	ctx := t.Context()
-	cfg := jobstest.Config(jobstest.HTTPJob("a", "@every 1s", "http://127.0.0.1:1/"))
-	clock := clockwork.NewFakeClockAt(time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC))
-	l := newTestLeader(t, cli, "/quiet/", cfg, clock)
-	l.d.Lookahead = 10 * time.Second
-	if err := l.initCursors(ctx); err != nil {
-		t.Fatal(err)
-	}
+	cfg := jobstest.Config(jobstest.Job("a", "@every 1s"))
+	l, _, clock := leaderOn(t, "/quiet/", cfg, time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC))
+	startTerm(t, l, 10*time.Second)
 	if _, err := l.process(ctx, &cfg.Jobs[0]); err != nil {
 		t.Fatal(err)
 	}
@@ -62,15 +55,13 @@ func TestPausedTicksAreNotCountedAsSkips(t *testing.T) {
 // A pause without until, and one written again after the leader read it,
 // stay.
 func TestPauseEndsAtItsUntil(t *testing.T) {
-	cli := etcdtest.Start(t).Client()
 	ctx := t.Context()
-	fileJob := jobstest.HTTPJob("file", "@every 1s", "http://127.0.0.1:1/")
+	fileJob := jobstest.Job("file", "@every 1s")
 	fileJob.Paused = true
-	cfg := jobstest.Config(jobstest.HTTPJob("a", "@every 1s", "http://127.0.0.1:1/"), fileJob,
-		jobstest.HTTPJob("again", "@every 1s", "http://127.0.0.1:1/"), jobstest.HTTPJob("forever", "@every 1s", "http://127.0.0.1:1/"))
+	cfg := jobstest.Config(jobstest.Job("a", "@every 1s"), fileJob,
+		jobstest.Job("again", "@every 1s"), jobstest.Job("forever", "@every 1s"))
 	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
-	clock := clockwork.NewFakeClockAt(now)
-	l := newTestLeader(t, cli, "/until/", cfg, clock)
+	l, cli, clock := leaderOn(t, "/until/", cfg, now)
 	until := now.Add(time.Minute)
 	pause := queue.EncodePause(queue.Pause{Reason: "freeze", At: now, Until: until})
 	for _, job := range []string{"a", "file", "again"} {

@@ -4,12 +4,11 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
-	"github.com/jonboulle/clockwork"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/config"
-	"github.com/etcdsched/scheduler/internal/etcdtest"
 	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
 	"github.com/etcdsched/scheduler/internal/runs"
@@ -19,16 +18,15 @@ import (
 // history_limit records, many jobs and more than one transaction's worth
 // of deletes at once, and leaves jobs under the limit alone.
 func TestPruneJobsKeepsTheNewestRecordsOfEachJob(t *testing.T) {
-	cli := etcdtest.Start(t).Client()
 	ctx := t.Context()
 	counts := map[string]int{"p-small": 7, "p-mid": 30, "p-big": 150, "p-other": 40}
 	var jobs []config.Job
 	for name := range counts {
-		j := jobstest.HTTPJob(name, "@every 1s", "http://127.0.0.1:1/")
+		j := jobstest.Job(name, "@every 1s")
 		j.HistoryLimit = 10
 		jobs = append(jobs, j)
 	}
-	l := newTestLeader(t, cli, "/prune/", jobstest.Config(jobs...), clockwork.NewFakeClock())
+	l, cli, _ := leaderOn(t, "/prune/", jobstest.Config(jobs...), time.Time{})
 	for name, n := range counts {
 		for i := range n {
 			if _, err := cli.Put(ctx, l.d.Keys.Record(name, fmt.Sprintf("%s@%03d", name, i)), "{}"); err != nil {
@@ -40,21 +38,18 @@ func TestPruneJobsKeepsTheNewestRecordsOfEachJob(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, n := range counts {
-		resp, err := cli.Get(ctx, l.d.Keys.JobRuns(name), clientv3.WithPrefix(), clientv3.WithKeysOnly())
-		if err != nil {
-			t.Fatal(err)
-		}
+		left := stored(t, cli, l.d.Keys.JobRuns(name))
 		want := min(n, 10)
 		if name == "p-other" {
 			want = n // not in this round
 		}
-		if len(resp.Kvs) != want {
-			t.Errorf("%s: %d records left, want %d", name, len(resp.Kvs), want)
+		if len(left) != want {
+			t.Errorf("%s: %d records left, want %d", name, len(left), want)
 			continue
 		}
-		for i, kv := range resp.Kvs { // sorted by key: the newest, in order
-			if w := l.d.Keys.Record(name, fmt.Sprintf("%s@%03d", name, n-want+i)); string(kv.Key) != w {
-				t.Errorf("%s: kept %s, want %s", name, kv.Key, w)
+		for i, id := range left { // sorted by key: the newest, in order
+			if w := fmt.Sprintf("%s@%03d", name, n-want+i); id != w {
+				t.Errorf("%s: kept %s, want %s", name, id, w)
 			}
 		}
 	}
@@ -63,9 +58,8 @@ func TestPruneJobsKeepsTheNewestRecordsOfEachJob(t *testing.T) {
 // A record rewritten after the pruner read it (a retried run's final record
 // at the key of its earlier attempt) is not deleted as old; the others are.
 func TestPruneSparesARecordRewrittenSinceTheRead(t *testing.T) {
-	cli := etcdtest.Start(t).Client()
 	ctx := t.Context()
-	l := newTestLeader(t, cli, "/prune2/", jobstest.Config(jobstest.HTTPJob("p", "@every 1s", "http://127.0.0.1:1/")), clockwork.NewFakeClock())
+	l, cli, _ := leaderOn(t, "/prune2/", jobstest.Config(jobstest.Job("p", "@every 1s")), time.Time{})
 	var seen []seenKey
 	for i := range 5 {
 		key := l.d.Keys.Record("p", fmt.Sprintf("p@%d", i))
@@ -95,11 +89,10 @@ func TestPruneSparesARecordRewrittenSinceTheRead(t *testing.T) {
 // their own skipped_history_limit, so a flood of skips cannot push real
 // history out (SPEC section 16). The skips' markers go with their records.
 func TestPruneKeepsSkipsApart(t *testing.T) {
-	cli := etcdtest.Start(t).Client()
 	ctx := t.Context()
-	j := jobstest.HTTPJob("busy", "@every 1s", "http://127.0.0.1:1/")
+	j := jobstest.Job("busy", "@every 1s")
 	j.HistoryLimit, j.SkippedHistoryLimit = 5, 3
-	l := newTestLeader(t, cli, "/prune-skips/", jobstest.Config(j), clockwork.NewFakeClock())
+	l, cli, _ := leaderOn(t, "/prune-skips/", jobstest.Config(j), time.Time{})
 	var executed, skipped []string
 	for i := range 60 {
 		id := fmt.Sprintf("busy@%03d", i)
@@ -117,25 +110,14 @@ func TestPruneKeepsSkipsApart(t *testing.T) {
 	if err := l.pruneJobs(ctx, []string{"busy"}); err != nil {
 		t.Fatal(err)
 	}
-	resp, err := cli.Get(ctx, l.d.Keys.JobRuns("busy"), clientv3.WithPrefix(), clientv3.WithKeysOnly())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var left []string
-	for _, kv := range resp.Kvs {
-		left = append(left, l.d.Keys.RecordRun(string(kv.Key)))
-	}
+	left := stored(t, cli, l.d.Keys.JobRuns("busy"))
 	want := append(append([]string(nil), executed[len(executed)-5:]...), skipped[len(skipped)-3:]...)
 	slices.Sort(want)
 	if !slices.Equal(left, want) {
 		t.Errorf("records left %v, want the 5 newest executed and the 3 newest skipped: %v", left, want)
 	}
-	marks, err := cli.Get(ctx, l.d.Keys.Unstarted("busy"), clientv3.WithPrefix(), clientv3.WithKeysOnly())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(marks.Kvs) != 3 {
-		t.Errorf("%d unstarted markers left, want the 3 of the skips kept", len(marks.Kvs))
+	if n := keysUnder(t, cli, l.d.Keys.Unstarted("busy")); n != 3 {
+		t.Errorf("%d unstarted markers left, want the 3 of the skips kept", n)
 	}
 }
 
@@ -144,11 +126,10 @@ func TestPruneKeepsSkipsApart(t *testing.T) {
 // limits (a new leader cut a job with history_limit 100000 to 100 records).
 // A job really removed is still trimmed to the defaults.
 func TestPruneWaitsForTheTermsConfig(t *testing.T) {
-	cli := etcdtest.Start(t).Client()
 	ctx := t.Context()
-	j := jobstest.HTTPJob("keep", "@every 1s", "http://127.0.0.1:1/")
+	j := jobstest.Job("keep", "@every 1s")
 	j.HistoryLimit, j.SkippedHistoryLimit = 1000, 1000
-	l := newTestLeader(t, cli, "/prune4/", jobstest.Config(j), clockwork.NewFakeClock())
+	l, cli, _ := leaderOn(t, "/prune4/", jobstest.Config(j), time.Time{})
 	l.jobs = nil // the term has not looked at the config yet
 	put := func(job string, n int) {
 		for i := range n {
@@ -157,13 +138,7 @@ func TestPruneWaitsForTheTermsConfig(t *testing.T) {
 			}
 		}
 	}
-	count := func(job string) int {
-		resp, err := cli.Get(ctx, l.d.Keys.JobRuns(job), clientv3.WithPrefix(), clientv3.WithCountOnly())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return int(resp.Count)
-	}
+	count := func(job string) int { return int(keysUnder(t, cli, l.d.Keys.JobRuns(job))) }
 	put("keep", 150)
 	l.d.Finished.Note("keep")
 	if err := l.pruneRound(ctx); err != nil {

@@ -7,10 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jonboulle/clockwork"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/etcdsched/scheduler/internal/etcdtest"
 	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
 	"github.com/etcdsched/scheduler/internal/runs"
@@ -20,11 +18,10 @@ import (
 // that fanned in; older ones go with their worst registers, and a tick not
 // fanned in yet keeps its keys however old it is.
 func TestPruneFanInsKeepsTheNewestTicks(t *testing.T) {
-	cli := etcdtest.Start(t).Client()
 	ctx := t.Context()
-	j := jobstest.HTTPJob("sh", "@every 1s", "http://127.0.0.1:1/")
+	j := jobstest.Job("sh", "@every 1s")
 	j.Shards, j.HistoryLimit = 4, 3
-	l := newTestLeader(t, cli, "/prunefan/", jobstest.Config(j), clockwork.NewFakeClock())
+	l, cli, _ := leaderOn(t, "/prunefan/", jobstest.Config(j), time.Time{})
 	t0 := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 	var ticks []string
 	for i := range 6 {

@@ -48,13 +48,11 @@ func keysUnder(t *testing.T, cli *clientv3.Client, prefix string) int64 {
 // go, with their unstarted markers and the removal marker. The jobs still
 // configured, and jobs whose names share a prefix, keep theirs.
 func TestRemovedJobHistoryIsKeptForTheTTLThenDeleted(t *testing.T) {
-	cli := etcdtest.Start(t).Client()
 	start := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
-	clock := clockwork.NewFakeClockAt(start)
-	cfg := jobstest.Config(jobstest.HTTPJob("keep", "@every 1s", "http://127.0.0.1:1/"),
-		jobstest.HTTPJob("gone-too", "@every 1s", "http://127.0.0.1:1/"))
+	cfg := jobstest.Config(jobstest.Job("keep", "@every 1s"),
+		jobstest.Job("gone-too", "@every 1s"))
 	cfg.Cluster.RemovedHistoryTTL = config.Duration(5 * time.Minute)
-	l := newTestLeader(t, cli, "/removed/", cfg, clock)
+	l, cli, clock := leaderOn(t, "/removed/", cfg, start)
 	putRecords(t, cli, l, "keep", 4)
 	putRecords(t, cli, l, "gone", 6)
 	putRecords(t, cli, l, "gone-too", 3)
@@ -109,11 +107,9 @@ func TestRemovedJobHistoryIsKeptForTheTTLThenDeleted(t *testing.T) {
 // A job put back in the config before its TTL keeps its history: the
 // marker goes, and the time of the old removal no longer counts.
 func TestRemovedJobPutBackKeepsItsHistory(t *testing.T) {
-	cli := etcdtest.Start(t).Client()
-	clock := clockwork.NewFakeClockAt(time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC))
 	cfg := jobstest.Config()
 	cfg.Cluster.RemovedHistoryTTL = config.Duration(time.Hour)
-	l := newTestLeader(t, cli, "/removed-back/", cfg, clock)
+	l, cli, clock := leaderOn(t, "/removed-back/", cfg, time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC))
 	putRecords(t, cli, l, "back", 5)
 	if _, err := l.removedRound(t.Context(), true); err != nil {
 		t.Fatal(err)
@@ -122,7 +118,7 @@ func TestRemovedJobPutBackKeepsItsHistory(t *testing.T) {
 		t.Fatalf("%d removal markers for back, want 1", n)
 	}
 
-	j := jobstest.WithDefaults(jobstest.HTTPJob("back", "@every 1s", "http://127.0.0.1:1/"))
+	j := jobstest.WithDefaults(jobstest.Job("back", "@every 1s"))
 	l.mu.Lock()
 	l.jobs["back"] = &j
 	l.mu.Unlock()
@@ -164,12 +160,11 @@ func TestRemovedHistoryWritesAreFenced(t *testing.T) {
 // it (noteRemoved, from the prune pass); a job nobody noted waits for the
 // next list.
 func TestRemovedJobsNotedBetweenScans(t *testing.T) {
-	cli := etcdtest.Start(t).Client()
 	ctx := t.Context()
-	a, b := jobstest.HTTPJob("a", "@every 1s", "http://127.0.0.1:1/"), jobstest.HTTPJob("b", "@every 1s", "http://127.0.0.1:1/")
+	a, b := jobstest.Job("a", "@every 1s"), jobstest.Job("b", "@every 1s")
 	both, onlyB := jobstest.Config(a, b), jobstest.Config(b)
 	cfg := both
-	l := newTestLeader(t, cli, "/removed-noted/", both, clockwork.NewFakeClock())
+	l, cli, _ := leaderOn(t, "/removed-noted/", both, time.Time{})
 	l.d.Config = func() *config.Config { return cfg }
 	for _, job := range []string{"a", "b", "late", "unnoted"} {
 		putRecords(t, cli, l, job, 2)
@@ -205,11 +200,9 @@ func TestRemovedJobsNotedBetweenScans(t *testing.T) {
 // The term's part: it marks at once, and purges when the TTL ends on the
 // clock, without being asked again.
 func TestKeepRemovedHistoryPurgesAtTheTTL(t *testing.T) {
-	cli := etcdtest.Start(t).Client()
-	clock := clockwork.NewFakeClockAt(time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC))
 	cfg := jobstest.Config()
 	cfg.Cluster.RemovedHistoryTTL = config.Duration(90 * time.Minute) // between two hourly lists
-	l := newTestLeader(t, cli, "/removed-loop/", cfg, clock)
+	l, cli, clock := leaderOn(t, "/removed-loop/", cfg, time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC))
 	putRecords(t, cli, l, "gone", 3)
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)

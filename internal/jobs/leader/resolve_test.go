@@ -36,9 +36,9 @@ func newResolveEnv(t *testing.T, prefix string) *resolveEnv {
 	t.Helper()
 	cli := etcdtest.Start(t).Client()
 	cfg := jobstest.Config(
-		jobstest.HTTPJob("claimed", "@every 1m", "http://127.0.0.1:1/"),
-		jobstest.HTTPJob("moved", "@every 1m", "http://127.0.0.1:1/"),
-		jobstest.HTTPJob("other", "@every 1m", "http://127.0.0.1:1/"),
+		jobstest.Job("claimed", "@every 1m"),
+		jobstest.Job("moved", "@every 1m"),
+		jobstest.Job("other", "@every 1m"),
 	)
 	for i := range cfg.Jobs {
 		cfg.Jobs[i].Retries.Max = 1
@@ -55,6 +55,26 @@ func newResolveEnv(t *testing.T, prefix string) *resolveEnv {
 	}()
 	t.Cleanup(func() { cancel(); wg.Wait() })
 	return &resolveEnv{t: t, cli: cli, layout: l.d.Keys, cfg: cfg, l: l, clock: clock, ctx: ctx}
+}
+
+// background runs f while the test lasts; the test's cleanup waits for
+// it (t.Context(), and so e.ctx, ends before the cleanups).
+func (e *resolveEnv) background(f func()) {
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		f()
+	}()
+	e.t.Cleanup(wg.Wait)
+}
+
+// resolveDead is the leader's resolution of dead workers, failing the test
+// on an error.
+func (e *resolveEnv) resolveDead() {
+	if err := e.l.resolveDead(e.ctx); err != nil {
+		e.t.Errorf("resolveDead: %v", err)
+	}
 }
 
 // member registers replica id on a new lease, as a replica's session does,
@@ -127,15 +147,7 @@ func TestADeadWorkersRunsAreLostOrMoved(t *testing.T) {
 	at := leanStart.Add(10 * time.Second)
 	old := e.assign(dead, at, []string{"claimed", "moved"}, "claimed")
 
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		if err := e.l.resolveDead(e.ctx); err != nil {
-			t.Errorf("resolveDead: %v", err)
-		}
-	}()
-	t.Cleanup(wg.Wait) // t.Context(), and so e.ctx, ends before the cleanups
+	e.background(e.resolveDead)
 	// The term's first look found the worker alive (its timer is made
 	// after it); the fake clock never moves, so only the members' change
 	// can resolve the worker from here.
@@ -241,24 +253,12 @@ func TestResolutionWaitsForTheMembersFirstRead(t *testing.T) {
 	e.assign("r2.1", at, []string{"moved"}) // an incarnation whose member key is gone
 	e.l.d.Workers = NewWorkers(e.layout)    // a term started before its mirror's first read
 
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		if err := e.l.resolveDead(e.ctx); err != nil {
-			t.Errorf("resolveDead: %v", err)
-		}
-	}()
-	t.Cleanup(wg.Wait)
+	e.background(e.resolveDead)
 	moved := runs.ID("moved", at)
 	if poll.Within(time.Second, func() bool { return e.get(e.layout.Record("moved", moved)) != "" }) {
 		t.Fatalf("resolved before the members were read: %s", e.get(e.layout.Record("moved", moved)))
 	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		_ = mirror.Run(e.ctx, e.cli, e.layout.Members(), e.l.d.Workers, nil)
-	}()
+	e.background(func() { _ = mirror.Run(e.ctx, e.cli, e.layout.Members(), e.l.d.Workers, nil) })
 	poll.Until(t, 20*time.Second, "the run moved to the live worker", func() (bool, string) {
 		if w := assignedRuns(t, e.cli, e.layout)[moved]; w != live {
 			return false, fmt.Sprintf("assigned to %q", w)

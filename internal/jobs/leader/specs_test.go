@@ -4,11 +4,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jonboulle/clockwork"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/config"
-	"github.com/etcdsched/scheduler/internal/etcdtest"
 	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
 	"github.com/etcdsched/scheduler/internal/runs"
@@ -46,9 +44,7 @@ func specExists(t *testing.T, cli *clientv3.Client, key string) bool {
 // entry or a pending retry refers to, even when its view of the queue shows
 // none of them.
 func TestCollectSpecsKeepsReferencedSpecs(t *testing.T) {
-	cli := etcdtest.Start(t).Client()
 	ctx := t.Context()
-	clock := clockwork.NewFakeClockAt(time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC))
 	version := func(n string) config.Job {
 		j := jobstest.WithDefaults(jobstest.HTTPJob("gc", "@every 1s", "http://127.0.0.1:1/"+n))
 		j.Retries.Max = 2
@@ -56,7 +52,7 @@ func TestCollectSpecsKeepsReferencedSpecs(t *testing.T) {
 	}
 	pending, running, retried, unused := version("pending"), version("running"), version("retried"), version("unused")
 	other := jobstest.WithDefaults(jobstest.HTTPJob("gone", "@every 1s", "http://127.0.0.1:1/gone"))
-	l := newTestLeader(t, cli, "/gc/", jobstest.Config(pending), clock)
+	l, cli, clock := leaderOn(t, "/gc/", jobstest.Config(pending), time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC))
 	withSpecViews(l)
 
 	at := clock.Now()
@@ -115,12 +111,10 @@ func TestCollectSpecsKeepsReferencedSpecs(t *testing.T) {
 // tick that refers to it: the collection takes it out of the specs this
 // term wrote.
 func TestCollectedSpecIsWrittenAgainByTheNextTick(t *testing.T) {
-	cli := etcdtest.Start(t).Client()
 	ctx := t.Context()
-	clock := clockwork.NewFakeClockAt(time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC))
-	job := jobstest.HTTPJob("again", "@every 1m", "http://127.0.0.1:1/")
+	job := jobstest.Job("again", "@every 1m")
 	cfg := jobstest.Config(job)
-	l := newTestLeader(t, cli, "/again/", cfg, clock)
+	l, cli, clock := leaderOn(t, "/again/", cfg, time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC))
 	withSpecViews(l)
 	j := &cfg.Jobs[0]
 	key := queue.NewEntry("again@x", j, cfg.Resources, clock.Now(), clock.Now(), 1, runs.Schedule).SpecKey(l.d.Keys)

@@ -59,7 +59,7 @@ func aheadView(t *testing.T, layout keys.Layout, job *config.Job, dues ...time.T
 // elder a due run yields to.
 func TestTicksQueuedAheadAreNotWaiting(t *testing.T) {
 	layout := keys.New("/ahead/")
-	job := jobstest.WithDefaults(jobstest.HTTPJob("a", "@every 100ms", "http://127.0.0.1:1/"))
+	job := jobstest.WithDefaults(jobstest.Job("a", "@every 100ms"))
 	job.Overlap, job.QueueLimit = config.OverlapQueue, 1
 	now := time.Date(2026, 11, 21, 21, 0, 0, 0, time.UTC)
 	var dues []time.Time
@@ -139,7 +139,7 @@ func TestTicksQueuedAheadAreNotWaiting(t *testing.T) {
 func TestALateElderIsTakenOverAndTheNextTickTakesItsTurn(t *testing.T) {
 	t0 := time.Date(2026, 11, 23, 4, 0, 0, 0, time.UTC)
 	clock := clockwork.NewFakeClockAt(t0)
-	job := jobstest.WithDefaults(jobstest.HTTPJob("one", "@every 100ms", "http://127.0.0.1:1/"))
+	job := jobstest.WithDefaults(jobstest.Job("one", "@every 100ms"))
 	job.MaxConcurrency, job.Overlap = 1, config.OverlapSkip
 	tw, exec := startFakeClockWorker(t, "/turn/", job, clock)
 	cli, layout, cfg, w, view := tw.cli, tw.layout, tw.cfg, tw.w, tw.view
@@ -177,12 +177,7 @@ func TestALateElderIsTakenOverAndTheNextTickTakesItsTurn(t *testing.T) {
 	// 75ms overdue, its first worker dead; w1 takes it over at once
 	// instead of waiting for its backup turn at +250ms.
 	clock.Advance(next.Add(-25 * time.Millisecond).Sub(t0))
-	var run target.Run
-	select {
-	case run = <-exec.started:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the overdue elder was not taken over")
-	}
+	run := exec.next(t, "the overdue elder was not taken over")
 	if run.RunID != runs.ID("one", elder) {
 		t.Fatalf("started %s first, want the elder %s", run.RunID, runs.ID("one", elder))
 	}
@@ -206,11 +201,7 @@ func TestALateElderIsTakenOverAndTheNextTickTakesItsTurn(t *testing.T) {
 		t.Fatal("the next tick was recorded while its elder ran")
 	}
 	exec.release <- struct{}{}
-	select {
-	case run = <-exec.started:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the next tick did not start after its elder")
-	}
+	run = exec.next(t, "the next tick did not start after its elder")
 	if run.RunID != runs.ID("one", next) {
 		t.Errorf("started %s, want the next tick", run.RunID)
 	}
@@ -225,7 +216,7 @@ func TestALateElderIsTakenOverAndTheNextTickTakesItsTurn(t *testing.T) {
 func startFakeClockWorker(t *testing.T, prefix string, job config.Job, clock *clockwork.FakeClock) (*testWorker, *heldExecutor) {
 	t.Helper()
 	exec := &heldExecutor{started: make(chan target.Run, 4), release: make(chan struct{})}
-	tw := startTestWorker(t, prefix, clock, job, exec, testWorkerOptions{})
+	tw := startTestWorker(t, prefix, job, exec, testWorkerOptions{clock: clock})
 	tw.w.Members().Reset([]*mvccpb.KeyValue{{Key: []byte(tw.layout.Member("w0"))}, {Key: []byte(tw.layout.Member("w1"))}}, 1)
 	return tw, exec
 }
@@ -237,7 +228,7 @@ func startFakeClockWorker(t *testing.T, prefix string, job config.Job, clock *cl
 func TestRankAtTheDueTime(t *testing.T) {
 	t0 := time.Date(2026, 11, 23, 4, 0, 0, 0, time.UTC)
 	clock := clockwork.NewFakeClockAt(t0)
-	tw, exec := startFakeClockWorker(t, "/rank/", jobstest.HTTPJob("one", "@every 1h", "http://127.0.0.1:1/"), clock)
+	tw, exec := startFakeClockWorker(t, "/rank/", jobstest.Job("one", "@every 1h"), clock)
 	cli, layout, cfg, w, view := tw.cli, tw.layout, tw.cfg, tw.w, tw.view
 	// A run due in 7s whose first worker is w0.
 	var at time.Time
@@ -252,13 +243,8 @@ func TestRankAtTheDueTime(t *testing.T) {
 	// w0 leaves before the run is due.
 	w.Members().Reset([]*mvccpb.KeyValue{{Key: []byte(layout.Member("w1"))}}, 2)
 	clock.Advance(at.Sub(t0))
-	select {
-	case run := <-exec.started:
-		if run.RunID != e.RunID {
-			t.Fatalf("started %s, want %s", run.RunID, e.RunID)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("the run did not start at its due time: w1 still waits for w0, which left")
+	if run := exec.next(t, "the run did not start at its due time: w1 still waits for w0, which left"); run.RunID != e.RunID {
+		t.Fatalf("started %s, want %s", run.RunID, e.RunID)
 	}
 	close(exec.release)
 }

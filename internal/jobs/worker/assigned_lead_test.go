@@ -22,7 +22,7 @@ func TestAnAssignmentIsClaimedAheadOfItsInstant(t *testing.T) {
 	clock := clockwork.NewFakeClockAt(t0)
 	exec := &countingExecutor{started: make(chan string, 8)}
 	fast := jobstest.HTTPJob("fast", "@every 200ms", "http://127.0.0.1:1/")
-	tw := startTestWorker(t, "/lean-lead/", clock, job("hourly"), exec, testWorkerOptions{jobs: []config.Job{fast}})
+	tw := startTestWorker(t, "/lean-lead/", job("hourly"), exec, testWorkerOptions{clock: clock, jobs: []config.Job{fast}})
 	hourlyAt, fastAt := t0.Add(10*time.Second), t0.Add(20*time.Second)
 	a := tw.assignJobs(t, tw.incarnation(t), hourlyAt, "hourly")
 	tw.assignJobs(t, tw.incarnation(t), fastAt, "fast")
@@ -59,7 +59,7 @@ func TestARunRefusedAheadIsClaimedAgainAtItsInstant(t *testing.T) {
 	t0 := time.Now().Truncate(time.Second).Add(time.Hour).UTC()
 	clock := clockwork.NewFakeClockAt(t0)
 	exec := &countingExecutor{started: make(chan string, 8)}
-	tw := startTestWorker(t, "/lean-again/", clock, job("hourly"), exec, testWorkerOptions{})
+	tw := startTestWorker(t, "/lean-again/", job("hourly"), exec, testWorkerOptions{clock: clock})
 	before := tw.holdSlot(t, "hourly", "hourly@before")
 	at := t0.Add(10 * time.Second)
 	from := tw.revision(t)

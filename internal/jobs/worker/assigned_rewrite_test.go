@@ -4,11 +4,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jonboulle/clockwork"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/jobs/assign"
 	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/poll"
@@ -19,9 +17,7 @@ import (
 // paused or changed job's tick) runs the new version: the withdrawn run
 // neither runs nor is recorded, the other runs once.
 func TestARewrittenAssignmentRunsItsNewVersion(t *testing.T) {
-	exec := &countingExecutor{started: make(chan string, 8)}
-	tw := startTestWorker(t, "/lean-rw/", clockwork.NewRealClock(), job("kept"), exec,
-		testWorkerOptions{jobs: []config.Job{job("withdrawn")}})
+	tw, exec := startCounted(t, "/lean-rw/", testWorkerOptions{}, "kept", "withdrawn")
 	at := time.Now().Add(time.Second).UTC()
 	a := tw.assignJobs(t, tw.incarnation(t), at, "kept", "withdrawn")
 	a.Jobs = a.Jobs[:1]
@@ -80,8 +76,7 @@ func TestTheViewTakesUpARewrittenAssignmentAgain(t *testing.T) {
 // assignments not yet due to the queue path, so that the replicas that
 // stay, or a leader of the version before, run them; the assignment goes.
 func TestAStoppingWorkerHandsItsAssignmentsToTheQueue(t *testing.T) {
-	exec := &countingExecutor{started: make(chan string, 8)}
-	tw := startTestWorker(t, "/lean-hb/", clockwork.NewRealClock(), job("later"), exec, testWorkerOptions{})
+	tw, _ := startCounted(t, "/lean-hb/", testWorkerOptions{}, "later")
 	at := time.Now().Add(time.Hour).UTC()
 	tw.assignJobs(t, tw.incarnation(t), at, "later")
 	poll.For(t, 30*time.Second, "the worker's view of its assignment", func() bool {
@@ -104,7 +99,7 @@ func (p fixedPeers) Lean() ([]string, bool) { return append([]string(nil), p...)
 func TestAStoppingWorkerGivesItsAssignmentsToALeanPeer(t *testing.T) {
 	exec := &countingExecutor{started: make(chan string, 8)}
 	peer := keys.Incarnation("w2", 0xabc)
-	tw := startTestWorker(t, "/lean-give/", clockwork.NewRealClock(), job("later"), exec, testWorkerOptions{peers: fixedPeers{peer}})
+	tw := startTestWorker(t, "/lean-give/", job("later"), exec, testWorkerOptions{peers: fixedPeers{peer}})
 	at := time.Now().Add(time.Hour).UTC()
 	tw.assignJobs(t, tw.incarnation(t), at, "later")
 	poll.For(t, 30*time.Second, "the worker's view of its assignment", func() bool {

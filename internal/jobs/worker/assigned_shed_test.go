@@ -5,13 +5,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/etcdsched/scheduler/internal/target"
-
-	"github.com/jonboulle/clockwork"
-
 	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
 	"github.com/etcdsched/scheduler/internal/runs"
+	"github.com/etcdsched/scheduler/internal/target"
 )
 
 // A worker behind sheds: an assigned run taken up more than a second late
@@ -20,10 +17,10 @@ import (
 // catch_up: all, or whose next tick is not due yet, still runs late.
 func TestALateAssignedRunIsShedWhenANewerTickOfItsJobIsDue(t *testing.T) {
 	exec := &countingExecutor{started: make(chan string, 8)}
-	every := func(name string) config.Job { return jobstest.HTTPJob(name, "@every 1s", "http://127.0.0.1:1/") }
+	every := func(name string) config.Job { return jobstest.Job(name, "@every 1s") }
 	all := every("all")
 	all.CatchUp = config.CatchUpAll
-	tw := startTestWorker(t, "/lean-shed/", clockwork.NewRealClock(), every("behind"), exec,
+	tw := startTestWorker(t, "/lean-shed/", every("behind"), exec,
 		testWorkerOptions{jobs: []config.Job{all, job("hourly")}})
 	at := time.Now().Truncate(time.Second).Add(-3 * time.Second).UTC()
 	tw.assignJobs(t, tw.incarnation(t), at, "behind", "all", "hourly")
@@ -48,7 +45,7 @@ func TestALateAssignedRunIsShedWhenANewerTickOfItsJobIsDue(t *testing.T) {
 // waiting) for three writes every replica decodes.
 func TestALateRefusedAssignedRunIsSkippedWithoutAQueueEntry(t *testing.T) {
 	exec := &countingExecutor{started: make(chan string, 8)}
-	tw := startTestWorker(t, "/lean-skip/", clockwork.NewRealClock(), job("busy"), exec, testWorkerOptions{})
+	tw := startTestWorker(t, "/lean-skip/", job("busy"), exec, testWorkerOptions{})
 	tw.holdSlot(t, "busy", "busy@earlier")
 	from := tw.revision(t)
 	at := time.Now().Add(-200 * time.Millisecond).UTC()
@@ -73,7 +70,7 @@ func TestALateRefusedAssignedRunIsSkippedWithoutAQueueEntry(t *testing.T) {
 func TestAWorkerWithNoRoomShedsALateAssignmentAtOnce(t *testing.T) {
 	exec := &heldExecutor{started: make(chan target.Run, 4), release: make(chan struct{})}
 	every := jobstest.HTTPJob("behind", "@every 1s", "http://127.0.0.1:1/")
-	tw := startTestWorker(t, "/lean-noroom/", clockwork.NewRealClock(), job("holds"), exec,
+	tw := startTestWorker(t, "/lean-noroom/", job("holds"), exec,
 		testWorkerOptions{jobs: []config.Job{every}, maxParallel: 1})
 	tw.assignJobs(t, tw.incarnation(t), time.Now().Add(300*time.Millisecond).UTC(), "holds")
 	started(t, exec) // the only place is taken until the test releases it

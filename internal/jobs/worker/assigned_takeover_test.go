@@ -20,9 +20,7 @@ import (
 // A peer's assignment a chunk claimed from is not taken over: its worker
 // may be running those runs.
 func TestABackupTakesOverAPeersUnclaimedAssignment(t *testing.T) {
-	exec := &countingExecutor{started: make(chan string, 8)}
-	tw := startTestWorker(t, "/lean-takeover/", clockwork.NewRealClock(), job("a"), exec,
-		testWorkerOptions{jobs: []config.Job{job("b"), job("c")}})
+	tw, exec := startCounted(t, "/lean-takeover/", testWorkerOptions{}, "a", "b", "c")
 	dead := keys.Incarnation("killed", 0x1234)
 	at := time.Now().Add(300 * time.Millisecond).UTC()
 	claimed := tw.assignJobs(t, dead, at, "c")
@@ -56,8 +54,7 @@ func TestABackupTakesOverAPeersUnclaimedAssignment(t *testing.T) {
 // from its arrival: taken over at once, it would pass from replica to
 // replica, each suspecting a live peer.
 func TestAnOverdueAssignmentGetsItsWorkerATurnFromItsArrival(t *testing.T) {
-	exec := &countingExecutor{started: make(chan string, 8)}
-	tw := startTestWorker(t, "/lean-takeover-late/", clockwork.NewRealClock(), job("a"), exec, testWorkerOptions{})
+	tw, _ := startCounted(t, "/lean-takeover-late/", testWorkerOptions{}, "a")
 	at := time.Now().Add(-2 * time.Second).UTC()
 	written := time.Now()
 	tw.assignJobs(t, keys.Incarnation("slow", 0x99), at, "a")
@@ -77,8 +74,8 @@ func TestAnOverdueAssignmentGetsItsWorkerATurnFromItsArrival(t *testing.T) {
 func TestABackupLeavesABusyPeersAssignments(t *testing.T) {
 	exec := &countingExecutor{started: make(chan string, 8)}
 	clock := clockwork.NewFakeClockAt(time.Now().Truncate(time.Second))
-	tw := startTestWorker(t, "/lean-takeover-busy/", clock, job("a"), exec,
-		testWorkerOptions{jobs: []config.Job{job("b")}})
+	tw := startTestWorker(t, "/lean-takeover-busy/", job("a"), exec,
+		testWorkerOptions{clock: clock, jobs: []config.Job{job("b")}})
 	busy, silent := keys.Incarnation("busy", 0x1), keys.Incarnation("silent", 0x2)
 	at := clock.Now().Add(time.Second).UTC()
 	tw.assignJobs(t, busy, at, "a")
@@ -114,7 +111,7 @@ func TestABackupLeavesABusyPeersAssignments(t *testing.T) {
 // that has come: it looks again when a place frees, or a while later.
 func TestAWorkerWithNoRoomDoesNotSpinOnATakeOverTurn(t *testing.T) {
 	exec := &heldExecutor{started: make(chan target.Run, 4), release: make(chan struct{})}
-	tw := startTestWorker(t, "/lean-takeover-spin/", clockwork.NewRealClock(), job("mine"), exec,
+	tw := startTestWorker(t, "/lean-takeover-spin/", job("mine"), exec,
 		testWorkerOptions{jobs: []config.Job{job("peers")}, maxParallel: 1})
 	// The peer's assignment comes while the worker has room: it notes the
 	// turn; its own run then takes the only place until the test releases

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jonboulle/clockwork"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/config"
@@ -79,15 +78,13 @@ func (c *countingExecutor) Execute(_ context.Context, _ *config.Job, run target.
 	return target.Result{Outcome: runs.Succeeded}
 }
 
-func job(name string) config.Job { return jobstest.HTTPJob(name, "@every 1h", "http://127.0.0.1:1/") }
+func job(name string) config.Job { return jobstest.Job(name, "@every 1h") }
 
 // An assignment of this incarnation runs each of its jobs once, through
 // no queue entry, and is deleted with its claim markers once every run has
 // its record.
 func TestAnAssignmentRunsEachJobOnceAndIsDeleted(t *testing.T) {
-	exec := &countingExecutor{started: make(chan string, 8)}
-	tw := startTestWorker(t, "/lean-a/", clockwork.NewRealClock(), job("a"), exec,
-		testWorkerOptions{jobs: []config.Job{job("b"), job("c")}})
+	tw, exec := startCounted(t, "/lean-a/", testWorkerOptions{}, "a", "b", "c")
 	at := time.Now().Add(300 * time.Millisecond).UTC()
 	tw.assignJobs(t, tw.incarnation(t), at, "a", "b", "c")
 	for _, name := range []string{"a", "b", "c"} {
@@ -111,9 +108,7 @@ func TestAnAssignmentRunsEachJobOnceAndIsDeleted(t *testing.T) {
 // of an earlier session is the leader's to resolve (its runs may have
 // started there).
 func TestAnAssignmentOfAnotherIncarnationIsNotClaimed(t *testing.T) {
-	exec := &countingExecutor{started: make(chan string, 8)}
-	tw := startTestWorker(t, "/lean-b/", clockwork.NewRealClock(), job("old"), exec,
-		testWorkerOptions{jobs: []config.Job{job("new")}})
+	tw, exec := startCounted(t, "/lean-b/", testWorkerOptions{}, "old", "new")
 	now := time.Now().UTC()
 	sess, err := tw.sess.Current(tw.ctx)
 	if err != nil {
@@ -157,8 +152,7 @@ func (tw *testWorker) holdSlot(t *testing.T, job, runID string) clientv3.LeaseID
 // A run refused because its slot is taken becomes a pending queue entry,
 // and the queue path applies the job's overlap: skip records it skipped.
 func TestARefusedAssignedRunTakesTheQueuePath(t *testing.T) {
-	exec := &countingExecutor{started: make(chan string, 8)}
-	tw := startTestWorker(t, "/lean-c/", clockwork.NewRealClock(), job("busy"), exec, testWorkerOptions{})
+	tw, exec := startCounted(t, "/lean-c/", testWorkerOptions{}, "busy")
 	tw.holdSlot(t, "busy", "busy@earlier")
 	at := time.Now().Add(300 * time.Millisecond).UTC()
 	tw.assignJobs(t, tw.incarnation(t), at, "busy")
@@ -181,7 +175,7 @@ func TestARefusedAssignedRunWaitsInTheQueue(t *testing.T) {
 	exec := &countingExecutor{started: make(chan string, 8)}
 	j := job("wait")
 	j.Overlap = config.OverlapQueue
-	tw := startTestWorker(t, "/lean-q/", clockwork.NewRealClock(), j, exec, testWorkerOptions{})
+	tw := startTestWorker(t, "/lean-q/", j, exec, testWorkerOptions{})
 	other := tw.holdSlot(t, "wait", "wait@earlier")
 	at := time.Now().Add(300 * time.Millisecond).UTC()
 	tw.assignJobs(t, tw.incarnation(t), at, "wait")
@@ -205,7 +199,7 @@ func TestAnAssignedRunPastItsStartingDeadlineIsMissed(t *testing.T) {
 	exec := &countingExecutor{started: make(chan string, 8)}
 	j := job("late")
 	j.StartingDeadline = config.Duration(time.Second)
-	tw := startTestWorker(t, "/lean-d/", clockwork.NewRealClock(), j, exec, testWorkerOptions{})
+	tw := startTestWorker(t, "/lean-d/", j, exec, testWorkerOptions{})
 	at := time.Now().Add(-time.Minute).UTC()
 	tw.assignJobs(t, tw.incarnation(t), at, "late")
 	rec := waitRecord(t, tw.cli, tw.layout, runs.ID("late", at))
@@ -223,7 +217,7 @@ func TestAnAssignedRunPastItsStartingDeadlineIsMissed(t *testing.T) {
 // compare fails, and its slot is given up all the same.
 func TestAnAssignedRunsReleaseKeepsTheLeadersRecord(t *testing.T) {
 	exec := &heldExecutor{started: make(chan target.Run, 4), release: make(chan struct{})}
-	tw := startTestWorker(t, "/lean-e/", clockwork.NewRealClock(), job("gone"), exec, testWorkerOptions{})
+	tw := startTestWorker(t, "/lean-e/", job("gone"), exec, testWorkerOptions{})
 	at := time.Now().Add(300 * time.Millisecond).UTC()
 	tw.assignJobs(t, tw.incarnation(t), at, "gone")
 	run := started(t, exec)
@@ -242,20 +236,14 @@ func TestAnAssignedRunsReleaseKeepsTheLeadersRecord(t *testing.T) {
 // started is the next run exec starts, within a generous deadline.
 func started(t *testing.T, exec *heldExecutor) target.Run {
 	t.Helper()
-	select {
-	case r := <-exec.started:
-		return r
-	case <-time.After(30 * time.Second):
-		t.Fatal("no run started within 30s")
-		return target.Run{}
-	}
+	return exec.next(t, "no run started within 30s")
 }
 
 // max_parallel bounds the assigned runs running at once, as it bounds
 // queued ones.
 func TestMaxParallelBoundsAssignedRuns(t *testing.T) {
 	exec := &heldExecutor{started: make(chan target.Run, 8), release: make(chan struct{})}
-	tw := startTestWorker(t, "/lean-f/", clockwork.NewRealClock(), job("p1"), exec,
+	tw := startTestWorker(t, "/lean-f/", job("p1"), exec,
 		testWorkerOptions{jobs: []config.Job{job("p2"), job("p3")}, maxParallel: 2})
 	at := time.Now().Add(300 * time.Millisecond).UTC()
 	tw.assignJobs(t, tw.incarnation(t), at, "p1", "p2", "p3")
@@ -282,8 +270,7 @@ func TestMaxParallelBoundsAssignedRuns(t *testing.T) {
 // A paused job's assigned tick is recorded skipped, not run (as a queued
 // one is, start.go).
 func TestAnAssignedRunOfAPausedJobIsSkipped(t *testing.T) {
-	exec := &countingExecutor{started: make(chan string, 8)}
-	tw := startTestWorker(t, "/lean-p/", clockwork.NewRealClock(), job("held"), exec, testWorkerOptions{})
+	tw, exec := startCounted(t, "/lean-p/", testWorkerOptions{}, "held")
 	if _, err := tw.cli.Put(context.Background(), tw.layout.Paused("held"), queue.EncodePause(queue.Pause{Paused: true})); err != nil {
 		t.Fatal(err)
 	}
@@ -317,7 +304,7 @@ func TestAFailedAssignedRunIsRetriedThroughTheQueue(t *testing.T) {
 	j.Retries.Max = 1
 	j.Retries.Backoff = config.Duration(10 * time.Millisecond)
 	j.Retries.MaxBackoff = config.Duration(10 * time.Millisecond)
-	tw := startTestWorker(t, "/lean-r/", clockwork.NewRealClock(), j, exec, testWorkerOptions{})
+	tw := startTestWorker(t, "/lean-r/", j, exec, testWorkerOptions{})
 	at := time.Now().Add(300 * time.Millisecond).UTC()
 	tw.assignJobs(t, tw.incarnation(t), at, "flaky")
 	id := runs.ID("flaky", at)

@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jonboulle/clockwork"
-
 	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
@@ -43,11 +41,11 @@ func (s *staleSlots) Claim(ctx context.Context, sess *session.Session, req slots
 // run ended. Without the confirming read the run here is recorded
 // "skipped: all 1 slots taken".
 func TestSkipWaitsForEtcdsRefusal(t *testing.T) {
-	job := jobstest.WithDefaults(jobstest.HTTPJob("j", "@every 1h", "http://127.0.0.1:1/"))
+	job := jobstest.WithDefaults(jobstest.Job("j", "@every 1h"))
 	job.MaxConcurrency, job.Overlap = 1, config.OverlapSkip
 	exec := doneExecutor{started: make(chan string, 4)}
 	wrapped := &staleSlots{}
-	tw := startTestWorker(t, "/confirm/", clockwork.NewRealClock(), job, exec, testWorkerOptions{wrap: func(s *slots.Semaphore) Slots {
+	tw := startTestWorker(t, "/confirm/", job, exec, testWorkerOptions{wrap: func(s *slots.Semaphore) Slots {
 		wrapped.Semaphore = s
 		return wrapped
 	}})

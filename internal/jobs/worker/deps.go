@@ -122,23 +122,12 @@ func (d *Deps) check() error {
 	if err := keys.CheckID(d.ID); err != nil {
 		errs = append(errs, fmt.Errorf("worker: %w", err))
 	}
-	if d.ClaimLead < 0 {
-		errs = append(errs, fmt.Errorf("worker: ClaimLead must not be negative, got %v", d.ClaimLead))
-	}
-	if d.Backup < 0 {
-		errs = append(errs, fmt.Errorf("worker: Backup must not be negative, got %v", d.Backup))
-	}
-	if d.Clock == nil {
-		d.Clock = clockwork.NewRealClock()
-	}
-	if d.Log == nil {
-		d.Log = slog.New(slog.DiscardHandler)
-	}
-	if d.ClaimLead == 0 {
-		d.ClaimLead = DefaultClaimLead
-	}
-	if d.Backup == 0 {
-		d.Backup = DefaultBackup
-	}
+	errs = append(errs, required.NotNegative("worker",
+		required.Duration{Name: "ClaimLead", Value: d.ClaimLead},
+		required.Duration{Name: "Backup", Value: d.Backup})...)
+	required.Or(&d.Clock, clockwork.NewRealClock())
+	required.Or(&d.Log, slog.New(slog.DiscardHandler))
+	required.Or(&d.ClaimLead, DefaultClaimLead)
+	required.Or(&d.Backup, DefaultBackup)
 	return errors.Join(errs...)
 }

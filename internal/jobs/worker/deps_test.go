@@ -32,7 +32,7 @@ func (noExecutor) Execute(context.Context, *config.Job, target.Run) target.Resul
 	return target.Result{}
 }
 
-var depsJob = jobstest.WithDefaults(jobstest.HTTPJob("a", "@every 1s", "http://127.0.0.1:1/"))
+var depsJob = jobstest.WithDefaults(jobstest.Job("a", "@every 1s"))
 
 // validDeps are settings New accepts; its queue view holds one pending run
 // due at due.

@@ -34,6 +34,20 @@ func (h *heldExecutor) Execute(ctx context.Context, _ *config.Job, run target.Ru
 	}
 }
 
+// next is the next run h starts; the test fails with why if none starts
+// within 30s (the time etcd may take to answer under load, not a
+// schedule).
+func (h *heldExecutor) next(t *testing.T, why string) target.Run {
+	t.Helper()
+	select {
+	case run := <-h.started:
+		return run
+	case <-time.After(30 * time.Second):
+		t.Fatal(why)
+		return target.Run{}
+	}
+}
+
 // The overlap and claim logic on a fake clock: claims, starts and skips
 // happen when the clock says, not when the wall clock does. Real etcd
 // decides every claim; nothing in the test waits on the wall clock but for
@@ -47,10 +61,10 @@ func (h *heldExecutor) Execute(ctx context.Context, _ *config.Job, run target.Ru
 func TestOverlapOnAFakeClock(t *testing.T) {
 	t0 := time.Date(2026, 11, 23, 4, 0, 0, 0, time.UTC)
 	clock := clockwork.NewFakeClockAt(t0)
-	job := jobstest.WithDefaults(jobstest.HTTPJob("one", "@every 1h", "http://127.0.0.1:1/"))
+	job := jobstest.WithDefaults(jobstest.Job("one", "@every 1h"))
 	job.MaxConcurrency, job.Overlap = 1, config.OverlapSkip
 	exec := &heldExecutor{started: make(chan target.Run, 4), release: make(chan struct{})}
-	tw := startTestWorker(t, "/fake-clock/", clock, job, exec, testWorkerOptions{})
+	tw := startTestWorker(t, "/fake-clock/", job, exec, testWorkerOptions{clock: clock})
 	cli, layout, cfg, sem, view, ctx := tw.cli, tw.layout, tw.cfg, tw.sem, tw.view, tw.ctx
 
 	first, second := runs.ID("one", t0.Add(time.Second)), runs.ID("one", t0.Add(2*time.Second))
@@ -71,12 +85,7 @@ func TestOverlapOnAFakeClock(t *testing.T) {
 		t.Fatalf("%d slots held before any run was due", got)
 	}
 	clock.Advance(time.Second)
-	var run target.Run
-	select {
-	case run = <-exec.started:
-	case <-time.After(30 * time.Second): // etcd's answer, not the schedule
-		t.Fatal("the first run did not start when the clock reached its due time")
-	}
+	run := exec.next(t, "the first run did not start when the clock reached its due time")
 	if run.RunID != first || run.FencingToken == 0 {
 		t.Fatalf("started %s with token %d, want %s with a token", run.RunID, run.FencingToken, first)
 	}

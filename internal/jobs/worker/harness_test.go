@@ -49,9 +49,9 @@ type testWorkerOptions struct {
 	wrap   func(*slots.Semaphore) Slots
 	writes func(endpoints []string) *clientv3.Client
 	log    *slog.Logger
-	// sessionClock, when set, is the session's clock (the worker's is
-	// the clock argument).
-	sessionClock clockwork.Clock
+	// clock is the worker's clock; nil: the real one. sessionClock, when
+	// set, is the session's.
+	clock, sessionClock clockwork.Clock
 	// jobs are configured besides the first; maxParallel, when set, is
 	// worker.max_parallel.
 	jobs        []config.Job
@@ -61,8 +61,12 @@ type testWorkerOptions struct {
 }
 
 // startTestWorker starts a worker for job under prefix.
-func startTestWorker(t *testing.T, prefix string, clock clockwork.Clock, job config.Job, exec Executor, o testWorkerOptions) *testWorker {
+func startTestWorker(t *testing.T, prefix string, job config.Job, exec Executor, o testWorkerOptions) *testWorker {
 	t.Helper()
+	clock := o.clock
+	if clock == nil {
+		clock = clockwork.NewRealClock()
+	}
 	etcd := etcdtest.Start(t)
 	cli := etcd.Client()
 	layout := keys.New(prefix)
@@ -130,6 +134,17 @@ func startTestWorker(t *testing.T, prefix string, clock clockwork.Clock, job con
 	})
 	poll.For(t, 30*time.Second, "a session", sessions.Alive)
 	return &testWorker{cli: cli, layout: layout, cfg: cfg, sem: sem, view: view, sess: sessions, w: w, ctx: ctx, assign: store, paused: paused, stopRun: stopRun}
+}
+
+// startCounted starts a worker of the hourly jobs named (job), the first
+// as its job and the others besides it, whose runs are counted.
+func startCounted(t *testing.T, prefix string, o testWorkerOptions, names ...string) (*testWorker, *countingExecutor) {
+	t.Helper()
+	exec := &countingExecutor{started: make(chan string, 8)}
+	for _, name := range names[1:] {
+		o.jobs = append(o.jobs, job(name))
+	}
+	return startTestWorker(t, prefix, job(names[0]), exec, o), exec
 }
 
 // put writes e with its spec, as the leader does.

@@ -24,7 +24,7 @@ import (
 func TestAMemberThatLetARunPassIsPassedOver(t *testing.T) {
 	t0 := time.Date(2026, 11, 23, 4, 0, 0, 0, time.UTC)
 	clock := clockwork.NewFakeClockAt(t0)
-	tw, exec := startFakeClockWorker(t, "/passover/", jobstest.HTTPJob("one", "@every 1h", "http://127.0.0.1:1/"), clock)
+	tw, exec := startFakeClockWorker(t, "/passover/", jobstest.Job("one", "@every 1h"), clock)
 	cli, layout, cfg, w, view := tw.cli, tw.layout, tw.cfg, tw.w, tw.view
 	key := func(at time.Time) string { return layout.Entry("one", runs.ID("one", at)) + "#1" }
 
@@ -52,13 +52,8 @@ func TestAMemberThatLetARunPassIsPassedOver(t *testing.T) {
 	})
 	started := func(at time.Time, what string) {
 		t.Helper()
-		select {
-		case run := <-exec.started:
-			if run.RunID != runs.ID("one", at) {
-				t.Fatalf("started %s, want %s", run.RunID, runs.ID("one", at))
-			}
-		case <-time.After(30 * time.Second):
-			t.Fatal(what)
+		if run := exec.next(t, what); run.RunID != runs.ID("one", at) {
+			t.Fatalf("started %s, want %s", run.RunID, runs.ID("one", at))
 		}
 		exec.release <- struct{}{}
 		if rec := waitRecord(t, cli, layout, runs.ID("one", at)); rec.Outcome != runs.Succeeded {

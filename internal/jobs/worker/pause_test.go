@@ -35,8 +35,8 @@ func TestARunDoesNotStartPastTheSessionDeadline(t *testing.T) {
 	clock := clockwork.NewFakeClockAt(t0)
 	sessionClock := &skewedClock{Clock: clockwork.NewRealClock()}
 	exec := &heldExecutor{started: make(chan target.Run, 4), release: make(chan struct{})}
-	tw := startTestWorker(t, "/pause/", clock, jobstest.HTTPJob("one", "@every 1h", "http://127.0.0.1:1/"), exec,
-		testWorkerOptions{sessionClock: sessionClock})
+	tw := startTestWorker(t, "/pause/", jobstest.Job("one", "@every 1h"), exec,
+		testWorkerOptions{clock: clock, sessionClock: sessionClock})
 	at := t0.Add(time.Second)
 	e := queue.NewEntry(runs.ID("one", at), &tw.cfg.Jobs[0], nil, at, at, 1, runs.Schedule)
 	tw.put(t, e)

@@ -6,28 +6,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jonboulle/clockwork"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
 	"github.com/etcdsched/scheduler/internal/poll"
 	"github.com/etcdsched/scheduler/internal/runs"
 	"github.com/etcdsched/scheduler/internal/slots"
-	"github.com/etcdsched/scheduler/internal/target"
 )
-
-// failOnce fails a run's first attempt and lets the others succeed.
-type failOnce struct{ attempts chan int }
-
-func (f failOnce) Execute(_ context.Context, _ *config.Job, run target.Run) target.Result {
-	f.attempts <- run.Attempt
-	if run.Attempt == 1 {
-		return target.Result{Outcome: runs.Failed, Error: "first attempt fails"}
-	}
-	return target.Result{Outcome: runs.Succeeded}
-}
 
 // slowToReturn releases at once but returns only once the worker has
 // taken the retry its release queued off the pending set: the previous
@@ -59,11 +45,11 @@ func (s *slowToReturn) Release(ctx context.Context, h *slots.Held, then ...clien
 // brought it back: a replica alone never ran it (CI saw a retried run's
 // final record never come).
 func TestRetryWhilePreviousAttemptEndsRuns(t *testing.T) {
-	job := jobstest.WithDefaults(jobstest.HTTPJob("retried", "@every 1h", "http://127.0.0.1:1/"))
+	job := jobstest.WithDefaults(jobstest.Job("retried", "@every 1h"))
 	job.Retries.Max = 1
-	exec := failOnce{attempts: make(chan int, 4)}
+	exec := failOnceExecutor{attempts: make(chan int, 4)}
 	wrapped := &slowToReturn{}
-	tw := startTestWorker(t, "/retry/", clockwork.NewRealClock(), job, exec, testWorkerOptions{wrap: func(s *slots.Semaphore) Slots {
+	tw := startTestWorker(t, "/retry/", job, exec, testWorkerOptions{wrap: func(s *slots.Semaphore) Slots {
 		wrapped.Semaphore = s
 		return wrapped
 	}})

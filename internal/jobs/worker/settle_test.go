@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jonboulle/clockwork"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/config"
@@ -50,12 +49,12 @@ func (d doneExecutor) Execute(_ context.Context, _ *config.Job, run target.Run) 
 // after a fault). The test fails with one release attempt: the first run's
 // record never comes and the second run never starts.
 func TestReleaseThatFailsIsTriedAgainWhileTheSessionLives(t *testing.T) {
-	job := jobstest.WithDefaults(jobstest.HTTPJob("keyed", "@every 1h", "http://127.0.0.1:1/"))
+	job := jobstest.WithDefaults(jobstest.Job("keyed", "@every 1h"))
 	job.MaxConcurrency, job.Overlap = 1, config.OverlapQueue
 	job.ConcurrencyKey = "{{ .Input.customer_id }}"
 	flaky := &failingReleases{fail: 2}
 	exec := doneExecutor{started: make(chan string, 4)}
-	tw := startTestWorker(t, "/settle/", clockwork.NewRealClock(), job, exec, testWorkerOptions{wrap: func(s *slots.Semaphore) Slots {
+	tw := startTestWorker(t, "/settle/", job, exec, testWorkerOptions{wrap: func(s *slots.Semaphore) Slots {
 		flaky.Semaphore = s
 		return flaky
 	}})

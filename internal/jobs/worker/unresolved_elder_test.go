@@ -20,7 +20,7 @@ import (
 // room it finds.
 func TestAnUnresolvedElderHoldsNobodyBack(t *testing.T) {
 	layout := keys.New("/unresolved/")
-	job := jobstest.WithDefaults(jobstest.HTTPJob("a", "@every 1s", "http://127.0.0.1:1/"))
+	job := jobstest.WithDefaults(jobstest.Job("a", "@every 1s"))
 	job.Overlap, job.QueueLimit = config.OverlapQueue, 5
 	// The same job as another config had it: another spec, another ref.
 	other := jobstest.WithDefaults(jobstest.HTTPJob("a", "@every 1s", "http://127.0.0.1:2/"))

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jonboulle/clockwork"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/config"
@@ -55,12 +54,12 @@ func (l *logSeen) saw(prefix string) bool {
 // keyed job, after an etcd leader was killed). The test fails when the run
 // is not parked after the failed write: its record never comes.
 func TestUnstartedRecordThatFailsIsTriedAgain(t *testing.T) {
-	job := jobstest.WithDefaults(jobstest.HTTPJob("one", "@every 1h", "http://127.0.0.1:1/"))
+	job := jobstest.WithDefaults(jobstest.Job("one", "@every 1h"))
 	job.MaxConcurrency, job.Overlap = 1, config.OverlapSkip
 	exec := &heldExecutor{started: make(chan target.Run, 4), release: make(chan struct{})}
 	var proxy *netproxy.Proxy
 	seen := &logSeen{}
-	tw := startTestWorker(t, "/unstarted/", clockwork.NewRealClock(), job, exec, testWorkerOptions{
+	tw := startTestWorker(t, "/unstarted/", job, exec, testWorkerOptions{
 		log: slog.New(seen),
 		writes: func(endpoints []string) *clientv3.Client {
 			u, err := url.Parse(endpoints[0])
@@ -87,11 +86,7 @@ func TestUnstartedRecordThatFailsIsTriedAgain(t *testing.T) {
 	}
 	now := time.Now().UTC().Truncate(time.Second)
 	first := put(now)
-	select {
-	case <-exec.started:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the first run did not start")
-	}
+	exec.next(t, "the first run did not start")
 
 	proxy.Cut()
 	second := put(now.Add(time.Second))
