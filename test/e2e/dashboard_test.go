@@ -19,13 +19,7 @@ import (
 // triggered (@manually: no tick at an hour's turn can add a run the test
 // did not ask for), "ping" calls the test's own HTTP target every
 // few seconds so the page has history to show, and "nightly" starts paused.
-const dashboardConfig = `
-cluster:
-  data_dir: %[2]s
-  session_ttl: 5s
-api:
-  listen: %[1]s
-worker:
+const dashboardConfig = embeddedReplica + `worker:
   shutdown_grace: 2s
 resources:
   - name: scratch-disk
