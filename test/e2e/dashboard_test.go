@@ -74,8 +74,7 @@ func TestDashboard(t *testing.T) {
 	}
 	until := func(name, js string) {
 		t.Helper()
-		step(name, chromedp.Poll[chromedp.Void](js,
-			chromedp.WithPollingInterval(100*time.Millisecond), chromedp.WithPollingTimeout(patience)))
+		step(name, pollJS(js))
 	}
 	click := func(name, css string) {
 		t.Helper()

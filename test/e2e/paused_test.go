@@ -36,10 +36,10 @@ func TestDashboardShowsPauseReason(t *testing.T) {
 	const cell = `#jobs tr[data-job="ping"] [data-testid="pause"]`
 	err := chromedp.Do(sctx,
 		chromedp.Navigate("http://"+r.Addr+"/"),
-		chromedp.Poll[chromedp.Void](fmt.Sprintf(`(() => {
+		pollJS(fmt.Sprintf(`(() => {
 			const td = document.querySelector(%s);
 			return td !== null && td.querySelector('.pause-reason') !== null && /until /.test(td.textContent);
-		})()`, jsString(cell)), chromedp.WithPollingInterval(100*time.Millisecond), chromedp.WithPollingTimeout(patience)),
+		})()`, jsString(cell))),
 	)
 	if err != nil {
 		t.Fatalf("see ping paused with its reason: %v\npage text:\n%s", err, pageText(ctx))
