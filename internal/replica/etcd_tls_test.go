@@ -14,24 +14,17 @@ import (
 	"time"
 
 	"github.com/etcdsched/scheduler/config"
+	"github.com/etcdsched/scheduler/internal/etcdtest"
 	"github.com/etcdsched/scheduler/internal/logtest"
 	"github.com/etcdsched/scheduler/internal/poll"
 )
 
 // tlsConfig is a replica config for the TLS member with the etcd settings
-// given (indented under cluster.etcd) and an exec job to trigger.
+// given (indented under cluster.etcd) and an exec job to trigger: the
+// tests' config with those settings after the prefix.
 func tlsConfig(endpoint, prefix, etcd string) string {
-	return fmt.Sprintf(`cluster:
-  etcd:
-    endpoints: [%q]
-    prefix: %s
-    dial_timeout: 5s
-%s
-  session_ttl: 2s
-  lease_margin: 500ms
-api:
-  listen: 127.0.0.1:0
-`, endpoint, prefix, etcd) + echoJob
+	at := "    prefix: " + prefix + "\n"
+	return strings.Replace(etcdtest.Config(endpoint, prefix, echoJob), at, at+"    dial_timeout: 5s\n"+etcd, 1)
 }
 
 func tlsFiles(ca, cert, key string) string {
