@@ -49,17 +49,23 @@ jobs:
       command: ["date", "-u"]
 `
 
+// startDashboard runs a replica of dashboardConfig whose HTTP job calls a
+// target of the test's that answers "pong".
+func startDashboard(t *testing.T) *replica {
+	t.Helper()
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintln(w, "pong from the test's target")
+	}))
+	t.Cleanup(target.Close)
+	return startScheduler(t, nil, dashboardConfig, target.URL)
+}
+
 // TestDashboard drives the page of a real replica in headless Chromium:
 // it sees the leader, triggers runs with the page's buttons and watches
 // them appear, hold slots, finish and be cancelled, all through the page.
 func TestDashboard(t *testing.T) {
 	ctx := browser(t)
-
-	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		fmt.Fprintln(w, "pong from the test's target")
-	}))
-	t.Cleanup(target.Close)
-	r := startScheduler(t, nil, dashboardConfig, target.URL)
+	r := startDashboard(t)
 	id := replicaID(t, r, "")
 
 	// Each step gets the whole patience; on failure the page's text says

@@ -3,8 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -18,11 +16,7 @@ import (
 // given as the until (SPEC section 19); the screenshot is of that table (the jobs section).
 func TestDashboardShowsPauseReason(t *testing.T) {
 	ctx := browser(t)
-	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		fmt.Fprintln(w, "pong")
-	}))
-	t.Cleanup(target.Close)
-	r := startScheduler(t, nil, dashboardConfig, target.URL)
+	r := startDashboard(t)
 	const reason = "vendor API maintenance (ticket OPS-4521)"
 	until := time.Now().Add(2 * time.Hour).UTC().Truncate(time.Minute)
 	pctx, cancel := context.WithTimeout(t.Context(), patience)
