@@ -158,6 +158,15 @@ func (ts *terms) lead(id string) func(context.Context, Leadership) {
 	}
 }
 
+// leaderAndStandby starts replica leader, waits for its term, then starts
+// replica standby behind it.
+func (ts *terms) leaderAndStandby(cluster *etcdtest.Cluster, leader, standby string) (*replica, *replica) {
+	ts.t.Helper()
+	l := startReplica(ts.t, cluster.Endpoints(), leader, ts.lead(leader))
+	ts.nextStart(20 * time.Second)
+	return l, startReplica(ts.t, cluster.Endpoints(), standby, ts.lead(standby))
+}
+
 func (ts *terms) nextStart(within time.Duration) started {
 	ts.t.Helper()
 	return receive(ts.t, ts.starts, within, "no leader")
