@@ -35,15 +35,7 @@ func (c *Config) validateCalendars(p *problems) map[string]*Calendar {
 	for i := range c.Calendars {
 		cal := &c.Calendars[i]
 		path := "calendars[" + strconv.Itoa(i) + "]"
-		switch prev, dup := paths[cal.Name]; {
-		case cal.Name == "":
-			p.add(path+".name", "required")
-		case !reName.MatchString(cal.Name):
-			p.add(path+".name", "invalid calendar name %q: want %s", cal.Name, NamePattern)
-		case dup:
-			p.add(path+".name", "duplicate calendar name %q (first at line %d)", cal.Name, p.line(prev+".name"))
-		default:
-			paths[cal.Name] = path
+		if p.declare(paths, "calendar", cal.Name, path) {
 			byName[cal.Name] = cal
 		}
 		for k, d := range cal.Dates {

@@ -101,16 +101,7 @@ func (c *Config) validateNotify(p *problems) {
 	for i := range c.Notify.Sinks {
 		s := &c.Notify.Sinks[i]
 		path := "notify.sinks[" + strconv.Itoa(i) + "]"
-		switch prev, dup := declared[s.Name]; {
-		case s.Name == "":
-			p.add(path+".name", "required")
-		case !reName.MatchString(s.Name):
-			p.add(path+".name", "invalid sink name %q: want %s", s.Name, NamePattern)
-		case dup:
-			p.add(path+".name", "duplicate sink name %q (first at line %d)", s.Name, p.line(prev+".name"))
-		default:
-			declared[s.Name] = path
-		}
+		p.declare(declared, "sink", s.Name, path)
 		if s.URL == "" {
 			p.add(path+".url", "required")
 		} else if u, err := url.Parse(s.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

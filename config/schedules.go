@@ -66,13 +66,9 @@ func (j *Job) buildSchedule(loc *time.Location) (schedule.Schedule, error) {
 		}
 		rules = append(rules, r)
 	}
-	start, err := parseInstant(j.StartAt)
+	start, end, err := parseSpan("start_at", j.StartAt, "end_at", j.EndAt)
 	if err != nil {
-		return nil, fmt.Errorf("start_at: %w", err)
-	}
-	end, err := parseInstant(j.EndAt)
-	if err != nil {
-		return nil, fmt.Errorf("end_at: %w", err)
+		return nil, err
 	}
 	return schedule.NewUnion(scheds, rules, start, end)
 }
@@ -86,15 +82,25 @@ func (e Exclude) rule(loc *time.Location) (schedule.Exclusion, error) {
 	case e.Cron != "":
 		return schedule.NewCronExclusion(e.Cron, loc)
 	}
-	from, err := parseInstant(e.From)
+	from, to, err := parseSpan("from", e.From, "to", e.To)
 	if err != nil {
-		return nil, fmt.Errorf("from: %w", err)
-	}
-	to, err := parseInstant(e.To)
-	if err != nil {
-		return nil, fmt.Errorf("to: %w", err)
+		return nil, err
 	}
 	return schedule.NewBetween(from, to)
+}
+
+// parseSpan reads the two ends of a span with parseInstant; an error names
+// the key of the end it is about.
+func parseSpan(startKey, start, endKey, end string) (time.Time, time.Time, error) {
+	s, err := parseInstant(start)
+	if err != nil {
+		return time.Time{}, time.Time{}, fmt.Errorf("%s: %w", startKey, err)
+	}
+	e, err := parseInstant(end)
+	if err != nil {
+		return time.Time{}, time.Time{}, fmt.Errorf("%s: %w", endKey, err)
+	}
+	return s, e, nil
 }
 
 // parseInstant reads an RFC 3339 time; empty is the zero time.

@@ -15,6 +15,25 @@ const NamePattern = `[a-z0-9][a-z0-9._-]{0,62}`
 
 var reName = regexp.MustCompile(`^` + NamePattern + `$`)
 
+// declare checks the name of the kind (job, resource, sink, calendar)
+// declared at path: present, of NamePattern, and the first of its kind;
+// first maps each name declared so far to its path. It reports whether
+// the name is declared here.
+func (p *problems) declare(first map[string]string, kind, name, path string) bool {
+	switch prev, dup := first[name]; {
+	case name == "":
+		p.add(path+".name", "required")
+	case !reName.MatchString(name):
+		p.add(path+".name", "invalid %s name %q: want %s", kind, name, NamePattern)
+	case dup:
+		p.add(path+".name", "duplicate %s name %q (first at line %d)", kind, name, p.line(prev+".name"))
+	default:
+		first[name] = path
+		return true
+	}
+	return false
+}
+
 // MaxConcurrency bounds max_concurrency: every slot is an etcd key a
 // worker may probe when it claims a run.
 const MaxConcurrency = 1000
@@ -130,16 +149,7 @@ func (c *Config) validateResources(p *problems) map[string]string {
 	declared := map[string]string{}
 	for i, r := range c.Resources {
 		path := "resources[" + strconv.Itoa(i) + "]"
-		switch prev, dup := declared[r.Name]; {
-		case r.Name == "":
-			p.add(path+".name", "required")
-		case !reName.MatchString(r.Name):
-			p.add(path+".name", "invalid resource name %q: want %s", r.Name, NamePattern)
-		case dup:
-			p.add(path+".name", "duplicate resource name %q (first at line %d)", r.Name, p.line(prev+".name"))
-		default:
-			declared[r.Name] = path
-		}
+		p.declare(declared, "resource", r.Name, path)
 		switch {
 		case r.Limit == 0 && r.Rate != nil:
 			// A pure rate limit: no bound on concurrent holders.

@@ -10,16 +10,7 @@ import (
 )
 
 func (j *Job) validate(p *problems, path string, resources, first map[string]string, calendars map[string]*Calendar) {
-	switch prev, dup := first[j.Name]; {
-	case j.Name == "":
-		p.add(path+".name", "required")
-	case !reName.MatchString(j.Name):
-		p.add(path+".name", "invalid job name %q: want %s", j.Name, NamePattern)
-	case dup:
-		p.add(path+".name", "duplicate job name %q (first at line %d)", j.Name, p.line(prev+".name"))
-	default:
-		first[j.Name] = path
-	}
+	p.declare(first, "job", j.Name, path)
 
 	loc := time.UTC
 	switch j.Timezone {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"io"
@@ -51,4 +52,31 @@ func clientCommand(ctx context.Context, synopsis string, args []string, stdout, 
 	default:
 		return apiFailed(stderr, err)
 	}
+}
+
+// readCommand is the frame of a command without arguments that reads one
+// answer: -o json prints the API's own JSON (raw), anything else what show
+// makes of the answer.
+func readCommand[T any](ctx context.Context, synopsis string, args []string, stdout, stderr io.Writer,
+	read func(*client.Client, context.Context) (T, error), raw func(T) any, show func(output, T) error) int {
+	return clientCommand(ctx, synopsis, args, stdout, stderr, 0, 0, nil,
+		func(ctx context.Context, c *client.Client, _ []string, out output) error {
+			v, err := read(c, ctx)
+			if err != nil {
+				return err
+			}
+			if out.json {
+				return writeRaw(out.stdout, raw(v))
+			}
+			return show(out, v)
+		})
+}
+
+// raws lists the answers' own JSON, for -o json of a list.
+func raws[T any](list []T, raw func(T) json.RawMessage) []json.RawMessage {
+	out := make([]json.RawMessage, 0, len(list))
+	for _, v := range list {
+		out = append(out, raw(v))
+	}
+	return out
 }

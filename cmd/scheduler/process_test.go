@@ -1,21 +1,20 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/etcdsched/scheduler/internal/client"
+	"github.com/etcdsched/scheduler/internal/etcdtest"
+	"github.com/etcdsched/scheduler/internal/logtest"
 	"github.com/etcdsched/scheduler/internal/poll"
 )
 
@@ -27,9 +26,7 @@ type proc struct {
 	url string
 	api *client.Client
 
-	mu    sync.Mutex
-	lines []map[string]any
-	other []string // stderr lines that are not log records (a race report, a panic)
+	logs logtest.Sink // stderr: log records, and lines that are not (a race report, a panic)
 
 	exited   chan struct{} // closed when the process is gone
 	exitAt   time.Time
@@ -40,16 +37,7 @@ type proc struct {
 func writeConfig(t *testing.T, endpoint, prefix, extra string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "jobs.yaml")
-	content := fmt.Sprintf(`cluster:
-  etcd:
-    endpoints: [%q]
-    prefix: %s
-  session_ttl: 2s
-  lease_margin: 500ms
-api:
-  listen: 127.0.0.1:0
-%s`, endpoint, prefix, extra)
-	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte(etcdtest.Config(endpoint, prefix, extra)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return path
@@ -76,19 +64,7 @@ func startProc(t *testing.T, id, config string) *proc {
 		}
 	})
 	go func() {
-		sc := bufio.NewScanner(stderr)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			var rec map[string]any
-			p.mu.Lock()
-			if json.Unmarshal(sc.Bytes(), &rec) == nil {
-				p.lines = append(p.lines, rec)
-			} else {
-				p.other = append(p.other, sc.Text())
-			}
-			p.mu.Unlock()
-		}
-		_, _ = io.Copy(io.Discard, stderr)
+		_, _ = io.Copy(&p.logs, stderr)
 		err := p.cmd.Wait()
 		p.exitAt = time.Now()
 		if ee, ok := err.(*exec.ExitError); ok {
@@ -101,10 +77,10 @@ func startProc(t *testing.T, id, config string) *proc {
 	poll.Until(t, 60*time.Second, id+" listening", func() (bool, string) {
 		select {
 		case <-p.exited:
-			t.Fatalf("%s exited while starting (%d): %v", id, p.exitCode, p.logLines())
+			t.Fatalf("%s exited while starting (%d): %v", id, p.exitCode, p.logs.Records())
 		default:
 		}
-		if rec := p.find("api listening"); rec != nil {
+		if rec := p.logs.Find("api listening"); rec != nil {
 			p.url = "http://" + rec["addr"].(string)
 			var err error
 			if p.api, err = client.New(p.url); err != nil {
@@ -119,23 +95,6 @@ func startProc(t *testing.T, id, config string) *proc {
 		return err == nil, fmt.Sprint(err)
 	})
 	return p
-}
-
-func (p *proc) find(msg string) map[string]any {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, rec := range p.lines {
-		if rec["msg"] == msg {
-			return rec
-		}
-	}
-	return nil
-}
-
-func (p *proc) logLines() []map[string]any {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return append([]map[string]any(nil), p.lines...)
 }
 
 // leaderID is who GET /api/v1/leader names, or "".
@@ -189,9 +148,8 @@ func (p *proc) waitExit(within time.Duration) int {
 	select {
 	case <-p.exited:
 		if p.exitCode != 0 {
-			p.mu.Lock()
-			other := p.other[max(0, len(p.other)-400):]
-			p.mu.Unlock()
+			other := p.logs.Other()
+			other = other[max(0, len(other)-400):]
 			p.t.Logf("%s exited %d; what it wrote besides log records:\n%s", p.id, p.exitCode, strings.Join(other, "\n"))
 		}
 		return p.exitCode

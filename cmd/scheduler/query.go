@@ -14,15 +14,6 @@ import (
 	"github.com/etcdsched/scheduler/internal/client"
 )
 
-// raws collects the API's own JSON of a list, for -o json.
-func raws[T any](list []T, raw func(T) json.RawMessage) []json.RawMessage {
-	out := make([]json.RawMessage, 0, len(list))
-	for _, v := range list {
-		out = append(out, raw(v))
-	}
-	return out
-}
-
 // jobsCommand: scheduler jobs [NAME] | scheduler jobs --removed.
 func jobsCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var removed bool
@@ -226,32 +217,18 @@ func exitCell(r client.Run) string {
 
 // leaderCommand: scheduler leader.
 func leaderCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	return clientCommand(ctx, "scheduler leader", args, stdout, stderr, 0, 0, nil,
-		func(ctx context.Context, c *client.Client, _ []string, out output) error {
-			l, err := c.Leader(ctx)
-			if err != nil {
-				return err
-			}
-			if out.json {
-				return writeRaw(out.stdout, l.Raw)
-			}
-			return leaderTable(out.view, l).write(out.stdout)
-		})
+	return readCommand(ctx, "scheduler leader", args, stdout, stderr, (*client.Client).Leader,
+		func(l client.Leader) any { return l.Raw },
+		func(out output, l client.Leader) error { return leaderTable(out.view, l).write(out.stdout) })
 }
 
 // membersCommand: scheduler members.
 func membersCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	return clientCommand(ctx, "scheduler members", args, stdout, stderr, 0, 0, nil,
-		func(ctx context.Context, c *client.Client, _ []string, out output) error {
-			list, err := c.Members(ctx)
-			if err != nil {
-				return err
-			}
-			if out.json {
-				return writeRaw(out.stdout, raws(list, func(m client.Member) json.RawMessage { return m.Raw }))
-			}
-			return membersTable(out.view, list).write(out.stdout)
-		})
+	return readCommand(ctx, "scheduler members", args, stdout, stderr, (*client.Client).Members,
+		func(list []client.Member) any {
+			return raws(list, func(m client.Member) json.RawMessage { return m.Raw })
+		},
+		func(out output, list []client.Member) error { return membersTable(out.view, list).write(out.stdout) })
 }
 
 func leaderTable(v view, l client.Leader) *table {

@@ -69,7 +69,7 @@ func TestSIGHUPReloads(t *testing.T) {
 		return slices.Equal(got, []string{"kept", "new"}), fmt.Sprint(got)
 	})
 	poll.Until(t, 10*time.Second, "SIGHUP logged", func() (bool, string) {
-		return a.find("SIGHUP: reloading the config") != nil, "no line"
+		return a.logs.Find("SIGHUP: reloading the config") != nil, "no line"
 	})
 	after := a.status()
 	var members []client.Member

@@ -15,38 +15,37 @@ import (
 // windows in one list; people get two tables, the slots and then the
 // windows, since a window has none of a slot's columns.
 func slotsCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	return clientCommand(ctx, "scheduler slots", args, stdout, stderr, 0, 0, nil,
-		func(ctx context.Context, c *client.Client, _ []string, out output) error {
-			list, err := c.Slots(ctx)
-			if err != nil {
-				return err
-			}
-			if out.json {
-				return writeRaw(out.stdout, raws(list, func(s client.Slot) json.RawMessage { return s.Raw }))
-			}
-			var held, windows []client.Slot
-			for _, s := range list {
-				if s.Window != nil {
-					windows = append(windows, s)
-				} else {
-					held = append(held, s)
-				}
-			}
-			if len(held) > 0 || len(windows) == 0 {
-				if err := heldTable(out.view, held).write(out.stdout); err != nil {
-					return err
-				}
-			}
-			if len(windows) == 0 {
-				return nil
-			}
-			if len(held) > 0 {
-				if _, err := io.WriteString(out.stdout, "\n"); err != nil {
-					return err
-				}
-			}
-			return windowsTable(out.view, windows).write(out.stdout)
-		})
+	return readCommand(ctx, "scheduler slots", args, stdout, stderr, (*client.Client).Slots,
+		func(list []client.Slot) any {
+			return raws(list, func(s client.Slot) json.RawMessage { return s.Raw })
+		},
+		writeSlots)
+}
+
+// writeSlots prints the held slots, then the windows when there are any.
+func writeSlots(out output, list []client.Slot) error {
+	var held, windows []client.Slot
+	for _, s := range list {
+		if s.Window != nil {
+			windows = append(windows, s)
+		} else {
+			held = append(held, s)
+		}
+	}
+	if len(held) > 0 || len(windows) == 0 {
+		if err := heldTable(out.view, held).write(out.stdout); err != nil {
+			return err
+		}
+	}
+	if len(windows) == 0 {
+		return nil
+	}
+	if len(held) > 0 {
+		if _, err := io.WriteString(out.stdout, "\n"); err != nil {
+			return err
+		}
+	}
+	return windowsTable(out.view, windows).write(out.stdout)
 }
 
 // heldTable lists held slots. The run id names the job, so by default

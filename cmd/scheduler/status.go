@@ -16,17 +16,9 @@ import (
 // itself: what it runs, whom it follows, whether its last reload took, and
 // what it still has to tell the notification sinks.
 func statusCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	return clientCommand(ctx, "scheduler status", args, stdout, stderr, 0, 0, nil,
-		func(ctx context.Context, c *client.Client, _ []string, out output) error {
-			st, err := c.Status(ctx)
-			if err != nil {
-				return err
-			}
-			if out.json {
-				return writeRaw(out.stdout, st.Raw)
-			}
-			return writeStatus(out.stdout, st)
-		})
+	return readCommand(ctx, "scheduler status", args, stdout, stderr, (*client.Client).Status,
+		func(st client.Status) any { return st.Raw },
+		func(out output, st client.Status) error { return writeStatus(out.stdout, st) })
 }
 
 // writeStatus prints one line a fact, a name and its value.

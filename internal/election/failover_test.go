@@ -20,9 +20,7 @@ import (
 func TestResignHandsOverQuickly(t *testing.T) {
 	cluster := etcdtest.Start(t)
 	ts := newTerms(t)
-	a := startReplica(t, cluster.Endpoints(), "a", ts.lead("a"))
-	ts.nextStart(20 * time.Second)
-	b := startReplica(t, cluster.Endpoints(), "b", ts.lead("b"))
+	a, b := ts.leaderAndStandby(cluster, "a", "b")
 	poll.For(t, 20*time.Second, "two election keys", func() bool { return len(electionKeys(t, cluster.Client())) == 2 })
 	if got := testutil.ToFloat64(a.elector.metrics.isLeader); got != 1 {
 		t.Fatalf("a: scheduler_is_leader = %v, want 1", got)

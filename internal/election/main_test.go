@@ -158,25 +158,36 @@ func (ts *terms) lead(id string) func(context.Context, Leadership) {
 	}
 }
 
+// leaderAndStandby starts replica leader, waits for its term, then starts
+// replica standby behind it.
+func (ts *terms) leaderAndStandby(cluster *etcdtest.Cluster, leader, standby string) (*replica, *replica) {
+	ts.t.Helper()
+	l := startReplica(ts.t, cluster.Endpoints(), leader, ts.lead(leader))
+	ts.nextStart(20 * time.Second)
+	return l, startReplica(ts.t, cluster.Endpoints(), standby, ts.lead(standby))
+}
+
 func (ts *terms) nextStart(within time.Duration) started {
 	ts.t.Helper()
-	select {
-	case s := <-ts.starts:
-		return s
-	case <-time.After(within):
-		ts.t.Fatalf("no leader within %s", within)
-		return started{}
-	}
+	return receive(ts.t, ts.starts, within, "no leader")
 }
 
 func (ts *terms) nextEnd(within time.Duration) ended {
 	ts.t.Helper()
+	return receive(ts.t, ts.ends, within, "no term ended")
+}
+
+// receive is the next value of ch; past within the test fails with
+// "<none> within <within>".
+func receive[T any](t *testing.T, ch <-chan T, within time.Duration, none string) T {
+	t.Helper()
 	select {
-	case e := <-ts.ends:
-		return e
+	case v := <-ch:
+		return v
 	case <-time.After(within):
-		ts.t.Fatalf("no term ended within %s", within)
-		return ended{}
+		t.Fatalf("%s within %s", none, within)
+		var zero T
+		return zero
 	}
 }
 

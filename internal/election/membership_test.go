@@ -36,9 +36,7 @@ func startMembership(t *testing.T, r *replica, hash string) *runningMembership {
 func TestMembersAreListedWithTheLeader(t *testing.T) {
 	cluster := etcdtest.Start(t)
 	ts := newTerms(t)
-	r0 := startReplica(t, cluster.Endpoints(), "r0", ts.lead("r0"))
-	ts.nextStart(20 * time.Second)
-	r1 := startReplica(t, cluster.Endpoints(), "r1", ts.lead("r1"))
+	r0, r1 := ts.leaderAndStandby(cluster, "r0", "r1")
 	m0 := startMembership(t, r0, "h1")
 	m1 := startMembership(t, r1, "h1")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -19,21 +19,15 @@ const testPrefix = "/m/"
 
 // copyHandler is a mirror.Handler that keeps the keys and counts resets.
 type copyHandler struct {
-	mu     sync.Mutex
-	state  map[string]string
-	rev    int64
+	mu sync.Mutex
+	etcdtest.Copy
 	resets int
-	wrong  []string
 }
 
 func (c *copyHandler) Reset(kvs []*mvccpb.KeyValue, rev int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.state = map[string]string{}
-	for _, kv := range kvs {
-		c.state[string(kv.Key)] = string(kv.Value)
-	}
-	c.rev = rev
+	c.Copy.Reset(kvs, rev)
 	c.resets++
 }
 
@@ -41,19 +35,9 @@ func (c *copyHandler) Apply(events []*clientv3.Event, rev int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(events) == 0 {
-		c.wrong = append(c.wrong, fmt.Sprintf("Apply without events at %d", rev))
+		c.Wrong = append(c.Wrong, fmt.Sprintf("Apply without events at %d", rev))
 	}
-	for _, ev := range events {
-		if ev.Kv.ModRevision <= c.rev {
-			c.wrong = append(c.wrong, fmt.Sprintf("event at %d on a copy at %d", ev.Kv.ModRevision, c.rev))
-		}
-		if ev.Type == mvccpb.DELETE {
-			delete(c.state, string(ev.Kv.Key))
-		} else {
-			c.state[string(ev.Kv.Key)] = string(ev.Kv.Value)
-		}
-		c.rev = ev.Kv.ModRevision
-	}
+	c.Copy.Apply(events)
 }
 
 // A mirror whose watch was cut while the prefix changed and the history was
@@ -107,8 +91,8 @@ func TestMirrorResetsAfterCompaction(t *testing.T) {
 	if h.resets != 2 {
 		t.Errorf("%d resets, want 2: the first read and the one after the compaction", h.resets)
 	}
-	if len(h.wrong) > 0 {
-		t.Error(h.wrong)
+	if len(h.Wrong) > 0 {
+		t.Error(h.Wrong)
 	}
 }
 
@@ -117,8 +101,8 @@ func waitFor(t *testing.T, h *copyHandler, rev int64, want map[string]string) {
 	poll.Until(t, 20*time.Second, fmt.Sprintf("the mirror at revision %d", rev), func() (bool, string) {
 		h.mu.Lock()
 		defer h.mu.Unlock()
-		if h.rev < rev || !maps.Equal(h.state, want) {
-			return false, fmt.Sprintf("at %d: %v, want %v", h.rev, h.state, want)
+		if h.Rev < rev || !maps.Equal(h.State, want) {
+			return false, fmt.Sprintf("at %d: %v, want %v", h.Rev, h.State, want)
 		}
 		return true, ""
 	})

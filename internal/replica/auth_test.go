@@ -10,12 +10,13 @@ import (
 	"time"
 
 	"github.com/etcdsched/scheduler/internal/client"
+	"github.com/etcdsched/scheduler/internal/etcdtest"
 	"github.com/etcdsched/scheduler/internal/poll"
 )
 
 // authConfig is a config with a token file and protect_reads as given.
 func authConfig(endpoint, prefix, tokenFile string, protectReads bool) string {
-	return configYAML(endpoint, prefix, fmt.Sprintf(`  token_file: %s
+	return etcdtest.Config(endpoint, prefix, fmt.Sprintf(`  token_file: %s
   protect_reads: %t
 `, tokenFile, protectReads)+echoJob)
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/etcdsched/scheduler/internal/client"
+	"github.com/etcdsched/scheduler/internal/etcdtest"
 	"github.com/etcdsched/scheduler/internal/poll"
 )
 
@@ -55,7 +56,7 @@ func TestScheduledRunsGetDefaultInput(t *testing.T) {
 
 	dir := t.TempDir()
 	path := filepath.Join(dir, "jobs.yaml")
-	if err := os.WriteFile(path, []byte(configYAML(newEtcd(t), "/default-input/", `jobs:
+	if err := os.WriteFile(path, []byte(etcdtest.Config(newEtcd(t), "/default-input/", `jobs:
   - name: exec-ticks
     schedule: "@every 1s"
     catch_up: none

@@ -14,23 +14,17 @@ import (
 	"time"
 
 	"github.com/etcdsched/scheduler/config"
+	"github.com/etcdsched/scheduler/internal/etcdtest"
+	"github.com/etcdsched/scheduler/internal/logtest"
 	"github.com/etcdsched/scheduler/internal/poll"
 )
 
 // tlsConfig is a replica config for the TLS member with the etcd settings
-// given (indented under cluster.etcd) and an exec job to trigger.
+// given (indented under cluster.etcd) and an exec job to trigger: the
+// tests' config with those settings after the prefix.
 func tlsConfig(endpoint, prefix, etcd string) string {
-	return fmt.Sprintf(`cluster:
-  etcd:
-    endpoints: [%q]
-    prefix: %s
-    dial_timeout: 5s
-%s
-  session_ttl: 2s
-  lease_margin: 500ms
-api:
-  listen: 127.0.0.1:0
-`, endpoint, prefix, etcd) + echoJob
+	at := "    prefix: " + prefix + "\n"
+	return strings.Replace(etcdtest.Config(endpoint, prefix, echoJob), at, at+"    dial_timeout: 5s\n"+etcd, 1)
 }
 
 func tlsFiles(ca, cert, key string) string {
@@ -84,7 +78,7 @@ func startRefused(t *testing.T, path string, want ...string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &logSink{}
+	logs := &logtest.Sink{}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
@@ -100,7 +94,7 @@ func startRefused(t *testing.T, path string, want ...string) {
 		cancel()
 		err = <-done
 		t.Fatalf("replica still starting %s after Run began (etcd warning: %v); Run returned %v after cancel",
-			limit, logs.find("etcd not answering yet; starting anyway, the session will keep trying"), err)
+			limit, logs.Find("etcd not answering yet; starting anyway, the session will keep trying"), err)
 	}
 	took := time.Since(start)
 	if !errors.Is(err, ErrStart) {
@@ -156,7 +150,7 @@ func TestEtcdNotAnsweringAtStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.Cluster.Etcd.DialTimeout = config.Duration(300 * time.Millisecond)
-	logs := &logSink{}
+	logs := &logtest.Sink{}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
@@ -170,12 +164,12 @@ func TestEtcdNotAnsweringAtStart(t *testing.T) {
 			t.Fatalf("Run returned %v while etcd was only down", err)
 		default:
 		}
-		return logs.find(warning) != nil, "no warning yet"
+		return logs.Find(warning) != nil, "no warning yet"
 	})
 	// The API is served after start returned: once it answers, start went on.
 	r := &testReplica{t: t}
 	poll.Until(t, 10*time.Second, "api listening", func() (bool, string) {
-		rec := logs.find("api listening")
+		rec := logs.Find("api listening")
 		if rec == nil {
 			return false, "no 'api listening' line"
 		}

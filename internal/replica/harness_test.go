@@ -1,15 +1,12 @@
 package replica
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -17,6 +14,7 @@ import (
 	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/client"
 	"github.com/etcdsched/scheduler/internal/etcdtest"
+	"github.com/etcdsched/scheduler/internal/logtest"
 	"github.com/etcdsched/scheduler/internal/poll"
 )
 
@@ -32,20 +30,6 @@ const echoJob = `jobs:
       command: ["echo", "hello"]
 `
 
-// configYAML is a config for the tests: an external etcd, an isolated
-// prefix, short TTLs, the API on a kernel-chosen port, and jobs.
-func configYAML(endpoint, prefix, extra string) string {
-	return fmt.Sprintf(`cluster:
-  etcd:
-    endpoints: [%q]
-    prefix: %s
-  session_ttl: 2s
-  lease_margin: 500ms
-api:
-  listen: 127.0.0.1:0
-%s`, endpoint, prefix, extra)
-}
-
 // writeFile replaces path atomically, the way an editor saves.
 func writeFile(t *testing.T, path, content string) {
 	t.Helper()
@@ -58,49 +42,12 @@ func writeFile(t *testing.T, path, content string) {
 	}
 }
 
-// logSink collects a replica's JSON log lines.
-type logSink struct {
-	mu    sync.Mutex
-	lines []map[string]any
-	buf   bytes.Buffer
-}
-
-func (s *logSink) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.buf.Write(p)
-	for {
-		line, err := s.buf.ReadBytes('\n')
-		if err != nil {
-			s.buf.Write(line) // incomplete: keep for the next write
-			break
-		}
-		var rec map[string]any
-		if json.Unmarshal(line, &rec) == nil {
-			s.lines = append(s.lines, rec)
-		}
-	}
-	return len(p), nil
-}
-
-// find returns the first line with msg, or nil.
-func (s *logSink) find(msg string) map[string]any {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, rec := range s.lines {
-		if rec["msg"] == msg {
-			return rec
-		}
-	}
-	return nil
-}
-
 // testReplica is one replica.Run in this process.
 type testReplica struct {
 	t      *testing.T
 	id     string
 	url    string
-	logs   *logSink
+	logs   *logtest.Sink
 	hup    chan os.Signal
 	api    *client.Client // without a token
 	tokens map[string]*client.Client
@@ -121,7 +68,7 @@ func startReplica(t *testing.T, id, path string, opts ...replicaOpt) *testReplic
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &testReplica{t: t, id: id, logs: &logSink{}, hup: make(chan os.Signal, 1), done: make(chan error, 1)}
+	r := &testReplica{t: t, id: id, logs: &logtest.Sink{}, hup: make(chan os.Signal, 1), done: make(chan error, 1)}
 	o := Options{Config: cfg, ConfigPath: path, ID: id, Version: "test",
 		Logger: slog.New(slog.NewJSONHandler(r.logs, &slog.HandlerOptions{Level: slog.LevelDebug})), Reload: r.hup}
 	for _, f := range opts {
@@ -139,7 +86,7 @@ func startReplica(t *testing.T, id, path string, opts ...replicaOpt) *testReplic
 			t.Fatalf("replica %s exited while starting: %v", id, err)
 		default:
 		}
-		rec := r.logs.find("api listening")
+		rec := r.logs.Find("api listening")
 		if rec == nil {
 			return false, "no 'api listening' line yet"
 		}

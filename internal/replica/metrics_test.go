@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 
+	"github.com/etcdsched/scheduler/internal/etcdtest"
 	"github.com/etcdsched/scheduler/internal/poll"
 )
 
@@ -21,7 +22,7 @@ import (
 func TestMetricsOfSpec(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "jobs.yaml")
-	if err := os.WriteFile(path, []byte(configYAML(newEtcd(t), "/metrics/", `jobs:
+	if err := os.WriteFile(path, []byte(etcdtest.Config(newEtcd(t), "/metrics/", `jobs:
   - name: echo
     schedule: "0 0 1 1 *"
     catch_up: none

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/etcdsched/scheduler/internal/etcdtest"
 	"github.com/etcdsched/scheduler/internal/poll"
 )
 
@@ -58,7 +59,7 @@ func TestJobsShowPendingNotificationsAndUpstream(t *testing.T) {
 	}))
 	t.Cleanup(sink.Close)
 	path := filepath.Join(t.TempDir(), "jobs.yaml")
-	if err := os.WriteFile(path, []byte(configYAML(newEtcd(t), "/notes/", fmt.Sprintf(`notify:
+	if err := os.WriteFile(path, []byte(etcdtest.Config(newEtcd(t), "/notes/", fmt.Sprintf(`notify:
   sinks:
     - name: ops
       url: %s/hook

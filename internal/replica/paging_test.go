@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/etcdsched/scheduler/internal/etcdtest"
 )
 
 // pagingJobs: a job to trigger, and others listed out of name order, so a
@@ -122,7 +124,7 @@ func TestPaging(t *testing.T) {
 	for _, n := range pagingIdle {
 		jobsYAML += "  - name: " + n + "\n    schedule: \"0 0 1 1 *\"\n    catch_up: none\n    exec:\n      command: [\"true\"]\n"
 	}
-	if err := os.WriteFile(path, []byte(configYAML(newEtcd(t), "/paging/", jobsYAML)), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte(etcdtest.Config(newEtcd(t), "/paging/", jobsYAML)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	r := startReplica(t, "p1", path, noWatch)

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/etcdsched/scheduler/internal/etcdtest"
 )
 
 // With reads open (protect_reads: false), the values of a job's headers
@@ -28,7 +30,7 @@ func TestSecretsRedactedWithoutToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, "jobs.yaml")
-	writeFile(t, path, configYAML(endpoint, "/redact/", fmt.Sprintf(`  token_file: %s
+	writeFile(t, path, etcdtest.Config(endpoint, "/redact/", fmt.Sprintf(`  token_file: %s
 jobs:
   - name: call
     schedule: "0 0 1 1 *"

@@ -65,7 +65,7 @@ func TestReloadOnSIGHUP(t *testing.T) {
 	etcd := etcdtest.Start(t)
 	endpoint := etcd.Endpoints()[0]
 	path := filepath.Join(t.TempDir(), "jobs.yaml")
-	writeFile(t, path, configYAML(endpoint, "/hup/", jobsYAML("old", "kept")))
+	writeFile(t, path, etcdtest.Config(endpoint, "/hup/", jobsYAML("old", "kept")))
 	r := startReplica(t, "h1", path, noWatch)
 	poll.Until(t, 20*time.Second, "old runs", func() (bool, string) {
 		n := len(r.recordTimes("old"))
@@ -73,7 +73,7 @@ func TestReloadOnSIGHUP(t *testing.T) {
 	})
 	before := r.status().ConfigHash
 
-	writeFile(t, path, configYAML(endpoint, "/hup/", jobsYAML("kept", "new")))
+	writeFile(t, path, etcdtest.Config(endpoint, "/hup/", jobsYAML("kept", "new")))
 	r.sighup()
 	poll.Until(t, 10*time.Second, "config hash changes", func() (bool, string) {
 		st := r.status()
@@ -125,7 +125,7 @@ func TestReloadOnSIGHUP(t *testing.T) {
 func TestReloadInvalidKeepsOld(t *testing.T) {
 	endpoint := newEtcd(t)
 	path := filepath.Join(t.TempDir(), "jobs.yaml")
-	good := configYAML(endpoint, "/bad/", jobsYAML("tick"))
+	good := etcdtest.Config(endpoint, "/bad/", jobsYAML("tick"))
 	writeFile(t, path, good)
 	r := startReplica(t, "b1", path, noWatch)
 	before := r.status().ConfigHash
@@ -148,7 +148,7 @@ func TestReloadInvalidKeepsOld(t *testing.T) {
 	if got := r.metric(`scheduler_config_reloads_total{result="error"}`); got != 1 {
 		t.Errorf("reloads error = %v, want 1", got)
 	}
-	if rec := r.logs.find("config reload refused; the previous config keeps running"); rec == nil || !strings.Contains(fmt.Sprint(rec["err"]), wantErr) {
+	if rec := r.logs.Find("config reload refused; the previous config keeps running"); rec == nil || !strings.Contains(fmt.Sprint(rec["err"]), wantErr) {
 		t.Errorf("log line for the refused reload: %v", rec)
 	}
 	if got := r.jobNames(); !slices.Equal(got, []string{"tick"}) {
@@ -193,7 +193,7 @@ func TestReloadConfigMapSwap(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	generation("..2026_a", configYAML(endpoint, "/cm/", jobsYAML("first")))
+	generation("..2026_a", etcdtest.Config(endpoint, "/cm/", jobsYAML("first")))
 	swap("..2026_a")
 	path := filepath.Join(dir, "jobs.yaml")
 	if err := os.Symlink(filepath.Join("..data", "jobs.yaml"), path); err != nil {
@@ -202,7 +202,7 @@ func TestReloadConfigMapSwap(t *testing.T) {
 	r := startReplica(t, "c1", path)
 	before := r.status().ConfigHash
 
-	generation("..2026_b", configYAML(endpoint, "/cm/", jobsYAML("first", "second")))
+	generation("..2026_b", etcdtest.Config(endpoint, "/cm/", jobsYAML("first", "second")))
 	swap("..2026_b")
 	if err := os.RemoveAll(filepath.Join(dir, "..2026_a")); err != nil {
 		t.Fatal(err)
@@ -219,9 +219,9 @@ func TestReloadConfigMapSwap(t *testing.T) {
 	}
 
 	// Same content in a new generation: no reload. Then a change: one more.
-	generation("..2026_c", configYAML(endpoint, "/cm/", jobsYAML("first", "second")))
+	generation("..2026_c", etcdtest.Config(endpoint, "/cm/", jobsYAML("first", "second")))
 	swap("..2026_c")
-	generation("..2026_d", configYAML(endpoint, "/cm/", jobsYAML("third")))
+	generation("..2026_d", etcdtest.Config(endpoint, "/cm/", jobsYAML("third")))
 	swap("..2026_d")
 	poll.Until(t, 10*time.Second, "reload after the second swap", func() (bool, string) {
 		got := r.jobNames()
@@ -240,7 +240,7 @@ func TestReloadConfigMapSwap(t *testing.T) {
 func TestReloadOnFileEdit(t *testing.T) {
 	endpoint := newEtcd(t)
 	path := filepath.Join(t.TempDir(), "jobs.yaml")
-	writeFile(t, path, configYAML(endpoint, "/edit/", jobsYAML("one")))
+	writeFile(t, path, etcdtest.Config(endpoint, "/edit/", jobsYAML("one")))
 	r := startReplica(t, "e1", path)
 
 	writeFile(t, path, "jobs: [")
@@ -252,7 +252,7 @@ func TestReloadOnFileEdit(t *testing.T) {
 		t.Errorf("jobs after an invalid edit: %v", got)
 	}
 	// Written in place this time, as `cat > file` does.
-	if err := os.WriteFile(path, []byte(configYAML(endpoint, "/edit/", jobsYAML("one", "two"))), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte(etcdtest.Config(endpoint, "/edit/", jobsYAML("one", "two"))), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	poll.Until(t, 10*time.Second, "valid edit applied", func() (bool, string) {

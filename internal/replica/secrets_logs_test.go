@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/etcdsched/scheduler/internal/etcdtest"
+	"github.com/etcdsched/scheduler/internal/logtest"
 	"github.com/etcdsched/scheduler/internal/poll"
 )
 
@@ -49,7 +51,7 @@ func TestSecretsNotInLogsOrMetrics(t *testing.T) {
 		writeFile(t, headers, "X-Api-Key: "+s[1]+"\n")
 		writeFile(t, env, "JOB_DB_PASSWORD="+s[3]+"\n")
 		// The command exits 3 when it was given both values, 1 when not.
-		writeFile(t, path, configYAML(endpoint, "/secrets-logs/", fmt.Sprintf(`jobs:
+		writeFile(t, path, etcdtest.Config(endpoint, "/secrets-logs/", fmt.Sprintf(`jobs:
   - name: call
     schedule: "0 0 1 1 *"
     http:
@@ -116,7 +118,7 @@ func TestSecretsNotInLogsOrMetrics(t *testing.T) {
 	if !strings.Contains(metrics, `scheduler_runs_total{job="cmd",outcome="failed"} 2`) {
 		t.Errorf("/metrics does not count the runs:\n%s", metrics)
 	}
-	logs := r.logs.text(t)
+	logs := logText(t, r.logs)
 	for _, want := range []string{"config reloaded", "config reload refused"} {
 		if !strings.Contains(logs, want) {
 			t.Errorf("the log has no %q line", want)
@@ -132,13 +134,11 @@ func TestSecretsNotInLogsOrMetrics(t *testing.T) {
 	}
 }
 
-// text is every log line so far, as JSON, one a line.
-func (s *logSink) text(t *testing.T) string {
+// logText is every log record so far, as JSON, one a line.
+func logText(t *testing.T, s *logtest.Sink) string {
 	t.Helper()
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	var b strings.Builder
-	for _, rec := range s.lines {
+	for _, rec := range s.Records() {
 		line, err := json.Marshal(rec)
 		if err != nil {
 			t.Fatal(err)

@@ -20,7 +20,7 @@ func TestNoStaleAnswersWithoutEtcd(t *testing.T) {
 	etcd := etcdtest.Start(t)
 	proxy := etcdtest.NewProxy(t, etcd.Endpoints()[0])
 	path := filepath.Join(t.TempDir(), "jobs.yaml")
-	writeFile(t, path, configYAML(proxy.Endpoint(), "/stale/", `jobs:
+	writeFile(t, path, etcdtest.Config(proxy.Endpoint(), "/stale/", `jobs:
   - name: echo
     schedule: "0 0 1 1 *"
     exec:

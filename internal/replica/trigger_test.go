@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/etcdsched/scheduler/internal/etcdtest"
 )
 
 // triggerJobs: a job with a default input that prints what it was given.
@@ -62,7 +64,7 @@ func sameJSON(a, b []byte) bool {
 func TestTriggerIdempotentOverHTTP(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "jobs.yaml")
-	if err := os.WriteFile(path, []byte(configYAML(newEtcd(t), "/trigger/", triggerJobs)), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte(etcdtest.Config(newEtcd(t), "/trigger/", triggerJobs)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	r := startReplica(t, "t1", path, noWatch)

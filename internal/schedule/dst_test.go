@@ -11,13 +11,15 @@ import (
 // Europe/Berlin in 2026: clocks jump from 02:00 CET (+01:00) to 03:00 CEST
 // (+02:00) on 29 March, and back from 03:00 CEST to 02:00 CET on 25 October.
 
-func ticks(t *testing.T, s Schedule, from string, n int) []string {
+// ticks is the n ticks of s after from, formatted in loc so that the
+// offset shows which occurrence of a repeated wall time each one is.
+func ticks(t *testing.T, s Schedule, from string, n int, loc *time.Location) []string {
 	t.Helper()
 	var out []string
 	at := mustTime(t, from)
 	for range n {
 		at = s.Next(at)
-		out = append(out, at.Format(time.RFC3339))
+		out = append(out, at.In(loc).Format(time.RFC3339))
 	}
 	return out
 }
@@ -101,15 +103,7 @@ func TestDST(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			// Format in the job's zone so the offset shows which
-			// occurrence of a wall time we got.
-			var got []string
-			at := mustTime(t, tt.from)
-			for range tt.want {
-				at = s.Next(at).In(loc)
-				got = append(got, at.Format(time.RFC3339))
-			}
-			if !slices.Equal(got, tt.want) {
+			if got := ticks(t, s, tt.from, len(tt.want), loc); !slices.Equal(got, tt.want) {
 				t.Errorf("ticks after %s\n got: %v\nwant: %v", tt.from, got, tt.want)
 			}
 		})
@@ -147,11 +141,7 @@ func TestGoCronDST(t *testing.T) {
 		{"30 1,2 * * *", "2026-03-29T00:00:00+01:00", []string{"2026-03-29T01:30:00+01:00", "2026-03-30T01:30:00+02:00"}},
 	}
 	for _, tt := range tests {
-		got := ticks(t, raw(tt.spec), tt.from, len(tt.want))
-		for i := range got {
-			got[i] = mustTime(t, got[i]).In(berlin).Format(time.RFC3339)
-		}
-		if !slices.Equal(got, tt.want) {
+		if got := ticks(t, raw(tt.spec), tt.from, len(tt.want), berlin); !slices.Equal(got, tt.want) {
 			t.Errorf("go-cron %q after %s\n got: %v\nwant: %v", tt.spec, tt.from, got, tt.want)
 		}
 	}

@@ -28,6 +28,16 @@ func open(t *testing.T, ctx context.Context, cli *clientv3.Client, clock clockwo
 	return s
 }
 
+// openFresh starts an etcd and a session on it (see open), and a 30s
+// context for the test's requests.
+func openFresh(t *testing.T, clock clockwork.Clock) (*clientv3.Client, context.Context, *Session) {
+	t.Helper()
+	cli := etcdtest.Start(t).Client()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return cli, ctx, open(t, ctx, cli, clock)
+}
+
 // With keepalives cut off, the session must end strictly before the server
 // expires the lease: that ordering is what keeps a run from executing after
 // its slot was handed to someone else (SPEC rule 5). Responses are delayed
@@ -90,11 +100,7 @@ func TestGuardEndsSessionBeforeServerExpiresLease(t *testing.T) {
 }
 
 func TestCloseRevokesLease(t *testing.T) {
-	cluster := etcdtest.Start(t)
-	cli := cluster.Client()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	s := open(t, ctx, cli, nil)
+	cli, ctx, s := openFresh(t, nil)
 	if _, err := cli.Put(ctx, "k", "v", clientv3.WithLease(s.Lease())); err != nil {
 		t.Fatal(err)
 	}
@@ -114,13 +120,9 @@ func TestCloseRevokesLease(t *testing.T) {
 }
 
 func TestRevokedLeaseEndsSession(t *testing.T) {
-	cluster := etcdtest.Start(t)
-	cli := cluster.Client()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	s := open(t, ctx, cli, nil)
+	cli, ctx, s := openFresh(t, nil)
 	defer s.Orphan()
-	if _, err := cluster.Client().Revoke(ctx, s.Lease()); err != nil {
+	if _, err := cli.Revoke(ctx, s.Lease()); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -175,11 +177,8 @@ func TestSlowRoundTripsKeepTheSession(t *testing.T) {
 // it, before the guard's own timer has ended the session: after a process
 // pause both come due at once, and a run about to start asks Expired.
 func TestExpiredFollowsTheClockNotTheGuard(t *testing.T) {
-	cli := etcdtest.Start(t).Client()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
 	clock := clockwork.NewFakeClock()
-	s := open(t, ctx, cli, clock)
+	_, _, s := openFresh(t, clock)
 	defer func() { _ = s.Close(context.Background()) }()
 	if s.Expired() {
 		t.Fatal("expired at its start")

@@ -1,12 +1,10 @@
 package slots
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +14,7 @@ import (
 
 	"github.com/etcdsched/scheduler/internal/etcdtest"
 	"github.com/etcdsched/scheduler/internal/keys"
+	"github.com/etcdsched/scheduler/internal/logtest"
 	"github.com/etcdsched/scheduler/internal/poll"
 )
 
@@ -216,24 +215,6 @@ scheduler_slots_in_use{job="j"} JOB
 	}
 }
 
-// syncBuffer collects log output written from several goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // A claim whose response is lost (it arrives after the caller's deadline)
 // is resolved by reading the slot back: the caller gets the slot that was
 // created, with its token, and its queue entry is gone with it (SPEC rule 7).
@@ -242,8 +223,8 @@ func TestLostClaimResponseIsReadBack(t *testing.T) {
 	proxy := etcdtest.NewProxy(t, cluster.Endpoints()[0])
 	cli := etcdtest.NewClient(t, []string{proxy.Endpoint()})
 	observer := cluster.Client()
-	var logs syncBuffer
-	sem, err := New(cli, testPrefix, slog.New(slog.NewTextHandler(&logs, nil)), nil)
+	var logs logtest.Sink
+	sem, err := New(cli, testPrefix, slog.New(slog.NewJSONHandler(&logs, nil)), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,8 +247,8 @@ func TestLostClaimResponseIsReadBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(logs.String(), "reading back") {
-		t.Fatalf("the response was not lost, so nothing was read back; logs:\n%s", logs.String())
+	if logs.Find("claim outcome unknown; reading back") == nil {
+		t.Fatalf("the response was not lost, so nothing was read back; logs: %v", logs.Records())
 	}
 	keys := keysUnder(t, observer, testPrefix)
 	if len(keys) != 1 || keys[h.Key()] != h.Token {

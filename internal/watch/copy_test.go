@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/etcdsched/scheduler/internal/etcdtest"
 )
 
 // copyHandler keeps a copy of one prefix and records what it was handed, so
@@ -18,17 +20,15 @@ type copyHandler struct {
 	client *clientv3.Client
 	prefix string
 
-	mu      sync.Mutex
-	state   map[string]string
-	rev     int64   // the copy holds every change up to here
+	mu sync.Mutex
+	etcdtest.Copy
 	reads   []int64 // the revision of each Read
 	applied []int64 // every applied event's revision, in order
 	pauses  []bool  // Paused's reread, in order
-	wrong   []string
 }
 
 func newCopy(client *clientv3.Client, prefix string) *copyHandler {
-	return &copyHandler{client: client, prefix: prefix, state: map[string]string{}}
+	return &copyHandler{client: client, prefix: prefix}
 }
 
 func (c *copyHandler) Read(ctx context.Context) (int64, error) {
@@ -38,35 +38,23 @@ func (c *copyHandler) Read(ctx context.Context) (int64, error) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.state = map[string]string{}
-	for _, kv := range resp.Kvs {
-		c.state[string(kv.Key)] = string(kv.Value)
-	}
-	c.rev = resp.Header.Revision
-	c.reads = append(c.reads, c.rev)
-	return c.rev, nil
+	c.Reset(resp.Kvs, resp.Header.Revision)
+	c.reads = append(c.reads, c.Rev)
+	return c.Rev, nil
 }
 
 func (c *copyHandler) Apply(_ context.Context, prefix string, events []*clientv3.Event, rev int64) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if prefix != c.prefix {
-		c.wrong = append(c.wrong, fmt.Sprintf("events of prefix %q", prefix))
+		c.Wrong = append(c.Wrong, fmt.Sprintf("events of prefix %q", prefix))
 	}
+	c.Copy.Apply(events)
 	for _, ev := range events {
-		if ev.Kv.ModRevision <= c.rev {
-			c.wrong = append(c.wrong, fmt.Sprintf("event at revision %d on a copy at %d", ev.Kv.ModRevision, c.rev))
-		}
-		if ev.Type == clientv3.EventTypeDelete {
-			delete(c.state, string(ev.Kv.Key))
-		} else {
-			c.state[string(ev.Kv.Key)] = string(ev.Kv.Value)
-		}
-		c.rev = ev.Kv.ModRevision
 		c.applied = append(c.applied, ev.Kv.ModRevision)
 	}
-	if len(events) == 0 && rev > c.rev {
-		c.rev = rev // a progress notification
+	if len(events) == 0 && rev > c.Rev {
+		c.Rev = rev // a progress notification
 	}
 	return nil
 }
@@ -92,12 +80,12 @@ func (c *copyHandler) snapshot() snapshot {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return snapshot{
-		state:   maps.Clone(c.state),
-		rev:     c.rev,
+		state:   maps.Clone(c.State),
+		rev:     c.Rev,
 		reads:   append([]int64(nil), c.reads...),
 		applied: append([]int64(nil), c.applied...),
 		pauses:  append([]bool(nil), c.pauses...),
-		wrong:   append([]string(nil), c.wrong...),
+		wrong:   append([]string(nil), c.Wrong...),
 	}
 }
 

@@ -35,12 +35,7 @@ func (r burstResult) rows() []row {
 // printBurst writes the burst table, ours beside the reference at every
 // step, then the overload step and the steps at other replica counts.
 func printBurst(w io.Writer, reports []report) {
-	var b *burstResult
-	for _, r := range reports {
-		if d, ok := r.Data.(burstResult); ok {
-			b = &d
-		}
-	}
+	b := resultOf[burstResult](reports)
 	if b == nil {
 		return
 	}

@@ -127,27 +127,12 @@ func printGoals(w io.Writer, goals []goal) {
 
 // evaluate computes every goal from the scenarios' results.
 func evaluate(reports []report) []goal {
-	var (
-		tp   *throughputResult
-		late *latenessResult
-		fo   *failoverResult
-		sc   *scaleResult
-		bu   *burstResult
-	)
+	tp, late := resultOf[throughputResult](reports), resultOf[latenessResult](reports)
+	fo, bu := resultOf[failoverResult](reports), resultOf[burstResult](reports)
+	var sc *scaleResult
 	for _, r := range reports {
-		switch d := r.Data.(type) {
-		case throughputResult:
-			tp = &d
-		case latenessResult:
-			late = &d
-		case failoverResult:
-			fo = &d
-		case burstResult:
-			bu = &d
-		case scaleResult:
-			if d.Jobs == goalScaleJobs {
-				sc = &d
-			}
+		if d, ok := r.Data.(scaleResult); ok && d.Jobs == goalScaleJobs {
+			sc = &d
 		}
 	}
 	var out []goal

@@ -39,16 +39,7 @@ func leanBeside(b *burstResult, n int) string {
 // printLeanFloor writes the lean floor's table: each step beside the burst
 // reference at its N and today's floor at batches of the claim chunk.
 func printLeanFloor(w io.Writer, reports []report) {
-	var lean *leanResult
-	var b *burstResult
-	for _, r := range reports {
-		switch d := r.Data.(type) {
-		case leanResult:
-			lean = &d
-		case burstResult:
-			b = &d
-		}
-	}
+	lean, b := resultOf[leanResult](reports), resultOf[burstResult](reports)
 	if lean == nil {
 		return
 	}

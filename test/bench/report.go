@@ -26,6 +26,17 @@ type report struct {
 	Rows     []row
 }
 
+// resultOf is the data of the last report whose result is a T, or nil.
+func resultOf[T any](reports []report) *T {
+	var found *T
+	for _, r := range reports {
+		if d, ok := r.Data.(T); ok {
+			found = &d
+		}
+	}
+	return found
+}
+
 // printJSON writes one JSON object per line: {"scenario": ..., ...data}.
 func printJSON(w io.Writer, r report) error {
 	data, err := json.Marshal(r.Data)

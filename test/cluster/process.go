@@ -66,6 +66,11 @@ func (p *process) start() error {
 func (p *process) running() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	return p.aliveLocked()
+}
+
+// aliveLocked is running with p.mu held.
+func (p *process) aliveLocked() bool {
 	if p.cmd == nil {
 		return false
 	}
@@ -80,13 +85,8 @@ func (p *process) running() bool {
 func (p *process) signal(sig syscall.Signal) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.cmd == nil {
+	if !p.aliveLocked() {
 		return errNotRunning
-	}
-	select {
-	case <-p.exited:
-		return errNotRunning
-	default:
 	}
 	if err := p.cmd.Process.Signal(sig); err != nil {
 		return fmt.Errorf("cluster: %s %s: %w", sig, p.name, err)

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/etcdsched/scheduler/internal/poll"
+	"github.com/etcdsched/scheduler/internal/wire"
 )
 
 // admissionConfig (SPEC section 11): "sync" runs only when triggered, one
@@ -18,13 +19,7 @@ import (
 // "backlog" ticks every 2s behind a run that never ends, so each tick
 // waits its second of starting_deadline in the queue and is recorded
 // missed.
-const admissionConfig = `
-cluster:
-  data_dir: %[2]s
-  session_ttl: 5s
-api:
-  listen: %[1]s
-worker:
+const admissionConfig = embeddedReplica + `worker:
   shutdown_grace: 2s
 resources:
   - name: partner-api
@@ -101,11 +96,7 @@ func TestDashboardAdmission(t *testing.T) {
 		for _, rec := range runsOf(t, r, "backlog") {
 			want[rec.RunID] = rec.drawn()
 		}
-		var held []struct {
-			Job   string `json:"job"`
-			RunID string `json:"run_id"`
-			Slot  int    `json:"slot"`
-		}
+		var held []wire.Slot
 		getJSON(t, r, "/api/v1/slots", &held)
 		for _, s := range held {
 			if s.Job == "backlog" {
@@ -188,12 +179,7 @@ func apiAdmission(t *testing.T, r *replica) admissionView {
 			v.Slots[fmt.Sprintf("resource/%s/%d", s.Resource, s.Slot)] = fmt.Sprintf("resource | %s | %s | %d | %s", s.RunID, s.Holder, s.FencingToken, s.StartedAt)
 		}
 	}
-	var jobs []struct {
-		Name           string `json:"name"`
-		Running        int    `json:"running"`
-		MaxConcurrency int    `json:"max_concurrency"`
-		Pending        int    `json:"pending"`
-	}
+	var jobs []wire.Job
 	getJSON(t, r, "/api/v1/jobs", &jobs)
 	for _, j := range jobs {
 		if j.Name == "sync" {

@@ -17,13 +17,7 @@ import (
 // backfillConfig: "daily" runs at midnight, so in a test only backfilled
 // and triggered runs show; "fivemin" is paused, so only backfilled runs
 // of its last half hour show.
-const backfillConfig = `
-cluster:
-  data_dir: %[2]s
-  session_ttl: 5s
-api:
-  listen: %[1]s
-jobs:
+const backfillConfig = embeddedReplica + `jobs:
   - name: daily
     schedule: "0 0 * * *"
     exec:

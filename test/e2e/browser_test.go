@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 )
@@ -55,6 +56,12 @@ func browser(t *testing.T) context.Context {
 		t.Fatalf("start %s: %v", path, err)
 	}
 	return ctx
+}
+
+// pollJS waits until the page's js expression is true, looking every
+// 100ms, up to the patience.
+func pollJS(js string) chromedp.Action[chromedp.Void] {
+	return chromedp.Poll[chromedp.Void](js, chromedp.WithPollingInterval(100*time.Millisecond), chromedp.WithPollingTimeout(patience))
 }
 
 // navigate loads url in the tab, waiting up to the patience.

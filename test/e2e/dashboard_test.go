@@ -19,13 +19,7 @@ import (
 // triggered (@manually: no tick at an hour's turn can add a run the test
 // did not ask for), "ping" calls the test's own HTTP target every
 // few seconds so the page has history to show, and "nightly" starts paused.
-const dashboardConfig = `
-cluster:
-  data_dir: %[2]s
-  session_ttl: 5s
-api:
-  listen: %[1]s
-worker:
+const dashboardConfig = embeddedReplica + `worker:
   shutdown_grace: 2s
 resources:
   - name: scratch-disk
@@ -55,17 +49,23 @@ jobs:
       command: ["date", "-u"]
 `
 
+// startDashboard runs a replica of dashboardConfig whose HTTP job calls a
+// target of the test's that answers "pong".
+func startDashboard(t *testing.T) *replica {
+	t.Helper()
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintln(w, "pong from the test's target")
+	}))
+	t.Cleanup(target.Close)
+	return startScheduler(t, nil, dashboardConfig, target.URL)
+}
+
 // TestDashboard drives the page of a real replica in headless Chromium:
 // it sees the leader, triggers runs with the page's buttons and watches
 // them appear, hold slots, finish and be cancelled, all through the page.
 func TestDashboard(t *testing.T) {
 	ctx := browser(t)
-
-	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		fmt.Fprintln(w, "pong from the test's target")
-	}))
-	t.Cleanup(target.Close)
-	r := startScheduler(t, nil, dashboardConfig, target.URL)
+	r := startDashboard(t)
 	id := replicaID(t, r, "")
 
 	// Each step gets the whole patience; on failure the page's text says
@@ -80,8 +80,7 @@ func TestDashboard(t *testing.T) {
 	}
 	until := func(name, js string) {
 		t.Helper()
-		step(name, chromedp.Poll[chromedp.Void](js,
-			chromedp.WithPollingInterval(100*time.Millisecond), chromedp.WithPollingTimeout(patience)))
+		step(name, pollJS(js))
 	}
 	click := func(name, css string) {
 		t.Helper()

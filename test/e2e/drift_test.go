@@ -7,9 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/chromedp/chromedp"
 
 	"github.com/etcdsched/scheduler/internal/poll"
 )
@@ -41,23 +38,16 @@ func TestDashboardFlagsConfigDrift(t *testing.T) {
 `
 	startScheduler(t, []string{"--id", "replica-b", "--etcd-endpoints", strings.Join(endpoints, ",")}, driftConfig, extra)
 
-	sctx, cancel := context.WithTimeout(ctx, 2*patience)
-	defer cancel()
-	err := chromedp.Do(sctx,
-		chromedp.Navigate("http://"+a.Addr+"/"),
-		// With two hashes and two members, the leader's is taken as the
-		// intended one: exactly the other member is flagged.
-		chromedp.Poll[chromedp.Void](`(() => {
-			const rows = document.querySelectorAll('#members tbody tr[data-member]');
-			const odd = document.querySelectorAll('#members tbody tr.drift');
-			const leader = document.querySelector('#leader-id').textContent;
-			return rows.length === 2 && odd.length === 1 && odd[0].dataset.member !== leader &&
-				!document.querySelector('#drift').hidden;
-		})()`, chromedp.WithPollingInterval(100*time.Millisecond), chromedp.WithPollingTimeout(patience)),
-	)
-	if err != nil {
-		t.Fatalf("wait for the drift flag: %v\npage text:\n%s", err, pageText(ctx))
-	}
+	// With two hashes and two members, the leader's is taken as the
+	// intended one: exactly the other member is flagged.
+	navigate(t, ctx, "http://"+a.Addr+"/")
+	waitPage(t, ctx, "wait for the drift flag", `(() => {
+		const rows = document.querySelectorAll('#members tbody tr[data-member]');
+		const odd = document.querySelectorAll('#members tbody tr.drift');
+		const leader = document.querySelector('#leader-id').textContent;
+		return rows.length === 2 && odd.length === 1 && odd[0].dataset.member !== leader &&
+			!document.querySelector('#drift').hidden;
+	})()`)
 	screenshot(t, ctx, "dashboard-drift.png")
 }
 
@@ -123,18 +113,11 @@ func TestDashboardNoDriftAcrossListenAddresses(t *testing.T) {
 		return err == nil && len(ms) == 3 && len(hashes) == 1, fmt.Sprint(seen, err)
 	})
 
-	sctx, cancel := context.WithTimeout(ctx, 2*patience)
-	defer cancel()
-	err := chromedp.Do(sctx,
-		chromedp.Navigate("http://"+a.Addr+"/"),
-		chromedp.Poll[chromedp.Void](`(() => {
-			const rows = document.querySelectorAll('#members tbody tr[data-member]');
-			return rows.length === 3 && document.querySelectorAll('#members tbody tr.drift').length === 0 &&
-				document.querySelector('#drift').hidden && document.querySelector('#leader-id').textContent !== '';
-		})()`, chromedp.WithPollingInterval(100*time.Millisecond), chromedp.WithPollingTimeout(patience)),
-	)
-	if err != nil {
-		t.Fatalf("wait for three members and no drift banner: %v\npage text:\n%s", err, pageText(ctx))
-	}
+	navigate(t, ctx, "http://"+a.Addr+"/")
+	waitPage(t, ctx, "wait for three members and no drift banner", `(() => {
+		const rows = document.querySelectorAll('#members tbody tr[data-member]');
+		return rows.length === 3 && document.querySelectorAll('#members tbody tr.drift').length === 0 &&
+			document.querySelector('#drift').hidden && document.querySelector('#leader-id').textContent !== '';
+	})()`)
 	screenshot(t, ctx, "dashboard-no-drift.png")
 }

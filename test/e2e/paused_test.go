@@ -3,8 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -18,11 +16,7 @@ import (
 // given as the until (SPEC section 19); the screenshot is of that table (the jobs section).
 func TestDashboardShowsPauseReason(t *testing.T) {
 	ctx := browser(t)
-	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		fmt.Fprintln(w, "pong")
-	}))
-	t.Cleanup(target.Close)
-	r := startScheduler(t, nil, dashboardConfig, target.URL)
+	r := startDashboard(t)
 	const reason = "vendor API maintenance (ticket OPS-4521)"
 	until := time.Now().Add(2 * time.Hour).UTC().Truncate(time.Minute)
 	pctx, cancel := context.WithTimeout(t.Context(), patience)
@@ -36,10 +30,10 @@ func TestDashboardShowsPauseReason(t *testing.T) {
 	const cell = `#jobs tr[data-job="ping"] [data-testid="pause"]`
 	err := chromedp.Do(sctx,
 		chromedp.Navigate("http://"+r.Addr+"/"),
-		chromedp.Poll[chromedp.Void](fmt.Sprintf(`(() => {
+		pollJS(fmt.Sprintf(`(() => {
 			const td = document.querySelector(%s);
 			return td !== null && td.querySelector('.pause-reason') !== null && /until /.test(td.textContent);
-		})()`, jsString(cell)), chromedp.WithPollingInterval(100*time.Millisecond), chromedp.WithPollingTimeout(patience)),
+		})()`, jsString(cell))),
 	)
 	if err != nil {
 		t.Fatalf("see ping paused with its reason: %v\npage text:\n%s", err, pageText(ctx))

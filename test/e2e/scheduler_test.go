@@ -94,6 +94,15 @@ type replica struct {
 	err  error         // Wait's answer, set before done closes
 }
 
+// embeddedReplica is the start of a config for startScheduler: one replica
+// on its embedded etcd, its data and API where startScheduler says.
+const embeddedReplica = `cluster:
+  data_dir: %[2]s
+  session_ttl: 5s
+api:
+  listen: %[1]s
+`
+
 // startScheduler writes config, a format whose %[1]s is filled with the
 // API address, %[2]s with the data dir and %[3]s on with args, and runs
 // `scheduler run` with flags on it until the test ends.

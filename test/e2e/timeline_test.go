@@ -14,18 +14,13 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/etcdsched/scheduler/internal/poll"
+	"github.com/etcdsched/scheduler/internal/wire"
 )
 
 // timelineConfig: "quick" succeeds every second, "broken" fails every two,
 // and "crowded" runs longer than its interval with overlap: skip, so some
 // of its ticks are recorded as skipped.
-const timelineConfig = `
-cluster:
-  data_dir: %[2]s
-  session_ttl: 5s
-api:
-  listen: %[1]s
-worker:
+const timelineConfig = embeddedReplica + `worker:
   shutdown_grace: 2s
 jobs:
   - name: quick
@@ -109,12 +104,7 @@ func TestDashboardTimeline(t *testing.T) {
 		post(t, r, "/api/v1/jobs/"+job+"/pause")
 	}
 	poll.Until(t, patience, "every job paused and idle", func() (bool, string) {
-		var jobs []struct {
-			Name    string `json:"name"`
-			Paused  bool   `json:"paused"`
-			Running int    `json:"running"`
-			Pending int    `json:"pending"`
-		}
+		var jobs []wire.Job
 		getJSON(t, r, "/api/v1/jobs", &jobs)
 		for _, j := range jobs {
 			if !j.Paused || j.Running > 0 || j.Pending > 0 {

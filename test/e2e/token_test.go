@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 )
@@ -37,18 +36,15 @@ func TestDashboardAsksForToken(t *testing.T) {
 
 	sctx, cancel := context.WithTimeout(ctx, 3*patience)
 	defer cancel()
-	poll := func(js string) chromedp.Action[chromedp.Void] {
-		return chromedp.Poll[chromedp.Void](js, chromedp.WithPollingInterval(100*time.Millisecond), chromedp.WithPollingTimeout(patience))
-	}
 	err := chromedp.Do(sctx,
 		chromedp.Navigate("http://"+r.Addr+"/"),
 		chromedp.WaitVisible(chromedp.ID("token-input")),
 		chromedp.SendKeys(chromedp.ID("token-input"), "s3cret-token"),
 		chromedp.Click(chromedp.ID("token-save")),
-		poll(`document.querySelector('#leader-id').textContent === `+jsString(id)),
+		pollJS(`document.querySelector('#leader-id').textContent === `+jsString(id)),
 		chromedp.Click(chromedp.CSS(`button[data-action="trigger"][data-job="hello"]`)),
-		poll(`document.querySelector('#runs tbody tr[data-job="hello"][data-outcome="succeeded"]') !== null`),
-		poll(`document.querySelector('#auth').hidden`),
+		pollJS(`document.querySelector('#runs tbody tr[data-job="hello"][data-outcome="succeeded"]') !== null`),
+		pollJS(`document.querySelector('#auth').hidden`),
 	)
 	if err != nil {
 		t.Fatalf("log in and trigger: %v\npage text:\n%s", err, pageText(ctx))

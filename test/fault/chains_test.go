@@ -1,7 +1,6 @@
 package fault
 
 import (
-	"strings"
 	"testing"
 	"time"
 
@@ -48,13 +47,7 @@ func TestCheckerChainsAndNotifications(t *testing.T) {
 			r := &Report{}
 			checkChains(h, r)
 			checkNotifications(h, r)
-			got := strings.Join(r.Violations, "\n")
-			if tt.want == "" && got != "" {
-				t.Fatalf("unexpected violations:\n%s", got)
-			}
-			if tt.want != "" && !strings.Contains(got, tt.want) {
-				t.Fatalf("want a violation containing %q, got:\n%s", tt.want, got)
-			}
+			wantViolation(t, r.Violations, "", tt.want)
 		})
 	}
 }

@@ -111,10 +111,8 @@ func (r *runner) execHolder() (*cluster.Replica, string, int64) {
 	var run string
 	var token int64
 	r.waitFor(30*time.Second, "a replica running "+beatJob, func() bool {
-		ctx, cancel := r.ctx(5 * time.Second)
-		held, err := r.c.Slots(ctx)
-		cancel()
-		if err != nil {
+		held, ok := r.heldSlots()
+		if !ok {
 			return false
 		}
 		for _, s := range held {

@@ -50,24 +50,13 @@ func TestCheckerCutRuns(t *testing.T) {
 			h.Restarts = []Restart{{Replica: "a", Term: tickAt(5), Exit: tickAt(7).Add(50 * time.Millisecond)}}
 			tt.change(h)
 			rep := Check(h)
-			var got []string
-			for _, v := range rep.Violations {
-				if strings.HasPrefix(v, "restart:") {
-					got = append(got, v)
-				}
-			}
 			if s := rep.Cuts.String(); s != tt.cuts {
 				t.Errorf("cuts: got %q, want %q", s, tt.cuts)
 			}
 			if len(rep.Unenforced) != tt.reported {
 				t.Errorf("reported %q; want %d", rep.Unenforced, tt.reported)
 			}
-			if tt.want == "" && len(got) > 0 {
-				t.Fatalf("unexpected violations:\n%s", strings.Join(got, "\n"))
-			}
-			if tt.want != "" && !strings.Contains(strings.Join(got, "\n"), tt.want) {
-				t.Fatalf("want a violation containing %q, got %q", tt.want, got)
-			}
+			wantViolation(t, rep.Violations, "restart:", tt.want)
 		})
 	}
 }

@@ -200,6 +200,30 @@ func (r *runner) ctx(d time.Duration) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), d)
 }
 
+// heldSlots is what the replicas' API lists of the slots, or false when
+// none answered within 5s.
+func (r *runner) heldSlots() ([]client.Slot, bool) {
+	ctx, cancel := r.ctx(5 * time.Second)
+	defer cancel()
+	held, err := r.c.Slots(ctx)
+	return held, err == nil
+}
+
+// etcd is a client of the cluster's etcd and a context of d for its
+// requests; done closes both.
+func (r *runner) etcd(d time.Duration) (*clientv3.Client, context.Context, func()) {
+	r.t.Helper()
+	cli, err := r.c.Client()
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	ctx, cancel := r.ctx(d)
+	return cli, ctx, func() {
+		cancel()
+		_ = cli.Close()
+	}
+}
+
 // waitHealthy: every member and replica runs, every replica is ready and
 // one leads.
 func (r *runner) waitHealthy() {
@@ -247,10 +271,8 @@ func (r *runner) holder() (h, leader *cluster.Replica) {
 	within := 12 * r.sc.ttl
 	poll.Within(within, func() bool {
 		leader, any = r.leader(), nil
-		ctx, cancel := r.ctx(5 * time.Second)
-		held, err := r.c.Slots(ctx)
-		cancel()
-		if err != nil {
+		held, ok := r.heldSlots()
+		if !ok {
 			return false
 		}
 		for _, s := range held {
@@ -425,13 +447,8 @@ func (r *runner) checkNotReady(since time.Time) {
 func (r *runner) history(jobs []Job, resources map[string]int, ticksFrom, healed time.Time) *History {
 	r.t.Helper()
 	now := time.Now()
-	cli, err := r.c.Client()
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	defer cli.Close()
-	ctx, cancel := r.ctx(30 * time.Second)
-	defer cancel()
+	cli, ctx, done := r.etcd(30 * time.Second)
+	defer done()
 	records, recordedAt := map[string]runs.Record{}, map[string]time.Time{}
 	resp, err := cli.Get(ctx, keys.New(prefix).Runs(), clientv3.WithPrefix())
 	if err != nil {
@@ -540,13 +557,8 @@ func (r *runner) leftovers(ctx context.Context, cli *clientv3.Client) []Left {
 // between the two reads was taken before it.
 func (r *runner) notificationsSeen(rcv *receiver) map[string]bool {
 	r.t.Helper()
-	cli, err := r.c.Client()
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	defer cli.Close()
-	ctx, cancel := r.ctx(30 * time.Second)
-	defer cancel()
+	cli, ctx, done := r.etcd(30 * time.Second)
+	defer done()
 	resp, err := cli.Get(ctx, keys.New(prefix).Outbox(), clientv3.WithPrefix())
 	if err != nil {
 		r.t.Fatal(err)

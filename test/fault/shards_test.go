@@ -85,13 +85,7 @@ func TestCheckerShards(t *testing.T) {
 			h.Now = t0.Add(time.Minute)
 			r := &Report{}
 			checkShards(h, r)
-			got := strings.Join(r.Violations, "\n")
-			if tt.want == "" && got != "" {
-				t.Fatalf("unexpected violations:\n%s", got)
-			}
-			if tt.want != "" && !strings.Contains(got, tt.want) {
-				t.Fatalf("want a violation containing %q, got:\n%s", tt.want, got)
-			}
+			wantViolation(t, r.Violations, "", tt.want)
 		})
 	}
 }

@@ -1,0 +1,18 @@
+package etcdtest
+
+import "fmt"
+
+// Config is a scheduler config file for tests that run replicas on an
+// external etcd (endpoint): an isolated key prefix, short session TTLs, the
+// API on a kernel-chosen port, then extra (a jobs section, notify, ...).
+func Config(endpoint, prefix, extra string) string {
+	return fmt.Sprintf(`cluster:
+  etcd:
+    endpoints: [%q]
+    prefix: %s
+  session_ttl: 2s
+  lease_margin: 500ms
+api:
+  listen: 127.0.0.1:0
+%s`, endpoint, prefix, extra)
+}
