@@ -22,6 +22,8 @@ import (
 	"github.com/etcdsched/scheduler/internal/jobs/assign"
 	"github.com/etcdsched/scheduler/internal/jobs/leader"
 	"github.com/etcdsched/scheduler/internal/jobs/metrics"
+	"github.com/etcdsched/scheduler/internal/jobs/outbox"
+	"github.com/etcdsched/scheduler/internal/jobs/pause"
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
 	"github.com/etcdsched/scheduler/internal/jobs/worker"
 	"github.com/etcdsched/scheduler/internal/keys"
@@ -83,10 +85,10 @@ type Engine struct {
 
 	queue    *queue.View
 	specs    *queue.Specs
-	paused   *queue.Paused
+	paused   *pause.View
 	worker   *worker.Worker
 	finished *leader.Finished
-	outbox   *queue.Outbox
+	outbox   *outbox.View
 	workers  *leader.Workers // members/ as the leader assigns and resolves by
 	assign   *assign.Store   // the lean protocol's transactions, the worker's and the leader's
 
@@ -115,12 +117,12 @@ func New(opts Options) (*Engine, error) {
 		clock:         opts.Clock,
 		log:           opts.Logger,
 		metrics:       m,
-		writes:        queue.Writes{Client: opts.Client, Keys: layout, Config: opts.Config},
+		writes:        queue.Writes{Client: opts.Client, Keys: layout},
 		queue:         queue.NewView(layout, opts.Logger, specs),
 		specs:         specs,
-		paused:        queue.NewPaused(layout, opts.Clock),
+		paused:        pause.NewView(layout, opts.Clock),
 		finished:      leader.NewFinished(),
-		outbox:        queue.NewOutbox(),
+		outbox:        outbox.NewView(),
 		workers:       leader.NewWorkers(layout),
 		assign:        assigned,
 		configChanged: make(chan struct{}, 1),

@@ -13,6 +13,7 @@ import (
 	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/jobs/assign"
 	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
+	"github.com/etcdsched/scheduler/internal/jobs/pause"
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
 	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/poll"
@@ -284,7 +285,7 @@ func TestMaxParallelBoundsAssignedRuns(t *testing.T) {
 func TestAnAssignedRunOfAPausedJobIsSkipped(t *testing.T) {
 	exec := &countingExecutor{started: make(chan string, 8)}
 	tw := startTestWorker(t, "/lean-p/", clockwork.NewRealClock(), job("held"), exec, testWorkerOptions{})
-	if _, err := tw.cli.Put(context.Background(), tw.layout.Paused("held"), queue.EncodePause(queue.Pause{Paused: true})); err != nil {
+	if _, err := tw.cli.Put(context.Background(), tw.layout.Paused("held"), pause.Encode(pause.Marker{Paused: true})); err != nil {
 		t.Fatal(err)
 	}
 	poll.For(t, 30*time.Second, "the pause seen", func() bool { return tw.paused.Is("held", false) })

@@ -25,7 +25,7 @@ var errShutdown = errors.New("worker: shutdown grace period over")
 type Worker struct {
 	d       Deps
 	writes  queue.Writes
-	cancels *queue.Cancels
+	cancels *cancels
 	members *members
 	// assigned is this replica's assignments (assigned.go); peers the
 	// other replicas' a backup may take over (assigned_takeover.go).
@@ -73,14 +73,14 @@ func New(d Deps) (*Worker, error) {
 	if err := d.check(); err != nil {
 		return nil, err
 	}
-	w := &Worker{d: d, writes: queue.Writes{Client: d.Client, Keys: d.Keys, Config: d.Config, Batch: d.Batch}, members: newMembers(d.Keys),
+	w := &Worker{d: d, writes: queue.Writes{Client: d.Client, Keys: d.Keys, Batch: d.Batch}, members: newMembers(d.Keys),
 		active: map[string]*activeRun{}, parked: map[string]parkedRun{}, waits: map[string]*waitState{}, behind: map[string]due{},
 		wake: make(chan struct{}, 1), freed: make(chan struct{}), drained: make(chan struct{})}
 	w.assigned = newAssignedView(d.Keys, w.signal)
 	w.peers = newPeerView(d.Keys, d.Clock, d.ID, w.signal)
 	w.members.ids.Subscribe(w.peers.membersChanged)
 	w.abandon, w.abandonCancel = context.WithCancel(context.Background())
-	w.cancels = queue.NewCancels(d.Keys, w.cancelRequested)
+	w.cancels = newCancels(d.Keys, w.cancelRequested)
 	return w, nil
 }
 
