@@ -57,12 +57,6 @@ type Options struct {
 	// keep starting while a dead leader's lease holds the election
 	// (LookaheadFor). Zero: leader.NearLookahead.
 	Lookahead time.Duration
-	// ClaimLead: a worker claims this long before a run is due, so the
-	// claim's round trip is not part of the run's lateness.
-	ClaimLead time.Duration
-	// Backup: a worker that is not the run's preferred worker waits this
-	// long before competing for it, so one worker, not all, claims a run.
-	Backup time.Duration
 	// TracerProvider makes each run attempt's spans (SPEC section 17); nil
 	// exports nothing but still gives targets a trace context.
 	TracerProvider trace.TracerProvider
@@ -137,7 +131,7 @@ func New(opts Options) (*Engine, error) {
 		Client: opts.Client, Keys: layout, ID: opts.ID,
 		Sessions: opts.Sessions, Slots: opts.Slots, Executor: opts.Executor, Batch: opts.Batch,
 		Queue: e.queue, Specs: specs, Paused: e.paused, Config: opts.Config, Metrics: m, Clock: opts.Clock, Log: opts.Logger,
-		ClaimLead: opts.ClaimLead, Backup: opts.Backup, Tracer: tracing.Tracer(opts.TracerProvider),
+		Tracer: tracing.Tracer(opts.TracerProvider),
 		Assign: assigned, Peers: e.workers,
 	})
 	if err != nil {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"time"
 
 	"github.com/jonboulle/clockwork"
 
@@ -32,23 +31,14 @@ func (o *Options) check() error {
 	if !strings.HasPrefix(o.Prefix, "/") || !strings.HasSuffix(o.Prefix, "/") {
 		errs = append(errs, fmt.Errorf("jobs: Prefix %q must start and end with \"/\" (cluster.etcd.prefix), so no other cluster's keys share it", o.Prefix))
 	}
-	for _, d := range []struct {
-		option string
-		v      time.Duration
-	}{{"Lookahead", o.Lookahead}, {"ClaimLead", o.ClaimLead}, {"Backup", o.Backup}} {
-		if d.v < 0 {
-			errs = append(errs, fmt.Errorf("jobs: %s must not be negative, got %v", d.option, d.v))
-		}
+	if o.Lookahead < 0 {
+		errs = append(errs, fmt.Errorf("jobs: Lookahead must not be negative, got %v", o.Lookahead))
 	}
 	if o.Lookahead == 0 {
 		o.Lookahead = leader.NearLookahead
 	}
-	claimLead := o.ClaimLead
-	if claimLead == 0 {
-		claimLead = worker.DefaultClaimLead
-	}
-	if o.Lookahead > 0 && o.Lookahead <= claimLead {
-		errs = append(errs, fmt.Errorf("jobs: Lookahead (%v) must be longer than ClaimLead (%v): a run's entry must be queued before its worker claims it", o.Lookahead, claimLead))
+	if o.Lookahead > 0 && o.Lookahead <= worker.DefaultClaimLead {
+		errs = append(errs, fmt.Errorf("jobs: Lookahead (%v) must be longer than the worker's claim lead (%v): a run's entry must be queued before its worker claims it", o.Lookahead, worker.DefaultClaimLead))
 	}
 	if o.Clock == nil {
 		o.Clock = clockwork.NewRealClock()
