@@ -3,7 +3,9 @@
 // one transaction (SPEC rule 3), applies the job's overlap policy when every
 // slot is taken, executes the target under a context that ends before the
 // lease can (rule 5), and releases the slots with the run's record in one
-// owner-checked transaction (rule 4). The worker never writes a fenced key.
+// owner-checked transaction (rule 4); it stops a run it holds when a
+// cancel request for it appears (cancels.go). The worker never writes a
+// fenced key.
 package worker
 
 import (
