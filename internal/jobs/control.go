@@ -9,6 +9,8 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/etcdsched/scheduler/config"
+	"github.com/etcdsched/scheduler/internal/jobs/follow"
+	"github.com/etcdsched/scheduler/internal/jobs/pause"
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
 	"github.com/etcdsched/scheduler/internal/runs"
 )
@@ -81,8 +83,8 @@ func (e *Engine) Pause(ctx context.Context, name string, req PauseRequest) (JobS
 	if len(req.Reason) > MaxPauseReason {
 		return JobStatus{}, fmt.Errorf("%w: job %q: the pause reason is %d bytes; shorten it to at most %d", ErrBadPause, name, len(req.Reason), MaxPauseReason)
 	}
-	p := queue.Pause{Reason: req.Reason, At: now.UTC(), Until: req.Until.UTC()}
-	put, err := e.opts.Client.Put(ctx, e.keys.Paused(name), queue.EncodePause(p))
+	p := pause.Marker{Reason: req.Reason, At: now.UTC(), Until: req.Until.UTC()}
+	put, err := e.opts.Client.Put(ctx, e.keys.Paused(name), pause.Encode(p))
 	if err != nil {
 		return JobStatus{}, fmt.Errorf("jobs: pause %s: %w", name, err)
 	}
@@ -99,7 +101,7 @@ func (e *Engine) Resume(ctx context.Context, name string) (JobStatus, error) {
 	}
 	var rev int64
 	if j.Paused {
-		put, err := e.opts.Client.Put(ctx, e.keys.Paused(name), queue.Resumed)
+		put, err := e.opts.Client.Put(ctx, e.keys.Paused(name), pause.Resumed)
 		if err != nil {
 			return JobStatus{}, fmt.Errorf("jobs: resume %s: %w", name, err)
 		}
@@ -152,7 +154,7 @@ func (e *Engine) Cancel(ctx context.Context, runID, reason string) error {
 			q = r // what its end causes, when the job left the config, follows from its spec
 		}
 		rec := q.NotStarted(runs.Cancelled, e.clock.Now(), "cancelled before it started: "+reason)
-		ok, err := e.writes.EndUnstarted(ctx, q, &rec)
+		ok, err := e.writes.IfUnchanged(ctx, q, follow.Unstarted(e.keys, e.opts.Config(), q, &rec)...)
 		if err != nil {
 			return fmt.Errorf("jobs: cancel %s: %w", runID, err)
 		}

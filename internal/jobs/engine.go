@@ -22,6 +22,8 @@ import (
 	"github.com/etcdsched/scheduler/internal/jobs/assign"
 	"github.com/etcdsched/scheduler/internal/jobs/leader"
 	"github.com/etcdsched/scheduler/internal/jobs/metrics"
+	"github.com/etcdsched/scheduler/internal/jobs/outbox"
+	"github.com/etcdsched/scheduler/internal/jobs/pause"
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
 	"github.com/etcdsched/scheduler/internal/jobs/worker"
 	"github.com/etcdsched/scheduler/internal/keys"
@@ -55,12 +57,6 @@ type Options struct {
 	// keep starting while a dead leader's lease holds the election
 	// (LookaheadFor). Zero: leader.NearLookahead.
 	Lookahead time.Duration
-	// ClaimLead: a worker claims this long before a run is due, so the
-	// claim's round trip is not part of the run's lateness.
-	ClaimLead time.Duration
-	// Backup: a worker that is not the run's preferred worker waits this
-	// long before competing for it, so one worker, not all, claims a run.
-	Backup time.Duration
 	// TracerProvider makes each run attempt's spans (SPEC section 17); nil
 	// exports nothing but still gives targets a trace context.
 	TracerProvider trace.TracerProvider
@@ -83,10 +79,10 @@ type Engine struct {
 
 	queue    *queue.View
 	specs    *queue.Specs
-	paused   *queue.Paused
+	paused   *pause.View
 	worker   *worker.Worker
 	finished *leader.Finished
-	outbox   *queue.Outbox
+	outbox   *outbox.View
 	workers  *leader.Workers // members/ as the leader assigns and resolves by
 	assign   *assign.Store   // the lean protocol's transactions, the worker's and the leader's
 
@@ -115,12 +111,12 @@ func New(opts Options) (*Engine, error) {
 		clock:         opts.Clock,
 		log:           opts.Logger,
 		metrics:       m,
-		writes:        queue.Writes{Client: opts.Client, Keys: layout, Config: opts.Config},
+		writes:        queue.Writes{Client: opts.Client, Keys: layout},
 		queue:         queue.NewView(layout, opts.Logger, specs),
 		specs:         specs,
-		paused:        queue.NewPaused(layout, opts.Clock),
+		paused:        pause.NewView(layout, opts.Clock),
 		finished:      leader.NewFinished(),
-		outbox:        queue.NewOutbox(),
+		outbox:        outbox.NewView(),
 		workers:       leader.NewWorkers(layout),
 		assign:        assigned,
 		configChanged: make(chan struct{}, 1),
@@ -135,7 +131,7 @@ func New(opts Options) (*Engine, error) {
 		Client: opts.Client, Keys: layout, ID: opts.ID,
 		Sessions: opts.Sessions, Slots: opts.Slots, Executor: opts.Executor, Batch: opts.Batch,
 		Queue: e.queue, Specs: specs, Paused: e.paused, Config: opts.Config, Metrics: m, Clock: opts.Clock, Log: opts.Logger,
-		ClaimLead: opts.ClaimLead, Backup: opts.Backup, Tracer: tracing.Tracer(opts.TracerProvider),
+		Tracer: tracing.Tracer(opts.TracerProvider),
 		Assign: assigned, Peers: e.workers,
 	})
 	if err != nil {

@@ -58,9 +58,9 @@ func startNode(t *testing.T, endpoints []string, id string, cfg *config.Config) 
 // timing overrides the engine's timings; zero keeps its defaults. Reg and
 // Log, when set, take the node's metrics and log lines.
 type timing struct {
-	Lookahead, ClaimLead, Backup time.Duration
-	Reg                          prometheus.Registerer
-	Log                          *slog.Logger
+	Lookahead time.Duration
+	Reg       prometheus.Registerer
+	Log       *slog.Logger
 }
 
 // startNodeWith lets a test set the engine's timings.
@@ -76,8 +76,8 @@ func startNodeWith(t *testing.T, endpoints []string, id string, cfg *config.Conf
 	var err error
 	n.Node, err = replica.NewNode(replica.NodeOptions{
 		Client: cli, ID: id, APIAddr: "127.0.0.1:0", Config: n.config, ConfigHash: cfg.Hash(),
-		Logger: logger, KillGrace: time.Second, Reg: tm.Reg,
-		Lookahead: tm.Lookahead, ClaimLead: tm.ClaimLead, Backup: tm.Backup,
+		Logger: logger, Reg: tm.Reg,
+		Lookahead: tm.Lookahead,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -31,15 +31,10 @@ func (o *Options) check() error {
 	if !strings.HasPrefix(o.Prefix, "/") || !strings.HasSuffix(o.Prefix, "/") {
 		errs = append(errs, fmt.Errorf("jobs: Prefix %q must start and end with \"/\" (cluster.etcd.prefix), so no other cluster's keys share it", o.Prefix))
 	}
-	errs = append(errs, required.NotNegative("jobs",
-		required.Duration{Name: "Lookahead", Value: o.Lookahead},
-		required.Duration{Name: "ClaimLead", Value: o.ClaimLead},
-		required.Duration{Name: "Backup", Value: o.Backup})...)
+	errs = append(errs, required.NotNegative("jobs", required.Duration{Name: "Lookahead", Value: o.Lookahead})...)
 	required.Or(&o.Lookahead, leader.NearLookahead)
-	claimLead := o.ClaimLead
-	required.Or(&claimLead, worker.DefaultClaimLead)
-	if o.Lookahead > 0 && o.Lookahead <= claimLead {
-		errs = append(errs, fmt.Errorf("jobs: Lookahead (%v) must be longer than ClaimLead (%v): a run's entry must be queued before its worker claims it", o.Lookahead, claimLead))
+	if o.Lookahead > 0 && o.Lookahead <= worker.DefaultClaimLead {
+		errs = append(errs, fmt.Errorf("jobs: Lookahead (%v) must be longer than the worker's claim lead (%v): a run's entry must be queued before its worker claims it", o.Lookahead, worker.DefaultClaimLead))
 	}
 	required.Or(&o.Clock, clockwork.NewRealClock())
 	required.Or(&o.Logger, slog.New(slog.DiscardHandler))

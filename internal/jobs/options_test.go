@@ -38,12 +38,8 @@ func TestNewRefuses(t *testing.T) {
 			[]string{`jobs: Prefix "/sched" must start and end with "/" (cluster.etcd.prefix)`}},
 		{"empty prefix", func(o *jobs.Options) { o.Prefix = "" }, []string{`jobs: Prefix "" must start and end with "/"`}},
 		{"negative lookahead", func(o *jobs.Options) { o.Lookahead = -time.Second }, []string{"jobs: Lookahead must not be negative, got -1s"}},
-		{"negative claim lead", func(o *jobs.Options) { o.ClaimLead = -time.Millisecond }, []string{"jobs: ClaimLead must not be negative, got -1ms"}},
-		{"negative backup", func(o *jobs.Options) { o.Backup = -time.Millisecond }, []string{"jobs: Backup must not be negative, got -1ms"}},
-		{"lookahead within the claim lead", func(o *jobs.Options) { o.Lookahead, o.ClaimLead = 100*time.Millisecond, 100*time.Millisecond },
-			[]string{"jobs: Lookahead (100ms) must be longer than ClaimLead (100ms): a run's entry must be queued before its worker claims it"}},
-		{"lookahead within the default claim lead", func(o *jobs.Options) { o.Lookahead = 10 * time.Millisecond },
-			[]string{"jobs: Lookahead (10ms) must be longer than ClaimLead (25ms)"}},
+		{"lookahead within the claim lead", func(o *jobs.Options) { o.Lookahead = 25 * time.Millisecond },
+			[]string{"jobs: Lookahead (25ms) must be longer than the worker's claim lead (25ms): a run's entry must be queued before its worker claims it"}},
 		{"every problem at once", func(o *jobs.Options) { o.Client, o.ID = nil, "" }, []string{"jobs: Client is required", "jobs: ID is required"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/etcdtest"
+	"github.com/etcdsched/scheduler/internal/jobs/follow"
 	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
 	"github.com/etcdsched/scheduler/internal/keys"
@@ -291,7 +292,7 @@ func TestShardedTickRedoneAfterAPartialWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := shards[0].Finished(runs.Succeeded, 0, 1, at, at)
-	ops, _ := queue.End(k, cfg, k.Entry("redo", shards[0].RunID), shards[0], &rec, at)
+	ops, _ := follow.End(k, cfg, k.Entry("redo", shards[0].RunID), shards[0], &rec, at)
 	if _, err := cli.Txn(t.Context()).Then(ops...).Commit(); err != nil {
 		t.Fatal(err)
 	}

@@ -58,12 +58,9 @@ type NodeOptions struct {
 	StartedAt  time.Time // of the process, in the member record; zero: now
 	Logger     *slog.Logger
 	Reg        prometheus.Registerer // nil registers nothing
-	// Engine timings; zero keeps the engine's defaults, but for the
-	// lookahead: zero covers a leader's death at the configured
-	// session_ttl (jobs.LookaheadFor).
-	Lookahead, ClaimLead, Backup time.Duration
-	// KillGrace overrides the executor's default SIGTERM-to-SIGKILL grace.
-	KillGrace time.Duration
+	// Lookahead is the engine's (jobs.Options); zero covers a leader's
+	// death at the configured session_ttl (jobs.LookaheadFor).
+	Lookahead time.Duration
 }
 
 // NewNode builds the stack; nothing runs until Start.
@@ -104,12 +101,12 @@ func NewNode(o NodeOptions) (*Node, error) {
 		// ticks materialized that far ahead keep runs starting meanwhile.
 		o.Lookahead = jobs.LookaheadFor(cfg.Cluster.SessionTTL.D())
 	}
-	n.Exec = target.New(target.Options{Logger: o.Logger.With("component", "target"), DefaultKillGrace: o.KillGrace})
+	n.Exec = target.New(target.Options{Logger: o.Logger.With("component", "target")})
 	n.Engine, err = jobs.New(jobs.Options{
 		Client: o.Client, Prefix: prefix, ID: o.ID,
 		Sessions: n.Sessions, Slots: n.Slots, Executor: n.Exec, Batch: n.Batch,
 		Config: o.Config, Logger: o.Logger.With("component", "jobs"), Reg: o.Reg,
-		Lookahead: o.Lookahead, ClaimLead: o.ClaimLead, Backup: o.Backup, TracerProvider: n.Tracing.TracerProvider(),
+		Lookahead: o.Lookahead, TracerProvider: n.Tracing.TracerProvider(),
 	})
 	if err != nil {
 		n.abort()

@@ -93,8 +93,8 @@ func TestBatchedClaimsKeepTheirOwnCompares(t *testing.T) {
 	reqs := []Request{
 		// a: takes its slot and rewrites its entry.
 		{Job: "a", MaxConcurrency: 1, Value: Value{RunID: "a@1"},
-			If:   []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(entry), ">", 0)},
-			Then: []clientv3.Op{clientv3.OpPut(entry, "running")}},
+			If:      []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(entry), ">", 0)},
+			ThenFor: func(slot int) []clientv3.Op { return []clientv3.Op{clientv3.OpPut(entry, runningOn(slot))} }},
 		// b: its caller's compare fails (no such entry).
 		{Job: "b", MaxConcurrency: 1, Value: Value{RunID: "b@1"},
 			If: []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(layout.Entry("b", "b@1")), ">", 0)}},
@@ -143,7 +143,7 @@ func TestBatchedClaimsKeepTheirOwnCompares(t *testing.T) {
 			t.Fatalf("%s created at %d, token %d", h.Key(), held[h.Key()], h.Token)
 		}
 	}
-	if resp, err := cli.Get(ctx, entry); err != nil || string(resp.Kvs[0].Value) != "running" {
+	if resp, err := cli.Get(ctx, entry); err != nil || string(resp.Kvs[0].Value) != runningOn(a.h.Slot) {
 		t.Fatalf("a's entry: %v %v", resp, err)
 	}
 

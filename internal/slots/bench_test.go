@@ -90,21 +90,22 @@ func BenchmarkClaimReleaseWithResource(b *testing.B) {
 	lat := make([]time.Duration, 0, 4096)
 	n := 0
 	for b.Loop() {
-		queueKey := fmt.Sprintf("%squeue/bench/bench@%d", testPrefix, n)
-		if _, err := cli.Put(ctx, queueKey, "pending"); err != nil {
+		entry := fmt.Sprintf("%squeue/bench/bench@%d", testPrefix, n)
+		read, err := cli.Put(ctx, entry, "pending")
+		if err != nil {
 			b.Fatal(err)
 		}
 		t0 := time.Now()
 		h, err := sem.Claim(ctx, sess, Request{
 			Job: "bench", MaxConcurrency: 16, Resources: []Resource{{"db", 16}},
-			Value: Value{RunID: fmt.Sprintf("bench@%d", n)},
-			If:    []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(queueKey), ">", 0)},
-			Then:  []clientv3.Op{clientv3.OpDelete(queueKey)},
+			Value:   Value{RunID: fmt.Sprintf("bench@%d", n)},
+			If:      []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(entry), "=", read.Header.Revision)},
+			ThenFor: func(slot int) []clientv3.Op { return []clientv3.Op{clientv3.OpPut(entry, runningOn(slot))} },
 		})
 		if err != nil {
 			b.Fatal(err)
 		}
-		if err := sem.Release(ctx, h, clientv3.OpPut(fmt.Sprintf("%sruns/bench/bench@%d", testPrefix, n), "{}")); err != nil {
+		if err := sem.Release(ctx, h, clientv3.OpPut(fmt.Sprintf("%sruns/bench/bench@%d", testPrefix, n), "{}"), clientv3.OpDelete(entry)); err != nil {
 			b.Fatal(err)
 		}
 		lat = append(lat, time.Since(t0))

@@ -35,14 +35,12 @@ type Request struct {
 	// Value is stored in every claimed key; Value.RunID is required, since
 	// it is how a claim whose response was lost is recognised.
 	Value Value
-	// If and Then are the caller's compares and operations, applied in the
-	// claim's transaction: the engine checks that the queue entry is as it
-	// saw it and rewrites it as running, so the run is marked running
-	// exactly when it gets its slot (SPEC rule 3).
-	If   []clientv3.Cmp
-	Then []clientv3.Op
-	// ThenFor, when set, adds operations that depend on the job slot index
-	// the claim picked (the engine records it in the running entry).
+	// If and ThenFor are the caller's compares and operations, applied in
+	// the claim's transaction: the engine checks that the queue entry is as
+	// it saw it and rewrites it as running, with the job slot index the
+	// claim picked (ThenFor's slot), so the run is marked running exactly
+	// when it gets its slot (SPEC rule 3).
+	If      []clientv3.Cmp
 	ThenFor func(slot int) []clientv3.Op
 	// Key is the run's concurrency key: MaxConcurrency then holds per key
 	// (slots/<job>/<key>/<i>).
@@ -147,7 +145,7 @@ func (s *Semaphore) Claim(ctx context.Context, sess *session.Session, req Reques
 		}
 		keys := p.keys(s.prefix, req)
 		slotCmps := make([]clientv3.Cmp, len(keys))
-		then := make([]clientv3.Op, 0, len(keys)+len(req.Then))
+		then := make([]clientv3.Op, 0, len(keys))
 		for i, k := range keys {
 			slotCmps[i] = clientv3.Compare(clientv3.CreateRevision(k), "=", 0)
 			then = append(then, clientv3.OpPut(k, string(value), clientv3.WithLease(sess.Lease())))
@@ -155,7 +153,6 @@ func (s *Semaphore) Claim(ctx context.Context, sess *session.Session, req Reques
 		rateCmps, rateThen := rateOps(rp, stamp{At: req.Start.UTC(), RunID: req.Value.RunID, Holder: req.Value.Holder})
 		slotCmps = append(slotCmps, rateCmps...)
 		then = append(then, rateThen...)
-		then = append(then, req.Then...)
 		if req.ThenFor != nil {
 			then = append(then, req.ThenFor(p.slot)...)
 		}

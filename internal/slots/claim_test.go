@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -18,32 +19,39 @@ import (
 	"github.com/etcdsched/scheduler/internal/poll"
 )
 
-// The dispatch engine's queue entry leaves the queue exactly when the run
-// gets its slot: the second claim of the same entry changes nothing.
+// The engine's queue entry is rewritten as running in the claim's own
+// transaction, with the slot the claim picked: its new ModRevision is the
+// slot's token, and a second claim of the entry as it was read changes
+// nothing.
 func TestClaimAppliesCallerOpsAtomically(t *testing.T) {
 	cli, sess, ctx := claimSetup(t)
 	sem := startSemaphore(t, cli)
 
-	queueKey := keys.New(testPrefix).Entry("j", "j@1")
-	if _, err := cli.Put(ctx, queueKey, "pending"); err != nil {
+	entry := keys.New(testPrefix).Entry("j", "j@1")
+	read, err := cli.Put(ctx, entry, "pending")
+	if err != nil {
 		t.Fatal(err)
 	}
 	req := func(holder string) Request {
 		return Request{
 			Job: "j", MaxConcurrency: 2,
-			Value: Value{RunID: "j@1", Holder: holder},
-			If:    []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(queueKey), ">", 0)},
-			Then:  []clientv3.Op{clientv3.OpDelete(queueKey)},
+			Value:   Value{RunID: "j@1", Holder: holder},
+			If:      []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(entry), "=", read.Header.Revision)},
+			ThenFor: func(slot int) []clientv3.Op { return []clientv3.Op{clientv3.OpPut(entry, runningOn(slot))} },
 		}
 	}
 	h, err := sem.Claim(ctx, sess, req("a"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	keys := keysUnder(t, cli, testPrefix)
-	if _, queued := keys[queueKey]; queued {
-		t.Error("queue entry survived its claim")
+	resp, err := cli.Get(ctx, entry)
+	if err != nil {
+		t.Fatal(err)
 	}
+	if kv := resp.Kvs[0]; string(kv.Value) != runningOn(h.Slot) || kv.ModRevision != h.Token {
+		t.Errorf("entry after its claim: %q at revision %d, want %q at the token %d", kv.Value, kv.ModRevision, runningOn(h.Slot), h.Token)
+	}
+	keys := keysUnder(t, cli, testPrefix)
 	if keys[h.Key()] != h.Token {
 		t.Errorf("slot %s has create revision %d, held token %d", h.Key(), keys[h.Key()], h.Token)
 	}
@@ -60,6 +68,9 @@ func TestClaimAppliesCallerOpsAtomically(t *testing.T) {
 		t.Errorf("holder context cause = %v, want %v", context.Cause(h.Context()), ErrReleased)
 	}
 }
+
+// runningOn is a test's running entry: what a claim of slot writes.
+func runningOn(slot int) string { return "running on slot " + strconv.Itoa(slot) }
 
 // frozenSemaphore has read the (empty) view once and stopped watching, so
 // its claims believe every slot is free and only the transaction can tell.
@@ -217,7 +228,7 @@ scheduler_slots_in_use{job="j"} JOB
 
 // A claim whose response is lost (it arrives after the caller's deadline)
 // is resolved by reading the slot back: the caller gets the slot that was
-// created, with its token, and its queue entry is gone with it (SPEC rule 7).
+// created, with its token, and its queue entry rewritten running with it.
 func TestLostClaimResponseIsReadBack(t *testing.T) {
 	cluster := etcdtest.Start(t)
 	proxy := etcdtest.NewProxy(t, cluster.Endpoints()[0])
@@ -230,8 +241,9 @@ func TestLostClaimResponseIsReadBack(t *testing.T) {
 	}
 	runSemaphore(t, sem)
 	sess, ctx := sessionFor(t, cli)
-	queueKey := keys.New(testPrefix).Entry("j", "j@1")
-	if _, err := observer.Put(ctx, queueKey, "pending"); err != nil {
+	entry := keys.New(testPrefix).Entry("j", "j@1")
+	read, err := observer.Put(ctx, entry, "pending")
+	if err != nil {
 		t.Fatal(err)
 	}
 
@@ -240,8 +252,8 @@ func TestLostClaimResponseIsReadBack(t *testing.T) {
 	defer claimCancel()
 	h, err := sem.Claim(claimCtx, sess, Request{
 		Job: "j", MaxConcurrency: 3, Value: Value{RunID: "j@1"},
-		If:   []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(queueKey), ">", 0)},
-		Then: []clientv3.Op{clientv3.OpDelete(queueKey)},
+		If:      []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(entry), "=", read.Header.Revision)},
+		ThenFor: func(slot int) []clientv3.Op { return []clientv3.Op{clientv3.OpPut(entry, runningOn(slot))} },
 	})
 	proxy.SetDelay(0, 0)
 	if err != nil {
@@ -251,8 +263,15 @@ func TestLostClaimResponseIsReadBack(t *testing.T) {
 		t.Fatalf("the response was not lost, so nothing was read back; logs: %v", logs.Records())
 	}
 	keys := keysUnder(t, observer, testPrefix)
-	if len(keys) != 1 || keys[h.Key()] != h.Token {
+	if len(keys) != 2 || keys[h.Key()] != h.Token {
 		t.Fatalf("keys after the claim: %v; held %s with token %d", keys, h.Key(), h.Token)
+	}
+	resp, err := observer.Get(ctx, entry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kv := resp.Kvs[0]; string(kv.Value) != runningOn(h.Slot) || kv.ModRevision != h.Token {
+		t.Errorf("entry after the claim read back: %q at revision %d, want %q at the token %d", kv.Value, kv.ModRevision, runningOn(h.Slot), h.Token)
 	}
 	if err := sem.Release(ctx, h); err != nil {
 		t.Fatal(err)

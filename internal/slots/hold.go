@@ -72,7 +72,7 @@ func (s *Semaphore) ClaimHeld(ctx context.Context, sess *session.Session, req Re
 			return nil, fmt.Errorf("slots: claim held %s: %w", req.Job, err)
 		}
 		rateCmps, rateThen := rateOps(rp, stamp{At: req.Start.UTC(), RunID: req.Value.RunID, Holder: req.Value.Holder})
-		then := append(rateThen, req.Then...)
+		then := rateThen
 		if req.ThenFor != nil {
 			then = append(then, req.ThenFor(slot)...)
 		}

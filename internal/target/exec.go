@@ -116,7 +116,7 @@ func (e *Executor) doExec(ctx context.Context, spec *config.Exec, run Run) Resul
 func (e *Executor) execSpec(ex *config.Exec, run Run) (spec, error) {
 	grace := ex.KillGrace.D()
 	if grace <= 0 {
-		grace = e.killGrace
+		grace = defaultKillGrace
 	}
 	// exec.Command resolves the name with the scheduler's PATH, as it
 	// always has; the supervisor gets the result and resolves nothing.

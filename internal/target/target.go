@@ -20,22 +20,13 @@ const (
 	// guards a Job built in code so a run can never be unbounded.
 	defaultTimeout = time.Hour
 	// defaultKillGrace is how long a process group gets between SIGTERM and
-	// SIGKILL when neither the job nor the Options say.
+	// SIGKILL when the job does not say (kill_grace).
 	defaultKillGrace = 10 * time.Second
 )
 
 // Options configure an Executor. The zero value is usable.
 type Options struct {
 	Logger *slog.Logger
-	// Transport replaces the shared HTTP transport, for tests or proxies.
-	Transport http.RoundTripper
-	// DefaultKillGrace applies to exec jobs without kill_grace; 10s if zero.
-	DefaultKillGrace time.Duration
-	// Supervisor is the binary started with SupervisorArg to supervise each
-	// exec run (see Supervise). Empty means this very binary when its main
-	// calls Supervise; otherwise exec runs are started unsupervised, and a
-	// command outlives a replica killed with SIGKILL.
-	Supervisor string
 }
 
 // Executor runs targets. It is safe for concurrent use; HTTP runs share one
@@ -46,31 +37,25 @@ type Executor struct {
 	// Two clients over one transport: redirects are a per-job choice, and
 	// http.Client takes it as a client setting, not a request setting.
 	follow, noFollow *http.Client
-	killGrace        time.Duration
-	supervisor       string // empty: exec runs are started by this process
-	cgroupDir        string // where run cgroups are made; empty: none
+	// supervisor is this binary, started with SupervisorArg to supervise
+	// each exec run (see Supervise), when its main calls Supervise; empty:
+	// exec runs are started unsupervised, and a command outlives a replica
+	// killed with SIGKILL.
+	supervisor string
+	cgroupDir  string // where run cgroups are made; empty: none
 }
 
 // New returns an Executor.
 func New(opts Options) *Executor {
 	e := &Executor{
 		log:       opts.Logger,
-		transport: opts.Transport,
-		killGrace: opts.DefaultKillGrace,
+		transport: newTransport(),
 	}
 	if e.log == nil {
 		e.log = slog.New(slog.DiscardHandler)
 	}
 	e.log = e.log.With("component", "target")
-	if e.transport == nil {
-		e.transport = newTransport()
-	}
-	if e.killGrace <= 0 {
-		e.killGrace = defaultKillGrace
-	}
-	e.supervisor = opts.Supervisor
 	switch self, err := selfExe(); {
-	case e.supervisor != "":
 	case !supervisorReady.Load():
 		e.log.Warn("exec runs are not supervised: a command outlives a replica killed with SIGKILL",
 			"reason", "this binary's main does not call target.Supervise")

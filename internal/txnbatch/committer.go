@@ -38,11 +38,12 @@ var (
 	ErrNotSent = errors.New("txnbatch: not sent")
 )
 
-// Txn is one caller's transaction.
+// Txn is one caller's transaction: Then applies if every compare of If
+// holds. A caller that wants to read what refused it nests a transaction
+// with its own else in Then (the slot claim does).
 type Txn struct {
 	If   []clientv3.Cmp
 	Then []clientv3.Op
-	Else []clientv3.Op
 }
 
 // Options bound a batch; zero values take the defaults, which fit etcd's
@@ -120,7 +121,7 @@ func New(kv clientv3.KV, opts Options) (*Committer, error) {
 }
 
 // Commit applies t, alone or beside others, and returns its own outcome:
-// Succeeded and the responses of its Then or Else, with the header of the
+// Succeeded and the responses of its Then, with the header of the
 // commit that carried it (its revision is that of t's writes).
 //
 // Errors: ErrNotSent (wrapping ctx's error) when ctx ended before t was
@@ -269,7 +270,7 @@ func (c *Committer) commit(batch []*call) {
 	ctx, done := c.sendCtx(batch)
 	ops := make([]clientv3.Op, len(batch))
 	for i, cl := range batch {
-		ops[i] = clientv3.OpTxn(cl.txn.If, cl.txn.Then, cl.txn.Else)
+		ops[i] = clientv3.OpTxn(cl.txn.If, cl.txn.Then, nil)
 	}
 	resp, err := c.kv.Txn(ctx).Then(ops...).Commit()
 	done()
@@ -302,7 +303,7 @@ func (c *Committer) alone(cl *call) result {
 	}
 	ctx, done := c.sendCtx([]*call{cl})
 	defer done()
-	resp, err := c.kv.Txn(ctx).If(cl.txn.If...).Then(cl.txn.Then...).Else(cl.txn.Else...).Commit()
+	resp, err := c.kv.Txn(ctx).If(cl.txn.If...).Then(cl.txn.Then...).Commit()
 	return result{resp: resp, err: err}
 }
 

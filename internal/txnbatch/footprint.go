@@ -56,7 +56,7 @@ const (
 
 func footprintOf(t Txn) footprint {
 	var f footprint
-	f.cost = f.add(t.If, t.Then, t.Else)
+	f.cost = f.add(t.If, t.Then, nil)
 	return f
 }
 

@@ -6,7 +6,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/etcdsched/scheduler/internal/jobs/queue"
+	"github.com/etcdsched/scheduler/internal/jobs/follow"
 )
 
 // commitPlan writes one assignment's resolution, fenced and compared with
@@ -48,7 +48,7 @@ func (s *Store) commitPlan(ctx context.Context, fence clientv3.Cmp, snap Snapsho
 func (s *Store) packParts(st *Stored, guards int, items []planItem, last planItem) ([]planItem, error) {
 	fits := func(p planItem) bool {
 		width := max(guards+len(p.cmps), len(p.ops))
-		return width+queue.NestedDepth(p.ops) <= s.maxOps
+		return width+follow.NestedDepth(p.ops) <= s.maxOps
 	}
 	var parts []planItem
 	var cur planItem

@@ -8,6 +8,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/config"
+	"github.com/etcdsched/scheduler/internal/jobs/follow"
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
 	"github.com/etcdsched/scheduler/internal/schedule"
 )
@@ -21,7 +22,7 @@ const (
 	// takes the one-job path.
 	batchMaxTicks = 8
 	// batchMaxNested is what etcd leaves the nested transactions of a
-	// batch (queue.NestedDepth): a chained run and a health transition need
+	// batch (follow.NestedDepth): a chained run and a health transition need
 	// 2, a chained run recorded skipped more (its record, notifications and
 	// chained runs); a tick whose writes need more takes the one-job path.
 	batchMaxNested = 128 - batchMaxCompares
@@ -96,9 +97,9 @@ func (l *leader) batchable(j *config.Job, now time.Time) (batchItem, bool) {
 		runID, ops, h := l.tickOps(cfg, j, t, now)
 		it.runIDs = append(it.runIDs, runID)
 		it.writes = append(it.writes, ops...)
-		it.health = queue.MergeHealth(it.health, h) // one transition a job: the last tick's
+		it.health = follow.MergeHealth(it.health, h) // one transition a job: the last tick's
 	}
-	if it.ops() > batchMaxOps || queue.NestedDepth(it.writes) > batchMaxNested {
+	if it.ops() > batchMaxOps || follow.NestedDepth(it.writes) > batchMaxNested {
 		return batchItem{}, false // many sinks or chains: alone, a tick a transaction
 	}
 	return it, true
@@ -111,10 +112,10 @@ func (l *leader) chunk(j *config.Job, cfg *config.Config, ticks []plannedTick, n
 	it := batchItem{job: j, known: known, has: has}
 	for n, t := range ticks {
 		runID, ops, h := l.tickOps(cfg, j, t, now)
-		h = queue.MergeHealth(it.health, h)
+		h = follow.MergeHealth(it.health, h)
 		// The fence, the cursor, two per tick; the cursor's put, the
 		// writes and one health transition.
-		if 2+2*(n+1) > batchMaxCompares || 1+len(it.writes)+len(ops)+len(h) > batchMaxOps || queue.NestedDepth(ops) > batchMaxNested {
+		if 2+2*(n+1) > batchMaxCompares || 1+len(it.writes)+len(ops)+len(h) > batchMaxOps || follow.NestedDepth(ops) > batchMaxNested {
 			break
 		}
 		it.runIDs = append(it.runIDs, runID)
@@ -144,7 +145,7 @@ func (l *leader) writeBatch(ctx context.Context, items []batchItem) (ok bool, er
 			cmps = append(cmps, l.absent(name, runID)...)
 		}
 		ops = append(ops, it.writes...)
-		health = queue.MergeHealth(health, it.health)
+		health = follow.MergeHealth(health, it.health)
 		ops = append(ops, clientv3.OpPut(l.d.Keys.Cursor(name), queue.EncodeCursor(it.plan.Cursor)))
 		ops = append(ops, l.countOps(it.job, runTicks(it.plan.Ticks))...)
 	}

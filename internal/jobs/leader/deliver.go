@@ -10,7 +10,7 @@ import (
 
 	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/backoff"
-	"github.com/etcdsched/scheduler/internal/jobs/queue"
+	"github.com/etcdsched/scheduler/internal/jobs/outbox"
 	"github.com/etcdsched/scheduler/internal/notify"
 )
 
@@ -45,7 +45,7 @@ type attempt struct {
 
 // delivered is the outcome of one request.
 type delivered struct {
-	w   *queue.Waiting
+	w   *outbox.Waiting
 	err error // nil: the sink answered 2xx and the key is deleted
 }
 
@@ -165,7 +165,7 @@ var errGone = errors.New("leader: notification gone")
 var errNoSink = errors.New("sink not in the leader's configuration")
 
 // post delivers w to sink and deletes it once the sink took it.
-func (l *leader) post(ctx context.Context, sender *notify.Sender, sink *config.Sink, w *queue.Waiting) error {
+func (l *leader) post(ctx context.Context, sender *notify.Sender, sink *config.Sink, w *outbox.Waiting) error {
 	if sink == nil {
 		return errNoSink
 	}
@@ -176,7 +176,7 @@ func (l *leader) post(ctx context.Context, sender *notify.Sender, sink *config.S
 }
 
 // deleteNotification deletes w if it is still as read, fenced by the term.
-func (l *leader) deleteNotification(ctx context.Context, w *queue.Waiting) error {
+func (l *leader) deleteNotification(ctx context.Context, w *outbox.Waiting) error {
 	resp, err := l.d.Client.Txn(ctx).If(
 		l.fence,
 		clientv3.Compare(clientv3.ModRevision(w.Key), "=", w.ModRev),
@@ -194,7 +194,7 @@ func (l *leader) deleteNotification(ctx context.Context, w *queue.Waiting) error
 }
 
 // dropNotification gives up on w: older than max_age.
-func (l *leader) dropNotification(ctx context.Context, w *queue.Waiting, st *attempt, maxAge time.Duration) error {
+func (l *leader) dropNotification(ctx context.Context, w *outbox.Waiting, st *attempt, maxAge time.Duration) error {
 	err := l.deleteNotification(ctx, w)
 	switch {
 	case errors.Is(err, errNotLeader):

@@ -12,6 +12,8 @@ import (
 	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/election"
 	"github.com/etcdsched/scheduler/internal/jobs/metrics"
+	"github.com/etcdsched/scheduler/internal/jobs/outbox"
+	"github.com/etcdsched/scheduler/internal/jobs/pause"
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
 	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/slots"
@@ -38,8 +40,8 @@ func TestRunRefuses(t *testing.T) {
 		}
 		return Deps{Client: &clientv3.Client{}, Keys: layout, Config: func() *config.Config { return &config.Config{} },
 			ConfigChanged: make(chan struct{}), Queue: queue.NewView(layout, nil, specs), Specs: specs,
-			Paused: queue.NewPaused(layout, clockwork.NewFakeClock()), Slots: noSlots{}, Finished: NewFinished(),
-			Outbox: queue.NewOutbox(), Metrics: m}
+			Paused: pause.NewView(layout, clockwork.NewFakeClock()), Slots: noSlots{}, Finished: NewFinished(),
+			Outbox: outbox.NewView(), Metrics: m}
 	}
 	for _, tc := range []struct {
 		name   string

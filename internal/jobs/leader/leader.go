@@ -20,6 +20,8 @@ import (
 	"github.com/etcdsched/scheduler/internal/election"
 	"github.com/etcdsched/scheduler/internal/jobs/assign"
 	"github.com/etcdsched/scheduler/internal/jobs/metrics"
+	"github.com/etcdsched/scheduler/internal/jobs/outbox"
+	"github.com/etcdsched/scheduler/internal/jobs/pause"
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
 	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/notify"
@@ -54,12 +56,12 @@ type Deps struct {
 	ConfigChanged <-chan struct{}
 	Queue         *queue.View
 	Specs         *queue.Specs // the copy of specs/ the queue view resolves entries from
-	Paused        *queue.Paused
+	Paused        *pause.View
 	Slots         SlotView
 	Finished      *Finished
 	// Outbox is the notifications waiting for delivery; Sender POSTs them
 	// (nil: the default sender).
-	Outbox  *queue.Outbox
+	Outbox  *outbox.View
 	Sender  *notify.Sender
 	Metrics *metrics.Set
 	Clock   clockwork.Clock

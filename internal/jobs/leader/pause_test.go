@@ -8,7 +8,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
-	"github.com/etcdsched/scheduler/internal/jobs/queue"
+	"github.com/etcdsched/scheduler/internal/jobs/pause"
 )
 
 // A paused job's ticks are not counted as skips, neither those withdrawn
@@ -63,13 +63,13 @@ func TestPauseEndsAtItsUntil(t *testing.T) {
 	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
 	l, cli, clock := leaderOn(t, "/until/", cfg, now)
 	until := now.Add(time.Minute)
-	pause := queue.EncodePause(queue.Pause{Reason: "freeze", At: now, Until: until})
+	freeze := pause.Encode(pause.Marker{Reason: "freeze", At: now, Until: until})
 	for _, job := range []string{"a", "file", "again"} {
-		if _, err := cli.Put(ctx, l.d.Keys.Paused(job), pause); err != nil {
+		if _, err := cli.Put(ctx, l.d.Keys.Paused(job), freeze); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := cli.Put(ctx, l.d.Keys.Paused("forever"), queue.EncodePause(queue.Pause{Reason: "retired"})); err != nil {
+	if _, err := cli.Put(ctx, l.d.Keys.Paused("forever"), pause.Encode(pause.Marker{Reason: "retired"})); err != nil {
 		t.Fatal(err)
 	}
 	resp, err := cli.Get(ctx, l.d.Keys.Jobs(), clientv3.WithPrefix())
@@ -86,7 +86,7 @@ func TestPauseEndsAtItsUntil(t *testing.T) {
 	}
 	// Paused again (a new reason) after the view was read: not the pause
 	// the leader saw end.
-	if _, err := cli.Put(ctx, l.d.Keys.Paused("again"), queue.EncodePause(queue.Pause{Reason: "longer", At: now, Until: until.Add(time.Hour)})); err != nil {
+	if _, err := cli.Put(ctx, l.d.Keys.Paused("again"), pause.Encode(pause.Marker{Reason: "longer", At: now, Until: until.Add(time.Hour)})); err != nil {
 		t.Fatal(err)
 	}
 
@@ -113,13 +113,13 @@ func TestPauseEndsAtItsUntil(t *testing.T) {
 	if v := value("a"); v != "(none)" {
 		t.Errorf("a after until: marker %s, want it deleted", v)
 	}
-	if v := value("file"); v != queue.Resumed {
-		t.Errorf("file (paused in the file) after until: marker %s, want %q", v, queue.Resumed)
+	if v := value("file"); v != pause.Resumed {
+		t.Errorf("file (paused in the file) after until: marker %s, want %q", v, pause.Resumed)
 	}
-	if p := queue.DecodePause([]byte(value("again"))); p.Reason != "longer" {
+	if p := pause.Decode([]byte(value("again"))); p.Reason != "longer" {
 		t.Errorf("again, paused anew after the read: %+v, want the new pause kept", p)
 	}
-	if p := queue.DecodePause([]byte(value("forever"))); !p.Paused || p.Reason != "retired" {
+	if p := pause.Decode([]byte(value("forever"))); !p.Paused || p.Reason != "retired" {
 		t.Errorf("forever: %+v, want its pause kept", p)
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/etcdsched/scheduler/internal/jobs/follow"
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
 	"github.com/etcdsched/scheduler/internal/runs"
 )
@@ -121,7 +122,7 @@ func (l *leader) markLost(ctx context.Context, q *queue.Item) error {
 	slotKey := l.d.Keys.SlotOf(q.Job, q.ConcurrencyKey, q.Slot)
 	now := l.d.Clock.Now()
 	rec := q.Lost(q.Token(), now)
-	ops, retry := queue.End(l.d.Keys, l.d.Config(), q.Key, q.Entry, &rec, now)
+	ops, retry := follow.End(l.d.Keys, l.d.Config(), q.Key, q.Entry, &rec, now)
 	resp, err := l.d.Client.Txn(ctx).If(
 		l.fence,
 		clientv3.Compare(clientv3.ModRevision(q.Key), "=", q.ModRev),

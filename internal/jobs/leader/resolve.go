@@ -12,6 +12,7 @@ import (
 
 	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/jobs/assign"
+	"github.com/etcdsched/scheduler/internal/jobs/follow"
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
 	"github.com/etcdsched/scheduler/internal/rendezvous"
 	"github.com/etcdsched/scheduler/internal/runs"
@@ -172,7 +173,7 @@ func (l *leader) placement(dead string) assign.Placement {
 }
 
 // follow is what a lost or missed record of an assigned run causes besides
-// the record (which Resolve writes): queue.End's retry entry (lost is
+// the record (which Resolve writes): follow.End's retry entry (lost is
 // retryable), with its spec, or the notifications, chained runs and
 // health of a final outcome. A job no longer configured gets none.
 func (l *leader) follow(cfg *config.Config, j *config.Job, rec *runs.Record) []clientv3.Op {
@@ -181,7 +182,7 @@ func (l *leader) follow(cfg *config.Config, j *config.Job, rec *runs.Record) []c
 	}
 	now := l.d.Clock.Now()
 	e := queue.NewEntry(rec.RunID, j, cfg.Resources, rec.ScheduledAt, rec.ScheduledAt, 1, runs.Schedule)
-	ops, retry := queue.End(l.d.Keys, cfg, "", e, rec, now)
+	ops, retry := follow.End(l.d.Keys, cfg, "", e, rec, now)
 	ops = ops[len(queue.RecordOps(l.d.Keys, rec)):]
 	if spec, ok := e.SpecOp(l.d.Keys); ok && retry != nil {
 		// The retry entry refers to the spec of today's config, which this

@@ -6,16 +6,16 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/etcdsched/scheduler/internal/jobs/queue"
+	"github.com/etcdsched/scheduler/internal/jobs/pause"
 )
 
 // A pause with an until ends by itself (SPEC section 19). Every replica
-// counts the job resumed once the clock passes until (queue.Paused), so
+// counts the job resumed once the clock passes until (pause.View), so
 // none depends on this write to stop treating it as paused; the leader
 // then ends the pause in etcd, fenced and only if the marker is still the
 // one it read, so that the marker says what is true and a pause made
 // again meanwhile is not lost: it deletes the marker, or writes
-// queue.Resumed where the file says paused.
+// pause.Resumed where the file says paused.
 
 // resumeExpired ends each pause at its until while the term lasts.
 func (l *leader) resumeExpired(ctx context.Context) error {
@@ -63,7 +63,7 @@ func (l *leader) resumeRound(ctx context.Context) (time.Time, error) {
 		key := l.d.Keys.Paused(p.Job)
 		end := clientv3.OpDelete(key)
 		if j := l.d.Config().Job(p.Job); j != nil && j.Paused {
-			end = clientv3.OpPut(key, queue.Resumed)
+			end = clientv3.OpPut(key, pause.Resumed)
 		}
 		ok, err := l.fenced(ctx, []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", p.Rev)}, end)
 		if err != nil {

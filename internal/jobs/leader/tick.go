@@ -7,6 +7,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/config"
+	"github.com/etcdsched/scheduler/internal/jobs/follow"
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
 	"github.com/etcdsched/scheduler/internal/runs"
 	"github.com/etcdsched/scheduler/internal/schedule"
@@ -18,7 +19,7 @@ import (
 // tickOps are the writes that materialize tick t of job j: its queue
 // entry (and its spec, unless this term wrote it: specs.go), or its missed
 // or skipped record (with its unstarted marker) and what the record
-// causes (its notifications and chained runs, queue.Follows). health is
+// causes (its notifications and chained runs, follow.Record). health is
 // the health transitions (of the job, and of a chained job whose run is
 // recorded skipped), apart because a transaction may put a key only once:
 // a batch writing several records of one job keeps one (MergeHealth). Both
@@ -33,7 +34,7 @@ func (l *leader) tickOps(cfg *config.Config, j *config.Job, t plannedTick, now t
 			// place of its entry, so it is not silently dropped, with what
 			// that record causes, as for a missed tick.
 			rec := entry.NotStarted(runs.Skipped, now, err.Error())
-			f := queue.Follows(l.d.Keys, cfg, j, &rec, entry.Input, now)
+			f := follow.Record(l.d.Keys, cfg, j, &rec, entry.Input, now)
 			return runID, append(queue.RecordOps(l.d.Keys, &rec), f.Ops...), f.Health
 		}
 		ops = []clientv3.Op{clientv3.OpPut(l.d.Keys.Entry(j.Name, runID), entry.Encode())}
@@ -45,7 +46,7 @@ func (l *leader) tickOps(cfg *config.Config, j *config.Job, t plannedTick, now t
 	rec := queue.MissedTick(j.Name, runID, t.At,
 		fmt.Sprintf("not started: due %s, leader caught up at %s (catch_up: %s, starting_deadline: %s)",
 			t.NotBefore.UTC().Format(runs.TimeFormat), now.UTC().Format(runs.TimeFormat), j.CatchUp, j.StartingDeadline))
-	f := queue.Follows(l.d.Keys, cfg, j, &rec, nil, now)
+	f := follow.Record(l.d.Keys, cfg, j, &rec, nil, now)
 	ops = append(queue.RecordOps(l.d.Keys, &rec), f.Ops...)
 	return runID, ops, f.Health
 }

@@ -1,9 +1,11 @@
 // Package queue is the run queue in etcd as every replica sees it: the
 // entry of one pending or running run (queue/<job>/<run-id>) and its codec,
 // the job specs entries refer to (specs/<job>/<ref>) and their view, the
-// watched view of all entries, the cancel requests (cancel/<run-id>),
-// the pause state (jobs/<job>/paused), the one file that builds run records,
-// and the unfenced writes anyone may make to an entry it saw.
+// watched view of all entries and its index, a sharded tick's entries and
+// fan-in key, a slot kept for a retry, the job cursors, the one file that
+// builds run records, and the unfenced writes anyone may make to an entry
+// it saw (and the request to stop a running one). What a run's end
+// writes beside its record is package follow's.
 package queue
 
 import (

@@ -34,9 +34,9 @@ func (q *Item) Token() int64 {
 	return q.ModRev
 }
 
-// Holding is End for an attempt whose slot is kept for its retry: when
-// End writes a retry, the retry's entry carries hold. The ops are End's,
-// with the retry's put replaced.
+// Holding is the ops of follow.End for an attempt whose slot is kept for
+// its retry: when they write a retry, the retry's entry carries hold. The
+// ops are End's, with the retry's put replaced.
 func Holding(ops []clientv3.Op, entryKey string, retry *Entry, hold Hold) []clientv3.Op {
 	if retry == nil {
 		return ops

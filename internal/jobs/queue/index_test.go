@@ -30,7 +30,7 @@ func TestEachRelatedVisitsTheRunsThatMayShareALimit(t *testing.T) {
 		return &j
 	}
 	jobs := map[string]*config.Job{"a": job("a", "R", "S"), "b": job("b", "R"), "c": job("c", "R", "S"), "d": job("d", "S"), "e": job("e"), "ab": job("ab")}
-	w := Writes{Client: cli, Keys: k, Config: func() *config.Config { return jobstest.Config() }}
+	w := Writes{Client: cli, Keys: k}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	t0 := time.Date(2026, 11, 23, 1, 0, 0, 0, time.UTC)

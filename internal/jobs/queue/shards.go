@@ -7,7 +7,6 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/runs"
 )
@@ -25,9 +24,9 @@ import (
 // ShardPart is how many shards one transaction of a tick's fan-out writes.
 const ShardPart = 64
 
-// faninPending is the fan-in key's value until the last shard's end
+// FanInPending is the fan-in key's value until the last shard's end
 // writes the tick's record over it.
-const faninPending = "pending"
+const FanInPending = "pending"
 
 // Shard reports which shard of how many the entry's run is; ok is false
 // for a run of an unsharded job (or one whose spec is not resolved).
@@ -95,7 +94,7 @@ func FanOutParts(k keys.Layout, shards []*Entry) [][]clientv3.Op {
 			}
 			ops = append(ops, clientv3.OpTxn(
 				[]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(fanin), "=", 0)},
-				[]clientv3.Op{clientv3.OpPut(fanin, faninPending), clientv3.OpPut(worst, string(runs.Severity(runs.Succeeded)))}, nil))
+				[]clientv3.Op{clientv3.OpPut(fanin, FanInPending), clientv3.OpPut(worst, string(runs.Severity(runs.Succeeded)))}, nil))
 		}
 		for _, s := range shards[i:min(i+ShardPart, len(shards))] {
 			key := k.Entry(s.Job, s.RunID)
@@ -122,88 +121,39 @@ type TickRecord struct {
 	Shards      int          `json:"shards"`
 }
 
+// TickRecord is the record of e's tick, a tick of n shards that ended
+// with outcome o at now.
+func (e *Entry) TickRecord(n int, o runs.Outcome, now time.Time) TickRecord {
+	t := TickRecord{RunID: e.Tick(), Job: e.Job, Trigger: e.Trigger, ScheduledAt: e.ScheduledAt, EndedAt: now.UTC(), Outcome: o, Shards: n}
+	if t.Trigger == runs.Retry {
+		// A retried shard no longer says what made the tick.
+		t.Trigger = runs.Manual
+		if _, ok := runs.ScheduledAtOf(t.RunID); ok {
+			t.Trigger = runs.Schedule
+		}
+	}
+	return t
+}
+
+// Record is the run record the tick's end causes its chains and
+// notifications with: a run of the tick's id that held no slot.
+func (t TickRecord) Record(upstreamRunID string) runs.Record {
+	return runs.Record{RunID: t.RunID, Job: t.Job, Attempt: 1, Trigger: t.Trigger, ScheduledAt: t.ScheduledAt,
+		EndedAt: t.EndedAt, Outcome: t.Outcome, Slot: noSlot, UpstreamRunID: upstreamRunID}
+}
+
+// EncodeTick is the fan-in key's value once the tick's last shard ended.
+func EncodeTick(t TickRecord) string {
+	b, _ := json.Marshal(t) // strings, times and ints: cannot fail
+	return string(b)
+}
+
 // DecodeTick reads a fan-in key's value; ok is false while the tick's
 // shards have not all ended.
 func DecodeTick(b []byte) (TickRecord, bool) {
 	var t TickRecord
-	if string(b) == faninPending || json.Unmarshal(b, &t) != nil {
+	if string(b) == FanInPending || json.Unmarshal(b, &t) != nil {
 		return TickRecord{}, false
 	}
 	return t, true
-}
-
-// Final is what a run's final record (no retry follows) adds to the
-// transaction that writes it: for an unsharded run its notifications and
-// chained runs (Follows); for a shard, its part of the fan-in (FanIn).
-func Final(k keys.Layout, cfg *config.Config, e *Entry, rec *runs.Record, now time.Time) []clientv3.Op {
-	if _, n, ok := e.Shard(); ok {
-		return FanIn(k, cfg, e, n, rec, now)
-	}
-	if _, i, ok := runs.ShardOf(e.RunID); ok && !e.Resolved() {
-		// Not resolved (a queued shard cancelled through the API): the
-		// writer's config says how many shards the tick has.
-		if j := cfg.Job(e.Job); j != nil && j.Sharded() && i < j.Shards {
-			return FanIn(k, cfg, e, j.Shards, rec, now)
-		}
-	}
-	return Follows(k, cfg, e.JobSpec(), rec, e.Input, now).All()
-}
-
-// FanIn is a shard's final end's part of its tick's fan-in, decided by
-// etcd in the shard's end transaction without a read (docs/design.md,
-// "Sharded jobs"): it raises the worst register to its own outcome's
-// severity when that is higher, and puts the fan-in key once more. The end
-// that finds the key at Version n is the last of the n final ends (the
-// tick's authorization made Version 1; a final end is applied once per
-// shard, its transaction comparing the shard's record absent or its slot
-// token), and writes the tick's record and what it causes, on the worst of
-// the stored register and its own outcome: one nested branch per stored
-// value, all compared before any write of the transaction.
-func FanIn(k keys.Layout, cfg *config.Config, e *Entry, n int, rec *runs.Record, now time.Time) []clientv3.Op {
-	tick := e.Tick()
-	fanin, worst := k.FanIn(e.Job, tick), k.FanInWorst(e.Job, tick)
-	mine := runs.Severity(rec.Outcome)
-	var ops []clientv3.Op
-	if mine > runs.Severity(runs.Succeeded) {
-		ops = append(ops, clientv3.OpTxn(
-			[]clientv3.Cmp{clientv3.Compare(clientv3.Value(worst), "<", string(mine))},
-			[]clientv3.Op{clientv3.OpPut(worst, string(mine))}, nil))
-	}
-	// The branches, the mildest first: the worst is mine unless the
-	// register holds a higher severity.
-	last := tickOps(k, cfg, e, n, runs.OfSeverity(mine), now)
-	for _, o := range runs.Outcomes() {
-		if s := runs.Severity(o); s > mine {
-			last = []clientv3.Op{clientv3.OpTxn(
-				[]clientv3.Cmp{clientv3.Compare(clientv3.Value(worst), "<", string(s))},
-				last, tickOps(k, cfg, e, n, o, now))}
-		}
-	}
-	return append(ops, clientv3.OpTxn(
-		[]clientv3.Cmp{clientv3.Compare(clientv3.Version(fanin), "=", n)},
-		last,
-		[]clientv3.Op{clientv3.OpPut(fanin, faninPending)}))
-}
-
-// tickOps are the writes of the tick's record with outcome o and what it
-// causes: its notifications and chained runs, once per tick.
-func tickOps(k keys.Layout, cfg *config.Config, e *Entry, n int, o runs.Outcome, now time.Time) []clientv3.Op {
-	tick := e.Tick()
-	t := TickRecord{RunID: tick, Job: e.Job, Trigger: e.Trigger, ScheduledAt: e.ScheduledAt, EndedAt: now.UTC(), Outcome: o, Shards: n}
-	if t.Trigger == runs.Retry {
-		// A retried shard no longer says what made the tick.
-		t.Trigger = runs.Manual
-		if _, ok := runs.ScheduledAtOf(tick); ok {
-			t.Trigger = runs.Schedule
-		}
-	}
-	b, _ := json.Marshal(t)
-	rec := &runs.Record{RunID: tick, Job: e.Job, Attempt: 1, Trigger: t.Trigger, ScheduledAt: e.ScheduledAt,
-		EndedAt: now.UTC(), Outcome: o, Slot: noSlot, UpstreamRunID: e.UpstreamRunID}
-	var input json.RawMessage
-	if j := e.JobSpec(); j != nil {
-		input = j.DefaultInput()
-	}
-	ops := []clientv3.Op{clientv3.OpPut(k.FanIn(e.Job, tick), string(b))}
-	return append(ops, Follows(k, cfg, e.JobSpec(), rec, input, now).All()...)
 }

@@ -140,7 +140,7 @@ func DedupSpecs(k keys.Layout, ops []clientv3.Op) []clientv3.Op {
 	seen := map[string]bool{}
 	out := make([]clientv3.Op, 0, len(ops))
 	for _, op := range ops {
-		if isSpec(k, op) {
+		if IsSpec(k, op) {
 			key := string(op.KeyBytes())
 			if seen[key] {
 				continue
@@ -156,14 +156,15 @@ func DedupSpecs(k keys.Layout, ops []clientv3.Op) []clientv3.Op {
 func SpecKeys(k keys.Layout, ops []clientv3.Op) []string {
 	var out []string
 	for _, op := range ops {
-		if isSpec(k, op) {
+		if IsSpec(k, op) {
 			out = append(out, string(op.KeyBytes()))
 		}
 	}
 	return out
 }
 
-// isSpec reports whether op writes a spec.
-func isSpec(k keys.Layout, op clientv3.Op) bool {
+// IsSpec reports whether op writes a spec: a chained run recorded skipped
+// (package follow) hoists its specs out of its nested transaction.
+func IsSpec(k keys.Layout, op clientv3.Op) bool {
 	return op.IsPut() && strings.HasPrefix(string(op.KeyBytes()), k.Specs())
 }

@@ -5,9 +5,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/keys"
-	"github.com/etcdsched/scheduler/internal/runs"
 	"github.com/etcdsched/scheduler/internal/txnbatch"
 )
 
@@ -17,12 +15,9 @@ import (
 type Writes struct {
 	Client *clientv3.Client
 	Keys   keys.Layout
-	// Config is the writer's configuration: what a record written here
-	// causes (notifications, chained runs) follows from it.
-	Config func() *config.Config
-	// Batch, when set, carries the per-run writes (IfUnchanged,
-	// EndUnstarted) beside the replica's claims and releases, each with its
-	// own compare; nil sends each alone.
+	// Batch, when set, carries the per-run writes (IfUnchanged) beside
+	// the replica's claims and releases, each with its own compare; nil
+	// sends each alone.
 	Batch *txnbatch.Committer
 }
 
@@ -40,15 +35,6 @@ func (w Writes) IfUnchanged(ctx context.Context, it *Item, ops ...clientv3.Op) (
 		return false, err
 	}
 	return resp.Succeeded, nil
-}
-
-// EndUnstarted deletes the entry and writes its record (of a run that never
-// started) with what the record causes (Follows), if the entry is still as
-// the view saw it.
-func (w Writes) EndUnstarted(ctx context.Context, it *Item, rec *runs.Record) (bool, error) {
-	ops := append([]clientv3.Op{clientv3.OpDelete(it.Key)}, RecordOps(w.Keys, rec)...)
-	ops = append(ops, Final(w.Keys, w.Config(), it.Entry, rec, rec.EndedAt)...)
-	return w.IfUnchanged(ctx, it, ops...)
 }
 
 // Add creates a pending entry (made by NewEntry) and writes its spec,

@@ -9,6 +9,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/internal/jobs/assign"
+	"github.com/etcdsched/scheduler/internal/jobs/follow"
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
 )
 
@@ -68,7 +69,7 @@ func (w *Worker) recordUnclaimed(ctx context.Context, st *assign.Stored, ends []
 	ops := make([]clientv3.Op, len(ends))
 	for i, end := range ends {
 		rec := end.entry.NotStarted(end.outcome, w.d.Clock.Now(), end.msg)
-		then := append(queue.RecordOps(w.d.Keys, &rec), queue.Follows(w.d.Keys, w.d.Config(), end.entry.JobSpec(), &rec, end.entry.Input, rec.EndedAt).All()...)
+		then := append(queue.RecordOps(w.d.Keys, &rec), follow.Record(w.d.Keys, w.d.Config(), end.entry.JobSpec(), &rec, end.entry.Input, rec.EndedAt).All()...)
 		ops[i] = clientv3.OpTxn([]clientv3.Cmp{
 			clientv3.Compare(clientv3.CreateRevision(w.d.Keys.Record(end.entry.Job, end.entry.RunID)), "=", 0),
 		}, then, nil)

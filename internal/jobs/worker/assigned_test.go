@@ -12,6 +12,7 @@ import (
 	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/jobs/assign"
 	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
+	"github.com/etcdsched/scheduler/internal/jobs/pause"
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
 	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/poll"
@@ -271,7 +272,7 @@ func TestMaxParallelBoundsAssignedRuns(t *testing.T) {
 // one is, start.go).
 func TestAnAssignedRunOfAPausedJobIsSkipped(t *testing.T) {
 	tw, exec := startCounted(t, "/lean-p/", testWorkerOptions{}, "held")
-	if _, err := tw.cli.Put(context.Background(), tw.layout.Paused("held"), queue.EncodePause(queue.Pause{Paused: true})); err != nil {
+	if _, err := tw.cli.Put(context.Background(), tw.layout.Paused("held"), pause.Encode(pause.Marker{Paused: true})); err != nil {
 		t.Fatal(err)
 	}
 	poll.For(t, 30*time.Second, "the pause seen", func() bool { return tw.paused.Is("held", false) })

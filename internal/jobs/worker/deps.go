@@ -14,6 +14,7 @@ import (
 	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/jobs/assign"
 	"github.com/etcdsched/scheduler/internal/jobs/metrics"
+	"github.com/etcdsched/scheduler/internal/jobs/pause"
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
 	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/required"
@@ -65,7 +66,7 @@ type Deps struct {
 	Specs    *queue.Specs // resolves what Queue has not: a run starts only with the spec its entry names
 	// Paused is the pause state: a scheduled run of a paused job does not
 	// start (nil: none is paused).
-	Paused  *queue.Paused
+	Paused  *pause.View
 	Config  func() *config.Config
 	Metrics *metrics.Set
 	Clock   clockwork.Clock

@@ -11,6 +11,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/config"
+	"github.com/etcdsched/scheduler/internal/jobs/follow"
 	"github.com/etcdsched/scheduler/internal/jobs/metrics"
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
 	"github.com/etcdsched/scheduler/internal/runs"
@@ -91,7 +92,7 @@ func (w *Worker) execute(q *queue.Item, entry *queue.Entry, held *slots.Held, lo
 		res.Outcome = runs.Lost
 	case errors.Is(cause, errShutdown) && entry.Spec.OnShutdown != config.OnShutdownCancel:
 		// A graceful shutdown cut it: queued again at once for another
-		// replica (queue.End), without using a retry (SPEC section 19).
+		// replica (follow.End), without using a retry (SPEC section 19).
 		res.Outcome = runs.Interrupted
 	}
 
@@ -100,7 +101,7 @@ func (w *Worker) execute(q *queue.Item, entry *queue.Entry, held *slots.Held, lo
 	if res.Outcome == runs.Interrupted {
 		rec.Error = interruptedWhy(entry, w.d.Config().Worker.MaxInterruptions)
 	}
-	ops, retry := queue.End(w.d.Keys, w.d.Config(), q.Key, entry, &rec, endedAt)
+	ops, retry := follow.End(w.d.Keys, w.d.Config(), q.Key, entry, &rec, endedAt)
 
 	// Release even though the run's context may be over, until etcd
 	// answers it or the session ends (settle.go).

@@ -15,6 +15,7 @@ import (
 	"github.com/etcdsched/scheduler/internal/jobs/assign"
 	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
 	"github.com/etcdsched/scheduler/internal/jobs/metrics"
+	"github.com/etcdsched/scheduler/internal/jobs/pause"
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
 	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/mirror"
@@ -35,7 +36,7 @@ type testWorker struct {
 	w      *Worker
 	ctx    context.Context
 	assign *assign.Store
-	paused *queue.Paused
+	paused *pause.View
 	// stopRun ends the worker's Run alone: it stops claiming, as a
 	// graceful shutdown's first step does.
 	stopRun context.CancelFunc
@@ -112,7 +113,7 @@ func startTestWorker(t *testing.T, prefix string, job config.Job, exec Executor,
 	if err != nil {
 		t.Fatal(err)
 	}
-	paused := queue.NewPaused(layout, clock)
+	paused := pause.NewView(layout, clock)
 	goRun(func(ctx context.Context) { _ = mirror.Run(ctx, cli, layout.Jobs(), paused, nil) })
 	w, err := New(Deps{Client: writes, Keys: layout, ID: "w1", Sessions: sessions, Slots: s, Executor: exec, Paused: paused,
 		Queue: view, Specs: specs, Config: func() *config.Config { return cfg }, Metrics: m, Clock: clock, Log: o.log, Assign: store, Peers: o.peers})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/etcdsched/scheduler/internal/jobs/follow"
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
 	"github.com/etcdsched/scheduler/internal/runs"
 	"github.com/etcdsched/scheduler/internal/tracing"
@@ -55,7 +56,7 @@ func (w *Worker) finishUnstarted(ctx context.Context, q *queue.Item, st *waitSta
 	// Bounded: a worker waiting on an unreachable etcd holds one of
 	// max_parallel.
 	wctx, cancel := context.WithTimeout(ctx, w.d.Config().Cluster.SessionTTL.D())
-	ok, err := w.writes.EndUnstarted(wctx, q, &rec)
+	ok, err := w.writes.IfUnchanged(wctx, q, follow.Unstarted(w.d.Keys, w.d.Config(), q, &rec)...)
 	cancel()
 	if err != nil {
 		if ctx.Err() != nil {

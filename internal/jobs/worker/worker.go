@@ -3,7 +3,9 @@
 // one transaction (SPEC rule 3), applies the job's overlap policy when every
 // slot is taken, executes the target under a context that ends before the
 // lease can (rule 5), and releases the slots with the run's record in one
-// owner-checked transaction (rule 4). The worker never writes a fenced key.
+// owner-checked transaction (rule 4); it stops a run it holds when a
+// cancel request for it appears (cancels.go). The worker never writes a
+// fenced key.
 package worker
 
 import (
@@ -25,7 +27,7 @@ var errShutdown = errors.New("worker: shutdown grace period over")
 type Worker struct {
 	d       Deps
 	writes  queue.Writes
-	cancels *queue.Cancels
+	cancels *cancels
 	members *members
 	// assigned is this replica's assignments (assigned.go); peers the
 	// other replicas' a backup may take over (assigned_takeover.go).
@@ -75,14 +77,14 @@ func New(d Deps) (*Worker, error) {
 	if err := d.check(); err != nil {
 		return nil, err
 	}
-	w := &Worker{d: d, writes: queue.Writes{Client: d.Client, Keys: d.Keys, Config: d.Config, Batch: d.Batch}, members: newMembers(d.Keys),
+	w := &Worker{d: d, writes: queue.Writes{Client: d.Client, Keys: d.Keys, Batch: d.Batch}, members: newMembers(d.Keys),
 		active: map[string]*activeRun{}, parked: map[string]parkedRun{}, waits: map[string]*waitState{}, behind: map[string]due{},
 		wake: make(chan struct{}, 1), freed: make(chan struct{}), drained: make(chan struct{})}
 	w.assigned = newAssignedView(d.Keys, w.signal, w.leadOf)
 	w.peers = newPeerView(d.Keys, d.Clock, d.ID, w.signal)
 	w.members.ids.Subscribe(w.peers.membersChanged)
 	w.abandon, w.abandonCancel = context.WithCancel(context.Background())
-	w.cancels = queue.NewCancels(d.Keys, w.cancelRequested)
+	w.cancels = newCancels(d.Keys, w.cancelRequested)
 	return w, nil
 }
 

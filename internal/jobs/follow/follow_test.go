@@ -1,4 +1,4 @@
-package queue
+package follow
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/etcdtest"
 	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
+	"github.com/etcdsched/scheduler/internal/jobs/queue"
 	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/notify"
 	"github.com/etcdsched/scheduler/internal/runs"
@@ -28,7 +29,7 @@ func chainConfig() *config.Config {
 
 // end writes the end of e's attempt as the release does (its ops in one
 // transaction) and fails the test unless the transaction applies.
-func end(t *testing.T, cli *clientv3.Client, k keys.Layout, cfg *config.Config, e *Entry, outcome runs.Outcome, at time.Time) int64 {
+func end(t *testing.T, cli *clientv3.Client, k keys.Layout, cfg *config.Config, e *queue.Entry, outcome runs.Outcome, at time.Time) int64 {
 	t.Helper()
 	rec := e.Finished(outcome, 0, 1, at, at)
 	ops, _ := End(k, cfg, k.Entry(e.Job, e.RunID), e, &rec, at)
@@ -47,7 +48,7 @@ func TestEndRepeatedQueuesOneChainedRun(t *testing.T) {
 	k := keys.New("/follow/")
 	cfg := chainConfig()
 	now := time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC)
-	up := NewEntry(runs.ID("extract", now), cfg.Job("extract"), nil, now, now, 1, runs.Schedule)
+	up := queue.NewEntry(runs.ID("extract", now), cfg.Job("extract"), nil, now, now, 1, runs.Schedule)
 	up.Input = []byte(`{"day":"2026-11-22"}`)
 	end(t, cli, k, cfg, up, runs.Succeeded, now)
 
@@ -64,12 +65,12 @@ func TestEndRepeatedQueuesOneChainedRun(t *testing.T) {
 	if len(first.Kvs) != 1 {
 		t.Fatalf("no chained entry %s", key)
 	}
-	d, err := Decode(first.Kvs[0].Value)
+	d, err := queue.Decode(first.Kvs[0].Value)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The chained entry's spec was written with it: it resolves.
-	r, err := NewSpecs(k, cli, nil).Resolve(context.Background(), &Item{Entry: d, Key: key})
+	r, err := queue.NewSpecs(k, cli, nil).Resolve(context.Background(), &queue.Item{Entry: d, Key: key})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +93,7 @@ func TestEndRepeatedQueuesOneChainedRun(t *testing.T) {
 		t.Errorf("a repeated end queued the finished chained run %s again", id)
 	}
 	// A failed end chains nothing (on: [succeeded]).
-	failed := NewEntry(runs.ID("extract", now.Add(time.Second)), cfg.Job("extract"), nil, now, now, 1, runs.Schedule)
+	failed := queue.NewEntry(runs.ID("extract", now.Add(time.Second)), cfg.Job("extract"), nil, now, now, 1, runs.Schedule)
 	end(t, cli, k, cfg, failed, runs.Failed, now)
 	if resp, _ := cli.Get(context.Background(), k.Entry("transform", runs.ChainID("transform", failed.RunID))); len(resp.Kvs) != 0 {
 		t.Errorf("a failed run of extract queued transform")
@@ -108,9 +109,9 @@ func TestRecoveredOnceAndSteadyStateWritesNothing(t *testing.T) {
 	cfg := chainConfig()
 	now := time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC)
 	job := cfg.Job("extract")
-	run := func(i int, o runs.Outcome) *Entry {
+	run := func(i int, o runs.Outcome) *queue.Entry {
 		at := now.Add(time.Duration(i) * time.Second)
-		e := NewEntry(runs.ID("extract", at), job, nil, at, at, 1, runs.Schedule)
+		e := queue.NewEntry(runs.ID("extract", at), job, nil, at, at, 1, runs.Schedule)
 		end(t, cli, k, cfg, e, o, at)
 		return e
 	}
@@ -170,7 +171,7 @@ func TestChainedRunRecordedSkippedNotifiesAndChains(t *testing.T) {
 	cfg.Jobs = append(cfg.Jobs, last)
 	cfg.Notify.Sinks[0].On = []string{"skipped"}
 	now := time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC)
-	up := NewEntry(runs.ID("extract", now), cfg.Job("extract"), nil, now, now, 1, runs.Schedule)
+	up := queue.NewEntry(runs.ID("extract", now), cfg.Job("extract"), nil, now, now, 1, runs.Schedule)
 	up.Input = []byte(`{"day":"2026-11-22"}`)
 	end(t, cli, k, cfg, up, runs.Succeeded, now)
 

@@ -1,4 +1,14 @@
-package queue
+// Package follow is what a run's end writes beside its record, in the
+// record's own transaction, whoever writes it (the worker's release, the
+// leader's record of a lost or missed run, the API's cancel of a queued
+// run): the next attempt's entry or the entry's delete (End), and when the
+// run has ended, its notifications in the outbox (SPEC section 13), the
+// job's health transition, the runs chained after it (section 14), the
+// pause of a job with pause_on_failure (section 20), and for a shard its
+// part of the tick's fan-in (section 21). Being in the record's
+// transaction, none of them exists without the record, and a repeated or
+// re-done write of the record adds no second of any.
+package follow
 
 import (
 	"encoding/json"
@@ -8,16 +18,11 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/config"
+	"github.com/etcdsched/scheduler/internal/jobs/queue"
 	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/notify"
 	"github.com/etcdsched/scheduler/internal/runs"
 )
-
-// What a run's final record causes beyond itself: its notifications in the
-// outbox (SPEC section 13) and the runs chained after its job (section 14).
-// Both are written in the transaction of the record, whoever writes it, so
-// a record never exists without them and a repeated or re-done write of
-// the record cannot add a second of either.
 
 // Health values of keys.Health.
 const (
@@ -25,8 +30,8 @@ const (
 	healthFailing = "failing"
 )
 
-// Follow is what one final record adds to its transaction.
-type Follow struct {
+// Caused is what one final record adds to its transaction.
+type Caused struct {
 	// Ops are the notifications and the chained runs, one op each, and
 	// each chained run's spec (written whether or not the run is queued:
 	// a spec is the same value whoever writes it, and the write tells the
@@ -40,13 +45,13 @@ type Follow struct {
 }
 
 // All is every op of f.
-func (f Follow) All() []clientv3.Op { return append(f.Ops, f.Health...) }
+func (f Caused) All() []clientv3.Op { return append(f.Ops, f.Health...) }
 
-// Follows is what rec, the final record of a run of input, causes under
+// Record is what rec, the final record of a run of input, causes under
 // cfg, the writer's configuration. job is the run's spec when cfg no longer
 // has the job (a record of a job removed from the file still notifies).
-func Follows(k keys.Layout, cfg *config.Config, job *config.Job, rec *runs.Record, input json.RawMessage, now time.Time) Follow {
-	var f Follow
+func Record(k keys.Layout, cfg *config.Config, job *config.Job, rec *runs.Record, input json.RawMessage, now time.Time) Caused {
+	var f Caused
 	if j := cfg.Job(rec.Job); j != nil {
 		job = j
 	}
@@ -70,8 +75,8 @@ func Follows(k keys.Layout, cfg *config.Config, job *config.Job, rec *runs.Recor
 // nested transaction compares it, so two records written one after the
 // other cannot both see "failing" (no read-modify-write race), and only a
 // transition costs a write.
-func notifications(k keys.Layout, cfg *config.Config, job *config.Job, rec *runs.Record, now time.Time) Follow {
-	var f Follow
+func notifications(k keys.Layout, cfg *config.Config, job *config.Job, rec *runs.Record, now time.Time) Caused {
+	var f Caused
 	tracked := false
 	var recovered []clientv3.Op
 	event := string(rec.Outcome)
@@ -107,29 +112,29 @@ func notifications(k keys.Layout, cfg *config.Config, job *config.Job, rec *runs
 // compare makes a repeat a no-op without failing the record's transaction.
 // The entry's spec is written beside it. A run that cannot be queued (the
 // upstream's input renders no key for it) is recorded skipped instead, and
-// that record causes what any record does (Follows): its notifications and
+// that record causes what any record does (Record): its notifications and
 // the runs chained after it, in the same nested transaction. Its specs and
 // health transition are hoisted out of it, as any record's are: a writer of
-// several records in one transaction keeps one of each (DedupSpecs,
+// several records in one transaction keeps one of each (queue.DedupSpecs,
 // MergeHealth), which etcd could not do for sibling nested transactions.
-func chained(k keys.Layout, cfg *config.Config, down *config.Job, rec *runs.Record, input json.RawMessage, now time.Time) Follow {
+func chained(k keys.Layout, cfg *config.Config, down *config.Job, rec *runs.Record, input json.RawMessage, now time.Time) Caused {
 	id := runs.ChainID(down.Name, rec.RunID)
-	e := NewEntry(id, down, cfg.Resources, now, now, 1, runs.Chain)
+	e := queue.NewEntry(id, down, cfg.Resources, now, now, 1, runs.Chain)
 	e.UpstreamRunID = rec.RunID
 	if len(input) > 0 {
 		e.Input = input
 	}
 	key := k.Entry(down.Name, id)
-	var f Follow
+	var f Caused
 	var writes []clientv3.Op
 	if err := e.RenderKey(); err != nil {
 		// The upstream's input renders no key for the downstream: its run
 		// is recorded skipped in place of its entry, not silently dropped.
 		r := e.NotStarted(runs.Skipped, now, err.Error())
-		writes = RecordOps(k, &r)
-		sub := Follows(k, cfg, down, &r, e.Input, now)
+		writes = queue.RecordOps(k, &r)
+		sub := Record(k, cfg, down, &r, e.Input, now)
 		for _, op := range sub.Ops {
-			if isSpec(k, op) {
+			if queue.IsSpec(k, op) {
 				f.Ops = append(f.Ops, op)
 			} else {
 				writes = append(writes, op)

@@ -1,4 +1,4 @@
-package queue
+package pause
 
 import (
 	"time"
@@ -10,53 +10,53 @@ import (
 	"github.com/etcdsched/scheduler/internal/mirror"
 )
 
-// Paused is every replica's view of the pause markers under jobs/, by
+// View is every replica's view of the pause markers under jobs/, by
 // job: a marker wins over the file's paused setting, and a pause with an
 // until ends by itself at until, whether or not the leader has deleted its
 // marker yet. Changed closes when a job is paused or resumed; Seen tells
 // whether the view shows a write.
-type Paused struct {
-	*mirror.Map[string, marker]
+type View struct {
+	*mirror.Map[string, stored]
 	clock clockwork.Clock
 }
 
-// marker is a pause marker as read.
-type marker struct {
-	Pause
+// stored is a marker as read.
+type stored struct {
+	Marker
 	rev int64 // ModRevision
 }
 
-// NewPaused is an empty pause state; mirror.Run fills it. clock (nil: the
+// NewView is an empty pause state; mirror.Run fills it. clock (nil: the
 // real one) tells when a pause's until has passed. The other keys under
 // jobs/ (cursors: the leader's own writes) are not the view's.
-func NewPaused(layout keys.Layout, clock clockwork.Clock) *Paused {
+func NewView(layout keys.Layout, clock clockwork.Clock) *View {
 	if clock == nil {
 		clock = clockwork.NewRealClock()
 	}
-	m := mirror.NewMap(layout.PausedJob, func(kv *mvccpb.KeyValue, _ marker, _ bool) (marker, bool) {
-		return marker{Pause: DecodePause(kv.Value), rev: kv.ModRevision}, true
+	m := mirror.NewMap(layout.PausedJob, func(kv *mvccpb.KeyValue, _ stored, _ bool) (stored, bool) {
+		return stored{Marker: Decode(kv.Value), rev: kv.ModRevision}, true
 	})
-	return &Paused{Map: m, clock: clock}
+	return &View{Map: m, clock: clock}
 }
 
 // Is reports whether job is paused: the etcd marker if there is one (a
 // pause past its until is over), else the file's setting.
-func (s *Paused) Is(job string, file bool) bool {
+func (s *View) Is(job string, file bool) bool {
 	return s.State(job, file).Paused
 }
 
 // State is job's pause as it holds now: the marker's, with its reason and
 // until, or the file's setting when there is no marker. A pause past its
 // until is no pause.
-func (s *Paused) State(job string, file bool) Pause {
+func (s *View) State(job string, file bool) Marker {
 	m, ok := s.Get(job)
 	if !ok {
-		return Pause{Paused: file}
+		return Marker{Paused: file}
 	}
 	if !m.ActiveAt(s.clock.Now()) {
-		return Pause{}
+		return Marker{}
 	}
-	return m.Pause
+	return m.Marker
 }
 
 // Expiring is a pause with an until, as read: what the leader ends.
@@ -67,9 +67,9 @@ type Expiring struct {
 }
 
 // Expiring lists the pauses that end by themselves.
-func (s *Paused) Expiring() []Expiring {
+func (s *View) Expiring() []Expiring {
 	var out []Expiring
-	s.Range(func(job string, m marker) bool {
+	s.Range(func(job string, m stored) bool {
 		if m.Paused && !m.Until.IsZero() {
 			out = append(out, Expiring{Job: job, Until: m.Until, Rev: m.rev})
 		}

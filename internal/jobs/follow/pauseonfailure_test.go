@@ -1,4 +1,4 @@
-package queue
+package follow
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 
 	"github.com/etcdsched/scheduler/internal/etcdtest"
 	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
+	"github.com/etcdsched/scheduler/internal/jobs/pause"
+	"github.com/etcdsched/scheduler/internal/jobs/queue"
 	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/runs"
 )
@@ -23,18 +25,18 @@ func TestPauseOnFailureKeepsAnOperatorsPause(t *testing.T) {
 	job.Retries.Max = 1
 	cfg := jobstest.Config(job)
 	at := time.Date(2026, 11, 25, 18, 0, 0, 0, time.UTC)
-	stored := func() (Pause, bool) {
+	stored := func() (pause.Marker, bool) {
 		resp, err := cli.Get(context.Background(), k.Paused("settle"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(resp.Kvs) == 0 {
-			return Pause{}, false
+			return pause.Marker{}, false
 		}
-		return DecodePause(resp.Kvs[0].Value), true
+		return pause.Decode(resp.Kvs[0].Value), true
 	}
-	tick := func(i int) *Entry {
-		return NewEntry(runs.ID("settle", at.Add(time.Duration(i)*time.Second)), &cfg.Jobs[0], nil, at, at, 1, runs.Schedule)
+	tick := func(i int) *queue.Entry {
+		return queue.NewEntry(runs.ID("settle", at.Add(time.Duration(i)*time.Second)), &cfg.Jobs[0], nil, at, at, 1, runs.Schedule)
 	}
 
 	end(t, cli, k, cfg, tick(0), runs.Failed, at) // attempt 1 of 2: retried
@@ -49,7 +51,7 @@ func TestPauseOnFailureKeepsAnOperatorsPause(t *testing.T) {
 		t.Fatalf("after the last attempt failed: %+v (stored %v), want reason %q", p, ok, want)
 	}
 
-	if _, err := cli.Put(context.Background(), k.Paused("settle"), EncodePause(Pause{Reason: "vendor outage"})); err != nil {
+	if _, err := cli.Put(context.Background(), k.Paused("settle"), pause.Encode(pause.Marker{Reason: "vendor outage"})); err != nil {
 		t.Fatal(err)
 	}
 	end(t, cli, k, cfg, tick(3).Retry(at, &runs.Record{Outcome: runs.Failed}), runs.TimedOut, at)
@@ -57,7 +59,7 @@ func TestPauseOnFailureKeepsAnOperatorsPause(t *testing.T) {
 		t.Errorf("an operator's pause became %q", p.Reason)
 	}
 
-	if _, err := cli.Put(context.Background(), k.Paused("settle"), Resumed); err != nil {
+	if _, err := cli.Put(context.Background(), k.Paused("settle"), pause.Resumed); err != nil {
 		t.Fatal(err)
 	}
 	lost := tick(4).Retry(at, &runs.Record{Outcome: runs.Lost})

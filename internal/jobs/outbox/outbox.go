@@ -1,4 +1,9 @@
-package queue
+// Package outbox is the notification outbox (outbox/<sink>/<id>, SPEC
+// section 13) as every replica sees it: the notifications written with
+// their records (package follow) and not yet delivered. The leader
+// delivers from it and deletes what it delivered; the dashboard and the
+// pending gauge read it.
+package outbox
 
 import (
 	"slices"
@@ -11,11 +16,9 @@ import (
 	"github.com/etcdsched/scheduler/internal/notify"
 )
 
-// Outbox mirrors outbox/: the notifications written with their records
-// and not yet delivered, by key. Every replica keeps it (the dashboard and
-// the pending gauge read it); the leader delivers from it, woken by
-// Changed.
-type Outbox struct {
+// View mirrors outbox/: the notifications waiting, by key. The leader
+// delivers from it, woken by Changed.
+type View struct {
 	*mirror.Map[string, *Waiting]
 }
 
@@ -26,9 +29,9 @@ type Waiting struct {
 	*notify.Notification
 }
 
-// NewOutbox is an empty view.
-func NewOutbox() *Outbox {
-	return &Outbox{mirror.NewMap(func(key string) (string, bool) { return key, true }, decodePending)}
+// NewView is an empty view; mirror.Run fills it.
+func NewView() *View {
+	return &View{mirror.NewMap(func(key string) (string, bool) { return key, true }, decodePending)}
 }
 
 // A value that does not decode is left in etcd for a newer version to
@@ -42,7 +45,7 @@ func decodePending(kv *mvccpb.KeyValue, _ *Waiting, _ bool) (*Waiting, bool) {
 }
 
 // List is every waiting notification, oldest first.
-func (o *Outbox) List() []*Waiting {
+func (o *View) List() []*Waiting {
 	out := o.Values()
 	slices.SortFunc(out, func(a, b *Waiting) int {
 		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
@@ -54,7 +57,7 @@ func (o *Outbox) List() []*Waiting {
 }
 
 // ByJob counts the waiting notifications of each job.
-func (o *Outbox) ByJob() map[string]int {
+func (o *View) ByJob() map[string]int {
 	out := map[string]int{}
 	o.Range(func(_ string, w *Waiting) bool {
 		out[w.Record.Job]++
@@ -65,7 +68,7 @@ func (o *Outbox) ByJob() map[string]int {
 
 // Backlog sums up what waits: how many notifications for each sink, and
 // when the oldest of them was created (zero when none waits).
-func (o *Outbox) Backlog() (bySink map[string]int, oldest time.Time) {
+func (o *View) Backlog() (bySink map[string]int, oldest time.Time) {
 	bySink = map[string]int{}
 	o.Range(func(_ string, w *Waiting) bool {
 		bySink[w.Sink]++

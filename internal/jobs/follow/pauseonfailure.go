@@ -1,4 +1,4 @@
-package queue
+package follow
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/config"
+	"github.com/etcdsched/scheduler/internal/jobs/pause"
 	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/notify"
 	"github.com/etcdsched/scheduler/internal/runs"
@@ -18,7 +19,7 @@ var pausingOutcomes = map[runs.Outcome]bool{runs.Failed: true, runs.TimedOut: tr
 
 // pauseOnFailure is the pause that rec, a final record of job, causes when
 // the job says pause_on_failure: written in the record's own transaction
-// (Follows is only ever part of it, and only for a run's last attempt), so
+// (Record is only ever part of it, and only for a run's last attempt), so
 // no failure can be recorded without its pause nor a pause written for a
 // record that was not. A job already paused keeps its pause (the
 // operator's reason and until); one resumed over its file's paused: true
@@ -31,8 +32,8 @@ func pauseOnFailure(k keys.Layout, cfg *config.Config, job *config.Job, rec *run
 		return nil
 	}
 	key := k.Paused(rec.Job)
-	p := Pause{Reason: fmt.Sprintf("paused after run %s %s", rec.RunID, rec.Outcome), At: now.UTC()}
-	then := []clientv3.Op{clientv3.OpPut(key, EncodePause(p))}
+	p := pause.Marker{Reason: fmt.Sprintf("paused after run %s %s", rec.RunID, rec.Outcome), At: now.UTC()}
+	then := []clientv3.Op{clientv3.OpPut(key, pause.Encode(p))}
 	for _, s := range cfg.SinksOf(job) {
 		if s.Wants(config.Paused) {
 			n := notify.New(s.Name, config.Paused, rec, now)
@@ -40,6 +41,6 @@ func pauseOnFailure(k keys.Layout, cfg *config.Config, job *config.Job, rec *run
 		}
 	}
 	absent := clientv3.Compare(clientv3.CreateRevision(key), "=", 0)
-	resumed := clientv3.Compare(clientv3.Value(key), "=", Resumed)
+	resumed := clientv3.Compare(clientv3.Value(key), "=", pause.Resumed)
 	return []clientv3.Op{clientv3.OpTxn([]clientv3.Cmp{absent}, then, []clientv3.Op{clientv3.OpTxn([]clientv3.Cmp{resumed}, then, nil)})}
 }

@@ -1,4 +1,4 @@
-package queue
+package follow
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/etcdtest"
+	"github.com/etcdsched/scheduler/internal/jobs/queue"
 	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/runs"
 )
@@ -26,10 +27,10 @@ func shardConfig(n int) *config.Config {
 }
 
 // fanOut writes the shards of extract's tick at at, all parts.
-func fanOut(t *testing.T, cli *clientv3.Client, k keys.Layout, cfg *config.Config, at time.Time) []*Entry {
+func fanOut(t *testing.T, cli *clientv3.Client, k keys.Layout, cfg *config.Config, at time.Time) []*queue.Entry {
 	t.Helper()
-	tick := NewEntry(runs.ID("extract", at), cfg.Job("extract"), nil, at, at, 1, runs.Schedule)
-	created, err := AddShards(context.Background(), cli, k, tick)
+	tick := queue.NewEntry(runs.ID("extract", at), cfg.Job("extract"), nil, at, at, 1, runs.Schedule)
+	created, err := queue.AddShards(context.Background(), cli, k, tick)
 	if err != nil || !created {
 		t.Fatalf("fan-out of %s: created %v, %v", tick.RunID, created, err)
 	}
@@ -39,7 +40,7 @@ func fanOut(t *testing.T, cli *clientv3.Client, k keys.Layout, cfg *config.Confi
 // release is a shard's final end as the worker's release writes it: the
 // record, the entry's delete and the fan-in, if its record is not written
 // yet (the release compares the slot token; the record stands in for it).
-func release(cli *clientv3.Client, k keys.Layout, cfg *config.Config, e *Entry, o runs.Outcome, at time.Time) error {
+func release(cli *clientv3.Client, k keys.Layout, cfg *config.Config, e *queue.Entry, o runs.Outcome, at time.Time) error {
 	rec := e.Finished(o, 0, 1, at, at)
 	e.Spec.Retries.Max = 0
 	ops, retry := End(k, cfg, k.Entry(e.Job, e.RunID), e, &rec, at)
@@ -61,7 +62,7 @@ func release(cli *clientv3.Client, k keys.Layout, cfg *config.Config, e *Entry, 
 // queued and the notifications it wrote, counting each write (a
 // notification's key is derived from the tick, so a second fan-in puts it
 // again).
-func tickState(t *testing.T, cli *clientv3.Client, k keys.Layout, tick string) (rec TickRecord, ok bool, chained, notified int64) {
+func tickState(t *testing.T, cli *clientv3.Client, k keys.Layout, tick string) (rec queue.TickRecord, ok bool, chained, notified int64) {
 	t.Helper()
 	resp, err := cli.Txn(context.Background()).Then(
 		clientv3.OpGet(k.FanIn("extract", tick)),
@@ -72,7 +73,7 @@ func tickState(t *testing.T, cli *clientv3.Client, k keys.Layout, tick string) (
 		t.Fatal(err)
 	}
 	if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
-		rec, ok = DecodeTick(kvs[0].Value)
+		rec, ok = queue.DecodeTick(kvs[0].Value)
 	}
 	for _, kv := range resp.Responses[2].GetResponseRange().Kvs {
 		if bytes.Contains(kv.Value, []byte(tick)) {
@@ -177,9 +178,9 @@ func TestFanOutRedoneWritesOnlyMissingShards(t *testing.T) {
 	k := keys.New("/fanin/")
 	cfg := shardConfig(config.MaxShards)
 	at := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
-	tick := NewEntry(runs.ID("extract", at), cfg.Job("extract"), nil, at, at, 1, runs.Schedule)
+	tick := queue.NewEntry(runs.ID("extract", at), cfg.Job("extract"), nil, at, at, 1, runs.Schedule)
 	shards := tick.ShardEntries()
-	parts := FanOutParts(k, shards)
+	parts := queue.FanOutParts(k, shards)
 	if len(parts) < 4 {
 		t.Fatalf("%d parts for 256 shards, want at least 4 (etcd's 128 ops a transaction)", len(parts))
 	}

@@ -1,4 +1,8 @@
-package queue
+// Package pause is a job's pause in etcd (jobs/<job>/paused, SPEC section
+// 19): the marker an operator's pause, a resume or pause_on_failure
+// writes, its encoding (read by earlier versions too), and the view every
+// replica keeps of the markers.
+package pause
 
 import (
 	"bytes"
@@ -6,10 +10,10 @@ import (
 	"time"
 )
 
-// Pause is a job's pause as stored at jobs/<job>/paused (SPEC section 19):
+// Marker is a job's pause as stored at jobs/<job>/paused (SPEC section 19):
 // written by a pause, "false" after a resume of a job whose file says
 // paused, deleted otherwise.
-type Pause struct {
+type Marker struct {
 	Paused bool `json:"paused"`
 	// Reason is what the operator said, shown by the API, CLI and
 	// dashboard.
@@ -26,31 +30,31 @@ type Pause struct {
 // paused: true; earlier versions read it too.
 const Resumed = "false"
 
-// EncodePause is the stored value of a pause. Earlier versions read any
+// Encode is the stored value of a pause. Earlier versions read any
 // value but "false" as paused, so they honour it (without its until).
-func EncodePause(p Pause) string {
+func Encode(p Marker) string {
 	p.Paused = true
 	b, _ := json.Marshal(p) // a struct of strings and times: cannot fail
 	return string(b)
 }
 
-// DecodePause reads a stored value: this version's JSON, or the bare
+// Decode reads a stored value: this version's JSON, or the bare
 // "true"/"false" earlier versions wrote. Anything else counts as paused,
 // as it did before.
-func DecodePause(v []byte) Pause {
+func Decode(v []byte) Marker {
 	v = bytes.TrimSpace(v)
 	if string(v) == Resumed {
-		return Pause{}
+		return Marker{}
 	}
-	var p Pause
+	var p Marker
 	if len(v) > 0 && v[0] == '{' && json.Unmarshal(v, &p) == nil {
 		return p
 	}
-	return Pause{Paused: true}
+	return Marker{Paused: true}
 }
 
 // ActiveAt reports whether the pause holds at now: paused, and now before
 // its until, if it has one.
-func (p Pause) ActiveAt(now time.Time) bool {
+func (p Marker) ActiveAt(now time.Time) bool {
 	return p.Paused && (p.Until.IsZero() || now.Before(p.Until))
 }

@@ -1,4 +1,4 @@
-package queue
+package worker
 
 import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -7,17 +7,17 @@ import (
 	"github.com/etcdsched/scheduler/internal/mirror"
 )
 
-// Cancels mirrors cancel/: requests to stop a running run, from the API
+// cancels mirrors cancel/: requests to stop a running run, from the API
 // or from a worker that replaces the run (overlap: replace), by run id,
 // each with its reason. The worker holding the run cancels it when the
 // request appears.
-type Cancels struct {
+type cancels struct {
 	*mirror.Map[string, string]
 }
 
-// NewCancels calls notify with each request that appears (and with each
+// newCancels calls notify with each request that appears (and with each
 // one a fresh read finds).
-func NewCancels(layout keys.Layout, notify func(runID, reason string)) *Cancels {
+func newCancels(layout keys.Layout, notify func(runID, reason string)) *cancels {
 	m := mirror.NewMap(func(key string) (string, bool) { return layout.CancelRun(key), true },
 		func(kv *mvccpb.KeyValue, _ string, _ bool) (string, bool) { return string(kv.Value), true })
 	m.Subscribe(func(changes []mirror.Change[string, string]) {
@@ -27,8 +27,8 @@ func NewCancels(layout keys.Layout, notify func(runID, reason string)) *Cancels 
 			}
 		}
 	})
-	return &Cancels{m}
+	return &cancels{m}
 }
 
 // Requested returns the reason a cancel of runID was asked for.
-func (c *Cancels) Requested(runID string) (string, bool) { return c.Get(runID) }
+func (c *cancels) Requested(runID string) (string, bool) { return c.Get(runID) }
