@@ -12,6 +12,25 @@ import (
 	"github.com/etcdsched/scheduler/internal/runs"
 )
 
+// Page asks for part of a listing: at most Limit entries (0: all) after
+// the cursor After (a job name, or a run id for run records).
+type Page struct {
+	Limit int
+	After string
+}
+
+// Runs returns the job's records, newest first: page.Limit of them,
+// older than the run page.After when it is set. next is the cursor of the
+// following page (the oldest run id returned), empty on the last. A job
+// removed from the config is known while it has records (RemovedJobs).
+func (e *Engine) Runs(ctx context.Context, job string, page Page) (list []runs.Record, next string, err error) {
+	list, next, err = e.readRuns(ctx, job, page)
+	if err == nil && len(list) == 0 && page.After == "" && e.opts.Config().Job(job) == nil {
+		return nil, "", fmt.Errorf("%w %q", ErrUnknownJob, job)
+	}
+	return list, next, err
+}
+
 // readRuns reads records without asking the current config: a listing made
 // from one config must not fail because a reload removed a job meanwhile.
 //

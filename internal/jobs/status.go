@@ -11,8 +11,6 @@ import (
 	"sync"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-
 	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
 	"github.com/etcdsched/scheduler/internal/keys"
@@ -33,17 +31,6 @@ type JobStatus = wire.Job
 // oldest was created (zero when none waits).
 func (e *Engine) Notifications() (bySink map[string]int, oldest time.Time) {
 	return e.outbox.Backlog()
-}
-
-// RunStatus is one run: queued ("pending"), executing ("running") or
-// recorded ("finished").
-type RunStatus = wire.Run
-
-// Page asks for part of a listing: at most Limit entries (0: all) after
-// the cursor After (a job name, or a run id for run records).
-type Page struct {
-	Limit int
-	After string
 }
 
 // Jobs lists the jobs of the current config: all of them in the file's
@@ -186,58 +173,6 @@ func (e *Engine) lastRun(ctx context.Context, job string) (*runs.Record, error) 
 		return nil, err
 	}
 	return &recs[0], nil
-}
-
-// Runs returns the job's records, newest first: page.Limit of them,
-// older than the run page.After when it is set. next is the cursor of the
-// following page (the oldest run id returned), empty on the last. A job
-// removed from the config is known while it has records (RemovedJobs).
-func (e *Engine) Runs(ctx context.Context, job string, page Page) (list []runs.Record, next string, err error) {
-	list, next, err = e.readRuns(ctx, job, page)
-	if err == nil && len(list) == 0 && page.After == "" && e.opts.Config().Job(job) == nil {
-		return nil, "", fmt.Errorf("%w %q", ErrUnknownJob, job)
-	}
-	return list, next, err
-}
-
-// FindRun returns one run, queued, running or finished.
-func (e *Engine) FindRun(ctx context.Context, runID string) (RunStatus, error) {
-	job := runs.JobOf(runID)
-	resp, err := e.opts.Client.Txn(ctx).Then(
-		clientv3.OpGet(e.keys.Entry(job, runID)),
-		clientv3.OpGet(e.keys.Record(job, runID)),
-	).Commit()
-	if err != nil {
-		return RunStatus{}, fmt.Errorf("jobs: read run %s: %w", runID, err)
-	}
-	if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
-		q, err := queue.Decode(kvs[0].Value)
-		if err != nil {
-			return RunStatus{}, err
-		}
-		return RunStatus{State: string(q.State), Record: q.InFlight(kvs[0].ModRevision)}, nil
-	}
-	if kvs := resp.Responses[1].GetResponseRange().Kvs; len(kvs) > 0 {
-		r, err := runs.DecodeRecord(kvs[0].Value)
-		if err != nil {
-			return RunStatus{}, fmt.Errorf("jobs: decode run %s: %w", runID, err)
-		}
-		return RunStatus{State: "finished", Record: r}, nil
-	}
-	if tick, found, err := e.findTick(ctx, job, runID); err != nil || found {
-		return tick, err
-	}
-	// An assigned run (the lean protocol, docs/protocol.md) has no queue
-	// entry: while it runs, its slot says so.
-	for _, sl := range e.opts.Slots.List() {
-		if sl.RunID == runID && sl.Resource == "" {
-			return RunStatus{State: string(queue.Running), Record: runs.Record{
-				RunID: runID, Job: job, Attempt: 1, Trigger: runs.Schedule, ScheduledAt: sl.ScheduledAt,
-				StartedAt: sl.StartedAt, Holder: sl.Holder, Slot: sl.Slot, FencingToken: sl.FencingToken,
-			}}, nil
-		}
-	}
-	return RunStatus{}, fmt.Errorf("%w %q", ErrUnknownRun, runID)
 }
 
 // Pending lists queued and running runs, oldest first.

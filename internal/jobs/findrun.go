@@ -11,6 +11,50 @@ import (
 	"github.com/etcdsched/scheduler/internal/wire"
 )
 
+// RunStatus is one run: queued ("pending"), executing ("running") or
+// recorded ("finished").
+type RunStatus = wire.Run
+
+// FindRun returns one run, queued, running or finished.
+func (e *Engine) FindRun(ctx context.Context, runID string) (RunStatus, error) {
+	job := runs.JobOf(runID)
+	resp, err := e.opts.Client.Txn(ctx).Then(
+		clientv3.OpGet(e.keys.Entry(job, runID)),
+		clientv3.OpGet(e.keys.Record(job, runID)),
+	).Commit()
+	if err != nil {
+		return RunStatus{}, fmt.Errorf("jobs: read run %s: %w", runID, err)
+	}
+	if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
+		q, err := queue.Decode(kvs[0].Value)
+		if err != nil {
+			return RunStatus{}, err
+		}
+		return RunStatus{State: string(q.State), Record: q.InFlight(kvs[0].ModRevision)}, nil
+	}
+	if kvs := resp.Responses[1].GetResponseRange().Kvs; len(kvs) > 0 {
+		r, err := runs.DecodeRecord(kvs[0].Value)
+		if err != nil {
+			return RunStatus{}, fmt.Errorf("jobs: decode run %s: %w", runID, err)
+		}
+		return RunStatus{State: "finished", Record: r}, nil
+	}
+	if tick, found, err := e.findTick(ctx, job, runID); err != nil || found {
+		return tick, err
+	}
+	// An assigned run (the lean protocol, docs/protocol.md) has no queue
+	// entry: while it runs, its slot says so.
+	for _, sl := range e.opts.Slots.List() {
+		if sl.RunID == runID && sl.Resource == "" {
+			return RunStatus{State: string(queue.Running), Record: runs.Record{
+				RunID: runID, Job: job, Attempt: 1, Trigger: runs.Schedule, ScheduledAt: sl.ScheduledAt,
+				StartedAt: sl.StartedAt, Holder: sl.Holder, Slot: sl.Slot, FencingToken: sl.FencingToken,
+			}}, nil
+		}
+	}
+	return RunStatus{}, fmt.Errorf("%w %q", ErrUnknownRun, runID)
+}
+
 // ShardStatus is one shard run of a sharded job's tick, as the tick's view
 // (GET /api/v1/runs/{tick run id}) lists it.
 type ShardStatus = wire.Shard
