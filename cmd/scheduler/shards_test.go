@@ -57,8 +57,10 @@ func TestRunsCommandShowsTicks(t *testing.T) {
 	}
 }
 
-// wideJobs: 256 shards of a second's work each, retried once, and a job
-// chained after the tick.
+// wideJobs: 256 shards of a second's work each, retried up to twice (a
+// shard lost with the killed replica, and again on a survivor whose session
+// a loaded CI machine starves past its 2 s TTL), and a job chained after
+// the tick.
 const wideJobs = `worker:
   max_parallel: 64
 jobs:
@@ -67,7 +69,7 @@ jobs:
     catch_up: none
     shards: 256
     history_limit: 1000
-    retries: {max: 1, backoff: 100ms}
+    retries: {max: 2, backoff: 100ms}
     exec:
       command: ["sleep", "1"]
   - name: after
@@ -122,19 +124,24 @@ func TestShardsOfAKilledProcessAreRetriedAndFannedInOnce(t *testing.T) {
 		view, err = leader.api.Run(ctx, tick.RunID)
 		return err == nil && view.State == client.StateFinished
 	})
-	if view.Outcome != "succeeded" || len(view.Shards) != 256 {
-		t.Fatalf("tick %s: %s with %d shards, want succeeded with 256", tick.RunID, view.Outcome, len(view.Shards))
-	}
 	recs, err := leader.api.Runs(ctx, "wide", 1000, "")
 	if err != nil {
 		t.Fatal(err)
+	}
+	if view.Outcome != "succeeded" || len(view.Shards) != 256 {
+		for _, r := range recs {
+			if r.Outcome != "succeeded" {
+				t.Logf("%s attempt %d: %s on %s: %s (before: %+v)", r.RunID, r.Attempt, r.Outcome, r.Holder, r.Error, r.Previous)
+			}
+		}
+		t.Fatalf("tick %s: %s with %d shards, want succeeded with 256", tick.RunID, view.Outcome, len(view.Shards))
 	}
 	lost := 0
 	for _, r := range recs {
 		if r.Outcome != "succeeded" {
 			t.Errorf("%s: %s, want succeeded", r.RunID, r.Outcome)
 		}
-		if r.Attempt == 2 {
+		if r.Attempt > 1 {
 			lost++
 		}
 	}
