@@ -3,7 +3,6 @@ package worker
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/jobs/assign"
-	"github.com/etcdsched/scheduler/internal/jobs/metrics"
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
 	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/runs"
@@ -284,8 +282,6 @@ func (w *Worker) claimChunk(ctx context.Context, r *claimRound, rs []assignedRun
 		return false
 	}
 	r.markers = append(r.markers, assign.Marker{Chunk: chunk, ModRevision: claims[0].Revision})
-	var skips []unclaimedEnd
-	defer func() { w.endUnclaimed(ctx, st, skips, unsettled) }()
 	answered := w.d.Clock.Now()
 	for i, c := range claims {
 		run := rs[i]
@@ -307,9 +303,6 @@ func (w *Worker) claimChunk(ctx context.Context, r *claimRound, rs []assignedRun
 			w.finish(run.runID) // decided already
 		case c.Reason == assign.SlotTaken && answered.Before(st.At):
 			r.later = append(r.later, run)
-		case skipsAtOnce(run.entry, c.Reason, st.At, answered):
-			skips = append(skips, unclaimedEnd{run.entry, runs.Skipped, metrics.ReasonOverlap,
-				fmt.Sprintf("all %d slots taken (overlap: %s)", run.entry.Spec.MaxConcurrency, run.entry.Spec.Overlap)})
 		default:
 			// A slot taken, or a run of the job waiting: the queue path
 			// applies overlap, fair order and queue_limit as for any run.
@@ -317,19 +310,6 @@ func (w *Worker) claimChunk(ctx context.Context, r *claimRound, rs []assignedRun
 		}
 	}
 	return true
-}
-
-// skipsAtOnce says whether a run etcd refused for reason, answered at
-// answered, is skipped here rather than on the queue path: its job's only
-// slot is another run's at or after its due time, overlap skip, and the
-// claim compared that none of its job waits (no elder to take turns with).
-// That is the queue path's decision (start.go), without its entry: a
-// worker behind skips a tick whose job still runs the one before for a
-// share of one transaction, not three writes every replica decodes.
-// Refused before its due time, the slot may yet free: the queue path waits.
-func skipsAtOnce(e *queue.Entry, reason assign.Reason, at, answered time.Time) bool {
-	return reason == assign.SlotTaken && e.Spec.Overlap == config.OverlapSkip &&
-		e.Spec.MaxConcurrency == 1 && !answered.Before(at)
 }
 
 // claimTries sends one chunk until etcd answers it, the assignment is

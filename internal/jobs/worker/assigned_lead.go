@@ -18,10 +18,13 @@ import (
 const maxAssignedLead = 500 * time.Millisecond
 
 // leadOf is how long before its instant a is taken up: maxAssignedLead,
-// but at most half the time from the instant to each of its jobs' next
-// tick, so that a job's later tick is never claimed before the tick
-// before it (whose claim would then find the slot taken and skip), and at
-// least ClaimLead. A job the configuration does not have (a spec changed
+// but at most a quarter of the time from the instant to each of its jobs'
+// next tick, and at least ClaimLead. A later tick is so never claimed
+// before the tick before it (whose claim would then find the slot taken
+// and skip), and a replica killed holds few runs claimed and not started:
+// their slots stay its own until its lease expires, and its job's ticks
+// are skipped until then (at half the gap, a SIGKILL of test/bench's
+// failover step caught two jobs @every 100ms so, 104 ticks). A job the configuration does not have (a spec changed
 // or removed since) gets ClaimLead.
 func (w *Worker) leadOf(a assign.Assignment) time.Duration {
 	lead := maxAssignedLead
@@ -36,7 +39,7 @@ func (w *Worker) leadOf(a assign.Assignment) time.Duration {
 			return w.d.ClaimLead
 		}
 		if next := sched.Next(a.At); !next.IsZero() {
-			lead = min(lead, next.Sub(a.At)/2)
+			lead = min(lead, next.Sub(a.At)/4)
 		}
 	}
 	return max(lead, w.d.ClaimLead)

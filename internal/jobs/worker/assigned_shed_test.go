@@ -39,31 +39,6 @@ func TestALateAssignedRunIsShedWhenANewerTickOfItsJobIsDue(t *testing.T) {
 	}
 }
 
-// A run claimed at or after its due time and refused because its job's
-// only slot is another run's is recorded skipped by the worker, with no
-// queue entry: the queue path would decide the same (overlap skip, nobody
-// waiting) for three writes every replica decodes.
-func TestALateRefusedAssignedRunIsSkippedWithoutAQueueEntry(t *testing.T) {
-	exec := &countingExecutor{started: make(chan string, 8)}
-	tw := startTestWorker(t, "/lean-skip/", job("busy"), exec, testWorkerOptions{})
-	tw.holdSlot(t, "busy", "busy@earlier")
-	from := tw.revision(t)
-	at := time.Now().Add(-200 * time.Millisecond).UTC()
-	tw.assignJobs(t, tw.incarnation(t), at, "busy")
-	id := runs.ID("busy", at)
-	rec := waitRecord(t, tw.cli, tw.layout, id)
-	if rec.Outcome != runs.Skipped || !strings.Contains(rec.Error, "all 1 slots taken (overlap: skip)") {
-		t.Errorf("recorded %s %q, want skipped: all 1 slots taken (overlap: skip)", rec.Outcome, rec.Error)
-	}
-	if tw.existedBetween(t, tw.layout.Entry("busy", id), from, tw.revision(t)) {
-		t.Error("the run took the queue path: its entry was written")
-	}
-	tw.waitSettled(t)
-	if n := exec.runs.Load(); n != 0 {
-		t.Errorf("%d runs executed, want none", n)
-	}
-}
-
 // A worker with no room under max_parallel records an assignment's
 // superseded runs missed at once, not when a place frees: the places go
 // to the newest ticks.
