@@ -119,7 +119,7 @@ func (w *Worker) claimAll(ctx context.Context, r *claimRound) bool {
 
 // claimLater tries the runs refused before the instant again at the
 // instant: the run before may have ended by then. Those refused again
-// take the queue path or are skipped (claimChunk).
+// take the queue path (claimChunk).
 func (w *Worker) claimLater(ctx context.Context, r *claimRound) {
 	if len(r.later) == 0 || !w.untilDue(ctx, r.sess, r.st.At) {
 		return // settleLater queues them
@@ -148,12 +148,8 @@ func (w *Worker) claimSent() {
 // shedAfter late while it waits (the caller sheds what is late and asks
 // again), and none, not alive, when ctx or the session ends first.
 func (w *Worker) reserve(ctx context.Context, sess *session.Session, st *assign.Stored, jobs []assign.Job) ([]assign.Job, bool) {
-	var late <-chan time.Time
-	if d := st.At.Add(shedAfter).Sub(w.d.Clock.Now()); d > 0 {
-		t := w.d.Clock.NewTimer(d + time.Millisecond)
-		defer t.Stop()
-		late = t.Chan()
-	}
+	var late <-chan time.Time // armed at the first wait: a chunk with room takes no timer
+	armed := false
 	for {
 		w.mu.Lock()
 		free := w.maxParallel() - len(w.active)
@@ -170,6 +166,14 @@ func (w *Worker) reserve(ctx context.Context, sess *session.Session, st *assign.
 		w.mu.Unlock()
 		if n > 0 {
 			return jobs[:n], true
+		}
+		if !armed {
+			armed = true
+			if d := st.At.Add(shedAfter).Sub(w.d.Clock.Now()); d > 0 {
+				t := w.d.Clock.NewTimer(d + time.Millisecond)
+				defer t.Stop()
+				late = t.Chan()
+			}
 		}
 		select {
 		case <-ctx.Done():

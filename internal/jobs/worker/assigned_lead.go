@@ -24,8 +24,9 @@ const maxAssignedLead = 500 * time.Millisecond
 // and skip), and a replica killed holds few runs claimed and not started:
 // their slots stay its own until its lease expires, and its job's ticks
 // are skipped until then (at half the gap, a SIGKILL of test/bench's
-// failover step caught two jobs @every 100ms so, 104 ticks). A job the configuration does not have (a spec changed
-// or removed since) gets ClaimLead.
+// failover step caught two jobs @every 100ms so, 104 ticks). A job the
+// configuration does not have (a spec changed or removed since) gets
+// ClaimLead.
 func (w *Worker) leadOf(a assign.Assignment) time.Duration {
 	lead := maxAssignedLead
 	cfg := w.d.Config()
