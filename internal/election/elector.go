@@ -222,14 +222,8 @@ func (e *Elector) Leader(ctx context.Context) (Leader, error) {
 	leader, synced := e.observer.current()
 	if !synced {
 		var err error
-		leader, _, _, err = readLeader(ctx, e.client, electionPrefix(e.cfg.Prefix), e.log)
-		if err != nil {
+		if leader, err = e.observer.readNow(ctx); err != nil {
 			return Leader{}, err
-		}
-		if leader != nil && leader.Since.IsZero() {
-			// A leader of an earlier version, or one that has not yet
-			// proclaimed its win: now is the best we know.
-			leader.Since = e.cfg.Clock.Now()
 		}
 	}
 	if leader == nil {

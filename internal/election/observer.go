@@ -45,6 +45,7 @@ type observer struct {
 	synced bool    // a read succeeded and the watch following it is open
 	leader *Leader // nil: no leader
 	key    string  // leader's election key, with leader.Revision naming the term
+	rev    int64   // the etcd revision the view was read at
 }
 
 func newObserver(client *clientv3.Client, prefix string, clock clockwork.Clock, log *slog.Logger, m *metrics) *observer {
@@ -110,8 +111,20 @@ func (o *observer) read(ctx context.Context) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	o.publish(leader, key)
+	o.publish(leader, key, rev, true)
 	return rev, nil
+}
+
+// readNow reads etcd while the watch is down, folds the answer into the
+// view (it is the newest there is) and returns the view.
+func (o *observer) readNow(ctx context.Context) (*Leader, error) {
+	leader, key, rev, err := readLeader(ctx, o.client, o.prefix, o.log)
+	if err != nil {
+		return nil, err
+	}
+	o.publish(leader, key, rev, false)
+	l, _ := o.current()
+	return l, nil
 }
 
 func readLeader(ctx context.Context, client *clientv3.Client, prefix string, log *slog.Logger) (*Leader, string, int64, error) {
@@ -135,10 +148,19 @@ func parseLeader(kv *mvccpb.KeyValue, log *slog.Logger) *Leader {
 	return &Leader{ID: rec.ID, APIAddr: rec.APIAddr, Since: rec.Since, Revision: kv.CreateRevision}
 }
 
-func (o *observer) publish(leader *Leader, key string) {
+// publish sets the view read at rev; sync says the watch follows that read.
+// A read older than the view is dropped: an answer given from a newer read
+// (readNow, while the watch reopened) must not be taken back, as when the
+// watch's first read, made before a campaign, lands after a direct read
+// that saw the winner.
+func (o *observer) publish(leader *Leader, key string, rev int64, sync bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.synced = true
+	o.synced = o.synced || sync
+	if rev < o.rev {
+		return
+	}
+	o.rev = rev
 	same := leader != nil && o.leader != nil && key == o.key && leader.Revision == o.leader.Revision
 	switch {
 	case same:

@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chromedp/chromedp"
-
 	"github.com/etcdsched/scheduler/internal/client"
 	"github.com/etcdsched/scheduler/internal/poll"
 )
@@ -95,7 +93,7 @@ func TestDashboardMarksBackfilledRuns(t *testing.T) {
 		`document.querySelectorAll('#timeline-svg .tl-bar.backfill[data-run-id^="fivemin@"]').length === `+fmt.Sprint(len(recent.Queued))+` &&
 		 /no started run/.test(document.querySelector('#lateness-charts figure[data-job="fivemin"] figcaption')?.textContent || '')`)
 
-	legend, err := chromedp.Run(sctx, chromedp.TextContent(chromedp.CSS(".legend")))
+	legend, err := textOf(sctx, ".legend")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -62,6 +63,20 @@ func browser(t *testing.T) context.Context {
 // 100ms, up to the patience.
 func pollJS(js string) chromedp.Action[chromedp.Void] {
 	return chromedp.Poll[chromedp.Void](js, chromedp.WithPollingInterval(100*time.Millisecond), chromedp.WithPollingTimeout(patience))
+}
+
+// textOf is the text of the first element matching css, read in one
+// evaluation: chromedp's TextContent finds the node, then reads it, and a
+// table the page re-renders in between leaves it a node id that is gone
+// ("No node with given id found", seen in CI). It waits, up to the
+// patience, for such an element to exist.
+func textOf(ctx context.Context, css string) (string, error) {
+	js := fmt.Sprintf(`(() => { const n = document.querySelector(%s); return n === null ? null : [n.textContent]; })()`, jsString(css))
+	got, err := chromedp.Run(ctx, chromedp.Poll[[]string](js, chromedp.WithPollingInterval(100*time.Millisecond), chromedp.WithPollingTimeout(patience)))
+	if err != nil {
+		return "", err
+	}
+	return got[0], nil
 }
 
 // navigate loads url in the tab, waiting up to the patience.

@@ -90,7 +90,7 @@ func TestDashboard(t *testing.T) {
 		t.Helper()
 		sctx, cancel := context.WithTimeout(ctx, patience)
 		defer cancel()
-		s, err := chromedp.Run(sctx, chromedp.TextContent(chromedp.CSS(css)))
+		s, err := textOf(sctx, css)
 		if err != nil {
 			t.Fatalf("%s: %v\npage text:\n%s", name, err, pageText(ctx))
 		}

@@ -38,7 +38,7 @@ func TestDashboardShowsPauseReason(t *testing.T) {
 	if err != nil {
 		t.Fatalf("see ping paused with its reason: %v\npage text:\n%s", err, pageText(ctx))
 	}
-	shown, err := chromedp.Run(sctx, chromedp.TextContent(chromedp.CSS(cell)))
+	shown, err := textOf(sctx, cell)
 	if err != nil {
 		t.Fatal(err)
 	}
