@@ -16,6 +16,10 @@ type Config struct {
 	Notify    Notify     `yaml:"notify" json:"notify"`
 	Calendars []Calendar `yaml:"calendars" json:"calendars,omitempty"`
 	Jobs      []Job      `yaml:"jobs" json:"jobs"`
+
+	// byName indexes Jobs (Parse builds it; Job checks each hit, so a
+	// Config built or changed by hand is still answered, by a scan).
+	byName map[string]int
 }
 
 // Cluster says how replicas reach etcd and how long their sessions live.

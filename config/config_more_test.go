@@ -63,6 +63,7 @@ jobs:
 	date.Name, date.Schedule = "date", "0 2 * * *"
 	date.Exec = &Exec{Command: []string{"date"}, KillGrace: Duration(10 * time.Second)}
 	want.Jobs = []Job{ping, date}
+	want.indexJobs()
 	if !reflect.DeepEqual(cfg, want) {
 		g, _ := json.MarshalIndent(cfg, "", "  ")
 		w, _ := json.MarshalIndent(want, "", "  ")

@@ -93,6 +93,7 @@ func (e *Exec) setDefaults() {
 // normalize puts valid values into the one form the rest of the program
 // relies on, so that equal meanings hash equally.
 func (c *Config) normalize() {
+	defer c.indexJobs()
 	if len(c.Cluster.Etcd.Endpoints) == 0 {
 		c.Cluster.Etcd.Endpoints = nil
 	}
