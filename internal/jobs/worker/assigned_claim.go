@@ -55,6 +55,7 @@ type claimRound struct {
 	unsettled atomic.Int32    // its runs this worker could neither record nor queue
 	markers   []assign.Marker // of the chunks that claimed: what the cleanup compares
 	later     []assignedRun   // refused before the instant: tried again at it
+	gone      bool            // a chunk found the assignment moved or deleted
 }
 
 // runAssignment claims st's runs in chunks as max_parallel leaves room,
@@ -80,7 +81,7 @@ func (w *Worker) runAssignment(ctx context.Context, st assign.Stored) {
 	if settled {
 		w.claimLater(ctx, r)
 	}
-	w.settleLater(ctx, &r.st, r.later, &r.unsettled)
+	w.settleLater(ctx, r)
 	r.running.Wait()
 	if settled && r.unsettled.Load() == 0 {
 		r.st.Markers = r.markers
@@ -129,7 +130,13 @@ func (w *Worker) claimLater(ctx context.Context, r *claimRound) {
 	for len(later) > 0 {
 		n := min(len(later), maxChunk)
 		if !w.claimChunk(ctx, r, later[:n]) {
-			return // the assignment went, or the leader resolves it
+			// The assignment went, or the leader resolves it: the
+			// chunks not sent give their places back too (they stayed
+			// counted active, and max_parallel shrank by them for good).
+			for _, run := range later[n:] {
+				w.finish(run.runID)
+			}
+			return
 		}
 		later = later[n:]
 	}
@@ -273,8 +280,9 @@ func (w *Worker) claimChunk(ctx context.Context, r *claimRound, rs []assignedRun
 		for _, run := range rs {
 			w.finish(run.runID)
 		}
+		r.gone = errors.Is(err, assign.ErrGone)
 		switch {
-		case !errors.Is(err, assign.ErrGone):
+		case !r.gone:
 			unsettled.Add(1)
 			r.log.Warn("claiming an assignment's runs failed: the leader resolves them", "chunk", chunk, "err", err)
 		case chunk == 0:

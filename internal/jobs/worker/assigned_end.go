@@ -40,12 +40,21 @@ func (w *Worker) settleAssigned(ctx context.Context, st *assign.Stored, e *queue
 	w.d.Log.Debug("assigned run takes the queue path", "job", e.Job, "run_id", e.RunID, "why", why, "queued", resp.Succeeded, "assignment", st.Key(w.d.Keys))
 }
 
-// settleLater hands to the queue path the runs refused before their
-// instant that are not tried again (the worker stops, the session ends,
-// the assignment went): there they wait for the slot as any run does.
-func (w *Worker) settleLater(ctx context.Context, st *assign.Stored, later []assignedRun, unsettled *atomic.Int32) {
-	for _, r := range later {
-		w.settleAssigned(ctx, st, r.entry, string(assign.SlotTaken), unsettled)
+// settleLater hands to the queue path the runs of r refused before their
+// instant that are not tried again (the worker stops, the session ends):
+// there they wait for the slot as any run does. Those of an assignment
+// gone only give their places back.
+func (w *Worker) settleLater(ctx context.Context, r *claimRound) {
+	if r.gone {
+		// Its new worker or the leader decides them; a pending entry
+		// would be refused (it compares the assignment as read).
+		for _, run := range r.later {
+			w.finish(run.runID)
+		}
+		return
+	}
+	for _, run := range r.later {
+		w.settleAssigned(ctx, &r.st, run.entry, string(assign.SlotTaken), &r.unsettled)
 	}
 }
 

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -83,4 +84,37 @@ func TestARunRefusedAheadIsClaimedAgainAtItsInstant(t *testing.T) {
 		t.Error("the run took the queue path: its entry was written")
 	}
 	tw.waitSettled(t)
+}
+
+// More runs than one chunk are refused ahead (their slots taken), and the
+// assignment is gone by the instant (moved or withdrawn): the first chunk
+// tried again fails, and every run gives its place under max_parallel
+// back, those of the chunks not sent too.
+func TestRunsRefusedAheadGiveTheirPlacesBackWhenTheAssignmentGoes(t *testing.T) {
+	t0 := time.Now().Truncate(time.Second).Add(time.Hour).UTC()
+	clock := clockwork.NewFakeClockAt(t0)
+	names := make([]string, maxChunk+3)
+	for i := range names {
+		names[i] = fmt.Sprintf("j%02d", i)
+	}
+	tw, _ := startCounted(t, "/lean-gone/", testWorkerOptions{clock: clock, maxParallel: 2 * len(names)}, names...)
+	for _, name := range names {
+		tw.holdSlot(t, name, name+"@before")
+	}
+	at := t0.Add(10 * time.Second)
+	a := tw.assignJobs(t, tw.incarnation(t), at, names...)
+	poll.For(t, 30*time.Second, "the assignment in the worker's view", func() bool { return !tw.w.assigned.next().IsZero() })
+	clock.Advance(at.Add(-maxAssignedLead).Sub(clock.Now()))
+	poll.For(t, 30*time.Second, "both chunks claimed ahead, refused", func() bool {
+		return tw.count(t, tw.layout.ClaimMarker(a.Worker, a.At, a.Group, 1)) == 1
+	})
+	if _, err := tw.cli.Delete(context.Background(), a.Key(tw.layout)); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(at.Sub(clock.Now()))
+	poll.Until(t, 30*time.Second, "every place given back", func() (bool, string) {
+		tw.w.mu.Lock()
+		defer tw.w.mu.Unlock()
+		return len(tw.w.active) == 0, fmt.Sprintf("%d runs still active", len(tw.w.active))
+	})
 }
