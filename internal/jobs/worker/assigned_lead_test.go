@@ -118,3 +118,40 @@ func TestRunsRefusedAheadGiveTheirPlacesBackWhenTheAssignmentGoes(t *testing.T) 
 		return len(tw.w.active) == 0, fmt.Sprintf("%d runs still active", len(tw.w.active))
 	})
 }
+
+// A run refused ahead because the tick before still holds its slot is
+// claimed as soon as that slot frees, before its instant, and starts on
+// time; not by a claim sent at the instant.
+func TestARunRefusedAheadIsClaimedWhenItsSlotFrees(t *testing.T) {
+	t0 := time.Now().Truncate(time.Second).Add(time.Hour).UTC()
+	clock := clockwork.NewFakeClockAt(t0)
+	exec := &countingExecutor{started: make(chan string, 8)}
+	tw := startTestWorker(t, "/lean-freed/", job("hourly"), exec, testWorkerOptions{clock: clock})
+	before := tw.holdSlot(t, "hourly", "hourly@before")
+	at := t0.Add(10 * time.Second)
+	a := tw.assignJobs(t, tw.incarnation(t), at, "hourly")
+	poll.For(t, 30*time.Second, "the assignment in the worker's view", func() bool { return !tw.w.assigned.next().IsZero() })
+	clock.Advance(at.Add(-maxAssignedLead).Sub(clock.Now()))
+	poll.For(t, 30*time.Second, "the claim ahead, refused", func() bool {
+		return tw.count(t, tw.layout.ClaimMarker(a.Worker, a.At, a.Group, 0)) == 1
+	})
+	if _, err := tw.cli.Revoke(context.Background(), before); err != nil {
+		t.Fatal(err)
+	}
+	// The clock stays a lead before the instant, but for the looks'
+	// spacing (lookEvery), which a few steps cover.
+	poll.For(t, 30*time.Second, "the run claimed before its instant", func() bool {
+		if clock.Now().Before(at.Add(-maxAssignedLead / 2)) {
+			clock.Advance(lookEvery)
+		}
+		return tw.count(t, tw.layout.ClaimMarker(a.Worker, a.At, a.Group, 1)) == 1 && tw.sem.InUse("hourly") == 1
+	})
+	if !clock.Now().Before(at) {
+		t.Fatalf("claimed at %s, not before the instant %s", clock.Now(), at)
+	}
+	clock.Advance(at.Sub(clock.Now()))
+	if rec := waitRecord(t, tw.cli, tw.layout, runs.ID("hourly", at)); rec.Outcome != runs.Succeeded {
+		t.Errorf("recorded %s %q, want succeeded", rec.Outcome, rec.Error)
+	}
+	tw.waitSettled(t)
+}
