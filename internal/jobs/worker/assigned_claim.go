@@ -118,6 +118,30 @@ func (w *Worker) claimAll(ctx context.Context, r *claimRound) bool {
 	return true
 }
 
+// claimLater tries the runs refused before the instant again at the
+// instant: the run before may have ended by then. Those refused again
+// take the queue path (claimChunk).
+func (w *Worker) claimLater(ctx context.Context, r *claimRound) {
+	if len(r.later) == 0 || !w.untilDue(ctx, r.sess, r.st.At) {
+		return // settleLater queues them
+	}
+	later := r.later
+	r.later = nil
+	for len(later) > 0 {
+		n := min(len(later), maxChunk)
+		if !w.claimChunk(ctx, r, later[:n]) {
+			// The assignment went, or the leader resolves it: the
+			// chunks not sent give their places back too (they stayed
+			// counted active, and max_parallel shrank by them for good).
+			for _, run := range later[n:] {
+				w.finish(run.runID)
+			}
+			return
+		}
+		later = later[n:]
+	}
+}
+
 // claimSent counts an assignment whose chunks are all sent; the last
 // wakes the loop, which may take over again (dispatchTakeOvers).
 func (w *Worker) claimSent() {
