@@ -133,12 +133,17 @@ func (w *Worker) claimLater(ctx context.Context, r *claimRound) {
 			// The assignment went, or the leader resolves it: the
 			// chunks not sent give their places back too (they stayed
 			// counted active, and max_parallel shrank by them for good).
-			for _, run := range later[n:] {
-				w.finish(run.runID)
-			}
+			w.finishAll(later[n:])
 			return
 		}
 		later = later[n:]
+	}
+}
+
+// finishAll gives back the places of rs, runs that will not start here.
+func (w *Worker) finishAll(rs []assignedRun) {
+	for _, run := range rs {
+		w.finish(run.runID)
 	}
 }
 
@@ -277,9 +282,7 @@ func (w *Worker) claimChunk(ctx context.Context, r *claimRound, rs []assignedRun
 	}
 	claims, err := w.claimTries(ctx, sess, st, chunk, tries, r.log)
 	if err != nil {
-		for _, run := range rs {
-			w.finish(run.runID)
-		}
+		w.finishAll(rs)
 		r.gone = errors.Is(err, assign.ErrGone)
 		switch {
 		case !r.gone:

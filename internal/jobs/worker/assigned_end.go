@@ -48,9 +48,7 @@ func (w *Worker) settleLater(ctx context.Context, r *claimRound) {
 	if r.gone {
 		// Its new worker or the leader decides them; a pending entry
 		// would be refused (it compares the assignment as read).
-		for _, run := range r.later {
-			w.finish(run.runID)
-		}
+		w.finishAll(r.later)
 		return
 	}
 	for _, run := range r.later {
