@@ -61,8 +61,11 @@ func browser(t *testing.T) context.Context {
 
 // pollJS waits until the page's js expression is true, looking every
 // 100ms, up to the patience.
-func pollJS(js string) chromedp.Action[chromedp.Void] {
-	return chromedp.Poll[chromedp.Void](js, chromedp.WithPollingInterval(100*time.Millisecond), chromedp.WithPollingTimeout(patience))
+func pollJS(js string) chromedp.Action[chromedp.Void] { return pollValue[chromedp.Void](js) }
+
+// pollValue waits as pollJS does and yields the expression's value.
+func pollValue[T any](js string) chromedp.Action[T] {
+	return chromedp.Poll[T](js, chromedp.WithPollingInterval(100*time.Millisecond), chromedp.WithPollingTimeout(patience))
 }
 
 // textOf is the text of the first element matching css, read in one
@@ -72,7 +75,7 @@ func pollJS(js string) chromedp.Action[chromedp.Void] {
 // patience, for such an element to exist.
 func textOf(ctx context.Context, css string) (string, error) {
 	js := fmt.Sprintf(`(() => { const n = document.querySelector(%s); return n === null ? null : [n.textContent]; })()`, jsString(css))
-	got, err := chromedp.Run(ctx, chromedp.Poll[[]string](js, chromedp.WithPollingInterval(100*time.Millisecond), chromedp.WithPollingTimeout(patience)))
+	got, err := chromedp.Run(ctx, pollValue[[]string](js))
 	if err != nil {
 		return "", err
 	}
