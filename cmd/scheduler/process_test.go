@@ -36,8 +36,14 @@ type proc struct {
 // writeConfig writes a config on an external etcd with an isolated prefix.
 func writeConfig(t *testing.T, endpoint, prefix, extra string) string {
 	t.Helper()
+	return writeConfigTTL(t, endpoint, prefix, 2*time.Second, extra)
+}
+
+// writeConfigTTL is writeConfig with the session TTL ttl.
+func writeConfigTTL(t *testing.T, endpoint, prefix string, ttl time.Duration, extra string) string {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "jobs.yaml")
-	if err := os.WriteFile(path, []byte(etcdtest.Config(endpoint, prefix, extra)), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte(etcdtest.ConfigTTL(endpoint, prefix, ttl, extra)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return path
