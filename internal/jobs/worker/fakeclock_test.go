@@ -2,6 +2,9 @@ package worker
 
 import (
 	"context"
+	"runtime"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -129,4 +132,52 @@ func waitRecord(t *testing.T, cli *clientv3.Client, layout keys.Layout, runID st
 		return err2 == nil
 	})
 	return rec
+}
+
+// jumpClock is a fake clock that moves on by jump right after the worker's
+// loop next reads it: a test's Advance landing between the loop's reading
+// of the time and its arming of the timer.
+type jumpClock struct {
+	*clockwork.FakeClock
+	jump atomic.Int64 // nanoseconds; 0 once jumped
+}
+
+func (c *jumpClock) Now() time.Time {
+	now := c.FakeClock.Now()
+	if pc, _, _, ok := runtime.Caller(1); ok && strings.HasSuffix(runtime.FuncForPC(pc).Name(), ".(*Worker).Run") {
+		if d := c.jump.Swap(0); d > 0 {
+			c.FakeClock.Advance(time.Duration(d))
+		}
+	}
+	return now
+}
+
+// A clock that reaches a run's due time while the loop arms its timer for
+// it (the loop read the time before the jump, armed after) starts the run:
+// the loop does not wait for the timer's own deadline, a whole jump later.
+// TestOverlapOnAFakeClock met this under CI load: its Advance of one second
+// came while the loop was arming its timer for the first run, which then
+// waited for a second Advance that never came.
+func TestAClockJumpWhileTheLoopArmsItsTimerStartsTheRun(t *testing.T) {
+	t0 := time.Date(2026, 11, 23, 4, 0, 0, 0, time.UTC)
+	clock := &jumpClock{FakeClock: clockwork.NewFakeClockAt(t0)}
+	job := jobstest.WithDefaults(jobstest.Job("one", "@every 1h"))
+	exec := &heldExecutor{started: make(chan target.Run, 4), release: make(chan struct{})}
+	defer close(exec.release)
+	tw := startTestWorker(t, "/clock-jump/", job, exec, testWorkerOptions{clock: clock})
+
+	clock.jump.Store(int64(time.Second))
+	id := runs.ID("one", t0.Add(time.Second))
+	e := queue.NewEntry(id, &tw.cfg.Jobs[0], nil, t0.Add(time.Second), t0.Add(time.Second), 1, runs.Schedule)
+	spec, _ := e.SpecOp(tw.layout)
+	if _, err := tw.cli.Txn(tw.ctx).Then(spec, clientv3.OpPut(tw.layout.Entry("one", id), e.Encode())).Commit(); err != nil {
+		t.Fatal(err)
+	}
+	run := exec.next(t, "the run did not start though the clock reached its due time")
+	if run.RunID != id {
+		t.Fatalf("started %s, want %s", run.RunID, id)
+	}
+	if clock.jump.Load() != 0 {
+		t.Fatal("the loop never read the clock: the jump was not exercised")
+	}
 }

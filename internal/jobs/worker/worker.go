@@ -153,29 +153,19 @@ func (w *Worker) Run(ctx context.Context) error {
 		// Taken before looking at the parked runs, so a change after the
 		// look wakes the loop.
 		slotsChanged, queueChanged := w.d.Slots.Changed(), w.d.Queue.Changed()
-		wait := time.Hour
-		w.mu.Lock()
 		now := w.d.Clock.Now()
-		if len(w.pending) > 0 && len(w.active) < w.maxParallel() {
-			wait = max(w.pending[0].at.Sub(now), 0)
-		}
-		for _, p := range w.parked {
-			wait = min(wait, max(p.until.Sub(now), 0))
-			if p.changedSince() {
-				wait = 0
-			}
-		}
-		if len(w.parked) == 0 {
+		wait, parked := w.nextWait(now)
+		if !parked {
 			slotsChanged, queueChanged = nil, nil // nobody to wake
 		}
-		if !w.takeOverAt.IsZero() {
-			wait = min(wait, max(w.takeOverAt.Sub(now), 0))
-		}
-		w.mu.Unlock()
-		if next := w.assigned.next(); w.d.Assign != nil && !next.IsZero() {
-			wait = min(wait, max(next.Sub(now), 0))
-		}
 		timer.Reset(wait)
+		fired := timer.Chan()
+		if w.d.Clock.Since(now) >= wait {
+			// The clock passed the deadline between the look and the
+			// arming (a fake clock's jump): the timer, armed from the
+			// later time, would wait that much longer.
+			fired = passed
+		}
 		changed := false
 		select {
 		case <-ctx.Done():
@@ -185,7 +175,7 @@ func (w *Worker) Run(ctx context.Context) error {
 			w.handBack()
 			return nil
 		case <-w.wake:
-		case <-timer.Chan():
+		case <-fired:
 		case <-slotsChanged:
 			changed = true
 		case <-queueChanged:
@@ -197,6 +187,40 @@ func (w *Worker) Run(ctx context.Context) error {
 		w.dispatchAssigned(ctx)
 		w.dispatchTakeOvers(ctx)
 	}
+}
+
+// passed is a closed channel: a deadline already behind.
+var passed = func() <-chan time.Time {
+	c := make(chan time.Time)
+	close(c)
+	return c
+}()
+
+// nextWait is how long the loop may sleep at now: until the first pending
+// run is due (while a place is free), a parked run's turn or a change it
+// waits for, the next take-over turn or assignment. parked says whether
+// runs wait for a change of the slots or the queue.
+func (w *Worker) nextWait(now time.Time) (time.Duration, bool) {
+	wait := time.Hour
+	w.mu.Lock()
+	if len(w.pending) > 0 && len(w.active) < w.maxParallel() {
+		wait = max(w.pending[0].at.Sub(now), 0)
+	}
+	for _, p := range w.parked {
+		wait = min(wait, max(p.until.Sub(now), 0))
+		if p.changedSince() {
+			wait = 0
+		}
+	}
+	parked := len(w.parked) > 0
+	if !w.takeOverAt.IsZero() {
+		wait = min(wait, max(w.takeOverAt.Sub(now), 0))
+	}
+	w.mu.Unlock()
+	if next := w.assigned.next(); w.d.Assign != nil && !next.IsZero() {
+		wait = min(wait, max(next.Sub(now), 0))
+	}
+	return wait, parked
 }
 
 func (w *Worker) maxParallel() int {
