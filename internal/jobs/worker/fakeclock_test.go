@@ -134,9 +134,9 @@ func waitRecord(t *testing.T, cli *clientv3.Client, layout keys.Layout, runID st
 	return rec
 }
 
-// jumpClock is a fake clock that moves on by jump right after the worker's
-// loop next reads it: a test's Advance landing between the loop's reading
-// of the time and its arming of the timer.
+// jumpClock is a fake clock that moves on by jump right after the worker
+// next reads it to arm its loop's timer (armUntil): a test's Advance
+// landing between the reading of the time and the arming.
 type jumpClock struct {
 	*clockwork.FakeClock
 	jump atomic.Int64 // nanoseconds; 0 once jumped
@@ -144,7 +144,7 @@ type jumpClock struct {
 
 func (c *jumpClock) Now() time.Time {
 	now := c.FakeClock.Now()
-	if pc, _, _, ok := runtime.Caller(1); ok && strings.HasSuffix(runtime.FuncForPC(pc).Name(), ".(*Worker).Run") {
+	if pc, _, _, ok := runtime.Caller(1); ok && strings.HasSuffix(runtime.FuncForPC(pc).Name(), ".(*Worker).armUntil") {
 		if d := c.jump.Swap(0); d > 0 {
 			c.FakeClock.Advance(time.Duration(d))
 		}

@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
 	"github.com/etcdsched/scheduler/internal/mirror"
 )
@@ -158,14 +160,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		if !parked {
 			slotsChanged, queueChanged = nil, nil // nobody to wake
 		}
-		timer.Reset(wait)
-		fired := timer.Chan()
-		if w.d.Clock.Since(now) >= wait {
-			// The clock passed the deadline between the look and the
-			// arming (a fake clock's jump): the timer, armed from the
-			// later time, would wait that much longer.
-			fired = passed
-		}
+		fired := w.armUntil(timer, now.Add(wait))
 		changed := false
 		select {
 		case <-ctx.Done():
@@ -187,6 +182,19 @@ func (w *Worker) Run(ctx context.Context) error {
 		w.dispatchAssigned(ctx)
 		w.dispatchTakeOvers(ctx)
 	}
+}
+
+// armUntil arms t for deadline and returns what to wait on: t's channel,
+// or one closed already when the clock is past deadline once t is armed.
+// t is armed for what is left when it is armed (the look at the work took
+// some of the wait), and a clock that jumps past deadline in between (a
+// test's fake clock) would leave t waiting for a later time.
+func (w *Worker) armUntil(t clockwork.Timer, deadline time.Time) <-chan time.Time {
+	t.Reset(max(deadline.Sub(w.d.Clock.Now()), 0))
+	if !w.d.Clock.Now().Before(deadline) {
+		return passed
+	}
+	return t.Chan()
 }
 
 // passed is a closed channel: a deadline already behind.
