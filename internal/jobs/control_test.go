@@ -3,6 +3,7 @@ package jobs_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -73,9 +74,12 @@ func TestControl(t *testing.T) {
 	t.Run("cancel", func(t *testing.T) {
 		running := a.trigger(t, "hold", "")
 		queued := a.trigger(t, "hold", "")
-		poll.For(t, 30*time.Second, "the first run to hold the slot", func() bool {
+		// The failure names where each run stands (a CI run once waited
+		// 30 s here without saying: a lost session records the run lost).
+		poll.Until(t, 30*time.Second, "the first run to hold the slot", func() (bool, string) {
 			st, err := b.engine.FindRun(ctx, running)
-			return err == nil && st.State == "running"
+			other, _ := b.engine.FindRun(ctx, queued)
+			return err == nil && st.State == "running", fmt.Sprintf("first %+v (%v); second %+v", st, err, other)
 		})
 		if err := b.engine.Cancel(ctx, queued, "not needed"); err != nil {
 			t.Fatalf("cancel queued: %v", err)
