@@ -42,3 +42,12 @@ func (s *Store) gone(worker string) clientv3.Cmp {
 	}
 	return clientv3.Compare(clientv3.CreateRevision(s.memberKey(worker)), "=", 0)
 }
+
+// living is the compare that worker is alive (its member key on its lease): gone's opposite
+// (for a bare replica id, its member key exists).
+func (s *Store) living(worker string) clientv3.Cmp {
+	if _, lease, ok := keys.ParseIncarnation(worker); ok {
+		return clientv3.Compare(clientv3.LeaseValue(s.memberKey(worker)), "=", lease)
+	}
+	return clientv3.Compare(clientv3.CreateRevision(s.memberKey(worker)), ">", 0)
+}

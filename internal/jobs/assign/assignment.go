@@ -103,17 +103,33 @@ func Decode(k keys.Layout, key string, value []byte) (Assignment, error) {
 	return a, a.Validate()
 }
 
+// aheadMark ends the job list of a claim marker whose chunk was claimed
+// before its instant and has not started: no job is named so (a name holds
+// no '/'). The worker rewrites the marker without it at the instant, before
+// any of the chunk's runs starts (StartChunk), so a marker that still ends
+// with it names runs that did not start (docs/protocol.md, "Start marks").
+// A replica of the commit before start marks decodes it as a job no
+// assignment names, and takes the chunk's runs for started: lost, as it did.
+const aheadMark = "/ahead"
+
 // encodeMarker is a claim marker's value: the jobs whose runs the chunk
-// tried.
-func encodeMarker(jobs []string) string {
+// tried, then aheadMark when the chunk was claimed before its instant.
+func encodeMarker(jobs []string, ahead bool) string {
+	if ahead {
+		jobs = append(jobs[:len(jobs):len(jobs)], aheadMark)
+	}
 	b, _ := json.Marshal(jobs) // strings only: cannot fail
 	return string(b)
 }
 
-func decodeMarker(key string, value []byte) ([]string, error) {
-	var jobs []string
+// decodeMarker reads a claim marker's value: the jobs it names and
+// whether its chunk is claimed ahead and not started.
+func decodeMarker(key string, value []byte) (jobs []string, ahead bool, err error) {
 	if err := json.Unmarshal(value, &jobs); err != nil {
-		return nil, fmt.Errorf("assign: claim marker %s: %w", key, err)
+		return nil, false, fmt.Errorf("assign: claim marker %s: %w", key, err)
 	}
-	return jobs, nil
+	if n := len(jobs); n > 0 && jobs[n-1] == aheadMark {
+		return jobs[:n-1], true, nil
+	}
+	return jobs, false, nil
 }

@@ -61,6 +61,10 @@ type Claim struct {
 	// Revision is the chunk's commit (not Gone): its claim marker's
 	// ModRevision, which Cleanup compares.
 	Revision int64
+	// Ahead: the chunk was sent before the assignment's instant. Its
+	// marker says its runs have not started, and they start only once
+	// StartChunk has said otherwise.
+	Ahead bool
 }
 
 // ClaimChunk claims runs of assignment a, read with ModRevision rev, in
@@ -75,6 +79,12 @@ type Claim struct {
 // change the assignment's ModRevision, so later chunks compare the same. A chunk sent again
 // after its response was lost (the same runs and slot picks) reads its own
 // slots back and reports them Claimed with their token.
+//
+// A chunk sent before the instant (by the store's clock) is claimed
+// ahead: its marker says so (Claim.Ahead), and its runs must not start
+// before StartChunk. Resolve moves or records missed the runs of a dead
+// worker's chunk still ahead, and records lost only those that may have
+// started.
 func (s *Store) ClaimChunk(ctx context.Context, lease clientv3.LeaseID, a Assignment, rev int64, chunk int, rs []Run) ([]Claim, error) {
 	if err := s.checkChunk(a, rev, chunk, rs); err != nil {
 		return nil, err
@@ -84,7 +94,8 @@ func (s *Store) ClaimChunk(ctx context.Context, lease clientv3.LeaseID, a Assign
 	for i, r := range rs {
 		names[i] = r.Job
 	}
-	then = append(then, clientv3.OpPut(s.keys.ClaimMarker(a.Worker, a.At, a.Group, chunk), encodeMarker(names)))
+	ahead := s.clock.Now().Before(a.At)
+	then = append(then, clientv3.OpPut(s.keys.ClaimMarker(a.Worker, a.At, a.Group, chunk), encodeMarker(names, ahead)))
 	for _, r := range rs {
 		op, err := s.runTxn(lease, &a, r)
 		if err != nil {
@@ -104,7 +115,7 @@ func (s *Store) ClaimChunk(ctx context.Context, lease clientv3.LeaseID, a Assign
 		return claims, fmt.Errorf("assign: claim chunk %d from %s: %w", chunk, a.Key(s.keys), ErrGone)
 	}
 	for i, r := range rs {
-		claims[i].Revision = resp.Header.Revision
+		claims[i].Revision, claims[i].Ahead = resp.Header.Revision, ahead
 		inner := resp.Responses[1+i].GetResponseTxn()
 		if inner.Succeeded {
 			claims[i].Outcome, claims[i].Token = Claimed, resp.Header.Revision

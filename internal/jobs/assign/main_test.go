@@ -114,8 +114,21 @@ func (e *env) authorize(fence clientv3.Cmp, worker string, jobs ...string) Store
 }
 
 // claim claims rs as chunk of the stored assignment st under lease, as a
-// worker does.
+// worker does at the instant (the clock moved to it if before): the runs
+// may start on the answer. claimAhead claims before the instant.
 func (e *env) claim(lease clientv3.LeaseID, st Stored, chunk int, rs ...Run) ([]Claim, error) {
+	if d := instant.Sub(e.clock.Now()); d > 0 {
+		e.clock.Advance(d)
+	}
+	return e.store.ClaimChunk(e.ctx(), lease, st.Assignment, st.ModRevision, chunk, rs)
+}
+
+// claimAhead claims rs as chunk before the instant: its runs may start
+// only after StartChunk.
+func (e *env) claimAhead(lease clientv3.LeaseID, st Stored, chunk int, rs ...Run) ([]Claim, error) {
+	if !e.clock.Now().Before(instant) {
+		e.t.Fatalf("claimAhead at %s, not before the instant %s", e.clock.Now(), instant)
+	}
 	return e.store.ClaimChunk(e.ctx(), lease, st.Assignment, st.ModRevision, chunk, rs)
 }
 

@@ -43,9 +43,11 @@ type Resolution struct {
 // Resolve is the leader's resolution of a dead worker: it reads the
 // worker's assignments and claim markers at one revision and, for each run
 // an assignment names that has no record, writes a lost record when a
-// marker names it (it may have run: it must not run again as the same
-// attempt), moves it to place.Worker within its starting deadline, or
-// records it missed. Each assignment is resolved in one fenced transaction
+// marker that is not ahead names it (it may have run: it must not run
+// again as the same attempt), moves it to place.Worker within its starting
+// deadline, or records it missed. A run only a marker still ahead names
+// was claimed and never started (StartChunk): it moves or is missed as an
+// unclaimed one is, since a dead incarnation never marks it started. Each assignment is resolved in one fenced transaction
 // that also deletes it and its markers, and holds only if, since the read,
 // the assignment did not change, no marker was written
 // (ModRevision(claimed/<w>/<t>/) <= the read's revision: a claim of a
@@ -130,12 +132,15 @@ func (s *Store) plan(ctx context.Context, st *Stored, place Placement, rev int64
 		runID := st.RunID(j.Name)
 		r := Resolution{Job: j.Name, RunID: runID, At: st.At}
 		it := planItem{cmps: []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(s.keys.Record(j.Name, runID)), "=", 0)}}
+		// A run its chunk claimed ahead and never marked started did not
+		// start: it is late, not lost (StartChunk).
+		started := st.Started(j.Name)
 		to := ""
-		if !st.Tried(j.Name) && now.Before(st.At.Add(place.StartingDeadline(j.Name))) {
+		if !started && now.Before(st.At.Add(place.StartingDeadline(j.Name))) {
 			to = place.Worker(j.Name, st.At)
 		}
 		switch {
-		case st.Tried(j.Name):
+		case started:
 			r.Outcome = runs.Lost
 			rec := lostRecord(st, j.Name, now)
 			it.ops = append(queue.RecordOps(s.keys, &rec), place.follow(&rec)...)
@@ -147,7 +152,7 @@ func (s *Store) plan(ctx context.Context, st *Stored, place Placement, rev int64
 			continue
 		default:
 			r.Outcome = runs.Missed
-			rec := queue.MissedTick(j.Name, runID, st.At, fmt.Sprintf("worker %s died before claiming it and no live worker could start it within its starting deadline", st.Worker))
+			rec := queue.MissedTick(j.Name, runID, st.At, fmt.Sprintf("worker %s died before starting it and no live worker could start it within its starting deadline", st.Worker))
 			it.ops = append(queue.RecordOps(s.keys, &rec), place.follow(&rec)...)
 		}
 		it.done = []Resolution{r}

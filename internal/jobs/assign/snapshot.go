@@ -22,11 +22,27 @@ type Marker struct {
 	Chunk       int
 	Jobs        []string // the runs the chunk tried
 	ModRevision int64
+	// Ahead: the chunk was claimed before its instant and its start mark
+	// is not written: none of its runs started (StartChunk).
+	Ahead bool
 }
 
 // Tried reports whether a marker names job.
 func (st *Stored) Tried(job string) bool {
+	return st.marked(job, func(Marker) bool { return true })
+}
+
+// Started reports whether a marker that is not ahead names job: its run
+// may have started.
+func (st *Stored) Started(job string) bool {
+	return st.marked(job, func(m Marker) bool { return !m.Ahead })
+}
+
+func (st *Stored) marked(job string, which func(Marker) bool) bool {
 	for _, m := range st.Markers {
+		if !which(m) {
+			continue
+		}
 		for _, j := range m.Jobs {
 			if j == job {
 				return true
@@ -77,7 +93,7 @@ func (s *Store) Read(ctx context.Context, worker string) (Snapshot, error) {
 		if !ok {
 			return Snapshot{}, fmt.Errorf("assign: read worker %s: %q is not a claim marker key", worker, kv.Key)
 		}
-		jobs, err := decodeMarker(string(kv.Key), kv.Value)
+		jobs, ahead, err := decodeMarker(string(kv.Key), kv.Value)
 		if err != nil {
 			return Snapshot{}, err
 		}
@@ -89,7 +105,7 @@ func (s *Store) Read(ctx context.Context, worker string) (Snapshot, error) {
 			i = len(snap.Assignments) - 1
 			at[groupAt{instant, group}] = i
 		}
-		snap.Assignments[i].Markers = append(snap.Assignments[i].Markers, Marker{Chunk: chunk, Jobs: jobs, ModRevision: kv.ModRevision})
+		snap.Assignments[i].Markers = append(snap.Assignments[i].Markers, Marker{Chunk: chunk, Jobs: jobs, ModRevision: kv.ModRevision, Ahead: ahead})
 	}
 	sort.Slice(snap.Assignments, func(i, j int) bool {
 		a, b := &snap.Assignments[i], &snap.Assignments[j]

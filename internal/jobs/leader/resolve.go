@@ -132,7 +132,7 @@ func (l *leader) resolveWorker(ctx context.Context, worker string) error {
 		case runs.Missed:
 			l.d.Metrics.Runs.WithLabelValues(r.Job, string(runs.Missed)).Inc()
 			l.d.Metrics.Skipped.WithLabelValues(r.Job, "missed").Inc()
-			l.d.Log.Warn("run missed: its worker died before claiming it and no live worker could start it in time", "job", r.Job, "run_id", r.RunID, "worker", worker)
+			l.d.Log.Warn("run missed: its worker died before starting it and no live worker could start it in time", "job", r.Job, "run_id", r.RunID, "worker", worker)
 		default:
 			l.d.Log.Info("run moved from a dead worker", "job", r.Job, "run_id", r.RunID, "worker", worker, "to", r.To)
 		}

@@ -50,12 +50,34 @@ type claimRound struct {
 	st        assign.Stored
 	sess      *session.Session
 	log       *slog.Logger
-	chunk     int             // the next chunk's number: each marker's own
-	running   sync.WaitGroup  // its claimed runs
-	unsettled atomic.Int32    // its runs this worker could neither record nor queue
-	markers   []assign.Marker // of the chunks that claimed: what the cleanup compares
-	later     []assignedRun   // refused before the instant: tried again at it
-	gone      bool            // a chunk found the assignment moved or deleted
+	chunk     int            // the next chunk's number: each marker's own
+	running   sync.WaitGroup // its claimed runs
+	unsettled atomic.Int32   // its runs this worker could neither record nor queue
+	later     []assignedRun  // refused before the instant: tried again at it
+	gone      bool           // a chunk found the assignment moved or deleted
+
+	mu      sync.Mutex      // markers: a start mark rewrites one (assigned_start.go)
+	markers []assign.Marker // of the chunks that claimed: what the cleanup compares
+}
+
+// addMarker notes a chunk's marker and returns its index.
+func (r *claimRound) addMarker(m assign.Marker) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.markers = append(r.markers, m)
+	return len(r.markers) - 1
+}
+
+func (r *claimRound) markerRevision(i int) int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.markers[i].ModRevision
+}
+
+func (r *claimRound) setMarkerRevision(i int, rev int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.markers[i].ModRevision = rev
 }
 
 // runAssignment claims st's runs in chunks as max_parallel leaves room,
@@ -84,7 +106,7 @@ func (w *Worker) runAssignment(ctx context.Context, st assign.Stored) {
 	w.settleLater(ctx, r)
 	r.running.Wait()
 	if settled && r.unsettled.Load() == 0 {
-		r.st.Markers = r.markers
+		r.st.Markers = r.markers // every start mark is written by now (running)
 		w.cleanup(ctx, r.st, r.log)
 	}
 }
@@ -119,8 +141,11 @@ func (w *Worker) claimAll(ctx context.Context, r *claimRound) bool {
 }
 
 // claimLater tries the runs refused before the instant again at the
-// instant: the run before may have ended by then. Those refused again
-// take the queue path (claimChunk).
+// instant: the run before may have ended by then. They gave their places
+// back when refused (a run waiting for its slot holds no place under
+// max_parallel, docs/design-admission.md) and take them again here, as
+// many as are free; the rest, and those refused again, take the queue
+// path, where they wait holding no place (settleLater, claimChunk).
 func (w *Worker) claimLater(ctx context.Context, r *claimRound) {
 	if len(r.later) == 0 || !w.untilDue(ctx, r.sess, r.st.At) {
 		return // settleLater queues them
@@ -128,16 +153,25 @@ func (w *Worker) claimLater(ctx context.Context, r *claimRound) {
 	later := r.later
 	r.later = nil
 	for len(later) > 0 {
-		n := min(len(later), maxChunk)
-		if !w.claimChunk(ctx, r, later[:n]) {
-			// The assignment went, or the leader resolves it: the
-			// chunks not sent give their places back too (they stayed
-			// counted active, and max_parallel shrank by them for good).
-			w.finishAll(later[n:])
+		n, _ := w.takePlaces(&r.st, laterJobs(later))
+		if n == 0 {
+			r.later = later // no place free: the queue path waits for one
 			return
+		}
+		if !w.claimChunk(ctx, r, later[:n]) {
+			return // gone, or the leader resolves it: the rest hold no place
 		}
 		later = later[n:]
 	}
+}
+
+// laterJobs are the jobs of rs, in order.
+func laterJobs(rs []assignedRun) []assign.Job {
+	jobs := make([]assign.Job, len(rs))
+	for i, r := range rs {
+		jobs[i] = r.job
+	}
+	return jobs
 }
 
 // finishAll gives back the places of rs, runs that will not start here.
@@ -163,19 +197,7 @@ func (w *Worker) reserve(ctx context.Context, sess *session.Session, st *assign.
 	var late <-chan time.Time // armed at the first wait: a chunk with room takes no timer
 	armed := false
 	for {
-		w.mu.Lock()
-		free := w.maxParallel() - len(w.active)
-		n := 0
-		for n < min(free, maxChunk, len(jobs)) {
-			id := st.RunID(jobs[n].Name)
-			if _, busy := w.active[id]; busy {
-				break
-			}
-			w.active[id] = &activeRun{}
-			n++
-		}
-		freed := w.freedLocked()
-		w.mu.Unlock()
+		n, freed := w.takePlaces(st, jobs)
 		if n > 0 {
 			return jobs[:n], true
 		}
@@ -197,6 +219,26 @@ func (w *Worker) reserve(ctx context.Context, sess *session.Session, st *assign.
 		case <-freed:
 		}
 	}
+}
+
+// takePlaces counts the first of jobs' runs as active, as many as
+// max_parallel has room for (up to maxChunk, stopping at one active
+// already), and returns how many, with what closes when a place next
+// frees.
+func (w *Worker) takePlaces(st *assign.Stored, jobs []assign.Job) (int, <-chan struct{}) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	free := w.maxParallel() - len(w.active)
+	n := 0
+	for n < min(free, maxChunk, len(jobs)) {
+		id := st.RunID(jobs[n].Name)
+		if _, busy := w.active[id]; busy {
+			break
+		}
+		w.active[id] = &activeRun{}
+		n++
+	}
+	return n, w.freedLocked()
 }
 
 // prepare resolves each run's spec and settles at once what needs no claim:
@@ -265,8 +307,9 @@ func notLean(j *config.Job) string {
 }
 
 // claimChunk claims rs and starts those it got; the runs refused before
-// the instant because a slot was taken stay counted active, in r.later, to
-// be tried again at the instant (the run before may end by then). False
+// the instant because a slot was taken give their places back and go to
+// r.later, to be tried again at the instant (the run before may end by
+// then). False
 // when the assignment is gone (moved or deleted by the leader) or the
 // leader is to resolve it, and no more is to be claimed.
 func (w *Worker) claimChunk(ctx context.Context, r *claimRound, rs []assignedRun) bool {
@@ -296,27 +339,22 @@ func (w *Worker) claimChunk(ctx context.Context, r *claimRound, rs []assignedRun
 		}
 		return false
 	}
-	r.markers = append(r.markers, assign.Marker{Chunk: chunk, ModRevision: claims[0].Revision})
+	marker := r.addMarker(assign.Marker{Chunk: chunk, ModRevision: claims[0].Revision})
 	answered := w.d.Clock.Now()
+	var claimed []heldRun
 	for i, c := range claims {
 		run := rs[i]
 		switch {
 		case c.Outcome == assign.Claimed:
 			held := w.d.Slots.Adopt(sess, run.job.Name, "", run.slot, c.Token, nil,
 				slots.Value{RunID: run.runID, Holder: w.d.ID, StartedAt: startedAt.UTC(), ScheduledAt: st.At.UTC()})
-			r.running.Add(1)
-			w.wg.Add(1)
-			go func() {
-				defer w.wg.Done()
-				defer r.running.Done()
-				defer w.finish(run.runID)
-				if !w.runClaimed(ctx, run, held, startedAt) {
-					unsettled.Add(1)
-				}
-			}()
+			claimed = append(claimed, heldRun{run: run, held: held})
 		case c.Reason == assign.RecordExists:
 			w.finish(run.runID) // decided already
 		case c.Reason == assign.SlotTaken && answered.Before(st.At):
+			// Tried again at the instant (claimLater); meanwhile it waits
+			// holding no place, as a queued run waits for its slot.
+			w.finish(run.runID)
 			r.later = append(r.later, run)
 		default:
 			// A slot taken, or a run of the job waiting: the queue path
@@ -324,6 +362,7 @@ func (w *Worker) claimChunk(ctx context.Context, r *claimRound, rs []assignedRun
 			w.settleAssigned(ctx, st, run.entry, string(c.Reason), unsettled)
 		}
 	}
+	w.startClaimed(ctx, r, chunk, marker, claims[0].Ahead, claimed, startedAt)
 	return true
 }
 

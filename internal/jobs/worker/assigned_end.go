@@ -24,6 +24,12 @@ import (
 // worker).
 func (w *Worker) settleAssigned(ctx context.Context, st *assign.Stored, e *queue.Entry, why string, unsettled *atomic.Int32) {
 	defer w.finish(e.RunID)
+	w.queueAssigned(ctx, st, e, why, unsettled)
+}
+
+// queueAssigned is settleAssigned for a run that holds no place: it is
+// not active here, and the queue path may take it up at once.
+func (w *Worker) queueAssigned(ctx context.Context, st *assign.Stored, e *queue.Entry, why string, unsettled *atomic.Int32) {
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.d.Config().Cluster.SessionTTL.D())
 	defer cancel()
 	key := w.d.Keys.Entry(e.Job, e.RunID)
@@ -41,18 +47,17 @@ func (w *Worker) settleAssigned(ctx context.Context, st *assign.Stored, e *queue
 }
 
 // settleLater hands to the queue path the runs of r refused before their
-// instant that are not tried again (the worker stops, the session ends):
-// there they wait for the slot as any run does. Those of an assignment
-// gone only give their places back.
+// instant that are not tried again (no place free at the instant, the
+// worker stops, the session ends): there they wait for the slot as any run
+// does. They hold no place (claimChunk gave it back). Those of an
+// assignment gone are its new worker's or the leader's to decide: a
+// pending entry would be refused (it compares the assignment as read).
 func (w *Worker) settleLater(ctx context.Context, r *claimRound) {
 	if r.gone {
-		// Its new worker or the leader decides them; a pending entry
-		// would be refused (it compares the assignment as read).
-		w.finishAll(r.later)
 		return
 	}
 	for _, run := range r.later {
-		w.settleAssigned(ctx, &r.st, run.entry, string(assign.SlotTaken), &r.unsettled)
+		w.queueAssigned(ctx, &r.st, run.entry, string(assign.SlotTaken), &r.unsettled)
 	}
 }
 

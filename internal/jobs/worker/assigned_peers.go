@@ -10,6 +10,7 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/etcdsched/scheduler/internal/jobs/assign"
 	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/mirror"
 )
@@ -29,10 +30,12 @@ type peerView struct {
 	mu  sync.Mutex
 	all map[string]*peerAssignment // by key
 	// markers are the claim markers, by marker key, each with the prefix
-	// of its assignment's markers (keys.AssignmentClaimed); claimed counts
-	// them by that prefix.
-	markers map[string]string
+	// of its assignment's markers (keys.AssignmentClaimed) and whether it
+	// is ahead (assign.MarkerAhead); claimed counts them by that prefix,
+	// started those not ahead.
+	markers map[string]peerMarker
 	claimed map[string]int
+	started map[string]int
 	// active is, by worker, when this view last saw it write a claim
 	// marker: a worker that claims is alive, and one behind is not
 	// helped by losing its assignments (see due).
@@ -43,6 +46,12 @@ type peerView struct {
 	// without a scan: the worker's loop asks at every wake.
 	changed bool
 	checkAt time.Time
+}
+
+// peerMarker is one claim marker as the view keeps it.
+type peerMarker struct {
+	prefix string
+	ahead  bool
 }
 
 // maxActive is how many workers' last claims the view keeps before it
@@ -66,11 +75,14 @@ type peerAssignment struct {
 	// tried is the ModRevision it last tried to take over.
 	turn  time.Time
 	tried int64
+	// ahead: chunks claimed from it, all ahead of their start mark
+	// (assign.Store.StealAhead takes it over; Steal one with none).
+	ahead bool
 }
 
 func newPeerView(layout keys.Layout, clock clockwork.Clock, id string, signal func()) *peerView {
 	return &peerView{keys: layout, clock: clock, own: layout.ReplicaAssignments(id), signal: signal,
-		all: map[string]*peerAssignment{}, markers: map[string]string{}, claimed: map[string]int{}, active: map[string]time.Time{}}
+		all: map[string]*peerAssignment{}, markers: map[string]peerMarker{}, claimed: map[string]int{}, started: map[string]int{}, active: map[string]time.Time{}}
 }
 
 // Reset implements mirror.Handler for keys.Assignments.
@@ -129,10 +141,10 @@ type peerMarkers struct{ v *peerView }
 func (m peerMarkers) Reset(kvs []*mvccpb.KeyValue, _ int64) {
 	v := m.v
 	v.mu.Lock()
-	v.markers, v.claimed, v.active = map[string]string{}, map[string]int{}, map[string]time.Time{}
+	v.markers, v.claimed, v.started, v.active = map[string]peerMarker{}, map[string]int{}, map[string]int{}, map[string]time.Time{}
 	v.changed = true
 	for _, kv := range kvs {
-		v.markLocked(string(kv.Key))
+		v.markLocked(kv)
 	}
 	v.mu.Unlock()
 }
@@ -144,19 +156,32 @@ func (m peerMarkers) Apply(events []*clientv3.Event, _ int64) {
 	for _, ev := range events {
 		key := string(ev.Kv.Key)
 		if ev.Type != clientv3.EventTypeDelete {
-			v.markLocked(key)
+			v.markLocked(ev.Kv)
 			continue
 		}
-		if p, ok := v.markers[key]; ok {
-			delete(v.markers, key)
-			if v.claimed[p]--; v.claimed[p] <= 0 {
-				delete(v.claimed, p)
-			}
+		v.unmarkLocked(key)
+	}
+}
+
+// unmarkLocked forgets the marker at key.
+func (v *peerView) unmarkLocked(key string) {
+	m, ok := v.markers[key]
+	if !ok {
+		return
+	}
+	delete(v.markers, key)
+	if v.claimed[m.prefix]--; v.claimed[m.prefix] <= 0 {
+		delete(v.claimed, m.prefix)
+	}
+	if !m.ahead {
+		if v.started[m.prefix]--; v.started[m.prefix] <= 0 {
+			delete(v.started, m.prefix)
 		}
 	}
 }
 
-func (v *peerView) markLocked(key string) {
+func (v *peerView) markLocked(kv *mvccpb.KeyValue) {
+	key := string(kv.Key)
 	worker, at, group, _, ok := v.keys.ParseClaimMarker(key)
 	if !ok {
 		return
@@ -171,16 +196,18 @@ func (v *peerView) markLocked(key string) {
 	}
 	v.active[worker] = now
 	v.changed = true
-	if _, seen := v.markers[key]; seen {
-		return
+	v.unmarkLocked(key) // a start mark rewrites a marker ahead
+	m := peerMarker{prefix: v.keys.AssignmentClaimed(worker, at, group), ahead: assign.MarkerAhead(kv.Value)}
+	v.markers[key] = m
+	v.claimed[m.prefix]++
+	if !m.ahead {
+		v.started[m.prefix]++
 	}
-	p := v.keys.AssignmentClaimed(worker, at, group)
-	v.markers[key] = p
-	v.claimed[p]++
 }
 
 // due returns the peer assignments whose take-over turn has come by now,
-// none claimed from and none tried at their revision, marking them tried;
+// none marked started (claimed from at or after the instant, or marked at
+// it) and none tried at their revision, marking them tried;
 // the earliest turn still to come (zero: none); and the workers that let
 // one pass grace after it was theirs to claim (from), whoever's turn it is
 // now (by replica id). turn judges an assignment's turn once.
@@ -192,7 +219,7 @@ func (v *peerView) due(now time.Time, grace time.Duration, turn func(p *peerAssi
 	}
 	defer func() { v.changed, v.checkAt = false, next }()
 	for _, p := range v.all {
-		if p.tried == p.modRevision || v.claimed[p.claimedKey] > 0 {
+		if p.tried == p.modRevision || v.started[p.claimedKey] > 0 {
 			continue
 		}
 		if v.active[p.worker].After(p.from) {
@@ -217,7 +244,7 @@ func (v *peerView) due(now time.Time, grace time.Duration, turn func(p *peerAssi
 			}
 			continue
 		}
-		p.tried = p.modRevision
+		p.tried, p.ahead = p.modRevision, v.claimed[p.claimedKey] > 0
 		due = append(due, *p)
 	}
 	return due, next, late

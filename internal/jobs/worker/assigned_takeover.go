@@ -109,7 +109,11 @@ func (w *Worker) takeOverAssignment(ctx context.Context, p peerAssignment) {
 	}
 	wctx, cancel := context.WithTimeout(ctx, w.d.Config().Cluster.SessionTTL.D())
 	defer cancel()
-	st, err := w.d.Assign.Steal(wctx, a, p.modRevision, me)
+	steal := w.d.Assign.Steal
+	if p.ahead {
+		steal = w.d.Assign.StealAhead
+	}
+	st, err := steal(wctx, a, p.modRevision, me)
 	switch {
 	case errors.Is(err, assign.ErrConflict):
 		w.d.Log.Debug("an assignment taken up elsewhere first", "assignment", p.key)

@@ -89,6 +89,7 @@ func startTestWorker(t *testing.T, prefix string, job config.Job, exec Executor,
 		t.Fatal(err)
 	}
 	goRun(func(ctx context.Context) { _ = sessions.Run(ctx) })
+	goRun(func(ctx context.Context) { member(ctx, cli, layout, sessions) })
 	sem, err := slots.New(cli, layout.Prefix, nil, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -159,5 +160,27 @@ func putEntry(t *testing.T, cli *clientv3.Client, layout keys.Layout, e *queue.E
 	}
 	if _, err := cli.Txn(context.Background()).Then(ops...).Commit(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// member keeps w1's member key on its current session's lease, as the
+// replica's membership does: a worker marks a chunk started only while it
+// is a member (assign.Store.StartChunk).
+func member(ctx context.Context, cli *clientv3.Client, layout keys.Layout, sessions *session.Manager) {
+	for {
+		s, err := sessions.Current(ctx)
+		if err != nil {
+			return
+		}
+		var retry <-chan time.Time
+		if _, err := cli.Put(ctx, layout.Member("w1"), "{}", clientv3.WithLease(s.Lease())); err != nil {
+			retry = time.After(100 * time.Millisecond) // a put cut by a fault: again
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.Done():
+		case <-retry:
+		}
 	}
 }

@@ -1,0 +1,186 @@
+package jobs_test
+
+import (
+	"fmt"
+	"sort"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/etcdsched/scheduler/config"
+	"github.com/etcdsched/scheduler/internal/keys"
+	"github.com/etcdsched/scheduler/internal/poll"
+	"github.com/etcdsched/scheduler/internal/runs"
+)
+
+// A simple job runs every tick beside a job whose runs wait for a limit:
+// one replica, a job "hog" with one run (or one tick's shards) executing
+// for as long as the test lasts and a new tick every second that waits
+// for the limit that row names, and a job "tick" every second. The worker
+// has exactly one place more than hog's executing runs take. A run that
+// waits holds no place (docs/design-admission.md), so that place is
+// tick's at every tick. On the lean path, a run of hog refused before its
+// instant because its slot was taken kept its place until the instant,
+// tick's run of the same assignment waited for a place, and every other
+// tick of tick was recorded missed (1s late, shed).
+func TestASimpleJobRunsEveryTickBesideAJobWhoseRunsWait(t *testing.T) {
+	rows := []struct {
+		name   string
+		hog    func(j *config.Job, cfg *config.Config)
+		places int // places hog's executing runs take
+	}{
+		{"slot", func(j *config.Job, _ *config.Config) {}, 1},
+		{"key", func(j *config.Job, _ *config.Config) { j.ConcurrencyKey = "k" }, 1},
+		{"resource", func(j *config.Job, cfg *config.Config) {
+			cfg.Resources = append(cfg.Resources, config.Resource{Name: "one", Limit: 1})
+			j.Resources = []string{"one"}
+			j.MaxConcurrency = 2
+		}, 1},
+		{"rate", func(j *config.Job, _ *config.Config) {
+			j.Rate = &config.Rate{Count: 1, Per: config.Duration(time.Hour)}
+			j.MaxConcurrency = 2
+		}, 1},
+		{"shard", func(j *config.Job, _ *config.Config) { j.Shards = 2 }, 2},
+	}
+	for _, row := range rows {
+		t.Run(row.name, func(t *testing.T) {
+			etcd := startEtcd(t)
+			w := startWitness(t)
+			hog := httpJob("hog", "@every 1s", w.url("sleep=5m"))
+			hog.Overlap = config.OverlapQueue
+			hog.QueueLimit = 3
+			hog.StartingDeadline = config.Duration(5 * time.Minute) // waiting runs stay waiting
+			cfg := newConfig()
+			row.hog(&hog, cfg)
+			jobs := newConfig(hog, httpJob("tick", "@every 1s", w.url(""))).Jobs
+			cfg.Jobs = jobs
+			cfg.Worker.MaxParallel = row.places + 1
+			n := etcd.leading("a", cfg)
+
+			poll.For(t, 30*time.Second, "hog's runs executing", func() bool { return w.maxConcurrent("hog") >= row.places })
+			from := time.Now().Add(time.Second).Truncate(time.Second)
+			const ticks = 6
+			poll.Until(t, 60*time.Second, fmt.Sprintf("%d ticks of tick recorded after %s", ticks, from.Format(time.TimeOnly)), func() (bool, string) {
+				got := ticksAfter(t, n, "tick", from)
+				return len(got) >= ticks, fmt.Sprintf("%d recorded", len(got))
+			})
+			got := ticksAfter(t, n, "tick", from)
+			for i, r := range got {
+				if r.Outcome != runs.Succeeded {
+					t.Errorf("%s: %s (%s)", r.RunID, r.Outcome, r.Error)
+				}
+				if i > 0 && r.ScheduledAt.Sub(got[i-1].ScheduledAt) != time.Second {
+					t.Errorf("no record between %s and %s", got[i-1].RunID, r.RunID)
+				}
+			}
+			if done := w.finished("hog"); len(done) > 0 {
+				t.Fatalf("a run of hog ended (%v): the test did not hold its places", done[0].End)
+			}
+			if waiting(t, n, "hog") == 0 {
+				t.Error("no run of hog waits: the test did not try what it is for")
+			}
+		})
+	}
+}
+
+// ticksAfter are job's records of ticks scheduled after from, in time
+// order.
+func ticksAfter(t *testing.T, n *node, job string, from time.Time) []runs.Record {
+	t.Helper()
+	var out []runs.Record
+	for _, r := range records(t, n.client, job) {
+		if !r.ScheduledAt.Before(from) {
+			out = append(out, r)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ScheduledAt.Before(out[j].ScheduledAt) })
+	return out
+}
+
+// A replica killed with runs claimed ahead of their instant started none
+// of them: they are late, not lost (docs/protocol.md, "Start marks").
+// Three replicas, 30 jobs every second, no retries; a replica that is not
+// the leader is killed 150ms before a whole second, after its claims of
+// that second's runs (a quarter second ahead). Every record lost names a
+// run scheduled before the kill; the second after the kill runs whole,
+// the killed replica's share of it late, once its lease is gone. Without
+// start marks that share was recorded lost.
+func TestAKilledReplicasClaimedAheadRunsAreLateNotLost(t *testing.T) {
+	etcd := startEtcd(t)
+	w := startWitness(t)
+	var jobs []config.Job
+	for i := range 30 {
+		jobs = append(jobs, httpJob(fmt.Sprintf("j%02d", i), "@every 1s", w.url("")))
+	}
+	cfg := newConfig(jobs...)
+	nodes := etcd.nodes(cfg, "a", "b", "c")
+	leader := leaderOf(t, nodes)
+	victim := except(nodes, leader)[0]
+	// The first ticks of a new cluster take the queue path (written
+	// before every replica was a member); the next is the second of an
+	// assignment of the victim's.
+	var next time.Time
+	poll.Until(t, 60*time.Second, "an assignment of "+victim.id+" 2s ahead", func() (bool, string) {
+		next = time.Time{}
+		resp, err := victim.client.Get(t.Context(), keys.New(testPrefix).ReplicaAssignments(victim.id), clientv3.WithPrefix(), clientv3.WithKeysOnly())
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, kv := range resp.Kvs {
+			_, at, _, ok := keys.New(testPrefix).ParseAssignment(string(kv.Key))
+			if ok && time.Until(at) > 2*time.Second && (next.IsZero() || at.Before(next)) {
+				next = at
+			}
+		}
+		return !next.IsZero(), fmt.Sprintf("%d assignments", len(resp.Kvs))
+	})
+	<-time.After(time.Until(next.Add(-150 * time.Millisecond))) // the fault's instant, not a wait for a condition
+	killedAt := time.Now()
+	victim.crash()
+
+	poll.Until(t, 90*time.Second, "every job's record of the tick after the kill", func() (bool, string) {
+		missing := 0
+		for _, j := range jobs {
+			if _, ok := records(t, leader.client, j.Name)[runs.ID(j.Name, next)]; !ok {
+				missing++
+			}
+		}
+		return missing == 0, fmt.Sprintf("%d missing", missing)
+	})
+	// The leader resolves what the victim left once its lease is gone:
+	// wait for that, so its records count too.
+	layout := keys.New(testPrefix)
+	poll.Until(t, 90*time.Second, victim.id+"'s member key, assignments and markers gone", func() (bool, string) {
+		n := 0
+		for _, p := range []string{layout.Member(victim.id), layout.ReplicaAssignments(victim.id), layout.Claimed() + victim.id + "."} {
+			resp, err := leader.client.Get(t.Context(), p, clientv3.WithPrefix(), clientv3.WithCountOnly())
+			if err != nil {
+				return false, err.Error()
+			}
+			n += int(resp.Count)
+		}
+		return n == 0, fmt.Sprintf("%d keys", n)
+	})
+	late := 0
+	for _, j := range jobs {
+		for _, r := range records(t, leader.client, j.Name) {
+			if r.Outcome == runs.Lost && r.ScheduledAt.After(killedAt) {
+				t.Errorf("%s recorded lost, scheduled %s after its holder was killed: it cannot have started (%s)",
+					r.RunID, r.ScheduledAt.Sub(killedAt), r.Error)
+			}
+		}
+		r := records(t, leader.client, j.Name)[runs.ID(j.Name, next)]
+		if r.Outcome != runs.Succeeded {
+			t.Errorf("%s: %s (%s)", r.RunID, r.Outcome, r.Error)
+		}
+		if r.StartedAt.Sub(next) > 200*time.Millisecond {
+			late++
+		}
+	}
+	if late == 0 {
+		t.Errorf("no run of the tick after the kill at %s started late: %s had claimed none ahead, and the test tried nothing",
+			killedAt.Format(time.TimeOnly+".000"), victim.id)
+	}
+	t.Logf("%d of %d runs of %s ran late, taken over from %s", late, len(jobs), next.Format(time.TimeOnly), victim.id)
+}

@@ -1,0 +1,115 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/etcdsched/scheduler/internal/jobs/assign"
+	"github.com/etcdsched/scheduler/internal/slots"
+)
+
+// Start marks (docs/protocol.md, "Start marks"). A chunk claimed before
+// its instant holds its runs' slots and has not started them; its marker
+// says so. At the instant the worker rewrites the marker as started
+// (assign.Store.StartChunk), naming the runs it claimed, and only then
+// starts them. A worker killed in between leaves a marker still ahead:
+// the leader then moves those runs to a live worker (late, not lost)
+// instead of recording them lost, which is for runs that may have
+// started.
+
+// heldRun is a run a chunk claimed and the slots it holds.
+type heldRun struct {
+	run  assignedRun
+	held *slots.Held
+}
+
+// startClaimed starts the runs chunk claimed: at once when it was claimed
+// at or after its instant (its marker says they may have started), else
+// in a goroutine that waits for the instant and writes the start mark
+// first. marker is the chunk's index in r.markers.
+func (w *Worker) startClaimed(ctx context.Context, r *claimRound, chunk, marker int, ahead bool, claimed []heldRun, startedAt time.Time) {
+	if !ahead || len(claimed) == 0 {
+		for _, h := range claimed {
+			w.runHeld(ctx, r, h, startedAt)
+		}
+		return
+	}
+	r.running.Add(1)
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		defer r.running.Done()
+		if w.markStarted(ctx, r, chunk, marker, claimed) {
+			for _, h := range claimed {
+				w.runHeld(ctx, r, h, startedAt)
+			}
+			return
+		}
+		r.unsettled.Add(1) // the leader resolves the chunk
+		for _, h := range claimed {
+			w.dropHeld(ctx, h)
+		}
+	}()
+}
+
+// runHeld executes one claimed run in a goroutine of its own.
+func (w *Worker) runHeld(ctx context.Context, r *claimRound, h heldRun, startedAt time.Time) {
+	r.running.Add(1)
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		defer r.running.Done()
+		defer w.finish(h.run.runID)
+		if !w.runClaimed(ctx, h.run, h.held, startedAt) {
+			r.unsettled.Add(1)
+		}
+	}()
+}
+
+// markStarted waits for r's instant and writes chunk's start mark; false
+// when its runs must not start: the session ended, or the marker changed
+// or this incarnation is taken for dead (the leader moves or records
+// them). Neither the wait nor the write is cut by a shutdown: a chunk
+// claimed before the stop starts its runs, which the drain lets end, as
+// one claimed at its instant does.
+func (w *Worker) markStarted(ctx context.Context, r *claimRound, chunk, marker int, claimed []heldRun) bool {
+	ctx = context.WithoutCancel(ctx)
+	if !w.untilDue(ctx, r.sess, r.st.At) {
+		return false
+	}
+	jobs := make([]string, len(claimed))
+	for i, h := range claimed {
+		jobs[i] = h.run.job.Name
+	}
+	ttl := w.d.Config().Cluster.SessionTTL.D()
+	b := settleRetry.Start()
+	for {
+		sctx, cancel := context.WithTimeout(ctx, ttl)
+		rev, err := w.d.Assign.StartChunk(sctx, r.st.Assignment, chunk, r.markerRevision(marker), jobs)
+		cancel()
+		switch {
+		case err == nil:
+			r.setMarkerRevision(marker, rev)
+			return true
+		case errors.Is(err, assign.ErrGone), r.sess.Err() != nil:
+			r.log.Warn("claimed runs not started: the leader resolves them", "chunk", chunk, "err", err)
+			return false
+		}
+		r.log.Warn("writing a chunk's start mark failed; trying again", "chunk", chunk, "err", err, "in", b.Delay())
+		if !b.Wait(r.sess.Context(), w.d.Clock) {
+			return false
+		}
+	}
+}
+
+// dropHeld gives up a claimed run that will not start here: its slots (if
+// still this claim's; else its lease took them) and its place.
+func (w *Worker) dropHeld(ctx context.Context, h heldRun) {
+	defer w.finish(h.run.runID)
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.d.Config().Cluster.SessionTTL.D())
+	defer cancel()
+	if err := w.d.Slots.Release(rctx, h.held); err != nil && !errors.Is(err, slots.ErrNotOwner) {
+		w.d.Log.Warn("the slot of a run that will not start could not be released: its lease frees it", "run_id", h.run.runID, "err", err)
+	}
+}
