@@ -8,7 +8,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/etcdsched/scheduler/internal/client"
+	"github.com/etcdsched/scheduler/client"
 )
 
 // defaultServer is where a client command looks without --server or
@@ -26,7 +26,7 @@ type clientFlags struct {
 var clientEnv = []string{"server", "token-file"}
 
 func (f *clientFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.server, "server", defaultServer, "API of any replica: `URL` or HOST:PORT (env SCHEDULER_SERVER)")
+	fs.StringVar(&f.server, "server", defaultServer, "API of any replica: `URL` or HOST:PORT, several separated by commas (env SCHEDULER_SERVER)")
 	fs.StringVar(&f.tokenFile, "token-file", "", "`FILE` holding the API bearer token (env SCHEDULER_TOKEN_FILE)")
 	fs.StringVar(&f.output, "o", "table", "output: table (for people, fit to the terminal or 100 columns), wide (every column, nothing cut) or json (the API's JSON, for scripts)")
 }
@@ -69,8 +69,16 @@ func (f *clientFlags) newClient() (*client.Client, error) {
 
 // serverURL takes --server as people type it: a full URL, or the
 // HOST:PORT that api.listen and `scheduler members` show, spoken to over
-// plain http (":8080" is this machine).
+// plain http (":8080" is this machine); several, separated by commas, are
+// tried in turn (package client).
 func serverURL(s string) string {
+	if strings.Contains(s, ",") {
+		parts := strings.Split(s, ",")
+		for i, p := range parts {
+			parts[i] = serverURL(strings.TrimSpace(p))
+		}
+		return strings.Join(parts, ",")
+	}
 	switch {
 	case s == "" || strings.Contains(s, "://"):
 		return s
