@@ -42,6 +42,22 @@ func (f *clientFlags) check() error {
 // json says whether the output is for scripts.
 func (f *clientFlags) json() bool { return f.output == "json" }
 
+// token is the content of --token-file, empty without one.
+func (f *clientFlags) token() (string, error) {
+	if f.tokenFile == "" {
+		return "", nil
+	}
+	b, err := os.ReadFile(f.tokenFile)
+	if err != nil {
+		return "", fmt.Errorf("%w: --token-file: %w", errUsage, err)
+	}
+	tok := strings.TrimSpace(string(b))
+	if tok == "" {
+		return "", fmt.Errorf("%w: --token-file %s is empty", errUsage, f.tokenFile)
+	}
+	return tok, nil
+}
+
 // newClient builds the API client: a bad URL or an unusable token file is
 // a usage error (exit 2), like any input the command line names.
 func (f *clientFlags) newClient() (*client.Client, error) {
@@ -49,15 +65,11 @@ func (f *clientFlags) newClient() (*client.Client, error) {
 		return nil, err
 	}
 	var opts []client.Option
-	if f.tokenFile != "" {
-		b, err := os.ReadFile(f.tokenFile)
-		if err != nil {
-			return nil, fmt.Errorf("%w: --token-file: %w", errUsage, err)
-		}
-		tok := strings.TrimSpace(string(b))
-		if tok == "" {
-			return nil, fmt.Errorf("%w: --token-file %s is empty", errUsage, f.tokenFile)
-		}
+	tok, err := f.token()
+	if err != nil {
+		return nil, err
+	}
+	if tok != "" {
 		opts = append(opts, client.WithToken(tok))
 	}
 	c, err := client.New(serverURL(f.server), opts...)
