@@ -48,7 +48,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "run":
 		return runCommand(args[1:], stderr)
 	case "validate":
-		return validateCommand(args[1:], stdout, stderr)
+		return validateCommand(args[1:], stdout, stderr, time.Now())
 	case "etcd":
 		return etcdCommand(args[1:], stderr)
 	case "version", "--version", "-version":
