@@ -165,3 +165,29 @@ func TestConfigFingerprintsOnlyWithToken(t *testing.T) {
 		t.Errorf("no fingerprint of the sink's header: %v", want)
 	}
 }
+
+// A token holder is told there are no secrets ({}), not nothing (null):
+// diff then knows the secrets were compared.
+func TestConfigNoSecretsIsEmptyNotNull(t *testing.T) {
+	dir := t.TempDir()
+	token := filepath.Join(dir, "token")
+	if err := os.WriteFile(token, []byte("tok\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse("c.yaml", []byte("jobs:\n  - {name: a, schedule: \"@hourly\", exec: {command: [x]}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Options{Listen: "127.0.0.1:0", TokenFile: token,
+		Config: func() Applied { return Applied{Config: cfg, Hash: cfg.Hash()} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(s.Handler())
+	defer ts.Close()
+	for token, want := range map[string]string{"tok": `"secrets": {}`, "": `"secrets": null`} {
+		if a := getConfig(t, ts, "application/json", token); !strings.Contains(string(a.body), want) {
+			t.Errorf("token %q: want %s in\n%s", token, want, a.body)
+		}
+	}
+}

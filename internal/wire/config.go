@@ -16,6 +16,7 @@ type Config struct {
 	Config     config.Public `json:"config"`
 	// Secrets fingerprints each secret value by its path, keyed with the
 	// API token (config.SecretFingerprints); only a request that carries
-	// the token gets them, and never the values.
-	Secrets map[string]string `json:"secrets,omitempty"`
+	// the token gets them (null otherwise, {} when there are none), and
+	// never the values.
+	Secrets map[string]string `json:"secrets"`
 }
