@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/etcdsched/scheduler/internal/client"
+	"github.com/etcdsched/scheduler/client"
 )
 
 // maxListed is how many run ids a backfill's sentence names.

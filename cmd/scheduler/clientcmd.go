@@ -7,7 +7,7 @@ import (
 	"flag"
 	"io"
 
-	"github.com/etcdsched/scheduler/internal/client"
+	"github.com/etcdsched/scheduler/client"
 )
 
 // output is where and how a client command answers.

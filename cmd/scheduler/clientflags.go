@@ -8,7 +8,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/etcdsched/scheduler/internal/client"
+	"github.com/etcdsched/scheduler/client"
 )
 
 // defaultServer is where a client command looks without --server or
@@ -26,7 +26,7 @@ type clientFlags struct {
 var clientEnv = []string{"server", "token-file"}
 
 func (f *clientFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.server, "server", defaultServer, "API of any replica: `URL` or HOST:PORT (env SCHEDULER_SERVER)")
+	fs.StringVar(&f.server, "server", defaultServer, "API of any replica: `URL` or HOST:PORT, several separated by commas (env SCHEDULER_SERVER)")
 	fs.StringVar(&f.tokenFile, "token-file", "", "`FILE` holding the API bearer token (env SCHEDULER_TOKEN_FILE)")
 	fs.StringVar(&f.output, "o", "table", "output: table (for people, fit to the terminal or 100 columns), wide (every column, nothing cut) or json (the API's JSON, for scripts)")
 }
@@ -42,6 +42,22 @@ func (f *clientFlags) check() error {
 // json says whether the output is for scripts.
 func (f *clientFlags) json() bool { return f.output == "json" }
 
+// token is the content of --token-file, empty without one.
+func (f *clientFlags) token() (string, error) {
+	if f.tokenFile == "" {
+		return "", nil
+	}
+	b, err := os.ReadFile(f.tokenFile)
+	if err != nil {
+		return "", fmt.Errorf("%w: --token-file: %w", errUsage, err)
+	}
+	tok := strings.TrimSpace(string(b))
+	if tok == "" {
+		return "", fmt.Errorf("%w: --token-file %s is empty", errUsage, f.tokenFile)
+	}
+	return tok, nil
+}
+
 // newClient builds the API client: a bad URL or an unusable token file is
 // a usage error (exit 2), like any input the command line names.
 func (f *clientFlags) newClient() (*client.Client, error) {
@@ -49,15 +65,11 @@ func (f *clientFlags) newClient() (*client.Client, error) {
 		return nil, err
 	}
 	var opts []client.Option
-	if f.tokenFile != "" {
-		b, err := os.ReadFile(f.tokenFile)
-		if err != nil {
-			return nil, fmt.Errorf("%w: --token-file: %w", errUsage, err)
-		}
-		tok := strings.TrimSpace(string(b))
-		if tok == "" {
-			return nil, fmt.Errorf("%w: --token-file %s is empty", errUsage, f.tokenFile)
-		}
+	tok, err := f.token()
+	if err != nil {
+		return nil, err
+	}
+	if tok != "" {
 		opts = append(opts, client.WithToken(tok))
 	}
 	c, err := client.New(serverURL(f.server), opts...)
@@ -69,8 +81,16 @@ func (f *clientFlags) newClient() (*client.Client, error) {
 
 // serverURL takes --server as people type it: a full URL, or the
 // HOST:PORT that api.listen and `scheduler members` show, spoken to over
-// plain http (":8080" is this machine).
+// plain http (":8080" is this machine); several, separated by commas, are
+// tried in turn (package client).
 func serverURL(s string) string {
+	if strings.Contains(s, ",") {
+		parts := strings.Split(s, ",")
+		for i, p := range parts {
+			parts[i] = serverURL(strings.TrimSpace(p))
+		}
+		return strings.Join(parts, ",")
+	}
 	switch {
 	case s == "" || strings.Contains(s, "://"):
 		return s

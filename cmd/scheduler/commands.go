@@ -8,27 +8,43 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"strings"
+	"time"
 
 	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/replica"
 )
 
-func validateCommand(args []string, stdout, stderr io.Writer) int {
+func validateCommand(args []string, stdout, stderr io.Writer, now time.Time) int {
 	var path string
+	var capacityReport bool
+	var window time.Duration
+	var maxPeak int
 	fset := flag.NewFlagSet("scheduler validate", flag.ContinueOnError)
 	fset.StringVar(&path, "config", "", "configuration `FILE` (required)")
-	if _, err := parseFlags(fset, args, stderr); err != nil {
+	fset.BoolVar(&capacityReport, "capacity", false, "also report the runs due at the busiest second of --window, and what history keeps")
+	fset.DurationVar(&window, "window", defaultWindow, "with --capacity: how far ahead to count")
+	fset.IntVar(&maxPeak, "max-peak", 0, "with --capacity: exit 3 when more than `N` runs are due in one second (implies --capacity)")
+	set, err := parseFlags(fset, args, stderr)
+	if err != nil {
 		return usageError(stderr, err)
 	}
-	if path == "" {
+	switch {
+	case path == "":
 		return usageError(stderr, fmt.Errorf("%w: --config is required", errUsage))
+	case maxPeak < 0:
+		return usageError(stderr, fmt.Errorf("%w: --max-peak %d: want a number of runs, 1 or more", errUsage, maxPeak))
+	case window < time.Second || window > 366*24*time.Hour:
+		return usageError(stderr, fmt.Errorf("%w: --window %s: want 1s to 8784h (a year)", errUsage, window))
 	}
 	cfg, err := config.Load(path)
 	if code, ok := loadFailed(stderr, err); ok {
 		return code
 	}
 	fmt.Fprintf(stdout, "%s: ok (%d jobs, config hash %s)\n", path, len(cfg.Jobs), cfg.Hash())
-	return exitOK
+	if !capacityReport && !set["max-peak"] {
+		return exitOK
+	}
+	return capacityCommand(cfg, now, window, maxPeak, stdout, stderr)
 }
 
 func runCommand(args []string, stderr io.Writer) int {

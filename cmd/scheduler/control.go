@@ -7,7 +7,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/etcdsched/scheduler/internal/client"
+	"github.com/etcdsched/scheduler/client"
 )
 
 // pauseCommand: scheduler pause JOB [--reason R] [--until T].

@@ -48,7 +48,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "run":
 		return runCommand(args[1:], stderr)
 	case "validate":
-		return validateCommand(args[1:], stdout, stderr)
+		return validateCommand(args[1:], stdout, stderr, time.Now())
 	case "etcd":
 		return etcdCommand(args[1:], stderr)
 	case "version", "--version", "-version":
@@ -86,6 +86,9 @@ var clientCommands = map[string]func(ctx context.Context, args []string, stdout,
 	"backfill": func(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return backfillCommand(ctx, args, stdout, stderr)
 	},
+	"diff": func(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+		return diffCommand(ctx, args, stdout, stderr, time.Now())
+	},
 	"cancel":  cancelCommand,
 	"leader":  leaderCommand,
 	"members": membersCommand,
@@ -96,7 +99,7 @@ var clientCommands = map[string]func(ctx context.Context, args []string, stdout,
 const usage = `usage:
   scheduler run      --config FILE [--id NAME] [--listen ADDR] [--etcd-endpoints A,B,C]
                      [--data-dir DIR] [--log-level info] [--log-format json|text]
-  scheduler validate --config FILE
+  scheduler validate --config FILE [--capacity [--window 168h] [--max-peak N]]
   scheduler next     --config FILE [JOB] [--from TIME] [-n 5 | --until TIME] [--explain] [-o table|wide|json]
   scheduler etcd     [--listen 127.0.0.1:2379] [--data-dir etcd-data]  # one etcd for replicas to share
   scheduler version
@@ -117,13 +120,16 @@ Client of a running cluster's API:
   scheduler members
   scheduler slots
   scheduler status
+  scheduler diff --config FILE [--against OLDFILE] [--window 168h] [-o table|json]
 
 Client flags: --server URL or HOST:PORT (env SCHEDULER_SERVER, default
 http://127.0.0.1:8080), --token-file FILE (env SCHEDULER_TOKEN_FILE),
 -o table|wide|json (table fits the terminal or 100 columns; wide shows every
 column, uncut).
 Exit status: 0 success, 1 failure (the API's error, no answer from the server,
-a run that did not succeed with --wait), 2 usage error.`
+a run that did not succeed with --wait), 2 usage error. diff exits 3 when the
+configs differ, 2 when FILE is invalid; validate --capacity exits 3 when the
+peak passes --max-peak.`
 
 // signalContext is cancelled on SIGTERM or SIGINT; SIGHUP is delivered on
 // reload for the caller to act on.

@@ -19,8 +19,8 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/etcdsched/scheduler/client"
 	"github.com/etcdsched/scheduler/config"
-	"github.com/etcdsched/scheduler/internal/client"
 	"github.com/etcdsched/scheduler/internal/poll"
 )
 

@@ -10,8 +10,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/etcdsched/scheduler/client"
 	"github.com/etcdsched/scheduler/config"
-	"github.com/etcdsched/scheduler/internal/client"
 )
 
 // jobsCommand: scheduler jobs [NAME] | scheduler jobs --removed.

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/etcdsched/scheduler/internal/client"
+	"github.com/etcdsched/scheduler/client"
 	"github.com/etcdsched/scheduler/internal/etcdtest"
 )
 

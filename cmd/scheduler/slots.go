@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/etcdsched/scheduler/internal/client"
+	"github.com/etcdsched/scheduler/client"
 )
 
 // slotsCommand: scheduler slots. The API lists held slots and rate

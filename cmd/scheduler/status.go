@@ -9,7 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/etcdsched/scheduler/internal/client"
+	"github.com/etcdsched/scheduler/client"
 )
 
 // statusCommand: scheduler status, what the replica at --server says of

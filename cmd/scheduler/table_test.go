@@ -8,8 +8,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/etcdsched/scheduler/client"
 	"github.com/etcdsched/scheduler/config"
-	"github.com/etcdsched/scheduler/internal/client"
 	"github.com/etcdsched/scheduler/internal/runs"
 	"github.com/etcdsched/scheduler/internal/wire"
 )

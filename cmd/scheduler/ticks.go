@@ -4,7 +4,7 @@ import (
 	"context"
 	"strconv"
 
-	"github.com/etcdsched/scheduler/internal/client"
+	"github.com/etcdsched/scheduler/client"
 	"github.com/etcdsched/scheduler/internal/runs"
 )
 

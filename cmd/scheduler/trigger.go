@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/etcdsched/scheduler/internal/client"
+	"github.com/etcdsched/scheduler/client"
 	"github.com/etcdsched/scheduler/internal/jsonerr"
 )
 

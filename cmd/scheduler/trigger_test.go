@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/etcdsched/scheduler/internal/client"
+	"github.com/etcdsched/scheduler/client"
 	"github.com/etcdsched/scheduler/internal/runs"
 	"github.com/etcdsched/scheduler/internal/wire"
 )

@@ -34,6 +34,8 @@ type Options struct {
 	// Ready says whether etcd is reachable and the session alive.
 	Ready   func(ctx context.Context) error
 	Cluster Cluster
+	// Config is the config this replica applies (GET /api/v1/config).
+	Config func() Applied
 }
 
 // Server serves the API on one listener.
@@ -128,6 +130,7 @@ func (s *Server) routes() {
 		s.mux.Handle("GET /metrics", s.authorize(promhttp.HandlerFor(s.opts.Gatherer, promhttp.HandlerOpts{}), false))
 	}
 	s.mux.HandleFunc("GET /api/v1/status", read(s.status))
+	s.mux.HandleFunc("GET /api/v1/config", read(s.config))
 	// Profiling for the benchmark (test/bench); off unless asked for,
 	// and behind the read token like every other read.
 	if os.Getenv("SCHEDULER_PPROF") == "1" {

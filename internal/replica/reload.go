@@ -96,6 +96,10 @@ func (r *replica) reload(onlyIfChanged bool) {
 	}
 	old := r.cfg
 	hash := cfg.Hash()
+	if hash != r.cfgHash {
+		// The same config read again was applied when it first came.
+		r.appliedAt = r.reloadAt
+	}
 	r.cfg, r.cfgHash, r.reloadErr = cfg, hash, nil
 	r.mu.Unlock()
 	r.reloads.total.WithLabelValues("success").Inc()

@@ -55,7 +55,7 @@ func Run(ctx context.Context, opts Options) error {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	r := &replica{opts: opts, log: opts.Logger.With("replica", opts.ID), started: time.Now()}
-	r.cfg, r.cfgHash = opts.Config, opts.Config.Hash()
+	r.cfg, r.cfgHash, r.appliedAt = opts.Config, opts.Config.Hash(), r.started
 	return r.run(ctx)
 }
 
@@ -67,6 +67,7 @@ type replica struct {
 	mu        sync.Mutex
 	cfg       *config.Config
 	cfgHash   string // cfg.Hash(), which encodes every job: kept, not recomputed per request
+	appliedAt time.Time
 	reloadErr error
 	reloadAt  time.Time
 	fileSum   fileSum // of the config file content last read
@@ -89,6 +90,13 @@ func (r *replica) config() *config.Config {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.cfg
+}
+
+// applied is what GET /api/v1/config shows.
+func (r *replica) applied() api.Applied {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return api.Applied{Config: r.cfg, Hash: r.cfgHash, AppliedAt: r.appliedAt}
 }
 
 func (r *replica) configHash() string {
@@ -125,6 +133,7 @@ func (r *replica) start(ctx context.Context, reg *prometheus.Registry) (err erro
 		Gatherer:     reg,
 		Status:       r.status,
 		Ready:        r.ready,
+		Config:       r.applied,
 	})
 	if err != nil {
 		return err

@@ -12,7 +12,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/etcdsched/scheduler/internal/client"
+	"github.com/etcdsched/scheduler/client"
 	"github.com/etcdsched/scheduler/internal/poll"
 )
 

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/etcdsched/scheduler/internal/client"
+	"github.com/etcdsched/scheduler/client"
 	"github.com/etcdsched/scheduler/internal/poll"
 )
 

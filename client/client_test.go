@@ -12,11 +12,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"go.uber.org/goleak"
 )
-
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // serve runs h for one test and returns a client of it.
 func serve(t *testing.T, h http.HandlerFunc, opts ...Option) *Client {

@@ -147,7 +147,7 @@ func (c *Client) Status(ctx context.Context) (Status, error) {
 }
 
 // Ready is nil when the replica's readiness probe answers 200, and the
-// probe's answer as an *Error otherwise. Tests wait on it before they use
+// probe's answer as an *APIError otherwise. Tests wait on it before they use
 // a replica they started.
 func (c *Client) Ready(ctx context.Context) error {
 	_, err := c.do(ctx, http.MethodGet, "/readyz", nil, nil, nil)

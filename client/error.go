@@ -12,17 +12,17 @@ import (
 	"syscall"
 )
 
-// Error is an answer other than 2xx. Code and Message come from the API's
+// APIError is an answer other than 2xx. Code and Message come from the API's
 // {"error": {"code", "message"}} body; an answer without one (a proxy's
 // HTML page, say) has an empty Code and a Message made from the status and
 // the start of the body.
-type Error struct {
+type APIError struct {
 	Status  int
 	Code    string
 	Message string
 }
 
-func (e *Error) Error() string {
+func (e *APIError) Error() string {
 	if e.Code == "" {
 		return fmt.Sprintf("%s (HTTP %d)", e.Message, e.Status)
 	}
@@ -45,13 +45,13 @@ func IsCode(err error, code string) bool {
 }
 
 // AsError returns the API error inside err, if there is one.
-func AsError(err error) (*Error, bool) {
-	var e *Error
+func AsError(err error) (*APIError, bool) {
+	var e *APIError
 	ok := errors.As(err, &e)
 	return e, ok
 }
 
-func decodeError(status int, data []byte) *Error {
+func decodeError(status int, data []byte) *APIError {
 	var body struct {
 		Error struct {
 			Code    string `json:"code"`
@@ -59,7 +59,7 @@ func decodeError(status int, data []byte) *Error {
 		} `json:"error"`
 	}
 	if json.Unmarshal(data, &body) == nil && body.Error.Code != "" {
-		return &Error{Status: status, Code: body.Error.Code, Message: body.Error.Message}
+		return &APIError{Status: status, Code: body.Error.Code, Message: body.Error.Message}
 	}
 	msg := http.StatusText(status)
 	if snippet := strings.TrimSpace(string(data)); snippet != "" {
@@ -69,7 +69,7 @@ func decodeError(status int, data []byte) *Error {
 		}
 		msg += ": " + snippet
 	}
-	return &Error{Status: status, Message: msg}
+	return &APIError{Status: status, Message: msg}
 }
 
 // UnreachableError is a request that got no answer: the server is down,
@@ -78,6 +78,7 @@ func decodeError(status int, data []byte) *Error {
 type UnreachableError struct {
 	Server string
 	Err    error
+	dial   bool // the connection was never made
 }
 
 func (e *UnreachableError) Error() string {
