@@ -10,6 +10,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/config"
+	"github.com/etcdsched/scheduler/internal/jobs/admission"
 	"github.com/etcdsched/scheduler/internal/jobs/assign"
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
 	"github.com/etcdsched/scheduler/internal/rendezvous"
@@ -49,33 +50,13 @@ type leanItem struct {
 	specOp []clientv3.Op
 }
 
-// leanJob reports whether j's config lets its scheduled runs skip the
-// queue: nothing of it waits (no concurrency key, job rate, limited or
-// rated resource, held slot) and a run whose slot is taken is skipped or
-// queued by the worker (replace cancels a run: the queue path's).
-func leanJob(cfg *config.Config, j *config.Job) bool {
-	// max_runs counts in the transactions of the queue path (maxruns.go).
-	// A sharded job's tick is many runs and a fan-in: the queue path's.
-	if j.Sharded() || j.ConcurrencyKey != "" || j.Rate != nil || j.Retries.HoldSlot || j.MaxRuns > 0 ||
-		j.Overlap != config.OverlapSkip && j.Overlap != config.OverlapQueue {
-		return false
-	}
-	for _, name := range j.Resources {
-		i := slices.IndexFunc(cfg.Resources, func(r config.Resource) bool { return r.Name == name })
-		if i < 0 || cfg.Resources[i].Limit > 0 || cfg.Resources[i].Rate != nil {
-			return false
-		}
-	}
-	return true
-}
-
-// leanItem returns j's item when this pass assigns its ticks: its config
-// allows it, it is neither paused nor swept, and every tick is on time
+// leanItem returns j's item when this pass assigns its ticks: its runs
+// need nothing the lean claim does not compare (admission.Of), it is neither paused nor swept, and every tick is on time
 // (planned to run, not caught up, no jitter). Its spec goes with its
 // cursor when this term has not written it yet.
 func (l *leader) leanItem(cfg *config.Config, j *config.Job, now time.Time) (leanItem, bool) {
 	sched, err := j.ParsedSchedule()
-	if err != nil || !leanJob(cfg, j) {
+	if err != nil || !admission.Of(j, cfg.Resources).Lean() {
 		return leanItem{}, false
 	}
 	l.mu.Lock()

@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/etcdsched/scheduler/config"
+	"github.com/etcdsched/scheduler/internal/jobs/admission"
 	"github.com/etcdsched/scheduler/internal/jobs/assign"
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
 	"github.com/etcdsched/scheduler/internal/keys"
@@ -260,7 +260,9 @@ func (w *Worker) prepare(ctx context.Context, st *assign.Stored, jobs []assign.J
 		}
 		r.entry = it.Entry
 		r.entry.Input = r.entry.Spec.DefaultInput()
-		if why := notLean(&r.entry.Spec); why != "" {
+		// The leader assigned it by the same description; a spec changed
+		// since may need more, which the queue path grants.
+		if why := admission.Of(&r.entry.Spec, resourceDefs(r.entry)).Beyond(); why != "" {
 			w.settleAssigned(ctx, st, r.entry, why, unsettled)
 			continue
 		}
@@ -282,28 +284,6 @@ func (w *Worker) prepare(ctx context.Context, st *assign.Stored, jobs []assign.J
 func pendingEntry(st *assign.Stored, j assign.Job) *queue.Entry {
 	return &queue.Entry{RunID: st.RunID(j.Name), Job: j.Name, ScheduledAt: st.At.UTC(), NotBefore: st.At.UTC(), Attempt: 1,
 		Trigger: runs.Schedule, SpecRef: j.SpecRef, State: queue.Pending}
-}
-
-// notLean says why a job's runs cannot be claimed from an assignment: the
-// release of an assigned run has no queue entry to give back (a rate
-// window's late start), to keep its slot in (hold_slot) or to cancel by
-// (replace), and the claim compares no key, resource or window. The leader
-// assigns none of these (docs/protocol.md); one that comes anyway (a spec
-// changed in between) takes the queue path.
-func notLean(j *config.Job) string {
-	switch {
-	case j.ConcurrencyKey != "":
-		return "it has a concurrency key"
-	case j.Rate != nil:
-		return "it has a rate"
-	case len(j.Resources) > 0:
-		return "it uses shared resources"
-	case j.Retries.HoldSlot:
-		return "its retries hold the slot"
-	case j.Overlap == config.OverlapReplace:
-		return "its overlap is replace"
-	}
-	return ""
 }
 
 // claimChunk claims rs and starts those it got; the runs refused before

@@ -6,6 +6,8 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/etcdsched/scheduler/config"
+	"github.com/etcdsched/scheduler/internal/jobs/admission"
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
 	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/session"
@@ -23,7 +25,7 @@ func (w *Worker) claim(ctx context.Context, sess *session.Session, q *queue.Item
 		started = q.NotBefore
 	}
 	sent := w.d.Clock.Now()
-	res, rates := admission(q.Entry)
+	res, rates := limits(q.Entry)
 	req := slots.Request{
 		Job:            q.Job,
 		Key:            q.ConcurrencyKey,
@@ -70,16 +72,17 @@ func (w *Worker) claim(ctx context.Context, sess *session.Session, q *queue.Item
 	return held, q.Running(w.d.ID, held.Slot, started), nil
 }
 
-// admission is what a run of e must get besides its job slot: a slot of
-// each resource with a limit, and a place in the job's window and in each
-// resource's window.
-func admission(e *queue.Entry) ([]slots.Resource, []slots.Rate) {
+// limits are the slots and windows a run of e takes besides its job slot
+// (or its key's), as admission.Of describes them: a slot of each resource
+// with a limit, a place in the job's window and in each resource's.
+func limits(e *queue.Entry) ([]slots.Resource, []slots.Rate) {
+	needs := admission.Of(&e.Spec, resourceDefs(e))
 	var res []slots.Resource
 	var rates []slots.Rate
-	if r := e.Spec.Rate; r != nil {
+	if r := needs.Rate; r != nil {
 		rates = append(rates, slots.Rate{Scope: keys.RateJob, Name: e.Job, Count: r.Count, Per: r.Per.D()})
 	}
-	for _, r := range e.Resources {
+	for _, r := range needs.Resources {
 		if r.Limit > 0 {
 			res = append(res, slots.Resource{Name: r.Name, Limit: r.Limit})
 		}
@@ -88,6 +91,16 @@ func admission(e *queue.Entry) ([]slots.Resource, []slots.Rate) {
 		}
 	}
 	return res, rates
+}
+
+// resourceDefs are the resources e's spec carries, as the config defines
+// them.
+func resourceDefs(e *queue.Entry) []config.Resource {
+	defs := make([]config.Resource, len(e.Resources))
+	for i, r := range e.Resources {
+		defs[i] = config.Resource{Name: r.Name, Limit: r.Limit, Rate: r.Rate}
+	}
+	return defs
 }
 
 // holdsFor reports whether q's retry waits on a slot this worker kept, on

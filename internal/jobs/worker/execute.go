@@ -28,7 +28,7 @@ import (
 //
 // It returns the error of the run's end (nil once applied). A run with no
 // entry (q.Key "", an assigned run) is never rate-limited nor keeps its
-// slot (notLean): nothing to give back to or keep in.
+// slot (admission.Of): nothing to give back to or keep in.
 func (w *Worker) execute(q *queue.Item, entry *queue.Entry, held *slots.Held, log *slog.Logger, span *tracing.Run) error {
 	log = log.With("slot", held.Slot, "token", held.Token)
 	runCtx, cancel := context.WithCancelCause(held.Context())
@@ -51,7 +51,7 @@ func (w *Worker) execute(q *queue.Item, entry *queue.Entry, held *slots.Held, lo
 		cancel(session.ErrGuardExpired)
 	}
 	startedAt := w.d.Clock.Now()
-	if _, rates := admission(entry); len(rates) > 0 && q.Key != "" && runCtx.Err() == nil && startedAt.Sub(entry.StartedAt) > slots.MaxStartLatency {
+	if _, rates := limits(entry); len(rates) > 0 && q.Key != "" && runCtx.Err() == nil && startedAt.Sub(entry.StartedAt) > slots.MaxStartLatency {
 		return w.giveBack(q, held, entry.StartedAt, log)
 	}
 	var res target.Result
@@ -153,7 +153,7 @@ func (w *Worker) keepOrRelease(ctx context.Context, q *queue.Item, entry *queue.
 	if q.Key == "" {
 		// An assigned run: its record may be the leader's already (lost,
 		// when it took this worker for dead), which the release must not
-		// overwrite. It keeps no slot (notLean).
+		// overwrite. It keeps no slot (admission.Of).
 		noRecord := clientv3.Compare(clientv3.CreateRevision(w.d.Keys.Record(entry.Job, entry.RunID)), "=", 0)
 		return w.d.Slots.ReleaseIf(ctx, held, []clientv3.Cmp{noRecord}, ops...)
 	}

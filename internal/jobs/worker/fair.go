@@ -51,7 +51,7 @@ func limitsOf(e *queue.Entry) []limit {
 		kind = slots.LimitKey
 	}
 	out := []limit{{id: "slot " + group, full: slots.FullError{Limit: kind, Name: group, Slots: e.Spec.MaxConcurrency}}}
-	res, rates := admission(e)
+	res, rates := limits(e)
 	for _, r := range res {
 		out = append(out, limit{id: "resource " + r.Name, full: slots.FullError{Limit: slots.LimitResource, Name: r.Name, Slots: r.Limit}})
 	}
