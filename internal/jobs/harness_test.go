@@ -174,6 +174,11 @@ func (w *witness) serve(rw http.ResponseWriter, r *http.Request) {
 	w.mu.Unlock()
 
 	status := http.StatusOK
+	if n, err := strconv.Atoi(r.URL.Query().Get("hold")); err == nil {
+		// hold=N: until 300ms past the Nth whole second after the start,
+		// so the run ends at the same phase however late it started.
+		r.URL.RawQuery += "&sleep=" + time.Until(h.Start.Truncate(time.Second).Add(time.Duration(n)*time.Second+300*time.Millisecond)).String()
+	}
 	if d, err := time.ParseDuration(r.URL.Query().Get("sleep")); err == nil {
 		select {
 		case <-time.After(d): // the run's work
