@@ -301,7 +301,7 @@ func TestClientCommands(t *testing.T) {
 
 	t.Run("writes need the token", func(t *testing.T) {
 		_, errOut, code := cli(t, with(srv, "trigger", "ok")...)
-		if code != 1 || !strings.Contains(errOut, "a valid bearer token is required") || !strings.Contains(errOut, "--token-file") {
+		if code != 1 || !strings.Contains(errOut, "this request needs the API token") || !strings.Contains(errOut, "--token-file") {
 			t.Errorf("trigger without a token: exit %d, %q", code, errOut)
 		}
 	})
@@ -393,5 +393,20 @@ func TestClientDoubleDash(t *testing.T) {
 	pos, err := parseInterleaved(fs, []string{"-o", "json", "--", "-odd@1"}, os.Stderr, nil, 1, 1)
 	if err != nil || len(pos) != 1 || pos[0] != "-odd@1" || f.output != "json" {
 		t.Errorf("pos %q, output %q, err %v", pos, f.output, err)
+	}
+}
+
+// -h and --help print the verb's usage and flags on stdout and exit 0:
+// help is not an error (issue 34, item 4: "scheduler: flag: help
+// requested", exit 2).
+func TestHelpIsNotAnError(t *testing.T) {
+	for _, args := range [][]string{
+		{"jobs", "--help"}, {"runs", "-h"}, {"trigger", "x", "--help"}, {"next", "--help"},
+		{"validate", "-h"}, {"run", "--help"}, {"etcd", "-h"}, {"status", "--help"},
+	} {
+		out, errOut, code := cli(t, args...)
+		if code != 0 || errOut != "" || !strings.HasPrefix(out, "usage: scheduler "+args[0]) || !strings.Contains(out, "flags:") {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want 0 and the usage on stdout", args, code, out, errOut)
+		}
 	}
 }

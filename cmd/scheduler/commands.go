@@ -17,7 +17,7 @@ func validateCommand(args []string, stdout, stderr io.Writer) int {
 	var path string
 	fset := flag.NewFlagSet("scheduler validate", flag.ContinueOnError)
 	fset.StringVar(&path, "config", "", "configuration `FILE` (required)")
-	if _, err := parseFlags(fset, args, stderr); err != nil {
+	if _, err := parseFlags(fset, args, stdout); err != nil {
 		return usageError(stderr, err)
 	}
 	if path == "" {
@@ -31,10 +31,10 @@ func validateCommand(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-func runCommand(args []string, stderr io.Writer) int {
+func runCommand(args []string, stdout, stderr io.Writer) int {
 	var f runFlags
 	fset := newRunFlagSet(&f)
-	set, err := parseFlags(fset, args, stderr)
+	set, err := parseFlags(fset, args, stdout)
 	if err != nil {
 		return usageError(stderr, err)
 	}
@@ -111,6 +111,9 @@ func loadFailed(stderr io.Writer, err error) (int, bool) {
 }
 
 func usageError(stderr io.Writer, err error) int {
+	if errors.Is(err, errHelp) {
+		return exitOK // the usage is printed: help is not an error
+	}
 	msg := strings.TrimPrefix(err.Error(), errUsage.Error()+": ")
 	fmt.Fprintf(stderr, "scheduler: %s (see 'scheduler help')\n", msg)
 	return exitUsage

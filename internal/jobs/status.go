@@ -92,7 +92,7 @@ func (e *Engine) statuses(ctx context.Context, jobs []*config.Job) ([]JobStatus,
 func (e *Engine) Job(ctx context.Context, name string) (JobStatus, error) {
 	j := e.opts.Config().Job(name)
 	if j == nil {
-		return JobStatus{}, fmt.Errorf("%w %q", ErrUnknownJob, name)
+		return JobStatus{}, e.unknownJob(ctx, name)
 	}
 	st := e.jobStatus(j, e.queued(func(q *queue.Item) bool { return q.Job == j.Name })[j.Name], e.outbox.ByJob())
 	var err error
