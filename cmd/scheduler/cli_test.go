@@ -226,8 +226,12 @@ func TestClientCommands(t *testing.T) {
 				code, j.Paused, j.PauseReason, j.PausedAt, j.PausedUntil)
 		}
 		out, _, code = cli(t, with(srv, "jobs")...)
-		if cell := "paused until " + until.Format(time.RFC3339) + ": deploy freeze"; code != 0 || !strings.Contains(out, cell) {
+		if cell := "paused until " + until.Format(time.RFC3339); code != 0 || !strings.Contains(out, cell) {
 			t.Errorf("jobs table: exit %d, want %q in\n%s", code, cell, out)
+		}
+		out, _, code = cli(t, with(srv, "jobs", "-o", "wide")...)
+		if cell := "yes until " + until.Format(time.RFC3339) + ": deploy freeze"; code != 0 || !strings.Contains(out, cell) {
+			t.Errorf("jobs -o wide: exit %d, want %q in\n%s", code, cell, out)
 		}
 		_, errOut, code = cli(t, with(auth, "pause", "ok", "--until", "tomorrow")...)
 		if code != 2 || !strings.Contains(errOut, `--until "tomorrow" is not an RFC 3339 time`) {
