@@ -92,7 +92,7 @@ func (f *nextFlags) parse(args []string, help io.Writer, now time.Time) (pos []s
 	fs.StringVar(&f.from, "from", "", "show the fire times after `TIME` (RFC3339, e.g. 2026-10-25T00:00:00+02:00; default now)")
 	fs.StringVar(&f.until, "until", "", fmt.Sprintf("show every fire time up to `TIME` (RFC3339; at most %d a job) instead of -n", maxFires))
 	fs.StringVar(&f.format, "o", "table", "output: table, wide (every column) or json")
-	fs.BoolVar(&f.explain, "explain", false, "also list the ticks exclusions take out, with the rule of each (with -n, not --until)")
+	fs.BoolVar(&f.explain, "explain", false, "also list the ticks exclusions take out, with the rule of each")
 	if pos, err = parseInterleaved(fs, args, help, nil, 0, 1); err != nil {
 		return nil, w, err
 	}
@@ -106,8 +106,6 @@ func (f *nextFlags) parse(args []string, help io.Writer, now time.Time) (pos []s
 		return nil, w, fmt.Errorf("%w: -n %d: want 1 to %d", errUsage, f.n, maxFires)
 	case f.format != "table" && f.format != "wide" && f.format != "json":
 		return nil, w, fmt.Errorf("%w: -o %q: want table, wide or json", errUsage, f.format)
-	case f.explain && set["until"]:
-		return nil, w, fmt.Errorf("%w: --explain counts fire times with -n: leave out --until", errUsage)
 	case set["n"] && set["until"]:
 		return nil, w, fmt.Errorf("%w: -n and --until both given: use one (-n counts fire times, --until ends them at a time)", errUsage)
 	}
@@ -168,7 +166,7 @@ func nextCommand(args []string, stdout, stderr io.Writer, now time.Time) int {
 	for i := range jobs {
 		fires, err := nextFires(&jobs[i], w)
 		if f.explain {
-			fires, err = explainFires(&jobs[i], w.from, w.n)
+			fires, err = explainFires(&jobs[i], w)
 		}
 		if errors.Is(err, errUsage) {
 			return usageError(stderr, err)
