@@ -226,8 +226,12 @@ func TestClientCommands(t *testing.T) {
 				code, j.Paused, j.PauseReason, j.PausedAt, j.PausedUntil)
 		}
 		out, _, code = cli(t, with(srv, "jobs")...)
-		if cell := "paused until " + until.Format(time.RFC3339) + ": deploy freeze"; code != 0 || !strings.Contains(out, cell) {
+		if cell := "paused until " + until.Format(time.RFC3339); code != 0 || !strings.Contains(out, cell) {
 			t.Errorf("jobs table: exit %d, want %q in\n%s", code, cell, out)
+		}
+		out, _, code = cli(t, with(srv, "jobs", "-o", "wide")...)
+		if cell := "yes until " + until.Format(time.RFC3339) + ": deploy freeze"; code != 0 || !strings.Contains(out, cell) {
+			t.Errorf("jobs -o wide: exit %d, want %q in\n%s", code, cell, out)
 		}
 		_, errOut, code = cli(t, with(auth, "pause", "ok", "--until", "tomorrow")...)
 		if code != 2 || !strings.Contains(errOut, `--until "tomorrow" is not an RFC 3339 time`) {
@@ -301,7 +305,7 @@ func TestClientCommands(t *testing.T) {
 
 	t.Run("writes need the token", func(t *testing.T) {
 		_, errOut, code := cli(t, with(srv, "trigger", "ok")...)
-		if code != 1 || !strings.Contains(errOut, "a valid bearer token is required") || !strings.Contains(errOut, "--token-file") {
+		if code != 1 || !strings.Contains(errOut, "this request needs the API token") || !strings.Contains(errOut, "--token-file") {
 			t.Errorf("trigger without a token: exit %d, %q", code, errOut)
 		}
 	})
@@ -393,5 +397,20 @@ func TestClientDoubleDash(t *testing.T) {
 	pos, err := parseInterleaved(fs, []string{"-o", "json", "--", "-odd@1"}, os.Stderr, nil, 1, 1)
 	if err != nil || len(pos) != 1 || pos[0] != "-odd@1" || f.output != "json" {
 		t.Errorf("pos %q, output %q, err %v", pos, f.output, err)
+	}
+}
+
+// -h and --help print the verb's usage and flags on stdout and exit 0:
+// help is not an error (issue 34, item 4: "scheduler: flag: help
+// requested", exit 2).
+func TestHelpIsNotAnError(t *testing.T) {
+	for _, args := range [][]string{
+		{"jobs", "--help"}, {"runs", "-h"}, {"trigger", "x", "--help"}, {"next", "--help"},
+		{"validate", "-h"}, {"run", "--help"}, {"etcd", "-h"}, {"status", "--help"},
+	} {
+		out, errOut, code := cli(t, args...)
+		if code != 0 || errOut != "" || !strings.HasPrefix(out, "usage: scheduler "+args[0]) || !strings.Contains(out, "flags:") {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want 0 and the usage on stdout", args, code, out, errOut)
+		}
 	}
 }

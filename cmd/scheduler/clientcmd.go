@@ -32,7 +32,7 @@ func clientCommand(ctx context.Context, synopsis string, args []string, stdout, 
 	if extra != nil {
 		extra(fs)
 	}
-	pos, err := parseInterleaved(fs, args, stderr, clientEnv, min, max)
+	pos, err := parseInterleaved(fs, args, stdout, clientEnv, min, max)
 	if err != nil {
 		return usageError(stderr, err)
 	}
@@ -50,7 +50,7 @@ func clientCommand(ctx context.Context, synopsis string, args []string, stdout, 
 	case errors.Is(err, errReported):
 		return exitFail
 	default:
-		return apiFailed(stderr, err)
+		return apiFailed(stderr, err, f.tokenFile)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strings"
 
@@ -49,7 +50,7 @@ func (f *clientFlags) token() (string, error) {
 	}
 	b, err := os.ReadFile(f.tokenFile)
 	if err != nil {
-		return "", fmt.Errorf("%w: --token-file: %w", errUsage, err)
+		return "", fmt.Errorf("%w: --token-file %s: %s", errUsage, f.tokenFile, unreadable(err))
 	}
 	tok := strings.TrimSpace(string(b))
 	if tok == "" {
@@ -100,12 +101,33 @@ func serverURL(s string) string {
 	return "http://" + s
 }
 
+// unreadable says why a file named on the command line cannot be read,
+// and what to do, without the system call's wording.
+func unreadable(err error) string {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "no such file: name the file that holds the API token"
+	case errors.Is(err, fs.ErrPermission):
+		return "permission denied: this user may not read it"
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
+}
+
 // apiFailed prints why a call to the API failed and returns exit 1: the
 // API's own message when it answered, the server's URL when it did not.
-func apiFailed(stderr io.Writer, err error) int {
+// tokenFile is the --token-file the request's token came from, if any.
+func apiFailed(stderr io.Writer, err error, tokenFile string) int {
 	msg := err.Error()
 	if e, ok := client.AsError(err); ok && e.Code == client.CodeUnauthorized {
-		msg += "; pass the API token with --token-file"
+		if tokenFile == "" {
+			msg += "; pass the API token with --token-file"
+		} else {
+			msg += "; the token was read from --token-file " + tokenFile
+		}
 	}
 	var u *client.UnreachableError
 	if errors.As(err, &u) && !strings.Contains(msg, "SCHEDULER_SERVER") {

@@ -24,7 +24,7 @@ func validateCommand(args []string, stdout, stderr io.Writer, now time.Time) int
 	fset.BoolVar(&capacityReport, "capacity", false, "also report the runs due at the busiest second of --window, and what history keeps")
 	fset.DurationVar(&window, "window", defaultWindow, "with --capacity: how far ahead to count")
 	fset.IntVar(&maxPeak, "max-peak", 0, "with --capacity: exit 3 when more than `N` runs are due in one second (implies --capacity)")
-	set, err := parseFlags(fset, args, stderr)
+	set, err := parseFlags(fset, args, stdout)
 	if err != nil {
 		return usageError(stderr, err)
 	}
@@ -47,10 +47,10 @@ func validateCommand(args []string, stdout, stderr io.Writer, now time.Time) int
 	return capacityCommand(cfg, now, window, maxPeak, stdout, stderr)
 }
 
-func runCommand(args []string, stderr io.Writer) int {
+func runCommand(args []string, stdout, stderr io.Writer) int {
 	var f runFlags
 	fset := newRunFlagSet(&f)
-	set, err := parseFlags(fset, args, stderr)
+	set, err := parseFlags(fset, args, stdout)
 	if err != nil {
 		return usageError(stderr, err)
 	}
@@ -127,6 +127,9 @@ func loadFailed(stderr io.Writer, err error) (int, bool) {
 }
 
 func usageError(stderr io.Writer, err error) int {
+	if errors.Is(err, errHelp) {
+		return exitOK // the usage is printed: help is not an error
+	}
 	msg := strings.TrimPrefix(err.Error(), errUsage.Error()+": ")
 	fmt.Fprintf(stderr, "scheduler: %s (see 'scheduler help')\n", msg)
 	return exitUsage

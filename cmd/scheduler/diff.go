@@ -40,7 +40,7 @@ func diffCommand(ctx context.Context, args []string, stdout, stderr io.Writer, n
 	fs.StringVar(&f.path, "config", "", "the configuration `FILE` to apply (required)")
 	fs.StringVar(&f.against, "against", "", "compare with `OLDFILE` instead of the cluster's config (offline)")
 	fs.DurationVar(&f.window, "window", defaultWindow, "compare the ticks of this long from now")
-	if _, err := parseInterleaved(fs, args, stderr, clientEnv, 0, 0); err != nil {
+	if _, err := parseInterleaved(fs, args, stdout, clientEnv, 0, 0); err != nil {
 		return usageError(stderr, err)
 	}
 	switch {
@@ -73,7 +73,7 @@ func diffCommand(ctx context.Context, args []string, stdout, stderr io.Writer, n
 		defer c.CloseIdleConnections()
 		token, _ := f.token() // newClient read it
 		if old, err = clusterSide(ctx, c, token, cur, &opts, stderr); err != nil {
-			return apiFailed(stderr, err)
+			return apiFailed(stderr, err, f.tokenFile)
 		}
 	}
 	rep, err := configdiff.Compare(old, cur, opts)

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/etcdsched/scheduler/client"
 	"github.com/etcdsched/scheduler/internal/etcdtest"
 )
 
@@ -131,7 +132,12 @@ func apiCases(done string) []apiCase {
 		{"cancel a finished run", "POST", "/api/v1/runs/" + done + "/cancel", ``,
 			409, "run_finished", []string{`run "` + done + `"`, "succeeded"}},
 		{"unknown job", "GET", "/api/v1/jobs/nope", ``,
-			404, "unknown_job", []string{`"nope"`}},
+			404, "unknown_job", []string{`no job "nope"`, "scheduler jobs lists the jobs", "scheduler jobs --removed"}},
+		{"mistyped job", "GET", "/api/v1/jobs/huorly", ``,
+			404, "unknown_job", []string{`no job "huorly"`, `did you mean "hourly"?`}},
+		{"trigger a mistyped job", "POST", "/api/v1/jobs/kyed/trigger", ``,
+			404, "unknown_job", []string{`no job "kyed"`, `did you mean "keyed"?`}},
+
 		{"unknown run", "GET", "/api/v1/runs/nope@1", ``,
 			404, "unknown_run", []string{`"nope@1"`}},
 		{"page from an unknown run", "GET", "/api/v1/jobs/ok/runs?before=ok@nope", ``,
@@ -151,6 +157,20 @@ func apiCases(done string) []apiCase {
 	}
 }
 
+// authCase is an apiCase sent with the Authorization header auth (the
+// other cases send the cluster's token).
+type authCase struct {
+	apiCase
+	auth string
+}
+
+var authCases = []authCase{
+	{apiCase{"write without the token", "POST", "/api/v1/jobs/ok/pause", ``,
+		401, "unauthorized", []string{"this request needs the API token", "Authorization: Bearer"}}, ""},
+	{apiCase{"write with a wrong token", "POST", "/api/v1/jobs/ok/pause", ``,
+		401, "unauthorized", []string{"the bearer token was refused", "api.token_file"}}, "Bearer not-the-token"},
+}
+
 // cliCase is a command line a user might type and how it must fail.
 type cliCase struct {
 	name string
@@ -160,9 +180,10 @@ type cliCase struct {
 }
 
 // cliCases fail on errorJobs at server; done is a finished run of "ok",
-// bad a config file with badConfig and closed a URL nobody listens at.
-func cliCases(server, done, bad, closed string) []cliCase {
-	srv := []string{"--server", server}
+// bad a config file with badConfig, good one with errorJobs, wrong a token
+// file the cluster does not take and closed a URL nobody listens at.
+func cliCases(server, token, done, bad, good, wrong, closed string) []cliCase {
+	srv := []string{"--server", server, "--token-file", token}
 	return []cliCase{
 		{"trigger without the key's input", append([]string{"trigger", "keyed"}, srv...),
 			1, []string{`job "keyed"`, `"k"`}},
@@ -184,6 +205,18 @@ func cliCases(server, done, bad, closed string) []cliCase {
 			2, []string{`--to "tomorrow" is not an RFC 3339 time`}},
 		{"no server there", []string{"jobs", "--server", closed},
 			1, []string{"no answer from", "nothing listens there"}},
+		{"jobs of a mistyped job", append([]string{"jobs", "huorly"}, srv...),
+			1, []string{`no job "huorly"`, `did you mean "hourly"?`}},
+		{"runs of a job that never was", append([]string{"runs", "nope"}, srv...),
+			1, []string{`no job "nope"`, "scheduler jobs --removed"}},
+		{"a token file that is not there", []string{"pause", "ok", "--server", server, "--token-file", "/nonexistent"},
+			2, []string{"--token-file /nonexistent: no such file", "name the file that holds the API token"}},
+		{"a write without a token", []string{"pause", "ok", "--server", server},
+			1, []string{"this request needs the API token", "pass the API token with --token-file"}},
+		{"a write with a wrong token", []string{"pause", "ok", "--server", server, "--token-file", wrong},
+			1, []string{"the bearer token was refused", "the token was read from --token-file " + wrong}},
+		{"next of a mistyped job", []string{"next", "--config", good, "huorly"},
+			1, []string{`no job "huorly": did you mean "hourly"?`}},
 		{"validate a file that is not there", []string{"validate", "--config", bad + ".missing"},
 			2, []string{"cannot read the config file " + bad + ".missing"}},
 		{"validate names the job", []string{"validate", "--config", bad},
@@ -208,8 +241,20 @@ const badConfig = `jobs:
 // a real replica on a real etcd, asked over HTTP and through the CLI.
 func TestErrorsForPeople(t *testing.T) {
 	etcd := etcdtest.Start(t)
-	p := startProc(t, "a", writeConfig(t, etcd.Endpoints()[0], "/errors/", errorJobs))
+	dir := t.TempDir()
+	token, wrong := filepath.Join(dir, "token"), filepath.Join(dir, "wrong")
+	for file, tok := range map[string]string{token: "errors-token\n", wrong: "not-the-token\n"} {
+		if err := os.WriteFile(file, []byte(tok), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	good := writeConfig(t, etcd.Endpoints()[0], "/errors/", "  token_file: "+token+"\n"+errorJobs)
+	p := startProc(t, "a", good)
 	p.waitLeader("a")
+	var err error
+	if p.api, err = client.New(p.url, client.WithToken("errors-token")); err != nil {
+		t.Fatal(err)
+	}
 	done := p.trigger("ok")
 	if _, err := p.api.Wait(context.Background(), done, 50*time.Millisecond); err != nil {
 		t.Fatal(err)
@@ -219,18 +264,25 @@ func TestErrorsForPeople(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tc := range apiCases(done) {
-		t.Run("api/"+tc.name, func(t *testing.T) { checkAPI(t, p.url, tc) })
+		t.Run("api/"+tc.name, func(t *testing.T) { checkAPI(t, p.url, tc, "Bearer errors-token") })
 	}
-	for _, tc := range cliCases(p.url, done, bad, closedURL(t)) {
+	for _, tc := range authCases {
+		t.Run("api/"+tc.name, func(t *testing.T) { checkAPI(t, p.url, tc.apiCase, tc.auth) })
+	}
+	for _, tc := range cliCases(p.url, token, done, bad, good, wrong, closedURL(t)) {
 		t.Run("cli/"+tc.name, func(t *testing.T) { checkCLI(t, tc, bad) })
 	}
 }
 
-// checkAPI sends tc's request and checks the error answer.
-func checkAPI(t *testing.T, server string, tc apiCase) {
+// checkAPI sends tc's request, with the Authorization header auth, and
+// checks the error answer.
+func checkAPI(t *testing.T, server string, tc apiCase, auth string) {
 	req, err := http.NewRequest(tc.method, server+tc.path, strings.NewReader(tc.body))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
 	}
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {

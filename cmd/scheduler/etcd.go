@@ -28,7 +28,7 @@ import (
 // Its flags are not read from SCHEDULER_* variables: those are meant for
 // the replicas (SCHEDULER_LISTEN, SCHEDULER_DATA_DIR) and would move
 // this etcd too.
-func etcdCommand(args []string, stderr io.Writer) int {
+func etcdCommand(args []string, stdout, stderr io.Writer) int {
 	var listen, dataDir, name, logLevel, logFormat string
 	fs := flag.NewFlagSet("scheduler etcd", flag.ContinueOnError)
 	fs.StringVar(&listen, "listen", "127.0.0.1:2379", "client `ADDR` (HOST:PORT) to listen on; replicas use http://ADDR as --etcd-endpoints")
@@ -36,7 +36,7 @@ func etcdCommand(args []string, stderr io.Writer) int {
 	fs.StringVar(&name, "name", "scheduler-etcd", "member `NAME`")
 	fs.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&logFormat, "log-format", "json", "json or text")
-	if _, err := parseInterleaved(fs, args, stderr, []string{}, 0, 0); err != nil {
+	if _, err := parseInterleaved(fs, args, stdout, []string{}, 0, 0); err != nil {
 		return usageError(stderr, err)
 	}
 	clientURL, err := etcdClientURL(listen)

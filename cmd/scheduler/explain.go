@@ -1,17 +1,16 @@
 package main
 
 import (
-	"time"
-
 	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/schedule"
 )
 
-// explainFires is nextFires for `next --explain`: the next n ticks that
-// fire and, between them, the ticks the job's exclusions take out, each
-// with the rule that took it out.
-func explainFires(j *config.Job, now time.Time, n int) (jobFires, error) {
-	out, err := nextFires(j, window{from: now})
+// explainFires is nextFires for `next --explain`: the ticks of w that
+// fire (the next w.n, none after w.until when it is set) and, between
+// them, the ticks the job's exclusions take out, each with the rule that
+// took it out.
+func explainFires(j *config.Job, w window) (jobFires, error) {
+	out, err := nextFires(j, window{from: w.from})
 	if err != nil {
 		return out, err
 	}
@@ -21,10 +20,13 @@ func explainFires(j *config.Job, now time.Time, n int) (jobFires, error) {
 	}
 	u, ok := sched.(*schedule.Union)
 	if !ok {
-		return nextFires(j, window{from: now, n: n}) // nothing to exclude
+		return nextFires(j, w) // nothing to exclude
+	}
+	if _, err := nextFires(j, w); err != nil {
+		return out, err // more than a preview holds before --until
 	}
 	loc := j.Location()
-	for _, tick := range u.Explain(now, n) {
+	for _, tick := range u.Explain(w.from, w.n, w.until) {
 		f := fire{ScheduledAt: tick.At.In(loc), ScheduledAtUTC: tick.At.UTC(), ExcludedBy: tick.ExcludedBy}
 		if tick.ExcludedBy == "" && j.Jitter > 0 {
 			f.DueAt = tick.At.Add(j.JitterAt(tick.At)).UTC()

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // settlementJobs is the job of SPEC section 20: weekdays at 18:00 and
@@ -84,5 +85,30 @@ func TestNextExplain(t *testing.T) {
 	out, _, _ = nextAt(t, now, "--config", path, "-n", "2", "--explain", "-o", "json")
 	if !strings.Contains(out, `"excluded_by": "calendar \"holidays-de\""`) {
 		t.Errorf("json lacks excluded_by:\n%s", out)
+	}
+}
+
+// `next --explain --until` lists every tick up to the time, the excluded
+// ones with their rule, as the README's synopsis shows them together
+// (issue 34, item 6: "--explain counts fire times with -n").
+func TestNextExplainUntil(t *testing.T) {
+	path := writeFile(t, settlementJobs)
+	now := at(t, "2026-12-22T19:00:00+01:00")
+	out, errOut, code := nextAt(t, now, "--config", path, "--until", "2026-12-26T23:00:00+01:00", "--explain", "-o", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var fires []jobFires
+	if err := json.Unmarshal([]byte(out), &fires); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range fires[0].Fires {
+		got = append(got, f.ScheduledAt.Format(time.RFC3339)+" "+f.ExcludedBy)
+	}
+	want := []string{"2026-12-23T18:00:00+01:00 ", `2026-12-24T18:00:00+01:00 calendar "holidays-de"`,
+		`2026-12-25T18:00:00+01:00 calendar "holidays-de"`, `2026-12-26T12:00:00+01:00 calendar "holidays-de"`}
+	if !slices.Equal(got, want) {
+		t.Errorf("next --explain --until:\n got %q\nwant %q", got, want)
 	}
 }

@@ -35,14 +35,14 @@ func newRunFlagSet(f *runFlags) *flag.FlagSet {
 
 // parseFlags reads the environment first and the command line second, so a
 // flag wins over SCHEDULER_<FLAG>.
-func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) (map[string]bool, error) {
+func parseFlags(fs *flag.FlagSet, args []string, help io.Writer) (map[string]bool, error) {
 	fs.SetOutput(io.Discard)
 	set := map[string]bool{}
 	if err := applyEnv(fs, set, nil); err != nil {
 		return nil, err
 	}
 	if err := fs.Parse(args); err != nil {
-		return nil, flagError(fs, stderr, err)
+		return nil, flagError(fs, help, err)
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
@@ -73,14 +73,22 @@ func applyEnv(fs *flag.FlagSet, set map[string]bool, only []string) error {
 	return nil
 }
 
-// flagError is a parse error as a usage error; -h also prints the flags.
-func flagError(fs *flag.FlagSet, stderr io.Writer, err error) error {
+// flagError is a parse error as a usage error. -h and --help are not an
+// error: they print the command's usage and flags to help (stdout where
+// the command has one) and return errHelp, which exits 0 (usageError).
+func flagError(fs *flag.FlagSet, help io.Writer, err error) error {
 	if errors.Is(err, flag.ErrHelp) {
-		fs.SetOutput(stderr)
+		fmt.Fprintf(help, "usage: %s\n\nflags:\n", fs.Name())
+		fs.SetOutput(help)
 		fs.PrintDefaults()
+		fs.SetOutput(io.Discard)
+		return errHelp
 	}
 	return fmt.Errorf("%w: %w", errUsage, err)
 }
+
+// errHelp: the command printed its usage because it was asked to.
+var errHelp = errors.New("help printed")
 
 // parseInterleaved parses flags that may come before, between or after
 // the positional arguments ("trigger JOB --wait" as well as
@@ -88,8 +96,8 @@ func flagError(fs *flag.FlagSet, stderr io.Writer, err error) error {
 // in env are read from the environment: a client command may run inside
 // an exec target, whose environment holds SCHEDULER_INPUT for that target,
 // not for --input. It returns the positional arguments, between min and
-// max of them.
-func parseInterleaved(fs *flag.FlagSet, args []string, stderr io.Writer, env []string, min, max int) ([]string, error) {
+// max of them. help takes the usage that -h asks for.
+func parseInterleaved(fs *flag.FlagSet, args []string, help io.Writer, env []string, min, max int) ([]string, error) {
 	fs.SetOutput(io.Discard)
 	if err := applyEnv(fs, map[string]bool{}, env); err != nil {
 		return nil, err
@@ -97,7 +105,7 @@ func parseInterleaved(fs *flag.FlagSet, args []string, stderr io.Writer, env []s
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
-			return nil, flagError(fs, stderr, err)
+			return nil, flagError(fs, help, err)
 		}
 		rest := fs.Args()
 		if len(rest) == 0 {

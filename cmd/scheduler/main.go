@@ -46,11 +46,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	switch args[0] {
 	case "run":
-		return runCommand(args[1:], stderr)
+		return runCommand(args[1:], stdout, stderr)
 	case "validate":
 		return validateCommand(args[1:], stdout, stderr, time.Now())
 	case "etcd":
-		return etcdCommand(args[1:], stderr)
+		return etcdCommand(args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintf(stdout, "scheduler %s\n", buildVersion())
 		return exitOK

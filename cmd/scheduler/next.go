@@ -85,15 +85,15 @@ type nextFlags struct {
 
 // parse reads args into f and the window to show; now is the default
 // --from. Every problem is a usage error naming the flag.
-func (f *nextFlags) parse(args []string, stderr io.Writer, now time.Time) (pos []string, w window, err error) {
+func (f *nextFlags) parse(args []string, help io.Writer, now time.Time) (pos []string, w window, err error) {
 	fs := flag.NewFlagSet("scheduler next --config FILE [JOB] [--from TIME] [-n 5 | --until TIME] [--explain]", flag.ContinueOnError)
 	fs.StringVar(&f.path, "config", "", "configuration `FILE` (required)")
 	fs.IntVar(&f.n, "n", 5, fmt.Sprintf("how many fire times per job (1 to %d)", maxFires))
 	fs.StringVar(&f.from, "from", "", "show the fire times after `TIME` (RFC3339, e.g. 2026-10-25T00:00:00+02:00; default now)")
 	fs.StringVar(&f.until, "until", "", fmt.Sprintf("show every fire time up to `TIME` (RFC3339; at most %d a job) instead of -n", maxFires))
 	fs.StringVar(&f.format, "o", "table", "output: table, wide (every column) or json")
-	fs.BoolVar(&f.explain, "explain", false, "also list the ticks exclusions take out, with the rule of each (with -n, not --until)")
-	if pos, err = parseInterleaved(fs, args, stderr, nil, 0, 1); err != nil {
+	fs.BoolVar(&f.explain, "explain", false, "also list the ticks exclusions take out, with the rule of each")
+	if pos, err = parseInterleaved(fs, args, help, nil, 0, 1); err != nil {
 		return nil, w, err
 	}
 	set := map[string]bool{}
@@ -106,8 +106,6 @@ func (f *nextFlags) parse(args []string, stderr io.Writer, now time.Time) (pos [
 		return nil, w, fmt.Errorf("%w: -n %d: want 1 to %d", errUsage, f.n, maxFires)
 	case f.format != "table" && f.format != "wide" && f.format != "json":
 		return nil, w, fmt.Errorf("%w: -o %q: want table, wide or json", errUsage, f.format)
-	case f.explain && set["until"]:
-		return nil, w, fmt.Errorf("%w: --explain counts fire times with -n: leave out --until", errUsage)
 	case set["n"] && set["until"]:
 		return nil, w, fmt.Errorf("%w: -n and --until both given: use one (-n counts fire times, --until ends them at a time)", errUsage)
 	}
@@ -143,7 +141,7 @@ func flagTime(name, v string, def time.Time) (time.Time, error) {
 // default --from; main passes the clock, tests a fixed date.
 func nextCommand(args []string, stdout, stderr io.Writer, now time.Time) int {
 	var f nextFlags
-	pos, w, err := f.parse(args, stderr, now)
+	pos, w, err := f.parse(args, stdout, now)
 	if err != nil {
 		return usageError(stderr, err)
 	}
@@ -155,7 +153,11 @@ func nextCommand(args []string, stdout, stderr io.Writer, now time.Time) int {
 	if len(pos) == 1 {
 		j := cfg.Job(pos[0])
 		if j == nil {
-			fmt.Fprintf(stderr, "scheduler: %s: no job %q\n", f.path, pos[0])
+			hint := "leave JOB out to see every job's"
+			if near := cfg.NearestJob(pos[0]); near != "" {
+				hint = fmt.Sprintf("did you mean %q?", near)
+			}
+			fmt.Fprintf(stderr, "scheduler: %s: no job %q: %s\n", f.path, pos[0], hint)
 			return exitFail
 		}
 		jobs = []config.Job{*j}
@@ -164,7 +166,7 @@ func nextCommand(args []string, stdout, stderr io.Writer, now time.Time) int {
 	for i := range jobs {
 		fires, err := nextFires(&jobs[i], w)
 		if f.explain {
-			fires, err = explainFires(&jobs[i], w.from, w.n)
+			fires, err = explainFires(&jobs[i], w)
 		}
 		if errors.Is(err, errUsage) {
 			return usageError(stderr, err)

@@ -8,7 +8,6 @@ import (
 	"io"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/etcdsched/scheduler/client"
 	"github.com/etcdsched/scheduler/config"
@@ -52,11 +51,13 @@ func jobsCommand(ctx context.Context, args []string, stdout, stderr io.Writer) i
 }
 
 // jobsTable: by default what an operator scans for (when, how it went,
-// how busy); -o wide adds the target, time zone, pause flag, last run's
-// time, runs queued ahead and the concurrency key.
+// how busy); -o wide adds the target, time zone, pause flag with its
+// until and reason, last run's time, runs queued ahead and the
+// concurrency key. Times are never cut: a paused job's NEXT RUN says
+// "paused" and its until, its reason is free text and waits for -o wide.
 func jobsTable(v view, list []client.Job) *table {
 	t := newTable(v, "NAME", "SCHEDULE", "NEXT RUN", "LAST", "RUNNING", "PENDING",
-		"TARGET", "TIMEZONE", "PAUSED", "LAST RUN", "AHEAD", "KEY").shrink(1, 2, 11).wide(6, 7, 8, 9, 10, 11)
+		"TARGET", "TIMEZONE", "PAUSED", "LAST RUN", "AHEAD", "KEY").shrink(1, 11).wide(6, 7, 8, 9, 10, 11)
 	for _, j := range list {
 		last, outcome := "-", "-"
 		if j.LastRun != nil {
@@ -64,7 +65,10 @@ func jobsTable(v view, list []client.Job) *table {
 		}
 		next := stamp(j.NextRun)
 		if j.Paused {
-			next = "paused" + strings.TrimPrefix(pausedCell(j), "yes")
+			next = "paused"
+			if !j.PausedUntil.IsZero() {
+				next += " until " + stamp(j.PausedUntil)
+			}
 		}
 		t.add(j.Name, j.Spec.ScheduleText(), next, outcome, runningCell(j), strconv.Itoa(j.Pending),
 			targetOf(&j.Spec), j.Spec.Timezone, pausedCell(j), last, strconv.Itoa(j.Scheduled), j.Spec.ConcurrencyKey)

@@ -18,17 +18,29 @@ import (
 func statusCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return readCommand(ctx, "scheduler status", args, stdout, stderr, (*client.Client).Status,
 		func(st client.Status) any { return st.Raw },
-		func(out output, st client.Status) error { return writeStatus(out.stdout, st) })
+		func(out output, st client.Status) error { return writeStatus(out.stdout, out.view, st) })
 }
 
-// writeStatus prints one line a fact, a name and its value.
-func writeStatus(w io.Writer, st client.Status) error {
+// statusLabel is the width of the names' column ("notifications:" and the
+// gap after it): a value line fits the view's width less it.
+const statusLabel = len("notifications:") + colGap
+
+// writeStatus prints one line a fact, a name and its value; a failed
+// reload's errors follow on lines of their own under the value, each cut
+// to the view's width (-o wide: uncut).
+func writeStatus(w io.Writer, v view, st client.Status) error {
 	tw := tabwriter.NewWriter(w, 0, 0, colGap, ' ', 0)
 	line := func(name, value string) { fmt.Fprintf(tw, "%s:\t%s\n", name, value) }
 	line("replica", st.ID+", version "+st.Version+", started "+stamp(st.StartedAt))
 	line("leader", leaderLine(st))
 	line("config", st.ConfigFile+", hash "+st.ConfigHash)
 	line("last reload", reloadLine(st))
+	for _, e := range reloadErrors(st) {
+		if v.width > 0 {
+			e = cut(e, max(v.width-statusLabel, minElastic))
+		}
+		fmt.Fprintf(tw, "\t%s\n", e)
+	}
 	line("notifications", notificationsLine(st))
 	etcd := strings.Join(st.EtcdEndpoints, ", ")
 	if st.EmbeddedEtcd {
@@ -55,9 +67,24 @@ func reloadLine(st client.Status) string {
 	case st.LastReloadAt.IsZero():
 		return "none since start"
 	case st.LastReloadError != "":
-		return "FAILED at " + stamp(st.LastReloadAt) + ", still running the config before it: " + st.LastReloadError
+		return "FAILED at " + stamp(st.LastReloadAt) + ", still running the config before it:"
 	}
 	return "ok at " + stamp(st.LastReloadAt)
+}
+
+// reloadErrors are the lines of a failed reload's error (validation says
+// each problem on a line of its own), blank ones left out.
+func reloadErrors(st client.Status) []string {
+	if st.LastReloadAt.IsZero() {
+		return nil
+	}
+	var out []string
+	for _, l := range strings.Split(st.LastReloadError, "\n") {
+		if l = strings.Join(strings.Fields(l), " "); l != "" {
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 func notificationsLine(st client.Status) string {

@@ -62,7 +62,7 @@ func TestTablesFit100Columns(t *testing.T) {
 	held := []client.Slot{
 		{Slot: wire.Slot{Job: job, ConcurrencyKey: "c-100234", RunID: manual, Holder: holder, FencingToken: 1234567, StartedAt: at, ScheduledAt: at}},
 		{Slot: wire.Slot{Resource: "warehouse-db", Slot: 12, RunID: manual, Holder: holder, FencingToken: 1234568, StartedAt: at, ScheduledAt: at}}}
-	windows := []client.Slot{{Slot: wire.Slot{Window: &wire.Window{Window: "resource/warehouse-db", Count: 100, Per: "1h0m0s", InUse: 100, Oldest: at}}}}
+	windows := []client.Slot{{Slot: wire.Slot{Window: &wire.Window{Window: "resource/warehouse-db", Count: 100, Per: "1h", InUse: 100, Oldest: at}}}}
 	members := []client.Member{{Member: wire.Member{ID: holder, APIAddr: "10.244.12.137:8080", Version: "v0.0.0-20261125155934-217588b7e3a1",
 		ConfigHash: "3fa9c2d17b40", StartedAt: at, IsLeader: true}}}
 	fires := []jobFires{{Job: job, Schedule: "0 * * * *", Timezone: "America/Los_Angeles", Jitter: "10m0s",
@@ -99,5 +99,40 @@ func TestTablesFit100Columns(t *testing.T) {
 				t.Errorf("-o wide: want every column, nothing cut:\n%s", w.String())
 			}
 		})
+	}
+}
+
+// A paused job's long reason does not cut the NEXT RUN times: the column
+// says "paused" and the until, the reason waits for -o wide, which shows
+// it whole (issue 34, item 5: every NEXT RUN read "2026-11-28T07:07:0…").
+func TestJobsTableNeverCutsTimes(t *testing.T) {
+	at := time.Date(2026, 11, 28, 7, 7, 0, 0, time.UTC)
+	until := at.Add(3 * time.Hour)
+	jobs := []client.Job{
+		{Job: wire.Job{Name: "customer-invoice-sync", Spec: config.Job{Schedule: "*/15 8-18 * * MON-FRI"}, NextRun: at, MaxConcurrency: 1}},
+		{Job: wire.Job{Name: "warehouse-export", Spec: config.Job{Schedule: "0 2 * * *"}, Paused: true, PausedUntil: until, NextRun: until, MaxConcurrency: 1,
+			PauseReason: "vendor API maintenance window announced in ticket OPS-4521, resume after their all-clear"}},
+	}
+	var b bytes.Buffer
+	if err := jobsTable(view{width: defaultWidth}, jobs).write(&b); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{stamp(at) + " ", "paused until " + stamp(until) + " "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("want %q in\n%s", want, out)
+		}
+	}
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		if n := utf8.RuneCountInString(strings.TrimRight(l, " ")); n > defaultWidth {
+			t.Errorf("line of %d columns: %q", n, l)
+		}
+	}
+	b.Reset()
+	if err := jobsTable(view{wide: true}, jobs).write(&b); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), jobs[1].PauseReason) {
+		t.Errorf("-o wide without the whole reason:\n%s", b.String())
 	}
 }

@@ -55,7 +55,7 @@ func (s *Server) authorize(h http.Handler, mutating bool) http.HandlerFunc {
 		}
 		if !a.carried(r) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="scheduler"`)
-			writeError(w, http.StatusUnauthorized, "unauthorized", "a valid bearer token is required")
+			writeError(w, http.StatusUnauthorized, "unauthorized", refusedWhy(r))
 			return
 		}
 		h.ServeHTTP(w, r)
@@ -70,4 +70,13 @@ func (a auth) carried(r *http.Request) bool {
 	// only a length mismatch returns early, and the length of the token is
 	// not the secret.
 	return a.token != "" && ok && subtle.ConstantTimeCompare([]byte(got), []byte(a.token)) == 1
+}
+
+// refusedWhy tells a request without the token from one with a wrong one:
+// the first must send it, the second must send another.
+func refusedWhy(r *http.Request) string {
+	if r.Header.Get("Authorization") == "" {
+		return "this request needs the API token: send \"Authorization: Bearer <token>\" (the CLI's --token-file FILE)"
+	}
+	return "the bearer token was refused: it is not the cluster's api.token_file; check the token you sent (the CLI's --token-file FILE)"
 }

@@ -219,9 +219,13 @@ func respond(w http.ResponseWriter, r *http.Request, status int, v any, err erro
 	}
 }
 
-// unknown says which name from the path was not found, or, on a route
-// without that name, what the engine said.
+// unknown says what the engine said for people (which name, and what to
+// do instead), or else which name from the path was not found.
 func unknown(r *http.Request, key, prefix string, err error) string {
+	var m userMessager
+	if errors.As(err, &m) {
+		return m.UserMessage()
+	}
 	if v := r.PathValue(key); v != "" {
 		return prefix + quoteClip(v)
 	}

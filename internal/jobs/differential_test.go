@@ -126,7 +126,9 @@ func differentialWorkload(rng *rand.Rand, url func(string) string, first time.Ti
 			j.Rate, j.MaxConcurrency = &config.Rate{Count: 1, Per: config.Duration(3 * time.Second)}, 2
 		},
 		func(j *config.Job, _ *config.Config) { j.HTTP.URL, j.Retries.Max = url("status=500"), 1 },
-		func(j *config.Job, _ *config.Config) { j.Retries.HoldSlot, j.Retries.Max, j.HTTP.URL = true, 1, url("status=500") },
+		func(j *config.Job, _ *config.Config) {
+			j.Retries.HoldSlot, j.Retries.Max, j.HTTP.URL = true, 1, url("status=500")
+		},
 		func(j *config.Job, _ *config.Config) { j.Shards = 2 + rng.IntN(2) },
 		func(j *config.Job, _ *config.Config) { j.Paused = true },
 		func(j *config.Job, _ *config.Config) { j.Jitter = config.Duration(300 * time.Millisecond) },

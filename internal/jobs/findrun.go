@@ -55,13 +55,9 @@ func (e *Engine) FindRun(ctx context.Context, runID string) (RunStatus, error) {
 	return RunStatus{}, fmt.Errorf("%w %q", ErrUnknownRun, runID)
 }
 
-// ShardStatus is one shard run of a sharded job's tick, as the tick's view
-// (GET /api/v1/runs/{tick run id}) lists it.
-type ShardStatus = wire.Shard
-
 // findTick is the view of the tick tickID of a sharded job: its fan-in and
-// its shards' entries and records, read at one revision. found is false
-// when none of them exists.
+// its shards' entries and records, read at one revision (tickview.go).
+// found is false when none of them exists.
 func (e *Engine) findTick(ctx context.Context, job, tickID string) (st RunStatus, found bool, err error) {
 	resp, err := e.opts.Client.Txn(ctx).Then(
 		clientv3.OpGet(e.keys.FanIn(job, tickID)),
@@ -77,45 +73,18 @@ func (e *Engine) findTick(ctx context.Context, job, tickID string) (st RunStatus
 	if len(fanin) == 0 && len(entries) == 0 && len(records) == 0 {
 		return RunStatus{}, false, nil
 	}
-	shards := map[int]ShardStatus{}
+	v := tickRead{id: tickID, job: job}
+	if j := e.opts.Config().Job(job); j != nil {
+		v.shards = j.Shards
+	}
+	if len(fanin) > 0 {
+		v.fanin = fanin[0].Value
+	}
 	for _, kv := range entries {
-		if q, err := queue.Decode(kv.Value); err == nil {
-			if t, k, ok := runs.ShardOf(q.RunID); ok && t == tickID {
-				shards[k] = ShardStatus{Shard: k, RunID: q.RunID, State: string(q.State)}
-			}
-		}
+		v.entries = append(v.entries, kv.Value)
 	}
 	for _, kv := range records {
-		if r, err := runs.DecodeRecord(kv.Value); err == nil {
-			if t, k, ok := runs.ShardOf(r.RunID); ok && t == tickID {
-				shards[k] = ShardStatus{Shard: k, RunID: r.RunID, State: "finished", Outcome: r.Outcome}
-			}
-		}
+		v.records = append(v.records, kv.Value)
 	}
-	n, started := 0, false
-	if j := e.opts.Config().Job(job); j != nil {
-		n = j.Shards
-	}
-	st = RunStatus{State: string(queue.Running), Record: runs.Record{RunID: tickID, Job: job, Slot: -1}}
-	st.ScheduledAt, _ = runs.ScheduledAtOf(tickID)
-	if len(fanin) > 0 {
-		if t, ok := queue.DecodeTick(fanin[0].Value); ok {
-			st.State, st.Outcome, st.Trigger, st.ScheduledAt, st.EndedAt, n = "finished", t.Outcome, t.Trigger, t.ScheduledAt, t.EndedAt, t.Shards
-		}
-	}
-	for k, s := range shards {
-		n = max(n, k+1)
-		started = started || s.State != string(queue.Pending)
-	}
-	if !started && st.State != "finished" {
-		st.State = string(queue.Pending)
-	}
-	for k := range n {
-		s, ok := shards[k]
-		if !ok {
-			s = ShardStatus{Shard: k, RunID: runs.ShardID(tickID, k), State: "unknown"}
-		}
-		st.Shards = append(st.Shards, s)
-	}
-	return st, true, nil
+	return v.view(), true, nil
 }

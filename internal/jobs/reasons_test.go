@@ -43,7 +43,7 @@ func TestRateOnlyRefusalsNameTheWindow(t *testing.T) {
 	}
 	exact := func(job string, r runs.Record) {
 		t.Helper()
-		window := fmt.Sprintf("rate window job %s (1 per 1h0m0s)", job)
+		window := fmt.Sprintf("rate window job %s (1 per 1h)", job)
 		if !strings.Contains(r.Error, window) || strings.Contains(r.Error, "slots taken") {
 			t.Errorf("%s: %s record of %s says %q; want it to name the %s and no slot", job, r.Outcome, r.RunID, r.Error, window)
 		}

@@ -53,6 +53,20 @@ func TestRemovedJobHistoryStaysReadable(t *testing.T) {
 	if _, _, err := n.engine.Runs(ctx, "never", jobs.Page{Limit: 10}); !errors.Is(err, jobs.ErrUnknownJob) {
 		t.Errorf("runs of a job that never was: %v, want ErrUnknownJob", err)
 	}
+	// Asked for as a job, the removed one points to its history, and a
+	// slip of the keyboard to the job meant (issue 34, item 4).
+	for _, tc := range []struct{ name, want string }{
+		{"old", `job "old" was removed from the config at ` + removed[0].RemovedAt.UTC().Format(time.RFC3339) +
+			`; its history stays readable for a while: scheduler runs old, and scheduler jobs --removed lists the removed jobs`},
+		{"sty", `no job "sty": did you mean "stay"? (scheduler jobs lists the jobs)`},
+		{"never", `no job "never" in the config: scheduler jobs lists the jobs, scheduler jobs --removed the removed ones`},
+	} {
+		_, err := n.engine.Job(ctx, tc.name)
+		var m interface{ UserMessage() string }
+		if !errors.Is(err, jobs.ErrUnknownJob) || !errors.As(err, &m) || m.UserMessage() != tc.want {
+			t.Errorf("job %q: %v, want ErrUnknownJob saying %q", tc.name, err, tc.want)
+		}
+	}
 
 	n.setConfig(newConfig(old, stay))
 	poll.Until(t, 30*time.Second, "old's removal marker gone", func() (bool, string) {

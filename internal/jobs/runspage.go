@@ -26,7 +26,7 @@ type Page struct {
 func (e *Engine) Runs(ctx context.Context, job string, page Page) (list []runs.Record, next string, err error) {
 	list, next, err = e.readRuns(ctx, job, page)
 	if err == nil && len(list) == 0 && page.After == "" && e.opts.Config().Job(job) == nil {
-		return nil, "", fmt.Errorf("%w %q", ErrUnknownJob, job)
+		return nil, "", e.unknownJob(ctx, job)
 	}
 	return list, next, err
 }

@@ -78,7 +78,10 @@ func (e *Engine) statuses(ctx context.Context, jobs []*config.Job) ([]JobStatus,
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			out[i].LastRun, errs[i] = e.lastRun(ctx, j.Name)
+			if out[i].LastRun, errs[i] = e.lastRun(ctx, j.Name); errs[i] != nil {
+				return
+			}
+			errs[i] = e.withRemaining(ctx, j, &out[i])
 		}()
 	}
 	wg.Wait()
@@ -89,15 +92,14 @@ func (e *Engine) statuses(ctx context.Context, jobs []*config.Job) ([]JobStatus,
 func (e *Engine) Job(ctx context.Context, name string) (JobStatus, error) {
 	j := e.opts.Config().Job(name)
 	if j == nil {
-		return JobStatus{}, fmt.Errorf("%w %q", ErrUnknownJob, name)
+		return JobStatus{}, e.unknownJob(ctx, name)
 	}
 	st := e.jobStatus(j, e.queued(func(q *queue.Item) bool { return q.Job == j.Name })[j.Name], e.outbox.ByJob())
 	var err error
 	if st.LastRun, err = e.lastRun(ctx, name); err != nil {
 		return st, err
 	}
-	st.RemainingRuns, err = e.remainingRuns(ctx, j)
-	return st, err
+	return st, e.withRemaining(ctx, j, &st)
 }
 
 // remainingRuns is how many scheduled runs j's max_runs leaves, from the
@@ -161,9 +163,7 @@ func (e *Engine) jobStatus(j *config.Job, queued queueCount, notes map[string]in
 	if j.Sharded() {
 		st.Shards = j.Shards
 	}
-	if sched, err := j.ParsedSchedule(); err == nil {
-		st.NextRun = sched.Next(e.clock.Now())
-	}
+	st.NextRun = e.nextRun(j, pause.Paused, pause.Until)
 	return st
 }
 

@@ -112,11 +112,11 @@ type Tick struct {
 // MaxExplained bounds the excluded ticks Explain lists.
 const MaxExplained = 1000
 
-// Explain lists the candidate ticks after t until n of them fire: the ones
-// that fire and, between them, the excluded ones with the rule that
-// excluded each (the first in the list that matches). It lists at most
-// MaxExplained excluded ticks.
-func (u *Union) Explain(t time.Time, n int) []Tick {
+// Explain lists the candidate ticks after t until n of them fire, and
+// none after until when until is set: the ones that fire and, between
+// them, the excluded ones with the rule that excluded each (the first in
+// the list that matches). It lists at most MaxExplained excluded ticks.
+func (u *Union) Explain(t time.Time, n int, until time.Time) []Tick {
 	loc := t.Location()
 	if !u.start.IsZero() && t.Before(u.start) {
 		t = u.start.Add(-time.Nanosecond)
@@ -124,7 +124,7 @@ func (u *Union) Explain(t time.Time, n int) []Tick {
 	var out []Tick
 	for fired, excluded := 0, 0; fired < n && excluded < MaxExplained; {
 		c := u.candidate(t)
-		if c.IsZero() || (!u.end.IsZero() && !c.Before(u.end)) {
+		if c.IsZero() || (!u.end.IsZero() && !c.Before(u.end)) || (!until.IsZero() && c.After(until)) {
 			break
 		}
 		tick := Tick{At: c.In(loc)}

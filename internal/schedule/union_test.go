@@ -246,7 +246,7 @@ func TestExplain(t *testing.T) {
 		exclude: []rule{cal("holidays-de", "2026-12-24", "2026-12-25", "2026-12-26"), cronRule("* * * * 5")},
 		end:     "2026-12-29T00:00:00+01:00"}.build(t)
 	var got []string
-	for _, tick := range u.Explain(mustTime(t, "2026-12-23T12:00:00+01:00"), 10) {
+	for _, tick := range u.Explain(mustTime(t, "2026-12-23T12:00:00+01:00"), 10, time.Time{}) {
 		got = append(got, tick.At.Format(time.RFC3339)+" "+tick.ExcludedBy)
 	}
 	want := []string{

@@ -27,15 +27,26 @@ import (
 var (
 	// ErrGuardExpired: no keepalive was acknowledged in time, so the lease
 	// may expire on the server within the margin.
-	ErrGuardExpired = errors.New("session: lease guard deadline passed")
+	ErrGuardExpired error = &userError{"session: lease guard deadline passed", slotUntrusted}
 	// ErrLeaseGone: the server says the lease no longer exists, or etcd's
 	// client library ended its session first (it gives up a TTL after its
 	// own last answer, which can be older than the guard's last
 	// acknowledged send).
-	ErrLeaseGone = errors.New("session: lease expired or revoked")
+	ErrLeaseGone error = &userError{"session: lease expired or revoked", slotUntrusted}
 	// ErrClosed: the session was closed by its owner.
 	ErrClosed = errors.New("session: closed")
 )
+
+// slotUntrusted is what a run stopped by ErrGuardExpired or ErrLeaseGone
+// reads in its record (docs/operations.md).
+const slotUntrusted = "this replica's etcd session could have expired, so the run was stopped before another replica could take its slot"
+
+// userError is an error with a sentence for the person reading a run's
+// record besides its text for logs.
+type userError struct{ text, user string }
+
+func (e *userError) Error() string       { return e.text }
+func (e *userError) UserMessage() string { return e.user }
 
 // Options configure a session.
 type Options struct {

@@ -9,6 +9,7 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/wire"
 )
@@ -45,9 +46,10 @@ type Rate struct {
 	Per   time.Duration
 }
 
-// Window names the rate window in messages: "resource github-api (20 per 2s)".
+// Window names the rate window in messages: "resource github-api (20 per 2s)",
+// the period as the config writes it ("1m", not "1m0s").
 func (r Rate) Window() string {
-	return fmt.Sprintf("%s %s (%d per %s)", r.Scope, r.Name, r.Count, r.Per)
+	return fmt.Sprintf("%s %s (%d per %s)", r.Scope, r.Name, r.Count, config.ShortDuration(r.Per))
 }
 
 // Limits that can refuse a claim.
@@ -197,7 +199,7 @@ func (s *Semaphore) Windows(rates []Rate, now time.Time) []WindowInfo {
 	places := s.placesFromView()
 	out := make([]WindowInfo, 0, len(rates))
 	for _, r := range rates {
-		w := WindowInfo{Window: r.Scope + "/" + r.Name, Count: r.Count, Per: r.Per.String()}
+		w := WindowInfo{Window: r.Scope + "/" + r.Name, Count: r.Count, Per: config.ShortDuration(r.Per)}
 		for i := range r.Count {
 			p, ok := places(s.rateKey(r, i))
 			if !ok || !p.at.Add(r.Per+RateMargin).After(now) {

@@ -143,7 +143,7 @@ func TestListShowsKeysAndWindows(t *testing.T) {
 		t.Errorf("listed %+v, want job sync key c-1", list[0])
 	}
 	w := sem.Windows([]Rate{rate}, start)[0]
-	if w.Window != "job/sync" || w.Count != 3 || w.Per != "1m0s" || !w.Oldest.Equal(start) {
+	if w.Window != "job/sync" || w.Count != 3 || w.Per != "1m" || !w.Oldest.Equal(start) {
 		t.Errorf("window %+v", w)
 	}
 	b, err := json.Marshal(Info{Window: &w})

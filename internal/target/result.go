@@ -37,9 +37,9 @@ var errTimeout = errors.New("target: run timed out")
 func stopped(ctx context.Context) Result {
 	cause := context.Cause(ctx)
 	if errors.Is(cause, errTimeout) {
-		return Result{Outcome: runs.TimedOut, Error: cause.Error()}
+		return Result{Outcome: runs.TimedOut, Error: withoutPackages(cause.Error()) + " (the job's timeout)"}
 	}
-	return Result{Outcome: runs.Cancelled, Error: fmt.Sprintf("target: run cancelled: %v", cause)}
+	return Result{Outcome: runs.Cancelled, Error: cancelledWhy(cause)}
 }
 
 func failed(format string, args ...any) Result {

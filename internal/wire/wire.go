@@ -37,6 +37,9 @@ type Shard struct {
 	RunID   string       `json:"run_id"`
 	State   string       `json:"state"` // pending, running, finished; unknown when neither queued nor recorded
 	Outcome runs.Outcome `json:"outcome,omitempty"`
+	// Attempt is the attempt the state is of: the newest, so a shard
+	// lost and retried shows its retry.
+	Attempt int `json:"attempt,omitempty"`
 }
 
 // Run states of GET /api/v1/runs/{id}.

@@ -177,7 +177,11 @@ func (w *Worker) keepOrRelease(ctx context.Context, q *queue.Item, entry *queue.
 func interruptedWhy(e *queue.Entry, maxInterruptions int) string {
 	const cut = "this replica shut down and its shutdown_grace ended before the run did"
 	if n := runs.Interruptions(e.Previous); n >= maxInterruptions {
-		return fmt.Sprintf("%s; not queued again: interrupted %d times before (worker.max_interruptions %d)", cut, n, maxInterruptions)
+		times := fmt.Sprintf("%d times", n)
+		if n == 1 {
+			times = "once"
+		}
+		return fmt.Sprintf("%s; not queued again: interrupted %s before (worker.max_interruptions %d)", cut, times, maxInterruptions)
 	}
 	return cut + "; queued again for another replica, without using a retry"
 }

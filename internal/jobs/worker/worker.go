@@ -22,8 +22,17 @@ import (
 	"github.com/etcdsched/scheduler/internal/mirror"
 )
 
-// errShutdown cancels runs still going when the shutdown grace ends.
-var errShutdown = errors.New("worker: shutdown grace period over")
+// errShutdown cancels runs still going when the shutdown grace ends; a run
+// it cuts with on_shutdown: cancel reads its sentence (otherwise the run is
+// recorded interrupted, in interruptedWhy's words).
+var errShutdown error = shutdownError{}
+
+type shutdownError struct{}
+
+func (shutdownError) Error() string { return "worker: shutdown grace period over" }
+func (shutdownError) UserMessage() string {
+	return "this replica shut down and its worker.shutdown_grace ended before the run did (on_shutdown: cancel, so it is not queued again)"
+}
 
 // Worker claims pending runs and executes them; every replica has one.
 type Worker struct {

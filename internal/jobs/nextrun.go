@@ -1,0 +1,71 @@
+package jobs
+
+import (
+	"context"
+	"time"
+
+	"github.com/etcdsched/scheduler/config"
+	"github.com/etcdsched/scheduler/internal/jobs/queue"
+	"github.com/etcdsched/scheduler/internal/runs"
+)
+
+// A job's next_run is a tick that will run (docs/api.md): none when none
+// will come, so that an operator reading "next run" is not told of a tick
+// the scheduler will not start.
+
+// nextRun is j's next tick after now by its schedule (after exclusions,
+// within start_at..end_at): for a job paused until a time, the first tick
+// at or after it (the ticks inside the pause do not run); for a job paused
+// without an until, none (it runs again only once resumed).
+func (e *Engine) nextRun(j *config.Job, paused bool, until time.Time) time.Time {
+	sched, err := j.ParsedSchedule()
+	if err != nil {
+		return time.Time{}
+	}
+	from := e.clock.Now()
+	if paused {
+		if until.IsZero() {
+			return time.Time{}
+		}
+		// A tick at until runs: the pause is over then (pause.Marker).
+		from = latest(from, until.Add(-time.Nanosecond))
+	}
+	return sched.Next(from)
+}
+
+func latest(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// withRemaining fills st's remaining_runs for a job with max_runs. With
+// none left, the schedule stops (SPEC section 20): the next run is then a
+// tick materialized before the count ran out and still to come, or none.
+func (e *Engine) withRemaining(ctx context.Context, j *config.Job, st *JobStatus) error {
+	left, err := e.remainingRuns(ctx, j)
+	if err != nil {
+		return err
+	}
+	st.RemainingRuns = left
+	if left != nil && *left == 0 {
+		st.NextRun = e.queuedTick(j.Name)
+	}
+	return nil
+}
+
+// queuedTick is the earliest scheduled tick of job queued ahead of its
+// time, zero when there is none.
+func (e *Engine) queuedTick(job string) time.Time {
+	now := e.clock.Now()
+	var first time.Time
+	e.queue.List(func(q *queue.Item) bool {
+		if q.Job == job && q.State == queue.Pending && q.Trigger == runs.Schedule && q.ScheduledAt.After(now) &&
+			(first.IsZero() || q.ScheduledAt.Before(first)) {
+			first = q.ScheduledAt
+		}
+		return false
+	})
+	return first
+}
