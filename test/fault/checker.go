@@ -40,6 +40,12 @@ type Freeze struct {
 	Window
 }
 
+// Kill: replica Holder was SIGKILLed at From and started again at To.
+type Kill struct {
+	Holder string
+	Window
+}
+
 // History is everything the checker looks at.
 type History struct {
 	Jobs      []Job
@@ -65,6 +71,8 @@ type History struct {
 	EtcdDown      []Window
 	RunStartGrace time.Duration
 	Freezes       []Freeze
+	// Kills are the SIGKILLs of replicas (see lost.go).
+	Kills []Kill
 	// SlotPeaks from the witness's own etcd watch.
 	SlotPeaks map[string]cluster.SlotPeak
 	// Healed: every job must have started a run after this.
@@ -113,6 +121,7 @@ type Report struct {
 	ShardTicks     int // ticks of sharded jobs with every shard accounted
 	FanIns         int // ticks of sharded jobs fanned in
 	TicksLost      int // lost inside failover windows (allowed)
+	LostChecked    int // lost records checked against their holder's kills
 	// TicksAccounted: ticks G2 checked (run or recorded in time).
 	TicksAccounted int
 	Cuts           CutReport
@@ -160,6 +169,7 @@ func Check(h *History) *Report {
 	checkNotifications(h, r)
 	checkShards(h, r)
 	checkLeftovers(h, r)
+	checkLostAfterKill(h, r)
 	return r
 }
 

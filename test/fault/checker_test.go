@@ -32,6 +32,20 @@ func TestCheckerProperties(t *testing.T) {
 		want   string // "" = no violation
 	}{
 		{"clean", func(*History) {}, ""},
+		{"lost though its holder was dead at its instant", func(h *History) {
+			h.Runs = h.Runs[:2]
+			id := runs.ID("j", at(2000))
+			h.Records[id] = runs.Record{RunID: id, Job: "j", Attempt: 1, ScheduledAt: at(2000), Holder: "b.1f", Outcome: runs.Lost}
+			h.Kills = []Kill{{Holder: "b", Window: Window{at(1800), at(2600)}}}
+			h.Healed = at(900)
+		}, "lost: j@"},
+		{"lost, claimed before its holder was killed", func(h *History) {
+			h.Runs = h.Runs[:2]
+			id := runs.ID("j", at(2000))
+			h.Records[id] = runs.Record{RunID: id, Job: "j", Attempt: 1, ScheduledAt: at(2000), Holder: "b.1f", Outcome: runs.Lost}
+			h.Kills = []Kill{{Holder: "b", Window: Window{at(2000), at(2600)}}}
+			h.Healed = at(900)
+		}, ""},
 		{"overlap", func(h *History) { h.Runs[1].Start = at(400) }, "overlap: job j had 2"},
 		{"overlap fenced off", func(h *History) {
 			h.Runs[0].End = at(1200)

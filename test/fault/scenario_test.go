@@ -79,6 +79,7 @@ type runner struct {
 	rng      *rand.Rand
 	faults   []injected
 	freezes  []Freeze
+	kills    []Kill
 	etcdDown []Window
 	resumes  []time.Duration // etcd back -> first run started
 	problems []string        // seen while injecting
@@ -337,6 +338,7 @@ func (r *runner) inject(kind faultKind) injected {
 		must(l.Kill())
 		f.failover = r.failover(f.start, l.ID)
 		must(l.Start())
+		r.kills = append(r.kills, Kill{Holder: l.ID, Window: Window{f.start, time.Now()}})
 	case stopLeader:
 		l := r.leader()
 		f.target, f.leader, f.start = l.ID, true, time.Now()
@@ -496,7 +498,7 @@ func (r *runner) history(jobs []Job, resources map[string]int, ticksFrom, healed
 		Jobs: jobs, Resources: resources, Runs: r.w.Runs(), Records: records, RecordedAt: recordedAt, SessionTTL: r.sc.ttl,
 		TicksFrom: ticksFrom, TicksUntil: now.Add(-5 * time.Second),
 		Failover: windows, EtcdDown: r.etcdDown, RunStartGrace: r.sc.ttl,
-		Freezes: r.freezes, SlotPeaks: obs.MaxSlots(), Healed: healed, Now: now,
+		Freezes: r.freezes, Kills: r.kills, SlotPeaks: obs.MaxSlots(), Healed: healed, Now: now,
 		Left: left, LongestRun: 3 * r.sc.ttl, // the workload's long job
 		FanIns: fanIns, Queued: inQueue,
 	}
@@ -583,11 +585,11 @@ func (r *runner) summary(rep *Report) string {
 	return fmt.Sprintf("fault summary %s: faults=%d runs=%d violations=%d rejected_stale_tokens=%d superseded=%d "+
 		"ticks=%d ticks_lost_in_failover=%d failover(kill-leader) min/median/max=%s resume_after_etcd=%s watched_revisions=%d watch_restarts=%d "+
 		"chained_runs=%d notifications=%d exec_kill_checks=%d rate_window_violations=%d rate_starts_excused=%d key_violations=%d cancelled_first=%d "+
-		"ticks_accounted=%d restarts=%d %s unenforced=%d take_overs=%d shard_ticks=%d fan_ins=%d",
+		"ticks_accounted=%d restarts=%d %s unenforced=%d take_overs=%d shard_ticks=%d fan_ins=%d lost_checked=%d",
 		r.sc.name, len(r.faults), rep.RunsChecked, len(rep.Violations), rep.Rejected, rep.Superseded,
 		rep.TicksChecked, rep.TicksLost, spread(kills), spread(r.resumes), revs, restarts, rep.ChainRuns, rep.Notified, r.beatChecks,
 		rep.RateWindows, rep.ExcusedRate, rep.KeyViolations, rep.CancelledFirst,
-		rep.TicksAccounted, len(r.restarts), rep.Cuts, len(rep.Unenforced), takeOvers(r.c.Dir), rep.ShardTicks, rep.FanIns)
+		rep.TicksAccounted, len(r.restarts), rep.Cuts, len(rep.Unenforced), takeOvers(r.c.Dir), rep.ShardTicks, rep.FanIns, rep.LostChecked)
 }
 
 func spread(ds []time.Duration) string {
