@@ -143,7 +143,7 @@ func (s *Semaphore) Claim(ctx context.Context, sess *session.Session, req Reques
 		if start.IsZero() {
 			start = time.Now()
 		}
-		keys := p.keys(s.prefix, req)
+		keys := p.keys(s.layout, req)
 		slotCmps := make([]clientv3.Cmp, len(keys))
 		then := make([]clientv3.Op, 0, len(keys))
 		for i, k := range keys {
@@ -206,7 +206,7 @@ func (s *Semaphore) readBack(ctx context.Context, sess *session.Session, req Req
 	defer cancel(nil)
 	stop := context.AfterFunc(sess.Context(), func() { cancel(context.Cause(sess.Context())) })
 	defer stop()
-	keys := p.keys(s.prefix, req)
+	keys := p.keys(s.layout, req)
 	gets := make([]clientv3.Op, len(keys))
 	for i, k := range keys {
 		gets[i] = clientv3.OpGet(k)

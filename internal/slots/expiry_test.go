@@ -9,7 +9,6 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/internal/etcdtest"
-	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/poll"
 	"github.com/etcdsched/scheduler/internal/session"
 )
@@ -61,12 +60,12 @@ func TestExpiredHolderLosesSlotsAndCannotReleaseLate(t *testing.T) {
 	}
 
 	proxy.Resume()
-	record := keys.New(testPrefix).Record("solo", "solo@1")
+	record := testLayout.Record("solo", "solo@1")
 	if err := semA.Release(ctx, hA, clientv3.OpPut(record, "succeeded")); !errors.Is(err, ErrNotOwner) {
 		t.Errorf("late release: err = %v, want %v", err, ErrNotOwner)
 	}
 	keys := keysUnder(t, observer, testPrefix)
-	for _, k := range []string{hB.Key(), ResourceKey(testPrefix, "db", 0)} {
+	for _, k := range []string{hB.Key(), testLayout.ResourceSlot("db", 0)} {
 		if keys[k] != hB.Token {
 			t.Errorf("after the late release %s has create revision %d, want the new holder's %d", k, keys[k], hB.Token)
 		}

@@ -8,7 +8,6 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/session"
 	"github.com/etcdsched/scheduler/internal/txnbatch"
 )
@@ -54,10 +53,10 @@ func (s *Semaphore) ClaimHeld(ctx context.Context, sess *session.Session, req Re
 	if err := s.waitReady(ctx); err != nil {
 		return nil, err
 	}
-	layout := keys.New(s.prefix)
-	kept := []string{SlotKey(s.prefix, req.group(), slot)}
+
+	kept := []string{s.layout.Slot(req.group(), slot)}
 	for _, r := range res {
-		kept = append(kept, ResourceKey(s.prefix, r.Name, r.Index))
+		kept = append(kept, s.layout.ResourceSlot(r.Name, r.Index))
 	}
 	ours := make([]clientv3.Cmp, 0, 2*len(kept))
 	for _, k := range kept {
@@ -78,7 +77,7 @@ func (s *Semaphore) ClaimHeld(ctx context.Context, sess *session.Session, req Re
 		}
 		var why []clientv3.Op
 		for _, r := range req.Rates {
-			why = append(why, clientv3.OpGet(layout.RateWindow(r.Scope, r.Name), clientv3.WithPrefix()))
+			why = append(why, clientv3.OpGet(s.layout.RateWindow(r.Scope, r.Name), clientv3.WithPrefix()))
 		}
 		// Three levels, so each failure is told apart: the caller's
 		// compares, the hold still ours, the rate places as judged.

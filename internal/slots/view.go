@@ -8,7 +8,6 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/watch"
 )
 
@@ -29,7 +28,7 @@ func (s *Semaphore) Run(ctx context.Context) error {
 func (s *Semaphore) watch() watch.Watch {
 	return watch.Watch{
 		Client:   s.client,
-		Prefixes: []string{slotsView: SlotsPrefix(s.prefix), resourcesView: ResourcesPrefix(s.prefix), ratesView: keys.New(s.prefix).Rates()},
+		Prefixes: []string{slotsView: s.layout.Slots(), resourcesView: s.layout.Resources(), ratesView: s.layout.Rates()},
 		Retry:    etcdRetry,
 		Clock:    s.clock,
 		Logger:   s.logger,
@@ -52,9 +51,9 @@ func (v viewHandler) Read(ctx context.Context) (int64, error) {
 func (v viewHandler) Apply(_ context.Context, prefix string, events []*clientv3.Event, _ int64) error {
 	view := slotsView
 	switch prefix {
-	case ResourcesPrefix(v.s.prefix):
+	case v.s.layout.Resources():
 		view = resourcesView
-	case keys.New(v.s.prefix).Rates():
+	case v.s.layout.Rates():
 		view = ratesView
 	}
 	v.s.apply(view, events)
@@ -64,9 +63,9 @@ func (v viewHandler) Apply(_ context.Context, prefix string, events []*clientv3.
 // load replaces the view with a read of both prefixes at one revision.
 func (s *Semaphore) load(ctx context.Context) error {
 	resp, err := s.client.Txn(ctx).Then(
-		clientv3.OpGet(SlotsPrefix(s.prefix), clientv3.WithPrefix()),
-		clientv3.OpGet(ResourcesPrefix(s.prefix), clientv3.WithPrefix()),
-		clientv3.OpGet(keys.New(s.prefix).Rates(), clientv3.WithPrefix()),
+		clientv3.OpGet(s.layout.Slots(), clientv3.WithPrefix()),
+		clientv3.OpGet(s.layout.Resources(), clientv3.WithPrefix()),
+		clientv3.OpGet(s.layout.Rates(), clientv3.WithPrefix()),
 	).Commit()
 	if err != nil {
 		return fmt.Errorf("slots: read held slots: %w", err)
@@ -191,7 +190,7 @@ func (s *Semaphore) apply(view int, events []*clientv3.Event) {
 
 // put records a held key; keys that are not slot keys are ignored.
 func (s *Semaphore) put(kv *mvccpb.KeyValue) (entry, bool) {
-	kind, name, index, ok := ParseKey(s.prefix, string(kv.Key))
+	kind, name, index, ok := parseKey(s.layout, string(kv.Key))
 	if !ok {
 		s.logger.Debug("ignoring key under the slot prefixes", "key", string(kv.Key))
 		return entry{}, false

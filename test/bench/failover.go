@@ -259,7 +259,6 @@ func maxGap(starts []time.Time, from, to time.Time) float64 {
 }
 
 func readCursors(ctx context.Context, cli *clientv3.Client) (map[string]time.Time, error) {
-	layout := keys.New(prefix)
 	resp, err := cli.Get(ctx, layout.Jobs(), clientv3.WithPrefix())
 	if err != nil {
 		return nil, err
@@ -283,15 +282,15 @@ func sortedTimes(ts []time.Time) []time.Time {
 
 // slotsHeldBy is the jobs whose slots holder holds.
 func slotsHeldBy(ctx context.Context, cli *clientv3.Client, holder string) (map[string]bool, error) {
-	resp, err := cli.Get(ctx, keys.New(prefix).Slots(), clientv3.WithPrefix())
+	resp, err := cli.Get(ctx, layout.Slots(), clientv3.WithPrefix())
 	if err != nil {
 		return nil, err
 	}
 	out := map[string]bool{}
 	for _, kv := range resp.Kvs {
 		var v slots.Value
-		kind, name, _, ok := slots.ParseKey(prefix, string(kv.Key))
-		if ok && kind == slots.JobSlot && json.Unmarshal(kv.Value, &v) == nil && v.Holder == holder {
+		resource, name, _, ok := layout.ParseSlot(string(kv.Key))
+		if ok && !resource && json.Unmarshal(kv.Value, &v) == nil && v.Holder == holder {
 			job, _ := keys.SplitSlotGroup(name)
 			out[job] = true
 		}
@@ -301,7 +300,7 @@ func slotsHeldBy(ctx context.Context, cli *clientv3.Client, holder string) (map[
 
 // readRecords is job's run records by run id.
 func readRecords(ctx context.Context, cli *clientv3.Client, job string) (map[string]runs.Record, error) {
-	resp, err := cli.Get(ctx, keys.New(prefix).JobRuns(job), clientv3.WithPrefix())
+	resp, err := cli.Get(ctx, layout.JobRuns(job), clientv3.WithPrefix())
 	if err != nil {
 		return nil, err
 	}
