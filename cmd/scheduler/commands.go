@@ -31,7 +31,7 @@ func validateCommand(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-func runCommand(args []string, stderr io.Writer) int {
+func runCommand(args []string, stderr io.Writer, supervised bool) int {
 	var f runFlags
 	fset := newRunFlagSet(&f)
 	set, err := parseFlags(fset, args, stderr)
@@ -66,6 +66,7 @@ func runCommand(args []string, stderr io.Writer) int {
 		Logger:     logger,
 		Reload:     reload,
 		Overrides:  func(c *config.Config) { applyOverrides(c, &f, set) },
+		Supervised: supervised,
 	})
 	if errors.Is(err, replica.ErrStart) {
 		logger.Error("scheduler refused to start", "err", err)

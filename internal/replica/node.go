@@ -61,6 +61,11 @@ type NodeOptions struct {
 	// Lookahead is the engine's (jobs.Options); zero covers a leader's
 	// death at the configured session_ttl (jobs.LookaheadFor).
 	Lookahead time.Duration
+	// Supervised says that this binary's main calls target.Supervise
+	// first (the scheduler's does, and etcdtest.Main in tests): exec runs
+	// are then started under it as their supervisor. False: they are
+	// started unsupervised, and the log says so.
+	Supervised bool
 }
 
 // NewNode builds the stack; nothing runs until Start.
@@ -101,7 +106,10 @@ func NewNode(o NodeOptions) (*Node, error) {
 		// ticks materialized that far ahead keep runs starting meanwhile.
 		o.Lookahead = jobs.LookaheadFor(cfg.Cluster.SessionTTL.D())
 	}
-	n.Exec = target.New(target.Options{Logger: o.Logger.With("component", "target")})
+	if n.Exec, err = newExecutor(o.Logger.With("component", "target"), o.Supervised); err != nil {
+		_ = n.Tracing.Shutdown(StopSteps)
+		return nil, err
+	}
 	n.Engine, err = jobs.New(jobs.Options{
 		Client: o.Client, Prefix: prefix, ID: o.ID,
 		Sessions: n.Sessions, Slots: n.Slots, Executor: n.Exec, Batch: n.Batch,

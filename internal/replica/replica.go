@@ -40,6 +40,9 @@ type Options struct {
 	// Overrides re-applies the command line and environment to a config
 	// read again on reload.
 	Overrides func(*config.Config)
+	// Supervised: this binary's main calls target.Supervise first
+	// (NodeOptions.Supervised).
+	Supervised bool
 }
 
 // ErrStart wraps what keeps a replica from starting (the API address in use,
@@ -166,7 +169,7 @@ func (r *replica) start(ctx context.Context, reg *prometheus.Registry) (err erro
 	r.node, err = NewNode(NodeOptions{
 		Client: r.client, ID: r.opts.ID, APIAddr: apiAddr, Version: r.opts.Version,
 		Config: r.config, ConfigHash: r.configHash(), StartedAt: r.started,
-		Logger: r.log, Reg: reg,
+		Logger: r.log, Reg: reg, Supervised: r.opts.Supervised,
 	})
 	if err != nil {
 		return err
