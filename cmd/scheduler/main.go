@@ -77,7 +77,7 @@ func run(args []string, stdout, stderr io.Writer, supervised bool) int {
 	return cmd(ctx, args[1:], stdout, stderr)
 }
 
-// clientCommands talk to a running cluster's API (SPEC section 15).
+// clientCommands talk to a running cluster's API (docs/operations.md).
 var clientCommands = map[string]func(ctx context.Context, args []string, stdout, stderr io.Writer) int{
 	"jobs":    jobsCommand,
 	"runs":    runsCommand,

@@ -24,7 +24,7 @@ const backfillRequestTimeout = 60 * time.Second
 
 const backfillShape = `{"from": "2026-11-24T02:00:00Z", "to": "2026-11-24T05:00:00Z"}`
 
-// backfill serves POST /api/v1/jobs/{name}/backfill (SPEC section 20):
+// backfill serves POST /api/v1/jobs/{name}/backfill (docs/operations.md#backfilling):
 // 200 with what became of every tick of [from, to).
 func (s *Server) backfill(w http.ResponseWriter, r *http.Request) {
 	from, to, msg := parseBackfill(r.Body)

@@ -22,7 +22,7 @@ import (
 type Cluster interface {
 	// Confirm fails, wrapping ErrUnconfirmed, while the replica cannot
 	// confirm its view with etcd: the reads below then answer 503 rather
-	// than a stale view (SPEC section 16).
+	// than a stale view (docs/design-edges.md#operating-at-the-edges).
 	Confirm(ctx context.Context) error
 	Leader(ctx context.Context) (election.Leader, error)
 	Members(ctx context.Context) ([]election.Member, error)
@@ -38,7 +38,7 @@ type Cluster interface {
 	Resume(ctx context.Context, job string) (jobs.JobStatus, error)
 	Cancel(ctx context.Context, runID, reason string) error
 	// Backfill queues the job's past ticks in [from, to) that never ran
-	// nor were queued (SPEC section 20).
+	// nor were queued (docs/operations.md#backfilling).
 	Backfill(ctx context.Context, job string, from, to time.Time) (backfill.Result, error)
 }
 

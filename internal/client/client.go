@@ -1,4 +1,4 @@
-// Package client is an HTTP client of the scheduler's API (SPEC section 8):
+// Package client is an HTTP client of the scheduler's API (docs/api.md):
 // the command-line client and the tests talk to a running cluster through
 // it, so the paths, the JSON shapes and the error body are written down once.
 package client

@@ -22,7 +22,7 @@ import (
 
 // Node is the scheduling stack of one replica on an etcd client: its
 // session manager, slots view, executor, engine, elector and membership,
-// wired, started and stopped in the order of SPEC section 9. A replica
+// wired, started and stopped in the order of docs/design.md#start-and-stop-order. A replica
 // process runs one beside its API; the engine's tests run several in one
 // process, so they test the wiring and the stop order the binary has.
 type Node struct {
@@ -96,8 +96,7 @@ func NewNode(o NodeOptions) (*Node, error) {
 	if n.Slots, err = slots.New(o.Client, prefix, o.Logger.With("component", "slots"), o.Reg, slots.WithCommitter(n.Batch)); err != nil {
 		return nil, err
 	}
-	// The process's one tracer provider, from the OTEL_* variables (SPEC
-	// section 17); built before the executor so a bad setting leaks nothing.
+	// The process's one tracer provider, from the OTEL_* variables (docs/design-edges.md#tracing); built before the executor so a bad setting leaks nothing.
 	if n.Tracing, err = tracing.New(context.Background(), tracing.Options{Instance: o.ID, Version: o.Version}); err != nil {
 		return nil, err
 	}
@@ -171,12 +170,11 @@ func (n *Node) ServeWork(name string, f func(context.Context) error) { n.work.se
 func (n *Node) Failed() <-chan error { return n.stages.errs }
 
 // StopSteps bounds the steps of Stop other than the drain: each may wait
-// on etcd, and an unreachable etcd must not hold a shutdown (SPEC section
-// 16: a replica exits within shutdown_grace + 10s). What a step could not
+// on etcd, and an unreachable etcd must not hold a shutdown (docs/design-edges.md#operating-at-the-edges: a replica exits within shutdown_grace + 10s). What a step could not
 // write is resolved later by rule 7.
 const StopSteps = 2 * time.Second
 
-// Stop shuts the stack down in the order of SPEC section 9: stop claiming
+// Stop shuts the stack down in the order of docs/design.md#start-and-stop-order: stop claiming
 // and resign at once (a standby takes over in milliseconds), let runs
 // finish within grace, cancel the rest and release their slots with
 // records, then revoke the session, which deletes every key on its lease.

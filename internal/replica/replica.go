@@ -1,6 +1,6 @@
 // Package replica assembles one scheduler process: etcd (embedded or
 // external), the session, election, slots, the dispatch engine and the API,
-// and takes them down in the order SPEC section 9 asks for.
+// and takes them down in the order docs/design.md#start-and-stop-order asks for.
 package replica
 
 import (
@@ -179,7 +179,7 @@ func (r *replica) start(ctx context.Context, reg *prometheus.Registry) (err erro
 }
 
 // serve runs the parts until ctx ends or one fails, then shuts down in the
-// order of SPEC section 9.
+// order of docs/design.md#start-and-stop-order.
 func (r *replica) serve(ctx context.Context) error {
 	defer r.runCleanups()
 	r.node.Start()

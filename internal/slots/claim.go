@@ -39,7 +39,7 @@ type Request struct {
 	// the claim's transaction: the engine checks that the queue entry is as
 	// it saw it and rewrites it as running, with the job slot index the
 	// claim picked (ThenFor's slot), so the run is marked running exactly
-	// when it gets its slot (SPEC rule 3).
+	// when it gets its slot (docs/design.md#the-safety-rules, rule 3).
 	If      []clientv3.Cmp
 	ThenFor func(slot int) []clientv3.Op
 	// Key is the run's concurrency key: MaxConcurrency then holds per key

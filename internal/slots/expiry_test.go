@@ -16,7 +16,7 @@ import (
 // A holder cut off from etcd loses its slots within the TTL (plus a second
 // for the server's expiry loop); another replica then claims them, and the
 // old holder's late release, once it can talk again, neither deletes the new
-// holder's keys nor writes its run record (SPEC rule 4).
+// holder's keys nor writes its run record (docs/design.md#the-safety-rules, rule 4).
 func TestExpiredHolderLosesSlotsAndCannotReleaseLate(t *testing.T) {
 	cluster := etcdtest.Start(t)
 	proxy := etcdtest.NewProxy(t, cluster.Endpoints()[0])
@@ -79,7 +79,7 @@ func TestExpiredHolderLosesSlotsAndCannotReleaseLate(t *testing.T) {
 }
 
 // With keepalives cut off, the holder's context ends strictly before the
-// server deletes the slot, with time to spare for stopping the run (SPEC
+// server deletes the slot, with time to spare for stopping the run (docs/design.md#the-safety-rules,
 // rule 5). Responses are delayed first, so only a guard that counts from
 // the send time of acknowledged keepalives (not their arrival) passes.
 func TestHolderContextEndsBeforeServerDeletesSlot(t *testing.T) {

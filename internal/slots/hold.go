@@ -15,7 +15,7 @@ import (
 // Strict retries (retries.hold_slot): a failed attempt keeps its slot keys
 // for its retry instead of deleting them, and the retry claims with them.
 // The keys stay on the holder's session lease, so a holder that dies loses
-// them as it loses any slot (SPEC rule 7), and the retry then claims like
+// them as it loses any slot (docs/design.md#the-safety-rules, rule 7), and the retry then claims like
 // any run.
 
 // ErrHoldLost: the kept slot is gone (its lease ended) or was never ours;

@@ -14,7 +14,7 @@ import (
 // Run keeps the view of held slots and rate places until ctx ends: one
 // read of the three prefixes, then a watch of each from the revision after it. A watch that
 // closes is resumed from the revision after its last event; a compacted one
-// (its history is gone) starts over with a fresh read (SPEC rule 8).
+// (its history is gone) starts over with a fresh read (docs/design.md#the-safety-rules, rule 8).
 func (s *Semaphore) Run(ctx context.Context) error {
 	// The watches require a leader themselves; this makes the read, too,
 	// fail at once on a member without one rather than wait, so it is

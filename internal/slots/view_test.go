@@ -14,7 +14,7 @@ import (
 )
 
 // A view that fell behind a compaction cannot resume its watch; follow says
-// so (Run then reads again) and the fresh read is complete (SPEC rule 8).
+// so (Run then reads again) and the fresh read is complete (docs/design.md#the-safety-rules, rule 8).
 func TestViewStartsOverAfterCompaction(t *testing.T) {
 	ctx, cli, sem := loadedView(t)
 	for _, k := range []string{testLayout.Slot("j", 0), testLayout.Slot("j", 1), testLayout.ResourceSlot("db", 0)} {

@@ -51,7 +51,7 @@ func actAsReplica() int {
 }
 
 // TestReplicaKilledTakesItsRunWithIt: a replica killed with SIGKILL in the
-// middle of an exec run (the case of SPEC section 16) leaves nothing of the
+// middle of an exec run (the case of docs/design-edges.md#operating-at-the-edges) leaves nothing of the
 // run behind: within 1s of the kill the heartbeat has stopped and no
 // process of the run's group exists, zombies included.
 func TestReplicaKilledTakesItsRunWithIt(t *testing.T) {

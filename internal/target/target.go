@@ -1,6 +1,6 @@
 // Package target executes one run of a job against its target, an HTTP
-// request or a local command (SPEC section 7), and reports how it ended
-// (SPEC section 6). It knows nothing of etcd: the caller holds the slot and
+// request or a local command (docs/configuration.md#what-a-target-is-told), and reports how it ended
+// (docs/api.md). It knows nothing of etcd: the caller holds the slot and
 // hands in a context that is cancelled when the run must stop (timeout is
 // applied here; cancel requests and the lease guard come from the caller).
 package target
@@ -16,7 +16,7 @@ import (
 )
 
 const (
-	// defaultTimeout is SPEC section 3's default. Config applies it too; this
+	// defaultTimeout is docs/configuration.md's default. Config applies it too; this
 	// guards a Job built in code so a run can never be unbounded.
 	defaultTimeout = time.Hour
 	// defaultKillGrace is how long a process group gets between SIGTERM and

@@ -45,7 +45,7 @@ type jobSpec struct {
 	// defaults (the burst scenario: a tick too late is recorded as a user's
 	// config would record it).
 	DefaultDeadlines bool
-	// Shards makes the job sharded (SPEC section 21).
+	// Shards makes the job sharded (docs/design-sharded.md).
 	Shards int
 }
 

@@ -43,8 +43,7 @@ type handover struct {
 	Missed   int `json:"ticks_missed"`
 	// BehindSignalled counts the missed ticks recorded skipped whose job's
 	// slot the signalled replica held when it got the signal: after
-	// SIGKILL its lease keeps those slots until it expires (SPEC section
-	// 5: nobody can tell a dead holder from a frozen one), so overlap: skip
+	// SIGKILL its lease keeps those slots until it expires (docs/design.md#the-safety-rules: nobody can tell a dead holder from a frozen one), so overlap: skip
 	// skips the job's ticks meanwhile. They are not lost to the election
 	// gap; Missed less these is what the leader's crash cost.
 	BehindSignalled int `json:"ticks_skipped_behind_signalled_holder"`
