@@ -79,21 +79,8 @@ func NewNode(o NodeOptions) (*Node, error) {
 	cfg := o.Config()
 	prefix := cfg.Cluster.Etcd.Prefix
 	n := &Node{ID: o.ID, Client: o.Client, log: o.Logger, config: o.Config}
-	var err error
-	n.Sessions, err = session.NewManager(o.Client, session.Options{
-		TTL:    cfg.Cluster.SessionTTL.D(),
-		Margin: cfg.Cluster.LeaseMargin.D(),
-		Logger: o.Logger.With("component", "session"),
-	}, o.Reg)
+	err := n.newSessionParts(o, cfg)
 	if err != nil {
-		return nil, err
-	}
-	// One committer for the worker's per-run transactions: claims,
-	// releases and queue writes that reach etcd together share a commit.
-	if n.Batch, err = txnbatch.New(o.Client, txnbatch.Options{Reg: o.Reg}); err != nil {
-		return nil, err
-	}
-	if n.Slots, err = slots.New(o.Client, prefix, o.Logger.With("component", "slots"), o.Reg, slots.WithCommitter(n.Batch)); err != nil {
 		return nil, err
 	}
 	// The process's one tracer provider, from the OTEL_* variables (docs/design-edges.md#tracing); built before the executor so a bad setting leaks nothing.
@@ -119,20 +106,47 @@ func NewNode(o NodeOptions) (*Node, error) {
 		n.abort()
 		return nil, err
 	}
-	if n.Elector, err = election.New(o.Client, n.Sessions, election.Config{
-		Prefix: prefix, ID: o.ID, APIAddr: o.APIAddr, Logger: o.Logger,
-	}, o.Reg); err != nil {
-		n.abort()
-		return nil, err
-	}
-	if n.Membership, err = election.NewMembership(o.Client, n.Sessions, prefix, election.Member{
-		ID: o.ID, APIAddr: o.APIAddr, Version: o.Version, ConfigHash: o.ConfigHash, StartedAt: o.StartedAt,
-		Protocol: assign.Protocol,
-	}, o.Logger); err != nil {
+	if err := n.newElection(o, prefix); err != nil {
 		n.abort()
 		return nil, err
 	}
 	return n, nil
+}
+
+// newSessionParts makes the session manager and what claims on its
+// sessions: the group committer and the slots.
+func (n *Node) newSessionParts(o NodeOptions, cfg *config.Config) error {
+	var err error
+	n.Sessions, err = session.NewManager(o.Client, session.Options{
+		TTL:    cfg.Cluster.SessionTTL.D(),
+		Margin: cfg.Cluster.LeaseMargin.D(),
+		Logger: o.Logger.With("component", "session"),
+	}, o.Reg)
+	if err != nil {
+		return err
+	}
+	// One committer for the worker's per-run transactions: claims,
+	// releases and queue writes that reach etcd together share a commit.
+	if n.Batch, err = txnbatch.New(o.Client, txnbatch.Options{Reg: o.Reg}); err != nil {
+		return err
+	}
+	n.Slots, err = slots.New(o.Client, cfg.Cluster.Etcd.Prefix, o.Logger.With("component", "slots"), o.Reg, slots.WithCommitter(n.Batch))
+	return err
+}
+
+// newElection makes the elector and this replica's member record.
+func (n *Node) newElection(o NodeOptions, prefix string) error {
+	var err error
+	if n.Elector, err = election.New(o.Client, n.Sessions, election.Config{
+		Prefix: prefix, ID: o.ID, APIAddr: o.APIAddr, Logger: o.Logger,
+	}, o.Reg); err != nil {
+		return err
+	}
+	n.Membership, err = election.NewMembership(o.Client, n.Sessions, prefix, election.Member{
+		ID: o.ID, APIAddr: o.APIAddr, Version: o.Version, ConfigHash: o.ConfigHash, StartedAt: o.StartedAt,
+		Protocol: assign.Protocol,
+	}, o.Logger)
+	return err
 }
 
 // Start runs the stack: the session, slots view and membership; the

@@ -70,19 +70,7 @@ func (s *Semaphore) ClaimHeld(ctx context.Context, sess *session.Session, req Re
 		if err != nil {
 			return nil, fmt.Errorf("slots: claim held %s: %w", req.Job, err)
 		}
-		rateCmps, rateThen := rateOps(rp, stamp{At: req.Start.UTC(), RunID: req.Value.RunID, Holder: req.Value.Holder})
-		then := rateThen
-		if req.ThenFor != nil {
-			then = append(then, req.ThenFor(slot)...)
-		}
-		var why []clientv3.Op
-		for _, r := range req.Rates {
-			why = append(why, clientv3.OpGet(s.layout.RateWindow(r.Scope, r.Name), clientv3.WithPrefix()))
-		}
-		// Three levels, so each failure is told apart: the caller's
-		// compares, the hold still ours, the rate places as judged.
-		resp, err := s.commit.Commit(ctx, txnbatch.Txn{If: req.If, Then: []clientv3.Op{
-			clientv3.OpTxn(ours, []clientv3.Op{clientv3.OpTxn(rateCmps, then, why)}, nil)}})
+		resp, err := s.commit.Commit(ctx, s.claimHeldTxn(req, slot, ours, rp))
 		if err != nil {
 			s.dropHold(context.WithoutCancel(ctx), kept, token)
 			return nil, fmt.Errorf("slots: claim held %s run %s: %w: %w", req.Job, req.Value.RunID, ErrIndeterminate, err)
@@ -107,6 +95,23 @@ func (s *Semaphore) ClaimHeld(ctx context.Context, sess *session.Session, req Re
 		places = placesFromRead(got)
 	}
 	return nil, fmt.Errorf("slots: claim held %s: lost the race for a rate place %d times: %w", req.Job, maxAttempts, ErrFull)
+}
+
+// claimHeldTxn is the transaction of ClaimHeld, in three levels so each
+// failure is told apart: the caller's compares, the hold still ours (ours),
+// the rate places rp as judged; the last reads the windows when it fails.
+func (s *Semaphore) claimHeldTxn(req Request, slot int, ours []clientv3.Cmp, rp []ratePick) txnbatch.Txn {
+	rateCmps, rateThen := rateOps(rp, stamp{At: req.Start.UTC(), RunID: req.Value.RunID, Holder: req.Value.Holder})
+	then := rateThen
+	if req.ThenFor != nil {
+		then = append(then, req.ThenFor(slot)...)
+	}
+	var why []clientv3.Op
+	for _, r := range req.Rates {
+		why = append(why, clientv3.OpGet(s.layout.RateWindow(r.Scope, r.Name), clientv3.WithPrefix()))
+	}
+	return txnbatch.Txn{If: req.If, Then: []clientv3.Op{
+		clientv3.OpTxn(ours, []clientv3.Op{clientv3.OpTxn(rateCmps, then, why)}, nil)}}
 }
 
 // dropHold deletes kept keys that are still the hold's incarnation.

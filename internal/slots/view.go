@@ -140,18 +140,29 @@ func (s *Semaphore) apply(view int, events []*clientv3.Event) {
 	}
 	s.seen[view] = events[len(events)-1].Kv.ModRevision
 	if view == ratesView {
-		for _, ev := range events {
-			if ev.Type == mvccpb.PUT {
-				s.rates[string(ev.Kv.Key)] = decodePlace(ev.Kv)
-			} else {
-				delete(s.rates, string(ev.Kv.Key))
-			}
-		}
-		// A waiter refused by a window wakes at its Until anyway; a
-		// change here may free a place sooner (a config change).
-		s.signalLocked()
+		s.applyRatesLocked(events)
 		return
 	}
+	s.applySlotsLocked(events)
+}
+
+// applyRatesLocked takes events of the rate windows' places.
+func (s *Semaphore) applyRatesLocked(events []*clientv3.Event) {
+	for _, ev := range events {
+		if ev.Type == mvccpb.PUT {
+			s.rates[string(ev.Kv.Key)] = decodePlace(ev.Kv)
+		} else {
+			delete(s.rates, string(ev.Kv.Key))
+		}
+	}
+	// A waiter refused by a window wakes at its Until anyway; a
+	// change here may free a place sooner (a config change).
+	s.signalLocked()
+}
+
+// applySlotsLocked takes events of job or resource slot keys; a delete of
+// a slot this replica holds is the loss of that hold.
+func (s *Semaphore) applySlotsLocked(events []*clientv3.Event) {
 	touched := map[group]bool{}
 	for _, ev := range events {
 		k := string(ev.Kv.Key)
