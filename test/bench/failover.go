@@ -13,6 +13,7 @@ import (
 	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/runs"
 	"github.com/etcdsched/scheduler/internal/slots"
+	"github.com/etcdsched/scheduler/test/cluster"
 )
 
 const (
@@ -137,25 +138,9 @@ func forceHandover(ctx context.Context, e *env, sig string) (handover, error) {
 		return h, err
 	}
 
-	// Wait for the new leader at work.
-	deadline := time.Now().Add(30 * time.Second)
-	var elected time.Time
-	for elected.IsZero() && time.Now().Before(deadline) {
-		for _, lc := range obs.Leaders() {
-			if lc.At.After(at) && lc.ID != "" && lc.ID != old.ID {
-				elected, h.New = lc.At, lc.ID
-				break
-			}
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	if elected.IsZero() {
-		return h, fmt.Errorf("bench: no new leader within 30s of %s", sig)
-	}
-	var firstTick time.Time
-	for firstTick.IsZero() && time.Now().Before(deadline) {
-		firstTick = obs.FirstCursorWriteAfter(elected)
-		time.Sleep(10 * time.Millisecond)
+	elected, firstTick, err := h.waitNewLeader(obs, old.ID, at)
+	if err != nil {
+		return h, err
 	}
 	// Let the ticks of the window run.
 	if wait := time.Until(at.Add(14 * time.Second)); wait > 0 {
@@ -163,8 +148,40 @@ func forceHandover(ctx context.Context, e *env, sig string) (handover, error) {
 	}
 	h.ElectedMs = ms(elected.Sub(at))
 	h.FirstTickMs = ms(firstTick.Sub(at))
+	seen := h.measureStarts(e.w.Runs(), at, cursors)
+	if err := h.accountMissed(ctx, e.cli, at, seen, held, firstTick); err != nil {
+		return h, err
+	}
+	return h, restart(ctx, old, sig)
+}
 
-	all := e.w.Runs()
+// waitNewLeader waits up to 30s for a leader other than old elected after
+// at, and then for its first tick; it returns when each happened.
+func (h *handover) waitNewLeader(obs *cluster.Observer, old string, at time.Time) (elected, firstTick time.Time, err error) {
+	deadline := time.Now().Add(30 * time.Second)
+	for elected.IsZero() && time.Now().Before(deadline) {
+		for _, lc := range obs.Leaders() {
+			if lc.At.After(at) && lc.ID != "" && lc.ID != old {
+				elected, h.New = lc.At, lc.ID
+				break
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if elected.IsZero() {
+		return elected, firstTick, fmt.Errorf("bench: no new leader within 30s of %s", h.Signal)
+	}
+	for firstTick.IsZero() && time.Now().Before(deadline) {
+		firstTick = obs.FirstCursorWriteAfter(elected)
+		time.Sleep(10 * time.Millisecond)
+	}
+	return elected, firstTick, nil
+}
+
+// measureStarts reads the failover jobs' run starts around the signal at:
+// the gaps, the worst lateness, the first run of a tick after the old
+// leader's cursors. It returns the run ids the witness saw.
+func (h *handover) measureStarts(all []cluster.Run, at time.Time, cursors map[string]time.Time) map[string]bool {
 	var starts []time.Time
 	seen := map[string]bool{}
 	var firstRun time.Time
@@ -188,6 +205,14 @@ func forceHandover(ctx context.Context, e *env, sig string) (handover, error) {
 	}
 	h.MaxGapMs = maxGap(starts, at.Add(-time.Second), at.Add(12*time.Second))
 	h.GapBeforeMs = maxGap(starts, at.Add(-6*time.Second), at.Add(-time.Second))
+	return seen
+}
+
+// accountMissed counts the ticks due in [at-2s, at+12s) and those the
+// witness did not see, each by what its record says; held are the jobs
+// whose slots the signalled replica held.
+func (h *handover) accountMissed(ctx context.Context, cli *clientv3.Client, at time.Time, seen, held map[string]bool, firstTick time.Time) error {
+	var err error
 	why := map[string]int{} // missed ticks by what their record says
 	var when []string       // and when each was due, from the signal
 	for i := range failoverJobs {
@@ -202,8 +227,8 @@ func forceHandover(ctx context.Context, e *env, sig string) (handover, error) {
 			h.Missed++
 			when = append(when, fmt.Sprintf("%s %+dms", job, t.Sub(at).Milliseconds()))
 			if recs == nil {
-				if recs, err = readRecords(ctx, e.cli, job); err != nil {
-					return h, err
+				if recs, err = readRecords(ctx, cli, job); err != nil {
+					return err
 				}
 			}
 			rec, ok := recs[id]
@@ -220,10 +245,14 @@ func forceHandover(ctx context.Context, e *env, sig string) (handover, error) {
 	}
 	if len(why) > 0 {
 		logf("failover: %s: missed ticks by their record: %v; due (from the signal; new leader's first tick %+dms): %v",
-			sig, why, firstTick.Sub(at).Milliseconds(), when)
+			h.Signal, why, firstTick.Sub(at).Milliseconds(), when)
 	}
+	return nil
+}
 
-	// Bring the old leader back for what follows.
+// restart brings the signalled old leader back for what follows, once a
+// SIGTERM let it exit.
+func restart(ctx context.Context, old *cluster.Replica, sig string) error {
 	if sig != "SIGKILL" {
 		waitCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		for old.Running() && waitCtx.Err() == nil {
@@ -232,15 +261,15 @@ func forceHandover(ctx context.Context, e *env, sig string) (handover, error) {
 		cancel()
 	}
 	if err := old.Start(); err != nil {
-		return h, err
+		return err
 	}
 	rctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	if err := old.WaitReady(rctx); err != nil {
-		return h, err
+		return err
 	}
 	time.Sleep(3 * time.Second)
-	return h, nil
+	return nil
 }
 
 // maxGap is the longest interval without a start within [from, to).
