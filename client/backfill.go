@@ -25,7 +25,7 @@ type Backfilled struct {
 func (b *Backfilled) UnmarshalJSON(data []byte) error { return keepRaw(data, &b.Backfill, &b.Raw) }
 
 // Backfill queues the job's past ticks in [from, to) that never ran nor
-// were queued (SPEC section 20).
+// were queued (docs/operations.md#backfilling).
 func (c *Client) Backfill(ctx context.Context, job string, from, to time.Time) (Backfilled, error) {
 	long := *c // the same transport, a longer bound
 	long.timeout = max(c.timeout, BackfillTimeout)

@@ -100,7 +100,7 @@ func TestNewRefusesBadURL(t *testing.T) {
 	}
 }
 
-// Trigger sends the token, the input and the key of SPEC section 12 (and
+// Trigger sends the token, the input and the key of docs/api.md (and
 // no body when there is neither), and reads run_id and duplicate; Raw is
 // the answer as the server wrote it, fields unknown to the client included.
 func TestTrigger(t *testing.T) {

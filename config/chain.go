@@ -8,7 +8,7 @@ import (
 )
 
 // After chains a job to another: when a run of Job ends with one of On, a
-// run of this job is queued in the same transaction (SPEC section 14).
+// run of this job is queued in the same transaction (docs/notify.md#chains).
 type After struct {
 	Job string   `yaml:"job" json:"job"`
 	On  []string `yaml:"on" json:"on"`

@@ -1,5 +1,4 @@
-// Package config holds the scheduler's file format: the schema of SPEC
-// section 3, its defaults, strict decoding and validation that reports every
+// Package config holds the scheduler's file format: the schema of docs/configuration.md, its defaults, strict decoding and validation that reports every
 // problem at once with the file, line and column it came from.
 package config
 
@@ -152,12 +151,12 @@ type Job struct {
 	Notify []string `yaml:"notify" json:"notify"`
 	After  *After   `yaml:"after" json:"after,omitempty"`
 	// MaxRuns stops the job's schedule after that many scheduled runs,
-	// counted once across the cluster (SPEC section 20); 0: no limit.
+	// counted once across the cluster (docs/configuration.md#jobs); 0: no limit.
 	MaxRuns int `yaml:"max_runs" json:"max_runs,omitempty"`
 	// PauseOnFailure pauses the job in the transaction that records a
-	// run's final failed, timed_out or lost outcome (SPEC section 20).
+	// run's final failed, timed_out or lost outcome (docs/configuration.md#jobs).
 	PauseOnFailure bool `yaml:"pause_on_failure" json:"pause_on_failure,omitempty"`
-	// Shards splits each tick into that many runs (SPEC section 21); 0
+	// Shards splits each tick into that many runs (docs/configuration.md#sharded-jobs); 0
 	// or 1: one run a tick. ShardInputs[k] is merged over shard k's input.
 	Shards      int              `yaml:"shards" json:"shards,omitempty"`
 	ShardInputs []map[string]any `yaml:"shard_inputs" json:"shard_inputs,omitempty"`

@@ -60,20 +60,33 @@ func (d decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 	case v.Kind() == reflect.Map:
 		d.dict(n, v, path)
 	case v.Kind() == reflect.Interface:
-		// Free-form data (a job's input): whatever YAML holds.
-		var x any
-		if err := n.Decode(&x); err != nil {
-			d.bad(n, path, "%s", err)
-			return
-		}
-		if x != nil {
-			v.Set(reflect.ValueOf(x))
-		}
-	case v.Kind() == reflect.String:
+		d.freeForm(n, v, path)
+	default:
+		d.scalar(n, v, path)
+	}
+}
+
+// freeForm decodes whatever YAML holds (a job's input).
+func (d decoder) freeForm(n *yaml.Node, v reflect.Value, path string) {
+	var x any
+	if err := n.Decode(&x); err != nil {
+		d.bad(n, path, "%s", err)
+		return
+	}
+	if x != nil {
+		v.Set(reflect.ValueOf(x))
+	}
+}
+
+// scalar decodes a string, an integer or a boolean, each only from a
+// scalar of its own YAML type.
+func (d decoder) scalar(n *yaml.Node, v reflect.Value, path string) {
+	switch v.Kind() {
+	case reflect.String:
 		if d.want(n, yaml.ScalarNode, path, "a string") {
 			v.SetString(n.Value)
 		}
-	case v.Kind() == reflect.Int:
+	case reflect.Int:
 		if !d.want(n, yaml.ScalarNode, path, "an integer") {
 			return
 		}
@@ -83,7 +96,7 @@ func (d decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 			return
 		}
 		v.SetInt(i)
-	case v.Kind() == reflect.Bool:
+	case reflect.Bool:
 		if !d.want(n, yaml.ScalarNode, path, "true or false") {
 			return
 		}

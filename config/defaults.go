@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// Defaults of SPEC section 3. A setting left out of the file gets its
+// Defaults of docs/configuration.md. A setting left out of the file gets its
 // default; a setting written with a bad value is an error, never silently
 // replaced by the default.
 const (

@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// perReplica are the settings each replica may set for itself (SPEC 19):
+// perReplica are the settings each replica may set for itself (docs/design-edges.md#what-the-config-hash-covers):
 // changing one must not change the config hash, or replicas started from
 // one file with their own --listen show a false drift.
 var perReplica = []string{

@@ -13,7 +13,7 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// Notify is where the scheduler reports how runs ended (SPEC section 13).
+// Notify is where the scheduler reports how runs ended (docs/notify.md#notify).
 type Notify struct {
 	Sinks []Sink `yaml:"sinks" json:"sinks,omitempty"`
 	// Default lists the sinks of every job that names none.
@@ -33,11 +33,10 @@ const (
 // that ended otherwise; the other events are the outcomes themselves.
 const Recovered = "recovered"
 
-// Paused is the event of a job paused by pause_on_failure (SPEC section
-// 20), sent with the record of the run that paused it.
+// Paused is the event of a job paused by pause_on_failure (docs/configuration.md#jobs), sent with the record of the run that paused it.
 const Paused = "paused"
 
-// Outcomes are the outcomes a run can end with (SPEC section 6), the
+// Outcomes are the outcomes a run can end with (docs/api.md), the
 // values of after.on.
 var Outcomes = []string{"succeeded", "failed", "timed_out", "cancelled", "lost", "skipped", "missed", "interrupted"}
 

@@ -11,8 +11,40 @@ import (
 
 func (j *Job) validate(p *problems, path string, resources, first map[string]string, calendars map[string]*Calendar) {
 	p.declare(first, "job", j.Name, path)
+	j.validateSchedules(p, path, j.location(p, path), calendars)
+	j.validateMaxRuns(p, path)
+	j.validateShards(p, path)
 
-	loc := time.UTC
+	notNegative(p, path+".jitter", j.Jitter)
+	j.validateOverlap(p, path)
+	positive(p, path+".timeout", j.Timeout)
+	j.Retries.validate(p, path+".retries")
+	j.Rate.validate(p, path+".rate")
+	if j.ConcurrencyKey != "" {
+		if _, err := parseKey(j.ConcurrencyKey); err != nil {
+			p.add(path+".concurrency_key", "not a valid template: %s", templateReason(err))
+		} else if len(j.Input) > 0 {
+			j.validateKeyInput(p, path)
+		}
+	}
+	switch j.CatchUp {
+	case CatchUpNone, CatchUpLatest, CatchUpAll:
+	default:
+		p.add(path+".catch_up", "invalid value %q: want none, latest or all", j.CatchUp)
+	}
+	positive(p, path+".starting_deadline", j.StartingDeadline)
+	j.validateResources(p, path, resources)
+	if j.HistoryLimit < 1 {
+		p.add(path+".history_limit", "must be at least 1, got %d", j.HistoryLimit)
+	}
+	if j.SkippedHistoryLimit < 1 {
+		p.add(path+".skipped_history_limit", "must be at least 1, got %d", j.SkippedHistoryLimit)
+	}
+	j.validateTarget(p, path)
+}
+
+// location is the job's time zone; UTC when it names none it can use.
+func (j *Job) location(p *problems, path string) *time.Location {
 	switch j.Timezone {
 	case "", "UTC":
 	case "Local":
@@ -23,15 +55,16 @@ func (j *Job) validate(p *problems, path string, resources, first map[string]str
 		l, err := time.LoadLocation(j.Timezone)
 		if err != nil {
 			p.add(path+".timezone", "unknown time zone %q", j.Timezone)
-		} else {
-			loc = l
+			break
 		}
+		return l
 	}
-	j.validateSchedules(p, path, loc, calendars)
-	j.validateMaxRuns(p, path)
-	j.validateShards(p, path)
+	return time.UTC
+}
 
-	notNegative(p, path+".jitter", j.Jitter)
+// validateOverlap checks how many runs may overlap and what becomes of
+// one that cannot start or is cut by a shutdown.
+func (j *Job) validateOverlap(p *problems, path string) {
 	if j.MaxConcurrency < 1 || j.MaxConcurrency > MaxConcurrency {
 		p.add(path+".max_concurrency", "must be between 1 and %d, got %d", MaxConcurrency, j.MaxConcurrency)
 	}
@@ -52,22 +85,11 @@ func (j *Job) validate(p *problems, path string, resources, first map[string]str
 	default:
 		p.add(path+".on_shutdown", "invalid value %q: want requeue or cancel", j.OnShutdown)
 	}
-	positive(p, path+".timeout", j.Timeout)
-	j.Retries.validate(p, path+".retries")
-	j.Rate.validate(p, path+".rate")
-	if j.ConcurrencyKey != "" {
-		if _, err := parseKey(j.ConcurrencyKey); err != nil {
-			p.add(path+".concurrency_key", "not a valid template: %s", templateReason(err))
-		} else if len(j.Input) > 0 {
-			j.validateKeyInput(p, path)
-		}
-	}
-	switch j.CatchUp {
-	case CatchUpNone, CatchUpLatest, CatchUpAll:
-	default:
-		p.add(path+".catch_up", "invalid value %q: want none, latest or all", j.CatchUp)
-	}
-	positive(p, path+".starting_deadline", j.StartingDeadline)
+}
+
+// validateResources checks that each resource the job names is declared,
+// and named once.
+func (j *Job) validateResources(p *problems, path string, resources map[string]string) {
 	listed := map[string]bool{}
 	for k, r := range j.Resources {
 		rp := fmt.Sprintf("%s.resources[%d]", path, k)
@@ -79,13 +101,11 @@ func (j *Job) validate(p *problems, path string, resources, first map[string]str
 		}
 		listed[r] = true
 	}
-	if j.HistoryLimit < 1 {
-		p.add(path+".history_limit", "must be at least 1, got %d", j.HistoryLimit)
-	}
-	if j.SkippedHistoryLimit < 1 {
-		p.add(path+".skipped_history_limit", "must be at least 1, got %d", j.SkippedHistoryLimit)
-	}
+}
 
+// validateTarget checks that the job has one target, http or exec, and
+// that target.
+func (j *Job) validateTarget(p *problems, path string) {
 	switch {
 	case j.HTTP == nil && j.Exec == nil:
 		p.add(path, "one of http or exec is required")

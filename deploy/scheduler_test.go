@@ -16,7 +16,7 @@ import (
 	"github.com/etcdsched/scheduler/config"
 )
 
-// runFlags are the flags `scheduler run` accepts (SPEC section 2), each
+// runFlags are the flags `scheduler run` accepts (README.md), each
 // taking a value. cmd/scheduler's flag set (newRunFlagSet) must match this
 // list; it is copied rather than imported because package main cannot be
 // imported. Replace it with the real flag set if one moves out of main.

@@ -24,7 +24,7 @@ import (
 func cli(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	var o, e bytes.Buffer
-	code = run(args, &o, &e)
+	code = run(args, &o, &e, false)
 	return o.String(), e.String(), code
 }
 

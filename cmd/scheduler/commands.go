@@ -47,7 +47,7 @@ func validateCommand(args []string, stdout, stderr io.Writer, now time.Time) int
 	return capacityCommand(cfg, now, window, maxPeak, stdout, stderr)
 }
 
-func runCommand(args []string, stdout, stderr io.Writer) int {
+func runCommand(args []string, stdout, stderr io.Writer, supervised bool) int {
 	var f runFlags
 	fset := newRunFlagSet(&f)
 	set, err := parseFlags(fset, args, stdout)
@@ -82,6 +82,7 @@ func runCommand(args []string, stdout, stderr io.Writer) int {
 		Logger:     logger,
 		Reload:     reload,
 		Overrides:  func(c *config.Config) { applyOverrides(c, &f, set) },
+		Supervised: supervised,
 	})
 	if errors.Is(err, replica.ErrStart) {
 		logger.Error("scheduler refused to start", "err", err)

@@ -28,7 +28,7 @@ func TestEtcdListenIsChecked(t *testing.T) {
 		}
 	}
 	var stderr bytes.Buffer
-	code := run([]string{"etcd", "--listen", "localhost", "--data-dir", t.TempDir()}, nil, &stderr)
+	code := run([]string{"etcd", "--listen", "localhost", "--data-dir", t.TempDir()}, nil, &stderr, false)
 	want := `scheduler: --listen "localhost": want HOST:PORT, such as 127.0.0.1:2379 (see 'scheduler help')`
 	if code != exitUsage || strings.TrimSpace(stderr.String()) != want {
 		t.Errorf("etcd --listen localhost: exit %d, %q; want exit %d and %q", code, stderr.String(), exitUsage, want)
@@ -52,7 +52,7 @@ func TestEtcdClientURL(t *testing.T) {
 
 func TestEtcdRefusesAnEmptyDataDir(t *testing.T) {
 	var stderr bytes.Buffer
-	code := run([]string{"etcd", "--data-dir", ""}, nil, &stderr)
+	code := run([]string{"etcd", "--data-dir", ""}, nil, &stderr, false)
 	want := "--data-dir is empty: name the directory that keeps etcd's data"
 	if code != exitUsage || !strings.Contains(stderr.String(), want) {
 		t.Errorf("exit %d, %q; want exit %d and %q", code, stderr.String(), exitUsage, want)

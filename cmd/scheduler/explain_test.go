@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// settlementJobs is the job of SPEC section 20: weekdays at 18:00 and
+// settlementJobs is the job of docs/schedules.md: weekdays at 18:00 and
 // Saturdays at 12:00, not on holidays, not on Fridays, not in the
 // year-end freeze.
 const settlementJobs = `cluster:

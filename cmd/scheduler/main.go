@@ -36,17 +36,22 @@ func main() {
 	if code, ok := target.Supervise(os.Args); ok {
 		os.Exit(code)
 	}
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	// Having dispatched the supervisor above, this binary can be each exec
+	// run's supervisor: its replicas start their runs under it.
+	const supervised = true
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr, supervised))
 }
 
-func run(args []string, stdout, stderr io.Writer) int {
+// run runs one command; supervised says that this binary's main called
+// target.Supervise first, so a replica may start exec runs under it.
+func run(args []string, stdout, stderr io.Writer, supervised bool) int {
 	if len(args) == 0 {
 		fmt.Fprintln(stderr, usage)
 		return exitUsage
 	}
 	switch args[0] {
 	case "run":
-		return runCommand(args[1:], stdout, stderr)
+		return runCommand(args[1:], stdout, stderr, supervised)
 	case "validate":
 		return validateCommand(args[1:], stdout, stderr, time.Now())
 	case "etcd":
@@ -72,7 +77,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return cmd(ctx, args[1:], stdout, stderr)
 }
 
-// clientCommands talk to a running cluster's API (SPEC section 15).
+// clientCommands talk to a running cluster's API (docs/operations.md).
 var clientCommands = map[string]func(ctx context.Context, args []string, stdout, stderr io.Writer) int{
 	"jobs":    jobsCommand,
 	"runs":    runsCommand,

@@ -8,7 +8,7 @@ import (
 )
 
 // A replica whose etcd went away exits on SIGTERM within shutdown_grace +
-// 10s (SPEC section 16). Replica b reaches etcd only through a proxy and
+// 10s (docs/design-edges.md#operating-at-the-edges). Replica b reaches etcd only through a proxy and
 // campaigns behind leader a; the proxy then stops passing bytes (a
 // partition: connections stay open). etcd's Campaign, cancelled, deletes
 // its candidate key under the client's own context, which never ends while

@@ -116,7 +116,7 @@ func TestShutdownLetsRunFinishWithinGrace(t *testing.T) {
 
 // SIGTERM during a run longer than the grace: the run is cancelled when the
 // grace ends, recorded interrupted with its next attempt queued at once for
-// another replica (SPEC section 19), and the process exits long before the
+// another replica (docs/design-run-end.md#a-graceful-shutdown-requeues-what-it-cuts), and the process exits long before the
 // run would have ended.
 func TestShutdownCancelsRunAfterGrace(t *testing.T) {
 	const prefix = "/grace-short/"

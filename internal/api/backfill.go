@@ -24,36 +24,37 @@ const backfillRequestTimeout = 60 * time.Second
 
 const backfillShape = `{"from": "2026-11-24T02:00:00Z", "to": "2026-11-24T05:00:00Z"}`
 
-// backfillRoute serves POST /api/v1/jobs/{name}/backfill (SPEC section
-// 20): 200 with what became of every tick of [from, to).
-func (s *Server) backfillRoute(write func(http.HandlerFunc) http.HandlerFunc) {
-	s.mux.HandleFunc("POST /api/v1/jobs/{name}/backfill", write(withBody(MaxBackfillBody, named(func(w http.ResponseWriter, r *http.Request) {
-		from, to, msg := parseBackfill(r.Body)
-		if msg != "" {
-			writeError(w, http.StatusBadRequest, "bad_body", msg)
-			return
-		}
-		// The answer comes after up to backfillRequestTimeout of etcd work:
-		// its write deadline counts from then, not from the request.
-		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(backfillRequestTimeout + writeTimeout))
-		s.clusterWithin(backfillRequestTimeout, func(w http.ResponseWriter, r *http.Request, cl Cluster) {
-			res, err := cl.Backfill(r.Context(), r.PathValue("name"), from, to)
-			switch {
-			case errors.Is(err, backfill.ErrTooManyTicks):
-				writeError(w, http.StatusBadRequest, "too_many_ticks", userMessage(err))
-			case errors.Is(err, backfill.ErrBadRange):
-				writeError(w, http.StatusBadRequest, "bad_range", userMessage(err))
-			case errors.Is(err, backfill.ErrNotScheduled):
-				writeError(w, http.StatusConflict, "not_scheduled_yet", userMessage(err))
-			case errors.Is(err, context.DeadlineExceeded):
-				writeError(w, http.StatusServiceUnavailable, "etcd_unavailable", fmt.Sprintf(
-					"etcd did not finish the backfill within %s; the %d ticks queued so far stay queued; repeat the backfill to queue the rest",
-					backfillRequestTimeout, len(res.Queued)))
-			default:
-				respond(w, r, http.StatusOK, res, err)
-			}
-		})(w, r)
-	}))))
+// backfill serves POST /api/v1/jobs/{name}/backfill (docs/operations.md#backfilling):
+// 200 with what became of every tick of [from, to).
+func (s *Server) backfill(w http.ResponseWriter, r *http.Request) {
+	from, to, msg := parseBackfill(r.Body)
+	if msg != "" {
+		writeError(w, http.StatusBadRequest, "bad_body", msg)
+		return
+	}
+	// The answer comes after up to backfillRequestTimeout of etcd work:
+	// its write deadline counts from then, not from the request.
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(backfillRequestTimeout + writeTimeout))
+	cl, r, done := s.ask(w, r, backfillRequestTimeout)
+	if cl == nil {
+		return
+	}
+	defer done()
+	res, err := cl.Backfill(r.Context(), r.PathValue("name"), from, to)
+	switch {
+	case errors.Is(err, backfill.ErrTooManyTicks):
+		writeError(w, http.StatusBadRequest, "too_many_ticks", userMessage(err))
+	case errors.Is(err, backfill.ErrBadRange):
+		writeError(w, http.StatusBadRequest, "bad_range", userMessage(err))
+	case errors.Is(err, backfill.ErrNotScheduled):
+		writeError(w, http.StatusConflict, "not_scheduled_yet", userMessage(err))
+	case errors.Is(err, context.DeadlineExceeded):
+		writeError(w, http.StatusServiceUnavailable, "etcd_unavailable", fmt.Sprintf(
+			"etcd did not finish the backfill within %s; the %d ticks queued so far stay queued; repeat the backfill to queue the rest",
+			backfillRequestTimeout, len(res.Queued)))
+	default:
+		respond(w, r, http.StatusOK, res, err)
+	}
 }
 
 // parseBackfill reads {"from": RFC3339, "to": RFC3339}; msg says what is

@@ -15,8 +15,7 @@ import (
 	"github.com/etcdsched/scheduler/internal/wire"
 )
 
-// MaxTriggerInput is the largest trigger input, in bytes of JSON (SPEC
-// section 12).
+// MaxTriggerInput is the largest trigger input, in bytes of JSON (docs/api.md#limits-and-timeouts).
 const MaxTriggerInput = 64 << 10
 
 var reIdempotencyKey = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)

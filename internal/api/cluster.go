@@ -16,14 +16,13 @@ import (
 	"github.com/etcdsched/scheduler/internal/jobs/backfill"
 	"github.com/etcdsched/scheduler/internal/runs"
 	"github.com/etcdsched/scheduler/internal/slots"
-	"github.com/etcdsched/scheduler/internal/wire"
 )
 
 // Cluster is what the API asks of the scheduler; the replica provides it.
 type Cluster interface {
 	// Confirm fails, wrapping ErrUnconfirmed, while the replica cannot
 	// confirm its view with etcd: the reads below then answer 503 rather
-	// than a stale view (SPEC section 16).
+	// than a stale view (docs/design-edges.md#operating-at-the-edges).
 	Confirm(ctx context.Context) error
 	Leader(ctx context.Context) (election.Leader, error)
 	Members(ctx context.Context) ([]election.Member, error)
@@ -39,7 +38,7 @@ type Cluster interface {
 	Resume(ctx context.Context, job string) (jobs.JobStatus, error)
 	Cancel(ctx context.Context, runID, reason string) error
 	// Backfill queues the job's past ticks in [from, to) that never ran
-	// nor were queued (SPEC section 20).
+	// nor were queued (docs/operations.md#backfilling).
 	Backfill(ctx context.Context, job string, from, to time.Time) (backfill.Result, error)
 }
 
@@ -50,107 +49,20 @@ const (
 
 func (s *Server) clusterRoutes(read, write func(http.HandlerFunc) http.HandlerFunc) {
 	c := s.cluster
-	s.mux.HandleFunc("GET /api/v1/leader", read(c(confirmed(func(w http.ResponseWriter, r *http.Request, cl Cluster) {
-		l, err := cl.Leader(r.Context())
-		if errors.Is(err, election.ErrNoLeader) {
-			writeError(w, http.StatusServiceUnavailable, "no_leader", "no replica leads right now")
-			return
-		}
-		respond(w, r, http.StatusOK, l, err)
-	}))))
-	s.mux.HandleFunc("GET /api/v1/members", read(c(confirmed(func(w http.ResponseWriter, r *http.Request, cl Cluster) {
-		m, err := cl.Members(r.Context())
-		respond(w, r, http.StatusOK, nonNil(m), err)
-	}))))
-	s.mux.HandleFunc("GET /api/v1/slots", read(c(confirmed(func(w http.ResponseWriter, _ *http.Request, cl Cluster) {
-		writeJSON(w, http.StatusOK, nonNil(cl.Slots()))
-	}))))
-	s.mux.HandleFunc("GET /api/v1/jobs", read(c(confirmed(func(w http.ResponseWriter, r *http.Request, cl Cluster) {
-		if removed, ok := removedOf(w, r); !ok {
-			return
-		} else if removed {
-			list, err := cl.RemovedJobs(r.Context())
-			respond(w, r, http.StatusOK, nonNil(list), err)
-			return
-		}
-		page, ok := pageOf(w, r, 0, "after")
-		if !ok {
-			return
-		}
-		j, next, err := cl.Jobs(r.Context(), page)
-		if err == nil {
-			s.redactAll(r, j)
-			setNext(w, r, next, "after")
-		}
-		respond(w, r, http.StatusOK, nonNil(j), err)
-	}))))
-	s.mux.HandleFunc("GET /api/v1/jobs/{name}", read(named(c(confirmed(func(w http.ResponseWriter, r *http.Request, cl Cluster) {
-		j, err := cl.Job(r.Context(), r.PathValue("name"))
-		s.redact(r, &j)
-		respond(w, r, http.StatusOK, j, err)
-	})))))
-	s.mux.HandleFunc("GET /api/v1/jobs/{name}/runs", read(named(c(func(w http.ResponseWriter, r *http.Request, cl Cluster) {
-		page, ok := pageOf(w, r, defaultRunsLimit, "before")
-		if !ok {
-			return
-		}
-		recs, next, err := cl.Runs(r.Context(), r.PathValue("name"), page)
-		if err == nil {
-			setNext(w, r, next, "before")
-		}
-		respond(w, r, http.StatusOK, nonNil(recs), err)
-	}))))
-	s.mux.HandleFunc("GET /api/v1/runs/{id}", read(c(func(w http.ResponseWriter, r *http.Request, cl Cluster) {
-		run, err := cl.FindRun(r.Context(), r.PathValue("id"))
-		respond(w, r, http.StatusOK, run, err)
-	})))
+	s.mux.HandleFunc("GET /api/v1/leader", read(c(confirmed(s.leader))))
+	s.mux.HandleFunc("GET /api/v1/members", read(c(confirmed(s.members))))
+	s.mux.HandleFunc("GET /api/v1/slots", read(c(confirmed(s.slots))))
+	s.mux.HandleFunc("GET /api/v1/jobs", read(c(confirmed(s.jobs))))
+	s.mux.HandleFunc("GET /api/v1/jobs/{name}", read(named(c(confirmed(s.job)))))
+	s.mux.HandleFunc("GET /api/v1/jobs/{name}/runs", read(named(c(s.runs))))
+	s.mux.HandleFunc("GET /api/v1/runs/{id}", read(c(s.run)))
 	// Bodies are checked before the cluster is asked anything, so a bad
 	// request gets its 4xx even while the replica starts.
-	s.mux.HandleFunc("POST /api/v1/jobs/{name}/trigger", write(withBody(MaxTriggerBody, named(func(w http.ResponseWriter, r *http.Request) {
-		req, code, msg := parseTrigger(r.Body)
-		if code != "" {
-			writeError(w, statusOf(code), code, msg)
-			return
-		}
-		c(func(w http.ResponseWriter, r *http.Request, cl Cluster) {
-			id, dup, err := cl.Trigger(r.Context(), r.PathValue("name"), jobs.TriggerRequest{Input: req.Input, IdempotencyKey: req.IdempotencyKey})
-			if dup {
-				// A repeat of a trigger that created the run: nothing new.
-				respond(w, r, http.StatusOK, wire.Triggered{RunID: id, Duplicate: true}, err)
-				return
-			}
-			respond(w, r, http.StatusAccepted, wire.Triggered{RunID: id}, err)
-		})(w, r)
-	}))))
-	s.mux.HandleFunc("POST /api/v1/jobs/{name}/pause", write(withBody(MaxPauseBody, named(func(w http.ResponseWriter, r *http.Request) {
-		req, msg := parsePause(r.Body)
-		if msg != "" {
-			writeError(w, http.StatusBadRequest, "bad_body", msg)
-			return
-		}
-		c(func(w http.ResponseWriter, r *http.Request, cl Cluster) {
-			j, err := cl.Pause(r.Context(), r.PathValue("name"), req)
-			s.redact(r, &j)
-			respond(w, r, http.StatusOK, j, err)
-		})(w, r)
-	}))))
-	s.mux.HandleFunc("POST /api/v1/jobs/{name}/resume", write(withBody(MaxEmptyBody, named(c(func(w http.ResponseWriter, r *http.Request, cl Cluster) {
-		j, err := cl.Resume(r.Context(), r.PathValue("name"))
-		s.redact(r, &j)
-		respond(w, r, http.StatusOK, j, err)
-	})))))
-	s.mux.HandleFunc("POST /api/v1/runs/{id}/cancel", write(withBody(MaxCancelBody, func(w http.ResponseWriter, r *http.Request) {
-		reason, msg := parseCancel(r.Body)
-		if msg != "" {
-			writeError(w, http.StatusBadRequest, "bad_body", msg)
-			return
-		}
-		c(func(w http.ResponseWriter, r *http.Request, cl Cluster) {
-			err := cl.Cancel(r.Context(), r.PathValue("id"), reason)
-			respond(w, r, http.StatusAccepted, wire.Cancelled{RunID: r.PathValue("id"), Status: wire.CancelRequested}, err)
-		})(w, r)
-	})))
-	s.backfillRoute(write)
+	s.mux.HandleFunc("POST /api/v1/jobs/{name}/trigger", write(withBody(MaxTriggerBody, named(s.trigger))))
+	s.mux.HandleFunc("POST /api/v1/jobs/{name}/pause", write(withBody(MaxPauseBody, named(s.pause))))
+	s.mux.HandleFunc("POST /api/v1/jobs/{name}/resume", write(withBody(MaxEmptyBody, named(c(s.resume)))))
+	s.mux.HandleFunc("POST /api/v1/runs/{id}/cancel", write(withBody(MaxCancelBody, s.cancel)))
+	s.mux.HandleFunc("POST /api/v1/jobs/{name}/backfill", write(withBody(MaxBackfillBody, named(s.backfill))))
 }
 
 // named answers 404 unknown_job for a name that no job can have, before
@@ -169,22 +81,28 @@ var reJobName = regexp.MustCompile(`^` + config.NamePattern + `$`)
 
 // cluster adapts a handler that needs the cluster; 503 until it is wired.
 func (s *Server) cluster(h func(http.ResponseWriter, *http.Request, Cluster)) http.HandlerFunc {
-	return s.clusterWithin(requestTimeout, h)
-}
-
-// clusterWithin is cluster with the etcd work bounded by timeout.
-func (s *Server) clusterWithin(timeout time.Duration, h func(http.ResponseWriter, *http.Request, Cluster)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if s.opts.Cluster == nil {
-			writeError(w, http.StatusServiceUnavailable, "starting", "the replica is still starting")
+		cl, r, done := s.ask(w, r, requestTimeout)
+		if cl == nil {
 			return
 		}
-		// etcd calls retry until their context ends; an API caller should
-		// get an answer while etcd is away, not a hung request.
-		ctx, cancel := context.WithTimeout(r.Context(), timeout)
-		defer cancel()
-		h(w, r.WithContext(ctx), s.opts.Cluster)
+		defer done()
+		h(w, r, cl)
 	}
+}
+
+// ask returns the cluster and r with its etcd work bounded by timeout;
+// done releases the bound. While the replica starts it answers 503 and
+// returns a nil cluster.
+func (s *Server) ask(w http.ResponseWriter, r *http.Request, timeout time.Duration) (cl Cluster, _ *http.Request, done context.CancelFunc) {
+	if s.opts.Cluster == nil {
+		writeError(w, http.StatusServiceUnavailable, "starting", "the replica is still starting")
+		return nil, r, func() {}
+	}
+	// etcd calls retry until their context ends; an API caller should
+	// get an answer while etcd is away, not a hung request.
+	ctx, cancel := context.WithTimeout(r.Context(), timeout)
+	return s.opts.Cluster, r.WithContext(ctx), cancel
 }
 
 // requestTimeout bounds the etcd work of one API request.

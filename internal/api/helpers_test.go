@@ -51,7 +51,7 @@ func do(t *testing.T, ts *httptest.Server, method, path string, body io.Reader) 
 	return answer{status: res.StatusCode, header: res.Header, body: b}
 }
 
-// wantError checks the JSON error shape of SPEC section 8 and returns the
+// wantError checks the JSON error shape of docs/api.md#errors and returns the
 // message.
 func wantError(t *testing.T, a answer, status int, code string) string {
 	t.Helper()

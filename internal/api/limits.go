@@ -15,7 +15,7 @@ import (
 // one.
 const (
 	// MaxTriggerBody holds {"input": {...}, "idempotency_key": "..."}: an
-	// input of up to 64 KiB (SPEC section 12) and the envelope around it,
+	// input of up to 64 KiB (docs/api.md#limits-and-timeouts) and the envelope around it,
 	// with room for JSON escaping.
 	MaxTriggerBody = 128 << 10
 	// MaxCancelBody holds {"reason": "..."}.

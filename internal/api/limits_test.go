@@ -55,7 +55,7 @@ func TestBodyLimits(t *testing.T) {
 }
 
 // A 64 KiB input fits the trigger body with its envelope; a larger one is
-// 413 input_too_large, as SPEC section 12 says.
+// 413 input_too_large, as docs/api.md#limits-and-timeouts says.
 func TestTriggerInputLimit(t *testing.T) {
 	ts := newTestServer(t)
 	input := func(n int) string {

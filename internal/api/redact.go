@@ -7,7 +7,7 @@ import (
 )
 
 // redact hides the values of the jobs' headers and environment from a
-// reader without the token (SPEC section 16): reads may be open
+// reader without the token (docs/design-edges.md#operating-at-the-edges): reads may be open
 // (protect_reads: false) while the jobs carry credentials.
 func (s *Server) redact(r *http.Request, list ...*jobs.JobStatus) {
 	if s.currentAuth().carried(r) {

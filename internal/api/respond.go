@@ -75,7 +75,7 @@ type errorDetail struct {
 // maxMessage bounds an error message, whatever it quotes.
 const maxMessage = 1024
 
-// writeError answers {"error": {"code": ..., "message": ...}} (SPEC section 8).
+// writeError answers {"error": {"code": ..., "message": ...}} (docs/api.md#errors).
 func writeError(w http.ResponseWriter, status int, code, message string) {
 	if len(message) > maxMessage {
 		message = strings.ToValidUTF8(message[:maxMessage], "") + "…"

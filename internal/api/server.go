@@ -1,4 +1,4 @@
-// Package api is a replica's HTTP face: the JSON API of SPEC section 8, the
+// Package api is a replica's HTTP face: the JSON API of docs/api.md, the
 // health and readiness probes, Prometheus metrics and the dashboard.
 package api
 

@@ -3,7 +3,7 @@
 //
 // A win is only trusted once it is confirmed against etcd, leader-only work
 // runs under a context that ends the moment the term ends, and every write
-// the leader makes is fenced by the term's election key (SPEC rules 1 and 8).
+// the leader makes is fenced by the term's election key (docs/design.md#the-safety-rules, rules 1 and 8).
 package election
 
 import (
@@ -153,8 +153,7 @@ func (e *Elector) campaign(ctx context.Context, s *session.Session) (*concurrenc
 }
 
 // proclaim rewrites the term's key with the time it was won, so that every
-// replica, whenever it started watching, reports the same since (SPEC
-// section 19). Proclaim is fenced by the key's create revision.
+// replica, whenever it started watching, reports the same since (docs/design-edges.md#when-the-leader-won-apiv1leader-since). Proclaim is fenced by the key's create revision.
 func (e *Elector) proclaim(ctx context.Context, el *concurrency.Election) error {
 	v, err := json.Marshal(record{ID: e.cfg.ID, APIAddr: e.cfg.APIAddr, Since: e.cfg.Clock.Now().UTC()})
 	if err != nil {

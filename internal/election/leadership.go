@@ -30,7 +30,7 @@ type Leadership struct {
 	Lease clientv3.LeaseID
 }
 
-// Fence is the comparison every leader write carries (SPEC rule 1): the
+// Fence is the comparison every leader write carries (docs/design.md#the-safety-rules, rule 1): the
 // write applies only while this term's election key still exists. Once the
 // key is deleted (resign, lease expiry) a stale leader's writes fail, however
 // late they reach etcd.

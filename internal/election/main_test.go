@@ -82,7 +82,7 @@ func startReplica(t *testing.T, endpoints []string, id string, lead func(context
 	return r
 }
 
-// stop shuts down in the order of SPEC section 9: resign, then revoke.
+// stop shuts down in the order of docs/design.md#start-and-stop-order: resign, then revoke.
 func (r *replica) stop() {
 	r.stopElector()
 	<-r.electorDone

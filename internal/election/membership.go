@@ -22,7 +22,7 @@ import (
 // fills IsLeader from the election.
 type Member = wire.Member
 
-// memberValue is what members/<id> holds (SPEC section 4).
+// memberValue is what members/<id> holds (docs/design.md#keys).
 type memberValue struct {
 	ID         string    `json:"id"`
 	APIAddr    string    `json:"api_addr"`

@@ -31,7 +31,7 @@ type record struct {
 // observer follows who leads. It never infers the leader from events: any
 // change under the election prefix, and every watch re-established after a
 // compaction, leads to a fresh read of the oldest key, so a missed or
-// compacted event cannot leave a wrong answer behind (SPEC rule 8). A watch
+// compacted event cannot leave a wrong answer behind (docs/design.md#the-safety-rules, rule 8). A watch
 // that merely closed resumes after the last revision it delivered, which
 // misses nothing either.
 type observer struct {

@@ -74,7 +74,7 @@ func startIdle(t *testing.T, cluster *etcdtest.Cluster) *Elector {
 // The observer's watch is cut, the leader changes and the history is
 // compacted while it is away: the resumed watch is refused (compacted) and
 // closes. The observer must read the leader again rather than keep the old
-// one (SPEC rule 8).
+// one (docs/design.md#the-safety-rules, rule 8).
 func TestObserverRereadsAfterCompaction(t *testing.T) {
 	cluster := etcdtest.Start(t)
 	proxy := newCutProxy(t, cluster.Endpoints()[0])

@@ -71,7 +71,7 @@ func (e *Elector) endTerm(l *Leadership) {
 // replaced. It follows the key with package watch: a watch that closes is
 // resumed after the last revision it delivered, and one whose history was
 // compacted starts over with a read of the key, so no deletion goes unseen
-// (SPEC rule 8). If etcd cannot be reached at all, the session's guard ends
+// (docs/design.md#the-safety-rules, rule 8). If etcd cannot be reached at all, the session's guard ends
 // the term instead. It returns when ctx ends, which lost brings about.
 func (e *Elector) watchTerm(ctx context.Context, client *clientv3.Client, l Leadership, lost context.CancelCauseFunc) {
 	w := watch.Watch{

@@ -38,6 +38,35 @@ type Server struct {
 
 // Start launches the member and waits until it serves clients.
 func Start(ctx context.Context, opts Options) (*Server, error) {
+	cfg, err := opts.config()
+	if err != nil {
+		return nil, err
+	}
+	e, err := embed.StartEtcd(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("embedetcd: start: %w", err)
+	}
+	timer := time.NewTimer(opts.StartTimeout)
+	defer timer.Stop()
+	select {
+	case <-e.Server.ReadyNotify():
+		return &Server{etcd: e}, nil
+	case err := <-e.Err():
+		e.Close()
+		return nil, fmt.Errorf("embedetcd: serve: %w", err)
+	case <-timer.C:
+		e.Server.Stop()
+		e.Close()
+		return nil, fmt.Errorf("embedetcd: not ready after %s", opts.StartTimeout)
+	case <-ctx.Done():
+		e.Close()
+		return nil, ctx.Err()
+	}
+}
+
+// config checks opts, fills in their defaults and makes the member's
+// configuration: one member, its own cluster.
+func (opts *Options) config() (*embed.Config, error) {
 	if opts.DataDir == "" {
 		return nil, errors.New("embedetcd: data dir is required")
 	}
@@ -77,26 +106,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
 	}
 
-	e, err := embed.StartEtcd(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("embedetcd: start: %w", err)
-	}
-	timer := time.NewTimer(opts.StartTimeout)
-	defer timer.Stop()
-	select {
-	case <-e.Server.ReadyNotify():
-		return &Server{etcd: e}, nil
-	case err := <-e.Err():
-		e.Close()
-		return nil, fmt.Errorf("embedetcd: serve: %w", err)
-	case <-timer.C:
-		e.Server.Stop()
-		e.Close()
-		return nil, fmt.Errorf("embedetcd: not ready after %s", opts.StartTimeout)
-	case <-ctx.Done():
-		e.Close()
-		return nil, ctx.Err()
-	}
+	return cfg, nil
 }
 
 // Endpoints are the client URLs the member actually listens on (with the

@@ -1,7 +1,6 @@
 package keys
 
-// fanInDir holds the fan-in state of the ticks of sharded jobs (SPEC
-// section 21, docs/design.md "Sharded jobs").
+// fanInDir holds the fan-in state of the ticks of sharded jobs (docs/design-sharded.md, docs/design.md "Sharded jobs").
 const fanInDir = "fanin/"
 
 // FanIns holds fanin/<job>/<tick run id>, one per tick of a sharded job.

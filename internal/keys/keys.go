@@ -1,4 +1,4 @@
-// Package keys is the etcd key layout of SPEC section 4: every key the
+// Package keys is the etcd key layout of docs/design.md#keys: every key the
 // scheduler reads or writes is spelled here and nowhere else, so a reader
 // finds the whole layout in one file and a new key cannot collide with an
 // old one unnoticed.
@@ -64,7 +64,7 @@ func (l Layout) Jobs() string { return l.Prefix + jobsDir }
 func (l Layout) Cursor(job string) string { return l.Jobs() + job + "/cursor" }
 
 // Scheduled counts the scheduled runs the leaders have materialized or
-// assigned for a job with max_runs (SPEC section 20), in decimal, moved in
+// assigned for a job with max_runs (docs/configuration.md#jobs), in decimal, moved in
 // the transactions that move its cursor.
 func (l Layout) Scheduled(job string) string { return l.Jobs() + job + "/scheduled" }
 

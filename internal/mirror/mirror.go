@@ -1,6 +1,6 @@
 // Package mirror keeps a replica's in-memory copy of one etcd prefix: a read
 // of the prefix, then a watch from the next revision that resumes where it
-// left off after a disconnect and re-reads after a compaction (SPEC rule 8).
+// left off after a disconnect and re-reads after a compaction (docs/design.md#the-safety-rules, rule 8).
 // The watching is package watch's; mirror reads the whole prefix and hands
 // over its keys.
 package mirror

@@ -41,7 +41,7 @@ func (c *copyHandler) Apply(events []*clientv3.Event, rev int64) {
 }
 
 // A mirror whose watch was cut while the prefix changed and the history was
-// compacted resets to the current keys and then follows (SPEC rule 8).
+// compacted resets to the current keys and then follows (docs/design.md#the-safety-rules, rule 8).
 func TestMirrorResetsAfterCompaction(t *testing.T) {
 	cluster := etcdtest.Start(t)
 	proxy := etcdtest.NewProxy(t, cluster.Endpoints()[0])

@@ -1,5 +1,5 @@
 // Package notify is what a notification is and how it reaches a sink: the
-// value stored in the outbox (SPEC section 13), its deterministic id, the
+// value stored in the outbox (docs/notify.md#notify), its deterministic id, the
 // body of each format and the POST. It knows nothing of etcd: the outbox
 // is written by the records' transactions (jobs/follow) and drained by the
 // leader (jobs/leader).

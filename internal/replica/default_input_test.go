@@ -39,7 +39,7 @@ func (r *testReplica) scheduledRun(job string, within time.Duration) client.Run 
 }
 
 // A job's default input: reaches the target of its scheduled runs too
-// (SPEC section 12: "used by its scheduled runs and by triggers without
+// (docs/api.md: "used by its scheduled runs and by triggers without
 // one"), as SCHEDULER_INPUT of an exec target and as the JSON body of an
 // HTTP target in place of http.body, and is in the run's record.
 func TestScheduledRunsGetDefaultInput(t *testing.T) {

@@ -70,7 +70,8 @@ func startReplica(t *testing.T, id, path string, opts ...replicaOpt) *testReplic
 	}
 	r := &testReplica{t: t, id: id, logs: &logtest.Sink{}, hup: make(chan os.Signal, 1), done: make(chan error, 1)}
 	o := Options{Config: cfg, ConfigPath: path, ID: id, Version: "test",
-		Logger: slog.New(slog.NewJSONHandler(r.logs, &slog.HandlerOptions{Level: slog.LevelDebug})), Reload: r.hup}
+		Logger: slog.New(slog.NewJSONHandler(r.logs, &slog.HandlerOptions{Level: slog.LevelDebug})), Reload: r.hup,
+		Supervised: true} // TestMain is etcdtest.Main, which calls target.Supervise
 	for _, f := range opts {
 		f(&o)
 	}

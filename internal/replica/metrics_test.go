@@ -16,7 +16,7 @@ import (
 	"github.com/etcdsched/scheduler/internal/poll"
 )
 
-// A running replica exposes every metric of SPEC section 10 once a run has
+// A running replica exposes every metric of docs/api.md#metrics once a run has
 // happened, plus the Go and process collectors, and promlint finds nothing
 // in the scrape.
 func TestMetricsOfSpec(t *testing.T) {
@@ -69,7 +69,7 @@ func TestMetricsOfSpec(t *testing.T) {
 		`process_cpu_seconds_total `,
 	}
 	var scrape []byte
-	poll.Until(t, 20*time.Second, "every metric of SPEC section 10", func() (bool, string) {
+	poll.Until(t, 20*time.Second, "every metric of docs/api.md#metrics", func() (bool, string) {
 		text, err := r.api.Metrics(context.Background())
 		if err != nil {
 			return false, fmt.Sprintf("/metrics: %v", err)

@@ -22,7 +22,7 @@ import (
 
 // Node is the scheduling stack of one replica on an etcd client: its
 // session manager, slots view, executor, engine, elector and membership,
-// wired, started and stopped in the order of SPEC section 9. A replica
+// wired, started and stopped in the order of docs/design.md#start-and-stop-order. A replica
 // process runs one beside its API; the engine's tests run several in one
 // process, so they test the wiring and the stop order the binary has.
 type Node struct {
@@ -61,6 +61,11 @@ type NodeOptions struct {
 	// Lookahead is the engine's (jobs.Options); zero covers a leader's
 	// death at the configured session_ttl (jobs.LookaheadFor).
 	Lookahead time.Duration
+	// Supervised says that this binary's main calls target.Supervise
+	// first (the scheduler's does, and etcdtest.Main in tests): exec runs
+	// are then started under it as their supervisor. False: they are
+	// started unsupervised, and the log says so.
+	Supervised bool
 }
 
 // NewNode builds the stack; nothing runs until Start.
@@ -74,25 +79,11 @@ func NewNode(o NodeOptions) (*Node, error) {
 	cfg := o.Config()
 	prefix := cfg.Cluster.Etcd.Prefix
 	n := &Node{ID: o.ID, Client: o.Client, log: o.Logger, config: o.Config}
-	var err error
-	n.Sessions, err = session.NewManager(o.Client, session.Options{
-		TTL:    cfg.Cluster.SessionTTL.D(),
-		Margin: cfg.Cluster.LeaseMargin.D(),
-		Logger: o.Logger.With("component", "session"),
-	}, o.Reg)
+	err := n.newSessionParts(o, cfg)
 	if err != nil {
 		return nil, err
 	}
-	// One committer for the worker's per-run transactions: claims,
-	// releases and queue writes that reach etcd together share a commit.
-	if n.Batch, err = txnbatch.New(o.Client, txnbatch.Options{Reg: o.Reg}); err != nil {
-		return nil, err
-	}
-	if n.Slots, err = slots.New(o.Client, prefix, o.Logger.With("component", "slots"), o.Reg, slots.WithCommitter(n.Batch)); err != nil {
-		return nil, err
-	}
-	// The process's one tracer provider, from the OTEL_* variables (SPEC
-	// section 17); built before the executor so a bad setting leaks nothing.
+	// The process's one tracer provider, from the OTEL_* variables (docs/design-edges.md#tracing); built before the executor so a bad setting leaks nothing.
 	if n.Tracing, err = tracing.New(context.Background(), tracing.Options{Instance: o.ID, Version: o.Version}); err != nil {
 		return nil, err
 	}
@@ -101,7 +92,10 @@ func NewNode(o NodeOptions) (*Node, error) {
 		// ticks materialized that far ahead keep runs starting meanwhile.
 		o.Lookahead = jobs.LookaheadFor(cfg.Cluster.SessionTTL.D())
 	}
-	n.Exec = target.New(target.Options{Logger: o.Logger.With("component", "target")})
+	if n.Exec, err = newExecutor(o.Logger.With("component", "target"), o.Supervised); err != nil {
+		_ = n.Tracing.Shutdown(StopSteps)
+		return nil, err
+	}
 	n.Engine, err = jobs.New(jobs.Options{
 		Client: o.Client, Prefix: prefix, ID: o.ID,
 		Sessions: n.Sessions, Slots: n.Slots, Executor: n.Exec, Batch: n.Batch,
@@ -112,20 +106,47 @@ func NewNode(o NodeOptions) (*Node, error) {
 		n.abort()
 		return nil, err
 	}
-	if n.Elector, err = election.New(o.Client, n.Sessions, election.Config{
-		Prefix: prefix, ID: o.ID, APIAddr: o.APIAddr, Logger: o.Logger,
-	}, o.Reg); err != nil {
-		n.abort()
-		return nil, err
-	}
-	if n.Membership, err = election.NewMembership(o.Client, n.Sessions, prefix, election.Member{
-		ID: o.ID, APIAddr: o.APIAddr, Version: o.Version, ConfigHash: o.ConfigHash, StartedAt: o.StartedAt,
-		Protocol: assign.Protocol,
-	}, o.Logger); err != nil {
+	if err := n.newElection(o, prefix); err != nil {
 		n.abort()
 		return nil, err
 	}
 	return n, nil
+}
+
+// newSessionParts makes the session manager and what claims on its
+// sessions: the group committer and the slots.
+func (n *Node) newSessionParts(o NodeOptions, cfg *config.Config) error {
+	var err error
+	n.Sessions, err = session.NewManager(o.Client, session.Options{
+		TTL:    cfg.Cluster.SessionTTL.D(),
+		Margin: cfg.Cluster.LeaseMargin.D(),
+		Logger: o.Logger.With("component", "session"),
+	}, o.Reg)
+	if err != nil {
+		return err
+	}
+	// One committer for the worker's per-run transactions: claims,
+	// releases and queue writes that reach etcd together share a commit.
+	if n.Batch, err = txnbatch.New(o.Client, txnbatch.Options{Reg: o.Reg}); err != nil {
+		return err
+	}
+	n.Slots, err = slots.New(o.Client, cfg.Cluster.Etcd.Prefix, o.Logger.With("component", "slots"), o.Reg, slots.WithCommitter(n.Batch))
+	return err
+}
+
+// newElection makes the elector and this replica's member record.
+func (n *Node) newElection(o NodeOptions, prefix string) error {
+	var err error
+	if n.Elector, err = election.New(o.Client, n.Sessions, election.Config{
+		Prefix: prefix, ID: o.ID, APIAddr: o.APIAddr, Logger: o.Logger,
+	}, o.Reg); err != nil {
+		return err
+	}
+	n.Membership, err = election.NewMembership(o.Client, n.Sessions, prefix, election.Member{
+		ID: o.ID, APIAddr: o.APIAddr, Version: o.Version, ConfigHash: o.ConfigHash, StartedAt: o.StartedAt,
+		Protocol: assign.Protocol,
+	}, o.Logger)
+	return err
 }
 
 // Start runs the stack: the session, slots view and membership; the
@@ -163,12 +184,11 @@ func (n *Node) ServeWork(name string, f func(context.Context) error) { n.work.se
 func (n *Node) Failed() <-chan error { return n.stages.errs }
 
 // StopSteps bounds the steps of Stop other than the drain: each may wait
-// on etcd, and an unreachable etcd must not hold a shutdown (SPEC section
-// 16: a replica exits within shutdown_grace + 10s). What a step could not
+// on etcd, and an unreachable etcd must not hold a shutdown (docs/design-edges.md#operating-at-the-edges: a replica exits within shutdown_grace + 10s). What a step could not
 // write is resolved later by rule 7.
 const StopSteps = 2 * time.Second
 
-// Stop shuts the stack down in the order of SPEC section 9: stop claiming
+// Stop shuts the stack down in the order of docs/design.md#start-and-stop-order: stop claiming
 // and resign at once (a standby takes over in milliseconds), let runs
 // finish within grace, cancel the rest and release their slots with
 // records, then revoke the session, which deletes every key on its lease.

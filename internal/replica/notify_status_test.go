@@ -18,7 +18,7 @@ import (
 )
 
 // jobView is what GET /api/v1/jobs shows of a job's notifications and
-// chaining (SPEC sections 13 and 14).
+// chaining (docs/notify.md).
 type jobView struct {
 	Name                 string `json:"name"`
 	PendingNotifications *int   `json:"pending_notifications"`

@@ -13,7 +13,7 @@ import (
 
 // With reads open (protect_reads: false), the values of a job's headers
 // and environment, inline or from files, are shown only to a reader with
-// the token; names stay visible to everyone (SPEC section 16).
+// the token; names stay visible to everyone (docs/design-edges.md#operating-at-the-edges).
 func TestSecretsRedactedWithoutToken(t *testing.T) {
 	endpoint := newEtcd(t)
 	dir := t.TempDir()

@@ -1,6 +1,6 @@
 // Package replica assembles one scheduler process: etcd (embedded or
 // external), the session, election, slots, the dispatch engine and the API,
-// and takes them down in the order SPEC section 9 asks for.
+// and takes them down in the order docs/design.md#start-and-stop-order asks for.
 package replica
 
 import (
@@ -40,6 +40,9 @@ type Options struct {
 	// Overrides re-applies the command line and environment to a config
 	// read again on reload.
 	Overrides func(*config.Config)
+	// Supervised: this binary's main calls target.Supervise first
+	// (NodeOptions.Supervised).
+	Supervised bool
 }
 
 // ErrStart wraps what keeps a replica from starting (the API address in use,
@@ -125,6 +128,30 @@ func (r *replica) start(ctx context.Context, reg *prometheus.Registry) (err erro
 	if r.reloads, err = newReloadMetrics(reg); err != nil {
 		return err
 	}
+	if err := r.startAPI(cfg, reg); err != nil {
+		return err
+	}
+	if err := r.startEtcd(ctx, cfg, reg); err != nil {
+		return err
+	}
+	apiAddr := advertised(r.api.Addr())
+	r.log.Info("api listening", "addr", r.api.Addr(), "advertised", apiAddr)
+	r.node, err = NewNode(NodeOptions{
+		Client: r.client, ID: r.opts.ID, APIAddr: apiAddr, Version: r.opts.Version,
+		Config: r.config, ConfigHash: r.configHash(), StartedAt: r.started,
+		Logger: r.log, Reg: reg, Supervised: r.opts.Supervised,
+	})
+	if err != nil {
+		return err
+	}
+	r.api.SetCluster(cluster{Engine: r.node.Engine, sessions: r.node.Sessions, elector: r.node.Elector, membership: r.node.Membership, slots: r.node.Slots})
+	return nil
+}
+
+// startAPI binds the API's address, so the replica knows it before it
+// registers as a member; the cluster routes answer 503 until the node is
+// wired.
+func (r *replica) startAPI(cfg *config.Config, reg *prometheus.Registry) (err error) {
 	r.api, err = api.New(api.Options{
 		Listen:       cfg.API.Listen,
 		TokenFile:    cfg.API.TokenFile,
@@ -142,7 +169,12 @@ func (r *replica) start(ctx context.Context, reg *prometheus.Registry) (err erro
 		return err
 	}
 	r.cleanup(func() { _ = r.api.Close() })
+	return nil
+}
 
+// startEtcd starts the embedded etcd when the config names no endpoints,
+// connects to the cluster and checks that it can be used.
+func (r *replica) startEtcd(ctx context.Context, cfg *config.Config, reg *prometheus.Registry) (err error) {
 	r.endpoints = cfg.Cluster.Etcd.Endpoints
 	if len(r.endpoints) == 0 {
 		r.embedded, err = startEmbedded(ctx, cfg.Cluster, r.log)
@@ -166,26 +198,11 @@ func (r *replica) start(ctx context.Context, reg *prometheus.Registry) (err erro
 		return err
 	}
 	r.cleanup(func() { _ = r.client.Close() })
-	if err := checkEtcd(ctx, r.client, cfg.Cluster.Etcd, r.log); err != nil {
-		return err
-	}
-
-	apiAddr := advertised(r.api.Addr())
-	r.log.Info("api listening", "addr", r.api.Addr(), "advertised", apiAddr)
-	r.node, err = NewNode(NodeOptions{
-		Client: r.client, ID: r.opts.ID, APIAddr: apiAddr, Version: r.opts.Version,
-		Config: r.config, ConfigHash: r.configHash(), StartedAt: r.started,
-		Logger: r.log, Reg: reg,
-	})
-	if err != nil {
-		return err
-	}
-	r.api.SetCluster(cluster{Engine: r.node.Engine, sessions: r.node.Sessions, elector: r.node.Elector, membership: r.node.Membership, slots: r.node.Slots})
-	return nil
+	return checkEtcd(ctx, r.client, cfg.Cluster.Etcd, r.log)
 }
 
 // serve runs the parts until ctx ends or one fails, then shuts down in the
-// order of SPEC section 9.
+// order of docs/design.md#start-and-stop-order.
 func (r *replica) serve(ctx context.Context) error {
 	defer r.runCleanups()
 	r.node.Start()

@@ -21,7 +21,7 @@ import (
 // headers_file and env_file, reach the target and never the replica's log
 // (at debug level) or /metrics: not when the runs fail, not when a reload
 // changes them, not when a reload is refused for a broken secrets file
-// (SPEC section 16).
+// (docs/design-edges.md#operating-at-the-edges).
 func TestSecretsNotInLogsOrMetrics(t *testing.T) {
 	endpoint := newEtcd(t)
 	dir := t.TempDir()

@@ -9,7 +9,7 @@ import (
 )
 
 // stages are groups of goroutines stopped one group at a time, so shutdown
-// follows an order (SPEC section 9) rather than cancelling everything at once.
+// follows an order (docs/design.md#start-and-stop-order) rather than cancelling everything at once.
 type stages struct {
 	errs chan error
 }

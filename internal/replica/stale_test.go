@@ -14,8 +14,7 @@ import (
 
 // With etcd unreachable (a partition: the proxy passes no bytes), the reads
 // that depend on this replica's view answer 503 etcd_unavailable within
-// the session's TTL instead of naming a dead leader and its slots (SPEC
-// section 16), and answer again once etcd is back.
+// the session's TTL instead of naming a dead leader and its slots (docs/design-edges.md#operating-at-the-edges), and answer again once etcd is back.
 func TestNoStaleAnswersWithoutEtcd(t *testing.T) {
 	etcd := etcdtest.Start(t)
 	proxy := etcdtest.NewProxy(t, etcd.Endpoints()[0])

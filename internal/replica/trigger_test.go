@@ -55,7 +55,7 @@ func sameJSON(a, b []byte) bool {
 	return bytes.Equal(ax, by)
 }
 
-// Over HTTP against a real replica (SPEC section 12): a first trigger with
+// Over HTTP against a real replica (docs/api.md): a first trigger with
 // an idempotency key answers 202 with the run id the key names, a repeat
 // 200 with the same id and "duplicate": true, while the run is pending or
 // running and once it is history, and creates nothing; GET

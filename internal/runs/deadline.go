@@ -8,7 +8,7 @@ import "time"
 const noDeadline = 100 * 365 * 24 * time.Hour
 
 // StartBy is when a run due at notBefore must have started, with its job's
-// starting deadline d. A backfilled run (SPEC section 20) has none: its
+// starting deadline d. A backfilled run (docs/operations.md#backfilling) has none: its
 // tick is past by design and it waits its turn however long that takes.
 func StartBy(trigger Trigger, notBefore time.Time, d time.Duration) time.Time {
 	if trigger == Backfill {

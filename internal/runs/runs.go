@@ -1,5 +1,4 @@
-// Package runs names what a run is and how it ended: the record of SPEC
-// section 6 that workers and the leader write, the API serves and tests check.
+// Package runs names what a run is and how it ended: the record of docs/api.md that workers and the leader write, the API serves and tests check.
 package runs
 
 import (
@@ -21,7 +20,7 @@ const (
 	Missed    Outcome = "missed"  // past starting_deadline, never started
 	// Interrupted: its replica shut down (SIGTERM) and the shutdown grace
 	// ended before the run did; it is queued again at once, without using
-	// a retry, up to worker.max_interruptions times (SPEC section 19).
+	// a retry, up to worker.max_interruptions times (docs/design-run-end.md#a-graceful-shutdown-requeues-what-it-cuts).
 	Interrupted Outcome = "interrupted"
 )
 
@@ -51,7 +50,7 @@ const (
 	Retry    Trigger = "retry"
 	// Chain: queued by the end of a run of the job it is chained after.
 	Chain Trigger = "chain"
-	// Backfill: a past tick queued by a backfill (SPEC section 20), under
+	// Backfill: a past tick queued by a backfill (docs/operations.md#backfilling), under
 	// its scheduled run id; its starting deadline does not apply.
 	Backfill Trigger = "backfill"
 )

@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// A tick of a sharded job (SPEC section 21) is N shard runs, each a run of
+// A tick of a sharded job (docs/design-sharded.md) is N shard runs, each a run of
 // its own under the id <tick run id>#<k>; the tick's outcome is decided
 // once, by the shard that ends last (the fan-in).
 

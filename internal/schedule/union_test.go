@@ -118,7 +118,7 @@ func TestUnion(t *testing.T) {
 		from:      "2026-01-01T00:30:00Z",
 		want:      []string{"2026-01-01T00:40:00Z", "2026-01-01T01:00:00Z", "2026-01-01T01:20:00Z"},
 	}, {
-		name: "SPEC example: holidays, Fridays and the year-end freeze excluded",
+		name: "the example of schedules.md: holidays, Fridays and the year-end freeze excluded",
 		unionSpec: unionSpec{tz: "Europe/Berlin", schedules: []string{"0 18 * * 1-5", "0 12 * * 6"},
 			exclude: []rule{cal("holidays-de", "2026-12-24", "2026-12-25", "2026-12-26", "2027-01-01"),
 				cronRule("* * * * 5"), rangeRule("2026-12-28T00:00:00+01:00", "2027-01-02T00:00:00+01:00")}},

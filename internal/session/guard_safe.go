@@ -3,5 +3,5 @@
 package session
 
 // guardDisabled is false in every real build: the lease guard ends the
-// session at its deadline (SPEC rule 5). See guard_unsafe.go.
+// session at its deadline (docs/design.md#the-safety-rules, rule 5). See guard_unsafe.go.
 const guardDisabled = false

@@ -7,7 +7,7 @@
 // though, counts the TTL from when it received the request, so the client can
 // believe in a lease the server has already expired. Session therefore sends
 // its own keepalives, remembers the send time of each acknowledged one, and
-// ends at last_acknowledged_send + TTL - margin (SPEC rule 5), or earlier when
+// ends at last_acknowledged_send + TTL - margin (docs/design.md#the-safety-rules, rule 5), or earlier when
 // the library's session ends.
 package session
 

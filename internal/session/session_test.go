@@ -40,7 +40,7 @@ func openFresh(t *testing.T, clock clockwork.Clock) (*clientv3.Client, context.C
 
 // With keepalives cut off, the session must end strictly before the server
 // expires the lease: that ordering is what keeps a run from executing after
-// its slot was handed to someone else (SPEC rule 5). Responses are delayed
+// its slot was handed to someone else (docs/design.md#the-safety-rules, rule 5). Responses are delayed
 // first, so a guard that counted from when an acknowledgement arrived (as
 // etcd's client does) would end the session after the server expired the
 // lease; only counting from the send time passes.

@@ -24,9 +24,9 @@ var ErrNotApplied = errors.New("slots: released without its writes")
 // sess's lease with token as their CreateRevision: the job's (or its
 // concurrency key's) slot index slot and one slot of each resource.
 func (s *Semaphore) Adopt(sess *session.Session, job, key string, slot int, token int64, res []HeldResource, v Value) *Held {
-	ks := []string{SlotKey(s.prefix, keys.SlotGroup(job, key), slot)}
+	ks := []string{s.layout.Slot(keys.SlotGroup(job, key), slot)}
 	for _, r := range res {
-		ks = append(ks, ResourceKey(s.prefix, r.Name, r.Index))
+		ks = append(ks, s.layout.ResourceSlot(r.Name, r.Index))
 	}
 	h := newHeld(sess, job, slot, token, res, ks, v)
 	s.track(h)

@@ -10,6 +10,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/internal/etcdtest"
+	"github.com/etcdsched/scheduler/internal/keys"
 )
 
 // putSlot is a claim made outside the semaphore, as the lean protocol's
@@ -17,7 +18,7 @@ import (
 func putSlot(t *testing.T, cli *clientv3.Client, lease clientv3.LeaseID, job string, slot int, runID string) int64 {
 	t.Helper()
 	v, _ := json.Marshal(Value{RunID: runID, Holder: "w"})
-	resp, err := cli.Put(context.Background(), SlotKey("/scheduler/", job, slot), string(v), clientv3.WithLease(lease))
+	resp, err := cli.Put(context.Background(), keys.New("/scheduler/").Slot(job, slot), string(v), clientv3.WithLease(lease))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,6 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/internal/etcdtest"
-	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/poll"
 	"github.com/etcdsched/scheduler/internal/txnbatch"
 )
@@ -75,7 +74,6 @@ func TestBatchedClaimsKeepTheirOwnCompares(t *testing.T) {
 	}
 	runSemaphore(t, sem)
 	sess, ctx := sessionFor(t, cli)
-	layout := keys.New(testPrefix)
 	let := func() { kv.gate <- struct{}{} }
 
 	// One claim in flight, the others queue behind it.
@@ -86,7 +84,7 @@ func TestBatchedClaimsKeepTheirOwnCompares(t *testing.T) {
 	wg.Go(func() { firstHeld, firstErr = sem.Claim(ctx, sess, first) })
 	<-kv.started
 
-	entry := layout.Entry("a", "a@1")
+	entry := testLayout.Entry("a", "a@1")
 	if _, err := cli.Put(ctx, entry, "pending"); err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +95,7 @@ func TestBatchedClaimsKeepTheirOwnCompares(t *testing.T) {
 			ThenFor: func(slot int) []clientv3.Op { return []clientv3.Op{clientv3.OpPut(entry, runningOn(slot))} }},
 		// b: its caller's compare fails (no such entry).
 		{Job: "b", MaxConcurrency: 1, Value: Value{RunID: "b@1"},
-			If: []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(layout.Entry("b", "b@1")), ">", 0)}},
+			If: []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(testLayout.Entry("b", "b@1")), ">", 0)}},
 		// c1 and c2 want the same slot: c2 waits for c1's commit, finds it
 		// taken and, the job being full, gives up.
 		{Job: "c", MaxConcurrency: 1, Value: Value{RunID: "c@1"}},
@@ -159,7 +157,7 @@ func TestBatchedClaimsKeepTheirOwnCompares(t *testing.T) {
 	errs := make([]error, 3)
 	for i, h := range []*Held{firstHeld, a.h, c1.h} {
 		wg.Go(func() {
-			errs[i] = sem.Release(ctx, h, clientv3.OpPut(layout.Record(h.Job, h.Value.RunID), "done"))
+			errs[i] = sem.Release(ctx, h, clientv3.OpPut(testLayout.Record(h.Job, h.Value.RunID), "done"))
 		})
 	}
 	wg.Wait()
@@ -167,12 +165,12 @@ func TestBatchedClaimsKeepTheirOwnCompares(t *testing.T) {
 		t.Fatalf("releases: %v", errs)
 	}
 	after := keysUnder(t, cli, testPrefix)
-	for _, rec := range []string{layout.Record("first", "first@1"), layout.Record("a", "a@1")} {
+	for _, rec := range []string{testLayout.Record("first", "first@1"), testLayout.Record("a", "a@1")} {
 		if _, ok := after[rec]; !ok {
 			t.Errorf("no record %s", rec)
 		}
 	}
-	if _, ok := after[layout.Record("c", "c@1")]; ok {
+	if _, ok := after[testLayout.Record("c", "c@1")]; ok {
 		t.Error("a release that lost its slot wrote its record")
 	}
 	if after[c1.h.Key()] == 0 {

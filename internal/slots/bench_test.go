@@ -121,7 +121,7 @@ func BenchmarkRawTxn(b *testing.B) {
 	cli := etcdtest.Start(b).Client()
 	sess := newSession(b, cli, 10*time.Second, 2*time.Second)
 	ctx := b.Context()
-	key := SlotKey(testPrefix, "bench", 0)
+	key := testLayout.Slot("bench", 0)
 	lat := make([]time.Duration, 0, 4096)
 	for b.Loop() {
 		t0 := time.Now()

@@ -39,7 +39,7 @@ type Request struct {
 	// the claim's transaction: the engine checks that the queue entry is as
 	// it saw it and rewrites it as running, with the job slot index the
 	// claim picked (ThenFor's slot), so the run is marked running exactly
-	// when it gets its slot (SPEC rule 3).
+	// when it gets its slot (docs/design.md#the-safety-rules, rule 3).
 	If      []clientv3.Cmp
 	ThenFor func(slot int) []clientv3.Op
 	// Key is the run's concurrency key: MaxConcurrency then holds per key
@@ -93,27 +93,12 @@ func (r *Request) check() error {
 // session lives; a slot found held is returned even if ctx ended meanwhile,
 // because the caller's Then was applied with it.
 func (s *Semaphore) Claim(ctx context.Context, sess *session.Session, req Request) (*Held, error) {
-	if err := req.check(); err != nil {
-		return nil, err
-	}
-	if err := sess.Err(); err != nil {
-		return nil, fmt.Errorf("slots: claim %s: session ended: %w", req.Job, err)
-	}
-	if err := s.waitReady(ctx); err != nil {
-		return nil, err
-	}
-	value, err := json.Marshal(req.Value)
+	value, err := s.claimable(ctx, sess, req)
 	if err != nil {
-		return nil, fmt.Errorf("slots: claim %s: %w", req.Job, err)
+		return nil, err
 	}
 	var start time.Time
-	defer func() {
-		// Only claims that reached etcd: a refusal by the view takes
-		// microseconds and would hide the latency that matters.
-		if !start.IsZero() {
-			s.metrics.claimDuration.Observe(time.Since(start).Seconds())
-		}
-	}()
+	defer s.observeClaim(&start)
 	free := s.freeFromView(req)
 	places := s.placesFromView()
 	fromView := true
@@ -143,37 +128,10 @@ func (s *Semaphore) Claim(ctx context.Context, sess *session.Session, req Reques
 		if start.IsZero() {
 			start = time.Now()
 		}
-		keys := p.keys(s.prefix, req)
-		slotCmps := make([]clientv3.Cmp, len(keys))
-		then := make([]clientv3.Op, 0, len(keys))
-		for i, k := range keys {
-			slotCmps[i] = clientv3.Compare(clientv3.CreateRevision(k), "=", 0)
-			then = append(then, clientv3.OpPut(k, string(value), clientv3.WithLease(sess.Lease())))
-		}
-		rateCmps, rateThen := rateOps(rp, stamp{At: req.Start.UTC(), RunID: req.Value.RunID, Holder: req.Value.Holder})
-		slotCmps = append(slotCmps, rateCmps...)
-		then = append(then, rateThen...)
-		if req.ThenFor != nil {
-			then = append(then, req.ThenFor(p.slot)...)
-		}
-		// Else reads what holds the job's and resources' slots, so a lost
-		// race costs no extra round trip to refresh.
-		why := s.roomOps(req)
-		// The caller's compares come first and alone in the outer
-		// transaction, so its failure is told apart from a taken slot. It
-		// may share a commit with other claims and releases, each nested
-		// with its own compares (package txnbatch).
-		resp, err := s.commit.Commit(ctx, txnbatch.Txn{If: req.If, Then: []clientv3.Op{clientv3.OpTxn(slotCmps, then, why)}})
+		keys, txn := s.claimTxn(sess, req, p, rp, value)
+		resp, err := s.commit.Commit(ctx, txn)
 		if err != nil {
-			if errors.Is(err, txnbatch.ErrNotSent) {
-				return nil, notSent(ctx, err)
-			}
-			if definite(err) {
-				return nil, fmt.Errorf("slots: claim %s: %w", req.Job, err)
-			}
-			s.logger.Warn("claim outcome unknown; reading back", "job", req.Job, "slot", p.slot, "run_id", req.Value.RunID, "err", err)
-			h, err := s.readBack(ctx, sess, req, p)
-			if err != nil || h != nil {
+			if h, err := s.claimUnanswered(ctx, sess, req, p, err); err != nil || h != nil {
 				return h, err
 			}
 			free = s.freeFromView(req)
@@ -184,15 +142,89 @@ func (s *Semaphore) Claim(ctx context.Context, sess *session.Session, req Reques
 		}
 		inner := resp.Responses[0].GetResponseTxn()
 		if inner.Succeeded {
-			h := newHeld(sess, req.Job, p.slot, resp.Header.Revision, p.resources(req), keys, req.Value)
-			s.track(h)
-			s.logger.Debug("slot claimed", "job", req.Job, "slot", p.slot, "token", h.Token, "run_id", req.Value.RunID)
-			return h, nil
+			return s.claimed(sess, req, p, keys, resp.Header.Revision), nil
 		}
 		free, places = s.roomFromRead(req, inner.Responses)
 		fromView = false
 	}
 	return nil, fmt.Errorf("slots: claim %s: lost the race for a free slot %d times: %w", req.Job, maxAttempts, ErrFull)
+}
+
+// observeClaim records how long a claim took, if it reached etcd (*start
+// set): a refusal by the view takes microseconds and would hide the
+// latency that matters.
+func (s *Semaphore) observeClaim(start *time.Time) {
+	if !start.IsZero() {
+		s.metrics.claimDuration.Observe(time.Since(*start).Seconds())
+	}
+}
+
+// claimed tracks the slot a claim's transaction took at revision token.
+func (s *Semaphore) claimed(sess *session.Session, req Request, p pick, keys []string, token int64) *Held {
+	h := newHeld(sess, req.Job, p.slot, token, p.resources(req), keys, req.Value)
+	s.track(h)
+	s.logger.Debug("slot claimed", "job", req.Job, "slot", p.slot, "token", h.Token, "run_id", req.Value.RunID)
+	return h
+}
+
+// claimable checks that req can be claimed now and returns the value its
+// slot keys will hold.
+func (s *Semaphore) claimable(ctx context.Context, sess *session.Session, req Request) ([]byte, error) {
+	if err := req.check(); err != nil {
+		return nil, err
+	}
+	if err := sess.Err(); err != nil {
+		return nil, fmt.Errorf("slots: claim %s: session ended: %w", req.Job, err)
+	}
+	if err := s.waitReady(ctx); err != nil {
+		return nil, err
+	}
+	value, err := json.Marshal(req.Value)
+	if err != nil {
+		return nil, fmt.Errorf("slots: claim %s: %w", req.Job, err)
+	}
+	return value, nil
+}
+
+// claimTxn is the transaction that claims pick p and the rate places rp:
+// each slot key created under the session's lease and each place stamped,
+// if all are free, with the caller's Then; the keys are the slot keys.
+func (s *Semaphore) claimTxn(sess *session.Session, req Request, p pick, rp []ratePick, value []byte) ([]string, txnbatch.Txn) {
+	keys := p.keys(s.layout, req)
+	slotCmps := make([]clientv3.Cmp, len(keys))
+	then := make([]clientv3.Op, 0, len(keys))
+	for i, k := range keys {
+		slotCmps[i] = clientv3.Compare(clientv3.CreateRevision(k), "=", 0)
+		then = append(then, clientv3.OpPut(k, string(value), clientv3.WithLease(sess.Lease())))
+	}
+	rateCmps, rateThen := rateOps(rp, stamp{At: req.Start.UTC(), RunID: req.Value.RunID, Holder: req.Value.Holder})
+	slotCmps = append(slotCmps, rateCmps...)
+	then = append(then, rateThen...)
+	if req.ThenFor != nil {
+		then = append(then, req.ThenFor(p.slot)...)
+	}
+	// Else reads what holds the job's and resources' slots, so a lost
+	// race costs no extra round trip to refresh.
+	why := s.roomOps(req)
+	// The caller's compares come first and alone in the outer
+	// transaction, so its failure is told apart from a taken slot. It
+	// may share a commit with other claims and releases, each nested
+	// with its own compares (package txnbatch).
+	return keys, txnbatch.Txn{If: req.If, Then: []clientv3.Op{clientv3.OpTxn(slotCmps, then, why)}}
+}
+
+// claimUnanswered resolves a claim's commit that failed: an error when it
+// was not applied or cannot have been, the slot when the read-back finds it
+// ours, and neither when it was not applied and the claim may try again.
+func (s *Semaphore) claimUnanswered(ctx context.Context, sess *session.Session, req Request, p pick, err error) (*Held, error) {
+	if errors.Is(err, txnbatch.ErrNotSent) {
+		return nil, notSent(ctx, err)
+	}
+	if definite(err) {
+		return nil, fmt.Errorf("slots: claim %s: %w", req.Job, err)
+	}
+	s.logger.Warn("claim outcome unknown; reading back", "job", req.Job, "slot", p.slot, "run_id", req.Value.RunID, "err", err)
+	return s.readBack(ctx, sess, req, p)
 }
 
 // readBack resolves a claim whose response was lost: the job slot key holds
@@ -206,7 +238,7 @@ func (s *Semaphore) readBack(ctx context.Context, sess *session.Session, req Req
 	defer cancel(nil)
 	stop := context.AfterFunc(sess.Context(), func() { cancel(context.Cause(sess.Context())) })
 	defer stop()
-	keys := p.keys(s.prefix, req)
+	keys := p.keys(s.layout, req)
 	gets := make([]clientv3.Op, len(keys))
 	for i, k := range keys {
 		gets[i] = clientv3.OpGet(k)

@@ -14,7 +14,6 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/internal/etcdtest"
-	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/logtest"
 	"github.com/etcdsched/scheduler/internal/poll"
 )
@@ -27,7 +26,7 @@ func TestClaimAppliesCallerOpsAtomically(t *testing.T) {
 	cli, sess, ctx := claimSetup(t)
 	sem := startSemaphore(t, cli)
 
-	entry := keys.New(testPrefix).Entry("j", "j@1")
+	entry := testLayout.Entry("j", "j@1")
 	read, err := cli.Put(ctx, entry, "pending")
 	if err != nil {
 		t.Fatal(err)
@@ -58,7 +57,7 @@ func TestClaimAppliesCallerOpsAtomically(t *testing.T) {
 	if _, err := sem.Claim(ctx, sess, req("b")); !errors.Is(err, ErrConflict) {
 		t.Fatalf("second claim of the same entry: err = %v, want %v", err, ErrConflict)
 	}
-	if n := len(keysUnder(t, cli, SlotsPrefix(testPrefix))); n != 1 {
+	if n := len(keysUnder(t, cli, testLayout.Slots())); n != 1 {
 		t.Fatalf("%d slot keys after a failed claim, want 1", n)
 	}
 	if err := sem.Release(ctx, h); err != nil {
@@ -100,7 +99,7 @@ func TestClaimIsAllOrNothingAgainstAStaleView(t *testing.T) {
 
 	// Another replica holds the only slot of the resource and slots 0 and 1
 	// of the job.
-	for _, k := range []string{ResourceKey(testPrefix, "db", 0), SlotKey(testPrefix, "j", 0), SlotKey(testPrefix, "j", 1)} {
+	for _, k := range []string{testLayout.ResourceSlot("db", 0), testLayout.Slot("j", 0), testLayout.Slot("j", 1)} {
 		if _, err := cli.Put(ctx, k, `{"run_id":"other"}`); err != nil {
 			t.Fatal(err)
 		}
@@ -241,7 +240,7 @@ func TestLostClaimResponseIsReadBack(t *testing.T) {
 	}
 	runSemaphore(t, sem)
 	sess, ctx := sessionFor(t, cli)
-	entry := keys.New(testPrefix).Entry("j", "j@1")
+	entry := testLayout.Entry("j", "j@1")
 	read, err := observer.Put(ctx, entry, "pending")
 	if err != nil {
 		t.Fatal(err)

@@ -9,7 +9,6 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/internal/etcdtest"
-	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/poll"
 	"github.com/etcdsched/scheduler/internal/session"
 )
@@ -17,7 +16,7 @@ import (
 // A holder cut off from etcd loses its slots within the TTL (plus a second
 // for the server's expiry loop); another replica then claims them, and the
 // old holder's late release, once it can talk again, neither deletes the new
-// holder's keys nor writes its run record (SPEC rule 4).
+// holder's keys nor writes its run record (docs/design.md#the-safety-rules, rule 4).
 func TestExpiredHolderLosesSlotsAndCannotReleaseLate(t *testing.T) {
 	cluster := etcdtest.Start(t)
 	proxy := etcdtest.NewProxy(t, cluster.Endpoints()[0])
@@ -61,12 +60,12 @@ func TestExpiredHolderLosesSlotsAndCannotReleaseLate(t *testing.T) {
 	}
 
 	proxy.Resume()
-	record := keys.New(testPrefix).Record("solo", "solo@1")
+	record := testLayout.Record("solo", "solo@1")
 	if err := semA.Release(ctx, hA, clientv3.OpPut(record, "succeeded")); !errors.Is(err, ErrNotOwner) {
 		t.Errorf("late release: err = %v, want %v", err, ErrNotOwner)
 	}
 	keys := keysUnder(t, observer, testPrefix)
-	for _, k := range []string{hB.Key(), ResourceKey(testPrefix, "db", 0)} {
+	for _, k := range []string{hB.Key(), testLayout.ResourceSlot("db", 0)} {
 		if keys[k] != hB.Token {
 			t.Errorf("after the late release %s has create revision %d, want the new holder's %d", k, keys[k], hB.Token)
 		}
@@ -80,7 +79,7 @@ func TestExpiredHolderLosesSlotsAndCannotReleaseLate(t *testing.T) {
 }
 
 // With keepalives cut off, the holder's context ends strictly before the
-// server deletes the slot, with time to spare for stopping the run (SPEC
+// server deletes the slot, with time to spare for stopping the run (docs/design.md#the-safety-rules,
 // rule 5). Responses are delayed first, so only a guard that counts from
 // the send time of acknowledged keepalives (not their arrival) passes.
 func TestHolderContextEndsBeforeServerDeletesSlot(t *testing.T) {

@@ -59,7 +59,7 @@ func (w *witness) apply(events []*clientv3.Event) {
 func (w *witness) event(ev *clientv3.Event) {
 	w.events++
 	k := string(ev.Kv.Key)
-	kind, name, _, ok := ParseKey(w.prefix, k)
+	kind, name, _, ok := parseKey(keys.New(w.prefix), k)
 	if !ok {
 		return
 	}
@@ -132,8 +132,8 @@ func TestHammerNeverExceedsLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sentinel := keys.New(testPrefix).Record("hammer", "hammer-done") // inside the watched range, not a slot key
-	watch := observer.Watch(setup, ResourcesPrefix(testPrefix), clientv3.WithRange(clientv3.GetPrefixRangeEnd(SlotsPrefix(testPrefix))), clientv3.WithRev(start.Header.Revision+1))
+	sentinel := testLayout.Record("hammer", "hammer-done") // inside the watched range, not a slot key
+	watch := observer.Watch(setup, testLayout.Resources(), clientv3.WithRange(clientv3.GetPrefixRangeEnd(testLayout.Slots())), clientv3.WithRev(start.Header.Revision+1))
 	witnessDone := make(chan error, 1)
 	go func() {
 		for resp := range watch {

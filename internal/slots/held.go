@@ -16,7 +16,7 @@ type HeldResource struct {
 
 // Held is a claim: a job slot and one slot of each resource the job names,
 // all created by one transaction. They therefore share one CreateRevision,
-// the fencing token of the run (SPEC rule 6); a target guarding a resource
+// the fencing token of the run (docs/design.md#the-safety-rules, rule 6); a target guarding a resource
 // can compare the same number.
 type Held struct {
 	Job       string

@@ -8,7 +8,6 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/session"
 	"github.com/etcdsched/scheduler/internal/txnbatch"
 )
@@ -16,7 +15,7 @@ import (
 // Strict retries (retries.hold_slot): a failed attempt keeps its slot keys
 // for its retry instead of deleting them, and the retry claims with them.
 // The keys stay on the holder's session lease, so a holder that dies loses
-// them as it loses any slot (SPEC rule 7), and the retry then claims like
+// them as it loses any slot (docs/design.md#the-safety-rules, rule 7), and the retry then claims like
 // any run.
 
 // ErrHoldLost: the kept slot is gone (its lease ended) or was never ours;
@@ -54,10 +53,10 @@ func (s *Semaphore) ClaimHeld(ctx context.Context, sess *session.Session, req Re
 	if err := s.waitReady(ctx); err != nil {
 		return nil, err
 	}
-	layout := keys.New(s.prefix)
-	kept := []string{SlotKey(s.prefix, req.group(), slot)}
+
+	kept := []string{s.layout.Slot(req.group(), slot)}
 	for _, r := range res {
-		kept = append(kept, ResourceKey(s.prefix, r.Name, r.Index))
+		kept = append(kept, s.layout.ResourceSlot(r.Name, r.Index))
 	}
 	ours := make([]clientv3.Cmp, 0, 2*len(kept))
 	for _, k := range kept {
@@ -71,19 +70,7 @@ func (s *Semaphore) ClaimHeld(ctx context.Context, sess *session.Session, req Re
 		if err != nil {
 			return nil, fmt.Errorf("slots: claim held %s: %w", req.Job, err)
 		}
-		rateCmps, rateThen := rateOps(rp, stamp{At: req.Start.UTC(), RunID: req.Value.RunID, Holder: req.Value.Holder})
-		then := rateThen
-		if req.ThenFor != nil {
-			then = append(then, req.ThenFor(slot)...)
-		}
-		var why []clientv3.Op
-		for _, r := range req.Rates {
-			why = append(why, clientv3.OpGet(layout.RateWindow(r.Scope, r.Name), clientv3.WithPrefix()))
-		}
-		// Three levels, so each failure is told apart: the caller's
-		// compares, the hold still ours, the rate places as judged.
-		resp, err := s.commit.Commit(ctx, txnbatch.Txn{If: req.If, Then: []clientv3.Op{
-			clientv3.OpTxn(ours, []clientv3.Op{clientv3.OpTxn(rateCmps, then, why)}, nil)}})
+		resp, err := s.commit.Commit(ctx, s.claimHeldTxn(req, slot, ours, rp))
 		if err != nil {
 			s.dropHold(context.WithoutCancel(ctx), kept, token)
 			return nil, fmt.Errorf("slots: claim held %s run %s: %w: %w", req.Job, req.Value.RunID, ErrIndeterminate, err)
@@ -108,6 +95,23 @@ func (s *Semaphore) ClaimHeld(ctx context.Context, sess *session.Session, req Re
 		places = placesFromRead(got)
 	}
 	return nil, fmt.Errorf("slots: claim held %s: lost the race for a rate place %d times: %w", req.Job, maxAttempts, ErrFull)
+}
+
+// claimHeldTxn is the transaction of ClaimHeld, in three levels so each
+// failure is told apart: the caller's compares, the hold still ours (ours),
+// the rate places rp as judged; the last reads the windows when it fails.
+func (s *Semaphore) claimHeldTxn(req Request, slot int, ours []clientv3.Cmp, rp []ratePick) txnbatch.Txn {
+	rateCmps, rateThen := rateOps(rp, stamp{At: req.Start.UTC(), RunID: req.Value.RunID, Holder: req.Value.Holder})
+	then := rateThen
+	if req.ThenFor != nil {
+		then = append(then, req.ThenFor(slot)...)
+	}
+	var why []clientv3.Op
+	for _, r := range req.Rates {
+		why = append(why, clientv3.OpGet(s.layout.RateWindow(r.Scope, r.Name), clientv3.WithPrefix()))
+	}
+	return txnbatch.Txn{If: req.If, Then: []clientv3.Op{
+		clientv3.OpTxn(ours, []clientv3.Op{clientv3.OpTxn(rateCmps, then, why)}, nil)}}
 }
 
 // dropHold deletes kept keys that are still the hold's incarnation.

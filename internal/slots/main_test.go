@@ -9,12 +9,16 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/internal/etcdtest"
+	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/session"
 )
 
 func TestMain(m *testing.M) { etcdtest.VerifyNoLeaks(m) }
 
 const testPrefix = "/scheduler/"
+
+// testLayout is the key layout under testPrefix.
+var testLayout = keys.New(testPrefix)
 
 // startSemaphore runs a semaphore's view for the life of the test and waits
 // for its first read.

@@ -4,6 +4,8 @@ import (
 	"math/rand/v2"
 
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
+
+	"github.com/etcdsched/scheduler/internal/keys"
 )
 
 // freeSet is the free indexes of a job and of each of its resources.
@@ -41,12 +43,12 @@ func (f freeSet) pick() (pick, error) {
 	return p, nil
 }
 
-func (p pick) keys(prefix string, req Request) []string {
-	keys := []string{SlotKey(prefix, req.group(), p.slot)}
+func (p pick) keys(l keys.Layout, req Request) []string {
+	ks := []string{l.Slot(req.group(), p.slot)}
 	for i, r := range req.Resources {
-		keys = append(keys, ResourceKey(prefix, r.Name, p.res[i]))
+		ks = append(ks, l.ResourceSlot(r.Name, p.res[i]))
 	}
-	return keys
+	return ks
 }
 
 func (p pick) resources(req Request) []HeldResource {
@@ -74,7 +76,7 @@ func (s *Semaphore) freeFromRead(req Request, ranges []*etcdserverpb.ResponseOp)
 		taken := map[int]bool{}
 		for _, kv := range r.GetResponseRange().Kvs {
 			// A job's prefix also holds its keyed slots' keys.
-			if k, n, i, ok := ParseKey(s.prefix, string(kv.Key)); ok && k == kind && n == name {
+			if k, n, i, ok := parseKey(s.layout, string(kv.Key)); ok && k == kind && n == name {
 				taken[i] = true
 			}
 		}

@@ -110,7 +110,7 @@ type ratePick struct {
 }
 
 func (s *Semaphore) rateKey(r Rate, i int) string {
-	return keys.New(s.prefix).RatePlace(r.Scope, r.Name, i)
+	return s.layout.RatePlace(r.Scope, r.Name, i)
 }
 
 // pickRates chooses a free place in every window, judged at start, from

@@ -122,7 +122,7 @@ func TestListShowsKeysAndWindows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h.Key() != keys.New(testPrefix).SlotOf("sync", "c-1", 0) {
+	if h.Key() != testLayout.SlotOf("sync", "c-1", 0) {
 		t.Errorf("slot key %s", h.Key())
 	}
 	var list []Info

@@ -12,7 +12,7 @@ import (
 
 // Release gives the claim's keys up and applies then (the run record) in the
 // same transaction, only if every key is still this claim's incarnation
-// (SPEC rule 4): a holder that lost its slot while paused cannot delete the
+// (docs/design.md#the-safety-rules, rule 4): a holder that lost its slot while paused cannot delete the
 // key a new holder created under the same name, nor write a record for a
 // run that someone else now owns. ErrNotOwner says the slot was lost and
 // then was not applied.

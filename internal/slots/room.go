@@ -6,8 +6,6 @@ import (
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
-
-	"github.com/etcdsched/scheduler/internal/keys"
 )
 
 // roomOps read what a claim of req needs room in: the keys of the job's
@@ -15,13 +13,12 @@ import (
 // each rate window with their stamps, to judge them afresh. A failed claim
 // transaction returns them; a confirmed refusal reads them alone.
 func (s *Semaphore) roomOps(req Request) []clientv3.Op {
-	ops := []clientv3.Op{clientv3.OpGet(SlotPrefix(s.prefix, req.group()), clientv3.WithPrefix(), clientv3.WithKeysOnly())}
+	ops := []clientv3.Op{clientv3.OpGet(s.layout.JobSlots(req.group()), clientv3.WithPrefix(), clientv3.WithKeysOnly())}
 	for _, r := range req.Resources {
-		ops = append(ops, clientv3.OpGet(ResourcePrefix(s.prefix, r.Name), clientv3.WithPrefix(), clientv3.WithKeysOnly()))
+		ops = append(ops, clientv3.OpGet(s.layout.Resource(r.Name), clientv3.WithPrefix(), clientv3.WithKeysOnly()))
 	}
-	layout := keys.New(s.prefix)
 	for _, r := range req.Rates {
-		ops = append(ops, clientv3.OpGet(layout.RateWindow(r.Scope, r.Name), clientv3.WithPrefix()))
+		ops = append(ops, clientv3.OpGet(s.layout.RateWindow(r.Scope, r.Name), clientv3.WithPrefix()))
 	}
 	return ops
 }

@@ -21,7 +21,7 @@ import (
 // and the API can list them. Run maintains the view.
 type Semaphore struct {
 	client  *clientv3.Client
-	prefix  string
+	layout  keys.Layout
 	logger  *slog.Logger
 	metrics *metrics
 	clock   clockwork.Clock // paces retries
@@ -91,7 +91,7 @@ func New(client *clientv3.Client, prefix string, logger *slog.Logger, reg promet
 	}
 	s := &Semaphore{
 		client:  client,
-		prefix:  prefix,
+		layout:  keys.New(prefix),
 		logger:  logger.With("component", "slots"),
 		metrics: m,
 		clock:   clockwork.NewRealClock(),
@@ -210,7 +210,7 @@ func (s *Semaphore) free(kind Kind, name string, limit int) []int {
 	defer s.mu.Unlock()
 	var free []int
 	for i := range limit {
-		if _, taken := s.entries[key(s.prefix, kind, name, i)]; !taken {
+		if _, taken := s.entries[slotKey(s.layout, kind, name, i)]; !taken {
 			free = append(free, i)
 		}
 	}

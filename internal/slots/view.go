@@ -8,14 +8,13 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/watch"
 )
 
 // Run keeps the view of held slots and rate places until ctx ends: one
 // read of the three prefixes, then a watch of each from the revision after it. A watch that
 // closes is resumed from the revision after its last event; a compacted one
-// (its history is gone) starts over with a fresh read (SPEC rule 8).
+// (its history is gone) starts over with a fresh read (docs/design.md#the-safety-rules, rule 8).
 func (s *Semaphore) Run(ctx context.Context) error {
 	// The watches require a leader themselves; this makes the read, too,
 	// fail at once on a member without one rather than wait, so it is
@@ -29,7 +28,7 @@ func (s *Semaphore) Run(ctx context.Context) error {
 func (s *Semaphore) watch() watch.Watch {
 	return watch.Watch{
 		Client:   s.client,
-		Prefixes: []string{slotsView: SlotsPrefix(s.prefix), resourcesView: ResourcesPrefix(s.prefix), ratesView: keys.New(s.prefix).Rates()},
+		Prefixes: []string{slotsView: s.layout.Slots(), resourcesView: s.layout.Resources(), ratesView: s.layout.Rates()},
 		Retry:    etcdRetry,
 		Clock:    s.clock,
 		Logger:   s.logger,
@@ -52,9 +51,9 @@ func (v viewHandler) Read(ctx context.Context) (int64, error) {
 func (v viewHandler) Apply(_ context.Context, prefix string, events []*clientv3.Event, _ int64) error {
 	view := slotsView
 	switch prefix {
-	case ResourcesPrefix(v.s.prefix):
+	case v.s.layout.Resources():
 		view = resourcesView
-	case keys.New(v.s.prefix).Rates():
+	case v.s.layout.Rates():
 		view = ratesView
 	}
 	v.s.apply(view, events)
@@ -64,9 +63,9 @@ func (v viewHandler) Apply(_ context.Context, prefix string, events []*clientv3.
 // load replaces the view with a read of both prefixes at one revision.
 func (s *Semaphore) load(ctx context.Context) error {
 	resp, err := s.client.Txn(ctx).Then(
-		clientv3.OpGet(SlotsPrefix(s.prefix), clientv3.WithPrefix()),
-		clientv3.OpGet(ResourcesPrefix(s.prefix), clientv3.WithPrefix()),
-		clientv3.OpGet(keys.New(s.prefix).Rates(), clientv3.WithPrefix()),
+		clientv3.OpGet(s.layout.Slots(), clientv3.WithPrefix()),
+		clientv3.OpGet(s.layout.Resources(), clientv3.WithPrefix()),
+		clientv3.OpGet(s.layout.Rates(), clientv3.WithPrefix()),
 	).Commit()
 	if err != nil {
 		return fmt.Errorf("slots: read held slots: %w", err)
@@ -141,18 +140,29 @@ func (s *Semaphore) apply(view int, events []*clientv3.Event) {
 	}
 	s.seen[view] = events[len(events)-1].Kv.ModRevision
 	if view == ratesView {
-		for _, ev := range events {
-			if ev.Type == mvccpb.PUT {
-				s.rates[string(ev.Kv.Key)] = decodePlace(ev.Kv)
-			} else {
-				delete(s.rates, string(ev.Kv.Key))
-			}
-		}
-		// A waiter refused by a window wakes at its Until anyway; a
-		// change here may free a place sooner (a config change).
-		s.signalLocked()
+		s.applyRatesLocked(events)
 		return
 	}
+	s.applySlotsLocked(events)
+}
+
+// applyRatesLocked takes events of the rate windows' places.
+func (s *Semaphore) applyRatesLocked(events []*clientv3.Event) {
+	for _, ev := range events {
+		if ev.Type == mvccpb.PUT {
+			s.rates[string(ev.Kv.Key)] = decodePlace(ev.Kv)
+		} else {
+			delete(s.rates, string(ev.Kv.Key))
+		}
+	}
+	// A waiter refused by a window wakes at its Until anyway; a
+	// change here may free a place sooner (a config change).
+	s.signalLocked()
+}
+
+// applySlotsLocked takes events of job or resource slot keys; a delete of
+// a slot this replica holds is the loss of that hold.
+func (s *Semaphore) applySlotsLocked(events []*clientv3.Event) {
 	touched := map[group]bool{}
 	for _, ev := range events {
 		k := string(ev.Kv.Key)
@@ -191,7 +201,7 @@ func (s *Semaphore) apply(view int, events []*clientv3.Event) {
 
 // put records a held key; keys that are not slot keys are ignored.
 func (s *Semaphore) put(kv *mvccpb.KeyValue) (entry, bool) {
-	kind, name, index, ok := ParseKey(s.prefix, string(kv.Key))
+	kind, name, index, ok := parseKey(s.layout, string(kv.Key))
 	if !ok {
 		s.logger.Debug("ignoring key under the slot prefixes", "key", string(kv.Key))
 		return entry{}, false

@@ -10,20 +10,19 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/internal/etcdtest"
-	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/poll"
 )
 
 // A view that fell behind a compaction cannot resume its watch; follow says
-// so (Run then reads again) and the fresh read is complete (SPEC rule 8).
+// so (Run then reads again) and the fresh read is complete (docs/design.md#the-safety-rules, rule 8).
 func TestViewStartsOverAfterCompaction(t *testing.T) {
 	ctx, cli, sem := loadedView(t)
-	for _, k := range []string{SlotKey(testPrefix, "j", 0), SlotKey(testPrefix, "j", 1), ResourceKey(testPrefix, "db", 0)} {
+	for _, k := range []string{testLayout.Slot("j", 0), testLayout.Slot("j", 1), testLayout.ResourceSlot("db", 0)} {
 		if _, err := cli.Put(ctx, k, `{"run_id":"j@1"}`); err != nil {
 			t.Fatal(err)
 		}
 	}
-	del, err := cli.Delete(ctx, SlotKey(testPrefix, "j", 1))
+	del, err := cli.Delete(ctx, testLayout.Slot("j", 1))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +65,7 @@ func TestClaimWaitsForTheView(t *testing.T) {
 func TestLaggingDeleteOfAnEarlierHolderIsNotALoss(t *testing.T) {
 	ctx, cli, sem := loadedView(t) // the view stops at its read until followView below
 	// An earlier holder comes and goes after the view's read.
-	key := SlotKey(testPrefix, "j", 0)
+	key := testLayout.Slot("j", 0)
 	if _, err := cli.Put(ctx, key, `{"run_id":"j@0"}`); err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +92,7 @@ func TestLaggingDeleteOfAnEarlierHolderIsNotALoss(t *testing.T) {
 func TestDeleteSeenBeforeTrackEndsHolder(t *testing.T) {
 	ctx, cli, sem := loadedView(t)
 	sess := newSession(t, cli, 5*time.Second, time.Second)
-	key := SlotKey(testPrefix, "j", 0)
+	key := testLayout.Slot("j", 0)
 	// What a claim writes, then the delete, then a marker the view shows
 	// only once it has applied everything before it.
 	put, err := cli.Put(ctx, key, `{"run_id":"j@1"}`, clientv3.WithLease(sess.Lease()))
@@ -103,7 +102,7 @@ func TestDeleteSeenBeforeTrackEndsHolder(t *testing.T) {
 	if _, err := cli.Delete(ctx, key); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cli.Put(ctx, SlotKey(testPrefix, "marker", 0), `{"run_id":"marker@1"}`); err != nil {
+	if _, err := cli.Put(ctx, testLayout.Slot("marker", 0), `{"run_id":"marker@1"}`); err != nil {
 		t.Fatal(err)
 	}
 	followView(t, ctx, sem)
@@ -134,7 +133,7 @@ func TestTrackJudgesEachKeyByItsOwnWatch(t *testing.T) {
 	_, cli, sem := loadedView(t)
 	sess := newSession(t, cli, 5*time.Second, time.Second)
 	const token = 100
-	jobKey, resKey := SlotKey(testPrefix, "j", 0), ResourceKey(testPrefix, "db", 0)
+	jobKey, resKey := testLayout.Slot("j", 0), testLayout.ResourceSlot("db", 0)
 	track := func(slotsSeen, resourcesSeen int64) *Held {
 		sem.mu.Lock()
 		sem.entries = map[string]entry{jobKey: {token: token}}
@@ -198,8 +197,8 @@ func waitListed(t *testing.T, sem *Semaphore, what, job string, token int64) {
 func TestInUseCountsEveryKeyOfAJobAndOnlyItsOwn(t *testing.T) {
 	ctx, cli, sem := loadedView(t)
 	followView(t, ctx, sem)
-	l := keys.New(testPrefix)
-	for _, k := range []string{l.SlotOf("j", "", 0), l.SlotOf("j", "k1", 0), l.SlotOf("j", "k2", 0), l.SlotOf("j", "k2", 1), l.SlotOf("jj", "", 0), ResourceKey(testPrefix, "j", 0)} {
+	l := testLayout
+	for _, k := range []string{l.SlotOf("j", "", 0), l.SlotOf("j", "k1", 0), l.SlotOf("j", "k2", 0), l.SlotOf("j", "k2", 1), l.SlotOf("jj", "", 0), testLayout.ResourceSlot("j", 0)} {
 		if _, err := cli.Put(ctx, k, `{"run_id":"x"}`); err != nil {
 			t.Fatal(err)
 		}

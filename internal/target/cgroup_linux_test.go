@@ -71,7 +71,7 @@ while [ ! -s "$0/daemon" ] || [ ! -e "$0/beat" ]; do sleep 0.01; done`
 }
 
 // TestSweepEndsRunCgroupsOfGoneReplicas: a run cgroup named after a replica
-// that no longer exists is emptied and removed when an Executor starts; one
+// that no longer exists is emptied and removed by SweepCgroups; one
 // named after a live replica (this process) is left alone.
 func TestSweepEndsRunCgroupsOfGoneReplicas(t *testing.T) {
 	parent, err := cgroupParent()
@@ -99,7 +99,12 @@ func TestSweepEndsRunCgroupsOfGoneReplicas(t *testing.T) {
 	}
 	defer live.end()
 
-	n, err := sweepRunCgroups(parent)
+	e, err := NewExecutor(Options{CgroupParent: parent})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	n, err := e.SweepCgroups()
 	if err != nil || n < 1 {
 		t.Errorf("sweep ended %d cgroups, err %v; want at least the stale one", n, err)
 	}
@@ -151,7 +156,10 @@ func TestNoCgroupIsLogged(t *testing.T) {
 				}
 			}
 			rec := newRecorder()
-			e := New(Options{Logger: slog.New(rec)})
+			e, err := NewExecutor(Options{Logger: slog.New(rec)}.Discover(true))
+			if err != nil {
+				t.Fatal(err)
+			}
 			defer e.Close()
 			warned := false
 			for _, l := range rec.lines() {

@@ -18,7 +18,7 @@ var baseEnv = []string{"PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TZ"
 const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 // execEnv layers the run's environment: the base, then the job's env, then
-// the SCHEDULER_* values of SPEC section 7, which a job cannot override for
+// the SCHEDULER_* values of docs/configuration.md#what-a-target-is-told, which a job cannot override for
 // the same reason as the HTTP headers: the fencing token must be trustworthy.
 func execEnv(job map[string]string, run Run) []string {
 	m := make(map[string]string, len(baseEnv)+len(job)+7)

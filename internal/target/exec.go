@@ -52,22 +52,8 @@ func (e *Executor) doExec(ctx context.Context, spec *config.Exec, run Run) Resul
 		return failed("target: exec: %v", err)
 	}
 
-	pr, pw, err := os.Pipe()
+	r, pr, err := e.startExec(ctx, sp, run)
 	if err != nil {
-		return failed("target: exec: output pipe: %v", err)
-	}
-	log := e.log.With("job", run.Job, "run_id", run.RunID)
-	var r running
-	if e.supervisor != "" {
-		r, err = startSupervised(context.WithoutCancel(ctx), e.supervisor, sp, pw, log)
-	} else {
-		r, err = startLocal(sp, pw, log)
-	}
-	// From here only the children hold the write end, so EOF on the read
-	// end means every one of them has closed it.
-	pw.Close()
-	if err != nil {
-		pr.Close()
 		return failed("target: exec: %v", err)
 	}
 
@@ -98,17 +84,48 @@ func (e *Executor) doExec(ctx context.Context, spec *config.Exec, run Run) Resul
 	drain.Stop()
 	pr.Close()
 
+	res = execResult(res, st, err)
+	res.Output = out.String()
+	return res
+}
+
+// startExec starts the command of sp, under the supervisor if there is
+// one, with its output into a pipe; it returns the pipe's read end.
+func (e *Executor) startExec(ctx context.Context, sp spec, run Run) (running, *os.File, error) {
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return nil, nil, fmt.Errorf("output pipe: %w", err)
+	}
+	log := e.log.With("job", run.Job, "run_id", run.RunID)
+	var r running
+	if e.supervisor != "" {
+		r, err = startSupervised(context.WithoutCancel(ctx), e.supervisor, sp, pw, log)
+	} else {
+		r, err = startLocal(sp, pw, log)
+	}
+	// From here only the children hold the write end, so EOF on the read
+	// end means every one of them has closed it.
+	pw.Close()
+	if err != nil {
+		pr.Close()
+		return nil, nil, err
+	}
+	return r, pr, nil
+}
+
+// execResult is how a run ended: res is stopped's when its context ended
+// it (empty otherwise), st and err what the command's end reported.
+func execResult(res Result, st status, err error) Result {
 	switch {
 	case err != nil && res.Outcome == "":
-		res = failed("target: exec: %v", err)
+		return failed("target: exec: %v", err)
 	case err != nil:
 	case res.Outcome == "":
-		res = exitResult(st)
+		return exitResult(st)
 	case st.Exited:
 		code := st.Code
 		res.ExitCode = &code
 	}
-	res.Output = out.String()
 	return res
 }
 

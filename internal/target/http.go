@@ -36,35 +36,10 @@ func (e *Executor) doHTTP(ctx context.Context, spec *config.HTTP, run Run) Resul
 	if err != nil {
 		return failed("%v", err)
 	}
-	var body io.Reader
-	switch {
-	case len(run.Input) > 0:
-		body = bytes.NewReader(run.Input)
-	case spec.Body != "":
-		body = strings.NewReader(spec.Body)
-	}
-	req, err := http.NewRequestWithContext(ctx, spec.Method, spec.URL, body)
+	req, err := newRequest(ctx, spec, run)
 	if err != nil {
 		return failed("target: http request: %v", err)
 	}
-	for k, v := range spec.Headers {
-		req.Header.Set(k, v)
-	}
-	// net/http ignores a Host header field on outgoing requests; honour it
-	// the way a user writing headers: {Host: ...} means it.
-	if h := req.Header.Get("Host"); h != "" {
-		req.Host = h
-		req.Header.Del("Host")
-	}
-	for _, f := range run.fields() {
-		if f.header != "" {
-			req.Header.Set(f.header, f.value)
-		}
-	}
-	if len(run.Input) > 0 {
-		req.Header.Set("Content-Type", "application/json")
-	}
-
 	client := e.noFollow
 	if spec.FollowRedirects {
 		client = e.follow
@@ -95,6 +70,41 @@ func (e *Executor) doHTTP(ctx context.Context, spec *config.HTTP, run Run) Resul
 	res.HTTPStatus = resp.StatusCode
 	res.Output = out.String()
 	return res
+}
+
+// newRequest is the run's request: the job's method, URL and headers, the
+// run's input as the body (else the job's), and the run's own headers,
+// which the job's cannot override.
+func newRequest(ctx context.Context, spec *config.HTTP, run Run) (*http.Request, error) {
+	var body io.Reader
+	switch {
+	case len(run.Input) > 0:
+		body = bytes.NewReader(run.Input)
+	case spec.Body != "":
+		body = strings.NewReader(spec.Body)
+	}
+	req, err := http.NewRequestWithContext(ctx, spec.Method, spec.URL, body)
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range spec.Headers {
+		req.Header.Set(k, v)
+	}
+	// net/http ignores a Host header field on outgoing requests; honour it
+	// the way a user writing headers: {Host: ...} means it.
+	if h := req.Header.Get("Host"); h != "" {
+		req.Host = h
+		req.Header.Del("Host")
+	}
+	for _, f := range run.fields() {
+		if f.header != "" {
+			req.Header.Set(f.header, f.value)
+		}
+	}
+	if len(run.Input) > 0 {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	return req, nil
 }
 
 func successList(codes []string) []string {

@@ -72,7 +72,10 @@ func patternTail(total, n int) []byte {
 
 func testExecutor(t *testing.T) *Executor {
 	t.Helper()
-	e := New(Options{})
+	e, err := NewExecutor(Options{}.Discover(true))
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(e.Close)
 	if e.supervisor == "" {
 		t.Fatal("exec runs of the tests would not go through a supervisor")

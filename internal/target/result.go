@@ -31,7 +31,7 @@ func (r Result) Fill(rec *runs.Record) {
 // caller's context also carries a deadline.
 var errTimeout = errors.New("target: run timed out")
 
-// stopped maps a context that ended a run to the outcome of SPEC section 6:
+// stopped maps a context that ended a run to the outcome of docs/api.md:
 // our own timeout is timed_out; anything else (a cancel request, the lease
 // guard, shutdown) is cancelled, with the caller's cause as the error.
 func stopped(ctx context.Context) Result {

@@ -8,7 +8,7 @@ import (
 	"github.com/etcdsched/scheduler/internal/runs"
 )
 
-// Run is what a target learns about the run it executes (SPEC section 7).
+// Run is what a target learns about the run it executes (docs/configuration.md#what-a-target-is-told).
 type Run struct {
 	Job          string // defaults to the job's name when empty
 	RunID        string
@@ -22,18 +22,18 @@ type Run struct {
 	// slot, so FencingToken is their token too: a target guarding a shared
 	// resource keeps the highest token per resource slot.
 	ResourceSlots []string
-	// Input is the run's input, a JSON object (SPEC section 12): the body of
+	// Input is the run's input, a JSON object (docs/api.md): the body of
 	// an HTTP target's request, SCHEDULER_INPUT of an exec target's.
 	Input []byte
 	// TraceParent and TraceState are the W3C trace context of the run's
-	// span (SPEC section 17), so the target's logs and spans join its trace.
+	// span (docs/design-edges.md#tracing), so the target's logs and spans join its trace.
 	TraceParent, TraceState string
 	// Shard and Shards say which shard of a sharded job's tick the run is
-	// (SPEC section 21); Shards is 0 for any other run.
+	// (docs/design-sharded.md); Shards is 0 for any other run.
 	Shard, Shards int
 }
 
-// field is one value of SPEC section 7, named once for both forms so the
+// field is one value of docs/configuration.md#what-a-target-is-told, named once for both forms so the
 // header and the environment variable can never drift apart.
 type field struct {
 	header, env, value string

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/signal"
 	"sync"
-	"sync/atomic"
 	"syscall"
 )
 
@@ -16,18 +15,14 @@ import (
 // one exec run instead of itself. It is not a command a person types.
 const SupervisorArg = "__scheduler-exec-supervisor"
 
-// supervisorReady records that this binary dispatches SupervisorArg, which
-// is what lets an Executor re-execute it as a supervisor. A binary that does
-// not (another package's test binary) would run as itself instead.
-var supervisorReady atomic.Bool
-
 // Supervise must be the first thing main does:
 //
 //	if code, ok := target.Supervise(os.Args); ok { os.Exit(code) }
 //
 // When args ask for a supervisor it runs one to the end and returns its exit
-// code with ok; otherwise it returns at once, having noted that this binary
-// can supervise.
+// code with ok; otherwise it returns at once. Only a binary that does this
+// may be an Executor's Options.Supervisor (Discover(true) names it): any
+// other (another package's test binary) would run as itself instead.
 //
 // Why a process of its own: the replica cannot kill anything once it is dead
 // (SIGKILL, the OOM killer, a panic), and the kernel kills only the leader
@@ -40,7 +35,6 @@ var supervisorReady atomic.Bool
 // command's output does not pass through it: its stdout is the replica's
 // output pipe, handed on to the command.
 func Supervise(args []string) (code int, ok bool) {
-	supervisorReady.Store(true)
 	if len(args) < 2 || args[1] != SupervisorArg {
 		return 0, false
 	}

@@ -35,7 +35,11 @@ func actAsReplica() int {
 		"HEARTBEAT": filepath.Join(dir, "heartbeat"),
 		"PGID_FILE": filepath.Join(dir, "pgid"),
 	}
-	e := New(Options{})
+	e, err := NewExecutor(Options{}.Discover(true))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "replica:", err)
+		return 3
+	}
 	defer e.Close()
 	if e.supervisor == "" {
 		fmt.Fprintln(os.Stderr, "replica: no supervisor")
@@ -47,7 +51,7 @@ func actAsReplica() int {
 }
 
 // TestReplicaKilledTakesItsRunWithIt: a replica killed with SIGKILL in the
-// middle of an exec run (the case of SPEC section 16) leaves nothing of the
+// middle of an exec run (the case of docs/design-edges.md#operating-at-the-edges) leaves nothing of the
 // run behind: within 1s of the kill the heartbeat has stopped and no
 // process of the run's group exists, zombies included.
 func TestReplicaKilledTakesItsRunWithIt(t *testing.T) {
@@ -195,7 +199,10 @@ func (r *recorder) lines() []string {
 func TestSupervisorLogsReachTheReplica(t *testing.T) {
 	dir := t.TempDir()
 	rec := newRecorder()
-	e := New(Options{Logger: slog.New(rec)})
+	e, err := NewExecutor(Options{Logger: slog.New(rec)}.Discover(true))
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer e.Close()
 	job := execJob(time.Minute, 100*time.Millisecond, "sh", "-c", `trap "" TERM; echo > "$0/ready"; exec sleep 1000`, dir)
 	ctx, cancel := context.WithCancel(t.Context())

@@ -1,6 +1,6 @@
 // Package target executes one run of a job against its target, an HTTP
-// request or a local command (SPEC section 7), and reports how it ended
-// (SPEC section 6). It knows nothing of etcd: the caller holds the slot and
+// request or a local command (docs/configuration.md#what-a-target-is-told), and reports how it ended
+// (docs/api.md). It knows nothing of etcd: the caller holds the slot and
 // hands in a context that is cancelled when the run must stop (timeout is
 // applied here; cancel requests and the lease guard come from the caller).
 package target
@@ -16,7 +16,7 @@ import (
 )
 
 const (
-	// defaultTimeout is SPEC section 3's default. Config applies it too; this
+	// defaultTimeout is docs/configuration.md's default. Config applies it too; this
 	// guards a Job built in code so a run can never be unbounded.
 	defaultTimeout = time.Hour
 	// defaultKillGrace is how long a process group gets between SIGTERM and
@@ -24,9 +24,20 @@ const (
 	defaultKillGrace = 10 * time.Second
 )
 
-// Options configure an Executor. The zero value is usable.
+// Options configure an Executor. The zero value is usable: exec runs start
+// unsupervised and without a cgroup of their own. Discover fills in what
+// this binary and host allow.
 type Options struct {
 	Logger *slog.Logger
+	// Supervisor is the binary each exec run is started under as its
+	// supervisor: one whose main calls Supervise first, as the
+	// scheduler's does. Empty: exec runs are started unsupervised, and a
+	// command outlives a replica killed with SIGKILL.
+	Supervisor string
+	// CgroupParent is the cgroup v2 directory in which each exec run gets
+	// a cgroup of its own. Empty: none, and a daemon that escapes its
+	// run's process group with setsid survives the run.
+	CgroupParent string
 }
 
 // Executor runs targets. It is safe for concurrent use; HTTP runs share one
@@ -37,52 +48,45 @@ type Executor struct {
 	// Two clients over one transport: redirects are a per-job choice, and
 	// http.Client takes it as a client setting, not a request setting.
 	follow, noFollow *http.Client
-	// supervisor is this binary, started with SupervisorArg to supervise
-	// each exec run (see Supervise), when its main calls Supervise; empty:
-	// exec runs are started unsupervised, and a command outlives a replica
-	// killed with SIGKILL.
-	supervisor string
-	cgroupDir  string // where run cgroups are made; empty: none
+	supervisor       string // Options.Supervisor
+	cgroupDir        string // Options.CgroupParent
 }
 
-// New returns an Executor.
-func New(opts Options) *Executor {
+// NewExecutor checks opts and returns an Executor; the error says which
+// setting is wrong and why.
+func NewExecutor(opts Options) (*Executor, error) {
+	if err := opts.check(); err != nil {
+		return nil, err
+	}
 	e := &Executor{
-		log:       opts.Logger,
-		transport: newTransport(),
+		log:        opts.Logger,
+		transport:  newTransport(),
+		supervisor: opts.Supervisor,
+		cgroupDir:  opts.CgroupParent,
 	}
 	if e.log == nil {
 		e.log = slog.New(slog.DiscardHandler)
 	}
 	e.log = e.log.With("component", "target")
-	switch self, err := selfExe(); {
-	case !supervisorReady.Load():
-		e.log.Warn("exec runs are not supervised: a command outlives a replica killed with SIGKILL",
-			"reason", "this binary's main does not call target.Supervise")
-	case err != nil:
-		e.log.Warn("exec runs are not supervised: a command outlives a replica killed with SIGKILL", "err", err)
-	default:
-		e.supervisor = self
-	}
-	if dir, err := cgroupParent(); err != nil {
-		e.log.Warn("exec runs get no cgroup of their own: a daemon that escapes its run's process group with setsid survives the run",
-			"reason", err)
-	} else {
-		e.cgroupDir = dir
-		n, err := sweepRunCgroups(dir)
-		if err != nil {
-			e.log.Warn("ending run cgroups of replicas that are gone", "err", err)
-		}
-		if n > 0 {
-			e.log.Info("ended run cgroups of replicas that are gone", "count", n)
-		}
-	}
 	e.follow = &http.Client{Transport: e.transport, CheckRedirect: checkRedirect}
 	e.noFollow = &http.Client{
 		Transport: e.transport,
 		CheckRedirect: func(*http.Request, []*http.Request) error {
 			return http.ErrUseLastResponse
 		},
+	}
+	return e, nil
+}
+
+// New is NewExecutor for settings that cannot be wrong; it panics if they
+// are.
+//
+// Deprecated: use NewExecutor, which says what is wrong with opts. New
+// remains only until internal/jobs's options test moves to NewExecutor.
+func New(opts Options) *Executor {
+	e, err := NewExecutor(opts)
+	if err != nil {
+		panic(err)
 	}
 	return e
 }

@@ -1,5 +1,4 @@
-// Package tracing gives every run attempt an OpenTelemetry span (SPEC
-// section 17) and its target a W3C trace context. The process's tracer
+// Package tracing gives every run attempt an OpenTelemetry span (docs/design-edges.md#tracing) and its target a W3C trace context. The process's tracer
 // provider exports over OTLP only when the standard OTEL_* variables name
 // a collector; without one it still mints trace and span ids, so a target
 // can correlate its logs with the run, and nothing leaves the process.
@@ -69,7 +68,7 @@ func (p *Provider) Exporting() bool { return p.exp != nil }
 
 // Shutdown exports the spans still buffered and stops the exporter, giving
 // up after within: a collector that is unreachable must not hold a
-// replica's shutdown (SPEC section 16), and the spans are worth less than
+// replica's shutdown (docs/design-edges.md#operating-at-the-edges), and the spans are worth less than
 // a bounded exit.
 func (p *Provider) Shutdown(within time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), within)

@@ -19,7 +19,7 @@ const (
 	ClaimSpan = "scheduler.claim"
 )
 
-// Attribute keys. SPEC section 17 names them plainly; they carry the
+// Attribute keys. docs/design-edges.md#tracing names them plainly; they carry the
 // scheduler. prefix because OpenTelemetry reserves unprefixed names for its
 // semantic conventions, and a backend shows them grouped.
 const (
@@ -127,7 +127,7 @@ func (c *Claim) End(held *slots.Held, err error) {
 }
 
 // TraceContext is the W3C traceparent and tracestate naming the run span,
-// for the target (SPEC section 17): its spans become the run's children.
+// for the target (docs/design-edges.md#tracing): its spans become the run's children.
 func (r *Run) TraceContext() (traceparent, tracestate string) {
 	if r == nil {
 		return "", ""

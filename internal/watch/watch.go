@@ -3,7 +3,7 @@
 // A watch that closes (a lost connection, a member without a leader) is
 // opened again from the revision after the last one it delivered, so no
 // change is missed or handed over twice; a watch whose history has been
-// compacted cannot go on, and the caller reads afresh (SPEC rule 8).
+// compacted cannot go on, and the caller reads afresh (docs/design.md#the-safety-rules, rule 8).
 package watch
 
 import (

@@ -33,7 +33,7 @@ func cutSetup(t *testing.T) (ctx context.Context, cut, restore func(), client, w
 // The watch is cut, the prefix changes and the history is compacted past
 // where the watch stood: the resumed watch is refused, and the handler must
 // get a fresh read of the current state, then the changes after it, each
-// once (SPEC rule 8).
+// once (docs/design.md#the-safety-rules, rule 8).
 func TestCompactionWhileDisconnectedRereads(t *testing.T) {
 	ctx, cut, restore, client, witness := cutSetup(t)
 	put(t, ctx, witness, "a", "1")

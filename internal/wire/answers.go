@@ -6,7 +6,7 @@ import (
 )
 
 // TriggerBody is the optional body of POST /api/v1/jobs/{name}/trigger
-// (SPEC section 12): the run's input, a JSON object that replaces the
+// (docs/api.md): the run's input, a JSON object that replaces the
 // job's default, and a key that makes a repeated trigger answer the first
 // one's run.
 type TriggerBody struct {
@@ -21,8 +21,7 @@ type Triggered struct {
 	Duplicate bool   `json:"duplicate,omitempty"`
 }
 
-// PauseBody is the optional body of POST /api/v1/jobs/{name}/pause (SPEC
-// section 19): a reason shown with the job, and an RFC 3339 time at which
+// PauseBody is the optional body of POST /api/v1/jobs/{name}/pause (docs/design-leader.md#a-pause-ends-at-its-until): a reason shown with the job, and an RFC 3339 time at which
 // it resumes by itself.
 type PauseBody struct {
 	Reason string `json:"reason,omitempty"`
@@ -44,8 +43,7 @@ type Cancelled struct {
 // CancelRequested is Cancelled's Status.
 const CancelRequested = "cancel requested"
 
-// BackfillBody is the body of POST /api/v1/jobs/{name}/backfill (SPEC
-// section 20): the range [From, To), RFC 3339 times.
+// BackfillBody is the body of POST /api/v1/jobs/{name}/backfill (docs/operations.md#backfilling): the range [From, To), RFC 3339 times.
 type BackfillBody struct {
 	From string `json:"from"`
 	To   string `json:"to"`

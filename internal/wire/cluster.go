@@ -7,7 +7,7 @@ type Leader struct {
 	ID      string `json:"id"`
 	APIAddr string `json:"api_addr"`
 	// Since is when the leader won, by its clock, from its record: the
-	// same on every replica (SPEC section 19). A leader of an earlier
+	// same on every replica (docs/design-edges.md#when-the-leader-won-apiv1leader-since). A leader of an earlier
 	// version writes none; then it is when this replica first saw it.
 	Since time.Time `json:"since"`
 	// Revision is the create revision of the leader's election key, the

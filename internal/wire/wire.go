@@ -8,7 +8,7 @@
 // the client can import it without a cycle and without pulling in etcd.
 // The server packages name these types with aliases where they produce
 // them (jobs.JobStatus is wire.Job). Field names and tags are the API's
-// contract (SPEC); wire_test.go pins them.
+// contract (docs/api.md); wire_test.go pins them.
 package wire
 
 import (
@@ -25,7 +25,7 @@ import (
 type Run struct {
 	State string `json:"state"`
 	runs.Record
-	// Shards is set for a tick of a sharded job (SPEC section 21): its
+	// Shards is set for a tick of a sharded job (docs/design-sharded.md): its
 	// outcome is the tick's, once every shard ended.
 	Shards []Shard `json:"shards,omitempty"`
 }
@@ -65,7 +65,7 @@ type Job struct {
 	LastRun        *runs.Record `json:"last_run,omitempty"`
 	Running        int          `json:"running"`
 	MaxConcurrency int          `json:"max_concurrency"`
-	// Shards is a sharded job's shard runs a tick (SPEC section 21).
+	// Shards is a sharded job's shard runs a tick (docs/design-sharded.md).
 	Shards int `json:"shards,omitempty"`
 	// Pending counts the job's runs that are due and wait to start (for
 	// a slot, a rate window, their turn); Scheduled its runs queued ahead
@@ -73,12 +73,12 @@ type Job struct {
 	// a leader's death costs none: package leader, lookahead.go).
 	Pending   int `json:"pending"`
 	Scheduled int `json:"scheduled"`
-	// After is the job this one is chained after (SPEC section 14).
+	// After is the job this one is chained after (docs/notify.md#chains).
 	After *config.After `json:"after,omitempty"`
 	// PendingNotifications are the job's notifications not yet delivered.
 	PendingNotifications int `json:"pending_notifications"`
 	// RemainingRuns is, for a job with max_runs, how many scheduled runs
-	// it has left (SPEC section 20); absent without max_runs.
+	// it has left (docs/configuration.md#jobs); absent without max_runs.
 	RemainingRuns *int `json:"remaining_runs,omitempty"`
 }
 

@@ -14,7 +14,7 @@ import (
 )
 
 // The bodies keep the field names the API had when the server and the
-// client each declared their own (SPEC and the black-box tests use them):
+// client each declared their own (docs/api.md and the black-box tests use them):
 // each type, filled in full, writes exactly these keys, and reads back as
 // it was written.
 func TestBodiesKeepTheirFieldNames(t *testing.T) {

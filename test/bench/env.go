@@ -13,11 +13,15 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/test/cluster"
 )
 
 // prefix is the scheduler's key prefix in every bench cluster.
 const prefix = "/scheduler/"
+
+// layout is the key layout under prefix.
+var layout = keys.New(prefix)
 
 // settings are the cluster-wide parts of the scheduler config.
 type settings struct {
@@ -41,7 +45,7 @@ type jobSpec struct {
 	// defaults (the burst scenario: a tick too late is recorded as a user's
 	// config would record it).
 	DefaultDeadlines bool
-	// Shards makes the job sharded (SPEC section 21).
+	// Shards makes the job sharded (docs/design-sharded.md).
 	Shards int
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/runs"
 	"github.com/etcdsched/scheduler/internal/slots"
+	"github.com/etcdsched/scheduler/test/cluster"
 )
 
 const (
@@ -43,8 +44,7 @@ type handover struct {
 	Missed   int `json:"ticks_missed"`
 	// BehindSignalled counts the missed ticks recorded skipped whose job's
 	// slot the signalled replica held when it got the signal: after
-	// SIGKILL its lease keeps those slots until it expires (SPEC section
-	// 5: nobody can tell a dead holder from a frozen one), so overlap: skip
+	// SIGKILL its lease keeps those slots until it expires (docs/design.md#the-safety-rules: nobody can tell a dead holder from a frozen one), so overlap: skip
 	// skips the job's ticks meanwhile. They are not lost to the election
 	// gap; Missed less these is what the leader's crash cost.
 	BehindSignalled int `json:"ticks_skipped_behind_signalled_holder"`
@@ -138,25 +138,9 @@ func forceHandover(ctx context.Context, e *env, sig string) (handover, error) {
 		return h, err
 	}
 
-	// Wait for the new leader at work.
-	deadline := time.Now().Add(30 * time.Second)
-	var elected time.Time
-	for elected.IsZero() && time.Now().Before(deadline) {
-		for _, lc := range obs.Leaders() {
-			if lc.At.After(at) && lc.ID != "" && lc.ID != old.ID {
-				elected, h.New = lc.At, lc.ID
-				break
-			}
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	if elected.IsZero() {
-		return h, fmt.Errorf("bench: no new leader within 30s of %s", sig)
-	}
-	var firstTick time.Time
-	for firstTick.IsZero() && time.Now().Before(deadline) {
-		firstTick = obs.FirstCursorWriteAfter(elected)
-		time.Sleep(10 * time.Millisecond)
+	elected, firstTick, err := h.waitNewLeader(obs, old.ID, at)
+	if err != nil {
+		return h, err
 	}
 	// Let the ticks of the window run.
 	if wait := time.Until(at.Add(14 * time.Second)); wait > 0 {
@@ -164,8 +148,40 @@ func forceHandover(ctx context.Context, e *env, sig string) (handover, error) {
 	}
 	h.ElectedMs = ms(elected.Sub(at))
 	h.FirstTickMs = ms(firstTick.Sub(at))
+	seen := h.measureStarts(e.w.Runs(), at, cursors)
+	if err := h.accountMissed(ctx, e.cli, at, seen, held, firstTick); err != nil {
+		return h, err
+	}
+	return h, restart(ctx, old, sig)
+}
 
-	all := e.w.Runs()
+// waitNewLeader waits up to 30s for a leader other than old elected after
+// at, and then for its first tick; it returns when each happened.
+func (h *handover) waitNewLeader(obs *cluster.Observer, old string, at time.Time) (elected, firstTick time.Time, err error) {
+	deadline := time.Now().Add(30 * time.Second)
+	for elected.IsZero() && time.Now().Before(deadline) {
+		for _, lc := range obs.Leaders() {
+			if lc.At.After(at) && lc.ID != "" && lc.ID != old {
+				elected, h.New = lc.At, lc.ID
+				break
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if elected.IsZero() {
+		return elected, firstTick, fmt.Errorf("bench: no new leader within 30s of %s", h.Signal)
+	}
+	for firstTick.IsZero() && time.Now().Before(deadline) {
+		firstTick = obs.FirstCursorWriteAfter(elected)
+		time.Sleep(10 * time.Millisecond)
+	}
+	return elected, firstTick, nil
+}
+
+// measureStarts reads the failover jobs' run starts around the signal at:
+// the gaps, the worst lateness, the first run of a tick after the old
+// leader's cursors. It returns the run ids the witness saw.
+func (h *handover) measureStarts(all []cluster.Run, at time.Time, cursors map[string]time.Time) map[string]bool {
 	var starts []time.Time
 	seen := map[string]bool{}
 	var firstRun time.Time
@@ -189,6 +205,14 @@ func forceHandover(ctx context.Context, e *env, sig string) (handover, error) {
 	}
 	h.MaxGapMs = maxGap(starts, at.Add(-time.Second), at.Add(12*time.Second))
 	h.GapBeforeMs = maxGap(starts, at.Add(-6*time.Second), at.Add(-time.Second))
+	return seen
+}
+
+// accountMissed counts the ticks due in [at-2s, at+12s) and those the
+// witness did not see, each by what its record says; held are the jobs
+// whose slots the signalled replica held.
+func (h *handover) accountMissed(ctx context.Context, cli *clientv3.Client, at time.Time, seen, held map[string]bool, firstTick time.Time) error {
+	var err error
 	why := map[string]int{} // missed ticks by what their record says
 	var when []string       // and when each was due, from the signal
 	for i := range failoverJobs {
@@ -203,8 +227,8 @@ func forceHandover(ctx context.Context, e *env, sig string) (handover, error) {
 			h.Missed++
 			when = append(when, fmt.Sprintf("%s %+dms", job, t.Sub(at).Milliseconds()))
 			if recs == nil {
-				if recs, err = readRecords(ctx, e.cli, job); err != nil {
-					return h, err
+				if recs, err = readRecords(ctx, cli, job); err != nil {
+					return err
 				}
 			}
 			rec, ok := recs[id]
@@ -221,10 +245,14 @@ func forceHandover(ctx context.Context, e *env, sig string) (handover, error) {
 	}
 	if len(why) > 0 {
 		logf("failover: %s: missed ticks by their record: %v; due (from the signal; new leader's first tick %+dms): %v",
-			sig, why, firstTick.Sub(at).Milliseconds(), when)
+			h.Signal, why, firstTick.Sub(at).Milliseconds(), when)
 	}
+	return nil
+}
 
-	// Bring the old leader back for what follows.
+// restart brings the signalled old leader back for what follows, once a
+// SIGTERM let it exit.
+func restart(ctx context.Context, old *cluster.Replica, sig string) error {
 	if sig != "SIGKILL" {
 		waitCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		for old.Running() && waitCtx.Err() == nil {
@@ -233,15 +261,15 @@ func forceHandover(ctx context.Context, e *env, sig string) (handover, error) {
 		cancel()
 	}
 	if err := old.Start(); err != nil {
-		return h, err
+		return err
 	}
 	rctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	if err := old.WaitReady(rctx); err != nil {
-		return h, err
+		return err
 	}
 	time.Sleep(3 * time.Second)
-	return h, nil
+	return nil
 }
 
 // maxGap is the longest interval without a start within [from, to).
@@ -259,7 +287,6 @@ func maxGap(starts []time.Time, from, to time.Time) float64 {
 }
 
 func readCursors(ctx context.Context, cli *clientv3.Client) (map[string]time.Time, error) {
-	layout := keys.New(prefix)
 	resp, err := cli.Get(ctx, layout.Jobs(), clientv3.WithPrefix())
 	if err != nil {
 		return nil, err
@@ -283,15 +310,15 @@ func sortedTimes(ts []time.Time) []time.Time {
 
 // slotsHeldBy is the jobs whose slots holder holds.
 func slotsHeldBy(ctx context.Context, cli *clientv3.Client, holder string) (map[string]bool, error) {
-	resp, err := cli.Get(ctx, keys.New(prefix).Slots(), clientv3.WithPrefix())
+	resp, err := cli.Get(ctx, layout.Slots(), clientv3.WithPrefix())
 	if err != nil {
 		return nil, err
 	}
 	out := map[string]bool{}
 	for _, kv := range resp.Kvs {
 		var v slots.Value
-		kind, name, _, ok := slots.ParseKey(prefix, string(kv.Key))
-		if ok && kind == slots.JobSlot && json.Unmarshal(kv.Value, &v) == nil && v.Holder == holder {
+		resource, name, _, ok := layout.ParseSlot(string(kv.Key))
+		if ok && !resource && json.Unmarshal(kv.Value, &v) == nil && v.Holder == holder {
 			job, _ := keys.SplitSlotGroup(name)
 			out[job] = true
 		}
@@ -301,7 +328,7 @@ func slotsHeldBy(ctx context.Context, cli *clientv3.Client, holder string) (map[
 
 // readRecords is job's run records by run id.
 func readRecords(ctx context.Context, cli *clientv3.Client, job string) (map[string]runs.Record, error) {
-	resp, err := cli.Get(ctx, keys.New(prefix).JobRuns(job), clientv3.WithPrefix())
+	resp, err := cli.Get(ctx, layout.JobRuns(job), clientv3.WithPrefix())
 	if err != nil {
 		return nil, err
 	}

@@ -12,7 +12,7 @@ import (
 )
 
 // The floor scenario asks what etcd must spend on a run whatever the
-// engine around it does: the fewest transactions and keys SPEC section 5
+// engine around it does: the fewest transactions and keys docs/design.md#the-safety-rules
 // allows a scheduled run, sent by bare clients with nothing else to do,
 // batched as group commit batches them. If that costs etcd more CPU per
 // run than a raw transaction, no engine that keeps the rules meets
@@ -25,8 +25,8 @@ import (
 //   - claim (rule 3): If(the entry as written, the slot key free)
 //     Then(put the slot key under the session lease, rewrite the entry as
 //     running): the running entry is what makes rule 7's "lost" decidable
-//     (docs/design.md, "Claim marks the entry running"); SPEC's delete of
-//     the entry costs the same;
+//     (docs/design.md#claim-marks-the-entry-running-instead-of-deleting-it);
+//     deleting the entry instead costs the same;
 //   - release (rule 4): If(the slot key's CreateRevision is the token)
 //     Then(delete it, put the record, delete the entry).
 //

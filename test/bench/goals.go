@@ -127,27 +127,40 @@ func printGoals(w io.Writer, goals []goal) {
 
 // evaluate computes every goal from the scenarios' results.
 func evaluate(reports []report) []goal {
-	tp, late := resultOf[throughputResult](reports), resultOf[latenessResult](reports)
-	fo, bu := resultOf[failoverResult](reports), resultOf[burstResult](reports)
+	fo := resultOf[failoverResult](reports)
 	var sc *scaleResult
 	for _, r := range reports {
 		if d, ok := r.Data.(scaleResult); ok && d.Jobs == goalScaleJobs {
 			sc = &d
 		}
 	}
-	var out []goal
-	add := func(g goal, ratio float64, measured bool, ok bool) {
-		if !measured {
-			g.Verdict = verdictNotMeasured
-		} else {
-			g.Ratio = &ratio
-			g.Verdict = verdict(ok)
-		}
-		out = append(out, g)
-	}
-	notRun := func(s string) string { return fmt.Sprintf("(-scenario %s did not run)", s) }
+	var out goalRows
+	out.lateness(resultOf[latenessResult](reports))
+	out.leaderCrash(fo)
+	out.scale(sc)
+	out.writesAndHandover(resultOf[throughputResult](reports), fo)
+	return append(out, burstGoals(resultOf[burstResult](reports))...)
+}
 
-	// Lateness against the bare timer of the same step.
+// goalRows are the goals evaluated so far, in the order they are printed.
+type goalRows []goal
+
+// add appends g with its ratio and verdict, or as not measured.
+func (out *goalRows) add(g goal, ratio float64, measured bool, ok bool) {
+	if !measured {
+		g.Verdict = verdictNotMeasured
+	} else {
+		g.Ratio = &ratio
+		g.Verdict = verdict(ok)
+	}
+	*out = append(*out, g)
+}
+
+// notRun is a goal's figure when its scenario did not run.
+func notRun(s string) string { return fmt.Sprintf("(-scenario %s did not run)", s) }
+
+// lateness: start lateness against the bare timer of the same step.
+func (out *goalRows) lateness(late *latenessResult) {
 	for _, lg := range []struct {
 		rate  int
 		limit float64
@@ -168,15 +181,19 @@ func evaluate(reports []report) []goal {
 			if step != nil {
 				g.Measured = "no samples"
 			}
-			add(g, 0, false, false)
+			out.add(g, 0, false, false)
 			continue
 		}
 		r := step.Lateness.P99 / step.Reference.P99
 		g.Measured = fmt.Sprintf("p99 %.2f ms; bare timer p99 %.2f ms; %.0f of %d runs/s completed; %s", step.Lateness.P99, step.Reference.P99, step.RunsPerSec, step.Jobs, hostNote(step.CPU))
-		add(g, r, true, r <= lg.limit)
+		out.add(g, r, true, r <= lg.limit)
 	}
 
-	// A leader crash.
+}
+
+// leaderCrash: ticks lost and lateness when the leader is killed or
+// stopped.
+func (out *goalRows) leaderCrash(fo *failoverResult) {
 	gk := goal{Issue: 18, Name: "SIGKILL of the leader: ticks missed / expected", Target: "= 0", Measured: notRun("failover")}
 	gl := goal{Issue: 18, Name: fmt.Sprintf("SIGKILL of the leader: max lateness / %d ms", goalKillMaxLateMs), Target: "<= 1.0", Measured: notRun("failover")}
 	gt := goal{Issue: 18, Name: "SIGTERM of the leader: ticks missed / expected", Target: "= 0", Measured: notRun("failover")}
@@ -187,32 +204,39 @@ func evaluate(reports []report) []goal {
 		// the crash of the leader lost: shown, not counted.
 		lost := k.Missed - k.BehindSignalled
 		gk.Measured = fmt.Sprintf("%d of %d (10 jobs @every 100ms, session_ttl %s); besides, %d skipped behind slots the killed replica held", lost, k.Expected, fo.SessionTTL, k.BehindSignalled)
-		add(gk, float64(lost)/float64(k.Expected), true, lost == 0)
+		out.add(gk, float64(lost)/float64(k.Expected), true, lost == 0)
 		gl.Measured = fmt.Sprintf("%.0f ms", k.MaxLateMs)
-		add(gl, k.MaxLateMs/goalKillMaxLateMs, true, k.MaxLateMs <= goalKillMaxLateMs)
+		out.add(gl, k.MaxLateMs/goalKillMaxLateMs, true, k.MaxLateMs <= goalKillMaxLateMs)
 		gt.Measured = fmt.Sprintf("%d of %d", t.Missed, t.Expected)
-		add(gt, float64(t.Missed)/float64(t.Expected), true, t.Missed == 0)
+		out.add(gt, float64(t.Missed)/float64(t.Expected), true, t.Missed == 0)
 	} else {
-		add(gk, 0, false, false)
-		add(gl, 0, false, false)
-		add(gt, 0, false, false)
+		out.add(gk, 0, false, false)
+		out.add(gl, 0, false, false)
+		out.add(gt, 0, false, false)
 	}
 
-	// 100,000 jobs.
+}
+
+// scale: the leader's memory and idle CPU at 100,000 jobs.
+func (out *goalRows) scale(sc *scaleResult) {
 	gr := goal{Issue: 18, Name: "100k jobs: leader RSS / 300 MB", Target: "< 1.0", Measured: notRun("scale") + " or no 100000 in -scale-jobs"}
 	gc := goal{Issue: 18, Name: "100k jobs: leader CPU, idle / 10% of a core", Target: "< 1.0", Measured: gr.Measured}
 	if sc != nil {
 		gr.Measured = fmt.Sprintf("%.0f MB (%s; peak %s at the start)", float64(sc.LeaderRSS)/1e6, mib(sc.LeaderRSS), mib(sc.LeaderPeak))
-		add(gr, float64(sc.LeaderRSS)/goalScaleRSSBytes, true, float64(sc.LeaderRSS) < goalScaleRSSBytes)
+		out.add(gr, float64(sc.LeaderRSS)/goalScaleRSSBytes, true, float64(sc.LeaderRSS) < goalScaleRSSBytes)
 		gc.Measured = fmt.Sprintf("%s of a core over %.0f s, %d of the jobs @every 1s", pct(sc.LeaderCPU), sc.CPUWindow, sc.EverySecond)
-		add(gc, sc.LeaderCPU/goalScaleCPU, true, sc.LeaderCPU < goalScaleCPU)
+		out.add(gc, sc.LeaderCPU/goalScaleCPU, true, sc.LeaderCPU < goalScaleCPU)
 	} else {
-		add(gr, 0, false, false)
-		add(gc, 0, false, false)
+		out.add(gr, 0, false, false)
+		out.add(gc, 0, false, false)
 	}
 
-	// Issue 8's goals that still hold something up (its 70% of the
-	// limit and p99 < 5 ms are replaced by the ratios above).
+}
+
+// writesAndHandover: etcd writes per run, and how soon a new leader ticks.
+// Issue 8's goals that still hold something up (its 70% of the limit and
+// p99 < 5 ms are replaced by the lateness ratios).
+func (out *goalRows) writesAndHandover(tp *throughputResult, fo *failoverResult) {
 	gw := goal{Issue: 8, Name: "etcd writes (revisions) per completed run, worst step", Target: fmt.Sprintf("<= %.0f", goalWritesPerRun), Measured: notRun("throughput")}
 	if tp != nil && len(tp.Steps) > 0 {
 		worst, at := 0.0, 0
@@ -222,9 +246,9 @@ func evaluate(reports []report) []goal {
 			}
 		}
 		gw.Measured = fmt.Sprintf("%.3f at %d jobs", worst, at)
-		add(gw, worst, worst > 0, worst <= goalWritesPerRun)
+		out.add(gw, worst, worst > 0, worst <= goalWritesPerRun)
 	} else {
-		add(gw, 0, false, false)
+		out.add(gw, 0, false, false)
 	}
 	gkf := goal{Issue: 8, Name: "SIGKILL: signal -> new leader's first tick / (session_ttl + 0.5 s)", Target: "<= 1.0", Measured: notRun("failover")}
 	gtf := goal{Issue: 8, Name: fmt.Sprintf("SIGTERM: signal -> new leader's first tick / %d ms", goalTermFirstTickMs), Target: "< 1.0", Measured: notRun("failover")}
@@ -235,12 +259,11 @@ func evaluate(reports []report) []goal {
 	if fo != nil && err == nil && fo.Kill.FirstTickMs > 0 && fo.Term.FirstTickMs > 0 {
 		bound := ms(ttl + goalKillFirstTickPad)
 		gkf.Measured = fmt.Sprintf("%.0f ms (session_ttl %s)", fo.Kill.FirstTickMs, ttl)
-		add(gkf, fo.Kill.FirstTickMs/bound, true, fo.Kill.FirstTickMs <= bound)
+		out.add(gkf, fo.Kill.FirstTickMs/bound, true, fo.Kill.FirstTickMs <= bound)
 		gtf.Measured = fmt.Sprintf("%.0f ms", fo.Term.FirstTickMs)
-		add(gtf, fo.Term.FirstTickMs/goalTermFirstTickMs, true, fo.Term.FirstTickMs < goalTermFirstTickMs)
+		out.add(gtf, fo.Term.FirstTickMs/goalTermFirstTickMs, true, fo.Term.FirstTickMs < goalTermFirstTickMs)
 	} else {
-		add(gkf, 0, false, false)
-		add(gtf, 0, false, false)
+		out.add(gkf, 0, false, false)
+		out.add(gtf, 0, false, false)
 	}
-	return append(out, burstGoals(bu)...)
 }

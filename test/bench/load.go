@@ -14,7 +14,6 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/runs"
 	"github.com/etcdsched/scheduler/internal/schedule"
 	"github.com/etcdsched/scheduler/test/cluster"
@@ -200,7 +199,7 @@ func reference(ctx context.Context, w *cluster.Witness, rate int, jitter time.Du
 func (e *env) drain(ctx context.Context) {
 	deadline := time.Now().Add(time.Minute)
 	for time.Now().Before(deadline) && ctx.Err() == nil {
-		resp, err := e.cli.Get(ctx, keys.New(prefix).Queue(), clientv3.WithPrefix(), clientv3.WithCountOnly())
+		resp, err := e.cli.Get(ctx, layout.Queue(), clientv3.WithPrefix(), clientv3.WithCountOnly())
 		if err == nil && resp.Count == 0 {
 			return
 		}
@@ -300,7 +299,7 @@ func readAll(pids map[string][]int) map[int]int64 {
 // default steps) made each later step run on a larger store than its own
 // jobs would leave.
 func (e *env) forget(ctx context.Context) {
-	for _, p := range []string{keys.New(prefix).Runs(), keys.New(prefix).Jobs()} {
+	for _, p := range []string{layout.Runs(), layout.Jobs()} {
 		if _, err := e.cli.Delete(ctx, p, clientv3.WithPrefix()); err != nil {
 			logf("forgetting %s: %v", p, err)
 		}

@@ -79,76 +79,15 @@ func main() {
 
 func run() error {
 	var f flags
-	var jobs, rates, scaleJobs, coreCounts, burstJobs, replicas, leanRuns string
-	flag.StringVar(&f.scenario, "scenario", "all", "all, or a comma list of: limit, floor, leanfloor, throughput, lateness, failover, burst, scale, cores (all but leanfloor)")
-	flag.StringVar(&jobs, "jobs", "500,1000,1250,1500,2000", "throughput: job counts, each a step (@every 1s jobs: runs/s offered)")
-	flag.StringVar(&rates, "rates", "10,100,1000", "lateness: runs per second, each a step")
-	flag.StringVar(&scaleJobs, "scale-jobs", "10000,100000", "scale: declared job counts, each its own cluster")
-	flag.StringVar(&coreCounts, "cores", "1,2", "cores: how many cores the etcd members are pinned to (taskset), each a step")
-	flag.IntVar(&f.coresJobs, "cores-jobs", 1500, "cores: jobs @every 1s of the throughput step run at each core count")
-	flag.DurationVar(&f.duration, "duration", 20*time.Second, "measurement window of each step")
-	flag.StringVar(&burstJobs, "burst-jobs", "500,1000,2000,4000,6000", "burst: jobs due every second, all on the same second, each a step (ours, then the reference)")
-	flag.DurationVar(&f.burst.warmup, "warmup", 8*time.Second, "burst: warm-up of each step before its window")
-	flag.DurationVar(&f.burst.grace, "burst-grace", 10*time.Second, "burst: how long after the window a tick due in it may still arrive and count as delivered")
-	flag.StringVar(&replicas, "replicas", "3", "burst: scheduler replicas of the steps' cluster; further counts each run one step of 1000 jobs on a cluster of their own (-replicas 3,5: issue 24's goal 6)")
-	flag.IntVar(&f.burst.shards, "burst-shards", 0, "burst: a job of this many shards (1 to 256) due every second beside each step's jobs; its shard runs count as runs (0: none)")
-	flag.BoolVar(&f.burst.overload, "burst-overload", true, "burst: run a step at twice our ceiling (when it is not one of -burst-jobs)")
-	flag.StringVar(&leanRuns, "leanfloor-runs", "500,1000,2000,4000", "leanfloor: runs due each second, each a step")
-	flag.IntVar(&f.limitConc, "limit-conc", 32, "limit: transactions in flight per client")
-	flag.BoolVar(&f.jsonOnly, "json-only", false, "print only the JSON objects")
-	flag.StringVar(&f.dir, "dir", "", "work directory for binaries, data and logs (default: a temporary one)")
-	flag.BoolVar(&f.keep, "keep", false, "keep the work directory")
-	flag.BoolVar(&f.pprof, "pprof", false, "save CPU and heap profiles of the leader into the work directory")
-	flag.StringVar(&f.logLevel, "log-level", "info", "the replicas' log level (SCHEDULER_LOG_LEVEL)")
-	flag.DurationVar(&f.timeout, "timeout", 60*time.Minute, "stop everything after this long")
+	var l flagLists
+	defineFlags(&f, &l)
 	flag.Parse()
-	var err error
-	if f.jobs, err = ints(jobs); err != nil {
-		return fmt.Errorf("-jobs: %w", err)
+	if err := l.into(&f); err != nil {
+		return err
 	}
-	if f.rates, err = ints(rates); err != nil {
-		return fmt.Errorf("-rates: %w", err)
-	}
-	if f.scaleJobs, err = ints(scaleJobs); err != nil {
-		return fmt.Errorf("-scale-jobs: %w", err)
-	}
-	if f.cores, err = ints(coreCounts); err != nil {
-		return fmt.Errorf("-cores: %w", err)
-	}
-	if f.burst.jobs, err = ints(burstJobs); err != nil {
-		return fmt.Errorf("-burst-jobs: %w", err)
-	}
-	if f.leanRuns, err = ints(leanRuns); err != nil {
-		return fmt.Errorf("-leanfloor-runs: %w", err)
-	}
-	if f.burst.replicas, err = ints(replicas); err != nil {
-		return fmt.Errorf("-replicas: %w", err)
-	}
-	if len(f.burst.replicas) == 0 {
-		return fmt.Errorf("-replicas %q: give a replica count, or several (3,5)", replicas)
-	}
-	f.burst.window = f.duration
-	if f.burst.warmup <= 0 || f.burst.window < time.Second || f.burst.grace < 0 {
-		return fmt.Errorf("burst: -warmup %s must be > 0, -duration %s at least 1s, -burst-grace %s not negative", f.burst.warmup, f.burst.window, f.burst.grace)
-	}
-	if f.burst.shards < 0 || f.burst.shards > 256 {
-		return fmt.Errorf("-burst-shards: %d: want 0 (none) to 256", f.burst.shards)
-	}
-	if f.coresJobs <= 0 {
-		return fmt.Errorf("-cores-jobs: %d is not a positive number", f.coresJobs)
-	}
-	want := map[string]bool{}
-	for _, s := range strings.Split(f.scenario, ",") {
-		switch s {
-		case "all":
-			for _, k := range []string{"limit", "floor", "throughput", "lateness", "failover", "burst", "scale", "cores"} {
-				want[k] = true
-			}
-		case "limit", "floor", "leanfloor", "throughput", "lateness", "failover", "burst", "scale", "cores":
-			want[s] = true
-		default:
-			return fmt.Errorf("-scenario %q: unknown", s)
-		}
+	want, err := scenarios(f.scenario)
+	if err != nil {
+		return err
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -180,6 +119,105 @@ func run() error {
 		return err
 	}
 
+	reports, err := runScenarios(ctx, f, bins, want)
+	hdr.finish()
+	printReports(hdr, reports, f.jsonOnly)
+	return err
+}
+
+// flagLists are the flags given as comma lists, before they are parsed.
+type flagLists struct {
+	jobs, rates, scaleJobs, coreCounts, burstJobs, replicas, leanRuns string
+}
+
+// defineFlags declares the command line into f and l.
+func defineFlags(f *flags, l *flagLists) {
+	flag.StringVar(&f.scenario, "scenario", "all", "all, or a comma list of: limit, floor, leanfloor, throughput, lateness, failover, burst, scale, cores (all but leanfloor)")
+	flag.StringVar(&l.jobs, "jobs", "500,1000,1250,1500,2000", "throughput: job counts, each a step (@every 1s jobs: runs/s offered)")
+	flag.StringVar(&l.rates, "rates", "10,100,1000", "lateness: runs per second, each a step")
+	flag.StringVar(&l.scaleJobs, "scale-jobs", "10000,100000", "scale: declared job counts, each its own cluster")
+	flag.StringVar(&l.coreCounts, "cores", "1,2", "cores: how many cores the etcd members are pinned to (taskset), each a step")
+	flag.IntVar(&f.coresJobs, "cores-jobs", 1500, "cores: jobs @every 1s of the throughput step run at each core count")
+	flag.DurationVar(&f.duration, "duration", 20*time.Second, "measurement window of each step")
+	flag.StringVar(&l.burstJobs, "burst-jobs", "500,1000,2000,4000,6000", "burst: jobs due every second, all on the same second, each a step (ours, then the reference)")
+	flag.DurationVar(&f.burst.warmup, "warmup", 8*time.Second, "burst: warm-up of each step before its window")
+	flag.DurationVar(&f.burst.grace, "burst-grace", 10*time.Second, "burst: how long after the window a tick due in it may still arrive and count as delivered")
+	flag.StringVar(&l.replicas, "replicas", "3", "burst: scheduler replicas of the steps' cluster; further counts each run one step of 1000 jobs on a cluster of their own (-replicas 3,5: issue 24's goal 6)")
+	flag.IntVar(&f.burst.shards, "burst-shards", 0, "burst: a job of this many shards (1 to 256) due every second beside each step's jobs; its shard runs count as runs (0: none)")
+	flag.BoolVar(&f.burst.overload, "burst-overload", true, "burst: run a step at twice our ceiling (when it is not one of -burst-jobs)")
+	flag.StringVar(&l.leanRuns, "leanfloor-runs", "500,1000,2000,4000", "leanfloor: runs due each second, each a step")
+	flag.IntVar(&f.limitConc, "limit-conc", 32, "limit: transactions in flight per client")
+	flag.BoolVar(&f.jsonOnly, "json-only", false, "print only the JSON objects")
+	flag.StringVar(&f.dir, "dir", "", "work directory for binaries, data and logs (default: a temporary one)")
+	flag.BoolVar(&f.keep, "keep", false, "keep the work directory")
+	flag.BoolVar(&f.pprof, "pprof", false, "save CPU and heap profiles of the leader into the work directory")
+	flag.StringVar(&f.logLevel, "log-level", "info", "the replicas' log level (SCHEDULER_LOG_LEVEL)")
+	flag.DurationVar(&f.timeout, "timeout", 60*time.Minute, "stop everything after this long")
+}
+
+// into parses the lists into f and checks how the settings relate.
+func (l flagLists) into(f *flags) error {
+	var err error
+	if f.jobs, err = ints(l.jobs); err != nil {
+		return fmt.Errorf("-jobs: %w", err)
+	}
+	if f.rates, err = ints(l.rates); err != nil {
+		return fmt.Errorf("-rates: %w", err)
+	}
+	if f.scaleJobs, err = ints(l.scaleJobs); err != nil {
+		return fmt.Errorf("-scale-jobs: %w", err)
+	}
+	if f.cores, err = ints(l.coreCounts); err != nil {
+		return fmt.Errorf("-cores: %w", err)
+	}
+	if f.burst.jobs, err = ints(l.burstJobs); err != nil {
+		return fmt.Errorf("-burst-jobs: %w", err)
+	}
+	if f.leanRuns, err = ints(l.leanRuns); err != nil {
+		return fmt.Errorf("-leanfloor-runs: %w", err)
+	}
+	if f.burst.replicas, err = ints(l.replicas); err != nil {
+		return fmt.Errorf("-replicas: %w", err)
+	}
+	if len(f.burst.replicas) == 0 {
+		return fmt.Errorf("-replicas %q: give a replica count, or several (3,5)", l.replicas)
+	}
+	f.burst.window = f.duration
+	if f.burst.warmup <= 0 || f.burst.window < time.Second || f.burst.grace < 0 {
+		return fmt.Errorf("burst: -warmup %s must be > 0, -duration %s at least 1s, -burst-grace %s not negative", f.burst.warmup, f.burst.window, f.burst.grace)
+	}
+	if f.burst.shards < 0 || f.burst.shards > 256 {
+		return fmt.Errorf("-burst-shards: %d: want 0 (none) to 256", f.burst.shards)
+	}
+	if f.coresJobs <= 0 {
+		return fmt.Errorf("-cores-jobs: %d is not a positive number", f.coresJobs)
+	}
+	return nil
+}
+
+// scenarios is the set of scenarios list names ("all": every one but
+// leanfloor).
+func scenarios(list string) (map[string]bool, error) {
+	want := map[string]bool{}
+	for _, s := range strings.Split(list, ",") {
+		switch s {
+		case "all":
+			for _, k := range []string{"limit", "floor", "throughput", "lateness", "failover", "burst", "scale", "cores"} {
+				want[k] = true
+			}
+		case "limit", "floor", "leanfloor", "throughput", "lateness", "failover", "burst", "scale", "cores":
+			want[s] = true
+		default:
+			return nil, fmt.Errorf("-scenario %q: unknown", s)
+		}
+	}
+
+	return want, nil
+}
+
+// runScenarios runs the scenarios wanted, printing each report as JSON as
+// it comes, and returns the reports and the scenarios' errors.
+func runScenarios(ctx context.Context, f flags, bins cluster.Binaries, want map[string]bool) ([]report, error) {
 	var reports []report
 	emit := func(r report) {
 		reports = append(reports, r)
@@ -220,12 +258,17 @@ func run() error {
 			emit(r)
 		}
 	}
-	hdr.finish()
+	return reports, errors.Join(errs...)
+}
+
+// printReports prints the goals as JSON, then, unless jsonOnly, the header,
+// the goals and every figure as tables.
+func printReports(hdr header, reports []report, jsonOnly bool) {
 	goals := evaluate(reports)
 	if err := printJSON(os.Stdout, report{Scenario: "goals", Data: goalsResult{Header: hdr, Goals: goals}}); err != nil {
 		logf("json: %v", err)
 	}
-	if !f.jsonOnly {
+	if !jsonOnly {
 		fmt.Println()
 		hdr.print(os.Stdout)
 		fmt.Println()
@@ -235,7 +278,6 @@ func run() error {
 		printBurst(os.Stdout, reports)
 		printLeanFloor(os.Stdout, reports)
 	}
-	return errors.Join(errs...)
 }
 
 // mainCluster runs limit and throughput on one cluster (the limit is

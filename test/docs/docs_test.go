@@ -120,7 +120,7 @@ func TestAnchor(t *testing.T) {
 		"Design": "design",
 		"Ticks materialized ahead: a leader's death costs no tick": "ticks-materialized-ahead-a-leaders-death-costs-no-tick",
 		"Strict retries (`retries.hold_slot`)":                     "strict-retries-retrieshold_slot",
-		"Admission (SPEC section 11)":                              "admission-spec-section-11",
+		"Admission (section 11)":                                   "admission-section-11",
 		"Sharded jobs: who sees \"I am last\"":                     "sharded-jobs-who-sees-i-am-last",
 		"@every":                                                   "every",
 	} {

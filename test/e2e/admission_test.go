@@ -13,7 +13,7 @@ import (
 	"github.com/etcdsched/scheduler/internal/wire"
 )
 
-// admissionConfig (SPEC section 11): "sync" runs only when triggered, one
+// admissionConfig (docs/design-admission.md): "sync" runs only when triggered, one
 // at a time per customer, queueing the others, within its own rate window
 // and the shared resource's, its queued run waiting as long as the test;
 // "backlog" ticks every 2s behind a run that never ends, so each tick

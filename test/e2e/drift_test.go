@@ -78,7 +78,7 @@ jobs:
 `
 
 // TestDashboardNoDriftAcrossListenAddresses starts three replicas from one
-// file with their own --listen, --data-dir and etcd endpoints (SPEC 19):
+// file with their own --listen, --data-dir and etcd endpoints (docs/design-edges.md#what-the-config-hash-covers):
 // they publish one config hash and the page shows no drift.
 func TestDashboardNoDriftAcrossListenAddresses(t *testing.T) {
 	ctx := browser(t)

@@ -13,7 +13,7 @@ import (
 
 // TestDashboardShowsPauseReason: a job paused through the API with a
 // reason and an until shows both in the jobs table, with its next run
-// given as the until (SPEC section 19); the screenshot is of that table (the jobs section).
+// given as the until (docs/design-leader.md#a-pause-ends-at-its-until); the screenshot is of that table (the jobs section).
 func TestDashboardShowsPauseReason(t *testing.T) {
 	ctx := browser(t)
 	r := startDashboard(t)

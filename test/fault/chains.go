@@ -7,7 +7,7 @@ import (
 	"github.com/etcdsched/scheduler/internal/runs"
 )
 
-// Chain: Down is chained after Up, on outcomes On (SPEC section 14).
+// Chain: Down is chained after Up, on outcomes On (docs/notify.md#chains).
 type Chain struct {
 	Up, Down string
 	On       []runs.Outcome

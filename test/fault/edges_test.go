@@ -12,7 +12,7 @@ import (
 	"github.com/etcdsched/scheduler/test/cluster"
 )
 
-// Faults an operator meets outside the safety model (SPEC section 16).
+// Faults an operator meets outside the safety model (docs/design-edges.md#operating-at-the-edges).
 const (
 	// etcdDownTerm: every member killed, then SIGTERM to every replica;
 	// each must exit within shutdown_grace + 10s, and after etcd and the

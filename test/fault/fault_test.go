@@ -59,7 +59,7 @@ func TestFaults(t *testing.T) {
 	case "rolling", "upgrade":
 		scenarios = rollScenarios(profile())
 	case "edges":
-		// The faults of SPEC section 16 alone, for a quick look.
+		// The faults of docs/design-edges.md#operating-at-the-edges alone, for a quick look.
 		scenarios = []scenario{{name: "edges-ttl2s", ttl: 2 * time.Second,
 			faults: []faultKind{killExecHolder, etcdDownTerm, killExecHolder},
 			gap:    2 * time.Second, warmup: 4 * time.Second, settle: 10 * time.Second, seed: seed()}}

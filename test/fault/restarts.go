@@ -18,7 +18,7 @@ type Restart struct {
 	Term, Exit time.Time
 }
 
-// interrupted is the outcome SPEC section 19 gives a run cut by a graceful
+// interrupted is the outcome docs/design-run-end.md#a-graceful-shutdown-requeues-what-it-cuts gives a run cut by a graceful
 // restart, requeued at once without using a retry.
 const interrupted = runs.Interrupted
 
@@ -50,7 +50,7 @@ func (c CutReport) String() string {
 		c.Runs, rec, c.Resumed, c.Interrupted, c.Unresumed)
 }
 
-// A graceful restart loses no work (SPEC 19): every run it cut later ran
+// A graceful restart loses no work (docs/design-run-end.md#a-graceful-shutdown-requeues-what-it-cuts): every run it cut later ran
 // again or is recorded interrupted. Reported in Unenforced, or as a
 // violation with History.RequireResumed.
 func checkCuts(h *History, r *Report) {

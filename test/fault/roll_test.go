@@ -12,8 +12,10 @@ import (
 	"github.com/etcdsched/scheduler/test/cluster"
 )
 
-// Rolling restarts and upgrades (SPEC 18 G1 across versions, SPEC 19 "a
-// graceful restart loses no work"): one replica at a time gets SIGTERM,
+// Rolling restarts and upgrades (G1 across versions,
+// docs/protocol.md#mixed-versions-g1-across-a-rolling-upgrade-and-back; a
+// graceful restart loses no work,
+// docs/design-run-end.md#a-graceful-shutdown-requeues-what-it-cuts): one replica at a time gets SIGTERM,
 // exits, and starts again, on the same binary or another version's.
 const (
 	// rollRestart: the next replica in turn is restarted on its binary.
@@ -25,8 +27,7 @@ const (
 )
 
 // defaultOldCommit is the commit a rolling upgrade starts from when
-// FAULT_OLD_COMMIT names none: the release before the run protocol of SPEC
-// section 18 became the engine's to choose.
+// FAULT_OLD_COMMIT names none: the release before the run protocol of docs/protocol.md became the engine's to choose.
 const defaultOldCommit = "217588b"
 
 // versions are the scheduler binaries of a rolling upgrade.
@@ -134,7 +135,7 @@ func withOutlast(cfg string, jobs []Job, w *cluster.Witness) (string, []Job) {
 }
 
 // liveness are the properties an upgrade scenario reports without
-// failing: a replica of another version may idle (SPEC 18), so only
+// failing: a replica of another version may idle (docs/protocol.md#mixed-versions-g1-across-a-rolling-upgrade-and-back), so only
 // safety (G1, limits, fencing) is enforced across versions.
 var liveness = []string{"ticks:", "accounted:", "healed:", "chain:", "notifications:", "etcd down:"}
 

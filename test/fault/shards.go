@@ -10,7 +10,7 @@ import (
 	"github.com/etcdsched/scheduler/test/cluster"
 )
 
-// Sharded is a sharded job of the workload (SPEC section 21). It is not
+// Sharded is a sharded job of the workload (docs/design-sharded.md). It is not
 // among History.Jobs: max_concurrency holds per shard index, and a tick is
 // its shards, so the per-job properties do not apply to it; checkShards
 // does.

@@ -154,7 +154,7 @@ var (
 	notified = Notify{Job: "pair", Events: []runs.Outcome{runs.Succeeded, runs.Failed, runs.TimedOut, runs.Lost, runs.Missed}}
 )
 
-// sharded is the workload's sharded job (SPEC section 21), and fanned the
+// sharded is the workload's sharded job (docs/design-sharded.md), and fanned the
 // job chained after its succeeded ticks: checkShards checks them, apart
 // from the jobs above.
 var sharded = Sharded{Name: "sharded", Every: time.Second, Shards: 4, MaxConcurrency: 1, Chained: "fanned"}

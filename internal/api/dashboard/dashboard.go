@@ -1,7 +1,7 @@
 // Package dashboard is the operator's page at "/": one HTML page, its style
 // sheet and its scripts, embedded in the binary so that a replica needs no
 // build step, no CDN and no file beside it. The page reads the JSON API of
-// SPEC section 8 from the same origin and polls it once a second.
+// docs/api.md from the same origin and polls it once a second.
 package dashboard
 
 import (
