@@ -11,7 +11,7 @@ import (
 )
 
 // Backfill queues the job's ticks in [from, to) that no leader authorized,
-// under their scheduled run ids (SPEC section 20, package backfill).
+// under their scheduled run ids (docs/operations.md#backfilling, package backfill).
 func (e *Engine) Backfill(ctx context.Context, name string, from, to time.Time) (backfill.Result, error) {
 	cfg := e.opts.Config()
 	j := cfg.Job(name)

@@ -15,7 +15,7 @@ import (
 	"github.com/etcdsched/scheduler/internal/runs"
 )
 
-// TriggerRequest is what a trigger may carry (SPEC section 12).
+// TriggerRequest is what a trigger may carry (docs/api.md).
 type TriggerRequest struct {
 	// Input, a JSON object, replaces the job's default input.
 	Input json.RawMessage
@@ -57,7 +57,7 @@ func (e *Engine) Trigger(ctx context.Context, name string, req TriggerRequest) (
 	return runID, false, nil
 }
 
-// PauseRequest is what a pause may carry (SPEC section 19).
+// PauseRequest is what a pause may carry (docs/design-leader.md#a-pause-ends-at-its-until).
 type PauseRequest struct {
 	// Reason is shown with the job while it is paused.
 	Reason string

@@ -57,7 +57,7 @@ type Options struct {
 	// keep starting while a dead leader's lease holds the election
 	// (LookaheadFor). Zero: leader.NearLookahead.
 	Lookahead time.Duration
-	// TracerProvider makes each run attempt's spans (SPEC section 17); nil
+	// TracerProvider makes each run attempt's spans (docs/design-edges.md#tracing); nil
 	// exports nothing but still gives targets a trace context.
 	TracerProvider trace.TracerProvider
 }

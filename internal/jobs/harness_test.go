@@ -102,7 +102,7 @@ func (n *node) setConfig(cfg *config.Config) {
 	n.engine.ConfigChanged()
 }
 
-// stop shuts the node down gracefully, in the order of SPEC section 9.
+// stop shuts the node down gracefully, in the order of docs/design.md#start-and-stop-order.
 func (n *node) stop(grace time.Duration) {
 	if n.stopped {
 		return

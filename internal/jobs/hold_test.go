@@ -52,7 +52,7 @@ func TestHoldSlotKeepsTheSlotAcrossRetries(t *testing.T) {
 }
 
 // A holder that dies during the backoff loses the kept slot with its lease
-// (SPEC rule 7): the retry then claims afresh on another replica and runs.
+// (docs/design.md#the-safety-rules, rule 7): the retry then claims afresh on another replica and runs.
 func TestHeldSlotEndsWithItsHolder(t *testing.T) {
 	etcd := startEtcd(t)
 	w := startWitness(t)

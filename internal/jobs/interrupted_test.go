@@ -9,7 +9,7 @@ import (
 	"github.com/etcdsched/scheduler/internal/runs"
 )
 
-// A graceful restart loses no work (SPEC section 19): a run still going
+// A graceful restart loses no work (docs/design-run-end.md#a-graceful-shutdown-requeues-what-it-cuts): a run still going
 // when its replica's shutdown grace ends is recorded interrupted and
 // queued again at once, as its next attempt, for another replica, without
 // using a retry (retries.max is 0 here); on_shutdown: cancel keeps the old

@@ -16,8 +16,7 @@ import (
 	"github.com/etcdsched/scheduler/internal/runs"
 )
 
-// Records the leader writes in its fenced transactions (SPEC sections 13
-// and 14) carry their notifications and chained runs like any other.
+// Records the leader writes in its fenced transactions (docs/notify.md) carry their notifications and chained runs like any other.
 
 // setCursor stores job's cursor at at, as a leader that materialized the
 // job up to at would have left it: the next leader starts from there.

@@ -80,7 +80,7 @@ func TestLeaderCrashMissesNoTick(t *testing.T) {
 				case n == 1:
 				case n == 0 && recs[id].Outcome == runs.Lost && recs[id].Holder == old.id:
 					// Claimed by the crashed replica itself: lost with it
-					// and recorded so (SPEC rule 7), not the leader's.
+					// and recorded so (docs/design.md#the-safety-rules, rule 7), not the leader's.
 					withHolder++
 				case n == 0:
 					lost++

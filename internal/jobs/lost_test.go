@@ -9,7 +9,7 @@ import (
 	"github.com/etcdsched/scheduler/internal/runs"
 )
 
-// A holder that crashes mid-run: the leader records its run lost (SPEC
+// A holder that crashes mid-run: the leader records its run lost (docs/design.md#the-safety-rules,
 // rule 7) once the slot's lease is gone, and the retry runs on another
 // engine under a new, higher fencing token.
 func TestCrashedHolderRunIsLostAndRetried(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 	"github.com/etcdsched/scheduler/internal/poll"
 )
 
-// max_runs (SPEC section 20) is counted once across leaders: with the
+// max_runs (docs/configuration.md#jobs) is counted once across leaders: with the
 // leader killed between the second and the sixth run, the job still runs
 // exactly six scheduled ticks, each once, and then stops ticking while
 // the clock goes on; the job's API says remaining_runs 0.

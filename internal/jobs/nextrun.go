@@ -41,7 +41,7 @@ func latest(a, b time.Time) time.Time {
 }
 
 // withRemaining fills st's remaining_runs for a job with max_runs. With
-// none left, the schedule stops (SPEC section 20): the next run is then a
+// none left, the schedule stops (docs/configuration.md#jobs): the next run is then a
 // tick materialized before the count ran out and still to come, or none.
 func (e *Engine) withRemaining(ctx context.Context, j *config.Job, st *JobStatus) error {
 	left, err := e.remainingRuns(ctx, j)

@@ -20,7 +20,7 @@ func firstAttemptFails(t *testing.T, always *atomic.Bool) string {
 	})
 }
 
-// pause_on_failure (SPEC section 20): a failed attempt that is retried
+// pause_on_failure (docs/configuration.md#jobs): a failed attempt that is retried
 // does not pause the job; the run's last attempt failing does, in the
 // transaction of its record, with the reason naming the run, and notifies
 // the sinks that ask for "paused" once.

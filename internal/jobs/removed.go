@@ -13,7 +13,7 @@ import (
 
 // RemovedJob is a job gone from the config whose records are kept until
 // the leader deletes them, cluster.removed_history_ttl after RemovedAt
-// (SPEC section 19).
+// (docs/design-leader.md#a-pause-ends-at-its-until).
 type RemovedJob = wire.RemovedJob
 
 // RemovedJobs lists the removed jobs whose history is kept, by name: the

@@ -15,7 +15,7 @@ import (
 	"github.com/etcdsched/scheduler/internal/poll"
 )
 
-// Strict fair order (SPEC section 19): among runs waiting for the same
+// Strict fair order (docs/design-admission.md#fair-order): among runs waiting for the same
 // limit, the one due first starts first, whichever replica holds it and
 // however long they all waited. One limit of each kind (a job's slot, a
 // concurrency key's, a resource shared by two jobs, a rate window) gets

@@ -72,7 +72,7 @@ func TestIdempotentTriggers(t *testing.T) {
 	}
 }
 
-// An input of 64 KiB (the most SPEC section 12 allows) reaches an HTTP
+// An input of 64 KiB (the most docs/api.md#limits-and-timeouts allows) reaches an HTTP
 // target as its request body and an exec target as SCHEDULER_INPUT, byte
 // for byte, and the record keeps it.
 func TestInputReachesTargets(t *testing.T) {

@@ -1,5 +1,5 @@
 // Package backfill queues the past ticks of a job that no leader ever
-// authorized (SPEC section 20), under their scheduled run ids, so that a
+// authorized (docs/operations.md#backfilling), under their scheduled run ids, so that a
 // tick runs at most once between the schedule and any number of
 // overlapping backfills, concurrent ones included.
 //

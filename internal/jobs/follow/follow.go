@@ -2,7 +2,7 @@
 // record's own transaction, whoever writes it (the worker's release, the
 // leader's record of a lost or missed run, the API's cancel of a queued
 // run): the next attempt's entry or the entry's delete (End), and when the
-// run has ended, its notifications in the outbox (SPEC section 13), the
+// run has ended, its notifications in the outbox (docs/notify.md#notify), the
 // job's health transition, the runs chained after it (section 14), the
 // pause of a job with pause_on_failure (section 20), and for a shard its
 // part of the tick's fan-in (section 21). Being in the record's

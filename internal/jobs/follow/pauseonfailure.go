@@ -14,7 +14,7 @@ import (
 )
 
 // pausingOutcomes are the final outcomes that pause a job with
-// pause_on_failure (SPEC section 20).
+// pause_on_failure (docs/configuration.md#jobs).
 var pausingOutcomes = map[runs.Outcome]bool{runs.Failed: true, runs.TimedOut: true, runs.Lost: true}
 
 // pauseOnFailure is the pause that rec, a final record of job, causes when

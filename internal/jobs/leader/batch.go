@@ -131,7 +131,7 @@ func (l *leader) chunk(j *config.Job, cfg *config.Config, ticks []plannedTick, n
 
 // writeBatch materializes every item's ticks in one transaction carrying,
 // for every item and tick, exactly the conditions of the one-job writes
-// (SPEC rule 2: cursor as known, no queue entry, no record) and the leader
+// (docs/design.md#the-safety-rules, rule 2: cursor as known, no queue entry, no record) and the leader
 // fence (rule 1): all are written or none. ok is false when a condition
 // other than the fence failed; the caller then takes the jobs one by one,
 // which finds out which and why.

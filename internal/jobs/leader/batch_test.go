@@ -17,7 +17,7 @@ import (
 // After a gap, a pass over many jobs has late, caught-up and missed ticks.
 // The batched path must write exactly what the one-job path writes, in far
 // fewer transactions, and must not write a tick twice when its cursor is
-// set back (SPEC rule 2).
+// set back (docs/design.md#the-safety-rules, rule 2).
 func TestBatchedPassWritesWhatTheOneJobPathWrites(t *testing.T) {
 	ctx := t.Context()
 	var jobs []config.Job

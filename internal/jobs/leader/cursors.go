@@ -13,7 +13,7 @@ import (
 // Cursors: jobs/<job>/cursor is the last tick the leader materialized for
 // the job. Every materializing write compares it with what this leader
 // knows, so a second leader, or this one from a stale view, cannot write a
-// tick twice (SPEC rule 2).
+// tick twice (docs/design.md#the-safety-rules, rule 2).
 
 func (l *leader) loadCursors(ctx context.Context) error {
 	resp, err := l.d.Client.Get(ctx, l.d.Keys.Jobs(), clientv3.WithPrefix())
@@ -83,7 +83,7 @@ func (l *leader) initCursors(ctx context.Context) error {
 // write moves the job's cursor to at, with ops, in one fenced transaction:
 // If(fence, cursor as we know it, conds...) Then(ops..., cursor = at). It
 // reports whether ops were applied; when only conds failed (the run exists
-// already: a tick is never materialized twice, SPEC rule 2) it moves the
+// already: a tick is never materialized twice, docs/design.md#the-safety-rules, rule 2) it moves the
 // cursor alone.
 func (l *leader) write(ctx context.Context, job string, at time.Time, conds []clientv3.Cmp, ops []clientv3.Op) (bool, error) {
 	ckey := l.d.Keys.Cursor(job)

@@ -14,7 +14,7 @@ import (
 	"github.com/etcdsched/scheduler/internal/notify"
 )
 
-// Delivery of the outbox (SPEC section 13): every notification is POSTed
+// Delivery of the outbox (docs/notify.md#notify): every notification is POSTed
 // until its sink answers 2xx, then deleted by a write fenced by the term;
 // one older than notify.max_age is deleted unsent and counted dropped. A
 // new leader finds in etcd whatever the old one had not deleted, so each

@@ -1,5 +1,5 @@
 // Package leader is the leader's work, done only while this replica leads
-// and only through writes fenced by its term (SPEC rule 1): turning each
+// and only through writes fenced by its term (docs/design.md#the-safety-rules, rule 1): turning each
 // job's ticks into queue entries exactly once (rule 2), recording runs
 // whose holder died (rule 7) and pruning history. The leader never executes
 // a run.
@@ -88,7 +88,7 @@ type Deps struct {
 // ticks, records runs whose holder died, prunes history (and a removed
 // job's after removed_history_ttl), delivers notifications and ends pauses
 // at their until. Every write it
-// makes carries the term's fence, so a deposed leader's writes fail (SPEC
+// makes carries the term's fence, so a deposed leader's writes fail (docs/design.md#the-safety-rules,
 // rule 1). It returns nil when ctx ends or a write finds the fence gone,
 // and an error when the work cannot go on.
 func Run(ctx context.Context, d Deps, term election.Leadership) error {

@@ -8,7 +8,7 @@ import (
 	"github.com/etcdsched/scheduler/config"
 )
 
-// max_runs (SPEC section 20): a job stops ticking after that many
+// max_runs (docs/configuration.md#jobs): a job stops ticking after that many
 // scheduled runs, counted exactly across leaders. The count is a key of
 // its own (keys.Scheduled), written in every transaction that materializes,
 // assigns or withdraws the job's ticks, and those transactions all compare

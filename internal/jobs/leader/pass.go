@@ -193,7 +193,7 @@ func (l *leader) processOnce(ctx context.Context, j *config.Job, sched schedule.
 	if paused || exhausted {
 		// The cursor follows the clock; the ticks are not counted as
 		// skips, one a tick: the gauge scheduler_job_paused says why
-		// nothing runs (SPEC section 19), remaining_runs 0 why a job
+		// nothing runs (docs/design-leader.md#a-pause-ends-at-its-until), remaining_runs 0 why a job
 		// with max_runs stopped (and a max_runs raised later goes on
 		// from then, not from its last run).
 		_, err := l.write(ctx, j.Name, p.Cursor, nil, nil)

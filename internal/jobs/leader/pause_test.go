@@ -13,8 +13,7 @@ import (
 
 // A paused job's ticks are not counted as skips, neither those withdrawn
 // at the pause nor the ones that pass while it lasts: two minutes of a
-// paused @every 1s job used to count 112 reason="paused" skips (SPEC
-// section 19; the gauge scheduler_job_paused says it is paused). The
+// paused @every 1s job used to count 112 reason="paused" skips (docs/design-leader.md#a-pause-ends-at-its-until; the gauge scheduler_job_paused says it is paused). The
 // cursor still follows the clock.
 func TestPausedTicksAreNotCountedAsSkips(t *testing.T) {
 	ctx := t.Context()

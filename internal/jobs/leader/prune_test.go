@@ -87,7 +87,7 @@ func TestPruneSparesARecordRewrittenSinceTheRead(t *testing.T) {
 
 // history_limit counts runs that executed; skipped and missed records have
 // their own skipped_history_limit, so a flood of skips cannot push real
-// history out (SPEC section 16). The skips' markers go with their records.
+// history out (docs/design-edges.md#operating-at-the-edges). The skips' markers go with their records.
 func TestPruneKeepsSkipsApart(t *testing.T) {
 	ctx := t.Context()
 	j := jobstest.Job("busy", "@every 1s")

@@ -24,7 +24,7 @@ const lostGrace = 500 * time.Millisecond
 // rebuilding the same maps; a loss waits lostGrace anyway.
 const reapGap = 100 * time.Millisecond
 
-// reap records runs whose holder died (SPEC rule 7): a running entry whose
+// reap records runs whose holder died (docs/design.md#the-safety-rules, rule 7): a running entry whose
 // slot key no longer has the entry's ModRevision as CreateRevision was
 // neither released nor is it held. The run is recorded lost and retried
 // when retries remain.

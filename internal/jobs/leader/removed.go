@@ -11,7 +11,7 @@ import (
 	"github.com/etcdsched/scheduler/config"
 )
 
-// A removed job's history (SPEC section 19), kept by a part of the term of
+// A removed job's history (docs/design-leader.md#a-removed-jobs-history), kept by a part of the term of
 // its own, so that listing the jobs with records never delays pruning.
 //
 // Records of a job gone from the config stay readable for

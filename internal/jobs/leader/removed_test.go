@@ -138,7 +138,7 @@ func TestRemovedJobPutBackKeepsItsHistory(t *testing.T) {
 	}
 }
 
-// A deposed leader neither marks nor purges (SPEC rule 1).
+// A deposed leader neither marks nor purges (docs/design.md#the-safety-rules, rule 1).
 func TestRemovedHistoryWritesAreFenced(t *testing.T) {
 	cli := etcdtest.Start(t).Client()
 	clock := clockwork.NewFakeClock()

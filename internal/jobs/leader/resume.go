@@ -9,7 +9,7 @@ import (
 	"github.com/etcdsched/scheduler/internal/jobs/pause"
 )
 
-// A pause with an until ends by itself (SPEC section 19). Every replica
+// A pause with an until ends by itself (docs/design-leader.md#a-pause-ends-at-its-until). Every replica
 // counts the job resumed once the clock passes until (pause.View), so
 // none depends on this write to stop treating it as paused; the leader
 // then ends the pause in etcd, fenced and only if the marker is still the

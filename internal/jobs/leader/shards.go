@@ -12,7 +12,7 @@ import (
 	"github.com/etcdsched/scheduler/internal/runs"
 )
 
-// writeShards materializes tick t of the sharded job j (SPEC section 21):
+// writeShards materializes tick t of the sharded job j (docs/design-sharded.md):
 // its shard entries, a part a transaction (queue.FanOutParts), each part
 // fenced and comparing the job's cursor unchanged, and the cursor moved
 // only with the last part. A leader that dies between parts leaves the

@@ -52,7 +52,7 @@ func (l *leader) tickOps(cfg *config.Config, j *config.Job, t plannedTick, now t
 }
 
 // absent are the compares that make a tick's write happen at most once
-// (SPEC rule 2): no queue entry and no record of the run.
+// (docs/design.md#the-safety-rules, rule 2): no queue entry and no record of the run.
 func (l *leader) absent(job, runID string) []clientv3.Cmp {
 	return []clientv3.Cmp{
 		clientv3.Compare(clientv3.CreateRevision(l.d.Keys.Entry(job, runID)), "=", 0),

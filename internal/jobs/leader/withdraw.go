@@ -34,7 +34,7 @@ import (
 // transaction fenced by the term and compared with the job's cursor, so a
 // run a worker claimed meanwhile is not withdrawn, and the cursor never
 // goes back past a tick that was not withdrawn without that tick's entry
-// or record still there to stop it being materialized twice (SPEC rule 2:
+// or record still there to stop it being materialized twice (docs/design.md#the-safety-rules, rule 2:
 // the tick's write requires both absent). A withdrawn tick has neither: it
 // never ran, and planning it again creates it once.
 

@@ -1,5 +1,4 @@
-// Package outbox is the notification outbox (outbox/<sink>/<id>, SPEC
-// section 13) as every replica sees it: the notifications written with
+// Package outbox is the notification outbox (outbox/<sink>/<id>, docs/notify.md#notify) as every replica sees it: the notifications written with
 // their records (package follow) and not yet delivered. The leader
 // delivers from it and deletes what it delivered; the dashboard and the
 // pending gauge read it.

@@ -1,5 +1,4 @@
-// Package pause is a job's pause in etcd (jobs/<job>/paused, SPEC section
-// 19): the marker an operator's pause, a resume or pause_on_failure
+// Package pause is a job's pause in etcd (jobs/<job>/paused, docs/design-leader.md#a-pause-ends-at-its-until): the marker an operator's pause, a resume or pause_on_failure
 // writes, its encoding (read by earlier versions too), and the view every
 // replica keeps of the markers.
 package pause
@@ -10,7 +9,7 @@ import (
 	"time"
 )
 
-// Marker is a job's pause as stored at jobs/<job>/paused (SPEC section 19):
+// Marker is a job's pause as stored at jobs/<job>/paused (docs/design-leader.md#a-pause-ends-at-its-until):
 // written by a pause, "false" after a resume of a job whose file says
 // paused, deleted otherwise.
 type Marker struct {

@@ -56,7 +56,7 @@ type Entry struct {
 	// config gave its resources: set when Resolved.
 	Spec      config.Job
 	Resources []ResourceLimit
-	// Input is what the run is given, a JSON object (SPEC section 12: a
+	// Input is what the run is given, a JSON object (docs/api.md: a
 	// trigger's input, its upstream's when chained, or else the job's
 	// default); it reaches the target and the record. ConcurrencyKey is
 	// the job's concurrency_key rendered over it when the entry was
@@ -208,7 +208,7 @@ func (e *Entry) Retry(now time.Time, rec *runs.Record) *Entry {
 // shutdown interrupted (rec), due at once, or nil when the run was
 // interrupted maxInterruptions times already or its job says
 // on_shutdown: cancel. It is a new attempt, so the run id still executes
-// at most once per attempt (SPEC G1), and it uses none of the retries.
+// at most once per attempt (docs/protocol.md#why-the-guarantees-hold, G1), and it uses none of the retries.
 func (e *Entry) Requeue(now time.Time, rec *runs.Record, maxInterruptions int) *Entry {
 	if e.Spec.OnShutdown == config.OnShutdownCancel || runs.Interruptions(e.Previous) >= maxInterruptions {
 		return nil

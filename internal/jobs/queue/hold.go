@@ -10,7 +10,7 @@ import (
 // the slot keys stay, on the holder's session lease, and the retry's
 // pending entry says which they are, so only that holder claims the retry,
 // with them, and nothing else starts in between. When the holder's lease
-// ends the keys go with it (SPEC rule 7) and the retry claims like any run.
+// ends the keys go with it (docs/design.md#the-safety-rules, rule 7) and the retry claims like any run.
 type Hold struct {
 	Holder    string         `json:"holder"`
 	Lease     int64          `json:"lease"`

@@ -11,7 +11,7 @@ import (
 	"github.com/etcdsched/scheduler/internal/runs"
 )
 
-// A tick of a sharded job (SPEC section 21) is written as one queue entry
+// A tick of a sharded job (docs/design-sharded.md) is written as one queue entry
 // per shard, a part of ShardPart shards a transaction: etcd's default
 // --max-txn-ops (128) cannot carry the 256 shards of one tick. Each shard's
 // put is its own nested transaction guarded by "no entry and no record of

@@ -16,7 +16,7 @@ import (
 
 // claim takes everything q needs to start (its job or key slot, a slot of
 // each resource, a place in each rate window) and marks its entry running,
-// in one transaction (SPEC rule 3). The entry's new ModRevision is the
+// in one transaction (docs/design.md#the-safety-rules, rule 3). The entry's new ModRevision is the
 // slot's CreateRevision: the fencing token. The run's start, max(now,
 // not_before), is what the rate windows count.
 func (w *Worker) claim(ctx context.Context, sess *session.Session, q *queue.Item, confirm bool) (*slots.Held, *queue.Entry, error) {

@@ -78,7 +78,7 @@ type Deps struct {
 	// long (per rank) before competing for it, so one worker, not all,
 	// claims a run.
 	Backup time.Duration
-	// Tracer makes each attempt's spans (SPEC section 17); nil mints ids
+	// Tracer makes each attempt's spans (docs/design-edges.md#tracing); nil mints ids
 	// for the targets' trace context and exports nothing.
 	Tracer trace.Tracer
 	// Batch, when set, carries the worker's queue writes beside its claims

@@ -23,7 +23,7 @@ import (
 
 // execute runs a claimed entry at its due time and releases its slot with
 // the record. The run's context ends when the slot can no longer be trusted
-// (the session guard, SPEC rule 5), on a cancel request, or when the
+// (the session guard, docs/design.md#the-safety-rules, rule 5), on a cancel request, or when the
 // shutdown grace is over; never merely because the worker stops claiming.
 //
 // It returns the error of the run's end (nil once applied). A run with no
@@ -47,7 +47,7 @@ func (w *Worker) execute(q *queue.Item, entry *queue.Entry, held *slots.Held, lo
 		// Paused past the session's deadline while waiting for the due
 		// time (a SIGSTOP, a VM stall): the guard's timer and this wait
 		// end together, in either order. The lease may be gone and the
-		// slot another's: do not start (SPEC rule 5).
+		// slot another's: do not start (docs/design.md#the-safety-rules, rule 5).
 		cancel(session.ErrGuardExpired)
 	}
 	startedAt := w.d.Clock.Now()
@@ -92,7 +92,7 @@ func (w *Worker) execute(q *queue.Item, entry *queue.Entry, held *slots.Held, lo
 		res.Outcome = runs.Lost
 	case errors.Is(cause, errShutdown) && entry.Spec.OnShutdown != config.OnShutdownCancel:
 		// A graceful shutdown cut it: queued again at once for another
-		// replica (follow.End), without using a retry (SPEC section 19).
+		// replica (follow.End), without using a retry (docs/design-run-end.md#a-graceful-shutdown-requeues-what-it-cuts).
 		res.Outcome = runs.Interrupted
 	}
 

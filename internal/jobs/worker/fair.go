@@ -106,7 +106,7 @@ type elders struct {
 
 // yieldTo returns the limit q must leave to its elders, or nil: a limit
 // whose room (per the slots view) is no more than its elders need, however
-// long q has waited (SPEC section 19: strict). Only an elder that could
+// long q has waited (docs/design-admission.md#fair-order: strict). Only an elder that could
 // start with that room counts: one whose other limits (those q does not
 // need, such as its own job's slots) have room too. An elder stuck behind
 // a limit of its own would hold q back for as long as that limit stays

@@ -20,7 +20,7 @@ import (
 // every tick ("all 1 slots taken and 1 runs already queued") after a fault
 // had made one release time out. So the end is tried again until etcd
 // answers it, the slot is found lost, or the session ends (its lease then
-// expires, and the reaper records the run lost: SPEC rule 7).
+// expires, and the reaper records the run lost: docs/design.md#the-safety-rules, rule 7).
 
 // settleRetry spaces the retries of a run's end: 100ms, a transaction
 // being cheap to repeat and the slot held meanwhile, up to 2s, well inside

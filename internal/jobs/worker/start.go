@@ -286,7 +286,7 @@ func sameLimit(a, b *slots.FullError) bool {
 	return a != nil && b != nil && a.Limit == b.Limit && a.Name == b.Name
 }
 
-// reasonOf is the skip reason and message of a refusal (SPEC section 11):
+// reasonOf is the skip reason and message of a refusal (docs/design-admission.md):
 // overlap for the job's slots or key, resource naming it, rate naming the
 // window.
 func reasonOf(full *slots.FullError) (reason, what string) {
@@ -304,8 +304,7 @@ func reasonOf(full *slots.FullError) (reason, what string) {
 // confirmFirst sends a run the view refused back for a claim that asks
 // etcd: a skip is for good, and the view may not yet have seen the slot
 // that freed (its watch and the queue's deliver apart; a run triggered just
-// after another ended was skipped as if that one still ran). SPEC section
-// 11: the overlap policy acts when the claim transaction cannot get all.
+// after another ended was skipped as if that one still ran). docs/design-admission.md: the overlap policy acts when the claim transaction cannot get all.
 func (st *waitState) confirmFirst(now time.Time) (time.Time, bool) {
 	st.confirm = true
 	return now, true

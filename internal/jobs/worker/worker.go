@@ -1,6 +1,6 @@
 // Package worker is what every replica does with the queue: it ranks
 // itself for each pending run, claims the run together with its slots in
-// one transaction (SPEC rule 3), applies the job's overlap policy when every
+// one transaction (docs/design.md#the-safety-rules, rule 3), applies the job's overlap policy when every
 // slot is taken, executes the target under a context that ends before the
 // lease can (rule 5), and releases the slots with the run's record in one
 // owner-checked transaction (rule 4); it stops a run it holds when a
