@@ -76,7 +76,7 @@ func startNodeWith(t *testing.T, endpoints []string, id string, cfg *config.Conf
 	var err error
 	n.Node, err = replica.NewNode(replica.NodeOptions{
 		Client: cli, ID: id, APIAddr: "127.0.0.1:0", Config: n.config, ConfigHash: cfg.Hash(),
-		Logger: logger, Reg: tm.Reg,
+		Logger: logger, Reg: tm.Reg, Supervised: true, // etcdtest.Main supervises exec runs
 		Lookahead: tm.Lookahead,
 	})
 	if err != nil {

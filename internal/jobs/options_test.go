@@ -18,9 +18,13 @@ import (
 // timings that do not fit together; it touches nothing before (no etcd
 // here: every refusal comes from the options alone).
 func TestNewRefuses(t *testing.T) {
+	exec, err := target.NewExecutor(target.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	valid := func() jobs.Options {
 		return jobs.Options{Client: &clientv3.Client{}, Prefix: "/sched/", ID: "a", Sessions: &session.Manager{}, Slots: &slots.Semaphore{},
-			Executor: target.New(target.Options{}), Config: func() *config.Config { return &config.Config{} }}
+			Executor: exec, Config: func() *config.Config { return &config.Config{} }}
 	}
 	for _, tc := range []struct {
 		name   string

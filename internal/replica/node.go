@@ -13,6 +13,7 @@ import (
 	"github.com/etcdsched/scheduler/internal/election"
 	"github.com/etcdsched/scheduler/internal/jobs"
 	"github.com/etcdsched/scheduler/internal/jobs/assign"
+	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/session"
 	"github.com/etcdsched/scheduler/internal/slots"
 	"github.com/etcdsched/scheduler/internal/target"
@@ -130,7 +131,7 @@ func (n *Node) newSessionParts(o NodeOptions, cfg *config.Config) error {
 	if n.Batch, err = txnbatch.New(o.Client, txnbatch.Options{Reg: o.Reg}); err != nil {
 		return err
 	}
-	n.Slots, err = slots.New(o.Client, cfg.Cluster.Etcd.Prefix, o.Logger.With("component", "slots"), o.Reg, slots.WithCommitter(n.Batch))
+	n.Slots, err = slots.New(o.Client, keys.New(cfg.Cluster.Etcd.Prefix), o.Logger.With("component", "slots"), o.Reg, slots.WithCommitter(n.Batch))
 	return err
 }
 

@@ -68,7 +68,7 @@ func TestBatchedClaimsKeepTheirOwnCompares(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(batch.Close)
-	sem, err := New(cli, testPrefix, nil, nil, WithCommitter(batch))
+	sem, err := New(cli, testLayout, nil, nil, WithCommitter(batch))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -75,7 +75,7 @@ func runningOn(slot int) string { return "running on slot " + strconv.Itoa(slot)
 // its claims believe every slot is free and only the transaction can tell.
 func frozenSemaphore(t *testing.T, cli *clientv3.Client) *Semaphore {
 	t.Helper()
-	sem, err := New(cli, testPrefix, nil, nil)
+	sem, err := New(cli, testLayout, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +165,7 @@ func TestListAndMetrics(t *testing.T) {
 	cluster := etcdtest.Start(t)
 	cli := cluster.Client()
 	reg := prometheus.NewPedanticRegistry()
-	sem, err := New(cli, testPrefix, nil, reg)
+	sem, err := New(cli, testLayout, nil, reg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,7 +234,7 @@ func TestLostClaimResponseIsReadBack(t *testing.T) {
 	cli := etcdtest.NewClient(t, []string{proxy.Endpoint()})
 	observer := cluster.Client()
 	var logs logtest.Sink
-	sem, err := New(cli, testPrefix, slog.New(slog.NewJSONHandler(&logs, nil)), nil)
+	sem, err := New(cli, testLayout, slog.New(slog.NewJSONHandler(&logs, nil)), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,7 +24,7 @@ var testLayout = keys.New(testPrefix)
 // for its first read.
 func startSemaphore(t testing.TB, cli *clientv3.Client) *Semaphore {
 	t.Helper()
-	s, err := New(cli, testPrefix, nil, nil)
+	s, err := New(cli, testLayout, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package slots
 import (
 	"cmp"
 	"context"
+	"errors"
 	"log/slog"
 	"slices"
 	"sync"
@@ -79,9 +80,12 @@ func WithCommitter(c *txnbatch.Committer) Option {
 	return func(s *Semaphore) { s.commit = c }
 }
 
-// New checks its arguments; Run does the watching. prefix is the scheduler's
-// key prefix (for example "/scheduler/"); reg may be nil.
-func New(client *clientv3.Client, prefix string, logger *slog.Logger, reg prometheus.Registerer, opts ...Option) (*Semaphore, error) {
+// New checks its arguments; Run does the watching. layout is the
+// scheduler's keys (keys.New of its prefix); reg may be nil.
+func New(client *clientv3.Client, layout keys.Layout, logger *slog.Logger, reg prometheus.Registerer, opts ...Option) (*Semaphore, error) {
+	if client == nil || layout.Prefix == "" {
+		return nil, errors.New("slots: New needs an etcd client and a key layout (keys.New of the cluster's prefix)")
+	}
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -91,7 +95,7 @@ func New(client *clientv3.Client, prefix string, logger *slog.Logger, reg promet
 	}
 	s := &Semaphore{
 		client:  client,
-		layout:  keys.New(prefix),
+		layout:  layout,
 		logger:  logger.With("component", "slots"),
 		metrics: m,
 		clock:   clockwork.NewRealClock(),

@@ -44,7 +44,7 @@ func TestViewStartsOverAfterCompaction(t *testing.T) {
 func TestClaimWaitsForTheView(t *testing.T) {
 	cluster := etcdtest.Start(t)
 	cli := cluster.Client()
-	sem, err := New(cli, testPrefix, nil, nil)
+	sem, err := New(cli, testLayout, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +156,7 @@ func TestTrackJudgesEachKeyByItsOwnWatch(t *testing.T) {
 func loadedView(t *testing.T) (context.Context, *clientv3.Client, *Semaphore) {
 	t.Helper()
 	cli := etcdtest.Start(t).Client()
-	sem, err := New(cli, testPrefix, nil, nil)
+	sem, err := New(cli, testLayout, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

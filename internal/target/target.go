@@ -78,19 +78,6 @@ func NewExecutor(opts Options) (*Executor, error) {
 	return e, nil
 }
 
-// New is NewExecutor for settings that cannot be wrong; it panics if they
-// are.
-//
-// Deprecated: use NewExecutor, which says what is wrong with opts. New
-// remains only until internal/jobs's options test moves to NewExecutor.
-func New(opts Options) *Executor {
-	e, err := NewExecutor(opts)
-	if err != nil {
-		panic(err)
-	}
-	return e
-}
-
 // Execute runs job's target once and returns how it ended. It applies
 // job.Timeout itself (timed_out); if ctx ends first the run is cancelled and
 // the Error carries context.Cause(ctx). It returns only once the target is

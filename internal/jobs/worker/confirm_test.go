@@ -61,7 +61,7 @@ func TestSkipWaitsForEtcdsRefusal(t *testing.T) {
 	}
 	// A second view of the slots, stopped while the run before holds j's
 	// slot.
-	stale, err := slots.New(tw.cli, tw.layout.Prefix, nil, nil)
+	stale, err := slots.New(tw.cli, tw.layout, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

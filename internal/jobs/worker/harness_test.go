@@ -90,7 +90,7 @@ func startTestWorker(t *testing.T, prefix string, job config.Job, exec Executor,
 	}
 	goRun(func(ctx context.Context) { _ = sessions.Run(ctx) })
 	goRun(func(ctx context.Context) { member(ctx, cli, layout, sessions) })
-	sem, err := slots.New(cli, layout.Prefix, nil, nil)
+	sem, err := slots.New(cli, layout, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
