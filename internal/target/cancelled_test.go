@@ -21,8 +21,8 @@ func TestStoppedSaysWhyForPeople(t *testing.T) {
 		outcome runs.Outcome
 		want    string
 	}{
-		{"shutdown with on_shutdown cancel", errors.New("worker: shutdown grace period over"), runs.Cancelled,
-			"run cancelled: this replica shut down and its worker.shutdown_grace ended before the run did (on_shutdown: cancel, so it is not queued again)"},
+		{"a cause with a sentence of its own (the worker's shutdown)", withSentence{"worker: shutdown grace period over", "this replica shut down"}, runs.Cancelled,
+			"run cancelled: this replica shut down"},
 		{"cancel request", errors.New("cancelled: deploy rollback"), runs.Cancelled, "run cancelled: deploy rollback"},
 		{"lease guard", fmt.Errorf("guard: %w", session.ErrGuardExpired), runs.Cancelled,
 			"run cancelled: this replica's etcd session could have expired, so the run was stopped before another replica could take its slot"},
@@ -43,3 +43,10 @@ func TestStoppedSaysWhyForPeople(t *testing.T) {
 		})
 	}
 }
+
+// withSentence is a cause that carries a sentence for people, as the
+// worker's shutdown and the session's errors do.
+type withSentence struct{ text, user string }
+
+func (e withSentence) Error() string       { return e.text }
+func (e withSentence) UserMessage() string { return e.user }

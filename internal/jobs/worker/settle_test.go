@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -79,4 +80,13 @@ func TestReleaseThatFailsIsTriedAgainWhileTheSessionLives(t *testing.T) {
 		t.Errorf("the second run of the key: %s %q, want succeeded (the slot free again)", rec.Outcome, rec.Error)
 	}
 	poll.For(t, 30*time.Second, "no slot held once both runs ended", func() bool { return len(tw.sem.List()) == 0 })
+}
+
+// A run cut by the end of the shutdown grace (on_shutdown: cancel) reads a
+// sentence in its record, not the worker's error text.
+func TestTheShutdownCauseCarriesASentence(t *testing.T) {
+	var m interface{ UserMessage() string }
+	if !errors.As(errShutdown, &m) || !strings.Contains(m.UserMessage(), "shutdown_grace") || strings.Contains(m.UserMessage(), "worker: ") {
+		t.Fatalf("errShutdown %q has no sentence for people naming worker.shutdown_grace", errShutdown)
+	}
 }
