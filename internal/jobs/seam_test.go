@@ -117,24 +117,7 @@ func TestAKilledReplicasClaimedAheadRunsAreLateNotLost(t *testing.T) {
 	nodes := etcd.nodes(cfg, "a", "b", "c")
 	leader := leaderOf(t, nodes)
 	victim := except(nodes, leader)[0]
-	// The first ticks of a new cluster take the queue path (written
-	// before every replica was a member); the next is the second of an
-	// assignment of the victim's.
-	var next time.Time
-	poll.Until(t, 60*time.Second, "an assignment of "+victim.id+" 2s ahead", func() (bool, string) {
-		next = time.Time{}
-		resp, err := victim.client.Get(t.Context(), keys.New(testPrefix).ReplicaAssignments(victim.id), clientv3.WithPrefix(), clientv3.WithKeysOnly())
-		if err != nil {
-			return false, err.Error()
-		}
-		for _, kv := range resp.Kvs {
-			_, at, _, ok := keys.New(testPrefix).ParseAssignment(string(kv.Key))
-			if ok && time.Until(at) > 2*time.Second && (next.IsZero() || at.Before(next)) {
-				next = at
-			}
-		}
-		return !next.IsZero(), fmt.Sprintf("%d assignments", len(resp.Kvs))
-	})
+	next := assignedAhead(t, victim)
 	<-time.After(time.Until(next.Add(-150 * time.Millisecond))) // the fault's instant, not a wait for a condition
 	killedAt := time.Now()
 	victim.crash()
@@ -183,4 +166,70 @@ func TestAKilledReplicasClaimedAheadRunsAreLateNotLost(t *testing.T) {
 			killedAt.Format(time.TimeOnly+".000"), victim.id)
 	}
 	t.Logf("%d of %d runs of %s ran late, taken over from %s", late, len(jobs), next.Format(time.TimeOnly), victim.id)
+}
+
+// assignedAhead is the instant of n's earliest assignment due 2s or more
+// from now, once there is one. The first ticks of a new cluster take the
+// queue path (written before every replica was a member).
+func assignedAhead(t *testing.T, n *node) time.Time {
+	t.Helper()
+	var next time.Time
+	poll.Until(t, 60*time.Second, "an assignment of "+n.id+" 2s ahead", func() (bool, string) {
+		next = time.Time{}
+		resp, err := n.client.Get(t.Context(), keys.New(testPrefix).ReplicaAssignments(n.id), clientv3.WithPrefix(), clientv3.WithKeysOnly())
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, kv := range resp.Kvs {
+			_, at, _, ok := keys.New(testPrefix).ParseAssignment(string(kv.Key))
+			if ok && time.Until(at) > 2*time.Second && (next.IsZero() || at.Before(next)) {
+				next = at
+			}
+		}
+		return !next.IsZero(), fmt.Sprintf("%d assignments", len(resp.Kvs))
+	})
+	return next
+}
+
+// A replica that stops starts nothing after it says so: three replicas,
+// 30 jobs every second; a replica that is not the leader stops (a graceful
+// shutdown, as on SIGTERM) 150ms before a whole second whose runs it has
+// claimed ahead. It hands them, not started, to a replica that stays, and
+// no run of that second or later reaches the target from it; every tick
+// of that second succeeds. Without the hand-off it started them at the
+// second, after its log said it had stopped claiming.
+func TestAStoppingReplicaStartsNothingAfterItStops(t *testing.T) {
+	etcd := startEtcd(t)
+	w := startWitness(t)
+	var jobs []config.Job
+	for i := range 30 {
+		jobs = append(jobs, httpJob(fmt.Sprintf("j%02d", i), "@every 1s", w.url("")))
+	}
+	nodes := etcd.nodes(newConfig(jobs...), "a", "b", "c")
+	leader := leaderOf(t, nodes)
+	victim := except(nodes, leader)[0]
+	next := assignedAhead(t, victim)
+	<-time.After(time.Until(next.Add(-150 * time.Millisecond))) // the stop's instant, not a wait for a condition
+	victim.stop(10 * time.Second)
+
+	poll.Until(t, 60*time.Second, "every job's record of the second after the stop", func() (bool, string) {
+		missing := 0
+		for _, j := range jobs {
+			if _, ok := records(t, leader.client, j.Name)[runs.ID(j.Name, next)]; !ok {
+				missing++
+			}
+		}
+		return missing == 0, fmt.Sprintf("%d missing", missing)
+	})
+	for _, j := range jobs {
+		if r := records(t, leader.client, j.Name)[runs.ID(j.Name, next)]; r.Outcome != runs.Succeeded {
+			t.Errorf("%s: %s (%s)", r.RunID, r.Outcome, r.Error)
+		}
+		for _, h := range w.finished(j.Name) {
+			if h.Holder == victim.id && !h.Scheduled.Before(next) {
+				t.Errorf("%s reached the target from %s at %s, after it stopped at %s",
+					h.RunID, victim.id, h.Start.Format(time.TimeOnly+".000"), next.Add(-150*time.Millisecond).Format(time.TimeOnly+".000"))
+			}
+		}
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/etcdsched/scheduler/internal/jobs/assign"
+	"github.com/etcdsched/scheduler/internal/rendezvous"
 	"github.com/etcdsched/scheduler/internal/slots"
 )
 
@@ -69,11 +70,17 @@ func (w *Worker) runHeld(ctx context.Context, r *claimRound, h heldRun, startedA
 
 // markStarted waits for r's instant and writes chunk's start mark; false
 // when its runs must not start: the session ended, or the marker changed
-// or this incarnation is taken for dead (the leader moves or records
-// them). Neither the wait nor the write is cut by a shutdown: a chunk
-// claimed before the stop starts its runs, which the drain lets end, as
-// one claimed at its instant does.
+// (handed off, taken over) or this incarnation is taken for dead (the
+// leader moves or records them). A worker that stops before the instant
+// first hands the assignment to a replica that stays; one it could not
+// hand off starts its runs, which the drain lets end, as one claimed at
+// its instant does.
 func (w *Worker) markStarted(ctx context.Context, r *claimRound, chunk, marker int, claimed []heldRun) bool {
+	if !w.untilDue(ctx, r.sess, r.st.At) && ctx.Err() != nil {
+		// Stopping before the instant: a replica that stays runs them
+		// (handOffAhead); when none takes them, they start here.
+		w.handOffAhead(r)
+	}
 	ctx = context.WithoutCancel(ctx)
 	if !w.untilDue(ctx, r.sess, r.st.At) {
 		return false
@@ -111,5 +118,22 @@ func (w *Worker) dropHeld(ctx context.Context, h heldRun) {
 	defer cancel()
 	if err := w.d.Slots.Release(rctx, h.held); err != nil && !errors.Is(err, slots.ErrNotOwner) {
 		w.d.Log.Warn("the slot of a run that will not start could not be released: its lease frees it", "run_id", h.run.runID, "err", err)
+	}
+}
+
+// handOffAhead moves r's assignment, claimed ahead and not started, to a
+// live lean replica (assign.Store.StealAhead, the take-over's transaction:
+// the markers and the claims' slots go with the move), so a stopping
+// replica starts nothing after it said it stopped claiming. Best effort:
+// another chunk of r marked started, or no replica left, keeps it here.
+func (w *Worker) handOffAhead(r *claimRound) {
+	to := rendezvous.Pick(w.leanPeers(), r.st.Key(w.d.Keys))
+	if to == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), handBackTimeout)
+	defer cancel()
+	if _, err := w.d.Assign.StealAhead(ctx, r.st.Assignment, r.st.ModRevision, to); err == nil {
+		w.d.Log.Info("stopping: runs claimed ahead and not started given to a replica that stays", "to", to, "runs", len(r.st.Jobs), "due", r.st.At)
 	}
 }
