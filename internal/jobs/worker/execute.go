@@ -34,67 +34,14 @@ func (w *Worker) execute(q *queue.Item, entry *queue.Entry, held *slots.Held, lo
 	runCtx, cancel := context.WithCancelCause(held.Context())
 	defer cancel(nil)
 	w.setCancel(q.RunID, cancel)
-
-	if d := entry.NotBefore.Sub(w.d.Clock.Now()); d > 0 {
-		t := w.d.Clock.NewTimer(d)
-		select {
-		case <-runCtx.Done():
-		case <-t.Chan():
-		}
-		t.Stop()
-	}
-	if runCtx.Err() == nil && held.Expired() {
-		// Paused past the session's deadline while waiting for the due
-		// time (a SIGSTOP, a VM stall): the guard's timer and this wait
-		// end together, in either order. The lease may be gone and the
-		// slot another's: do not start (docs/design.md#the-safety-rules, rule 5).
-		cancel(session.ErrGuardExpired)
-	}
+	w.untilStart(runCtx, cancel, entry, held)
 	startedAt := w.d.Clock.Now()
 	if _, rates := limits(entry); len(rates) > 0 && q.Key != "" && runCtx.Err() == nil && startedAt.Sub(entry.StartedAt) > slots.MaxStartLatency {
 		return w.giveBack(q, held, entry.StartedAt, log)
 	}
-	var res target.Result
-	if runCtx.Err() != nil {
-		res = target.Result{Outcome: runs.Cancelled, Error: context.Cause(runCtx).Error()}
-	} else {
-		w.d.Metrics.Lateness.Observe(startedAt.Sub(entry.NotBefore).Seconds())
-		log.Debug("run started")
-		var resourceSlots []string
-		for _, r := range held.Resources {
-			resourceSlots = append(resourceSlots, r.Name+"/"+strconv.Itoa(r.Index))
-		}
-		traceParent, traceState := span.TraceContext()
-		shard, shards, _ := entry.Shard()
-		res = w.d.Executor.Execute(runCtx, &entry.Spec, target.Run{
-			Shard:         shard,
-			Shards:        shards,
-			ResourceSlots: resourceSlots,
-			Job:           entry.Job,
-			RunID:         entry.RunID,
-			Attempt:       entry.Attempt,
-			ScheduledAt:   entry.ScheduledAt,
-			Slot:          held.Slot,
-			FencingToken:  held.Token,
-			Holder:        w.d.ID,
-			Input:         entry.Input,
-			TraceParent:   traceParent,
-			TraceState:    traceState,
-		})
-	}
+	res := w.runTarget(runCtx, entry, held, log, span, startedAt)
 	endedAt := w.d.Clock.Now()
-	cause := context.Cause(runCtx)
-	switch {
-	case res.Outcome != runs.Cancelled:
-	case errors.Is(cause, session.ErrGuardExpired), errors.Is(cause, session.ErrLeaseGone):
-		// The lease may be gone: the run was stopped because its slot could
-		// not be trusted any more. That is a lost run, retried like one.
-		res.Outcome = runs.Lost
-	case errors.Is(cause, errShutdown) && entry.Spec.OnShutdown != config.OnShutdownCancel:
-		// A graceful shutdown cut it: queued again at once for another
-		// replica (follow.End), without using a retry (docs/design-run-end.md#a-graceful-shutdown-requeues-what-it-cuts).
-		res.Outcome = runs.Interrupted
-	}
+	res.Outcome = outcomeOf(res.Outcome, context.Cause(runCtx), entry.Spec.OnShutdown)
 
 	rec := entry.Finished(res.Outcome, held.Slot, held.Token, startedAt, endedAt)
 	res.Fill(&rec)
@@ -111,19 +58,91 @@ func (w *Worker) execute(q *queue.Item, entry *queue.Entry, held *slots.Held, lo
 	span.Finish(res.Outcome, res.Error, err)
 	w.d.Metrics.Duration.WithLabelValues(entry.Job).Observe(endedAt.Sub(startedAt).Seconds())
 	if err != nil {
-		switch {
-		case errors.Is(err, slots.ErrNotOwner):
-			log.Warn("slot lost before release: the leader records the run lost", "outcome", res.Outcome)
-		case errors.Is(err, slots.ErrNotApplied):
-			log.Warn("the run was recorded before its release (the leader took this worker for dead): record kept", "outcome", res.Outcome)
-		default:
-			log.Error("release failed: the leader records the run lost once the lease expires", "outcome", res.Outcome, "err", err)
-		}
+		logUnreleased(log, err, res.Outcome)
 		return err
 	}
 	w.d.Metrics.Runs.WithLabelValues(entry.Job, string(res.Outcome)).Inc()
 	log.Info("run finished", "outcome", res.Outcome, "duration", endedAt.Sub(startedAt), "retry", retry != nil)
 	return nil
+}
+
+// untilStart waits for entry's due time, and cancels the run when its
+// slot can no longer be trusted by then: paused past the session's
+// deadline while waiting (a SIGSTOP, a VM stall), the guard's timer and
+// this wait end together, in either order, and the lease may be gone and
+// the slot another's: do not start (docs/design.md#the-safety-rules, rule 5).
+func (w *Worker) untilStart(runCtx context.Context, cancel context.CancelCauseFunc, entry *queue.Entry, held *slots.Held) {
+	if d := entry.NotBefore.Sub(w.d.Clock.Now()); d > 0 {
+		t := w.d.Clock.NewTimer(d)
+		select {
+		case <-runCtx.Done():
+		case <-t.Chan():
+		}
+		t.Stop()
+	}
+	if runCtx.Err() == nil && held.Expired() {
+		cancel(session.ErrGuardExpired)
+	}
+}
+
+// runTarget calls the run's target, unless its context ended first (then
+// it is cancelled with the cause).
+func (w *Worker) runTarget(runCtx context.Context, entry *queue.Entry, held *slots.Held, log *slog.Logger, span *tracing.Run, startedAt time.Time) target.Result {
+	if runCtx.Err() != nil {
+		return target.Result{Outcome: runs.Cancelled, Error: context.Cause(runCtx).Error()}
+	}
+	w.d.Metrics.Lateness.Observe(startedAt.Sub(entry.NotBefore).Seconds())
+	log.Debug("run started")
+	var resourceSlots []string
+	for _, r := range held.Resources {
+		resourceSlots = append(resourceSlots, r.Name+"/"+strconv.Itoa(r.Index))
+	}
+	traceParent, traceState := span.TraceContext()
+	shard, shards, _ := entry.Shard()
+	return w.d.Executor.Execute(runCtx, &entry.Spec, target.Run{
+		Shard:         shard,
+		Shards:        shards,
+		ResourceSlots: resourceSlots,
+		Job:           entry.Job,
+		RunID:         entry.RunID,
+		Attempt:       entry.Attempt,
+		ScheduledAt:   entry.ScheduledAt,
+		Slot:          held.Slot,
+		FencingToken:  held.Token,
+		Holder:        w.d.ID,
+		Input:         entry.Input,
+		TraceParent:   traceParent,
+		TraceState:    traceState,
+	})
+}
+
+// outcomeOf is the outcome of a run cancelled with cause: lost when its
+// slot could not be trusted any more (the lease may be gone; retried like
+// a lost run), interrupted when a graceful shutdown cut it (queued again
+// at once for another replica, without using a retry:
+// docs/design-run-end.md#a-graceful-shutdown-requeues-what-it-cuts),
+// unless on_shutdown says cancel.
+func outcomeOf(outcome runs.Outcome, cause error, onShutdown string) runs.Outcome {
+	switch {
+	case outcome != runs.Cancelled:
+	case errors.Is(cause, session.ErrGuardExpired), errors.Is(cause, session.ErrLeaseGone):
+		return runs.Lost
+	case errors.Is(cause, errShutdown) && onShutdown != config.OnShutdownCancel:
+		return runs.Interrupted
+	}
+	return outcome
+}
+
+// logUnreleased says why a run's end could not be applied.
+func logUnreleased(log *slog.Logger, err error, outcome runs.Outcome) {
+	switch {
+	case errors.Is(err, slots.ErrNotOwner):
+		log.Warn("slot lost before release: the leader records the run lost", "outcome", outcome)
+	case errors.Is(err, slots.ErrNotApplied):
+		log.Warn("the run was recorded before its release (the leader took this worker for dead): record kept", "outcome", outcome)
+	default:
+		log.Error("release failed: the leader records the run lost once the lease expires", "outcome", outcome, "err", err)
+	}
 }
 
 // giveBack releases a claim whose run would begin more than

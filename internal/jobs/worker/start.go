@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/etcdsched/scheduler/config"
@@ -67,86 +68,114 @@ func (w *Worker) start(ctx context.Context, q *queue.Item, st *waitState) (retry
 		}
 		now := w.d.Clock.Now()
 		deadline := runs.StartBy(q.Trigger, q.NotBefore, q.Spec.StartingDeadline.D())
-		if now.After(deadline) {
-			why := ""
-			if st.last != nil {
-				why = "; waiting for " + st.last.Error()
-			}
-			retry := w.finishUnstarted(ctx, q, st, runs.Missed, metrics.ReasonDeadline,
-				fmt.Sprintf("not started by its starting deadline %s (due %s)%s", q.Spec.StartingDeadline, q.NotBefore.Format(runs.TimeFormat), why))
-			return retry, !retry.IsZero()
-		}
-		if w.paused(q) {
-			// The leader withdraws a paused job's ticks; this one came
-			// due before it did.
-			retry := w.finishUnstarted(ctx, q, st, runs.Skipped, metrics.ReasonPaused, "not started: the job is paused")
-			return retry, !retry.IsZero()
-		}
-		st.slotsChanged, st.queueChanged = w.d.Slots.Changed(), w.d.Queue.Changed()
-		// A strict retry on its kept slot waits for no elder: nothing else
-		// can take that slot anyway.
-		el := w.yieldTo(q, now)
-		if el.overdue != nil {
-			w.takeOver(el.overdue)
-		}
-		// skip and replace act on a limit that is taken: with no room
-		// left the claim is refused and the policy acts, elders or not.
-		yield := q.Spec.Overlap == config.OverlapQueue || el.room > 0
-		if full := el.full; full != nil && yield && !w.holdsFor(sess, q) {
-			// Elders wait for a limit this run needs: their turn first,
-			// as if the limit were full. A record names what holds them
-			// all back.
-			st.last = el.why
-			if el.free {
-				st.turn = full
-			}
-			// Try again in a while at the latest (a change in the views
-			// wakes the run sooner), and when an elder becomes overdue, to
-			// take it over.
-			end := now.Add(fairRecheck)
-			if !el.retry.IsZero() && el.retry.Before(end) {
-				end = el.retry
-			}
-			if q.Spec.Overlap != config.OverlapQueue {
-				// skip and replace act on a limit that is taken, and this
-				// one is not yet: wait for the elders to take it, then see.
-				return end, true
-			}
-			// queue: the run waits in the job's queue, within queue_limit.
-			until, wait := w.refused(ctx, sess, q, st, full, now, deadline)
-			if wait && end.Before(until) {
-				until = end
-			}
+		if until, wait, decided := w.beforeClaim(ctx, sess, q, st, now, deadline); decided {
 			return until, wait
 		}
-		claimCtx, claimSpan := st.span.Claim(ctx)
-		held, running, err := w.claim(claimCtx, sess, q, st.confirm)
-		st.confirm = false
-		claimSpan.End(held, err)
-		var full *slots.FullError
-		switch {
-		case err == nil:
-			w.noteClaimed(q, st)
-			w.execute(q, running, held, log, st.span)
-			return time.Time{}, false
-		case errors.Is(err, slots.ErrConflict):
-			w.d.Metrics.ClaimFails.WithLabelValues(metrics.ClaimTaken).Inc()
-			return time.Time{}, false // claimed by another worker, cancelled, or changed
-		case errors.As(err, &full):
-			w.d.Metrics.ClaimFails.WithLabelValues(metrics.ClaimFull).Inc()
-			st.last = full
-		case ctx.Err() != nil:
-			return time.Time{}, false
-		case errors.Is(err, session.ErrGuardExpired), errors.Is(err, session.ErrLeaseGone), sess.Err() != nil:
-			continue // wait for the next session
-		default:
-			at := st.failed(now)
-			log.Warn("claim failed; will try again", "err", err, "at", at)
-			return at, true
+		if until, wait, again := w.claimAndRun(ctx, sess, q, st, log, now, deadline); !again {
+			return until, wait
 		}
-		return w.refused(ctx, sess, q, st, full, now, deadline)
 	}
 	return time.Time{}, false
+}
+
+// beforeClaim decides what needs no claim: a run past its starting
+// deadline (missed), one of a paused job (skipped), one behind elders
+// that wait for a limit it needs (behindElders). decided is false when
+// the run is to be claimed now.
+func (w *Worker) beforeClaim(ctx context.Context, sess *session.Session, q *queue.Item, st *waitState, now, deadline time.Time) (until time.Time, wait, decided bool) {
+	if now.After(deadline) {
+		why := ""
+		if st.last != nil {
+			why = "; waiting for " + st.last.Error()
+		}
+		retry := w.finishUnstarted(ctx, q, st, runs.Missed, metrics.ReasonDeadline,
+			fmt.Sprintf("not started by its starting deadline %s (due %s)%s", q.Spec.StartingDeadline, q.NotBefore.Format(runs.TimeFormat), why))
+		return retry, !retry.IsZero(), true
+	}
+	if w.paused(q) {
+		// The leader withdraws a paused job's ticks; this one came
+		// due before it did.
+		retry := w.finishUnstarted(ctx, q, st, runs.Skipped, metrics.ReasonPaused, "not started: the job is paused")
+		return retry, !retry.IsZero(), true
+	}
+	st.slotsChanged, st.queueChanged = w.d.Slots.Changed(), w.d.Queue.Changed()
+	return w.behindElders(ctx, sess, q, st, now, deadline)
+}
+
+// behindElders makes q wait while elders wait for a limit it needs (fair
+// order, docs/design-admission.md#fair-order), and takes over an elder
+// that is overdue. yielded is false when q goes first.
+func (w *Worker) behindElders(ctx context.Context, sess *session.Session, q *queue.Item, st *waitState, now, deadline time.Time) (until time.Time, wait, yielded bool) {
+	// A strict retry on its kept slot waits for no elder: nothing else
+	// can take that slot anyway.
+	el := w.yieldTo(q, now)
+	if el.overdue != nil {
+		w.takeOver(el.overdue)
+	}
+	// skip and replace act on a limit that is taken: with no room
+	// left the claim is refused and the policy acts, elders or not.
+	yield := q.Spec.Overlap == config.OverlapQueue || el.room > 0
+	full := el.full
+	if full == nil || !yield || w.holdsFor(sess, q) {
+		return time.Time{}, false, false
+	}
+	// Elders wait for a limit this run needs: their turn first, as if
+	// the limit were full. A record names what holds them all back.
+	st.last = el.why
+	if el.free {
+		st.turn = full
+	}
+	// Try again in a while at the latest (a change in the views wakes
+	// the run sooner), and when an elder becomes overdue, to take it
+	// over.
+	end := now.Add(fairRecheck)
+	if !el.retry.IsZero() && el.retry.Before(end) {
+		end = el.retry
+	}
+	if q.Spec.Overlap != config.OverlapQueue {
+		// skip and replace act on a limit that is taken, and this one
+		// is not yet: wait for the elders to take it, then see.
+		return end, true, true
+	}
+	// queue: the run waits in the job's queue, within queue_limit.
+	until, wait = w.refused(ctx, sess, q, st, full, now, deadline)
+	if wait && end.Before(until) {
+		until = end
+	}
+	return until, wait, true
+}
+
+// claimAndRun claims q once and, holding its slots, runs it; a refusal
+// applies the job's overlap policy (refused). again: the session ended
+// under the claim, and the run is tried with the next.
+func (w *Worker) claimAndRun(ctx context.Context, sess *session.Session, q *queue.Item, st *waitState, log *slog.Logger, now, deadline time.Time) (until time.Time, wait, again bool) {
+	claimCtx, claimSpan := st.span.Claim(ctx)
+	held, running, err := w.claim(claimCtx, sess, q, st.confirm)
+	st.confirm = false
+	claimSpan.End(held, err)
+	var full *slots.FullError
+	switch {
+	case err == nil:
+		w.noteClaimed(q, st)
+		w.execute(q, running, held, log, st.span)
+		return time.Time{}, false, false
+	case errors.Is(err, slots.ErrConflict):
+		w.d.Metrics.ClaimFails.WithLabelValues(metrics.ClaimTaken).Inc()
+		return time.Time{}, false, false // claimed by another worker, cancelled, or changed
+	case errors.As(err, &full):
+		w.d.Metrics.ClaimFails.WithLabelValues(metrics.ClaimFull).Inc()
+		st.last = full
+	case ctx.Err() != nil:
+		return time.Time{}, false, false
+	case errors.Is(err, session.ErrGuardExpired), errors.Is(err, session.ErrLeaseGone), sess.Err() != nil:
+		return time.Time{}, false, true // wait for the next session
+	default:
+		at := st.failed(now)
+		log.Warn("claim failed; will try again", "err", err, "at", at)
+		return at, true, false
+	}
+	until, wait = w.refused(ctx, sess, q, st, full, now, deadline)
+	return until, wait, false
 }
 
 // resolve returns q with the spec its entry names, read from etcd when the
@@ -239,26 +268,9 @@ func (w *Worker) refused(ctx context.Context, sess *session.Session, q *queue.It
 		}
 		return until, true
 	case q.Spec.Overlap == config.OverlapQueue:
-		if pos := w.queuePosition(q, now); pos >= q.Spec.QueueLimit {
-			if full.View {
-				return st.confirmFirst(now)
-			}
-			retry := w.finishUnstarted(ctx, q, st, runs.Skipped, metrics.ReasonQueueFull,
-				fmt.Sprintf("%s and %d runs already queued (queue_limit %d)", what, pos, q.Spec.QueueLimit))
-			return retry, !retry.IsZero()
-		}
-		return until, true
+		return w.queueOrSkip(ctx, q, st, full, what, now, until)
 	case q.Spec.Overlap == config.OverlapReplace && jobSlots:
-		if !st.replaced {
-			if victim := w.oldestRunning(q.Job, q.ConcurrencyKey); victim != nil {
-				if err := w.writes.RequestCancel(ctx, sess.Lease(), victim.RunID, "replaced by "+q.RunID); err != nil {
-					w.d.Log.Warn("cannot cancel the run to replace", "job", q.Job, "run_id", q.RunID, "victim", victim.RunID, "err", err)
-				} else {
-					w.d.Log.Info("replacing the oldest running run", "job", q.Job, "run_id", q.RunID, "victim", victim.RunID)
-					st.replaced = true
-				}
-			}
-		}
+		w.replaceOldest(ctx, sess, q, st)
 		return until, true
 	default:
 		// skip, and replace when what is full is not the job's own: a
@@ -269,6 +281,40 @@ func (w *Worker) refused(ctx context.Context, sess *session.Session, q *queue.It
 		retry := w.finishUnstarted(ctx, q, st, runs.Skipped, reason, fmt.Sprintf("%s (overlap: %s)", what, q.Spec.Overlap))
 		return retry, !retry.IsZero()
 	}
+}
+
+// queueOrSkip is overlap: queue's answer to a refusal: the run waits in
+// its job's queue until until, or is skipped when queue_limit runs wait
+// before it (after etcd confirms what the view refused).
+func (w *Worker) queueOrSkip(ctx context.Context, q *queue.Item, st *waitState, full *slots.FullError, what string, now, until time.Time) (time.Time, bool) {
+	pos := w.queuePosition(q, now)
+	if pos < q.Spec.QueueLimit {
+		return until, true
+	}
+	if full.View {
+		return st.confirmFirst(now)
+	}
+	retry := w.finishUnstarted(ctx, q, st, runs.Skipped, metrics.ReasonQueueFull,
+		fmt.Sprintf("%s and %d runs already queued (queue_limit %d)", what, pos, q.Spec.QueueLimit))
+	return retry, !retry.IsZero()
+}
+
+// replaceOldest is overlap: replace's answer to a refusal by the job's
+// own slots: a cancel request for its oldest running run, once.
+func (w *Worker) replaceOldest(ctx context.Context, sess *session.Session, q *queue.Item, st *waitState) {
+	if st.replaced {
+		return
+	}
+	victim := w.oldestRunning(q.Job, q.ConcurrencyKey)
+	if victim == nil {
+		return
+	}
+	if err := w.writes.RequestCancel(ctx, sess.Lease(), victim.RunID, "replaced by "+q.RunID); err != nil {
+		w.d.Log.Warn("cannot cancel the run to replace", "job", q.Job, "run_id", q.RunID, "victim", victim.RunID, "err", err)
+		return
+	}
+	w.d.Log.Info("replacing the oldest running run", "job", q.Job, "run_id", q.RunID, "victim", victim.RunID)
+	st.replaced = true
 }
 
 // turnEnd is how long a run waits for its turn after a late elder: until
