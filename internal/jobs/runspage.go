@@ -45,45 +45,20 @@ func (e *Engine) readRuns(ctx context.Context, job string, page Page) ([]runs.Re
 	var out []*mvccpb.KeyValue
 	opts := []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByModRevision, clientv3.SortDescend)}
 	if page.After != "" {
-		at, err := e.opts.Client.Get(ctx, e.keys.Record(job, page.After), clientv3.WithKeysOnly())
-		if err != nil {
-			return nil, "", fmt.Errorf("jobs: read runs of %s: %w", job, err)
-		}
-		if len(at.Kvs) == 0 {
-			return nil, "", refuse(ErrUnknownRun, "job %q has no run %q to page from: start from a run id its list shows", job, page.After)
-		}
-		x := at.Kvs[0]
-		same, err := e.writtenAt(ctx, prefix, x.ModRevision)
+		same, before, err := e.pageFrom(ctx, job, prefix, page.After)
 		if err != nil {
 			return nil, "", err
 		}
-		for _, kv := range same {
-			if bytes.Compare(kv.Key, x.Key) < 0 {
-				out = append(out, kv)
-			}
-		}
-		opts = append(opts, clientv3.WithMaxModRev(x.ModRevision-1))
+		out = same
+		opts = append(opts, clientv3.WithMaxModRev(before))
 	}
 	// One more than the page holds tells whether there is a next page;
 	// the cursor's own revision may already have given that many.
 	if want := page.Limit + 1 - len(out); want > 0 {
-		resp, err := e.opts.Client.Get(ctx, prefix, append(opts, clientv3.WithLimit(int64(want)))...)
+		older, err := e.olderRuns(ctx, job, prefix, want, opts)
 		if err != nil {
-			return nil, "", fmt.Errorf("jobs: read runs of %s: %w", job, err)
+			return nil, "", err
 		}
-		older := resp.Kvs
-		if n := len(older); n == want {
-			// The limit may have cut the last revision's records short:
-			// read that revision whole.
-			last := older[n-1].ModRevision
-			group, err := e.writtenAt(ctx, prefix, last)
-			if err != nil {
-				return nil, "", err
-			}
-			i := sort.Search(n, func(i int) bool { return older[i].ModRevision <= last })
-			older = append(older[:i:i], group...)
-		}
-		sortNewestFirst(older)
 		out = append(out, older...)
 	}
 	more := len(out) > page.Limit
@@ -101,6 +76,52 @@ func (e *Engine) readRuns(ctx context.Context, job string, page Page) ([]runs.Re
 		next = e.keys.RecordRun(string(out[len(out)-1].Key))
 	}
 	return list, next, nil
+}
+
+// pageFrom reads where a page after run id after starts: the records
+// written in after's revision that sort before it, and the revision the
+// older ones end at.
+func (e *Engine) pageFrom(ctx context.Context, job, prefix, after string) ([]*mvccpb.KeyValue, int64, error) {
+	at, err := e.opts.Client.Get(ctx, e.keys.Record(job, after), clientv3.WithKeysOnly())
+	if err != nil {
+		return nil, 0, fmt.Errorf("jobs: read runs of %s: %w", job, err)
+	}
+	if len(at.Kvs) == 0 {
+		return nil, 0, refuse(ErrUnknownRun, "job %q has no run %q to page from: start from a run id its list shows", job, after)
+	}
+	x := at.Kvs[0]
+	same, err := e.writtenAt(ctx, prefix, x.ModRevision)
+	if err != nil {
+		return nil, 0, err
+	}
+	var out []*mvccpb.KeyValue
+	for _, kv := range same {
+		if bytes.Compare(kv.Key, x.Key) < 0 {
+			out = append(out, kv)
+		}
+	}
+	return out, x.ModRevision - 1, nil
+}
+
+// olderRuns reads up to want records, newest first, and the whole of the
+// last revision the limit may have cut short.
+func (e *Engine) olderRuns(ctx context.Context, job, prefix string, want int, opts []clientv3.OpOption) ([]*mvccpb.KeyValue, error) {
+	resp, err := e.opts.Client.Get(ctx, prefix, append(opts, clientv3.WithLimit(int64(want)))...)
+	if err != nil {
+		return nil, fmt.Errorf("jobs: read runs of %s: %w", job, err)
+	}
+	older := resp.Kvs
+	if n := len(older); n == want {
+		last := older[n-1].ModRevision
+		group, err := e.writtenAt(ctx, prefix, last)
+		if err != nil {
+			return nil, err
+		}
+		i := sort.Search(n, func(i int) bool { return older[i].ModRevision <= last })
+		older = append(older[:i:i], group...)
+	}
+	sortNewestFirst(older)
+	return older, nil
 }
 
 // writtenAt is every record under prefix last written at revision rev, by
