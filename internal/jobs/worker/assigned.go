@@ -21,10 +21,7 @@ import (
 
 // Assignments is the view of this replica's assignments the worker claims
 // from (keys.ReplicaAssignments).
-func (w *Worker) Assignments() mirror.Handler { return w.assigned }
-
-// freedLocked closes when a run next leaves active.
-func (w *Worker) freedLocked() <-chan struct{} { return w.freed }
+func (w *Worker) Assignments() mirror.Handler { return w.runner.view }
 
 // assignedView is the replica's assignments, of every incarnation, as
 // mirrored from keys.ReplicaAssignments: a mirror.Handler.

@@ -24,15 +24,15 @@ const maxChunk = 40
 
 // dispatchAssigned takes up the assignments due for claiming, each in a
 // goroutine of its own that the drain waits for.
-func (w *Worker) dispatchAssigned(ctx context.Context) {
-	if w.d.Assign == nil {
+func (a *assignedRunner) dispatchAssigned(ctx context.Context) {
+	if a.d.Assign == nil {
 		return
 	}
-	for _, st := range w.assigned.take(w.d.Clock.Now()) {
-		w.wg.Add(1)
+	for _, st := range a.view.take(a.d.Clock.Now()) {
+		a.wg.Add(1)
 		go func() {
-			defer w.wg.Done()
-			w.runAssignment(ctx, st)
+			defer a.wg.Done()
+			a.runAssignment(ctx, st)
 		}()
 	}
 }
@@ -86,28 +86,28 @@ func (r *claimRound) setMarkerRevision(i int, rev int64) {
 // decided. When every run is settled it deletes the assignment and its
 // markers; a run left unsettled (a drain, an error) is the leader's to
 // resolve once this incarnation is gone.
-func (w *Worker) runAssignment(ctx context.Context, st assign.Stored) {
-	r := &claimRound{st: st, log: w.d.Log.With("assignment", st.Key(w.d.Keys))}
-	sess, err := w.d.Sessions.Current(ctx)
+func (a *assignedRunner) runAssignment(ctx context.Context, st assign.Stored) {
+	r := &claimRound{st: st, log: a.d.Log.With("assignment", st.Key(a.d.Keys))}
+	sess, err := a.d.Sessions.Current(ctx)
 	if err != nil {
 		return
 	}
-	if st.Worker != keys.Incarnation(w.d.ID, int64(sess.Lease())) {
+	if st.Worker != keys.Incarnation(a.d.ID, int64(sess.Lease())) {
 		r.log.Info("assignment of an earlier session left to the leader")
 		return
 	}
 	r.sess = sess
-	w.claiming.Add(1) // until every chunk is sent: no take-over meanwhile
-	settled := w.claimAll(ctx, r)
-	w.claimSent()
+	a.claiming.Add(1) // until every chunk is sent: no take-over meanwhile
+	settled := a.claimAll(ctx, r)
+	a.claimSent()
 	if settled {
-		w.claimLater(ctx, r)
+		a.claimLater(ctx, r)
 	}
-	w.settleLater(ctx, r)
+	a.settleLater(ctx, r)
 	r.running.Wait()
 	if settled && r.unsettled.Load() == 0 {
 		r.st.Markers = r.markers // every start mark is written by now (running)
-		w.cleanup(ctx, r.st, r.log)
+		a.cleanup(ctx, r.st, r.log)
 	}
 }
 
@@ -115,13 +115,13 @@ func (w *Worker) runAssignment(ctx context.Context, st assign.Stored) {
 // false when it stopped before every run was settled (draining, a new
 // session, the assignment gone): the rest is the leader's once this
 // incarnation ends.
-func (w *Worker) claimAll(ctx context.Context, r *claimRound) bool {
+func (a *assignedRunner) claimAll(ctx context.Context, r *claimRound) bool {
 	todo := r.st.Jobs
 	for len(todo) > 0 {
-		if todo = w.shedLate(ctx, &r.st, todo, &r.unsettled); len(todo) == 0 {
+		if todo = a.shedLate(ctx, &r.st, todo, &r.unsettled); len(todo) == 0 {
 			break
 		}
-		reserved, alive := w.reserve(ctx, r.sess, &r.st, todo)
+		reserved, alive := a.reserve(ctx, r.sess, &r.st, todo)
 		if !alive {
 			return false
 		}
@@ -129,11 +129,11 @@ func (w *Worker) claimAll(ctx context.Context, r *claimRound) bool {
 			continue // woke to shed what is late now
 		}
 		todo = todo[len(reserved):]
-		rs := w.prepare(ctx, &r.st, reserved, &r.unsettled)
+		rs := a.prepare(ctx, &r.st, reserved, &r.unsettled)
 		if len(rs) == 0 {
 			continue
 		}
-		if !w.claimChunk(ctx, r, rs) {
+		if !a.claimChunk(ctx, r, rs) {
 			return false
 		}
 	}
@@ -146,19 +146,19 @@ func (w *Worker) claimAll(ctx context.Context, r *claimRound) bool {
 // max_parallel, docs/design-admission.md) and take them again here, as
 // many as are free; the rest, and those refused again, take the queue
 // path, where they wait holding no place (settleLater, claimChunk).
-func (w *Worker) claimLater(ctx context.Context, r *claimRound) {
-	if len(r.later) == 0 || !w.untilDue(ctx, r.sess, r.st.At) {
+func (a *assignedRunner) claimLater(ctx context.Context, r *claimRound) {
+	if len(r.later) == 0 || !a.untilDue(ctx, r.sess, r.st.At) {
 		return // settleLater queues them
 	}
 	later := r.later
 	r.later = nil
 	for len(later) > 0 {
-		n, _ := w.takePlaces(&r.st, laterJobs(later))
+		n, _ := a.takePlaces(&r.st, laterJobs(later))
 		if n == 0 {
 			r.later = later // no place free: the queue path waits for one
 			return
 		}
-		if !w.claimChunk(ctx, r, later[:n]) {
+		if !a.claimChunk(ctx, r, later[:n]) {
 			return // gone, or the leader resolves it: the rest hold no place
 		}
 		later = later[n:]
@@ -175,17 +175,17 @@ func laterJobs(rs []assignedRun) []assign.Job {
 }
 
 // finishAll gives back the places of rs, runs that will not start here.
-func (w *Worker) finishAll(rs []assignedRun) {
+func (a *assignedRunner) finishAll(rs []assignedRun) {
 	for _, run := range rs {
-		w.finish(run.runID)
+		a.core.finish(run.runID)
 	}
 }
 
 // claimSent counts an assignment whose chunks are all sent; the last
 // wakes the loop, which may take over again (dispatchTakeOvers).
-func (w *Worker) claimSent() {
-	if w.claiming.Add(-1) == 0 {
-		w.signal()
+func (a *assignedRunner) claimSent() {
+	if a.claiming.Add(-1) == 0 {
+		a.signal()
 	}
 }
 
@@ -193,18 +193,18 @@ func (w *Worker) claimSent() {
 // jobs' runs as active, in order. It returns none, alive, when st becomes
 // shedAfter late while it waits (the caller sheds what is late and asks
 // again), and none, not alive, when ctx or the session ends first.
-func (w *Worker) reserve(ctx context.Context, sess *session.Session, st *assign.Stored, jobs []assign.Job) ([]assign.Job, bool) {
+func (a *assignedRunner) reserve(ctx context.Context, sess *session.Session, st *assign.Stored, jobs []assign.Job) ([]assign.Job, bool) {
 	var late <-chan time.Time // armed at the first wait: a chunk with room takes no timer
 	armed := false
 	for {
-		n, freed := w.takePlaces(st, jobs)
+		n, freed := a.takePlaces(st, jobs)
 		if n > 0 {
 			return jobs[:n], true
 		}
 		if !armed {
 			armed = true
-			if d := st.At.Add(shedAfter).Sub(w.d.Clock.Now()); d > 0 {
-				t := w.d.Clock.NewTimer(d + time.Millisecond)
+			if d := st.At.Add(shedAfter).Sub(a.d.Clock.Now()); d > 0 {
+				t := a.d.Clock.NewTimer(d + time.Millisecond)
 				defer t.Stop()
 				late = t.Chan()
 			}
@@ -225,37 +225,29 @@ func (w *Worker) reserve(ctx context.Context, sess *session.Session, st *assign.
 // max_parallel has room for (up to maxChunk, stopping at one active
 // already), and returns how many, with what closes when a place next
 // frees.
-func (w *Worker) takePlaces(st *assign.Stored, jobs []assign.Job) (int, <-chan struct{}) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	free := w.maxParallel() - len(w.active)
-	n := 0
-	for n < min(free, maxChunk, len(jobs)) {
-		id := st.RunID(jobs[n].Name)
-		if _, busy := w.active[id]; busy {
-			break
-		}
-		w.active[id] = &activeRun{}
-		n++
+func (a *assignedRunner) takePlaces(st *assign.Stored, jobs []assign.Job) (int, <-chan struct{}) {
+	ids := make([]string, min(maxChunk, len(jobs)))
+	for i := range ids {
+		ids[i] = st.RunID(jobs[i].Name)
 	}
-	return n, w.freedLocked()
+	return a.core.takePlaces(ids)
 }
 
 // prepare resolves each run's spec and settles at once what needs no claim:
 // past its starting deadline (missed), paused (skipped), or of a job the
 // lean path does not take (a pending entry). It returns the runs to claim.
-func (w *Worker) prepare(ctx context.Context, st *assign.Stored, jobs []assign.Job, unsettled *atomic.Int32) []assignedRun {
+func (a *assignedRunner) prepare(ctx context.Context, st *assign.Stored, jobs []assign.Job, unsettled *atomic.Int32) []assignedRun {
 	var rs []assignedRun
 	var ends []unclaimedEnd
-	defer func() { w.endUnclaimed(ctx, st, ends, unsettled) }()
+	defer func() { a.endUnclaimed(ctx, st, ends, unsettled) }()
 	for _, j := range jobs {
 		r := assignedRun{job: j, runID: st.RunID(j.Name)}
 		base := pendingEntry(st, j)
-		it, err := w.d.Specs.Resolve(ctx, &queue.Item{Entry: base})
+		it, err := a.d.Specs.Resolve(ctx, &queue.Item{Entry: base})
 		if err != nil {
 			// The queue path waits for the spec, as long as the run's
 			// starting deadline allows (start.go, resolve).
-			w.settleAssigned(ctx, st, base, "its spec is not readable yet: "+err.Error(), unsettled)
+			a.settleAssigned(ctx, st, base, "its spec is not readable yet: "+err.Error(), unsettled)
 			continue
 		}
 		r.entry = it.Entry
@@ -263,15 +255,15 @@ func (w *Worker) prepare(ctx context.Context, st *assign.Stored, jobs []assign.J
 		// The leader assigned it by the same description; a spec changed
 		// since may need more, which the queue path grants.
 		if why := admission.Of(&r.entry.Spec, resourceDefs(r.entry)).Beyond(); why != "" {
-			w.settleAssigned(ctx, st, r.entry, why, unsettled)
+			a.settleAssigned(ctx, st, r.entry, why, unsettled)
 			continue
 		}
-		now := w.d.Clock.Now()
-		if end, ok := w.notToStart(r.entry, st.At, now); ok {
+		now := a.d.Clock.Now()
+		if end, ok := a.notToStart(r.entry, st.At, now); ok {
 			ends = append(ends, end)
 			continue
 		}
-		if i, ok := w.d.Slots.FreeIndex(slots.JobSlot, keys.SlotGroup(j.Name, ""), r.entry.Spec.MaxConcurrency); ok {
+		if i, ok := a.d.Slots.FreeIndex(slots.JobSlot, keys.SlotGroup(j.Name, ""), r.entry.Spec.MaxConcurrency); ok {
 			r.slot = i
 		}
 		rs = append(rs, r)
@@ -292,20 +284,20 @@ func pendingEntry(st *assign.Stored, j assign.Job) *queue.Entry {
 // then). False
 // when the assignment is gone (moved or deleted by the leader) or the
 // leader is to resolve it, and no more is to be claimed.
-func (w *Worker) claimChunk(ctx context.Context, r *claimRound, rs []assignedRun) bool {
+func (a *assignedRunner) claimChunk(ctx context.Context, r *claimRound, rs []assignedRun) bool {
 	st, sess, chunk, unsettled := &r.st, r.sess, r.chunk, &r.unsettled
 	r.chunk++
-	startedAt := w.d.Clock.Now()
+	startedAt := a.d.Clock.Now()
 	if startedAt.Before(st.At) {
 		startedAt = st.At // claimed a lead early: starts when due
 	}
 	tries := make([]assign.Run, len(rs))
 	for i, r := range rs {
-		tries[i] = assign.Run{Job: r.job.Name, Slot: r.slot, StartedAt: startedAt, Holder: w.d.ID}
+		tries[i] = assign.Run{Job: r.job.Name, Slot: r.slot, StartedAt: startedAt, Holder: a.d.ID}
 	}
-	claims, err := w.claimTries(ctx, sess, st, chunk, tries, r.log)
+	claims, err := a.claimTries(ctx, sess, st, chunk, tries, r.log)
 	if err != nil {
-		w.finishAll(rs)
+		a.finishAll(rs)
 		r.gone = errors.Is(err, assign.ErrGone)
 		switch {
 		case !r.gone:
@@ -315,34 +307,34 @@ func (w *Worker) claimChunk(ctx context.Context, r *claimRound, rs []assignedRun
 			// Written anew before any of its runs was claimed (a
 			// withdrawal takes out only what no chunk claimed from):
 			// the view's newer version is taken up afresh.
-			w.assigned.retake(st.Key(w.d.Keys), st.ModRevision)
+			a.view.retake(st.Key(a.d.Keys), st.ModRevision)
 		}
 		return false
 	}
 	marker := r.addMarker(assign.Marker{Chunk: chunk, ModRevision: claims[0].Revision})
-	answered := w.d.Clock.Now()
+	answered := a.d.Clock.Now()
 	var claimed []heldRun
 	for i, c := range claims {
 		run := rs[i]
 		switch {
 		case c.Outcome == assign.Claimed:
-			held := w.d.Slots.Adopt(sess, run.job.Name, "", run.slot, c.Token, nil,
-				slots.Value{RunID: run.runID, Holder: w.d.ID, StartedAt: startedAt.UTC(), ScheduledAt: st.At.UTC()})
+			held := a.d.Slots.Adopt(sess, run.job.Name, "", run.slot, c.Token, nil,
+				slots.Value{RunID: run.runID, Holder: a.d.ID, StartedAt: startedAt.UTC(), ScheduledAt: st.At.UTC()})
 			claimed = append(claimed, heldRun{run: run, held: held})
 		case c.Reason == assign.RecordExists:
-			w.finish(run.runID) // decided already
+			a.core.finish(run.runID) // decided already
 		case c.Reason == assign.SlotTaken && answered.Before(st.At):
 			// Tried again at the instant (claimLater); meanwhile it waits
 			// holding no place, as a queued run waits for its slot.
-			w.finish(run.runID)
+			a.core.finish(run.runID)
 			r.later = append(r.later, run)
 		default:
 			// A slot taken, or a run of the job waiting: the queue path
 			// applies overlap, fair order and queue_limit as for any run.
-			w.settleAssigned(ctx, st, run.entry, string(c.Reason), unsettled)
+			a.settleAssigned(ctx, st, run.entry, string(c.Reason), unsettled)
 		}
 	}
-	w.startClaimed(ctx, r, chunk, marker, claims[0].Ahead, claimed, startedAt)
+	a.startClaimed(ctx, r, chunk, marker, claims[0].Ahead, claimed, startedAt)
 	return true
 }
 
@@ -350,20 +342,20 @@ func (w *Worker) claimChunk(ctx context.Context, r *claimRound, rs []assignedRun
 // gone, or the session or ctx ends. A chunk sent again is the same runs
 // with the same slot picks: one whose first answer was lost reads its own
 // slots back (ClaimChunk), and no run can take a second slot.
-func (w *Worker) claimTries(ctx context.Context, sess *session.Session, st *assign.Stored, chunk int, tries []assign.Run, log *slog.Logger) ([]assign.Claim, error) {
+func (a *assignedRunner) claimTries(ctx context.Context, sess *session.Session, st *assign.Stored, chunk int, tries []assign.Run, log *slog.Logger) ([]assign.Claim, error) {
 	b := settleRetry.Start()
 	for {
 		// Not cut by a shutdown: a claim cut in flight may be applied with
 		// its answer lost, and its runs are then recorded lost; one that
 		// completes starts its runs, which the drain lets end.
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.d.Config().Cluster.SessionTTL.D())
-		claims, err := w.d.Assign.ClaimChunk(cctx, sess.Lease(), st.Assignment, st.ModRevision, chunk, tries)
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.d.Config().Cluster.SessionTTL.D())
+		claims, err := a.d.Assign.ClaimChunk(cctx, sess.Lease(), st.Assignment, st.ModRevision, chunk, tries)
 		cancel()
 		if err == nil || errors.Is(err, assign.ErrGone) || sess.Err() != nil {
 			return claims, err
 		}
 		log.Warn("claiming an assignment's runs failed; trying again", "chunk", chunk, "err", err, "in", b.Delay())
-		if !b.Wait(ctx, w.d.Clock) {
+		if !b.Wait(ctx, a.d.Clock) {
 			return nil, err
 		}
 	}
@@ -372,10 +364,10 @@ func (w *Worker) claimTries(ctx context.Context, sess *session.Session, st *assi
 // runClaimed executes a claimed run as a queued one is (execute), with no
 // entry: its release compares that the run has no record yet. It reports
 // whether the run's end was applied.
-func (w *Worker) runClaimed(ctx context.Context, r assignedRun, held *slots.Held, startedAt time.Time) bool {
+func (a *assignedRunner) runClaimed(ctx context.Context, r assignedRun, held *slots.Held, startedAt time.Time) bool {
 	q := &queue.Item{Entry: r.entry}
-	_, span := tracing.StartRun(ctx, w.d.Tracer, tracing.RunInfo{Job: r.job.Name, RunID: r.runID, Attempt: 1, Trigger: runs.Schedule, Holder: w.d.ID})
+	_, span := tracing.StartRun(ctx, a.d.Tracer, tracing.RunInfo{Job: r.job.Name, RunID: r.runID, Attempt: 1, Trigger: runs.Schedule, Holder: a.d.ID})
 	defer span.End()
-	log := w.d.Log.With("job", r.job.Name, "run_id", r.runID, "attempt", 1)
-	return w.execute(q, r.entry.Running(w.d.ID, held.Slot, startedAt), held, log, span) == nil
+	log := a.d.Log.With("job", r.job.Name, "run_id", r.runID, "attempt", 1)
+	return a.core.execute(q, r.entry.Running(a.d.ID, held.Slot, startedAt), held, log, span) == nil
 }

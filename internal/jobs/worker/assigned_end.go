@@ -22,28 +22,28 @@ import (
 // leader rewrites it) and the run has no entry and no
 // record (else another decided, or decides: a moved assignment's new
 // worker).
-func (w *Worker) settleAssigned(ctx context.Context, st *assign.Stored, e *queue.Entry, why string, unsettled *atomic.Int32) {
-	defer w.finish(e.RunID)
-	w.queueAssigned(ctx, st, e, why, unsettled)
+func (a *assignedRunner) settleAssigned(ctx context.Context, st *assign.Stored, e *queue.Entry, why string, unsettled *atomic.Int32) {
+	defer a.core.finish(e.RunID)
+	a.queueAssigned(ctx, st, e, why, unsettled)
 }
 
 // queueAssigned is settleAssigned for a run that holds no place: it is
 // not active here, and the queue path may take it up at once.
-func (w *Worker) queueAssigned(ctx context.Context, st *assign.Stored, e *queue.Entry, why string, unsettled *atomic.Int32) {
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.d.Config().Cluster.SessionTTL.D())
+func (a *assignedRunner) queueAssigned(ctx context.Context, st *assign.Stored, e *queue.Entry, why string, unsettled *atomic.Int32) {
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.d.Config().Cluster.SessionTTL.D())
 	defer cancel()
-	key := w.d.Keys.Entry(e.Job, e.RunID)
-	resp, err := w.d.Client.Txn(wctx).If(
-		clientv3.Compare(clientv3.ModRevision(st.Key(w.d.Keys)), "=", st.ModRevision),
+	key := a.d.Keys.Entry(e.Job, e.RunID)
+	resp, err := a.d.Client.Txn(wctx).If(
+		clientv3.Compare(clientv3.ModRevision(st.Key(a.d.Keys)), "=", st.ModRevision),
 		clientv3.Compare(clientv3.CreateRevision(key), "=", 0),
-		clientv3.Compare(clientv3.CreateRevision(w.d.Keys.Record(e.Job, e.RunID)), "=", 0),
+		clientv3.Compare(clientv3.CreateRevision(a.d.Keys.Record(e.Job, e.RunID)), "=", 0),
 	).Then(clientv3.OpPut(key, e.Encode())).Commit()
 	if err != nil {
 		unsettled.Add(1)
-		w.d.Log.Warn("an assigned run could not be queued: the leader resolves it", "job", e.Job, "run_id", e.RunID, "err", err)
+		a.d.Log.Warn("an assigned run could not be queued: the leader resolves it", "job", e.Job, "run_id", e.RunID, "err", err)
 		return
 	}
-	w.d.Log.Debug("assigned run takes the queue path", "job", e.Job, "run_id", e.RunID, "why", why, "queued", resp.Succeeded, "assignment", st.Key(w.d.Keys))
+	a.d.Log.Debug("assigned run takes the queue path", "job", e.Job, "run_id", e.RunID, "why", why, "queued", resp.Succeeded, "assignment", st.Key(a.d.Keys))
 }
 
 // settleLater hands to the queue path the runs of r refused before their
@@ -52,21 +52,21 @@ func (w *Worker) queueAssigned(ctx context.Context, st *assign.Stored, e *queue.
 // does. They hold no place (claimChunk gave it back). Those of an
 // assignment gone are its new worker's or the leader's to decide: a
 // pending entry would be refused (it compares the assignment as read).
-func (w *Worker) settleLater(ctx context.Context, r *claimRound) {
+func (a *assignedRunner) settleLater(ctx context.Context, r *claimRound) {
 	if r.gone {
 		return
 	}
 	for _, run := range r.later {
-		w.queueAssigned(ctx, &r.st, run.entry, string(assign.SlotTaken), &r.unsettled)
+		a.queueAssigned(ctx, &r.st, run.entry, string(assign.SlotTaken), &r.unsettled)
 	}
 }
 
 // endUnclaimed records ends, runs of st this worker counted active that
 // were not claimed (recordUnclaimed), and gives back each run's place.
-func (w *Worker) endUnclaimed(ctx context.Context, st *assign.Stored, ends []unclaimedEnd, unsettled *atomic.Int32) {
-	w.recordUnclaimed(ctx, st, ends, unsettled)
+func (a *assignedRunner) endUnclaimed(ctx context.Context, st *assign.Stored, ends []unclaimedEnd, unsettled *atomic.Int32) {
+	a.recordUnclaimed(ctx, st, ends, unsettled)
 	for _, end := range ends {
-		w.finish(end.entry.RunID)
+		a.core.finish(end.entry.RunID)
 	}
 }
 
@@ -74,39 +74,39 @@ func (w *Worker) endUnclaimed(ctx context.Context, st *assign.Stored, ends []unc
 // what each record causes, in one transaction that holds if the
 // assignment is still as read (a moved one is its new worker's to
 // decide); each record only if its run has none.
-func (w *Worker) recordUnclaimed(ctx context.Context, st *assign.Stored, ends []unclaimedEnd, unsettled *atomic.Int32) {
+func (a *assignedRunner) recordUnclaimed(ctx context.Context, st *assign.Stored, ends []unclaimedEnd, unsettled *atomic.Int32) {
 	if len(ends) == 0 {
 		return
 	}
 	ops := make([]clientv3.Op, len(ends))
 	for i, end := range ends {
-		rec := end.entry.NotStarted(end.outcome, w.d.Clock.Now(), end.msg)
-		then := append(queue.RecordOps(w.d.Keys, &rec), follow.Record(w.d.Keys, w.d.Config(), end.entry.JobSpec(), &rec, end.entry.Input, rec.EndedAt).All()...)
+		rec := end.entry.NotStarted(end.outcome, a.d.Clock.Now(), end.msg)
+		then := append(queue.RecordOps(a.d.Keys, &rec), follow.Record(a.d.Keys, a.d.Config(), end.entry.JobSpec(), &rec, end.entry.Input, rec.EndedAt).All()...)
 		ops[i] = clientv3.OpTxn([]clientv3.Cmp{
-			clientv3.Compare(clientv3.CreateRevision(w.d.Keys.Record(end.entry.Job, end.entry.RunID)), "=", 0),
+			clientv3.Compare(clientv3.CreateRevision(a.d.Keys.Record(end.entry.Job, end.entry.RunID)), "=", 0),
 		}, then, nil)
 	}
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.d.Config().Cluster.SessionTTL.D())
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.d.Config().Cluster.SessionTTL.D())
 	defer cancel()
-	resp, err := w.d.Client.Txn(wctx).If(
-		clientv3.Compare(clientv3.ModRevision(st.Key(w.d.Keys)), "=", st.ModRevision),
+	resp, err := a.d.Client.Txn(wctx).If(
+		clientv3.Compare(clientv3.ModRevision(st.Key(a.d.Keys)), "=", st.ModRevision),
 	).Then(ops...).Commit()
 	switch {
 	case err != nil:
 		unsettled.Add(1)
-		w.d.Log.Warn("recording assigned runs as not started failed: the leader resolves them", "runs", len(ends), "assignment", st.Key(w.d.Keys), "err", err)
+		a.d.Log.Warn("recording assigned runs as not started failed: the leader resolves them", "runs", len(ends), "assignment", st.Key(a.d.Keys), "err", err)
 		return
 	case !resp.Succeeded:
 		// Moved or withdrawn by the leader: decided there.
-		w.d.Log.Debug("assigned runs decided elsewhere", "runs", len(ends), "assignment", st.Key(w.d.Keys))
+		a.d.Log.Debug("assigned runs decided elsewhere", "runs", len(ends), "assignment", st.Key(a.d.Keys))
 		return
 	}
 	for i, end := range ends {
 		if !resp.Responses[i].GetResponseTxn().GetSucceeded() {
 			continue // recorded already
 		}
-		w.d.Metrics.NotStarted(end.entry.Job, string(end.outcome), end.reason)
-		w.d.Log.Info("run not started", "job", end.entry.Job, "run_id", end.entry.RunID, "outcome", end.outcome, "reason", end.msg)
+		a.d.Metrics.NotStarted(end.entry.Job, string(end.outcome), end.reason)
+		a.d.Log.Info("run not started", "job", end.entry.Job, "run_id", end.entry.RunID, "outcome", end.outcome, "reason", end.msg)
 	}
 }
 
@@ -118,20 +118,20 @@ const cleanupTries = 5
 // settled, comparing what it knows of them; when that fails (a chunk sent
 // again after a lost answer wrote its marker anew) it reads them and
 // tries again. An assignment gone or written anew is not this worker's.
-func (w *Worker) cleanup(ctx context.Context, st assign.Stored, log *slog.Logger) {
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.d.Config().Cluster.SessionTTL.D())
+func (a *assignedRunner) cleanup(ctx context.Context, st assign.Stored, log *slog.Logger) {
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.d.Config().Cluster.SessionTTL.D())
 	defer cancel()
 	// First as this worker knows them: the assignment as it claimed from
 	// it and each chunk's marker at the chunk's commit. No read: a read of
 	// the worker's assignments costs etcd more than the whole cleanup.
-	if err := w.d.Assign.Cleanup(wctx, st); err == nil || !errors.Is(err, assign.ErrConflict) {
+	if err := a.d.Assign.Cleanup(wctx, st); err == nil || !errors.Is(err, assign.ErrConflict) {
 		if err != nil {
 			log.Warn("deleting a settled assignment failed: the leader deletes it", "err", err)
 		}
 		return
 	}
 	for range cleanupTries {
-		snap, err := w.d.Assign.Read(wctx, st.Worker)
+		snap, err := a.d.Assign.Read(wctx, st.Worker)
 		if err != nil {
 			log.Warn("reading an assignment to delete it failed: the leader deletes it", "err", err)
 			return
@@ -140,7 +140,7 @@ func (w *Worker) cleanup(ctx context.Context, st assign.Stored, log *slog.Logger
 		if !ok {
 			return
 		}
-		err = w.d.Assign.Cleanup(wctx, cur)
+		err = a.d.Assign.Cleanup(wctx, cur)
 		if !errors.Is(err, assign.ErrConflict) {
 			if err != nil {
 				log.Warn("deleting a settled assignment failed: the leader deletes it", "err", err)

@@ -27,32 +27,32 @@ const maxAssignedLead = 500 * time.Millisecond
 // failover step caught two jobs @every 100ms so, 104 ticks). A job the
 // configuration does not have (a spec changed or removed since) gets
 // ClaimLead.
-func (w *Worker) leadOf(a assign.Assignment) time.Duration {
+func (a *assignedRunner) leadOf(asg assign.Assignment) time.Duration {
 	lead := maxAssignedLead
-	cfg := w.d.Config()
-	for _, j := range a.Jobs {
+	cfg := a.d.Config()
+	for _, j := range asg.Jobs {
 		job := cfg.Job(j.Name)
 		if job == nil {
-			return w.d.ClaimLead
+			return a.d.ClaimLead
 		}
 		sched, err := job.ParsedSchedule()
 		if err != nil {
-			return w.d.ClaimLead
+			return a.d.ClaimLead
 		}
-		if next := sched.Next(a.At); !next.IsZero() {
-			lead = min(lead, next.Sub(a.At)/4)
+		if next := sched.Next(asg.At); !next.IsZero() {
+			lead = min(lead, next.Sub(asg.At)/4)
 		}
 	}
-	return max(lead, w.d.ClaimLead)
+	return max(lead, a.d.ClaimLead)
 }
 
 // untilDue waits until at; false when ctx or the session ends first.
-func (w *Worker) untilDue(ctx context.Context, sess *session.Session, at time.Time) bool {
-	d := at.Sub(w.d.Clock.Now())
+func (a *assignedRunner) untilDue(ctx context.Context, sess *session.Session, at time.Time) bool {
+	d := at.Sub(a.d.Clock.Now())
 	if d <= 0 {
 		return true
 	}
-	t := w.d.Clock.NewTimer(d)
+	t := a.d.Clock.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.Chan():

@@ -29,7 +29,7 @@ func TestAnAssignmentIsClaimedAheadOfItsInstant(t *testing.T) {
 	a := tw.assignJobs(t, tw.incarnation(t), hourlyAt, "hourly")
 	tw.assignJobs(t, tw.incarnation(t), fastAt, "fast")
 	poll.For(t, 30*time.Second, "the hourly job's assignment taken up half a second ahead", func() bool {
-		return tw.w.assigned.next().Equal(hourlyAt.Add(-maxAssignedLead))
+		return tw.w.runner.view.next().Equal(hourlyAt.Add(-maxAssignedLead))
 	})
 
 	clock.Advance(hourlyAt.Add(-maxAssignedLead).Sub(clock.Now()))
@@ -50,7 +50,7 @@ func TestAnAssignmentIsClaimedAheadOfItsInstant(t *testing.T) {
 	// fast ticks every 200ms: taken up 50ms ahead, well after its
 	// previous tick was due.
 	poll.For(t, 30*time.Second, "the fast job's assignment taken up 50ms ahead", func() bool {
-		return tw.w.assigned.next().Equal(fastAt.Add(-50 * time.Millisecond))
+		return tw.w.runner.view.next().Equal(fastAt.Add(-50 * time.Millisecond))
 	})
 }
 
@@ -66,7 +66,7 @@ func TestARunRefusedAheadIsClaimedAgainAtItsInstant(t *testing.T) {
 	at := t0.Add(10 * time.Second)
 	from := tw.revision(t)
 	a := tw.assignJobs(t, tw.incarnation(t), at, "hourly")
-	poll.For(t, 30*time.Second, "the assignment in the worker's view", func() bool { return !tw.w.assigned.next().IsZero() })
+	poll.For(t, 30*time.Second, "the assignment in the worker's view", func() bool { return !tw.w.runner.view.next().IsZero() })
 	clock.Advance(at.Add(-maxAssignedLead).Sub(clock.Now()))
 	poll.For(t, 30*time.Second, "the claim ahead, refused", func() bool {
 		return tw.count(t, tw.layout.ClaimMarker(a.Worker, a.At, a.Group, 0)) == 1
@@ -103,7 +103,7 @@ func TestRunsRefusedAheadGiveTheirPlacesBackWhenTheAssignmentGoes(t *testing.T) 
 	}
 	at := t0.Add(10 * time.Second)
 	a := tw.assignJobs(t, tw.incarnation(t), at, names...)
-	poll.For(t, 30*time.Second, "the assignment in the worker's view", func() bool { return !tw.w.assigned.next().IsZero() })
+	poll.For(t, 30*time.Second, "the assignment in the worker's view", func() bool { return !tw.w.runner.view.next().IsZero() })
 	clock.Advance(at.Add(-maxAssignedLead).Sub(clock.Now()))
 	poll.For(t, 30*time.Second, "both chunks claimed ahead, refused", func() bool {
 		return tw.count(t, tw.layout.ClaimMarker(a.Worker, a.At, a.Group, 1)) == 1

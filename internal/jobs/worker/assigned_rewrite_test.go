@@ -80,7 +80,7 @@ func TestAStoppingWorkerHandsItsAssignmentsToTheQueue(t *testing.T) {
 	at := time.Now().Add(time.Hour).UTC()
 	tw.assignJobs(t, tw.incarnation(t), at, "later")
 	poll.For(t, 30*time.Second, "the worker's view of its assignment", func() bool {
-		return !tw.w.assigned.next().IsZero()
+		return !tw.w.runner.view.next().IsZero()
 	})
 	tw.stopRun()
 	poll.For(t, 30*time.Second, "the assignment handed to the queue", func() bool {
@@ -103,7 +103,7 @@ func TestAStoppingWorkerGivesItsAssignmentsToALeanPeer(t *testing.T) {
 	at := time.Now().Add(time.Hour).UTC()
 	tw.assignJobs(t, tw.incarnation(t), at, "later")
 	poll.For(t, 30*time.Second, "the worker's view of its assignment", func() bool {
-		return !tw.w.assigned.next().IsZero()
+		return !tw.w.runner.view.next().IsZero()
 	})
 	tw.stopRun()
 	poll.For(t, 30*time.Second, "the assignment given to "+peer, func() bool {

@@ -40,36 +40,36 @@ type unclaimedEnd struct {
 // max_parallel, and returns the others. A worker behind so sheds an old
 // instant's runs as soon as a newer tick of their job is due, instead of
 // when room frees: the room goes to the newest ticks.
-func (w *Worker) shedLate(ctx context.Context, st *assign.Stored, jobs []assign.Job, unsettled *atomic.Int32) []assign.Job {
-	now := w.d.Clock.Now()
+func (a *assignedRunner) shedLate(ctx context.Context, st *assign.Stored, jobs []assign.Job, unsettled *atomic.Int32) []assign.Job {
+	now := a.d.Clock.Now()
 	if !now.After(st.At.Add(shedAfter)) {
 		return jobs
 	}
 	var ends []unclaimedEnd
 	keep := make([]assign.Job, 0, len(jobs))
 	for _, j := range jobs {
-		it, err := w.d.Specs.Resolve(ctx, &queue.Item{Entry: pendingEntry(st, j)})
+		it, err := a.d.Specs.Resolve(ctx, &queue.Item{Entry: pendingEntry(st, j)})
 		if err == nil {
-			if end, ok := w.notToStart(it.Entry, st.At, now); ok {
+			if end, ok := a.notToStart(it.Entry, st.At, now); ok {
 				ends = append(ends, end)
 				continue
 			}
 		}
 		keep = append(keep, j) // prepare decides, as for a run on time
 	}
-	w.recordUnclaimed(ctx, st, ends, unsettled)
+	a.recordUnclaimed(ctx, st, ends, unsettled)
 	return keep
 }
 
 // notToStart says whether e, due at at, is not to start at now, and with
 // what record.
-func (w *Worker) notToStart(e *queue.Entry, at, now time.Time) (unclaimedEnd, bool) {
+func (a *assignedRunner) notToStart(e *queue.Entry, at, now time.Time) (unclaimedEnd, bool) {
 	j := &e.Spec
 	switch {
 	case now.After(at.Add(j.StartingDeadline.D())):
 		return unclaimedEnd{e, runs.Missed, metrics.ReasonDeadline,
 			fmt.Sprintf("not claimed by its starting deadline %s (due %s)", j.StartingDeadline, at.UTC().Format(runs.TimeFormat))}, true
-	case w.d.Paused != nil && w.d.Paused.Is(e.Job, j.Paused):
+	case a.d.Paused != nil && a.d.Paused.Is(e.Job, j.Paused):
 		return unclaimedEnd{e, runs.Skipped, metrics.ReasonPaused, "not started: the job is paused"}, true
 	}
 	if newer, ok := superseded(j, at, now); ok {

@@ -29,40 +29,40 @@ type heldRun struct {
 // at or after its instant (its marker says they may have started), else
 // in a goroutine that waits for the instant and writes the start mark
 // first. marker is the chunk's index in r.markers.
-func (w *Worker) startClaimed(ctx context.Context, r *claimRound, chunk, marker int, ahead bool, claimed []heldRun, startedAt time.Time) {
+func (a *assignedRunner) startClaimed(ctx context.Context, r *claimRound, chunk, marker int, ahead bool, claimed []heldRun, startedAt time.Time) {
 	if !ahead || len(claimed) == 0 {
 		for _, h := range claimed {
-			w.runHeld(ctx, r, h, startedAt)
+			a.runHeld(ctx, r, h, startedAt)
 		}
 		return
 	}
 	r.running.Add(1)
-	w.wg.Add(1)
+	a.wg.Add(1)
 	go func() {
-		defer w.wg.Done()
+		defer a.wg.Done()
 		defer r.running.Done()
-		if w.markStarted(ctx, r, chunk, marker, claimed) {
+		if a.markStarted(ctx, r, chunk, marker, claimed) {
 			for _, h := range claimed {
-				w.runHeld(ctx, r, h, startedAt)
+				a.runHeld(ctx, r, h, startedAt)
 			}
 			return
 		}
 		r.unsettled.Add(1) // the leader resolves the chunk
 		for _, h := range claimed {
-			w.dropHeld(ctx, h)
+			a.dropHeld(ctx, h)
 		}
 	}()
 }
 
 // runHeld executes one claimed run in a goroutine of its own.
-func (w *Worker) runHeld(ctx context.Context, r *claimRound, h heldRun, startedAt time.Time) {
+func (a *assignedRunner) runHeld(ctx context.Context, r *claimRound, h heldRun, startedAt time.Time) {
 	r.running.Add(1)
-	w.wg.Add(1)
+	a.wg.Add(1)
 	go func() {
-		defer w.wg.Done()
+		defer a.wg.Done()
 		defer r.running.Done()
-		defer w.finish(h.run.runID)
-		if !w.runClaimed(ctx, h.run, h.held, startedAt) {
+		defer a.core.finish(h.run.runID)
+		if !a.runClaimed(ctx, h.run, h.held, startedAt) {
 			r.unsettled.Add(1)
 		}
 	}()
@@ -75,25 +75,25 @@ func (w *Worker) runHeld(ctx context.Context, r *claimRound, h heldRun, startedA
 // first hands the assignment to a replica that stays; one it could not
 // hand off starts its runs, which the drain lets end, as one claimed at
 // its instant does.
-func (w *Worker) markStarted(ctx context.Context, r *claimRound, chunk, marker int, claimed []heldRun) bool {
-	if !w.untilDue(ctx, r.sess, r.st.At) && ctx.Err() != nil {
+func (a *assignedRunner) markStarted(ctx context.Context, r *claimRound, chunk, marker int, claimed []heldRun) bool {
+	if !a.untilDue(ctx, r.sess, r.st.At) && ctx.Err() != nil {
 		// Stopping before the instant: a replica that stays runs them
 		// (handOffAhead); when none takes them, they start here.
-		w.handOffAhead(r)
+		a.mover.handOffAhead(r)
 	}
 	ctx = context.WithoutCancel(ctx)
-	if !w.untilDue(ctx, r.sess, r.st.At) {
+	if !a.untilDue(ctx, r.sess, r.st.At) {
 		return false
 	}
 	jobs := make([]string, len(claimed))
 	for i, h := range claimed {
 		jobs[i] = h.run.job.Name
 	}
-	ttl := w.d.Config().Cluster.SessionTTL.D()
+	ttl := a.d.Config().Cluster.SessionTTL.D()
 	b := settleRetry.Start()
 	for {
 		sctx, cancel := context.WithTimeout(ctx, ttl)
-		rev, err := w.d.Assign.StartChunk(sctx, r.st.Assignment, chunk, r.markerRevision(marker), jobs)
+		rev, err := a.d.Assign.StartChunk(sctx, r.st.Assignment, chunk, r.markerRevision(marker), jobs)
 		cancel()
 		switch {
 		case err == nil:
@@ -104,7 +104,7 @@ func (w *Worker) markStarted(ctx context.Context, r *claimRound, chunk, marker i
 			return false
 		}
 		r.log.Warn("writing a chunk's start mark failed; trying again", "chunk", chunk, "err", err, "in", b.Delay())
-		if !b.Wait(r.sess.Context(), w.d.Clock) {
+		if !b.Wait(r.sess.Context(), a.d.Clock) {
 			return false
 		}
 	}
@@ -112,12 +112,12 @@ func (w *Worker) markStarted(ctx context.Context, r *claimRound, chunk, marker i
 
 // dropHeld gives up a claimed run that will not start here: its slots (if
 // still this claim's; else its lease took them) and its place.
-func (w *Worker) dropHeld(ctx context.Context, h heldRun) {
-	defer w.finish(h.run.runID)
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.d.Config().Cluster.SessionTTL.D())
+func (a *assignedRunner) dropHeld(ctx context.Context, h heldRun) {
+	defer a.core.finish(h.run.runID)
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.d.Config().Cluster.SessionTTL.D())
 	defer cancel()
-	if err := w.d.Slots.Release(rctx, h.held); err != nil && !errors.Is(err, slots.ErrNotOwner) {
-		w.d.Log.Warn("the slot of a run that will not start could not be released: its lease frees it", "run_id", h.run.runID, "err", err)
+	if err := a.d.Slots.Release(rctx, h.held); err != nil && !errors.Is(err, slots.ErrNotOwner) {
+		a.d.Log.Warn("the slot of a run that will not start could not be released: its lease frees it", "run_id", h.run.runID, "err", err)
 	}
 }
 
@@ -126,14 +126,14 @@ func (w *Worker) dropHeld(ctx context.Context, h heldRun) {
 // the markers and the claims' slots go with the move), so a stopping
 // replica starts nothing after it said it stopped claiming. Best effort:
 // another chunk of r marked started, or no replica left, keeps it here.
-func (w *Worker) handOffAhead(r *claimRound) {
-	to := rendezvous.Pick(w.leanPeers(), r.st.Key(w.d.Keys))
+func (m *mover) handOffAhead(r *claimRound) {
+	to := rendezvous.Pick(m.leanPeers(), r.st.Key(m.d.Keys))
 	if to == "" {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), handBackTimeout)
 	defer cancel()
-	if _, err := w.d.Assign.StealAhead(ctx, r.st.Assignment, r.st.ModRevision, to); err == nil {
-		w.d.Log.Info("stopping: runs claimed ahead and not started given to a replica that stays", "to", to, "runs", len(r.st.Jobs), "due", r.st.At)
+	if _, err := m.d.Assign.StealAhead(ctx, r.st.Assignment, r.st.ModRevision, to); err == nil {
+		m.d.Log.Info("stopping: runs claimed ahead and not started given to a replica that stays", "to", to, "runs", len(r.st.Jobs), "due", r.st.At)
 	}
 }

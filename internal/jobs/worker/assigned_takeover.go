@@ -26,11 +26,11 @@ import (
 
 // PeerAssignments is the view of the other replicas' assignments
 // (keys.Assignments) a backup takes over from.
-func (w *Worker) PeerAssignments() mirror.Handler { return w.peers }
+func (w *Worker) PeerAssignments() mirror.Handler { return w.runner.mover.peers }
 
 // PeerMarkers is the view of claim markers (keys.Claimed): an assignment
 // a chunk claimed from is not taken over.
-func (w *Worker) PeerMarkers() mirror.Handler { return w.peers.Markers() }
+func (w *Worker) PeerMarkers() mirror.Handler { return w.runner.mover.peers.Markers() }
 
 // takeOverRecheck is how soon a worker with no room for a take-over
 // looks at its peers' assignments again, if nothing wakes it sooner.
@@ -39,39 +39,32 @@ const takeOverRecheck = 50 * time.Millisecond
 // dispatchTakeOvers takes over, each in a goroutine of its own that the
 // drain waits for, the peer assignments whose turn has come, if this
 // worker has room; it notes when the next turn comes.
-func (w *Worker) dispatchTakeOvers(ctx context.Context) {
-	if w.d.Assign == nil {
+func (m *mover) dispatchTakeOvers(ctx context.Context) {
+	if m.d.Assign == nil {
 		return
 	}
-	now := w.d.Clock.Now()
-	w.mu.Lock()
-	busy := len(w.active) >= w.maxParallel() || w.stopping || w.claiming.Load() > 0
-	if busy {
+	now := m.d.Clock.Now()
+	if m.busy() {
 		// Its own runs first. Looked at again when a place frees or a
 		// claim is sent (both wake the loop), and a recheck later at the
 		// latest: a turn left in the past would spin the loop (a fifth of
 		// a replica's CPU at twice the ceiling went to it).
-		w.takeOverAt = now.Add(takeOverRecheck)
-	}
-	w.mu.Unlock()
-	if busy {
+		m.setTakeOverAt(now.Add(takeOverRecheck))
 		return
 	}
-	if own := w.assigned.next(); !own.IsZero() && !own.After(now) {
+	if own := m.view.next(); !own.IsZero() && !own.After(now) {
 		return // its own assignments first: taken up in this wake of the loop
 	}
-	due, next, late := w.peers.due(now, w.d.Backup+w.claimRTT.backupWait(), w.takeOverTurn)
-	w.mu.Lock()
-	w.takeOverAt = next
-	w.mu.Unlock()
+	due, next, late := m.peers.due(now, m.d.Backup+m.rtt.backupWait(), m.takeOverTurn)
+	m.setTakeOverAt(next)
 	for _, owner := range late {
-		w.suspectPeer(owner)
+		m.suspectPeer(owner)
 	}
 	for _, p := range due {
-		w.wg.Add(1)
+		m.wg.Add(1)
 		go func() {
-			defer w.wg.Done()
-			w.takeOverAssignment(ctx, p)
+			defer m.wg.Done()
+			m.takeOverAssignment(ctx, p)
 		}()
 	}
 }
@@ -85,11 +78,11 @@ func (w *Worker) dispatchTakeOvers(ctx context.Context) {
 // first backup's turn is a fifth of Backup after the instant: long enough
 // for a live worker's claim, which it sends a claim lead before, to be
 // seen here first.
-func (w *Worker) takeOverTurn(p *peerAssignment) time.Time {
-	owner, now := p.owner, w.d.Clock.Now()
-	place := time.Duration(w.members.rankWithout(w.d.ID, owner, p.key, now))
-	step := w.d.Backup + w.claimRTT.backupWait()
-	if w.members.suspect(owner, now) || w.members.gone(w.d.ID, owner) {
+func (m *mover) takeOverTurn(p *peerAssignment) time.Time {
+	owner, now := p.owner, m.d.Clock.Now()
+	place := time.Duration(m.members.rankWithout(m.d.ID, owner, p.key, now))
+	step := m.d.Backup + m.rtt.backupWait()
+	if m.members.suspect(owner, now) || m.members.gone(m.d.ID, owner) {
 		return p.from.Add(step/5 + place*step)
 	}
 	return p.from.Add((place + 1) * step)
@@ -97,43 +90,43 @@ func (w *Worker) takeOverTurn(p *peerAssignment) time.Time {
 
 // takeOverAssignment moves p to this replica's current incarnation; its own view
 // then takes it up as any assignment of its own.
-func (w *Worker) takeOverAssignment(ctx context.Context, p peerAssignment) {
-	sess, err := w.d.Sessions.Current(ctx)
+func (m *mover) takeOverAssignment(ctx context.Context, p peerAssignment) {
+	sess, err := m.d.Sessions.Current(ctx)
 	if err != nil {
 		return
 	}
-	me := keys.Incarnation(w.d.ID, int64(sess.Lease()))
-	a, err := assign.Decode(w.d.Keys, p.key, p.value)
+	me := keys.Incarnation(m.d.ID, int64(sess.Lease()))
+	asg, err := assign.Decode(m.d.Keys, p.key, p.value)
 	if err != nil || p.worker == me {
 		return
 	}
-	wctx, cancel := context.WithTimeout(ctx, w.d.Config().Cluster.SessionTTL.D())
+	wctx, cancel := context.WithTimeout(ctx, m.d.Config().Cluster.SessionTTL.D())
 	defer cancel()
-	steal := w.d.Assign.Steal
+	steal := m.d.Assign.Steal
 	if p.ahead {
-		steal = w.d.Assign.StealAhead
+		steal = m.d.Assign.StealAhead
 	}
-	st, err := steal(wctx, a, p.modRevision, me)
+	st, err := steal(wctx, asg, p.modRevision, me)
 	switch {
 	case errors.Is(err, assign.ErrConflict):
-		w.d.Log.Debug("an assignment taken up elsewhere first", "assignment", p.key)
+		m.d.Log.Debug("an assignment taken up elsewhere first", "assignment", p.key)
 	case err != nil:
-		w.d.Log.Warn("taking over a peer's assignment failed; its worker or the leader settles it", "assignment", p.key, "err", err)
+		m.d.Log.Warn("taking over a peer's assignment failed; its worker or the leader settles it", "assignment", p.key, "err", err)
 	default:
-		w.d.Log.Info("took over an assignment its worker had not claimed from by its backup's turn",
-			"from", p.worker, "due", a.At, "runs", len(a.Jobs), "assignment", st.Key(w.d.Keys))
+		m.d.Log.Info("took over an assignment its worker had not claimed from by its backup's turn",
+			"from", p.worker, "due", asg.At, "runs", len(asg.Jobs), "assignment", st.Key(m.d.Keys))
 	}
 }
 
 // suspectPeer passes over replica owner, which let an assignment pass a
 // backup's turn unclaimed, for a session TTL: its next assignments are
 // taken over at their due time (see members).
-func (w *Worker) suspectPeer(owner string) {
-	now := w.d.Clock.Now()
-	ttl := w.d.Config().Cluster.SessionTTL.D()
-	if w.members.suspectFor(owner, now, now.Add(ttl)) {
-		w.peers.rejudge(owner)
-		w.d.Log.Info("a member let an assignment pass: its next ones are taken over at their due time until it shows life or a session TTL passes",
+func (m *mover) suspectPeer(owner string) {
+	now := m.d.Clock.Now()
+	ttl := m.d.Config().Cluster.SessionTTL.D()
+	if m.members.suspectFor(owner, now, now.Add(ttl)) {
+		m.peers.rejudge(owner)
+		m.d.Log.Info("a member let an assignment pass: its next ones are taken over at their due time until it shows life or a session TTL passes",
 			"member", owner, "for", ttl)
 	}
 }

@@ -81,9 +81,9 @@ func TestABackupLeavesABusyPeersAssignments(t *testing.T) {
 	tw.assignJobs(t, busy, at, "a")
 	tw.assignJobs(t, silent, at, "b")
 	poll.For(t, 30*time.Second, "the view of both peers' assignments", func() bool {
-		tw.w.peers.mu.Lock()
-		defer tw.w.peers.mu.Unlock()
-		return len(tw.w.peers.all) == 2
+		tw.w.runner.mover.peers.mu.Lock()
+		defer tw.w.runner.mover.peers.mu.Unlock()
+		return len(tw.w.runner.mover.peers.all) == 2
 	})
 	// After a's instant, busy claims from another assignment of its own.
 	clock.Advance(1100 * time.Millisecond)
@@ -91,9 +91,9 @@ func TestABackupLeavesABusyPeersAssignments(t *testing.T) {
 		t.Fatal(err)
 	}
 	poll.For(t, 30*time.Second, "the view of busy's claim", func() bool {
-		tw.w.peers.mu.Lock()
-		defer tw.w.peers.mu.Unlock()
-		return !tw.w.peers.active[busy].IsZero()
+		tw.w.runner.mover.peers.mu.Lock()
+		defer tw.w.runner.mover.peers.mu.Unlock()
+		return !tw.w.runner.mover.peers.active[busy].IsZero()
 	})
 	clock.Advance(2 * time.Second) // past every backup's turn
 	if rec := waitRecord(t, tw.cli, tw.layout, runs.ID("b", at)); rec.Holder != "w1" {
@@ -119,9 +119,9 @@ func TestAWorkerWithNoRoomDoesNotSpinOnATakeOverTurn(t *testing.T) {
 	at := time.Now().Add(2 * time.Second).UTC()
 	tw.assignJobs(t, keys.Incarnation("killed", 0x77), at, "peers")
 	poll.For(t, 30*time.Second, "the view of the peer's assignment", func() bool {
-		tw.w.peers.mu.Lock()
-		defer tw.w.peers.mu.Unlock()
-		return len(tw.w.peers.all) == 1
+		tw.w.runner.mover.peers.mu.Lock()
+		defer tw.w.runner.mover.peers.mu.Unlock()
+		return len(tw.w.runner.mover.peers.all) == 1
 	})
 	tw.assignJobs(t, tw.incarnation(t), time.Now().Add(300*time.Millisecond).UTC(), "mine")
 	started(t, exec)

@@ -40,10 +40,8 @@ type Worker struct {
 	writes  queue.Writes
 	cancels *cancels
 	members *members
-	// assigned is this replica's assignments (assigned.go); peers the
-	// other replicas' a backup may take over (assigned_takeover.go).
-	assigned *assignedView
-	peers    *peerView
+	// runner claims and runs this replica's assignments (runner.go).
+	runner *assignedRunner
 
 	mu      sync.Mutex
 	pending dueHeap
@@ -66,11 +64,6 @@ type Worker struct {
 	abandon       context.Context
 	abandonCancel context.CancelFunc
 
-	// takeOverAt is the next peer assignment's take-over turn (zero: none).
-	takeOverAt time.Time
-	// claiming counts this worker's assignments with chunks still to
-	// claim: while it has some, it takes none over.
-	claiming atomic.Int32
 	// wakes counts the turns of Run's loop (a loop that spins shows here).
 	wakes atomic.Int64
 
@@ -91,9 +84,7 @@ func New(d Deps) (*Worker, error) {
 	w := &Worker{d: d, writes: queue.Writes{Client: d.Client, Keys: d.Keys, Batch: d.Batch}, members: newMembers(d.Keys),
 		active: map[string]*activeRun{}, parked: map[string]parkedRun{}, waits: map[string]*waitState{}, behind: map[string]due{},
 		wake: make(chan struct{}, 1), freed: make(chan struct{}), drained: make(chan struct{})}
-	w.assigned = newAssignedView(d.Keys, w.signal, w.leadOf)
-	w.peers = newPeerView(d.Keys, d.Clock, d.ID, w.signal)
-	w.members.ids.Subscribe(w.peers.membersChanged)
+	w.runner = newAssignedRunner(d, w, w.members, &w.claimRTT, &w.wg, w.signal)
 	w.abandon, w.abandonCancel = context.WithCancel(context.Background())
 	w.cancels = newCancels(d.Keys, w.cancelRequested)
 	return w, nil
@@ -176,7 +167,7 @@ func (w *Worker) Run(ctx context.Context) error {
 			w.mu.Lock()
 			w.stopping = true
 			w.mu.Unlock()
-			w.handBack()
+			w.runner.mover.handBack()
 			return nil
 		case <-w.wake:
 		case <-fired:
@@ -188,8 +179,8 @@ func (w *Worker) Run(ctx context.Context) error {
 		w.wakes.Add(1)
 		w.unpark(changed)
 		w.dispatch(ctx)
-		w.dispatchAssigned(ctx)
-		w.dispatchTakeOvers(ctx)
+		w.runner.dispatchAssigned(ctx)
+		w.runner.mover.dispatchTakeOvers(ctx)
 	}
 }
 
@@ -230,14 +221,33 @@ func (w *Worker) nextWait(now time.Time) (time.Duration, bool) {
 		}
 	}
 	parked := len(w.parked) > 0
-	if !w.takeOverAt.IsZero() {
-		wait = min(wait, max(w.takeOverAt.Sub(now), 0))
-	}
 	w.mu.Unlock()
-	if next := w.assigned.next(); w.d.Assign != nil && !next.IsZero() {
+	if next := w.runner.next(); !next.IsZero() {
 		wait = min(wait, max(next.Sub(now), 0))
 	}
 	return wait, parked
+}
+
+// takePlaces implements runCore.
+func (w *Worker) takePlaces(ids []string) (int, <-chan struct{}) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for n < min(w.maxParallel()-len(w.active), len(ids)) {
+		if _, busy := w.active[ids[n]]; busy {
+			break
+		}
+		w.active[ids[n]] = &activeRun{}
+		n++
+	}
+	return n, w.freed
+}
+
+// full implements runCore.
+func (w *Worker) full() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.active) >= w.maxParallel() || w.stopping
 }
 
 func (w *Worker) maxParallel() int {
