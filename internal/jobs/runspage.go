@@ -9,6 +9,7 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/runs"
 )
 
@@ -19,12 +20,20 @@ type Page struct {
 	After string
 }
 
+// history reads a job's run records, newest first, a page at a time.
+type history struct {
+	kv   clientv3.KV
+	keys keys.Layout
+}
+
+func (e *Engine) history() history { return history{kv: e.opts.Client, keys: e.keys} }
+
 // Runs returns the job's records, newest first: page.Limit of them,
 // older than the run page.After when it is set. next is the cursor of the
 // following page (the oldest run id returned), empty on the last. A job
 // removed from the config is known while it has records (RemovedJobs).
 func (e *Engine) Runs(ctx context.Context, job string, page Page) (list []runs.Record, next string, err error) {
-	list, next, err = e.readRuns(ctx, job, page)
+	list, next, err = e.history().readRuns(ctx, job, page)
 	if err == nil && len(list) == 0 && page.After == "" && e.opts.Config().Job(job) == nil {
 		return nil, "", e.unknownJob(ctx, job)
 	}
@@ -40,12 +49,12 @@ func (e *Engine) Runs(ctx context.Context, job string, page Page) (list []runs.R
 // page after run X holds what comes after X in that order, so paging with
 // the cursor lists every record once even when a page ends inside such a
 // group.
-func (e *Engine) readRuns(ctx context.Context, job string, page Page) ([]runs.Record, string, error) {
-	prefix := e.keys.JobRuns(job)
+func (h history) readRuns(ctx context.Context, job string, page Page) ([]runs.Record, string, error) {
+	prefix := h.keys.JobRuns(job)
 	var out []*mvccpb.KeyValue
 	opts := []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByModRevision, clientv3.SortDescend)}
 	if page.After != "" {
-		same, before, err := e.pageFrom(ctx, job, prefix, page.After)
+		same, before, err := h.pageFrom(ctx, job, prefix, page.After)
 		if err != nil {
 			return nil, "", err
 		}
@@ -55,7 +64,7 @@ func (e *Engine) readRuns(ctx context.Context, job string, page Page) ([]runs.Re
 	// One more than the page holds tells whether there is a next page;
 	// the cursor's own revision may already have given that many.
 	if want := page.Limit + 1 - len(out); want > 0 {
-		older, err := e.olderRuns(ctx, job, prefix, want, opts)
+		older, err := h.olderRuns(ctx, job, prefix, want, opts)
 		if err != nil {
 			return nil, "", err
 		}
@@ -73,7 +82,7 @@ func (e *Engine) readRuns(ctx context.Context, job string, page Page) ([]runs.Re
 	}
 	next := ""
 	if more && len(out) > 0 {
-		next = e.keys.RecordRun(string(out[len(out)-1].Key))
+		next = h.keys.RecordRun(string(out[len(out)-1].Key))
 	}
 	return list, next, nil
 }
@@ -81,8 +90,8 @@ func (e *Engine) readRuns(ctx context.Context, job string, page Page) ([]runs.Re
 // pageFrom reads where a page after run id after starts: the records
 // written in after's revision that sort before it, and the revision the
 // older ones end at.
-func (e *Engine) pageFrom(ctx context.Context, job, prefix, after string) ([]*mvccpb.KeyValue, int64, error) {
-	at, err := e.opts.Client.Get(ctx, e.keys.Record(job, after), clientv3.WithKeysOnly())
+func (h history) pageFrom(ctx context.Context, job, prefix, after string) ([]*mvccpb.KeyValue, int64, error) {
+	at, err := h.kv.Get(ctx, h.keys.Record(job, after), clientv3.WithKeysOnly())
 	if err != nil {
 		return nil, 0, fmt.Errorf("jobs: read runs of %s: %w", job, err)
 	}
@@ -90,7 +99,7 @@ func (e *Engine) pageFrom(ctx context.Context, job, prefix, after string) ([]*mv
 		return nil, 0, refuse(ErrUnknownRun, "job %q has no run %q to page from: start from a run id its list shows", job, after)
 	}
 	x := at.Kvs[0]
-	same, err := e.writtenAt(ctx, prefix, x.ModRevision)
+	same, err := h.writtenAt(ctx, prefix, x.ModRevision)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -105,15 +114,15 @@ func (e *Engine) pageFrom(ctx context.Context, job, prefix, after string) ([]*mv
 
 // olderRuns reads up to want records, newest first, and the whole of the
 // last revision the limit may have cut short.
-func (e *Engine) olderRuns(ctx context.Context, job, prefix string, want int, opts []clientv3.OpOption) ([]*mvccpb.KeyValue, error) {
-	resp, err := e.opts.Client.Get(ctx, prefix, append(opts, clientv3.WithLimit(int64(want)))...)
+func (h history) olderRuns(ctx context.Context, job, prefix string, want int, opts []clientv3.OpOption) ([]*mvccpb.KeyValue, error) {
+	resp, err := h.kv.Get(ctx, prefix, append(opts, clientv3.WithLimit(int64(want)))...)
 	if err != nil {
 		return nil, fmt.Errorf("jobs: read runs of %s: %w", job, err)
 	}
 	older := resp.Kvs
 	if n := len(older); n == want {
 		last := older[n-1].ModRevision
-		group, err := e.writtenAt(ctx, prefix, last)
+		group, err := h.writtenAt(ctx, prefix, last)
 		if err != nil {
 			return nil, err
 		}
@@ -126,8 +135,8 @@ func (e *Engine) olderRuns(ctx context.Context, job, prefix string, want int, op
 
 // writtenAt is every record under prefix last written at revision rev, by
 // key, descending.
-func (e *Engine) writtenAt(ctx context.Context, prefix string, rev int64) ([]*mvccpb.KeyValue, error) {
-	resp, err := e.opts.Client.Get(ctx, prefix, clientv3.WithPrefix(), clientv3.WithMinModRev(rev), clientv3.WithMaxModRev(rev))
+func (h history) writtenAt(ctx context.Context, prefix string, rev int64) ([]*mvccpb.KeyValue, error) {
+	resp, err := h.kv.Get(ctx, prefix, clientv3.WithPrefix(), clientv3.WithMinModRev(rev), clientv3.WithMaxModRev(rev))
 	if err != nil {
 		return nil, fmt.Errorf("jobs: read runs written at revision %d: %w", rev, err)
 	}

@@ -168,7 +168,7 @@ func (e *Engine) jobStatus(j *config.Job, queued queueCount, notes map[string]in
 }
 
 func (e *Engine) lastRun(ctx context.Context, job string) (*runs.Record, error) {
-	recs, _, err := e.readRuns(ctx, job, Page{Limit: 1})
+	recs, _, err := e.history().readRuns(ctx, job, Page{Limit: 1})
 	if err != nil || len(recs) == 0 {
 		return nil, err
 	}
