@@ -8,12 +8,7 @@ import (
 
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
 	"github.com/etcdsched/scheduler/internal/runs"
-	"github.com/etcdsched/scheduler/internal/wire"
 )
-
-// RunStatus is one run: queued ("pending"), executing ("running") or
-// recorded ("finished").
-type RunStatus = wire.Run
 
 // FindRun returns one run, queued, running or finished.
 func (e *Engine) FindRun(ctx context.Context, runID string) (RunStatus, error) {

@@ -1,7 +1,6 @@
 package jobs
 
 import (
-	"context"
 	"time"
 
 	"github.com/etcdsched/scheduler/config"
@@ -38,21 +37,6 @@ func latest(a, b time.Time) time.Time {
 		return a
 	}
 	return b
-}
-
-// withRemaining fills st's remaining_runs for a job with max_runs. With
-// none left, the schedule stops (docs/configuration.md#jobs): the next run is then a
-// tick materialized before the count ran out and still to come, or none.
-func (e *Engine) withRemaining(ctx context.Context, j *config.Job, st *JobStatus) error {
-	left, err := e.remainingRuns(ctx, j)
-	if err != nil {
-		return err
-	}
-	st.RemainingRuns = left
-	if left != nil && *left == 0 {
-		st.NextRun = e.queuedTick(j.Name)
-	}
-	return nil
 }
 
 // queuedTick is the earliest scheduled tick of job queued ahead of its

@@ -20,20 +20,20 @@ type Page struct {
 	After string
 }
 
-// history reads a job's run records, newest first, a page at a time.
-type history struct {
+// runPages reads a job's run records, newest first, a page at a time.
+type runPages struct {
 	kv   clientv3.KV
 	keys keys.Layout
 }
 
-func (e *Engine) history() history { return history{kv: e.opts.Client, keys: e.keys} }
+func (e *Engine) runPages() runPages { return runPages{kv: e.opts.Client, keys: e.keys} }
 
 // Runs returns the job's records, newest first: page.Limit of them,
 // older than the run page.After when it is set. next is the cursor of the
 // following page (the oldest run id returned), empty on the last. A job
 // removed from the config is known while it has records (RemovedJobs).
 func (e *Engine) Runs(ctx context.Context, job string, page Page) (list []runs.Record, next string, err error) {
-	list, next, err = e.history().readRuns(ctx, job, page)
+	list, next, err = e.runPages().readRuns(ctx, job, page)
 	if err == nil && len(list) == 0 && page.After == "" && e.opts.Config().Job(job) == nil {
 		return nil, "", e.unknownJob(ctx, job)
 	}
@@ -49,7 +49,7 @@ func (e *Engine) Runs(ctx context.Context, job string, page Page) (list []runs.R
 // page after run X holds what comes after X in that order, so paging with
 // the cursor lists every record once even when a page ends inside such a
 // group.
-func (h history) readRuns(ctx context.Context, job string, page Page) ([]runs.Record, string, error) {
+func (h runPages) readRuns(ctx context.Context, job string, page Page) ([]runs.Record, string, error) {
 	prefix := h.keys.JobRuns(job)
 	var out []*mvccpb.KeyValue
 	opts := []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByModRevision, clientv3.SortDescend)}
@@ -90,7 +90,7 @@ func (h history) readRuns(ctx context.Context, job string, page Page) ([]runs.Re
 // pageFrom reads where a page after run id after starts: the records
 // written in after's revision that sort before it, and the revision the
 // older ones end at.
-func (h history) pageFrom(ctx context.Context, job, prefix, after string) ([]*mvccpb.KeyValue, int64, error) {
+func (h runPages) pageFrom(ctx context.Context, job, prefix, after string) ([]*mvccpb.KeyValue, int64, error) {
 	at, err := h.kv.Get(ctx, h.keys.Record(job, after), clientv3.WithKeysOnly())
 	if err != nil {
 		return nil, 0, fmt.Errorf("jobs: read runs of %s: %w", job, err)
@@ -114,7 +114,7 @@ func (h history) pageFrom(ctx context.Context, job, prefix, after string) ([]*mv
 
 // olderRuns reads up to want records, newest first, and the whole of the
 // last revision the limit may have cut short.
-func (h history) olderRuns(ctx context.Context, job, prefix string, want int, opts []clientv3.OpOption) ([]*mvccpb.KeyValue, error) {
+func (h runPages) olderRuns(ctx context.Context, job, prefix string, want int, opts []clientv3.OpOption) ([]*mvccpb.KeyValue, error) {
 	resp, err := h.kv.Get(ctx, prefix, append(opts, clientv3.WithLimit(int64(want)))...)
 	if err != nil {
 		return nil, fmt.Errorf("jobs: read runs of %s: %w", job, err)
@@ -135,7 +135,7 @@ func (h history) olderRuns(ctx context.Context, job, prefix string, want int, op
 
 // writtenAt is every record under prefix last written at revision rev, by
 // key, descending.
-func (h history) writtenAt(ctx context.Context, prefix string, rev int64) ([]*mvccpb.KeyValue, error) {
+func (h runPages) writtenAt(ctx context.Context, prefix string, rev int64) ([]*mvccpb.KeyValue, error) {
 	resp, err := h.kv.Get(ctx, prefix, clientv3.WithPrefix(), clientv3.WithMinModRev(rev), clientv3.WithMaxModRev(rev))
 	if err != nil {
 		return nil, fmt.Errorf("jobs: read runs written at revision %d: %w", rev, err)

@@ -168,7 +168,7 @@ func (e *Engine) jobStatus(j *config.Job, queued queueCount, notes map[string]in
 }
 
 func (e *Engine) lastRun(ctx context.Context, job string) (*runs.Record, error) {
-	recs, _, err := e.history().readRuns(ctx, job, Page{Limit: 1})
+	recs, _, err := e.runPages().readRuns(ctx, job, Page{Limit: 1})
 	if err != nil || len(recs) == 0 {
 		return nil, err
 	}
@@ -201,4 +201,19 @@ func (e *Engine) RateWindows() []slots.Rate {
 		}
 	}
 	return out
+}
+
+// withRemaining fills st's remaining_runs for a job with max_runs. With
+// none left, the schedule stops (docs/configuration.md#jobs): the next run is then a
+// tick materialized before the count ran out and still to come, or none.
+func (e *Engine) withRemaining(ctx context.Context, j *config.Job, st *JobStatus) error {
+	left, err := e.remainingRuns(ctx, j)
+	if err != nil {
+		return err
+	}
+	st.RemainingRuns = left
+	if left != nil && *left == 0 {
+		st.NextRun = e.queuedTick(j.Name)
+	}
+	return nil
 }

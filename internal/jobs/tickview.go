@@ -9,6 +9,10 @@ import (
 	"github.com/etcdsched/scheduler/internal/wire"
 )
 
+// RunStatus is one run: queued ("pending"), executing ("running") or
+// recorded ("finished"); for a sharded job's tick, with its shards.
+type RunStatus = wire.Run
+
 // ShardStatus is one shard run of a sharded job's tick, as the tick's view
 // (GET /api/v1/runs/{tick run id}) lists it.
 type ShardStatus = wire.Shard
