@@ -129,6 +129,8 @@ func (r *replica) start(ctx context.Context, reg *prometheus.Registry) (err erro
 		Listen:       cfg.API.Listen,
 		TokenFile:    cfg.API.TokenFile,
 		ProtectReads: cfg.API.ProtectReads,
+		Tokens:       cfg.API.Tokens,
+		Registerer:   reg,
 		Logger:       r.log.With("component", "api"),
 		Gatherer:     reg,
 		Status:       r.status,

@@ -1,0 +1,280 @@
+package replica
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/etcdsched/scheduler/internal/etcdtest"
+	"github.com/etcdsched/scheduler/internal/poll"
+)
+
+// Token values of the team tests: long and unlike anything else, so that
+// finding one in a log line or an answer can only be a leak.
+const (
+	adminSecret    = "adm-7c1f0e9a2b4d6e8f"
+	paymentsSecret = "pay-3a5b7c9d1e2f4a6b"
+	viewerSecret   = "view-9e8d7c6b5a4f3e2d"
+	wrongSecret    = "pay-3a5b7c9d1e2f4a6c"
+)
+
+// teamsCluster writes a main file with the admin token, a payments-ci
+// token (payments only; read, trigger, pause, cancel) and a viewer token
+// (every team, read), one job of its own and one team file each for
+// payments and search.
+func teamsCluster(t *testing.T, endpoint, prefix string, protectReads bool) (dir, path string) {
+	t.Helper()
+	dir = t.TempDir()
+	for name, secret := range map[string]string{"admin": adminSecret, "payments-ci": paymentsSecret, "viewer": viewerSecret} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(secret+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Mkdir(filepath.Join(dir, "teams"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	job := func(name string) string {
+		return fmt.Sprintf("  - name: %s\n    schedule: \"0 0 1 1 *\"\n    catch_up: none\n    exec:\n      command: [\"true\"]\n", name)
+	}
+	writeFile(t, filepath.Join(dir, "teams", "payments.yaml"), "team: payments\njobs:\n"+job("settle"))
+	writeFile(t, filepath.Join(dir, "teams", "search.yaml"), "team: search\njobs:\n"+job("reindex"))
+	path = filepath.Join(dir, "config.yaml")
+	writeFile(t, path, teamsConfig(endpoint, prefix, dir, protectReads)+"jobs:\n"+job("cleanup"))
+	return dir, path
+}
+
+func teamsConfig(endpoint, prefix, dir string, protectReads bool) string {
+	return "include: [\"teams/*.yaml\"]\n" + etcdtest.Config(endpoint, prefix, fmt.Sprintf(`  token_file: %[1]s/admin
+  protect_reads: %[2]t
+  tokens:
+    - {name: payments-ci, file: %[1]s/payments-ci, teams: [payments], allow: [read, trigger, pause, cancel]}
+    - {name: viewer, file: %[1]s/viewer, teams: ["*"], allow: [read]}
+`, dir, protectReads))
+}
+
+// call sends one request with a bearer token ("" none) and returns the
+// status, the error code ("" on success) and the body.
+func call(t *testing.T, base, method, path, token, body string) (int, string, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, base+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	var e struct {
+		Error struct{ Code string } `json:"error"`
+	}
+	_ = json.Unmarshal(b, &e)
+	return res.StatusCode, e.Error.Code, string(b)
+}
+
+// The verb-by-team matrix (docs/configuration.md, "Teams and tokens"):
+// every verb on a job of each team, sent with the admin token, a scoped
+// token, a viewer token, a wrong token and none, against a real replica
+// with protect_reads, each answered with its exact status and error code.
+// No token value appears in any answer or log line.
+func TestTeamTokenMatrix(t *testing.T) {
+	endpoint := newEtcd(t)
+	dir, path := teamsCluster(t, endpoint, "/teams/", false)
+	r := startReplica(t, "t1", path, noWatch)
+	// protect_reads on by reload: the harness waits for a leader without
+	// a token. The reload also re-reads every token file.
+	writeFile(t, path, teamsConfig(endpoint, "/teams/", dir, true)+"jobs:\n  - name: cleanup\n    schedule: \"0 0 1 1 *\"\n    catch_up: none\n    exec:\n      command: [\"true\"]\n")
+	r.sighup()
+	poll.Until(t, 10*time.Second, "protect_reads applied", func() (bool, string) {
+		code, _, body := call(t, r.url, "GET", "/api/v1/jobs", "", "")
+		return code == http.StatusUnauthorized, body
+	})
+
+	type verb struct{ name, method, path, body string }
+	verbs := func(job string) []verb {
+		return []verb{
+			{"read", "GET", "/api/v1/jobs/" + job, ""},
+			{"runs", "GET", "/api/v1/jobs/" + job + "/runs", ""},
+			{"pause", "POST", "/api/v1/jobs/" + job + "/pause", "{}"},
+			{"resume", "POST", "/api/v1/jobs/" + job + "/resume", ""},
+			{"trigger", "POST", "/api/v1/jobs/" + job + "/trigger", "{}"},
+			{"cancel", "POST", "/api/v1/runs/" + job + "@manual-01JDZZZZZZZZZZZZZZZZZZZZZZ/cancel", ""},
+			{"backfill", "POST", "/api/v1/jobs/" + job + "/backfill", `{"from": "2026-01-01T00:00:00Z", "to": "2026-01-02T00:00:00Z"}`},
+		}
+	}
+	// Allowed answers per verb; "x" marks a refusal filled in below.
+	ok := map[string]string{"read": "200", "runs": "200", "pause": "200", "resume": "200", "trigger": "202",
+		"cancel": "404 unknown_run", "backfill": "200"}
+	const forbidden, unauthorized = "403 forbidden", "401 unauthorized"
+	want := map[string]map[string]map[string]string{} // token -> job -> verb -> "status code"
+	for _, tok := range []string{"admin", "payments-ci", "viewer", "wrong", "none"} {
+		want[tok] = map[string]map[string]string{}
+		for _, job := range []string{"settle", "reindex", "cleanup"} {
+			want[tok][job] = map[string]string{}
+			for v, a := range ok {
+				switch {
+				case tok == "admin":
+				case tok == "wrong" || tok == "none":
+					a = unauthorized
+				case tok == "viewer" && v != "read" && v != "runs":
+					a = forbidden
+				case tok == "payments-ci" && (job != "settle" || v == "resume" || v == "backfill"):
+					a = forbidden
+				}
+				want[tok][job][v] = a
+			}
+		}
+	}
+	secrets := map[string]string{"admin": adminSecret, "payments-ci": paymentsSecret, "viewer": viewerSecret, "wrong": wrongSecret, "none": ""}
+	var answers []string
+	for _, tok := range []string{"admin", "payments-ci", "viewer", "wrong", "none"} {
+		for _, job := range []string{"settle", "reindex", "cleanup"} {
+			for _, v := range verbs(job) {
+				code, ecode, body := call(t, r.url, v.method, v.path, secrets[tok], v.body)
+				answers = append(answers, body)
+				got := fmt.Sprint(code)
+				if code >= 300 || ecode != "" {
+					got += " " + ecode
+				}
+				if w := want[tok][job][v.name]; got != w {
+					t.Errorf("%s %s on %s with %s token: %s, want %s; %.200s", v.method, v.path, job, tok, got, w, body)
+				}
+				if code == http.StatusForbidden && tok == "payments-ci" && job != "settle" && !strings.Contains(body, `token \"payments-ci\"`) {
+					t.Errorf("403 does not name the token: %s", body)
+				}
+			}
+		}
+	}
+
+	// Lists: a scoped token reads only its teams' jobs; every job says
+	// its team.
+	listed := func(token string) []string {
+		code, _, body := call(t, r.url, "GET", "/api/v1/jobs", token, "")
+		answers = append(answers, body)
+		if code != http.StatusOK {
+			t.Fatalf("GET /api/v1/jobs: %d %s", code, body)
+		}
+		var js []struct{ Name, Team string }
+		if err := json.Unmarshal([]byte(body), &js); err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, j := range js {
+			out = append(out, j.Name+"="+j.Team)
+		}
+		slices.Sort(out)
+		return out
+	}
+	if got := listed(paymentsSecret); !slices.Equal(got, []string{"settle=payments"}) {
+		t.Errorf("payments-ci lists %v, want [settle=payments]", got)
+	}
+	all := []string{"cleanup=", "reindex=search", "settle=payments"}
+	if got := listed(viewerSecret); !slices.Equal(got, all) {
+		t.Errorf("viewer lists %v, want %v", got, all)
+	}
+	if got := listed(adminSecret); !slices.Equal(got, all) {
+		t.Errorf("admin lists %v, want %v", got, all)
+	}
+
+	// The metric names tokens, never their values.
+	_, _, metrics := call(t, r.url, "GET", "/metrics", adminSecret, "")
+	for _, series := range []string{
+		`scheduler_api_requests_total{code="403",token="payments-ci",verb="resume"} 3`,
+		`scheduler_api_requests_total{code="202",token="payments-ci",verb="trigger"} 1`,
+		`scheduler_api_requests_total{code="401",token="unknown",verb="trigger"} 3`,
+		`scheduler_api_requests_total{code="401",token="none",verb="read"} `,
+	} {
+		if !strings.Contains(metrics, series) {
+			t.Errorf("/metrics has no %s", series)
+		}
+	}
+	// A mutation's log line names the token and the job.
+	found := false
+	for _, rec := range r.logs.Records() {
+		if rec["msg"] == "api request" && rec["token"] == "payments-ci" && rec["verb"] == "trigger" && rec["job"] == "settle" {
+			found = true
+		}
+	}
+	if !found {
+		t.Error("no log line names token payments-ci triggering settle")
+	}
+	noSecrets(t, r, append(answers, metrics))
+}
+
+// noSecrets fails when any token value appears in the answers, the log
+// lines or the replica's status.
+func noSecrets(t *testing.T, r *testReplica, answers []string) {
+	t.Helper()
+	var logs []string
+	for _, rec := range r.logs.Records() {
+		b, _ := json.Marshal(rec)
+		logs = append(logs, string(b))
+	}
+	logs = append(logs, r.logs.Other()...)
+	for _, secret := range []string{adminSecret, paymentsSecret, viewerSecret, wrongSecret} {
+		for _, a := range answers {
+			if strings.Contains(a, secret) {
+				t.Errorf("an answer holds a token: %.300s", a)
+			}
+		}
+		for _, l := range logs {
+			if strings.Contains(l, secret) {
+				t.Errorf("a log line holds a token: %.300s", l)
+			}
+		}
+	}
+}
+
+// Token files are read again on SIGHUP: a rotated token works at once,
+// the old one no longer does, and a token file gone missing keeps the
+// tokens as they were, with an error that names the token, not its value.
+func TestTeamTokensRotateOnSIGHUP(t *testing.T) {
+	endpoint := newEtcd(t)
+	dir, path := teamsCluster(t, endpoint, "/rotate/", false)
+	r := startReplica(t, "t2", path, noWatch)
+	trigger := func(token string) int {
+		code, _, _ := call(t, r.url, "POST", "/api/v1/jobs/settle/trigger", token, "{}")
+		return code
+	}
+	if got := trigger(paymentsSecret); got != http.StatusAccepted {
+		t.Fatalf("trigger with payments-ci: %d", got)
+	}
+	const rotated = "pay-rotated-0f1e2d3c4b5a"
+	if err := os.WriteFile(filepath.Join(dir, "payments-ci"), []byte(rotated), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r.sighup()
+	poll.Until(t, 10*time.Second, "rotated token accepted", func() (bool, string) {
+		code := trigger(rotated)
+		return code == http.StatusAccepted, fmt.Sprint(code)
+	})
+	if got := trigger(paymentsSecret); got != http.StatusUnauthorized {
+		t.Errorf("old token after rotation: %d, want 401", got)
+	}
+	if err := os.Remove(filepath.Join(dir, "viewer")); err != nil {
+		t.Fatal(err)
+	}
+	r.sighup()
+	poll.Until(t, 10*time.Second, "reload refused", func() (bool, string) {
+		st := r.statusWith(adminSecret)
+		return strings.Contains(st.LastReloadError, `token "viewer"`), st.LastReloadError
+	})
+	if got := trigger(rotated); got != http.StatusAccepted {
+		t.Errorf("payments-ci after a refused reload: %d, want 202", got)
+	}
+	noSecrets(t, r, []string{r.statusWith(adminSecret).LastReloadError})
+}
