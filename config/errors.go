@@ -96,11 +96,15 @@ type problems struct {
 	// order is the files in the order they were read, so that problems
 	// come out file by file.
 	order []string
+	// local maps an element of the merged config that came from an
+	// included file ("jobs[7]") to its path in that file ("jobs[1]"), so
+	// that a message's path reads as the file does.
+	local map[string]string
 }
 
 func newProblems(file string) *problems {
 	return &problems{file: file, nodes: map[string]*yaml.Node{}, broken: map[string]bool{}, names: map[string]string{}, seen: map[Problem]bool{},
-		files: map[string]string{}, order: []string{file}}
+		files: map[string]string{}, order: []string{file}, local: map[string]string{}}
 }
 
 // atNode records a problem at a node's position.
@@ -188,6 +192,9 @@ func (p *problems) err() error {
 	for i, pr := range list {
 		if elem, rest := splitNamed(pr.Path); elem != "" && rest != "name" {
 			list[i].Name = p.names[elem]
+		}
+		if elem := reShifted.FindString(pr.Path); p.local[elem] != "" {
+			list[i].Path = p.local[elem] + pr.Path[len(elem):]
 		}
 	}
 	slices.SortStableFunc(list, func(a, b Problem) int {

@@ -106,6 +106,9 @@ func (c *Config) includeFile(p *problems, file, mainDir string) {
 		if q, ok := shifted(path, shift); ok {
 			p.nodes[q], p.broken[q] = n, tp.broken[path]
 			p.files[q] = file
+			if reShifted.FindString(path) == path {
+				p.local[q] = path
+			}
 		}
 	}
 	rel := relativeTo(mainDir, filepath.Dir(file))

@@ -58,9 +58,9 @@ func TestIncludeMergesTeamFiles(t *testing.T) {
 func TestIncludeProblemsNameTheirFile(t *testing.T) {
 	cases := map[string][]string{
 		"testdata/teams/dup/config.yaml": {
-			`testdata/teams/dup/teams/payments.yaml:6:11: jobs[2].name: duplicate job name "settle" (first at testdata/teams/dup/config.yaml:4)`,
-			`testdata/teams/dup/teams/search.yaml:3:11: jobs[3].name: duplicate job name "report" (first at testdata/teams/dup/teams/payments.yaml:3)`,
-			`testdata/teams/dup/teams/search.yaml:7:15: jobs[4] "reindex": schedule: expected 5 or 6 fields, got 2`,
+			`testdata/teams/dup/teams/payments.yaml:6:11: jobs[1].name: duplicate job name "settle" (first at testdata/teams/dup/config.yaml:4)`,
+			`testdata/teams/dup/teams/search.yaml:3:11: jobs[0].name: duplicate job name "report" (first at testdata/teams/dup/teams/payments.yaml:3)`,
+			`testdata/teams/dup/teams/search.yaml:7:15: jobs[1] "reindex": schedule: expected 5 or 6 fields, got 2`,
 		},
 		"testdata/teams/broken/config.yaml": {
 			`testdata/teams/broken/teams/ops.yaml:1:7: team: invalid team name "Ops Team": want ` + NamePattern,

@@ -251,6 +251,7 @@ func (r *replica) status(ctx context.Context) api.Status {
 		Version:       r.opts.Version,
 		ConfigFile:    r.opts.ConfigPath,
 		ConfigHash:    r.cfgHash,
+		ConfigFiles:   r.cfg.Files,
 		StartedAt:     r.started,
 		EtcdEndpoints: r.endpoints,
 		EmbeddedEtcd:  r.embedded != nil,

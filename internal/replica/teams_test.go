@@ -278,3 +278,49 @@ func TestTeamTokensRotateOnSIGHUP(t *testing.T) {
 	}
 	noSecrets(t, r, []string{r.statusWith(adminSecret).LastReloadError})
 }
+
+// A broken team file refuses the whole reload: every team keeps its last
+// good jobs (the fixed file of another team waits too), and the status
+// names the broken file and line. The status lists each file with its own
+// hash.
+func TestBrokenTeamFileKeepsLastGoodConfig(t *testing.T) {
+	endpoint := newEtcd(t)
+	dir, path := teamsCluster(t, endpoint, "/broken/", false)
+	r := startReplica(t, "t3", path, noWatch)
+	before := r.status()
+	var files []string
+	for _, f := range before.ConfigFiles {
+		files = append(files, filepath.Base(f.Path)+"="+f.Team)
+		if len(f.Hash) != 12 {
+			t.Errorf("file %s: hash %q", f.Path, f.Hash)
+		}
+	}
+	if want := []string{"config.yaml=", "payments.yaml=payments", "search.yaml=search"}; !slices.Equal(files, want) {
+		t.Errorf("status files %v, want %v", files, want)
+	}
+
+	// payments adds a job, search breaks its file: neither applies.
+	writeFile(t, filepath.Join(dir, "teams", "payments.yaml"), "team: payments\njobs:\n"+
+		"  - name: settle\n    schedule: \"0 0 1 1 *\"\n    exec:\n      command: [\"true\"]\n"+
+		"  - name: refund\n    schedule: \"0 0 1 1 *\"\n    exec:\n      command: [\"true\"]\n")
+	writeFile(t, filepath.Join(dir, "teams", "search.yaml"), "team: search\njobs:\n  - name: reindex\n    schedule: \"every day\"\n    exec:\n      command: [\"true\"]\n")
+	r.sighup()
+	poll.Until(t, 10*time.Second, "reload refused", func() (bool, string) {
+		st := r.status()
+		return st.LastReloadError != "", st.LastReloadError
+	})
+	st := r.status()
+	wantErr := filepath.Join(dir, "teams", "search.yaml") + `:4:15: jobs[0] "reindex": schedule: expected 5 or 6 fields, got 2`
+	if st.LastReloadError != wantErr {
+		t.Errorf("last reload error %q, want %q", st.LastReloadError, wantErr)
+	}
+	if st.ConfigHash != before.ConfigHash {
+		t.Errorf("config hash %s after a refused reload, want %s", st.ConfigHash, before.ConfigHash)
+	}
+	if got := r.jobNames(); !slices.Equal(got, []string{"cleanup", "settle", "reindex"}) {
+		t.Errorf("jobs after a refused reload: %v, want [cleanup settle reindex]", got)
+	}
+	if got := r.metric(`scheduler_config_reloads_total{result="error"}`); got != 1 {
+		t.Errorf("reloads error = %v, want 1", got)
+	}
+}
