@@ -17,9 +17,11 @@ import (
 // jobsCommand: scheduler jobs [NAME] | scheduler jobs --removed.
 func jobsCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var removed bool
-	return clientCommand(ctx, "scheduler jobs [NAME] | scheduler jobs --removed", args, stdout, stderr, 0, 1,
+	var team string
+	return clientCommand(ctx, "scheduler jobs [NAME] [--team TEAM] | scheduler jobs --removed", args, stdout, stderr, 0, 1,
 		func(fs *flag.FlagSet) {
 			fs.BoolVar(&removed, "removed", false, "list the jobs removed from the config whose history is still kept")
+			fs.StringVar(&team, "team", "", "only the jobs of `TEAM` (docs/configuration.md, \"Teams and tokens\")")
 		},
 		func(ctx context.Context, c *client.Client, pos []string, out output) error {
 			if removed {
@@ -43,6 +45,9 @@ func jobsCommand(ctx context.Context, args []string, stdout, stderr io.Writer) i
 				if list, err = c.Jobs(ctx); err != nil {
 					return err
 				}
+				if team != "" {
+					list = slices.DeleteFunc(list, func(j client.Job) bool { return j.Team != team })
+				}
 				if out.json {
 					return writeRaw(out.stdout, raws(list, func(j client.Job) json.RawMessage { return j.Raw }))
 				}
@@ -55,8 +60,8 @@ func jobsCommand(ctx context.Context, args []string, stdout, stderr io.Writer) i
 // how busy); -o wide adds the target, time zone, pause flag, last run's
 // time, runs queued ahead and the concurrency key.
 func jobsTable(v view, list []client.Job) *table {
-	t := newTable(v, "NAME", "SCHEDULE", "NEXT RUN", "LAST", "RUNNING", "PENDING",
-		"TARGET", "TIMEZONE", "PAUSED", "LAST RUN", "AHEAD", "KEY").shrink(1, 2, 11).wide(6, 7, 8, 9, 10, 11)
+	t := newTable(v, "NAME", "TEAM", "SCHEDULE", "NEXT RUN", "LAST", "RUNNING", "PENDING",
+		"TARGET", "TIMEZONE", "PAUSED", "LAST RUN", "AHEAD", "KEY").shrink(2, 3, 12).wide(7, 8, 9, 10, 11, 12)
 	for _, j := range list {
 		last, outcome := "-", "-"
 		if j.LastRun != nil {
@@ -66,10 +71,18 @@ func jobsTable(v view, list []client.Job) *table {
 		if j.Paused {
 			next = "paused" + strings.TrimPrefix(pausedCell(j), "yes")
 		}
-		t.add(j.Name, j.Spec.ScheduleText(), next, outcome, runningCell(j), strconv.Itoa(j.Pending),
+		t.add(j.Name, cellOr(j.Team), j.Spec.ScheduleText(), next, outcome, runningCell(j), strconv.Itoa(j.Pending),
 			targetOf(&j.Spec), j.Spec.Timezone, pausedCell(j), last, strconv.Itoa(j.Scheduled), j.Spec.ConcurrencyKey)
 	}
 	return t
+}
+
+// cellOr shows an empty value as "-".
+func cellOr(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
 
 // targetOf is "http" or "exec", whichever the job declares.
