@@ -2,9 +2,11 @@ package api
 
 import (
 	"context"
+	"slices"
 
 	"github.com/etcdsched/scheduler/internal/jobs"
 	"github.com/etcdsched/scheduler/internal/runs"
+	"github.com/etcdsched/scheduler/internal/slots"
 )
 
 // teamed is the cluster as a caller sees it (docs/configuration.md,
@@ -73,4 +75,15 @@ func (t teamed) FindRun(ctx context.Context, runID string) (jobs.RunStatus, erro
 		r.Team = t.team(r.Job)
 	}
 	return r, err
+}
+
+// Slots names the team of each job's slot; a resource's slot has none.
+func (t teamed) Slots() []slots.Info {
+	list := slices.Clone(t.Cluster.Slots())
+	for i := range list {
+		if list[i].Job != "" {
+			list[i].Team = t.team(list[i].Job)
+		}
+	}
+	return list
 }
