@@ -157,11 +157,12 @@ func inputCell(in json.RawMessage) string {
 // runsCommand: scheduler runs JOB [--limit N] [--before RUN_ID].
 func runsCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var limit int
-	var before string
-	return clientCommand(ctx, "scheduler runs JOB [--limit N] [--before RUN_ID]", args, stdout, stderr, 1, 1,
+	var before, team string
+	return clientCommand(ctx, "scheduler runs JOB [--limit N] [--before RUN_ID] [--team TEAM]", args, stdout, stderr, 1, 1,
 		func(fs *flag.FlagSet) {
 			fs.IntVar(&limit, "limit", 20, "how many runs, newest first (1 to 1000)")
 			fs.StringVar(&before, "before", "", "only runs recorded before `RUN_ID`'s (the page further back)")
+			fs.StringVar(&team, "team", "", "only runs of `TEAM`'s jobs: none when JOB is another team's")
 		},
 		func(ctx context.Context, c *client.Client, pos []string, out output) error {
 			if limit < 1 || limit > 1000 {
@@ -170,6 +171,9 @@ func runsCommand(ctx context.Context, args []string, stdout, stderr io.Writer) i
 			list, err := c.Runs(ctx, pos[0], limit, before)
 			if err != nil {
 				return err
+			}
+			if team != "" {
+				list = slices.DeleteFunc(list, func(r client.Run) bool { return r.Team != team })
 			}
 			if out.json {
 				return writeRaw(out.stdout, raws(list, func(r client.Run) json.RawMessage { return r.Raw }))
