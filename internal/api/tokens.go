@@ -134,11 +134,16 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, mutating bool, ve
 		// Reads are open to all: the token's scope changes nothing.
 		return caller{name: c.name}
 	}
+	team, known := s.teamOf(job)
 	if !slices.Contains(tok.Allow, verb) {
-		writeError(w, http.StatusForbidden, "forbidden", fmt.Sprintf("token %q may not %s: its allow list is [%s]", tok.Name, verb, strings.Join(tok.Allow, ", ")))
+		what := ""
+		if known {
+			what = fmt.Sprintf(" job %s of team %s", quoteClip(job), teamName(team))
+		}
+		writeError(w, http.StatusForbidden, "forbidden", fmt.Sprintf("token %q may not %s%s: its allow list is [%s]", tok.Name, verb, what, strings.Join(tok.Allow, ", ")))
 		return c
 	}
-	if team, ok := s.teamOf(job); ok && !tok.Covers(team) {
+	if known && !tok.Covers(team) {
 		writeError(w, http.StatusForbidden, "forbidden", fmt.Sprintf("token %q may not %s job %s of team %s: its teams are [%s]",
 			tok.Name, verb, quoteClip(job), teamName(team), strings.Join(tok.Teams, ", ")))
 	}

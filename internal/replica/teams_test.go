@@ -155,8 +155,9 @@ func TestTeamTokenMatrix(t *testing.T) {
 				if w := want[tok][job][v.name]; got != w {
 					t.Errorf("%s %s on %s with %s token: %s, want %s; %.200s", v.method, v.path, job, tok, got, w, body)
 				}
-				if code == http.StatusForbidden && tok == "payments-ci" && job != "settle" && !strings.Contains(body, `token \"payments-ci\"`) {
-					t.Errorf("403 does not name the token: %s", body)
+				teamOf := map[string]string{"settle": `team \"payments\"`, "reindex": `team \"search\"`, "cleanup": `team \"\" (the main config file)`}
+				if code == http.StatusForbidden && (!strings.Contains(body, `token \"`+tok+`\"`) || !strings.Contains(body, teamOf[job])) {
+					t.Errorf("403 does not name the token and the job's team: %s", body)
 				}
 			}
 		}
