@@ -5,12 +5,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -106,67 +104,101 @@ func TestTeamTokenMatrix(t *testing.T) {
 		return code == http.StatusUnauthorized, body
 	})
 
-	type verb struct{ name, method, path, body string }
-	verbs := func(job string) []verb {
-		return []verb{
-			{"read", "GET", "/api/v1/jobs/" + job, ""},
-			{"runs", "GET", "/api/v1/jobs/" + job + "/runs", ""},
-			{"pause", "POST", "/api/v1/jobs/" + job + "/pause", "{}"},
-			{"resume", "POST", "/api/v1/jobs/" + job + "/resume", ""},
-			{"trigger", "POST", "/api/v1/jobs/" + job + "/trigger", "{}"},
-			{"cancel", "POST", "/api/v1/runs/" + job + "@manual-01JDZZZZZZZZZZZZZZZZZZZZZZ/cancel", ""},
-			{"backfill", "POST", "/api/v1/jobs/" + job + "/backfill", `{"from": "2026-01-01T00:00:00Z", "to": "2026-01-02T00:00:00Z"}`},
+	answers := runMatrix(t, r.url)
+	answers = append(answers, checkLists(t, r.url)...)
+	// The metric names tokens, never their values.
+	_, _, metrics := call(t, r.url, "GET", "/metrics", adminSecret, "")
+	for _, series := range []string{
+		`scheduler_api_requests_total{code="403",token="payments-ci",verb="resume"} 3`,
+		`scheduler_api_requests_total{code="202",token="payments-ci",verb="trigger"} 1`,
+		`scheduler_api_requests_total{code="401",token="unknown",verb="trigger"} 3`,
+		`scheduler_api_requests_total{code="401",token="none",verb="read"} `,
+	} {
+		if !strings.Contains(metrics, series) {
+			t.Errorf("/metrics has no %s", series)
 		}
 	}
-	// Allowed answers per verb; "x" marks a refusal filled in below.
+	// A mutation's log line names the token and the job.
+	found := false
+	for _, rec := range r.logs.Records() {
+		if rec["msg"] == "api request" && rec["token"] == "payments-ci" && rec["verb"] == "trigger" && rec["job"] == "settle" {
+			found = true
+		}
+	}
+	if !found {
+		t.Error("no log line names token payments-ci triggering settle")
+	}
+	noSecrets(t, r, append(answers, metrics))
+}
+
+// matrixTokens are the callers of the matrix, by their name in it.
+var matrixTokens = map[string]string{"admin": adminSecret, "payments-ci": paymentsSecret, "viewer": viewerSecret, "wrong": wrongSecret, "none": ""}
+
+// matrixVerb is one request of the matrix on a job.
+type matrixVerb struct{ name, method, path, body string }
+
+func matrixVerbs(job string) []matrixVerb {
+	return []matrixVerb{
+		{"read", "GET", "/api/v1/jobs/" + job, ""},
+		{"runs", "GET", "/api/v1/jobs/" + job + "/runs", ""},
+		{"pause", "POST", "/api/v1/jobs/" + job + "/pause", "{}"},
+		{"resume", "POST", "/api/v1/jobs/" + job + "/resume", ""},
+		{"trigger", "POST", "/api/v1/jobs/" + job + "/trigger", "{}"},
+		{"cancel", "POST", "/api/v1/runs/" + job + "@manual-01JDZZZZZZZZZZZZZZZZZZZZZZ/cancel", ""},
+		{"backfill", "POST", "/api/v1/jobs/" + job + "/backfill", `{"from": "2026-01-01T00:00:00Z", "to": "2026-01-02T00:00:00Z"}`},
+	}
+}
+
+// matrixWant is the answer ("status" or "status code") a token gets for
+// a verb on a job: payments-ci may read, trigger, pause and cancel the
+// payments job; viewer may read everything; admin may do anything.
+func matrixWant(tok, job, verb string) string {
 	ok := map[string]string{"read": "200", "runs": "200", "pause": "200", "resume": "200", "trigger": "202",
 		"cancel": "404 unknown_run", "backfill": "200"}
-	const forbidden, unauthorized = "403 forbidden", "401 unauthorized"
-	want := map[string]map[string]map[string]string{} // token -> job -> verb -> "status code"
-	for _, tok := range []string{"admin", "payments-ci", "viewer", "wrong", "none"} {
-		want[tok] = map[string]map[string]string{}
-		for _, job := range []string{"settle", "reindex", "cleanup"} {
-			want[tok][job] = map[string]string{}
-			for v, a := range ok {
-				switch {
-				case tok == "admin":
-				case tok == "wrong" || tok == "none":
-					a = unauthorized
-				case tok == "viewer" && v != "read" && v != "runs":
-					a = forbidden
-				case tok == "payments-ci" && (job != "settle" || v == "resume" || v == "backfill"):
-					a = forbidden
-				}
-				want[tok][job][v] = a
-			}
-		}
+	switch {
+	case tok == "admin":
+	case tok == "wrong" || tok == "none":
+		return "401 unauthorized"
+	case tok == "viewer" && verb != "read" && verb != "runs":
+		return "403 forbidden"
+	case tok == "payments-ci" && (job != "settle" || verb == "resume" || verb == "backfill"):
+		return "403 forbidden"
 	}
-	secrets := map[string]string{"admin": adminSecret, "payments-ci": paymentsSecret, "viewer": viewerSecret, "wrong": wrongSecret, "none": ""}
+	return ok[verb]
+}
+
+// runMatrix sends every verb on a job of each team with every token and
+// checks each answer; it returns the bodies.
+func runMatrix(t *testing.T, base string) []string {
+	teamOf := map[string]string{"settle": `team \"payments\"`, "reindex": `team \"search\"`, "cleanup": `team \"\" (the main config file)`}
 	var answers []string
 	for _, tok := range []string{"admin", "payments-ci", "viewer", "wrong", "none"} {
 		for _, job := range []string{"settle", "reindex", "cleanup"} {
-			for _, v := range verbs(job) {
-				code, ecode, body := call(t, r.url, v.method, v.path, secrets[tok], v.body)
+			for _, v := range matrixVerbs(job) {
+				code, ecode, body := call(t, base, v.method, v.path, matrixTokens[tok], v.body)
 				answers = append(answers, body)
 				got := fmt.Sprint(code)
 				if code >= 300 || ecode != "" {
 					got += " " + ecode
 				}
-				if w := want[tok][job][v.name]; got != w {
+				if w := matrixWant(tok, job, v.name); got != w {
 					t.Errorf("%s %s on %s with %s token: %s, want %s; %.200s", v.method, v.path, job, tok, got, w, body)
 				}
-				teamOf := map[string]string{"settle": `team \"payments\"`, "reindex": `team \"search\"`, "cleanup": `team \"\" (the main config file)`}
 				if code == http.StatusForbidden && (!strings.Contains(body, `token \"`+tok+`\"`) || !strings.Contains(body, teamOf[job])) {
 					t.Errorf("403 does not name the token and the job's team: %s", body)
 				}
 			}
 		}
 	}
+	return answers
+}
 
-	// Lists: a scoped token reads only its teams' jobs; every job says
-	// its team.
+// checkLists: a scoped token lists only its teams' jobs; every job says
+// its team. It returns the bodies.
+func checkLists(t *testing.T, base string) []string {
+	var answers []string
 	listed := func(token string) []string {
-		code, _, body := call(t, r.url, "GET", "/api/v1/jobs", token, "")
+		code, _, body := call(t, base, "GET", "/api/v1/jobs", token, "")
 		answers = append(answers, body)
 		if code != http.StatusOK {
 			t.Fatalf("GET /api/v1/jobs: %d %s", code, body)
@@ -192,30 +224,7 @@ func TestTeamTokenMatrix(t *testing.T) {
 	if got := listed(adminSecret); !slices.Equal(got, all) {
 		t.Errorf("admin lists %v, want %v", got, all)
 	}
-
-	// The metric names tokens, never their values.
-	_, _, metrics := call(t, r.url, "GET", "/metrics", adminSecret, "")
-	for _, series := range []string{
-		`scheduler_api_requests_total{code="403",token="payments-ci",verb="resume"} 3`,
-		`scheduler_api_requests_total{code="202",token="payments-ci",verb="trigger"} 1`,
-		`scheduler_api_requests_total{code="401",token="unknown",verb="trigger"} 3`,
-		`scheduler_api_requests_total{code="401",token="none",verb="read"} `,
-	} {
-		if !strings.Contains(metrics, series) {
-			t.Errorf("/metrics has no %s", series)
-		}
-	}
-	// A mutation's log line names the token and the job.
-	found := false
-	for _, rec := range r.logs.Records() {
-		if rec["msg"] == "api request" && rec["token"] == "payments-ci" && rec["verb"] == "trigger" && rec["job"] == "settle" {
-			found = true
-		}
-	}
-	if !found {
-		t.Error("no log line names token payments-ci triggering settle")
-	}
-	noSecrets(t, r, append(answers, metrics))
+	return answers
 }
 
 // noSecrets fails when any token value appears in the answers, the log
@@ -325,79 +334,5 @@ func TestBrokenTeamFileKeepsLastGoodConfig(t *testing.T) {
 	}
 	if got := r.metric(`scheduler_config_reloads_total{result="error"}`); got != 1 {
 		t.Errorf("reloads error = %v, want 1", got)
-	}
-}
-
-// sinkServer records the job of every notification POSTed to it.
-type sinkServer struct {
-	mu   sync.Mutex
-	jobs []string
-	url  string
-}
-
-func newSinkServer(t *testing.T) *sinkServer {
-	s := &sinkServer{}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var body struct{ Job string }
-		_ = json.NewDecoder(r.Body).Decode(&body)
-		s.mu.Lock()
-		s.jobs = append(s.jobs, body.Job)
-		s.mu.Unlock()
-	}))
-	t.Cleanup(srv.Close)
-	s.url = srv.URL
-	return s
-}
-
-func (s *sinkServer) got() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.jobs)
-}
-
-// A team's notify.default is where its jobs' alerts go: a failing
-// payments job reaches the payments sink and not the search team's, and
-// its runs are counted with team="payments".
-func TestTeamAlertsReachTheOwner(t *testing.T) {
-	endpoint := newEtcd(t)
-	dir := t.TempDir()
-	payments, search := newSinkServer(t), newSinkServer(t)
-	if err := os.Mkdir(filepath.Join(dir, "teams"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	team := func(name, url, job string) string {
-		return fmt.Sprintf("team: %[1]s\nnotify:\n  sinks:\n    - {name: %[1]s-oncall, url: %[2]q}\n  default: [%[1]s-oncall]\n"+
-			"jobs:\n  - name: %[3]s\n    schedule: \"0 0 1 1 *\"\n    catch_up: none\n    exec:\n      command: [\"false\"]\n", name, url, job)
-	}
-	writeFile(t, filepath.Join(dir, "teams", "payments.yaml"), team("payments", payments.url, "settle"))
-	writeFile(t, filepath.Join(dir, "teams", "search.yaml"), team("search", search.url, "reindex"))
-	path := filepath.Join(dir, "config.yaml")
-	writeFile(t, path, "include: [\"teams/*.yaml\"]\n"+etcdtest.Config(endpoint, "/alerts/", "jobs: []\n"))
-	r := startReplica(t, "t4", path, noWatch)
-
-	r.waitRun(r.trigger("settle", ""), "finished", 20*time.Second)
-	poll.Until(t, 20*time.Second, "payments sink notified", func() (bool, string) {
-		got := payments.got()
-		return len(got) > 0, fmt.Sprint(got)
-	})
-	// search fails too, so that its sink has had time to get anything
-	// payments' failure would have sent it.
-	r.waitRun(r.trigger("reindex", ""), "finished", 20*time.Second)
-	poll.Until(t, 20*time.Second, "search sink notified", func() (bool, string) {
-		got := search.got()
-		return len(got) > 0, fmt.Sprint(got)
-	})
-	if got := payments.got(); !slices.Equal(got, []string{"settle"}) {
-		t.Errorf("payments sink got %v, want [settle]", got)
-	}
-	if got := search.got(); !slices.Equal(got, []string{"reindex"}) {
-		t.Errorf("search sink got %v, want [reindex]", got)
-	}
-	if got := r.metric(`scheduler_runs_total{job="settle",outcome="failed",team="payments"}`); got != 1 {
-		t.Errorf(`scheduler_runs_total{job="settle",outcome="failed",team="payments"} = %v, want 1`, got)
-	}
-	run, err := r.api.Runs(t.Context(), "settle", 10, "")
-	if err != nil || len(run) != 1 || run[0].Team != "payments" {
-		t.Errorf("runs of settle: %+v, %v; want one of team payments", run, err)
 	}
 }
