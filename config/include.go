@@ -111,7 +111,17 @@ func (c *Config) includeFile(p *problems, file, mainDir string) {
 			}
 		}
 	}
-	rel := relativeTo(mainDir, filepath.Dir(file))
+	tf.adopt(relativeTo(mainDir, filepath.Dir(file)))
+	c.Jobs = append(c.Jobs, tf.Jobs...)
+	c.Calendars = append(c.Calendars, tf.Calendars...)
+	c.Notify.Sinks = append(c.Notify.Sinks, tf.Notify.Sinks...)
+	c.teamDefaults = append(c.teamDefaults, teamDefault{file: file, names: tf.Notify.Default, nodes: tp.nodes})
+}
+
+// adopt makes the file's jobs its team's: each gets the team and, when
+// it names no sinks, the team's default ones; paths written in the file
+// become relative to the main file's directory (rel).
+func (tf *teamFile) adopt(rel func(string) string) {
 	for i := range tf.Jobs {
 		j := &tf.Jobs[i]
 		j.Team = tf.Team
@@ -128,10 +138,6 @@ func (c *Config) includeFile(p *problems, file, mainDir string) {
 	for i := range tf.Notify.Sinks {
 		tf.Notify.Sinks[i].HeadersFile = rel(tf.Notify.Sinks[i].HeadersFile)
 	}
-	c.Jobs = append(c.Jobs, tf.Jobs...)
-	c.Calendars = append(c.Calendars, tf.Calendars...)
-	c.Notify.Sinks = append(c.Notify.Sinks, tf.Notify.Sinks...)
-	c.teamDefaults = append(c.teamDefaults, teamDefault{file: file, names: tf.Notify.Default, nodes: tp.nodes})
 }
 
 // checkTeam checks the team name of a team file.

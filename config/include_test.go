@@ -40,6 +40,10 @@ func TestIncludeMergesTeamFiles(t *testing.T) {
 	if got := sinks("quiet"); len(got) != 0 {
 		t.Errorf("quiet names no sink and notifies %v", got)
 	}
+	// A path in a team file is relative to that file.
+	if got := cfg.Sink("payments-oncall").Headers["X-Team-Key"]; got != "k" {
+		t.Errorf("payments-oncall's headers_file, next to its team file: X-Team-Key %q, want k", got)
+	}
 	var files []string
 	for _, f := range cfg.Files {
 		if len(f.Hash) != 12 {
