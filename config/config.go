@@ -8,6 +8,9 @@ import (
 
 // Config is one whole configuration file.
 type Config struct {
+	// Include lists globs of team files (docs/configuration.md, "Teams
+	// and tokens"), relative to this file, merged in order.
+	Include   []string   `yaml:"include" json:"include,omitempty"`
 	Cluster   Cluster    `yaml:"cluster" json:"cluster"`
 	API       API        `yaml:"api" json:"api"`
 	Worker    Worker     `yaml:"worker" json:"worker"`
@@ -16,9 +19,15 @@ type Config struct {
 	Calendars []Calendar `yaml:"calendars" json:"calendars,omitempty"`
 	Jobs      []Job      `yaml:"jobs" json:"jobs"`
 
+	// Files are the files this config was read from, the main one first,
+	// each with the hash of its bytes (Parse fills it in).
+	Files []File `yaml:"-" json:"-"`
+
 	// byName indexes Jobs (Parse builds it; Job checks each hit, so a
 	// Config built or changed by hand is still answered, by a scan).
 	byName map[string]int
+	// teamDefaults wait, during Parse, for every sink to be known.
+	teamDefaults []teamDefault
 }
 
 // Cluster says how replicas reach etcd and how long their sessions live.
@@ -56,6 +65,9 @@ type API struct {
 	Listen       string `yaml:"listen" json:"listen"`
 	TokenFile    string `yaml:"token_file" json:"token_file,omitempty"`
 	ProtectReads bool   `yaml:"protect_reads" json:"protect_reads"`
+	// Tokens are scoped tokens: each may use some verbs on the jobs of
+	// some teams (docs/configuration.md, "Teams and tokens").
+	Tokens []Token `yaml:"tokens" json:"tokens,omitempty"`
 }
 
 // Worker bounds what one replica executes.
@@ -108,7 +120,10 @@ const (
 // Job is one scheduled job. It is also what travels inside a queue entry, so
 // a worker runs exactly what the leader scheduled.
 type Job struct {
-	Name     string `yaml:"name" json:"name"`
+	Name string `yaml:"name" json:"name"`
+	// Team is the team of the file the job was declared in; empty for
+	// the jobs of the main file. It cannot be written in a job.
+	Team     string `yaml:"-" json:"team,omitempty"`
 	Schedule string `yaml:"schedule" json:"schedule"`
 	// Schedules are several schedules, one tick per instant; Schedule is
 	// the one-item shorthand.

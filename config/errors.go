@@ -90,15 +90,26 @@ type problems struct {
 	// seen drops exact repeats, which merging one anchor twice into the
 	// same mapping (<<: [*a, *a]) would otherwise produce once per merge.
 	seen map[Problem]bool
+	// files maps a path whose value came from an included file (a team's
+	// "jobs[7]") to that file; a path not in it is the main file's.
+	files map[string]string
+	// order is the files in the order they were read, so that problems
+	// come out file by file.
+	order []string
+	// local maps an element of the merged config that came from an
+	// included file ("jobs[7]") to its path in that file ("jobs[1]"), so
+	// that a message's path reads as the file does.
+	local map[string]string
 }
 
 func newProblems(file string) *problems {
-	return &problems{file: file, nodes: map[string]*yaml.Node{}, broken: map[string]bool{}, names: map[string]string{}, seen: map[Problem]bool{}}
+	return &problems{file: file, nodes: map[string]*yaml.Node{}, broken: map[string]bool{}, names: map[string]string{}, seen: map[Problem]bool{},
+		files: map[string]string{}, order: []string{file}, local: map[string]string{}}
 }
 
 // atNode records a problem at a node's position.
 func (p *problems) atNode(n *yaml.Node, path, format string, args ...any) {
-	pr := Problem{File: p.file, Path: path, Message: fmt.Sprintf(format, args...)}
+	pr := Problem{File: p.fileOf(path), Path: path, Message: fmt.Sprintf(format, args...)}
 	if n != nil {
 		pr.Line, pr.Col = n.Line, n.Column
 	}
@@ -136,6 +147,25 @@ func (p *problems) node(path string) *yaml.Node {
 	}
 }
 
+// fileOf is the file path's value was written in.
+func (p *problems) fileOf(path string) string {
+	for q := path; q != ""; q = parent(q) {
+		if f, ok := p.files[q]; ok {
+			return f
+		}
+	}
+	return p.file
+}
+
+// where names the position of path's value for a message about another
+// value: "line 7" in the same file as other, "teams/a.yaml:7" in another.
+func (p *problems) where(path, other string) string {
+	if f := p.fileOf(path); f != p.fileOf(other) {
+		return f + ":" + strconv.Itoa(p.line(path))
+	}
+	return "line " + strconv.Itoa(p.line(path))
+}
+
 // present reports whether path was written in the file.
 func (p *problems) present(path string) bool {
 	_, ok := p.nodes[path]
@@ -163,8 +193,14 @@ func (p *problems) err() error {
 		if elem, rest := splitNamed(pr.Path); elem != "" && rest != "name" {
 			list[i].Name = p.names[elem]
 		}
+		if elem := reShifted.FindString(pr.Path); p.local[elem] != "" {
+			list[i].Path = p.local[elem] + pr.Path[len(elem):]
+		}
 	}
 	slices.SortStableFunc(list, func(a, b Problem) int {
+		if a.File != b.File {
+			return slices.Index(p.order, a.File) - slices.Index(p.order, b.File)
+		}
 		if a.Line != b.Line {
 			return a.Line - b.Line
 		}

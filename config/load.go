@@ -50,6 +50,9 @@ func Parse(filename string, data []byte) (*Config, error) {
 		p.list = []Problem{*exp.refused}
 		return nil, p.err()
 	}
+	cfg.Files = []File{{Path: filename, Hash: fileHash(data)}}
+	cfg.include(p, filename)
+	cfg.checkTeamDefaults(p)
 	cfg.loadSecrets(p, filepath.Dir(filename))
 	cfg.readSinkHeaders(p, filename)
 	cfg.validate(p)

@@ -132,6 +132,9 @@ func (c *Config) validateNotify(p *problems) {
 		}
 	}
 	for i := range c.Jobs {
+		if c.Jobs[i].Team != "" && p.fromFile() && !p.present(fmt.Sprintf("jobs[%d].notify", i)) {
+			continue // its team's default, checked where the team file names it
+		}
 		for k, name := range c.Jobs[i].Notify {
 			if declared[name] == "" {
 				p.add(fmt.Sprintf("jobs[%d].notify[%d]", i, k), "unknown sink %q: declare it under notify.sinks", name)

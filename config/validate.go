@@ -26,7 +26,7 @@ func (p *problems) declare(first map[string]string, kind, name, path string) boo
 	case !reName.MatchString(name):
 		p.add(path+".name", "invalid %s name %q: want %s", kind, name, NamePattern)
 	case dup:
-		p.add(path+".name", "duplicate %s name %q (first at line %d)", kind, name, p.line(prev+".name"))
+		p.add(path+".name", "duplicate %s name %q (first at %s)", kind, name, p.where(prev+".name", path+".name"))
 	default:
 		first[name] = path
 		return true
@@ -53,6 +53,7 @@ func (c *Config) Validate() error {
 func (c *Config) validate(p *problems) {
 	c.validateCluster(p)
 	c.validateAPI(p)
+	c.validateTokens(p)
 	if c.Worker.MaxParallel < 1 {
 		p.add("worker.max_parallel", "must be at least 1, got %d", c.Worker.MaxParallel)
 	}

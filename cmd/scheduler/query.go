@@ -16,9 +16,11 @@ import (
 // jobsCommand: scheduler jobs [NAME] | scheduler jobs --removed.
 func jobsCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var removed bool
-	return clientCommand(ctx, "scheduler jobs [NAME] | scheduler jobs --removed", args, stdout, stderr, 0, 1,
+	var team string
+	return clientCommand(ctx, "scheduler jobs [NAME] [--team TEAM] | scheduler jobs --removed", args, stdout, stderr, 0, 1,
 		func(fs *flag.FlagSet) {
 			fs.BoolVar(&removed, "removed", false, "list the jobs removed from the config whose history is still kept")
+			fs.StringVar(&team, "team", "", "only the jobs of `TEAM` (docs/configuration.md, \"Teams and tokens\")")
 		},
 		func(ctx context.Context, c *client.Client, pos []string, out output) error {
 			if removed {
@@ -42,6 +44,9 @@ func jobsCommand(ctx context.Context, args []string, stdout, stderr io.Writer) i
 				if list, err = c.Jobs(ctx); err != nil {
 					return err
 				}
+				if team != "" {
+					list = slices.DeleteFunc(list, func(j client.Job) bool { return j.Team != team })
+				}
 				if out.json {
 					return writeRaw(out.stdout, raws(list, func(j client.Job) json.RawMessage { return j.Raw }))
 				}
@@ -56,8 +61,8 @@ func jobsCommand(ctx context.Context, args []string, stdout, stderr io.Writer) i
 // concurrency key. Times are never cut: a paused job's NEXT RUN says
 // "paused" and its until, its reason is free text and waits for -o wide.
 func jobsTable(v view, list []client.Job) *table {
-	t := newTable(v, "NAME", "SCHEDULE", "NEXT RUN", "LAST", "RUNNING", "PENDING",
-		"TARGET", "TIMEZONE", "PAUSED", "LAST RUN", "AHEAD", "KEY").shrink(1, 11).wide(6, 7, 8, 9, 10, 11)
+	t := newTable(v, "NAME", "TEAM", "SCHEDULE", "NEXT RUN", "LAST", "RUNNING", "PENDING",
+		"TARGET", "TIMEZONE", "PAUSED", "LAST RUN", "AHEAD", "KEY").shrink(2, 12).wide(7, 8, 9, 10, 11, 12)
 	for _, j := range list {
 		last, outcome := "-", "-"
 		if j.LastRun != nil {
@@ -70,10 +75,18 @@ func jobsTable(v view, list []client.Job) *table {
 				next += " until " + stamp(j.PausedUntil)
 			}
 		}
-		t.add(j.Name, j.Spec.ScheduleText(), next, outcome, runningCell(j), strconv.Itoa(j.Pending),
+		t.add(j.Name, cellOr(j.Team), j.Spec.ScheduleText(), next, outcome, runningCell(j), strconv.Itoa(j.Pending),
 			targetOf(&j.Spec), j.Spec.Timezone, pausedCell(j), last, strconv.Itoa(j.Scheduled), j.Spec.ConcurrencyKey)
 	}
 	return t
+}
+
+// cellOr shows an empty value as "-".
+func cellOr(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
 
 // targetOf is "http" or "exec", whichever the job declares.
@@ -148,11 +161,12 @@ func inputCell(in json.RawMessage) string {
 // runsCommand: scheduler runs JOB [--limit N] [--before RUN_ID].
 func runsCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var limit int
-	var before string
-	return clientCommand(ctx, "scheduler runs JOB [--limit N] [--before RUN_ID]", args, stdout, stderr, 1, 1,
+	var before, team string
+	return clientCommand(ctx, "scheduler runs JOB [--limit N] [--before RUN_ID] [--team TEAM]", args, stdout, stderr, 1, 1,
 		func(fs *flag.FlagSet) {
 			fs.IntVar(&limit, "limit", 20, "how many runs, newest first (1 to 1000)")
 			fs.StringVar(&before, "before", "", "only runs recorded before `RUN_ID`'s (the page further back)")
+			fs.StringVar(&team, "team", "", "only runs of `TEAM`'s jobs: none when JOB is another team's")
 		},
 		func(ctx context.Context, c *client.Client, pos []string, out output) error {
 			if limit < 1 || limit > 1000 {
@@ -161,6 +175,9 @@ func runsCommand(ctx context.Context, args []string, stdout, stderr io.Writer) i
 			list, err := c.Runs(ctx, pos[0], limit, before)
 			if err != nil {
 				return err
+			}
+			if team != "" {
+				list = slices.DeleteFunc(list, func(r client.Run) bool { return r.Team != team })
 			}
 			if out.json {
 				return writeRaw(out.stdout, raws(list, func(r client.Run) json.RawMessage { return r.Raw }))

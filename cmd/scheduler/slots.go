@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -15,11 +17,24 @@ import (
 // windows in one list; people get two tables, the slots and then the
 // windows, since a window has none of a slot's columns.
 func slotsCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	return readCommand(ctx, "scheduler slots", args, stdout, stderr, (*client.Client).Slots,
-		func(list []client.Slot) any {
-			return raws(list, func(s client.Slot) json.RawMessage { return s.Raw })
+	var team string
+	return clientCommand(ctx, "scheduler slots [--team TEAM]", args, stdout, stderr, 0, 0,
+		func(fs *flag.FlagSet) {
+			fs.StringVar(&team, "team", "", "only the slots of `TEAM`'s jobs (docs/configuration.md, \"Teams and tokens\")")
 		},
-		writeSlots)
+		func(ctx context.Context, c *client.Client, _ []string, out output) error {
+			list, err := c.Slots(ctx)
+			if err != nil {
+				return err
+			}
+			if team != "" {
+				list = slices.DeleteFunc(list, func(s client.Slot) bool { return s.Window != nil || s.Team != team })
+			}
+			if out.json {
+				return writeRaw(out.stdout, raws(list, func(s client.Slot) json.RawMessage { return s.Raw }))
+			}
+			return writeSlots(out, list)
+		})
 }
 
 // writeSlots prints the held slots, then the windows when there are any.
@@ -50,24 +65,29 @@ func writeSlots(out output, list []client.Slot) error {
 
 // heldTable lists held slots. The run id names the job, so by default
 // SLOT says which slot (a job's index, or a resource's name/index),
-// KEY the concurrency key when any slot has one; -o wide adds the job and
+// KEY the concurrency key when any slot has one, TEAM the job's team when
+// any slot has one; -o wide adds the job and
 // resource apart, the fencing token and the times.
 func heldTable(v view, held []client.Slot) *table {
-	keyed := false
+	keyed, teamed := false, false
 	for _, s := range held {
 		keyed = keyed || s.ConcurrencyKey != ""
+		teamed = teamed || s.Team != ""
 	}
-	header := []string{"SLOT", "KEY", "RUN ID", "HOLDER", "JOB", "RESOURCE", "FENCING TOKEN", "SCHEDULED AT", "STARTED AT"}
-	t := newTable(v, header...).shrink(1, 3).wide(4, 5, 6, 7, 8)
+	header := []string{"SLOT", "KEY", "RUN ID", "HOLDER", "JOB", "TEAM", "RESOURCE", "FENCING TOKEN", "SCHEDULED AT", "STARTED AT"}
+	t := newTable(v, header...).shrink(1, 3).wide(4, 6, 7, 8, 9)
 	if !keyed {
 		t.wide(1)
+	}
+	if !teamed {
+		t.wide(5)
 	}
 	for _, s := range held {
 		slot := strconv.Itoa(s.Slot.Slot)
 		if s.Resource != "" {
 			slot = s.Resource + "/" + slot
 		}
-		t.add(slot, s.ConcurrencyKey, s.RunID, s.Holder, s.Job, s.Resource,
+		t.add(slot, s.ConcurrencyKey, s.RunID, s.Holder, s.Job, cellOr(s.Team), s.Resource,
 			strconv.FormatInt(s.FencingToken, 10), stamp(s.ScheduledAt), stamp(s.StartedAt))
 	}
 	return t

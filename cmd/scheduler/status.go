@@ -34,6 +34,9 @@ func writeStatus(w io.Writer, v view, st client.Status) error {
 	line("replica", st.ID+", version "+st.Version+", started "+stamp(st.StartedAt))
 	line("leader", leaderLine(st))
 	line("config", st.ConfigFile+", hash "+st.ConfigHash)
+	for _, f := range st.ConfigFiles[min(1, len(st.ConfigFiles)):] {
+		line("  team "+f.Team, f.Path+", hash "+f.Hash)
+	}
 	line("last reload", reloadLine(st))
 	for _, e := range reloadErrors(st) {
 		if v.width > 0 {

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/api/dashboard"
 	"github.com/etcdsched/scheduler/internal/wire"
 )
@@ -28,9 +29,13 @@ type Options struct {
 	Listen       string
 	TokenFile    string
 	ProtectReads bool
-	Logger       *slog.Logger
-	Gatherer     prometheus.Gatherer
-	Status       func(ctx context.Context) Status
+	// Tokens are the scoped tokens (docs/configuration.md, "Teams and tokens").
+	Tokens []config.Token
+	// Registerer takes scheduler_api_requests_total; nil: not exported.
+	Registerer prometheus.Registerer
+	Logger     *slog.Logger
+	Gatherer   prometheus.Gatherer
+	Status     func(ctx context.Context) Status
 	// Ready says whether etcd is reachable and the session alive.
 	Ready   func(ctx context.Context) error
 	Cluster Cluster
@@ -47,6 +52,8 @@ type Server struct {
 
 	mu   sync.Mutex
 	auth auth
+
+	requests *prometheus.CounterVec
 }
 
 // New reads the token file and builds the routes.
@@ -55,8 +62,15 @@ func New(opts Options) (*Server, error) {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{opts: opts, mux: http.NewServeMux()}
-	if err := s.SetAuth(opts.TokenFile, opts.ProtectReads); err != nil {
+	if err := s.Configure(config.API{TokenFile: opts.TokenFile, ProtectReads: opts.ProtectReads, Tokens: opts.Tokens}); err != nil {
 		return nil, err
+	}
+	var err error
+	if s.requests, err = newRequestMetric(opts.Registerer); err != nil {
+		return nil, err
+	}
+	if opts.Cluster != nil {
+		s.opts.Cluster = teamed{opts.Cluster, s}
 	}
 	s.routes()
 	s.http = &http.Server{
@@ -73,7 +87,12 @@ func New(opts Options) (*Server, error) {
 }
 
 // SetCluster wires the cluster endpoints; call it before Serve.
-func (s *Server) SetCluster(c Cluster) { s.opts.Cluster = c }
+func (s *Server) SetCluster(c Cluster) {
+	s.opts.Cluster = nil
+	if c != nil {
+		s.opts.Cluster = teamed{c, s}
+	}
+}
 
 // Handler is the whole API, for tests that serve it themselves.
 func (s *Server) Handler() http.Handler { return withWriteDeadline(s) }

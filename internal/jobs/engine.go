@@ -124,7 +124,13 @@ func New(opts Options) (*Engine, error) {
 	if err := metrics.Pending(opts.Reg, e.outbox.Len); err != nil {
 		return nil, fmt.Errorf("jobs: metrics: %w", err)
 	}
-	if err := metrics.JobPaused(opts.Reg, e.pausedJobs); err != nil {
+	m.SetTeams(func(job string) string {
+		if j := opts.Config().Job(job); j != nil {
+			return j.Team
+		}
+		return ""
+	})
+	if err := m.JobPaused(opts.Reg, e.pausedJobs); err != nil {
 		return nil, fmt.Errorf("jobs: metrics: %w", err)
 	}
 	e.worker, err = worker.New(worker.Deps{

@@ -83,7 +83,7 @@ func (r *replica) reload(onlyIfChanged bool) {
 		r.opts.Overrides(cfg)
 	}
 	if err == nil {
-		err = r.api.SetAuth(cfg.API.TokenFile, cfg.API.ProtectReads)
+		err = r.api.Configure(cfg.API)
 	}
 	r.mu.Lock()
 	r.reloadAt = time.Now()

@@ -115,7 +115,7 @@ func TestSecretsNotInLogsOrMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(metrics, `scheduler_runs_total{job="cmd",outcome="failed"} 2`) {
+	if !strings.Contains(metrics, `scheduler_runs_total{job="cmd",outcome="failed",team=""} 2`) {
 		t.Errorf("/metrics does not count the runs:\n%s", metrics)
 	}
 	logs := logText(t, r.logs)

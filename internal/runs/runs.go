@@ -57,8 +57,11 @@ const (
 
 // Record is a finished run, stored at runs/<job>/<run-id>.
 type Record struct {
-	RunID        string    `json:"run_id"`
-	Job          string    `json:"job"`
+	RunID string `json:"run_id"`
+	Job   string `json:"job"`
+	// Team is the job's team as the API answers it; records in etcd
+	// leave it out (the API fills it in from the config).
+	Team         string    `json:"team,omitempty"`
 	Attempt      int       `json:"attempt"`
 	Trigger      Trigger   `json:"trigger"`
 	ScheduledAt  time.Time `json:"scheduled_at"`

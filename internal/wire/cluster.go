@@ -1,6 +1,10 @@
 package wire
 
-import "time"
+import (
+	"time"
+
+	"github.com/etcdsched/scheduler/config"
+)
 
 // Leader is the answer of GET /api/v1/leader.
 type Leader struct {
@@ -32,16 +36,19 @@ type Member struct {
 
 // Status is what GET /api/v1/status says about the replica that answers.
 type Status struct {
-	ID              string    `json:"id"`
-	Version         string    `json:"version"`
-	IsLeader        bool      `json:"is_leader"`
-	ConfigFile      string    `json:"config_file"`
-	ConfigHash      string    `json:"config_hash"`
-	LastReloadError string    `json:"last_reload_error,omitempty"`
-	LastReloadAt    time.Time `json:"last_reload_at,omitzero"`
-	StartedAt       time.Time `json:"started_at"`
-	EtcdEndpoints   []string  `json:"etcd_endpoints"`
-	EmbeddedEtcd    bool      `json:"embedded_etcd"`
+	ID         string `json:"id"`
+	Version    string `json:"version"`
+	IsLeader   bool   `json:"is_leader"`
+	ConfigFile string `json:"config_file"`
+	ConfigHash string `json:"config_hash"`
+	// ConfigFiles are the files of the applied config, the main one first
+	// then each included team file, each with its own hash.
+	ConfigFiles     []config.File `json:"config_files,omitempty"`
+	LastReloadError string        `json:"last_reload_error,omitempty"`
+	LastReloadAt    time.Time     `json:"last_reload_at,omitzero"`
+	StartedAt       time.Time     `json:"started_at"`
+	EtcdEndpoints   []string      `json:"etcd_endpoints"`
+	EmbeddedEtcd    bool          `json:"embedded_etcd"`
 	// Leader is the leader's id as this replica sees it, empty while
 	// there is none.
 	Leader string `json:"leader"`

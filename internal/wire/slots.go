@@ -12,6 +12,7 @@ import (
 // fields.
 type Slot struct {
 	Job            string    `json:"job,omitempty"`
+	Team           string    `json:"team,omitempty"` // the job's team (docs/configuration.md, "Teams and tokens")
 	ConcurrencyKey string    `json:"concurrency_key,omitempty"`
 	Resource       string    `json:"resource,omitempty"`
 	Slot           int       `json:"slot"`

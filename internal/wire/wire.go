@@ -52,7 +52,10 @@ const (
 // Job is a job as the API shows it (GET /api/v1/jobs, /api/v1/jobs/{name},
 // and the answers of pause and resume).
 type Job struct {
-	Name   string     `json:"name"`
+	Name string `json:"name"`
+	// Team owns the job: the team of the file it is declared in, empty
+	// for the main file's jobs (docs/configuration.md, "Teams and tokens").
+	Team   string     `json:"team"`
 	Spec   config.Job `json:"spec"`
 	Paused bool       `json:"paused"`
 	// PauseReason, PausedAt and PausedUntil describe a pause made through

@@ -20,20 +20,20 @@ import (
 func TestBodiesKeepTheirFieldNames(t *testing.T) {
 	at := time.Date(2026, 11, 25, 21, 0, 0, 0, time.UTC)
 	code, left := 3, 7
-	record := runs.Record{RunID: "j@1", Job: "j", Attempt: 2, Trigger: runs.Manual, ScheduledAt: at, StartedAt: at, EndedAt: at,
+	record := runs.Record{RunID: "j@1", Job: "j", Team: "t", Attempt: 2, Trigger: runs.Manual, ScheduledAt: at, StartedAt: at, EndedAt: at,
 		Holder: "r1", Slot: 1, FencingToken: 9, Outcome: runs.Failed, ExitCode: &code, HTTPStatus: 500, Error: "e", Output: "o",
 		Input: json.RawMessage(`{"a":1}`), UpstreamRunID: "u@1"}
-	recordKeys := "run_id job attempt trigger scheduled_at started_at ended_at holder slot fencing_token outcome exit_code http_status error output input upstream_run_id"
+	recordKeys := "run_id job team attempt trigger scheduled_at started_at ended_at holder slot fencing_token outcome exit_code http_status error output input upstream_run_id"
 	for _, tc := range []struct {
 		name string
 		v    any
 		keys string
 	}{
 		{"run", &Run{State: StateFinished, Record: record}, "state " + recordKeys},
-		{"job", &Job{Name: "j", Spec: config.Job{Name: "j", Schedule: "@every 1s"}, Paused: true, PauseReason: "r", PausedAt: at, PausedUntil: at,
+		{"job", &Job{Name: "j", Team: "t", Spec: config.Job{Name: "j", Schedule: "@every 1s"}, Paused: true, PauseReason: "r", PausedAt: at, PausedUntil: at,
 			NextRun: at, LastRun: &record, Running: 1, MaxConcurrency: 2, Pending: 3, Scheduled: 4, After: &config.After{Job: "up"},
 			PendingNotifications: 5, RemainingRuns: &left},
-			"name spec paused pause_reason paused_at paused_until next_run last_run running max_concurrency pending scheduled after pending_notifications remaining_runs"},
+			"name team spec paused pause_reason paused_at paused_until next_run last_run running max_concurrency pending scheduled after pending_notifications remaining_runs"},
 		{"removed job", &RemovedJob{Name: "j", RemovedAt: at}, "name removed_at"},
 		{"triggered", &Triggered{RunID: "j@1", Duplicate: true}, "run_id duplicate"},
 		{"cancelled", &Cancelled{RunID: "j@1", Status: CancelRequested}, "run_id status"},
@@ -42,10 +42,10 @@ func TestBodiesKeepTheirFieldNames(t *testing.T) {
 		{"leader", &Leader{ID: "r1", APIAddr: "a:1", Since: at, Revision: 5}, "id api_addr since revision"},
 		{"member", &Member{ID: "r1", APIAddr: "a:1", Version: "v", ConfigHash: "h", StartedAt: at, Protocol: 2, IsLeader: true},
 			"id api_addr version config_hash started_at protocol is_leader"},
-		{"status", &Status{ID: "r1", Version: "v", IsLeader: true, ConfigFile: "f", ConfigHash: "h", LastReloadError: "e", LastReloadAt: at,
+		{"status", &Status{ID: "r1", Version: "v", IsLeader: true, ConfigFile: "f", ConfigHash: "h", ConfigFiles: []config.File{{Path: "f", Hash: "h"}}, LastReloadError: "e", LastReloadAt: at,
 			StartedAt: at, EtcdEndpoints: []string{"e"}, EmbeddedEtcd: true, Leader: "r1", PendingNotifications: 1,
 			PendingBySink: map[string]int{"s": 1}, OldestNotification: at},
-			"id version is_leader config_file config_hash last_reload_error last_reload_at started_at etcd_endpoints embedded_etcd leader pending_notifications pending_by_sink oldest_notification"},
+			"id version is_leader config_file config_hash config_files last_reload_error last_reload_at started_at etcd_endpoints embedded_etcd leader pending_notifications pending_by_sink oldest_notification"},
 		{"slot", &Slot{Job: "j", ConcurrencyKey: "k", Resource: "r", Slot: 1, RunID: "j@1", Holder: "r1", FencingToken: 9, StartedAt: at, ScheduledAt: at},
 			"job concurrency_key resource slot run_id holder fencing_token started_at scheduled_at"},
 		{"window", &Slot{Window: &Window{Window: "job/j", Count: 2, Per: "1m0s", InUse: 1, Oldest: at}}, "window count per in_use oldest"},

@@ -192,6 +192,7 @@
       showAuth(false);
       tick();
     });
+    $('team-filter').addEventListener('change', () => tick());
     $('token-forget').addEventListener('click', () => {
       forgetToken();
       tick();

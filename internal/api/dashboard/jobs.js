@@ -21,7 +21,7 @@ window.SchedulerJobs = (function () {
       return null;
     }
     note('jobs', '');
-    const jobs = r.body;
+    const jobs = byTeam(r.body);
     setText($('jobs-count'), `(${jobs.length})`);
     if (!state.selectedJob && jobs.length) selectJob(jobs[0].name, false);
 
@@ -40,7 +40,8 @@ window.SchedulerJobs = (function () {
         tr.classList.toggle('selected', j.name === state.selectedJob);
         tr.dataset.paused = String(!!j.paused);
         name.className = 'name';
-        setText(name, j.name);
+        name.replaceChildren(document.createTextNode(j.name));
+        if (j.team) name.append(el('span', { class: 'sub', text: `team ${j.team}` }));
         target.className = 'target mono';
         setText(target, (j.spec && j.spec.http ? 'http ' : 'exec ') + describeTarget(j.spec));
         const sp = j.spec || {};
@@ -69,6 +70,21 @@ window.SchedulerJobs = (function () {
         }
       });
     return jobs;
+  }
+
+  // byTeam keeps the jobs of the team chosen in #team-filter ("*": all;
+  // "": the main file's jobs) and offers every team the list names
+  // (docs/configuration.md, "Teams and tokens").
+  function byTeam(all) {
+    const sel = $('team-filter');
+    if (!sel) return all;
+    const teams = [...new Set(all.map((j) => j.team || ''))].sort();
+    const have = [...sel.options].map((o) => o.value);
+    for (const t of teams) {
+      if (!have.includes(t)) sel.append(el('option', { value: t, text: t || '(no team)' }));
+    }
+    const chosen = sel.value;
+    return chosen === '*' ? all : all.filter((j) => (j.team || '') === chosen);
   }
 
   // fillPause shows whether the job is paused and, for a pause made
@@ -212,5 +228,5 @@ window.SchedulerJobs = (function () {
       });
   }
 
-  return { renderJobs, renderSlots, renderRuns };
+  return { renderJobs, renderSlots, renderRuns, byTeam };
 })();

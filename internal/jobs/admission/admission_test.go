@@ -44,6 +44,7 @@ func TestEveryJobSettingIsPlaced(t *testing.T) {
 		"http":                  "the target",
 		"exec":                  "the target",
 		"name":                  "identity",
+		"team":                  "the file's team: labels and default sinks, on either path",
 		"shard_inputs":          "each shard's input; shards (beyond) makes the tick many runs",
 	}
 	// schedule: when ticks are due, which the leader's plan decides before
@@ -55,6 +56,9 @@ func TestEveryJobSettingIsPlaced(t *testing.T) {
 	typ := reflect.TypeFor[config.Job]()
 	for i := range typ.NumField() {
 		name, _, _ := strings.Cut(typ.Field(i).Tag.Get("yaml"), ",")
+		if name == "-" { // set by the loader, not in the file
+			name, _, _ = strings.Cut(typ.Field(i).Tag.Get("json"), ",")
+		}
 		_, b := beyond[name]
 		_, l := lean[name]
 		if b == l {

@@ -35,38 +35,42 @@ const (
 
 // Set is the engine's metrics.
 type Set struct {
-	Runs       *prometheus.CounterVec
-	Duration   *prometheus.HistogramVec
+	Runs       JobCounter
+	Duration   JobHistogram
 	Lateness   prometheus.Histogram
-	Skipped    *prometheus.CounterVec
+	Skipped    JobCounter
 	Ticks      prometheus.Counter
 	ClaimFails *prometheus.CounterVec
 	// Notifications counts deliveries by sink and result (delivered,
 	// retried, dropped), on the leader that made them.
 	Notifications *prometheus.CounterVec
+
+	teams *teams
 }
 
 // New registers the metrics with reg; a nil reg registers nothing (tests).
 func New(reg prometheus.Registerer) (*Set, error) {
+	t := &teams{}
 	m := &Set{
-		Runs: prometheus.NewCounterVec(prometheus.CounterOpts{
+		teams: t,
+		Runs: JobCounter{prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "scheduler_runs_total",
-			Help: "Runs finished by this replica (or recorded by it as leader), by job and outcome (" + strings.Join(config.Outcomes, ", ") + ").",
-		}, []string{"job", "outcome"}),
-		Duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Help: "Runs finished by this replica (or recorded by it as leader), by job, its team and outcome (" + strings.Join(config.Outcomes, ", ") + ").",
+		}, []string{"job", "team", "outcome"}), t},
+		Duration: JobHistogram{prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "scheduler_run_duration_seconds",
-			Help:    "Time from a run's start to its end, as executed on this replica.",
+			Help:    "Time from a run's start to its end, as executed on this replica, by job and its team.",
 			Buckets: prometheus.ExponentialBuckets(0.005, 4, 10),
-		}, []string{"job"}),
+		}, []string{"job", "team"}), t},
 		Lateness: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "scheduler_schedule_lateness_seconds",
 			Help:    "Start of a run minus its due time (the tick plus jitter), on this replica.",
 			Buckets: []float64{0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5, 30},
 		}),
-		Skipped: prometheus.NewCounterVec(prometheus.CounterOpts{
+		Skipped: JobCounter{prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "scheduler_runs_skipped_total",
-			Help: "Runs that ended without starting, by job and reason (" + strings.Join(SkipReasons, ", ") + ").",
-		}, []string{"job", "reason"}),
+			Help: "Runs that ended without starting, by job, its team and reason (" + strings.Join(SkipReasons, ", ") + ").",
+		}, []string{"job", "team", "reason"}), t},
 		Ticks: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "scheduler_ticks_materialized_total",
 			Help: "Queue entries this replica created as leader.",

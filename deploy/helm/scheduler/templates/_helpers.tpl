@@ -63,6 +63,9 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{/* Where the token Secret is mounted; api.token_file points into it. */}}
 {{- define "scheduler.tokenDir" -}}/etc/scheduler-token{{- end }}
 
+{{/* Where the scoped tokens' Secrets are mounted, one file a token. */}}
+{{- define "scheduler.scopedTokenDir" -}}/etc/scheduler-tokens{{- end }}
+
 {{/*
 The etcd endpoints the scheduler dials: the values' endpoints, or every member
 of the bundled StatefulSet by its stable DNS name. Exactly one source, so a
@@ -108,7 +111,20 @@ the Service reach it.
 {{- else if $api.token_file }}
 {{- fail "config.api.token_file: set apiToken instead; the chart writes this key" }}
 {{- end }}
+{{- if .Values.scopedTokens }}
+{{- if $api.tokens }}
+{{- fail "config.api.tokens: set scopedTokens instead; the chart writes this key" }}
+{{- end }}
+{{- $tokens := list }}
+{{- range .Values.scopedTokens }}
+{{- $tokens = append $tokens (dict "name" .name "file" (printf "%s/%s" (include "scheduler.scopedTokenDir" $) .name) "teams" .teams "allow" .allow) }}
+{{- end }}
+{{- $_ := set $api "tokens" $tokens }}
+{{- end }}
 {{- $_ := set $cfg "api" $api }}
+{{- if .Values.teams }}
+{{- $_ := set $cfg "include" (list "teams/*.yaml") }}
+{{- end }}
 {{- $cluster := default (dict) $cfg.cluster }}
 {{- $etcd := default (dict) $cluster.etcd }}
 {{- $_ := set $etcd "endpoints" (include "scheduler.etcdEndpoints" . | fromJsonArray) }}
