@@ -247,22 +247,24 @@ func (l *leader) refreshCursors(ctx context.Context, jobs []string) error {
 // after its new cursor when written; half a second later, planned afresh
 // from the cursors a conflict re-read, when not; never once the term is
 // over.
-func (l *leader) passLean(ctx context.Context, items []leanItem, done func(*config.Job, time.Time, error)) {
+func (l *leader) passLean(ctx context.Context, items []leanItem, done lookDone) error {
 	applied, err := l.authorize(ctx, items)
 	if err != nil && !errors.Is(err, errNotLeader) && ctx.Err() == nil {
 		l.d.Log.Warn("assigning ticks failed; planning the jobs again", "jobs", len(items), "err", err)
 	}
 	retry := l.d.Clock.Now().Add(passRetry.Delay(1))
+	var passErr error
 	for _, it := range items {
 		switch {
 		case applied[it.job.Name]:
-			done(it.job, nextWake(it.sched, it.plan.Cursor, it.la), nil)
+			passErr = errors.Join(passErr, done(it.job, nextWake(it.sched, it.plan.Cursor, it.la), nil))
 		case errors.Is(err, errNotLeader) || ctx.Err() != nil:
-			done(it.job, time.Time{}, err)
+			passErr = errors.Join(passErr, done(it.job, time.Time{}, err))
 		default:
-			done(it.job, retry, nil)
+			passErr = errors.Join(passErr, done(it.job, retry, nil))
 		}
 	}
+	return passErr
 }
 
 // assignedSpecsUsed marks in used the specs of ticks assigned within the

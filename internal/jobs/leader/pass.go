@@ -5,15 +5,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/schedule"
 )
 
-// pass works on every job whose wake time has come. It holds the spec
-// gate from building its first write to the answer to its last (specs.go).
+// pass works on every job whose wake time has come, at most
+// materializeParallelism at once. It holds the spec gate from building its
+// first write to the answer to its last (specs.go). A failed look at a job
+// is retried at its next wake (afterLook); only the end of the term ends
+// the pass with an error.
 func (l *leader) pass(ctx context.Context) error {
 	l.specGate.RLock()
 	defer l.specGate.RUnlock()
@@ -21,9 +25,51 @@ func (l *leader) pass(ctx context.Context) error {
 	// the first of them.
 	l.assignSnap.drop()
 	now := l.d.Clock.Now()
-	var due []*config.Job
-	var gone []string
+	due, gone := l.popDue(now)
+	lean, due := l.splitLean(due, now)
+	batches, single := l.splitBatches(due, now)
+	// done schedules j's next look after a pass over it.
+	done := func(j *config.Job, next time.Time, err error) error {
+		retry, passErr := l.afterLook(ctx, j.Name, err, "materializing ticks failed; retrying")
+		if !retry.IsZero() {
+			next = retry
+		}
+		if !next.IsZero() {
+			l.mu.Lock()
+			heap.Push(&l.wakes, wake{at: next, job: j.Name, gen: l.gen[j.Name]})
+			l.mu.Unlock()
+		}
+		return passErr
+	}
+	var g errgroup.Group
+	g.SetLimit(materializeParallelism)
+	for _, w := range lean {
+		g.Go(func() error { return l.passLean(ctx, w, done) })
+	}
+	for _, b := range batches {
+		g.Go(func() error { return l.passBatch(ctx, b, done) })
+	}
+	for _, j := range single {
+		g.Go(func() error {
+			next, err := l.process(ctx, j)
+			return done(j, next, err)
+		})
+	}
+	for _, name := range gone {
+		g.Go(func() error { return l.passGone(ctx, name) })
+	}
+	if errors.Is(g.Wait(), errNotLeader) {
+		return errNotLeader
+	}
+	return nil
+}
+
+// popDue takes the wakes that have come: the jobs to look at, and the
+// removed jobs whose ticks are to withdraw. Stale wakes (of an older
+// generation of their job) are dropped.
+func (l *leader) popDue(now time.Time) (due []*config.Job, gone []string) {
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	for len(l.wakes) > 0 && !l.wakes[0].at.After(now) {
 		w := heap.Pop(&l.wakes).(wake)
 		if w.gen != l.gen[w.job] {
@@ -35,103 +81,73 @@ func (l *leader) pass(ctx context.Context) error {
 			gone = append(gone, w.job)
 		}
 	}
-	l.mu.Unlock()
+	return due, gone
+}
 
-	lean, due := l.splitLean(due, now)
-	batches, single := l.splitBatches(due, now)
-	sem := make(chan struct{}, materializeParallelism)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var firstErr error
-	// done schedules j's next look after a pass over it.
-	done := func(j *config.Job, next time.Time, err error) {
-		if err != nil {
-			mu.Lock()
-			firstErr = errors.Join(firstErr, err)
-			mu.Unlock()
-			if ctx.Err() == nil && !errors.Is(err, errNotLeader) {
-				next = l.failedPass(j.Name)
-				l.d.Log.Warn("materializing ticks failed; retrying", "job", j.Name, "err", err, "at", next)
-			}
-		}
+// afterLook is the bookkeeping of one look at a job: a success clears its
+// failures in a row; a failure while the term holds is logged with msg and
+// counted, and retry is when to look again (retry.go). It returns the
+// error the pass must end with: errNotLeader only, as the other failures
+// are retried.
+func (l *leader) afterLook(ctx context.Context, job string, err error, msg string) (retry time.Time, passErr error) {
+	switch {
+	case err == nil:
 		l.mu.Lock()
-		if err == nil {
-			delete(l.failures, j.Name)
+		delete(l.failures, job)
+		l.mu.Unlock()
+		return time.Time{}, nil
+	case errors.Is(err, errNotLeader):
+		return time.Time{}, err
+	case ctx.Err() != nil:
+		return time.Time{}, nil
+	}
+	retry = l.failedPass(job)
+	l.d.Log.Warn(msg, "job", job, "err", err, "at", retry)
+	return retry, nil
+}
+
+// passBatch writes a batch of jobs' ticks in one transaction; when a
+// condition fails, each job alone finds out which.
+func (l *leader) passBatch(ctx context.Context, b []batchItem, done lookDone) error {
+	ok, err := l.writeBatch(ctx, b)
+	if err != nil && !errors.Is(err, errNotLeader) && ctx.Err() == nil {
+		l.d.Log.Warn("batched materialization failed; writing the jobs one by one", "jobs", len(b), "err", err)
+	}
+	var passErr error
+	for _, it := range b {
+		switch {
+		case ok:
+			passErr = errors.Join(passErr, done(it.job, nextWake(it.sched, it.plan.Cursor, it.la), nil))
+		case errors.Is(err, errNotLeader):
+			passErr = errors.Join(passErr, done(it.job, time.Time{}, err))
+		default:
+			// Some job's cursor moved or its run exists: each job
+			// alone finds out which.
+			next, err := l.process(ctx, it.job)
+			passErr = errors.Join(passErr, done(it.job, next, err))
 		}
-		if !next.IsZero() {
-			heap.Push(&l.wakes, wake{at: next, job: j.Name, gen: l.gen[j.Name]})
+	}
+	return passErr
+}
+
+// passGone withdraws a removed job's ticks, looking again after a backoff
+// when that fails.
+func (l *leader) passGone(ctx context.Context, name string) error {
+	err := l.withdrawGone(ctx, name)
+	retry, passErr := l.afterLook(ctx, name, err, "withdrawing a removed job's ticks failed; retrying")
+	if !retry.IsZero() {
+		l.mu.Lock()
+		if g, ok := l.gone[name]; ok {
+			heap.Push(&l.wakes, wake{at: retry, job: name, gen: g})
 		}
 		l.mu.Unlock()
 	}
-	// spawn runs f with at most materializeParallelism at once.
-	spawn := func(f func()) {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			f()
-		}()
-	}
-	for _, w := range lean {
-		spawn(func() { l.passLean(ctx, w, done) })
-	}
-	for _, b := range batches {
-		spawn(func() {
-			ok, err := l.writeBatch(ctx, b)
-			if err != nil && !errors.Is(err, errNotLeader) && ctx.Err() == nil {
-				l.d.Log.Warn("batched materialization failed; writing the jobs one by one", "jobs", len(b), "err", err)
-			}
-			for _, it := range b {
-				switch {
-				case ok:
-					done(it.job, nextWake(it.sched, it.plan.Cursor, it.la), nil)
-				case errors.Is(err, errNotLeader):
-					done(it.job, time.Time{}, err)
-				default:
-					// Some job's cursor moved or its run exists: each
-					// job alone finds out which.
-					next, err := l.process(ctx, it.job)
-					done(it.job, next, err)
-				}
-			}
-		})
-	}
-	for _, j := range single {
-		spawn(func() {
-			next, err := l.process(ctx, j)
-			done(j, next, err)
-		})
-	}
-	for _, name := range gone {
-		spawn(func() {
-			err := l.withdrawGone(ctx, name)
-			if err != nil && ctx.Err() == nil && !errors.Is(err, errNotLeader) {
-				at := l.failedPass(name)
-				l.d.Log.Warn("withdrawing a removed job's ticks failed; retrying", "job", name, "err", err, "at", at)
-				l.mu.Lock()
-				if g, ok := l.gone[name]; ok {
-					heap.Push(&l.wakes, wake{at: at, job: name, gen: g})
-				}
-				l.mu.Unlock()
-			}
-			if err == nil {
-				l.mu.Lock()
-				delete(l.failures, name)
-				l.mu.Unlock()
-			}
-			if err != nil {
-				mu.Lock()
-				firstErr = errors.Join(firstErr, err)
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
-	if errors.Is(firstErr, errNotLeader) {
-		return errNotLeader
-	}
-	return nil
+	return passErr
 }
+
+// lookDone schedules a job's next look after a pass over it (next zero:
+// none) and returns the error the pass must end with.
+type lookDone func(j *config.Job, next time.Time, err error) error
 
 // process writes the job's due ticks and returns when to look again.
 func (l *leader) process(ctx context.Context, j *config.Job) (time.Time, error) {
