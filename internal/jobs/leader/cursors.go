@@ -132,14 +132,6 @@ func (l *leader) write(ctx context.Context, job string, at time.Time, conds []cl
 	return false, err
 }
 
-// fenceGone reports, from a fenced transaction that failed and whose Else
-// began with a read of the election key, whether the fence is what failed:
-// the key is gone or belongs to another term.
-func (l *leader) fenceGone(resp *clientv3.TxnResponse) bool {
-	kvs := resp.Responses[0].GetResponseRange().Kvs
-	return len(kvs) == 0 || kvs[0].CreateRevision != l.term.Rev
-}
-
 func (l *leader) setCursor(job string, at time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()

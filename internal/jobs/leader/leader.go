@@ -121,7 +121,7 @@ func Run(ctx context.Context, d Deps, term election.Leadership) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel(nil)
-	for _, f := range []func(context.Context) error{l.reap, l.prune, l.collectSpecs, l.deliver, l.resumeExpired, l.keepRemovedHistory, l.resolveDead} {
+	for _, f := range []func(context.Context) error{l.reap, l.prune, l.collectSpecs, newDeliverer(l.base).Run, l.resumeExpired, l.keepRemovedHistory, l.resolveDead} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -141,9 +141,7 @@ func Run(ctx context.Context, d Deps, term election.Leadership) error {
 }
 
 type leader struct {
-	d     Deps
-	term  election.Leadership
-	fence clientv3.Cmp
+	*base
 
 	// specEntries: what lean passes need of each job's spec (specref.go).
 	specEntries specEntries
@@ -195,7 +193,7 @@ type leader struct {
 }
 
 func newLeader(d Deps, term election.Leadership) *leader {
-	l := &leader{d: d, term: term, fence: term.Fence(), cursors: map[string]time.Time{}, gen: map[string]uint64{},
+	l := &leader{base: &base{d: d, term: term, fence: term.Fence()}, cursors: map[string]time.Time{}, gen: map[string]uint64{},
 		specsWritten: map[string]bool{}, assignedSpecs: map[string]time.Time{}, counts: map[string]int{}, assignSnap: &assignSnap{},
 		paused: map[string]bool{}, sweep: map[string]bool{}, gone: map[string]uint64{}, maxQueued: maxQueued,
 		removedCheck: map[string]bool{}, removedChanged: make(chan struct{}, 1), failures: map[string]int{}}

@@ -88,22 +88,6 @@ func (l *leader) reap(ctx context.Context) error {
 	}
 }
 
-// pause waits until t, or returns false when ctx ends first.
-func (l *leader) pause(ctx context.Context, t time.Time) bool {
-	d := t.Sub(l.d.Clock.Now())
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	timer := l.d.Clock.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-timer.Chan():
-		return true
-	}
-}
-
 func (l *leader) markLost(ctx context.Context, q *queue.Item) error {
 	// The run's spec decides its retry and what its end causes when the
 	// job left the config.

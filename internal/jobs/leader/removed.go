@@ -265,17 +265,3 @@ func (l *leader) purgeRemoved(ctx context.Context, job string, m *removal) error
 	}
 	return err
 }
-
-// fenced commits ops if the term and cmps hold. ok is false when a
-// compare failed; the error is errNotLeader when the term is over.
-func (l *leader) fenced(ctx context.Context, cmps []clientv3.Cmp, ops ...clientv3.Op) (ok bool, err error) {
-	tr, err := l.d.Client.Txn(ctx).If(append([]clientv3.Cmp{l.fence}, cmps...)...).Then(ops...).
-		Else(clientv3.OpGet(l.term.Key)).Commit()
-	if err != nil {
-		return false, fmt.Errorf("leader: fenced write: %w", err)
-	}
-	if !tr.Succeeded && l.fenceGone(tr) {
-		return false, errNotLeader
-	}
-	return tr.Succeeded, nil
-}
