@@ -121,7 +121,7 @@ func Run(ctx context.Context, d Deps, term election.Leadership) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel(nil)
-	for _, f := range []func(context.Context) error{newReaper(l.base).Run, l.prune, l.collectSpecs, newDeliverer(l.base).Run, l.resumeExpired, l.keepRemovedHistory, l.resolveDead} {
+	for _, f := range []func(context.Context) error{newReaper(l.base).Run, l.pruner.Run, l.collectSpecs, newDeliverer(l.base).Run, l.resumeExpired, l.keepRemovedHistory, l.resolveDead} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -187,6 +187,7 @@ type leader struct {
 	// failures counts each job's failed passes in a row (under mu), for
 	// the backoff of its next look (retry.go).
 	failures map[string]int
+	pruner   *pruner
 	// maxQueued is the queue's size beyond which jobs are planned
 	// NearLookahead ahead only (lookahead.go; a field for the tests).
 	maxQueued int
@@ -197,6 +198,7 @@ func newLeader(d Deps, term election.Leadership) *leader {
 		specsWritten: map[string]bool{}, assignedSpecs: map[string]time.Time{}, counts: map[string]int{}, assignSnap: &assignSnap{},
 		paused: map[string]bool{}, sweep: map[string]bool{}, gone: map[string]uint64{}, maxQueued: maxQueued,
 		removedCheck: map[string]bool{}, removedChanged: make(chan struct{}, 1), failures: map[string]int{}}
+	l.pruner = &pruner{base: l.base, job: l.job, noteRemoved: l.noteRemoved}
 	l.store = d.Assign
 	if l.store == nil && d.Client != nil {
 		// Errors only for a missing client, prefix or clock.
@@ -259,6 +261,14 @@ func (l *leader) syncJobs() {
 			}
 		}
 	}
+}
+
+// job is the term's job of that name (nil: not in the config), and
+// whether the term has taken the config yet (syncJobs).
+func (l *leader) job(name string) (j *config.Job, synced bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.jobs[name], l.jobs != nil
 }
 
 // goneLocked schedules the withdrawal of a removed job's ticks.

@@ -25,7 +25,7 @@ import (
 // removedScanGap: besides at the term's start, the leader lists every job
 // with records this often. Between two lists it looks only at the jobs
 // that left the config or came back (syncJobs) and those that ended a run
-// while out of it (pruneRound): a list costs a read per job with records.
+// while out of it (the pruner's round): a list costs a read per job with records.
 const removedScanGap = time.Hour
 
 // removal is a removed job's marker as read.
