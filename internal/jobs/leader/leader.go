@@ -121,7 +121,7 @@ func Run(ctx context.Context, d Deps, term election.Leadership) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel(nil)
-	for _, f := range []func(context.Context) error{newReaper(l.base).Run, l.pruner.Run, l.collectSpecs, newDeliverer(l.base).Run, l.resumeExpired, l.keepRemovedHistory, l.resolveDead} {
+	for _, f := range []func(context.Context) error{newReaper(l.base).Run, l.pruner.Run, l.collectSpecs, newDeliverer(l.base).Run, l.resumeExpired, l.removed.Run, l.resolveDead} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -179,11 +179,9 @@ type leader struct {
 	paused map[string]bool
 	sweep  map[string]bool
 	gone   map[string]uint64
-	// removedCheck are jobs that left the config or ended a run while out
-	// of it, for keepRemovedHistory to look at; removedChanged signals
-	// (coalescing) that there are some (removed.go).
-	removedCheck   map[string]bool
-	removedChanged chan struct{}
+	// removed keeps removed jobs' history (removed.go); syncJobs notes
+	// the jobs that left the config or came back.
+	removed *removedKeeper
 	// failures counts each job's failed passes in a row (under mu), for
 	// the backoff of its next look (retry.go).
 	failures map[string]int
@@ -197,8 +195,9 @@ func newLeader(d Deps, term election.Leadership) *leader {
 	l := &leader{base: &base{d: d, term: term, fence: term.Fence()}, cursors: map[string]time.Time{}, gen: map[string]uint64{},
 		specsWritten: map[string]bool{}, assignedSpecs: map[string]time.Time{}, counts: map[string]int{}, assignSnap: &assignSnap{},
 		paused: map[string]bool{}, sweep: map[string]bool{}, gone: map[string]uint64{}, maxQueued: maxQueued,
-		removedCheck: map[string]bool{}, removedChanged: make(chan struct{}, 1), failures: map[string]int{}}
-	l.pruner = &pruner{base: l.base, job: l.job, noteRemoved: l.noteRemoved}
+		failures: map[string]int{}}
+	l.removed = newRemovedKeeper(l.base, l.withJobs)
+	l.pruner = &pruner{base: l.base, job: l.job, noteRemoved: l.removed.noteRemoved}
 	l.store = d.Assign
 	if l.store == nil && d.Client != nil {
 		// Errors only for a missing client, prefix or clock.
@@ -217,6 +216,7 @@ func (l *leader) syncJobs() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	first := l.jobs == nil // the term's first look: nothing changed, all is new
+	var noted []string     // for the removed jobs' keeper
 	next := make(map[string]*config.Job, len(cfg.Jobs))
 	for i := range cfg.Jobs {
 		j := &cfg.Jobs[i]
@@ -239,17 +239,15 @@ func (l *leader) syncJobs() {
 		if _, ok := next[name]; !ok {
 			l.gen[name]++
 			l.goneLocked(name, now)
-			l.removedCheck[name] = true
+			noted = append(noted, name)
 		}
 	}
 	for name := range next {
 		if _, ok := l.jobs[name]; !ok && !first {
-			l.removedCheck[name] = true // back, perhaps: its marker goes
+			noted = append(noted, name) // back, perhaps: its marker goes
 		}
 	}
-	if len(l.removedCheck) > 0 {
-		signal(l.removedChanged)
-	}
+	l.removed.note(noted...)
 	l.jobs = next
 	if first && l.d.Queue != nil {
 		// A job removed while another replica led, or while none did, may
@@ -269,6 +267,14 @@ func (l *leader) job(name string) (j *config.Job, synced bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.jobs[name], l.jobs != nil
+}
+
+// withJobs runs f with the term's jobs (nil: the config not taken yet)
+// under the leader's lock.
+func (l *leader) withJobs(f func(jobs map[string]*config.Job)) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	f(l.jobs)
 }
 
 // goneLocked schedules the withdrawal of a removed job's ticks.
