@@ -121,7 +121,7 @@ func Run(ctx context.Context, d Deps, term election.Leadership) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel(nil)
-	for _, f := range []func(context.Context) error{newReaper(l.base).Run, l.pruner.Run, l.collectSpecs, newDeliverer(l.base).Run, l.resumeExpired, l.removed.Run, l.resolveDead} {
+	for _, f := range []func(context.Context) error{newReaper(l.base).Run, l.pruner.Run, l.collectSpecs, newDeliverer(l.base).Run, (&resumer{base: l.base}).Run, l.removed.Run, l.resolveDead} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

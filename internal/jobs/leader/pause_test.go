@@ -79,7 +79,7 @@ func TestPauseEndsAtItsUntil(t *testing.T) {
 	if st := l.d.Paused.State("a", false); !st.Paused || st.Reason != "freeze" || !st.Until.Equal(until) {
 		t.Fatalf("before until: %+v, want paused for freeze until %s", st, until)
 	}
-	next, err := l.resumeRound(ctx)
+	next, err := (&resumer{base: l.base}).round(ctx)
 	if err != nil || !next.Equal(until) {
 		t.Fatalf("before until: next %s, %v; want %s", next, err, until)
 	}
@@ -96,7 +96,7 @@ func TestPauseEndsAtItsUntil(t *testing.T) {
 	if !l.d.Paused.Is("forever", false) {
 		t.Error("a pause without until ended")
 	}
-	if _, err := l.resumeRound(ctx); err != nil {
+	if _, err := (&resumer{base: l.base}).round(ctx); err != nil {
 		t.Fatal(err)
 	}
 	value := func(job string) string {
