@@ -121,7 +121,7 @@ func Run(ctx context.Context, d Deps, term election.Leadership) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel(nil)
-	for _, f := range []func(context.Context) error{newReaper(l.base).Run, l.pruner.Run, l.collectSpecs, newDeliverer(l.base).Run, (&resumer{base: l.base}).Run, l.removed.Run, l.resolveDead} {
+	for _, f := range []func(context.Context) error{newReaper(l.base).Run, l.pruner.Run, l.collectSpecs, newDeliverer(l.base).Run, (&resumer{base: l.base}).Run, l.removed.Run, l.resolver.Run} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -179,13 +179,15 @@ type leader struct {
 	paused map[string]bool
 	sweep  map[string]bool
 	gone   map[string]uint64
-	// removed keeps removed jobs' history (removed.go); syncJobs notes
-	// the jobs that left the config or came back.
-	removed *removedKeeper
 	// failures counts each job's failed passes in a row (under mu), for
 	// the backoff of its next look (retry.go).
 	failures map[string]int
+	// The actors the leader wires that it, or its tests, reach after
+	// Run started them: syncJobs notes the removed keeper the jobs that
+	// left the config or came back (removed.go).
+	removed  *removedKeeper
 	pruner   *pruner
+	resolver *resolver
 	// maxQueued is the queue's size beyond which jobs are planned
 	// NearLookahead ahead only (lookahead.go; a field for the tests).
 	maxQueued int
@@ -203,6 +205,7 @@ func newLeader(d Deps, term election.Leadership) *leader {
 		// Errors only for a missing client, prefix or clock.
 		l.store, _ = assign.New(d.Client, d.Keys, d.Clock, assign.Options{})
 	}
+	l.resolver = &resolver{base: l.base, store: l.store, assignMu: &l.assignMu, assignSnap: l.assignSnap}
 	return l
 }
 
