@@ -175,16 +175,8 @@ func (l *leader) process(ctx context.Context, j *config.Job) (time.Time, error) 
 func (l *leader) processOnce(ctx context.Context, j *config.Job, sched schedule.Schedule) (time.Duration, error) {
 	now := l.d.Clock.Now()
 	paused := l.d.Paused.Is(j.Name, j.Paused)
-	l.mu.Lock()
-	sweep := l.sweep[j.Name]
-	l.mu.Unlock()
-	if sweep {
-		if err := l.withdrawJob(ctx, j.Name, paused, now); err != nil {
-			return 0, err
-		}
-		l.mu.Lock()
-		delete(l.sweep, j.Name)
-		l.mu.Unlock()
+	if err := l.sweepIfChanged(ctx, j.Name, paused, now); err != nil {
+		return 0, err
 	}
 	l.mu.Lock()
 	cursor, known := l.cursors[j.Name] // zero when not known
@@ -215,33 +207,40 @@ func (l *leader) processOnce(ctx context.Context, j *config.Job, sched schedule.
 		_, err := l.write(ctx, j.Name, p.Cursor, nil, nil)
 		return la, err
 	}
+	return la, l.writeTicks(ctx, j, p, now, cursor, known)
+}
+
+// sweepIfChanged withdraws the job's materialized ticks when a change
+// called for it (syncJobs, syncPaused: withdraw.go).
+func (l *leader) sweepIfChanged(ctx context.Context, job string, paused bool, now time.Time) error {
+	l.mu.Lock()
+	sweep := l.sweep[job]
+	l.mu.Unlock()
+	if !sweep {
+		return nil
+	}
+	if err := l.withdrawJob(ctx, job, paused, now); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	delete(l.sweep, job)
+	l.mu.Unlock()
+	return nil
+}
+
+// writeTicks writes the planned ticks of j, many to a transaction where it
+// can, then its cursor to the plan's. cursor and known are the cursor the
+// plan started from.
+func (l *leader) writeTicks(ctx context.Context, j *config.Job, p plan, now, cursor time.Time, known bool) error {
 	cfg := l.d.Config()
-	rest := p.Ticks
-	// Many ticks at once (a new leader's first pass covers the gap since
-	// the old leader's cursor: five seconds of ticks at session_ttl 5s,
-	// 48 of a job @every 100ms) go many to a transaction, with the
-	// conditions of the one-tick writes; one at a time they saturated
-	// etcd for half a second and cost the benchmark's jobs a tick each.
-	// When a condition fails, the one-tick writes below find out which.
-	for len(rest) > 1 && !j.Sharded() {
-		it, n := l.chunk(j, cfg, rest, now, cursor, known)
-		if n < 2 {
-			break
-		}
-		ok, err := l.writeBatch(ctx, []batchItem{it})
-		if err != nil {
-			return la, err
-		}
-		if !ok {
-			break
-		}
-		rest = rest[n:]
-		cursor, known = it.plan.Cursor, true
+	rest, err := l.writeChunks(ctx, j, cfg, p.Ticks, now, cursor, known)
+	if err != nil {
+		return err
 	}
 	for _, t := range rest {
 		if j.Sharded() && (t.Action == queueTick || l.fannedOut(ctx, j.Name, t.At)) {
 			if err := l.writeShards(ctx, cfg, j, t, now); err != nil {
-				return la, err
+				return err
 			}
 			continue
 		}
@@ -249,7 +248,7 @@ func (l *leader) processOnce(ctx context.Context, j *config.Job, sched schedule.
 		n := runTicks([]plannedTick{t})
 		wrote, err := l.write(ctx, j.Name, t.At, l.absent(j.Name, runID), append(append(ops, health...), l.countOps(j, n)...))
 		if err != nil {
-			return la, err
+			return err
 		}
 		if wrote {
 			l.countTick(j.Name, t)
@@ -261,7 +260,33 @@ func (l *leader) processOnce(ctx context.Context, j *config.Job, sched schedule.
 	l.mu.Unlock()
 	if p.Cursor.After(stored) {
 		_, err := l.write(ctx, j.Name, p.Cursor, nil, nil)
-		return la, err
+		return err
 	}
-	return la, nil
+	return nil
+}
+
+// writeChunks writes ticks many to a transaction and returns those left
+// for the one-tick writes. Many ticks at once (a new leader's first pass
+// covers the gap since the old leader's cursor: five seconds of ticks at
+// session_ttl 5s, 48 of a job @every 100ms) go many to a transaction, with
+// the conditions of the one-tick writes; one at a time they saturated etcd
+// for half a second and cost the benchmark's jobs a tick each. When a
+// condition fails, the one-tick writes find out which.
+func (l *leader) writeChunks(ctx context.Context, j *config.Job, cfg *config.Config, rest []plannedTick, now, cursor time.Time, known bool) ([]plannedTick, error) {
+	for len(rest) > 1 && !j.Sharded() {
+		it, n := l.chunk(j, cfg, rest, now, cursor, known)
+		if n < 2 {
+			break
+		}
+		ok, err := l.writeBatch(ctx, []batchItem{it})
+		if err != nil {
+			return rest, err
+		}
+		if !ok {
+			break
+		}
+		rest = rest[n:]
+		cursor, known = it.plan.Cursor, true
+	}
+	return rest, nil
 }
