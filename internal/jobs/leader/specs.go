@@ -93,7 +93,46 @@ func (l *leader) collectSpecs(ctx context.Context) error {
 // SpecGrace are deleted if a read of their job's specs and entries at one
 // revision confirms that nothing refers to them.
 func (l *leader) collectSpecsOnce(ctx context.Context, unused map[string]time.Time) error {
-	now := l.d.Clock.Now()
+	byJob := l.specCandidates(l.d.Clock.Now(), unused)
+	if len(byJob) == 0 {
+		return nil
+	}
+
+	// Ticks built from here on write these specs again; the ones built
+	// before are answered once the gate is ours.
+	l.specGate.Lock()
+	l.mu.Lock()
+	l.keepAssignedSpecsLocked(byJob)
+	for _, keys := range byJob {
+		for _, k := range keys {
+			delete(l.specsWritten, k)
+		}
+	}
+	l.mu.Unlock()
+	l.specGate.Unlock()
+
+	dels, err := l.unreferencedSpecs(ctx, byJob, unused)
+	if err != nil {
+		return err
+	}
+	for len(dels) > 0 {
+		batch := dels[:min(len(dels), maxOpsPerTxn-1)]
+		dels = dels[len(batch):]
+		if err := l.deleteUnchanged(ctx, batch); err != nil {
+			return err
+		}
+		for _, k := range batch {
+			delete(unused, k.key)
+		}
+		l.d.Log.Debug("deleted unused job specs", "count", len(batch))
+	}
+	return nil
+}
+
+// specCandidates updates unused from the views (a spec no entry and no
+// recent assignment refers to is unused since now, one in use or gone
+// leaves it) and returns, by job, the specs unused for SpecGrace.
+func (l *leader) specCandidates(now time.Time, unused map[string]time.Time) (byJob map[string][]string) {
 	used := map[string]bool{}
 	l.d.Queue.List(func(q *queue.Item) bool {
 		if k := q.SpecKey(l.d.Keys); k != "" {
@@ -103,7 +142,7 @@ func (l *leader) collectSpecsOnce(ctx context.Context, unused map[string]time.Ti
 	})
 	l.assignedSpecsUsed(used, now)
 	exists := map[string]bool{}
-	byJob := map[string][]string{}
+	byJob = map[string][]string{}
 	for _, key := range l.d.Specs.Keys() {
 		exists[key] = true
 		if used[key] {
@@ -127,23 +166,13 @@ func (l *leader) collectSpecsOnce(ctx context.Context, unused map[string]time.Ti
 			delete(unused, key)
 		}
 	}
-	if len(byJob) == 0 {
-		return nil
-	}
+	return byJob
+}
 
-	// Ticks built from here on write these specs again; the ones built
-	// before are answered once the gate is ours.
-	l.specGate.Lock()
-	l.mu.Lock()
-	l.keepAssignedSpecsLocked(byJob)
-	for _, keys := range byJob {
-		for _, k := range keys {
-			delete(l.specsWritten, k)
-		}
-	}
-	l.mu.Unlock()
-	l.specGate.Unlock()
-
+// unreferencedSpecs reads each candidate's job's specs and entries at one
+// revision and returns the candidates nothing refers to, as read; the
+// others leave unused (gone, or in use after all).
+func (l *leader) unreferencedSpecs(ctx context.Context, byJob map[string][]string, unused map[string]time.Time) ([]seenKey, error) {
 	jobs := make([]string, 0, len(byJob))
 	for job := range byJob {
 		jobs = append(jobs, job)
@@ -187,19 +216,5 @@ func (l *leader) collectSpecsOnce(ctx context.Context, unused map[string]time.Ti
 		}
 		return nil
 	})
-	if err != nil {
-		return err
-	}
-	for len(dels) > 0 {
-		batch := dels[:min(len(dels), maxOpsPerTxn-1)]
-		dels = dels[len(batch):]
-		if err := l.deleteUnchanged(ctx, batch); err != nil {
-			return err
-		}
-		for _, k := range batch {
-			delete(unused, k.key)
-		}
-		l.d.Log.Debug("deleted unused job specs", "count", len(batch))
-	}
-	return nil
+	return dels, err
 }
