@@ -82,7 +82,7 @@ func (l *leader) leanItem(cfg *config.Config, j *config.Job, now time.Time) (lea
 		return leanItem{}, false
 	}
 	it := leanItem{job: j, sched: sched, known: cursor, la: la, plan: p, specRef: e.SpecRef, specKey: key}
-	if !l.specWritten(key) {
+	if !l.book.isWritten(key) {
 		// Written with the cursor: a job's first ticks of a term do not
 		// take the queue path (thousands of new jobs at once flooded it,
 		// and every later tick of a job with an entry waiting followed).
@@ -190,10 +190,8 @@ func (l *leader) authorize(ctx context.Context, items []leanItem) (applied map[s
 			continue
 		}
 		l.setCursor(it.job.Name, it.plan.Cursor)
-		l.wroteSpecs(it.specOp)
-		l.mu.Lock()
-		l.assignedSpecs[it.specKey] = it.plan.Cursor
-		l.mu.Unlock()
+		l.book.wrote(it.specOp)
+		l.book.assign(it.specKey, it.plan.Cursor)
 		for _, t := range it.plan.Ticks {
 			l.countTick(it.job.Name, t)
 			// No queue entry's delete will tell the pruner this run ended.
@@ -265,27 +263,4 @@ func (l *leader) passLean(ctx context.Context, items []leanItem, done lookDone) 
 		}
 	}
 	return passErr
-}
-
-// assignedSpecsUsed marks in used the specs of ticks assigned within the
-// spec grace: no entry refers to them, yet a worker reads them at its
-// claim (specs.go).
-func (l *leader) assignedSpecsUsed(used map[string]bool, now time.Time) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for k, at := range l.assignedSpecs {
-		if now.Before(at.Add(l.d.SpecGrace)) {
-			used[k] = true
-		} else {
-			delete(l.assignedSpecs, k)
-		}
-	}
-}
-
-// keepAssignedSpecsLocked takes out of the collection's candidates the
-// specs a pass assigned ticks of since they were found unused.
-func (l *leader) keepAssignedSpecsLocked(byJob map[string][]string) {
-	for job, keys := range byJob {
-		byJob[job] = slices.DeleteFunc(keys, func(k string) bool { _, ok := l.assignedSpecs[k]; return ok })
-	}
 }

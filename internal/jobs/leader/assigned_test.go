@@ -240,11 +240,11 @@ func TestTwoTermsCannotAuthorizeATickTwice(t *testing.T) {
 	if err := second.loadCursors(ctx); err != nil {
 		t.Fatal(err)
 	}
-	first.mu.Lock()
-	for k := range first.specsWritten {
-		second.specsWritten[k] = true
+	first.book.mu.Lock()
+	for k := range first.book.written {
+		second.book.written[k] = true
 	}
-	first.mu.Unlock()
+	first.book.mu.Unlock()
 
 	clock.Advance(time.Second)
 	now := clock.Now()
@@ -310,7 +310,7 @@ func TestAnAssignedTicksSpecIsNotCollected(t *testing.T) {
 			t.Fatal(err)
 		}
 		loadSpecs(t, l)
-		if err := l.collectSpecsOnce(ctx, unused); err != nil {
+		if err := (&specCollector{base: l.base, book: l.book}).once(ctx, unused); err != nil {
 			t.Fatal(err)
 		}
 		resp, err := cli.Get(ctx, layout.Assignments(), clientv3.WithPrefix())

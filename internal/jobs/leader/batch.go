@@ -160,7 +160,7 @@ func (l *leader) writeBatch(ctx context.Context, items []batchItem) (ok bool, er
 		}
 		return false, nil
 	}
-	l.wroteSpecs(ops)
+	l.book.wrote(ops)
 	for _, it := range items {
 		l.setCursor(it.job.Name, it.plan.Cursor)
 		l.counted(it.job, runTicks(it.plan.Ticks))

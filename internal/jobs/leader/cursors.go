@@ -100,7 +100,7 @@ func (l *leader) write(ctx context.Context, job string, at time.Time, conds []cl
 	}
 	if resp.Succeeded {
 		l.setCursor(job, at)
-		l.wroteSpecs(then)
+		l.book.wrote(then)
 		return true, nil
 	}
 	if l.fenceGone(resp) {

@@ -121,7 +121,7 @@ func Run(ctx context.Context, d Deps, term election.Leadership) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel(nil)
-	for _, f := range []func(context.Context) error{newReaper(l.base).Run, l.pruner.Run, l.collectSpecs, newDeliverer(l.base).Run, (&resumer{base: l.base}).Run, l.removed.Run, l.resolver.Run} {
+	for _, f := range []func(context.Context) error{newReaper(l.base).Run, l.pruner.Run, (&specCollector{base: l.base, book: l.book}).Run, newDeliverer(l.base).Run, (&resumer{base: l.base}).Run, l.removed.Run, l.resolver.Run} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -151,16 +151,9 @@ type leader struct {
 	jobs    map[string]*config.Job
 	gen     map[string]uint64 // bumped when a job changes; stale heap items are dropped
 	wakes   wakeHeap
-	// specsWritten are the spec keys this term wrote (under mu): a tick
-	// writes its spec only when it is not among them. specGate keeps the
-	// collection of unused specs from reading the queue while ticks built
-	// without their spec's write are on their way (specs.go).
-	specsWritten map[string]bool
-	specGate     sync.RWMutex
-	// assignedSpecs are the spec keys of assigned ticks (under mu), by
-	// the last instant assigned: no entry refers to them, yet a worker
-	// reads them at its claim (specs.go).
-	assignedSpecs map[string]time.Time
+	// book is what the passes and the spec collector know together of
+	// the term's specs (specbook.go).
+	book *specBook
 	// assignMu keeps a resolution's moves apart from a withdrawal (read
 	// of the assignments to the cursor's move back); assignSnap is the
 	// assignments one pass's withdrawals share (withdraw_snapshot.go).
@@ -195,7 +188,7 @@ type leader struct {
 
 func newLeader(d Deps, term election.Leadership) *leader {
 	l := &leader{base: &base{d: d, term: term, fence: term.Fence()}, cursors: map[string]time.Time{}, gen: map[string]uint64{},
-		specsWritten: map[string]bool{}, assignedSpecs: map[string]time.Time{}, counts: map[string]int{}, assignSnap: &assignSnap{},
+		book: newSpecBook(d.Keys), counts: map[string]int{}, assignSnap: &assignSnap{},
 		paused: map[string]bool{}, sweep: map[string]bool{}, gone: map[string]uint64{}, maxQueued: maxQueued,
 		failures: map[string]int{}}
 	l.removed = newRemovedKeeper(l.base, l.withJobs)

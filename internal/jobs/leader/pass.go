@@ -19,8 +19,8 @@ import (
 // is retried at its next wake (afterLook); only the end of the term ends
 // the pass with an error.
 func (l *leader) pass(ctx context.Context) error {
-	l.specGate.RLock()
-	defer l.specGate.RUnlock()
+	l.book.gate.RLock()
+	defer l.book.gate.RUnlock()
 	// The pass's withdrawals share one read of the assignments, taken at
 	// the first of them.
 	l.assignSnap.drop()

@@ -38,7 +38,7 @@ func (l *leader) tickOps(cfg *config.Config, j *config.Job, t plannedTick, now t
 			return runID, append(queue.RecordOps(l.d.Keys, &rec), f.Ops...), f.Health
 		}
 		ops = []clientv3.Op{clientv3.OpPut(l.d.Keys.Entry(j.Name, runID), entry.Encode())}
-		if spec, ok := entry.SpecOp(l.d.Keys); ok && !l.specWritten(entry.SpecKey(l.d.Keys)) {
+		if spec, ok := entry.SpecOp(l.d.Keys); ok && !l.book.isWritten(entry.SpecKey(l.d.Keys)) {
 			ops = append([]clientv3.Op{spec}, ops...)
 		}
 		return runID, ops, nil
