@@ -154,11 +154,9 @@ type leader struct {
 	// book is what the passes and the spec collector know together of
 	// the term's specs (specbook.go).
 	book *specBook
-	// assignMu keeps a resolution's moves apart from a withdrawal (read
-	// of the assignments to the cursor's move back); assignSnap is the
-	// assignments one pass's withdrawals share (withdraw_snapshot.go).
-	assignMu   sync.Mutex
-	assignSnap *assignSnap
+	// assigns are the term's assignments as the withdrawals and the
+	// resolver share them (withdraw_assigned.go).
+	assigns *assignments
 	// counts are the jobs' counts of scheduled runs (max_runs, maxruns.go),
 	// known with their cursors (under mu).
 	counts map[string]int
@@ -188,7 +186,7 @@ type leader struct {
 
 func newLeader(d Deps, term election.Leadership) *leader {
 	l := &leader{base: &base{d: d, term: term, fence: term.Fence()}, cursors: map[string]time.Time{}, gen: map[string]uint64{},
-		book: newSpecBook(d.Keys), counts: map[string]int{}, assignSnap: &assignSnap{},
+		book: newSpecBook(d.Keys), counts: map[string]int{},
 		paused: map[string]bool{}, sweep: map[string]bool{}, gone: map[string]uint64{}, maxQueued: maxQueued,
 		failures: map[string]int{}}
 	l.removed = newRemovedKeeper(l.base, l.withJobs)
@@ -198,7 +196,8 @@ func newLeader(d Deps, term election.Leadership) *leader {
 		// Errors only for a missing client, prefix or clock.
 		l.store, _ = assign.New(d.Client, d.Keys, d.Clock, assign.Options{})
 	}
-	l.resolver = &resolver{base: l.base, store: l.store, assignMu: &l.assignMu, assignSnap: l.assignSnap}
+	l.assigns = &assignments{base: l.base, snap: &assignSnap{}}
+	l.resolver = &resolver{base: l.base, store: l.store, assigns: l.assigns}
 	return l
 }
 

@@ -23,7 +23,7 @@ func (l *leader) pass(ctx context.Context) error {
 	defer l.book.gate.RUnlock()
 	// The pass's withdrawals share one read of the assignments, taken at
 	// the first of them.
-	l.assignSnap.drop()
+	l.assigns.snap.drop()
 	now := l.d.Clock.Now()
 	due, gone := l.popDue(now)
 	lean, due := l.splitLean(due, now)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -36,14 +35,12 @@ import (
 const defaultResolveGap = 5 * time.Second
 
 // resolver is the actor that resolves dead workers for one term. It
-// shares with the withdrawals (withdraw.go) the lock that keeps its moves
-// apart from them and the snapshot of the assignments it drops when it
-// moves runs.
+// shares the assignments with the withdrawals (withdraw_assigned.go): its
+// moves keep apart from them, and drop their snapshot.
 type resolver struct {
 	*base
-	store      *assign.Store
-	assignMu   *sync.Mutex
-	assignSnap *assignSnap
+	store   *assign.Store
+	assigns *assignments
 }
 
 // Run resolves dead workers until ctx ends.
@@ -127,15 +124,15 @@ func (rv *resolver) once(ctx context.Context) error {
 // worker resolves one dead worker and logs and counts what became
 // of its runs. A worker found alive (the mirror was behind) is left.
 func (rv *resolver) worker(ctx context.Context, worker string) error {
-	rv.assignMu.Lock()
+	rv.assigns.mu.Lock()
 	done, err := rv.store.Resolve(ctx, rv.fence, worker, rv.placement(worker))
 	for _, r := range done {
 		if r.To != "" {
-			rv.assignSnap.drop() // a new assignment: the withdrawals read again
+			rv.assigns.snap.drop() // a new assignment: the withdrawals read again
 			break
 		}
 	}
-	rv.assignMu.Unlock()
+	rv.assigns.mu.Unlock()
 	for _, r := range done {
 		switch r.Outcome {
 		case runs.Lost:

@@ -95,8 +95,8 @@ func (l *leader) withdraw(ctx context.Context, job string, after, to time.Time) 
 	// No resolution moves a run between the read of the assignments and
 	// the cursor's move back: a run moved meanwhile into an assignment
 	// the withdrawal did not see would be planned again beside it.
-	l.assignMu.Lock()
-	defer l.assignMu.Unlock()
+	l.assigns.mu.Lock()
+	defer l.assigns.mu.Unlock()
 	total := 0
 	for attempt := 0; ; attempt++ {
 		n, err := l.withdrawOnce(ctx, job, after, to)
@@ -115,7 +115,7 @@ type withdrawn struct {
 }
 
 func (l *leader) withdrawOnce(ctx context.Context, job string, after, to time.Time) (int, error) {
-	kept, n, err := l.withdrawAssigned(ctx, job, after)
+	kept, n, err := l.assigns.withdraw(ctx, job, after)
 	if err != nil {
 		return n, err
 	}
