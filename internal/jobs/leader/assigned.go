@@ -59,8 +59,8 @@ func (l *leader) leanItem(cfg *config.Config, j *config.Job, now time.Time) (lea
 	if err != nil || !admission.Of(j, cfg.Resources).Lean() {
 		return leanItem{}, false
 	}
+	cursor, _ := l.cursors.get(j.Name)
 	l.mu.Lock()
-	cursor := l.cursors[j.Name]
 	sweep := l.sweep[j.Name]
 	l.mu.Unlock()
 	if sweep || l.d.Paused.Is(j.Name, j.Paused) {
@@ -189,7 +189,7 @@ func (l *leader) authorize(ctx context.Context, items []leanItem) (applied map[s
 			failed = append(failed, it.job.Name)
 			continue
 		}
-		l.setCursor(it.job.Name, it.plan.Cursor)
+		l.cursors.forward(it.job.Name, it.plan.Cursor)
 		l.book.wrote(it.specOp)
 		l.book.assign(it.specKey, it.plan.Cursor)
 		for _, t := range it.plan.Ticks {
@@ -225,18 +225,16 @@ func (l *leader) refreshCursors(ctx context.Context, jobs []string) error {
 		if err != nil {
 			return fmt.Errorf("leader: read cursors of %v: %w", batch, err)
 		}
-		l.mu.Lock()
 		for i, job := range batch {
 			kvs := resp.Responses[i].GetResponseRange().Kvs
 			if len(kvs) == 0 {
-				delete(l.cursors, job)
+				l.cursors.set(job, time.Time{}, false)
 				continue
 			}
 			if t, err := queue.DecodeCursor(kvs[0].Value); err == nil {
-				l.cursors[job] = t
+				l.cursors.set(job, t, true)
 			}
 		}
-		l.mu.Unlock()
 	}
 	return nil
 }

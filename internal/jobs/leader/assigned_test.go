@@ -274,10 +274,8 @@ func TestTwoTermsCannotAuthorizeATickTwice(t *testing.T) {
 	if got := assignedRuns(t, cli, layout); len(got) != len(assigned) {
 		t.Errorf("%d runs assigned after the second leader's window, want %d", len(got), len(assigned))
 	}
-	first.mu.Lock()
-	want := first.cursors["j00"]
-	first.mu.Unlock()
-	if got := second.cursors["j00"]; !got.Equal(want) {
+	want, _ := first.cursors.get("j00")
+	if got, _ := second.cursors.get("j00"); !got.Equal(want) {
 		t.Errorf("second leader's cursor of j00 after the conflict: %s, want the stored %s", got, want)
 	}
 
@@ -388,7 +386,7 @@ func TestAPauseWithdrawsUnclaimedAssignedTicks(t *testing.T) {
 		t.Fatalf("after the pause fast is assigned %v; want only %s, which a worker claims from", keysOf(after), first.RunID("fast"))
 	}
 	pausedAt := clock.Now()
-	if c := l.cursors["fast"]; c.Before(first.At) || c.After(latest(first.At, pausedAt)) {
+	if c, _ := l.cursors.get("fast"); c.Before(first.At) || c.After(latest(first.At, pausedAt)) {
 		t.Errorf("cursor after the pause %s, want the claimed tick %s or the pause %s", c, first.At, pausedAt)
 	}
 

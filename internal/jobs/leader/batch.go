@@ -79,15 +79,15 @@ func (l *leader) batchable(j *config.Job, now time.Time) (batchItem, bool) {
 	if err != nil || j.Sharded() { // a sharded tick is written in parts (shards.go)
 		return batchItem{}, false
 	}
+	cursor, known := l.cursors.get(j.Name) // zero when not known
 	l.mu.Lock()
-	cursor, known := l.cursors[j.Name] // zero when not known
 	sweep := l.sweep[j.Name]
 	l.mu.Unlock()
-	if sweep || l.d.Paused.Is(j.Name, j.Paused) || l.exhausted(j) {
+	if sweep || l.d.Paused.Is(j.Name, j.Paused) || l.cursors.exhausted(j) {
 		return batchItem{}, false
 	}
 	la := l.lookahead(sched, now, false)
-	p := l.limitRuns(j, planTicks(j, sched, cursor, now, la))
+	p := l.cursors.limitRuns(j, planTicks(j, sched, cursor, now, la))
 	if p.Dropped > 0 || len(p.Ticks) == 0 || len(p.Ticks) > batchMaxTicks || !p.Cursor.Equal(p.Ticks[len(p.Ticks)-1].At) {
 		return batchItem{}, false
 	}
@@ -147,7 +147,7 @@ func (l *leader) writeBatch(ctx context.Context, items []batchItem) (ok bool, er
 		ops = append(ops, it.writes...)
 		health = follow.MergeHealth(health, it.health)
 		ops = append(ops, clientv3.OpPut(l.d.Keys.Cursor(name), queue.EncodeCursor(it.plan.Cursor)))
-		ops = append(ops, l.countOps(it.job, runTicks(it.plan.Ticks))...)
+		ops = append(ops, l.cursors.countOps(it.job, runTicks(it.plan.Ticks))...)
 	}
 	ops = queue.DedupSpecs(l.d.Keys, append(ops, health...))
 	resp, err := l.d.Client.Txn(ctx).If(cmps...).Then(ops...).Else(clientv3.OpGet(l.term.Key)).Commit()
@@ -162,8 +162,8 @@ func (l *leader) writeBatch(ctx context.Context, items []batchItem) (ok bool, er
 	}
 	l.book.wrote(ops)
 	for _, it := range items {
-		l.setCursor(it.job.Name, it.plan.Cursor)
-		l.counted(it.job, runTicks(it.plan.Ticks))
+		l.cursors.forward(it.job.Name, it.plan.Cursor)
+		l.cursors.counted(it.job, runTicks(it.plan.Ticks))
 		for _, t := range it.plan.Ticks {
 			l.countTick(it.job.Name, t)
 		}

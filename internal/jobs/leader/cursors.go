@@ -20,18 +20,7 @@ func (l *leader) loadCursors(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("leader: read cursors: %w", err)
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for _, kv := range resp.Kvs {
-		if job, ok := l.d.Keys.CursorJob(string(kv.Key)); ok {
-			if t, err := queue.DecodeCursor(kv.Value); err == nil {
-				l.cursors[job] = t
-			}
-		}
-		if job, ok := l.d.Keys.ScheduledJob(string(kv.Key)); ok {
-			l.setCountLocked(job, kv.Value)
-		}
-	}
+	l.cursors.load(resp.Kvs)
 	return nil
 }
 
@@ -48,13 +37,11 @@ func (l *leader) initCursors(ctx context.Context) error {
 	now := l.d.Clock.Now().UTC()
 	value := queue.EncodeCursor(now)
 	var pending []string
-	l.mu.Lock()
 	for i := range cfg.Jobs {
-		if _, ok := l.cursors[cfg.Jobs[i].Name]; !ok {
+		if _, ok := l.cursors.get(cfg.Jobs[i].Name); !ok {
 			pending = append(pending, cfg.Jobs[i].Name)
 		}
 	}
-	l.mu.Unlock()
 	for len(pending) > 0 {
 		batch := pending[:min(len(pending), cursorBatch)]
 		pending = pending[len(batch):]
@@ -71,7 +58,7 @@ func (l *leader) initCursors(ctx context.Context) error {
 		}
 		if resp.Succeeded {
 			for _, job := range batch {
-				l.setCursor(job, now)
+				l.cursors.forward(job, now)
 			}
 		}
 		// Otherwise a cursor appeared meanwhile or the fence failed: the
@@ -87,9 +74,7 @@ func (l *leader) initCursors(ctx context.Context) error {
 // cursor alone.
 func (l *leader) write(ctx context.Context, job string, at time.Time, conds []clientv3.Cmp, ops []clientv3.Op) (bool, error) {
 	ckey := l.d.Keys.Cursor(job)
-	l.mu.Lock()
-	known, ok := l.cursors[job]
-	l.mu.Unlock()
+	known, ok := l.cursors.get(job)
 	cursorCmp := l.cursorIs(job, known, ok)
 	cmps := append([]clientv3.Cmp{l.fence, cursorCmp}, conds...)
 	then := append(queue.DedupSpecs(l.d.Keys, ops), clientv3.OpPut(ckey, queue.EncodeCursor(at)))
@@ -99,7 +84,7 @@ func (l *leader) write(ctx context.Context, job string, at time.Time, conds []cl
 		return false, fmt.Errorf("leader: materialize %s: %w", job, err)
 	}
 	if resp.Succeeded {
-		l.setCursor(job, at)
+		l.cursors.forward(job, at)
 		l.book.wrote(then)
 		return true, nil
 	}
@@ -113,16 +98,11 @@ func (l *leader) write(ctx context.Context, job string, at time.Time, conds []cl
 		stored, _ = queue.DecodeCursor(cursorKVs[0].Value)
 	}
 	if storedOK != ok || !stored.Equal(known) {
-		l.mu.Lock()
+		var count []byte
 		if kvs := resp.Responses[2].GetResponseRange().Kvs; len(kvs) > 0 {
-			l.setCountLocked(job, kvs[0].Value)
+			count = kvs[0].Value
 		}
-		if storedOK {
-			l.cursors[job] = stored
-		} else {
-			delete(l.cursors, job)
-		}
-		l.mu.Unlock()
+		l.cursors.reset(job, stored, storedOK, count)
 		return false, errCursorMoved
 	}
 	if len(conds) == 0 {
@@ -130,12 +110,4 @@ func (l *leader) write(ctx context.Context, job string, at time.Time, conds []cl
 	}
 	_, err = l.write(ctx, job, at, nil, nil)
 	return false, err
-}
-
-func (l *leader) setCursor(job string, at time.Time) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if at.After(l.cursors[job]) {
-		l.cursors[job] = at
-	}
 }

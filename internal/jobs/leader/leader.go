@@ -146,20 +146,19 @@ type leader struct {
 	// specEntries: what lean passes need of each job's spec (specref.go).
 	specEntries specEntries
 
-	mu      sync.Mutex
-	cursors map[string]time.Time // as stored in etcd
-	jobs    map[string]*config.Job
-	gen     map[string]uint64 // bumped when a job changes; stale heap items are dropped
-	wakes   wakeHeap
+	mu    sync.Mutex
+	jobs  map[string]*config.Job
+	gen   map[string]uint64 // bumped when a job changes; stale heap items are dropped
+	wakes wakeHeap
 	// book is what the passes and the spec collector know together of
 	// the term's specs (specbook.go).
 	book *specBook
 	// assigns are the term's assignments as the withdrawals and the
 	// resolver share them (withdraw_assigned.go).
 	assigns *assignments
-	// counts are the jobs' counts of scheduled runs (max_runs, maxruns.go),
-	// known with their cursors (under mu).
-	counts map[string]int
+	// cursors are the jobs' cursors and counts of scheduled runs as this
+	// term knows them (cursorbook.go).
+	cursors *cursorBook
 	// store writes the lean protocol's transactions (nil without a
 	// client).
 	store *assign.Store
@@ -185,8 +184,8 @@ type leader struct {
 }
 
 func newLeader(d Deps, term election.Leadership) *leader {
-	l := &leader{base: &base{d: d, term: term, fence: term.Fence()}, cursors: map[string]time.Time{}, gen: map[string]uint64{},
-		book: newSpecBook(d.Keys), counts: map[string]int{},
+	l := &leader{base: &base{d: d, term: term, fence: term.Fence()}, cursors: newCursorBook(d.Keys), gen: map[string]uint64{},
+		book:   newSpecBook(d.Keys),
 		paused: map[string]bool{}, sweep: map[string]bool{}, gone: map[string]uint64{}, maxQueued: maxQueued,
 		failures: map[string]int{}}
 	l.removed = newRemovedKeeper(l.base, l.withJobs)

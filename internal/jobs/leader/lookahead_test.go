@@ -227,7 +227,7 @@ func TestMaterializedTicksFollowChangePauseAndRemoval(t *testing.T) {
 	if q := queued(t, l); len(q) != 2 || q[tick(5)] == nil || q[manual.RunID] == nil {
 		t.Errorf("paused: %d entries left, want the claimed tick and the manual run", len(q))
 	}
-	if c := l.cursors["a"]; c.After(clock.Now()) {
+	if c, _ := l.cursors.get("a"); c.After(clock.Now()) {
 		t.Errorf("paused: cursor %s ahead of now %s", c, clock.Now())
 	}
 	clock.Advance(3 * time.Second)

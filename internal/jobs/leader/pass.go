@@ -163,9 +163,7 @@ func (l *leader) process(ctx context.Context, j *config.Job) (time.Time, error) 
 		if err != nil {
 			return time.Time{}, err
 		}
-		l.mu.Lock()
-		cursor := l.cursors[j.Name]
-		l.mu.Unlock()
+		cursor, _ := l.cursors.get(j.Name)
 		return nextWake(sched, cursor, la), nil
 	}
 }
@@ -178,12 +176,10 @@ func (l *leader) processOnce(ctx context.Context, j *config.Job, sched schedule.
 	if err := l.sweepIfChanged(ctx, j.Name, paused, now); err != nil {
 		return 0, err
 	}
-	l.mu.Lock()
-	cursor, known := l.cursors[j.Name] // zero when not known
-	l.mu.Unlock()
-	exhausted := l.exhausted(j)
+	cursor, known := l.cursors.get(j.Name) // zero when not known
+	exhausted := l.cursors.exhausted(j)
 	la := l.lookahead(sched, now, paused || exhausted)
-	p := l.limitRuns(j, planTicks(j, sched, cursor, now, la))
+	p := l.cursors.limitRuns(j, planTicks(j, sched, cursor, now, la))
 	if !p.Cursor.After(cursor) && known {
 		return la, nil
 	}
@@ -246,18 +242,16 @@ func (l *leader) writeTicks(ctx context.Context, j *config.Job, p plan, now, cur
 		}
 		runID, ops, health := l.tickOps(cfg, j, t, now)
 		n := runTicks([]plannedTick{t})
-		wrote, err := l.write(ctx, j.Name, t.At, l.absent(j.Name, runID), append(append(ops, health...), l.countOps(j, n)...))
+		wrote, err := l.write(ctx, j.Name, t.At, l.absent(j.Name, runID), append(append(ops, health...), l.cursors.countOps(j, n)...))
 		if err != nil {
 			return err
 		}
 		if wrote {
 			l.countTick(j.Name, t)
-			l.counted(j, n)
+			l.cursors.counted(j, n)
 		}
 	}
-	l.mu.Lock()
-	stored := l.cursors[j.Name]
-	l.mu.Unlock()
+	stored, _ := l.cursors.get(j.Name)
 	if p.Cursor.After(stored) {
 		_, err := l.write(ctx, j.Name, p.Cursor, nil, nil)
 		return err

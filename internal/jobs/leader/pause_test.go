@@ -40,7 +40,7 @@ func TestPausedTicksAreNotCountedAsSkips(t *testing.T) {
 	if n := len(queued(t, l)); n != 0 {
 		t.Errorf("paused: %d entries queued, want none", n)
 	}
-	if c := l.cursors["a"]; clock.Now().Sub(c) > 2*time.Second {
+	if c, _ := l.cursors.get("a"); clock.Now().Sub(c) > 2*time.Second {
 		t.Errorf("paused two minutes: cursor %s, want it following the clock (%s)", c, clock.Now())
 	}
 	if n := testutil.ToFloat64(l.d.Metrics.Skipped.WithLabelValues("a", "paused")); n != 0 {

@@ -35,13 +35,13 @@ func (l *leader) writeShards(ctx context.Context, cfg *config.Config, j *config.
 		}
 	}
 	n := runTicks([]plannedTick{t})
-	wrote, err := l.write(ctx, j.Name, t.At, nil, append(parts[len(parts)-1], l.countOps(j, n)...))
+	wrote, err := l.write(ctx, j.Name, t.At, nil, append(parts[len(parts)-1], l.cursors.countOps(j, n)...))
 	if err != nil {
 		return err
 	}
 	if wrote {
 		l.countTick(j.Name, t)
-		l.counted(j, n)
+		l.cursors.counted(j, n)
 	}
 	return nil
 }
@@ -60,9 +60,7 @@ func (l *leader) fannedOut(ctx context.Context, job string, at time.Time) bool {
 // writePart writes one part of a tick's shards if this leader still leads
 // and the job's cursor is as it knows it.
 func (l *leader) writePart(ctx context.Context, job string, ops []clientv3.Op) error {
-	l.mu.Lock()
-	known, ok := l.cursors[job]
-	l.mu.Unlock()
+	known, ok := l.cursors.get(job)
 	resp, err := l.d.Client.Txn(ctx).If(l.fence, l.cursorIs(job, known, ok)).Then(ops...).
 		Else(clientv3.OpGet(l.term.Key), clientv3.OpGet(l.d.Keys.Cursor(job))).Commit()
 	if err != nil {
@@ -75,14 +73,12 @@ func (l *leader) writePart(ctx context.Context, job string, ops []clientv3.Op) e
 		return errNotLeader
 	}
 	// Another term moved the cursor: plan again from what is stored.
-	l.mu.Lock()
-	defer l.mu.Unlock()
 	if kvs := resp.Responses[1].GetResponseRange().Kvs; len(kvs) > 0 {
 		if stored, err := queue.DecodeCursor(kvs[0].Value); err == nil {
-			l.cursors[job] = stored
+			l.cursors.set(job, stored, true)
 		}
 	} else {
-		delete(l.cursors, job)
+		l.cursors.set(job, time.Time{}, false)
 	}
 	return errCursorMoved
 }

@@ -168,9 +168,7 @@ func (l *leader) withdrawOnce(ctx context.Context, job string, after, to time.Ti
 // withdrawChunk deletes the entries of chunk, each as it was read, and
 // moves the job's cursor back to cursor if it is further ahead.
 func (l *leader) withdrawChunk(ctx context.Context, job string, chunk []withdrawn, cursor time.Time) error {
-	l.mu.Lock()
-	known, ok := l.cursors[job]
-	l.mu.Unlock()
+	known, ok := l.cursors.get(job)
 	back := ok && known.After(cursor)
 	if len(chunk) == 0 && !back {
 		return nil
@@ -186,7 +184,7 @@ func (l *leader) withdrawChunk(ctx context.Context, job string, chunk []withdraw
 	}
 	// Withdrawn scheduled runs no longer count against max_runs.
 	j := l.d.Config().Job(job)
-	ops = append(ops, l.countOps(j, -len(chunk))...)
+	ops = append(ops, l.cursors.countOps(j, -len(chunk))...)
 	resp, err := l.d.Client.Txn(ctx).If(cmps...).Then(ops...).Else(clientv3.OpGet(l.term.Key)).Commit()
 	if err != nil {
 		return fmt.Errorf("leader: withdraw ticks of %s: %w", job, err)
@@ -203,11 +201,9 @@ func (l *leader) withdrawChunk(ctx context.Context, job string, chunk []withdraw
 		return errCursorMoved
 	}
 	if back {
-		l.mu.Lock()
-		l.cursors[job] = cursor.UTC()
-		l.mu.Unlock()
+		l.cursors.set(job, cursor.UTC(), true)
 	}
-	l.counted(j, -len(chunk))
+	l.cursors.counted(j, -len(chunk))
 	return nil
 }
 
@@ -218,20 +214,20 @@ func (l *leader) reloadCursor(ctx context.Context, job string) error {
 	if err != nil {
 		return fmt.Errorf("leader: read the cursor of %s: %w", job, err)
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	var count []byte
 	if kvs := resp.Responses[1].GetResponseRange().Kvs; len(kvs) > 0 {
-		l.setCountLocked(job, kvs[0].Value)
+		count = kvs[0].Value
 	}
 	cursorKVs := resp.Responses[0].GetResponseRange().Kvs
 	if len(cursorKVs) == 0 {
-		delete(l.cursors, job)
+		l.cursors.reset(job, time.Time{}, false, count)
 		return nil
 	}
 	t, err := queue.DecodeCursor(cursorKVs[0].Value)
 	if err != nil {
+		l.cursors.setCount(job, count) // the cursor as known stays
 		return fmt.Errorf("leader: the cursor of %s: %w", job, err)
 	}
-	l.cursors[job] = t
+	l.cursors.reset(job, t, true, count)
 	return nil
 }
