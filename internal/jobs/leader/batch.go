@@ -140,7 +140,7 @@ func (l *leader) writeBatch(ctx context.Context, items []batchItem) (ok bool, er
 	var ops, health []clientv3.Op
 	for _, it := range items {
 		name := it.job.Name
-		cmps = append(cmps, l.cursorIs(name, it.known, it.has))
+		cmps = append(cmps, l.cursors.is(name, it.known, it.has))
 		for _, runID := range it.runIDs {
 			cmps = append(cmps, l.absent(name, runID)...)
 		}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
 	"github.com/etcdsched/scheduler/internal/keys"
@@ -32,6 +33,11 @@ func (c *cursorBook) get(job string) (time.Time, bool) {
 	defer c.mu.Unlock()
 	t, ok := c.cursors[job]
 	return t, ok
+}
+
+// is compares job's cursor with what the term knows of it.
+func (c *cursorBook) is(job string, known time.Time, ok bool) clientv3.Cmp {
+	return queue.CursorIs(c.keys.Cursor(job), known, ok)
 }
 
 // forward moves the job's cursor to at, if that is later.

@@ -75,7 +75,7 @@ func (l *leader) initCursors(ctx context.Context) error {
 func (l *leader) write(ctx context.Context, job string, at time.Time, conds []clientv3.Cmp, ops []clientv3.Op) (bool, error) {
 	ckey := l.d.Keys.Cursor(job)
 	known, ok := l.cursors.get(job)
-	cursorCmp := l.cursorIs(job, known, ok)
+	cursorCmp := l.cursors.is(job, known, ok)
 	cmps := append([]clientv3.Cmp{l.fence, cursorCmp}, conds...)
 	then := append(queue.DedupSpecs(l.d.Keys, ops), clientv3.OpPut(ckey, queue.EncodeCursor(at)))
 	resp, err := l.d.Client.Txn(ctx).If(cmps...).Then(then...).

@@ -175,9 +175,10 @@ type leader struct {
 	// The actors the leader wires that it, or its tests, reach after
 	// Run started them: syncJobs notes the removed keeper the jobs that
 	// left the config or came back (removed.go).
-	removed  *removedKeeper
-	pruner   *pruner
-	resolver *resolver
+	removed    *removedKeeper
+	pruner     *pruner
+	resolver   *resolver
+	withdrawer *withdrawer
 	// maxQueued is the queue's size beyond which jobs are planned
 	// NearLookahead ahead only (lookahead.go; a field for the tests).
 	maxQueued int
@@ -197,6 +198,7 @@ func newLeader(d Deps, term election.Leadership) *leader {
 	}
 	l.assigns = &assignments{base: l.base, snap: &assignSnap{}}
 	l.resolver = &resolver{base: l.base, store: l.store, assigns: l.assigns}
+	l.withdrawer = &withdrawer{base: l.base, cursors: l.cursors, assigns: l.assigns}
 	return l
 }
 

@@ -303,14 +303,14 @@ func TestWithdrawSparesAClaimMadeMeanwhile(t *testing.T) {
 	if _, err := cli.Put(ctx, key, e.Encode()); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.withdrawChunk(context.Background(), "a", todo, start); err != errCursorMoved {
+	if err := l.withdrawer.chunk(context.Background(), "a", todo, start); err != errCursorMoved {
 		t.Fatalf("withdrawing a claimed entry: %v, want errCursorMoved (read again)", err)
 	}
 	if queued(t, l)[id] == nil {
 		t.Fatal("the claimed run was withdrawn")
 	}
 	// Read again, the withdrawal leaves it and takes the rest.
-	if _, err := l.withdraw(ctx, "a", time.Time{}, start); err != nil {
+	if _, err := l.withdrawer.withdraw(ctx, "a", time.Time{}, start); err != nil {
 		t.Fatal(err)
 	}
 	if q := queued(t, l); len(q) != 1 || q[id] == nil {

@@ -133,7 +133,12 @@ func (l *leader) passBatch(ctx context.Context, b []batchItem, done lookDone) er
 // passGone withdraws a removed job's ticks, looking again after a backoff
 // when that fails.
 func (l *leader) passGone(ctx context.Context, name string) error {
-	err := l.withdrawGone(ctx, name)
+	err := l.withdrawer.removed(ctx, name)
+	if err == nil {
+		l.mu.Lock()
+		delete(l.gone, name)
+		l.mu.Unlock()
+	}
 	retry, passErr := l.afterLook(ctx, name, err, "withdrawing a removed job's ticks failed; retrying")
 	if !retry.IsZero() {
 		l.mu.Lock()
@@ -215,7 +220,7 @@ func (l *leader) sweepIfChanged(ctx context.Context, job string, paused bool, no
 	if !sweep {
 		return nil
 	}
-	if err := l.withdrawJob(ctx, job, paused, now); err != nil {
+	if err := l.withdrawer.job(ctx, job, paused, now); err != nil {
 		return err
 	}
 	l.mu.Lock()

@@ -61,7 +61,7 @@ func (l *leader) fannedOut(ctx context.Context, job string, at time.Time) bool {
 // and the job's cursor is as it knows it.
 func (l *leader) writePart(ctx context.Context, job string, ops []clientv3.Op) error {
 	known, ok := l.cursors.get(job)
-	resp, err := l.d.Client.Txn(ctx).If(l.fence, l.cursorIs(job, known, ok)).Then(ops...).
+	resp, err := l.d.Client.Txn(ctx).If(l.fence, l.cursors.is(job, known, ok)).Then(ops...).
 		Else(clientv3.OpGet(l.term.Key), clientv3.OpGet(l.d.Keys.Cursor(job))).Commit()
 	if err != nil {
 		return fmt.Errorf("leader: materialize shards of %s: %w", job, err)

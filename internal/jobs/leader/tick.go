@@ -60,11 +60,6 @@ func (l *leader) absent(job, runID string) []clientv3.Cmp {
 	}
 }
 
-// cursorIs compares job's cursor with what the leader knows of it.
-func (l *leader) cursorIs(job string, known time.Time, ok bool) clientv3.Cmp {
-	return queue.CursorIs(l.d.Keys.Cursor(job), known, ok)
-}
-
 // countTick records a written tick in the metrics.
 func (l *leader) countTick(job string, t plannedTick) {
 	if t.Action == queueTick {
