@@ -193,7 +193,7 @@ func (l *leader) authorize(ctx context.Context, items []leanItem) (applied map[s
 		l.book.wrote(it.specOp)
 		l.book.assign(it.specKey, it.plan.Cursor)
 		for _, t := range it.plan.Ticks {
-			l.countTick(it.job.Name, t)
+			l.ticks.countTick(it.job.Name, t)
 			// No queue entry's delete will tell the pruner this run ended.
 			l.d.Finished.Note(it.job.Name)
 		}

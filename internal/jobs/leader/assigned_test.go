@@ -74,7 +74,7 @@ func newLeanLeader(t *testing.T, cli *clientv3.Client, prefix string, cfg *confi
 	l := newTestLeader(t, cli, prefix, cfg, clock)
 	l.d.Workers = NewWorkers(l.d.Keys)
 	l.d.Workers.Reset(members, 1)
-	if err := l.initCursors(t.Context()); err != nil {
+	if err := l.ticks.initCursors(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	l.jobs = nil // the term's first look: every job is planned at once
@@ -237,7 +237,7 @@ func TestTwoTermsCannotAuthorizeATickTwice(t *testing.T) {
 	second := newLeanLeader(t, cli, "/terms/", cfg, clock,
 		memberKV(layout, "r1", 0x11, assign.Protocol), memberKV(layout, "r2", 0x21, assign.Protocol))
 	elect(t, second, "second")
-	if err := second.loadCursors(ctx); err != nil {
+	if err := second.ticks.loadCursors(ctx); err != nil {
 		t.Fatal(err)
 	}
 	first.book.mu.Lock()

@@ -106,10 +106,10 @@ func Run(ctx context.Context, d Deps, term election.Leadership) error {
 	case <-ctx.Done():
 		return nil
 	}
-	if err := l.loadCursors(ctx); err != nil {
+	if err := l.ticks.loadCursors(ctx); err != nil {
 		return err
 	}
-	if err := l.initCursors(ctx); err != nil {
+	if err := l.ticks.initCursors(ctx); err != nil {
 		if errors.Is(err, errNotLeader) || ctx.Err() != nil {
 			return nil
 		}
@@ -179,6 +179,7 @@ type leader struct {
 	pruner     *pruner
 	resolver   *resolver
 	withdrawer *withdrawer
+	ticks      *tickWriter
 	// maxQueued is the queue's size beyond which jobs are planned
 	// NearLookahead ahead only (lookahead.go; a field for the tests).
 	maxQueued int
@@ -199,6 +200,7 @@ func newLeader(d Deps, term election.Leadership) *leader {
 	l.assigns = &assignments{base: l.base, snap: &assignSnap{}}
 	l.resolver = &resolver{base: l.base, store: l.store, assigns: l.assigns}
 	l.withdrawer = &withdrawer{base: l.base, cursors: l.cursors, assigns: l.assigns}
+	l.ticks = &tickWriter{base: l.base, cursors: l.cursors, book: l.book}
 	return l
 }
 

@@ -59,7 +59,7 @@ func TestMaxRunsCountsInTheTickTransactions(t *testing.T) {
 		t.Fatal(err)
 	}
 	next := newTestLeader(t, cli, "/maxruns/", cfg, clock)
-	if err := next.loadCursors(ctx); err != nil {
+	if err := next.ticks.loadCursors(ctx); err != nil {
 		t.Fatal(err)
 	}
 	next.jobs = nil

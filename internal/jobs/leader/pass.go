@@ -109,7 +109,7 @@ func (l *leader) afterLook(ctx context.Context, job string, err error, msg strin
 // passBatch writes a batch of jobs' ticks in one transaction; when a
 // condition fails, each job alone finds out which.
 func (l *leader) passBatch(ctx context.Context, b []batchItem, done lookDone) error {
-	ok, err := l.writeBatch(ctx, b)
+	ok, err := l.ticks.writeBatch(ctx, b)
 	if err != nil && !errors.Is(err, errNotLeader) && ctx.Err() == nil {
 		l.d.Log.Warn("batched materialization failed; writing the jobs one by one", "jobs", len(b), "err", err)
 	}
@@ -205,7 +205,7 @@ func (l *leader) processOnce(ctx context.Context, j *config.Job, sched schedule.
 		// nothing runs (docs/design-leader.md#a-pause-ends-at-its-until), remaining_runs 0 why a job
 		// with max_runs stopped (and a max_runs raised later goes on
 		// from then, not from its last run).
-		_, err := l.write(ctx, j.Name, p.Cursor, nil, nil)
+		_, err := l.ticks.write(ctx, j.Name, p.Cursor, nil, nil)
 		return la, err
 	}
 	return la, l.writeTicks(ctx, j, p, now, cursor, known)
@@ -239,26 +239,26 @@ func (l *leader) writeTicks(ctx context.Context, j *config.Job, p plan, now, cur
 		return err
 	}
 	for _, t := range rest {
-		if j.Sharded() && (t.Action == queueTick || l.fannedOut(ctx, j.Name, t.At)) {
-			if err := l.writeShards(ctx, cfg, j, t, now); err != nil {
+		if j.Sharded() && (t.Action == queueTick || l.ticks.fannedOut(ctx, j.Name, t.At)) {
+			if err := l.ticks.writeShards(ctx, cfg, j, t, now); err != nil {
 				return err
 			}
 			continue
 		}
-		runID, ops, health := l.tickOps(cfg, j, t, now)
+		runID, ops, health := l.ticks.tickOps(cfg, j, t, now)
 		n := runTicks([]plannedTick{t})
-		wrote, err := l.write(ctx, j.Name, t.At, l.absent(j.Name, runID), append(append(ops, health...), l.cursors.countOps(j, n)...))
+		wrote, err := l.ticks.write(ctx, j.Name, t.At, l.ticks.absent(j.Name, runID), append(append(ops, health...), l.cursors.countOps(j, n)...))
 		if err != nil {
 			return err
 		}
 		if wrote {
-			l.countTick(j.Name, t)
+			l.ticks.countTick(j.Name, t)
 			l.cursors.counted(j, n)
 		}
 	}
 	stored, _ := l.cursors.get(j.Name)
 	if p.Cursor.After(stored) {
-		_, err := l.write(ctx, j.Name, p.Cursor, nil, nil)
+		_, err := l.ticks.write(ctx, j.Name, p.Cursor, nil, nil)
 		return err
 	}
 	return nil
@@ -277,7 +277,7 @@ func (l *leader) writeChunks(ctx context.Context, j *config.Job, cfg *config.Con
 		if n < 2 {
 			break
 		}
-		ok, err := l.writeBatch(ctx, []batchItem{it})
+		ok, err := l.ticks.writeBatch(ctx, []batchItem{it})
 		if err != nil {
 			return rest, err
 		}
