@@ -121,7 +121,18 @@ func Run(ctx context.Context, d Deps, term election.Leadership) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel(nil)
-	for _, f := range []func(context.Context) error{newReaper(l.base).Run, l.pruner.Run, (&specCollector{base: l.base, book: l.book}).Run, newDeliverer(l.base).Run, (&resumer{base: l.base}).Run, l.removed.Run, l.resolver.Run} {
+	// The term's actors, each with its own state and goroutine; the
+	// passes that materialize ticks are this goroutine's (loop).
+	actors := []func(context.Context) error{
+		newReaper(l.base).Run, // runs whose holder died (reap.go)
+		l.pruner.Run,          // history within its limits (prune.go)
+		(&specCollector{base: l.base, book: l.book}).Run, // unused specs (specs.go)
+		newDeliverer(l.base).Run,                         // the outbox (deliver.go)
+		(&resumer{base: l.base}).Run,                     // pauses ended at their until (resume.go)
+		l.removed.Run,                                    // removed jobs' history (removed.go)
+		l.resolver.Run,                                   // dead workers' assignments (resolve.go)
+	}
+	for _, f := range actors {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
