@@ -59,8 +59,8 @@ func (l *leader) leanItem(cfg *config.Config, j *config.Job, now time.Time) (lea
 	if err != nil || !admission.Of(j, cfg.Resources).Lean() {
 		return leanItem{}, false
 	}
+	cursor, _ := l.cursors.get(j.Name)
 	l.mu.Lock()
-	cursor := l.cursors[j.Name]
 	sweep := l.sweep[j.Name]
 	l.mu.Unlock()
 	if sweep || l.d.Paused.Is(j.Name, j.Paused) {
@@ -82,7 +82,7 @@ func (l *leader) leanItem(cfg *config.Config, j *config.Job, now time.Time) (lea
 		return leanItem{}, false
 	}
 	it := leanItem{job: j, sched: sched, known: cursor, la: la, plan: p, specRef: e.SpecRef, specKey: key}
-	if !l.specWritten(key) {
+	if !l.book.isWritten(key) {
 		// Written with the cursor: a job's first ticks of a term do not
 		// take the queue path (thousands of new jobs at once flooded it,
 		// and every later tick of a job with an entry waiting followed).
@@ -189,13 +189,11 @@ func (l *leader) authorize(ctx context.Context, items []leanItem) (applied map[s
 			failed = append(failed, it.job.Name)
 			continue
 		}
-		l.setCursor(it.job.Name, it.plan.Cursor)
-		l.wroteSpecs(it.specOp)
-		l.mu.Lock()
-		l.assignedSpecs[it.specKey] = it.plan.Cursor
-		l.mu.Unlock()
+		l.cursors.forward(it.job.Name, it.plan.Cursor)
+		l.book.wrote(it.specOp)
+		l.book.assign(it.specKey, it.plan.Cursor)
 		for _, t := range it.plan.Ticks {
-			l.countTick(it.job.Name, t)
+			l.ticks.countTick(it.job.Name, t)
 			// No queue entry's delete will tell the pruner this run ended.
 			l.d.Finished.Note(it.job.Name)
 		}
@@ -227,18 +225,16 @@ func (l *leader) refreshCursors(ctx context.Context, jobs []string) error {
 		if err != nil {
 			return fmt.Errorf("leader: read cursors of %v: %w", batch, err)
 		}
-		l.mu.Lock()
 		for i, job := range batch {
 			kvs := resp.Responses[i].GetResponseRange().Kvs
 			if len(kvs) == 0 {
-				delete(l.cursors, job)
+				l.cursors.set(job, time.Time{}, false)
 				continue
 			}
 			if t, err := queue.DecodeCursor(kvs[0].Value); err == nil {
-				l.cursors[job] = t
+				l.cursors.set(job, t, true)
 			}
 		}
-		l.mu.Unlock()
 	}
 	return nil
 }
@@ -247,43 +243,22 @@ func (l *leader) refreshCursors(ctx context.Context, jobs []string) error {
 // after its new cursor when written; half a second later, planned afresh
 // from the cursors a conflict re-read, when not; never once the term is
 // over.
-func (l *leader) passLean(ctx context.Context, items []leanItem, done func(*config.Job, time.Time, error)) {
+func (l *leader) passLean(ctx context.Context, items []leanItem, done lookDone) error {
 	applied, err := l.authorize(ctx, items)
 	if err != nil && !errors.Is(err, errNotLeader) && ctx.Err() == nil {
 		l.d.Log.Warn("assigning ticks failed; planning the jobs again", "jobs", len(items), "err", err)
 	}
 	retry := l.d.Clock.Now().Add(passRetry.Delay(1))
+	var passErr error
 	for _, it := range items {
 		switch {
 		case applied[it.job.Name]:
-			done(it.job, nextWake(it.sched, it.plan.Cursor, it.la), nil)
+			passErr = errors.Join(passErr, done(it.job, nextWake(it.sched, it.plan.Cursor, it.la), nil))
 		case errors.Is(err, errNotLeader) || ctx.Err() != nil:
-			done(it.job, time.Time{}, err)
+			passErr = errors.Join(passErr, done(it.job, time.Time{}, err))
 		default:
-			done(it.job, retry, nil)
+			passErr = errors.Join(passErr, done(it.job, retry, nil))
 		}
 	}
-}
-
-// assignedSpecsUsed marks in used the specs of ticks assigned within the
-// spec grace: no entry refers to them, yet a worker reads them at its
-// claim (specs.go).
-func (l *leader) assignedSpecsUsed(used map[string]bool, now time.Time) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for k, at := range l.assignedSpecs {
-		if now.Before(at.Add(l.d.SpecGrace)) {
-			used[k] = true
-		} else {
-			delete(l.assignedSpecs, k)
-		}
-	}
-}
-
-// keepAssignedSpecsLocked takes out of the collection's candidates the
-// specs a pass assigned ticks of since they were found unused.
-func (l *leader) keepAssignedSpecsLocked(byJob map[string][]string) {
-	for job, keys := range byJob {
-		byJob[job] = slices.DeleteFunc(keys, func(k string) bool { _, ok := l.assignedSpecs[k]; return ok })
-	}
+	return passErr
 }

@@ -74,7 +74,7 @@ func newLeanLeader(t *testing.T, cli *clientv3.Client, prefix string, cfg *confi
 	l := newTestLeader(t, cli, prefix, cfg, clock)
 	l.d.Workers = NewWorkers(l.d.Keys)
 	l.d.Workers.Reset(members, 1)
-	if err := l.initCursors(t.Context()); err != nil {
+	if err := l.ticks.initCursors(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	l.jobs = nil // the term's first look: every job is planned at once
@@ -237,14 +237,14 @@ func TestTwoTermsCannotAuthorizeATickTwice(t *testing.T) {
 	second := newLeanLeader(t, cli, "/terms/", cfg, clock,
 		memberKV(layout, "r1", 0x11, assign.Protocol), memberKV(layout, "r2", 0x21, assign.Protocol))
 	elect(t, second, "second")
-	if err := second.loadCursors(ctx); err != nil {
+	if err := second.ticks.loadCursors(ctx); err != nil {
 		t.Fatal(err)
 	}
-	first.mu.Lock()
-	for k := range first.specsWritten {
-		second.specsWritten[k] = true
+	first.book.mu.Lock()
+	for k := range first.book.written {
+		second.book.written[k] = true
 	}
-	first.mu.Unlock()
+	first.book.mu.Unlock()
 
 	clock.Advance(time.Second)
 	now := clock.Now()
@@ -274,10 +274,8 @@ func TestTwoTermsCannotAuthorizeATickTwice(t *testing.T) {
 	if got := assignedRuns(t, cli, layout); len(got) != len(assigned) {
 		t.Errorf("%d runs assigned after the second leader's window, want %d", len(got), len(assigned))
 	}
-	first.mu.Lock()
-	want := first.cursors["j00"]
-	first.mu.Unlock()
-	if got := second.cursors["j00"]; !got.Equal(want) {
+	want, _ := first.cursors.get("j00")
+	if got, _ := second.cursors.get("j00"); !got.Equal(want) {
 		t.Errorf("second leader's cursor of j00 after the conflict: %s, want the stored %s", got, want)
 	}
 
@@ -310,7 +308,7 @@ func TestAnAssignedTicksSpecIsNotCollected(t *testing.T) {
 			t.Fatal(err)
 		}
 		loadSpecs(t, l)
-		if err := l.collectSpecsOnce(ctx, unused); err != nil {
+		if err := (&specCollector{base: l.base, book: l.book}).once(ctx, unused); err != nil {
 			t.Fatal(err)
 		}
 		resp, err := cli.Get(ctx, layout.Assignments(), clientv3.WithPrefix())
@@ -388,7 +386,7 @@ func TestAPauseWithdrawsUnclaimedAssignedTicks(t *testing.T) {
 		t.Fatalf("after the pause fast is assigned %v; want only %s, which a worker claims from", keysOf(after), first.RunID("fast"))
 	}
 	pausedAt := clock.Now()
-	if c := l.cursors["fast"]; c.Before(first.At) || c.After(latest(first.At, pausedAt)) {
+	if c, _ := l.cursors.get("fast"); c.Before(first.At) || c.After(latest(first.At, pausedAt)) {
 		t.Errorf("cursor after the pause %s, want the claimed tick %s or the pause %s", c, first.At, pausedAt)
 	}
 

@@ -79,22 +79,22 @@ func (l *leader) batchable(j *config.Job, now time.Time) (batchItem, bool) {
 	if err != nil || j.Sharded() { // a sharded tick is written in parts (shards.go)
 		return batchItem{}, false
 	}
+	cursor, known := l.cursors.get(j.Name) // zero when not known
 	l.mu.Lock()
-	cursor, known := l.cursors[j.Name] // zero when not known
 	sweep := l.sweep[j.Name]
 	l.mu.Unlock()
-	if sweep || l.d.Paused.Is(j.Name, j.Paused) || l.exhausted(j) {
+	if sweep || l.d.Paused.Is(j.Name, j.Paused) || l.cursors.exhausted(j) {
 		return batchItem{}, false
 	}
 	la := l.lookahead(sched, now, false)
-	p := l.limitRuns(j, planTicks(j, sched, cursor, now, la))
+	p := l.cursors.limitRuns(j, planTicks(j, sched, cursor, now, la))
 	if p.Dropped > 0 || len(p.Ticks) == 0 || len(p.Ticks) > batchMaxTicks || !p.Cursor.Equal(p.Ticks[len(p.Ticks)-1].At) {
 		return batchItem{}, false
 	}
 	it := batchItem{job: j, sched: sched, known: cursor, has: known, la: la, plan: p}
 	cfg := l.d.Config()
 	for _, t := range p.Ticks {
-		runID, ops, h := l.tickOps(cfg, j, t, now)
+		runID, ops, h := l.ticks.tickOps(cfg, j, t, now)
 		it.runIDs = append(it.runIDs, runID)
 		it.writes = append(it.writes, ops...)
 		it.health = follow.MergeHealth(it.health, h) // one transition a job: the last tick's
@@ -111,7 +111,7 @@ func (l *leader) batchable(j *config.Job, now time.Time) (batchItem, bool) {
 func (l *leader) chunk(j *config.Job, cfg *config.Config, ticks []plannedTick, now, known time.Time, has bool) (batchItem, int) {
 	it := batchItem{job: j, known: known, has: has}
 	for n, t := range ticks {
-		runID, ops, h := l.tickOps(cfg, j, t, now)
+		runID, ops, h := l.ticks.tickOps(cfg, j, t, now)
 		h = follow.MergeHealth(it.health, h)
 		// The fence, the cursor, two per tick; the cursor's put, the
 		// writes and one health transition.
@@ -135,37 +135,37 @@ func (l *leader) chunk(j *config.Job, cfg *config.Config, ticks []plannedTick, n
 // fence (rule 1): all are written or none. ok is false when a condition
 // other than the fence failed; the caller then takes the jobs one by one,
 // which finds out which and why.
-func (l *leader) writeBatch(ctx context.Context, items []batchItem) (ok bool, err error) {
-	cmps := []clientv3.Cmp{l.fence}
+func (tw *tickWriter) writeBatch(ctx context.Context, items []batchItem) (ok bool, err error) {
+	cmps := []clientv3.Cmp{tw.fence}
 	var ops, health []clientv3.Op
 	for _, it := range items {
 		name := it.job.Name
-		cmps = append(cmps, l.cursorIs(name, it.known, it.has))
+		cmps = append(cmps, tw.cursors.is(name, it.known, it.has))
 		for _, runID := range it.runIDs {
-			cmps = append(cmps, l.absent(name, runID)...)
+			cmps = append(cmps, tw.absent(name, runID)...)
 		}
 		ops = append(ops, it.writes...)
 		health = follow.MergeHealth(health, it.health)
-		ops = append(ops, clientv3.OpPut(l.d.Keys.Cursor(name), queue.EncodeCursor(it.plan.Cursor)))
-		ops = append(ops, l.countOps(it.job, runTicks(it.plan.Ticks))...)
+		ops = append(ops, clientv3.OpPut(tw.d.Keys.Cursor(name), queue.EncodeCursor(it.plan.Cursor)))
+		ops = append(ops, tw.cursors.countOps(it.job, runTicks(it.plan.Ticks))...)
 	}
-	ops = queue.DedupSpecs(l.d.Keys, append(ops, health...))
-	resp, err := l.d.Client.Txn(ctx).If(cmps...).Then(ops...).Else(clientv3.OpGet(l.term.Key)).Commit()
+	ops = queue.DedupSpecs(tw.d.Keys, append(ops, health...))
+	resp, err := tw.d.Client.Txn(ctx).If(cmps...).Then(ops...).Else(clientv3.OpGet(tw.term.Key)).Commit()
 	if err != nil {
 		return false, fmt.Errorf("leader: materialize %d jobs: %w", len(items), err)
 	}
 	if !resp.Succeeded {
-		if l.fenceGone(resp) {
+		if tw.fenceGone(resp) {
 			return false, errNotLeader
 		}
 		return false, nil
 	}
-	l.wroteSpecs(ops)
+	tw.book.wrote(ops)
 	for _, it := range items {
-		l.setCursor(it.job.Name, it.plan.Cursor)
-		l.counted(it.job, runTicks(it.plan.Ticks))
+		tw.cursors.forward(it.job.Name, it.plan.Cursor)
+		tw.cursors.counted(it.job, runTicks(it.plan.Ticks))
 		for _, t := range it.plan.Ticks {
-			l.countTick(it.job.Name, t)
+			tw.countTick(it.job.Name, t)
 		}
 	}
 	return true, nil

@@ -49,7 +49,7 @@ func TestBatchedPassWritesWhatTheOneJobPathWrites(t *testing.T) {
 	}
 	rev0 := revision(t, cli)
 	for _, b := range batches {
-		if ok, err := batched.writeBatch(ctx, b); err != nil || !ok {
+		if ok, err := batched.ticks.writeBatch(ctx, b); err != nil || !ok {
 			t.Fatalf("writeBatch: ok %v, err %v", ok, err)
 		}
 	}
@@ -97,7 +97,7 @@ func TestBatchedPassWritesWhatTheOneJobPathWrites(t *testing.T) {
 	}
 	rev0 = revision(t, cli)
 	for _, b := range batches {
-		ok, err := batched.writeBatch(ctx, b)
+		ok, err := batched.ticks.writeBatch(ctx, b)
 		if err != nil || ok {
 			t.Fatalf("re-writing a written batch: ok %v, err %v; want refused", ok, err)
 		}

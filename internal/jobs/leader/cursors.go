@@ -15,23 +15,12 @@ import (
 // knows, so a second leader, or this one from a stale view, cannot write a
 // tick twice (docs/design.md#the-safety-rules, rule 2).
 
-func (l *leader) loadCursors(ctx context.Context) error {
-	resp, err := l.d.Client.Get(ctx, l.d.Keys.Jobs(), clientv3.WithPrefix())
+func (tw *tickWriter) loadCursors(ctx context.Context) error {
+	resp, err := tw.d.Client.Get(ctx, tw.d.Keys.Jobs(), clientv3.WithPrefix())
 	if err != nil {
 		return fmt.Errorf("leader: read cursors: %w", err)
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for _, kv := range resp.Kvs {
-		if job, ok := l.d.Keys.CursorJob(string(kv.Key)); ok {
-			if t, err := queue.DecodeCursor(kv.Value); err == nil {
-				l.cursors[job] = t
-			}
-		}
-		if job, ok := l.d.Keys.ScheduledJob(string(kv.Key)); ok {
-			l.setCountLocked(job, kv.Value)
-		}
-	}
+	tw.cursors.load(resp.Kvs)
 	return nil
 }
 
@@ -43,35 +32,33 @@ const cursorBatch = 60
 // transaction. A job needs a cursor from the moment a leader first sees it:
 // without one, a tick that fell in a later leader gap would be
 // indistinguishable from a tick before the job existed, and lost silently.
-func (l *leader) initCursors(ctx context.Context) error {
-	cfg := l.d.Config()
-	now := l.d.Clock.Now().UTC()
+func (tw *tickWriter) initCursors(ctx context.Context) error {
+	cfg := tw.d.Config()
+	now := tw.d.Clock.Now().UTC()
 	value := queue.EncodeCursor(now)
 	var pending []string
-	l.mu.Lock()
 	for i := range cfg.Jobs {
-		if _, ok := l.cursors[cfg.Jobs[i].Name]; !ok {
+		if _, ok := tw.cursors.get(cfg.Jobs[i].Name); !ok {
 			pending = append(pending, cfg.Jobs[i].Name)
 		}
 	}
-	l.mu.Unlock()
 	for len(pending) > 0 {
 		batch := pending[:min(len(pending), cursorBatch)]
 		pending = pending[len(batch):]
-		cmps := []clientv3.Cmp{l.fence}
+		cmps := []clientv3.Cmp{tw.fence}
 		ops := make([]clientv3.Op, 0, len(batch))
 		for _, job := range batch {
-			key := l.d.Keys.Cursor(job)
+			key := tw.d.Keys.Cursor(job)
 			cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(key), "=", 0))
 			ops = append(ops, clientv3.OpPut(key, value))
 		}
-		resp, err := l.d.Client.Txn(ctx).If(cmps...).Then(ops...).Commit()
+		resp, err := tw.d.Client.Txn(ctx).If(cmps...).Then(ops...).Commit()
 		if err != nil {
 			return fmt.Errorf("leader: initialize cursors: %w", err)
 		}
 		if resp.Succeeded {
 			for _, job := range batch {
-				l.setCursor(job, now)
+				tw.cursors.forward(job, now)
 			}
 		}
 		// Otherwise a cursor appeared meanwhile or the fence failed: the
@@ -85,25 +72,23 @@ func (l *leader) initCursors(ctx context.Context) error {
 // reports whether ops were applied; when only conds failed (the run exists
 // already: a tick is never materialized twice, docs/design.md#the-safety-rules, rule 2) it moves the
 // cursor alone.
-func (l *leader) write(ctx context.Context, job string, at time.Time, conds []clientv3.Cmp, ops []clientv3.Op) (bool, error) {
-	ckey := l.d.Keys.Cursor(job)
-	l.mu.Lock()
-	known, ok := l.cursors[job]
-	l.mu.Unlock()
-	cursorCmp := l.cursorIs(job, known, ok)
-	cmps := append([]clientv3.Cmp{l.fence, cursorCmp}, conds...)
-	then := append(queue.DedupSpecs(l.d.Keys, ops), clientv3.OpPut(ckey, queue.EncodeCursor(at)))
-	resp, err := l.d.Client.Txn(ctx).If(cmps...).Then(then...).
-		Else(clientv3.OpGet(l.term.Key), clientv3.OpGet(ckey), clientv3.OpGet(l.d.Keys.Scheduled(job))).Commit()
+func (tw *tickWriter) write(ctx context.Context, job string, at time.Time, conds []clientv3.Cmp, ops []clientv3.Op) (bool, error) {
+	ckey := tw.d.Keys.Cursor(job)
+	known, ok := tw.cursors.get(job)
+	cursorCmp := tw.cursors.is(job, known, ok)
+	cmps := append([]clientv3.Cmp{tw.fence, cursorCmp}, conds...)
+	then := append(queue.DedupSpecs(tw.d.Keys, ops), clientv3.OpPut(ckey, queue.EncodeCursor(at)))
+	resp, err := tw.d.Client.Txn(ctx).If(cmps...).Then(then...).
+		Else(clientv3.OpGet(tw.term.Key), clientv3.OpGet(ckey), clientv3.OpGet(tw.d.Keys.Scheduled(job))).Commit()
 	if err != nil {
 		return false, fmt.Errorf("leader: materialize %s: %w", job, err)
 	}
 	if resp.Succeeded {
-		l.setCursor(job, at)
-		l.wroteSpecs(then)
+		tw.cursors.forward(job, at)
+		tw.book.wrote(then)
 		return true, nil
 	}
-	if l.fenceGone(resp) {
+	if tw.fenceGone(resp) {
 		return false, errNotLeader
 	}
 	cursorKVs := resp.Responses[1].GetResponseRange().Kvs
@@ -113,37 +98,16 @@ func (l *leader) write(ctx context.Context, job string, at time.Time, conds []cl
 		stored, _ = queue.DecodeCursor(cursorKVs[0].Value)
 	}
 	if storedOK != ok || !stored.Equal(known) {
-		l.mu.Lock()
+		var count []byte
 		if kvs := resp.Responses[2].GetResponseRange().Kvs; len(kvs) > 0 {
-			l.setCountLocked(job, kvs[0].Value)
+			count = kvs[0].Value
 		}
-		if storedOK {
-			l.cursors[job] = stored
-		} else {
-			delete(l.cursors, job)
-		}
-		l.mu.Unlock()
+		tw.cursors.reset(job, stored, storedOK, count)
 		return false, errCursorMoved
 	}
 	if len(conds) == 0 {
 		return false, fmt.Errorf("leader: cursor write for %s failed for no known reason", job)
 	}
-	_, err = l.write(ctx, job, at, nil, nil)
+	_, err = tw.write(ctx, job, at, nil, nil)
 	return false, err
-}
-
-// fenceGone reports, from a fenced transaction that failed and whose Else
-// began with a read of the election key, whether the fence is what failed:
-// the key is gone or belongs to another term.
-func (l *leader) fenceGone(resp *clientv3.TxnResponse) bool {
-	kvs := resp.Responses[0].GetResponseRange().Kvs
-	return len(kvs) == 0 || kvs[0].CreateRevision != l.term.Rev
-}
-
-func (l *leader) setCursor(job string, at time.Time) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if at.After(l.cursors[job]) {
-		l.cursors[job] = at
-	}
 }

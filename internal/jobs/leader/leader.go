@@ -106,10 +106,10 @@ func Run(ctx context.Context, d Deps, term election.Leadership) error {
 	case <-ctx.Done():
 		return nil
 	}
-	if err := l.loadCursors(ctx); err != nil {
+	if err := l.ticks.loadCursors(ctx); err != nil {
 		return err
 	}
-	if err := l.initCursors(ctx); err != nil {
+	if err := l.ticks.initCursors(ctx); err != nil {
 		if errors.Is(err, errNotLeader) || ctx.Err() != nil {
 			return nil
 		}
@@ -121,7 +121,18 @@ func Run(ctx context.Context, d Deps, term election.Leadership) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel(nil)
-	for _, f := range []func(context.Context) error{l.reap, l.prune, l.collectSpecs, l.deliver, l.resumeExpired, l.keepRemovedHistory, l.resolveDead} {
+	// The term's actors, each with its own state and goroutine; the
+	// passes that materialize ticks are this goroutine's (loop).
+	actors := []func(context.Context) error{
+		newReaper(l.base).Run, // runs whose holder died (reap.go)
+		l.pruner.Run,          // history within its limits (prune.go)
+		(&specCollector{base: l.base, book: l.book}).Run, // unused specs (specs.go)
+		newDeliverer(l.base).Run,                         // the outbox (deliver.go)
+		(&resumer{base: l.base}).Run,                     // pauses ended at their until (resume.go)
+		l.removed.Run,                                    // removed jobs' history (removed.go)
+		l.resolver.Run,                                   // dead workers' assignments (resolve.go)
+	}
+	for _, f := range actors {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -141,36 +152,24 @@ func Run(ctx context.Context, d Deps, term election.Leadership) error {
 }
 
 type leader struct {
-	d     Deps
-	term  election.Leadership
-	fence clientv3.Cmp
+	*base
 
 	// specEntries: what lean passes need of each job's spec (specref.go).
 	specEntries specEntries
 
-	mu      sync.Mutex
-	cursors map[string]time.Time // as stored in etcd
-	jobs    map[string]*config.Job
-	gen     map[string]uint64 // bumped when a job changes; stale heap items are dropped
-	wakes   wakeHeap
-	// specsWritten are the spec keys this term wrote (under mu): a tick
-	// writes its spec only when it is not among them. specGate keeps the
-	// collection of unused specs from reading the queue while ticks built
-	// without their spec's write are on their way (specs.go).
-	specsWritten map[string]bool
-	specGate     sync.RWMutex
-	// assignedSpecs are the spec keys of assigned ticks (under mu), by
-	// the last instant assigned: no entry refers to them, yet a worker
-	// reads them at its claim (specs.go).
-	assignedSpecs map[string]time.Time
-	// assignMu keeps a resolution's moves apart from a withdrawal (read
-	// of the assignments to the cursor's move back); assignSnap is the
-	// assignments one pass's withdrawals share (withdraw_snapshot.go).
-	assignMu   sync.Mutex
-	assignSnap *assignSnap
-	// counts are the jobs' counts of scheduled runs (max_runs, maxruns.go),
-	// known with their cursors (under mu).
-	counts map[string]int
+	mu    sync.Mutex
+	jobs  map[string]*config.Job
+	gen   map[string]uint64 // bumped when a job changes; stale heap items are dropped
+	wakes wakeHeap
+	// book is what the passes and the spec collector know together of
+	// the term's specs (specbook.go).
+	book *specBook
+	// assigns are the term's assignments as the withdrawals and the
+	// resolver share them (withdraw_assigned.go).
+	assigns *assignments
+	// cursors are the jobs' cursors and counts of scheduled runs as this
+	// term knows them (cursorbook.go).
+	cursors *cursorBook
 	// store writes the lean protocol's transactions (nil without a
 	// client).
 	store *assign.Store
@@ -181,29 +180,38 @@ type leader struct {
 	paused map[string]bool
 	sweep  map[string]bool
 	gone   map[string]uint64
-	// removedCheck are jobs that left the config or ended a run while out
-	// of it, for keepRemovedHistory to look at; removedChanged signals
-	// (coalescing) that there are some (removed.go).
-	removedCheck   map[string]bool
-	removedChanged chan struct{}
 	// failures counts each job's failed passes in a row (under mu), for
 	// the backoff of its next look (retry.go).
 	failures map[string]int
+	// The actors the leader wires that it, or its tests, reach after
+	// Run started them: syncJobs notes the removed keeper the jobs that
+	// left the config or came back (removed.go).
+	removed    *removedKeeper
+	pruner     *pruner
+	resolver   *resolver
+	withdrawer *withdrawer
+	ticks      *tickWriter
 	// maxQueued is the queue's size beyond which jobs are planned
 	// NearLookahead ahead only (lookahead.go; a field for the tests).
 	maxQueued int
 }
 
 func newLeader(d Deps, term election.Leadership) *leader {
-	l := &leader{d: d, term: term, fence: term.Fence(), cursors: map[string]time.Time{}, gen: map[string]uint64{},
-		specsWritten: map[string]bool{}, assignedSpecs: map[string]time.Time{}, counts: map[string]int{}, assignSnap: &assignSnap{},
+	l := &leader{base: &base{d: d, term: term, fence: term.Fence()}, cursors: newCursorBook(d.Keys), gen: map[string]uint64{},
+		book:   newSpecBook(d.Keys),
 		paused: map[string]bool{}, sweep: map[string]bool{}, gone: map[string]uint64{}, maxQueued: maxQueued,
-		removedCheck: map[string]bool{}, removedChanged: make(chan struct{}, 1), failures: map[string]int{}}
+		failures: map[string]int{}}
+	l.removed = newRemovedKeeper(l.base, l.withJobs)
+	l.pruner = &pruner{base: l.base, job: l.job, noteRemoved: l.removed.noteRemoved}
 	l.store = d.Assign
 	if l.store == nil && d.Client != nil {
 		// Errors only for a missing client, prefix or clock.
 		l.store, _ = assign.New(d.Client, d.Keys, d.Clock, assign.Options{})
 	}
+	l.assigns = &assignments{base: l.base, snap: &assignSnap{}}
+	l.resolver = &resolver{base: l.base, store: l.store, assigns: l.assigns}
+	l.withdrawer = &withdrawer{base: l.base, cursors: l.cursors, assigns: l.assigns}
+	l.ticks = &tickWriter{base: l.base, cursors: l.cursors, book: l.book}
 	return l
 }
 
@@ -217,6 +225,7 @@ func (l *leader) syncJobs() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	first := l.jobs == nil // the term's first look: nothing changed, all is new
+	var noted []string     // for the removed jobs' keeper
 	next := make(map[string]*config.Job, len(cfg.Jobs))
 	for i := range cfg.Jobs {
 		j := &cfg.Jobs[i]
@@ -239,17 +248,15 @@ func (l *leader) syncJobs() {
 		if _, ok := next[name]; !ok {
 			l.gen[name]++
 			l.goneLocked(name, now)
-			l.removedCheck[name] = true
+			noted = append(noted, name)
 		}
 	}
 	for name := range next {
 		if _, ok := l.jobs[name]; !ok && !first {
-			l.removedCheck[name] = true // back, perhaps: its marker goes
+			noted = append(noted, name) // back, perhaps: its marker goes
 		}
 	}
-	if len(l.removedCheck) > 0 {
-		signal(l.removedChanged)
-	}
+	l.removed.note(noted...)
 	l.jobs = next
 	if first && l.d.Queue != nil {
 		// A job removed while another replica led, or while none did, may
@@ -261,6 +268,22 @@ func (l *leader) syncJobs() {
 			}
 		}
 	}
+}
+
+// job is the term's job of that name (nil: not in the config), and
+// whether the term has taken the config yet (syncJobs).
+func (l *leader) job(name string) (j *config.Job, synced bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.jobs[name], l.jobs != nil
+}
+
+// withJobs runs f with the term's jobs (nil: the config not taken yet)
+// under the leader's lock.
+func (l *leader) withJobs(f func(jobs map[string]*config.Job)) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	f(l.jobs)
 }
 
 // goneLocked schedules the withdrawal of a removed job's ticks.

@@ -60,7 +60,7 @@ func startTerm(t testing.TB, l *leader, lookahead time.Duration) {
 	if lookahead != 0 {
 		l.d.Lookahead = lookahead
 	}
-	if err := l.initCursors(t.Context()); err != nil {
+	if err := l.ticks.initCursors(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 }

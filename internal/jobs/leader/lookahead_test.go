@@ -227,7 +227,7 @@ func TestMaterializedTicksFollowChangePauseAndRemoval(t *testing.T) {
 	if q := queued(t, l); len(q) != 2 || q[tick(5)] == nil || q[manual.RunID] == nil {
 		t.Errorf("paused: %d entries left, want the claimed tick and the manual run", len(q))
 	}
-	if c := l.cursors["a"]; c.After(clock.Now()) {
+	if c, _ := l.cursors.get("a"); c.After(clock.Now()) {
 		t.Errorf("paused: cursor %s ahead of now %s", c, clock.Now())
 	}
 	clock.Advance(3 * time.Second)
@@ -303,14 +303,14 @@ func TestWithdrawSparesAClaimMadeMeanwhile(t *testing.T) {
 	if _, err := cli.Put(ctx, key, e.Encode()); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.withdrawChunk(context.Background(), "a", todo, start); err != errCursorMoved {
+	if err := l.withdrawer.chunk(context.Background(), "a", todo, start); err != errCursorMoved {
 		t.Fatalf("withdrawing a claimed entry: %v, want errCursorMoved (read again)", err)
 	}
 	if queued(t, l)[id] == nil {
 		t.Fatal("the claimed run was withdrawn")
 	}
 	// Read again, the withdrawal leaves it and takes the rest.
-	if _, err := l.withdraw(ctx, "a", time.Time{}, start); err != nil {
+	if _, err := l.withdrawer.withdraw(ctx, "a", time.Time{}, start); err != nil {
 		t.Fatal(err)
 	}
 	if q := queued(t, l); len(q) != 1 || q[id] == nil {

@@ -69,7 +69,7 @@ func benchMaterialize(b *testing.B, batched bool) {
 			var batches [][]batchItem
 			batches, single = l.splitBatches(due, now)
 			for _, batch := range batches {
-				if ok, err := l.writeBatch(ctx, batch); err != nil || !ok {
+				if ok, err := l.ticks.writeBatch(ctx, batch); err != nil || !ok {
 					b.Fatal(ok, err)
 				}
 				ticks += len(batch)

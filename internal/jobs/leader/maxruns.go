@@ -24,11 +24,11 @@ import (
 // limitRuns cuts p after the job's last run that max_runs allows: its
 // cursor is then that tick. With none left, p holds no tick and its
 // cursor stays: the caller moves the cursor with the clock (exhausted).
-func (l *leader) limitRuns(j *config.Job, p plan) plan {
+func (c *cursorBook) limitRuns(j *config.Job, p plan) plan {
 	if j.MaxRuns <= 0 {
 		return p
 	}
-	left := l.runsLeft(j)
+	left := c.runsLeft(j)
 	for i, t := range p.Ticks {
 		if t.Action != queueTick {
 			continue
@@ -46,35 +46,35 @@ func (l *leader) limitRuns(j *config.Job, p plan) plan {
 }
 
 // runsLeft is how many scheduled runs max_runs still allows j.
-func (l *leader) runsLeft(j *config.Job) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return max(0, j.MaxRuns-l.counts[j.Name])
+func (c *cursorBook) runsLeft(j *config.Job) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return max(0, j.MaxRuns-c.counts[j.Name])
 }
 
 // exhausted reports whether j has had all its max_runs.
-func (l *leader) exhausted(j *config.Job) bool { return j.MaxRuns > 0 && l.runsLeft(j) == 0 }
+func (c *cursorBook) exhausted(j *config.Job) bool { return j.MaxRuns > 0 && c.runsLeft(j) == 0 }
 
 // countOps is the write that moves j's count by delta, for the
 // transaction that moves its cursor; none for a job without max_runs.
-func (l *leader) countOps(j *config.Job, delta int) []clientv3.Op {
+func (c *cursorBook) countOps(j *config.Job, delta int) []clientv3.Op {
 	if j == nil || j.MaxRuns <= 0 || delta == 0 {
 		return nil
 	}
-	l.mu.Lock()
-	n := max(0, l.counts[j.Name]+delta)
-	l.mu.Unlock()
-	return []clientv3.Op{clientv3.OpPut(l.d.Keys.Scheduled(j.Name), strconv.Itoa(n))}
+	c.mu.Lock()
+	n := max(0, c.counts[j.Name]+delta)
+	c.mu.Unlock()
+	return []clientv3.Op{clientv3.OpPut(c.keys.Scheduled(j.Name), strconv.Itoa(n))}
 }
 
 // counted applies delta to j's count once its transaction applied.
-func (l *leader) counted(j *config.Job, delta int) {
+func (c *cursorBook) counted(j *config.Job, delta int) {
 	if j == nil || j.MaxRuns <= 0 || delta == 0 {
 		return
 	}
-	l.mu.Lock()
-	l.counts[j.Name] = max(0, l.counts[j.Name]+delta)
-	l.mu.Unlock()
+	c.mu.Lock()
+	c.counts[j.Name] = max(0, c.counts[j.Name]+delta)
+	c.mu.Unlock()
 }
 
 // runTicks is how many of ticks become runs.
@@ -86,11 +86,4 @@ func runTicks(ticks []plannedTick) int {
 		}
 	}
 	return n
-}
-
-// setCountLocked records a count read from etcd (l.mu held).
-func (l *leader) setCountLocked(job string, value []byte) {
-	if n, err := strconv.Atoi(string(value)); err == nil && n >= 0 {
-		l.counts[job] = n
-	}
 }

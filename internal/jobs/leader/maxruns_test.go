@@ -59,7 +59,7 @@ func TestMaxRunsCountsInTheTickTransactions(t *testing.T) {
 		t.Fatal(err)
 	}
 	next := newTestLeader(t, cli, "/maxruns/", cfg, clock)
-	if err := next.loadCursors(ctx); err != nil {
+	if err := next.ticks.loadCursors(ctx); err != nil {
 		t.Fatal(err)
 	}
 	next.jobs = nil
@@ -72,7 +72,7 @@ func TestMaxRunsCountsInTheTickTransactions(t *testing.T) {
 	if got := len(stored(t, cli, layout.JobQueue("limited"))); got != 5 {
 		t.Errorf("%d entries queued, want max_runs 5", got)
 	}
-	c := next.cursors["limited"]
+	c, _ := next.cursors.get("limited")
 	if c.Before(clock.Now().Add(-2 * time.Second)) {
 		t.Errorf("cursor %s, want it following the clock (%s) once the runs are used up", c, clock.Now())
 	}

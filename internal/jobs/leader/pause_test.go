@@ -40,7 +40,7 @@ func TestPausedTicksAreNotCountedAsSkips(t *testing.T) {
 	if n := len(queued(t, l)); n != 0 {
 		t.Errorf("paused: %d entries queued, want none", n)
 	}
-	if c := l.cursors["a"]; clock.Now().Sub(c) > 2*time.Second {
+	if c, _ := l.cursors.get("a"); clock.Now().Sub(c) > 2*time.Second {
 		t.Errorf("paused two minutes: cursor %s, want it following the clock (%s)", c, clock.Now())
 	}
 	if n := testutil.ToFloat64(l.d.Metrics.Skipped.WithLabelValues("a", "paused")); n != 0 {
@@ -79,7 +79,7 @@ func TestPauseEndsAtItsUntil(t *testing.T) {
 	if st := l.d.Paused.State("a", false); !st.Paused || st.Reason != "freeze" || !st.Until.Equal(until) {
 		t.Fatalf("before until: %+v, want paused for freeze until %s", st, until)
 	}
-	next, err := l.resumeRound(ctx)
+	next, err := (&resumer{base: l.base}).round(ctx)
 	if err != nil || !next.Equal(until) {
 		t.Fatalf("before until: next %s, %v; want %s", next, err, until)
 	}
@@ -96,7 +96,7 @@ func TestPauseEndsAtItsUntil(t *testing.T) {
 	if !l.d.Paused.Is("forever", false) {
 		t.Error("a pause without until ended")
 	}
-	if _, err := l.resumeRound(ctx); err != nil {
+	if _, err := (&resumer{base: l.base}).round(ctx); err != nil {
 		t.Fatal(err)
 	}
 	value := func(job string) string {

@@ -55,13 +55,25 @@ func planTicks(job *config.Job, sched schedule.Schedule, cursor, now time.Time, 
 	if cursor.IsZero() {
 		cursor = now
 	}
+	all, p := scanTicks(job, sched, cursor, now, lookahead)
+	return catchUp(job, all, p, now)
+}
+
+// classified is a tick as scanTicks found it: late ticks are left to the
+// catch_up policy.
+type classified struct {
+	plannedTick
+	late bool
+}
+
+// scanTicks enumerates the ticks after cursor up to now+lookahead and
+// classifies them: past the starting deadline (missed), late, or on time.
+// The plan it returns has the cursor, and the ticks dropped by a jump
+// over a backlog longer than maxScan.
+func scanTicks(job *config.Job, sched schedule.Schedule, cursor, now time.Time, lookahead time.Duration) ([]classified, plan) {
 	deadline := job.StartingDeadline.D()
 	horizon := now.Add(lookahead)
 	p := plan{Cursor: cursor}
-	type classified struct {
-		plannedTick
-		late bool
-	}
 	var all []classified
 	scanned := 0
 	next := sched.Next(cursor)
@@ -87,8 +99,13 @@ func planTicks(job *config.Job, sched schedule.Schedule, cursor, now time.Time, 
 		}
 		all = append(all, c)
 	}
+	return all, p
+}
 
-	// Late ticks: the newest keepLate of them run, the rest are missed.
+// catchUp applies the job's catch_up policy to the scanned ticks: the
+// newest keepLate late ticks run, the rest are missed, and the oldest
+// missed beyond maxMissedRecords are only counted in p.Dropped.
+func catchUp(job *config.Job, all []classified, p plan, now time.Time) plan {
 	lateCount := 0
 	for _, c := range all {
 		if c.late {

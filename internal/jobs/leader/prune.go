@@ -69,21 +69,34 @@ func (f *Finished) again(jobs []string) {
 	signal(f.changed)
 }
 
-// prune keeps each job's history at history_limit records. A job is trimmed
+// pruner is the actor that keeps each job's history within its limits,
+// for one term. What it finished is counted by Finished; the jobs it judges
+// by are the leader's (job).
+type pruner struct {
+	*base
+	// job is the term's job of that name (nil: not in the config) and
+	// whether the term has taken the config yet (syncJobs).
+	job func(name string) (j *config.Job, synced bool)
+	// noteRemoved hands jobs whose runs ended to the removed jobs'
+	// keeper (removed.go).
+	noteRemoved func(jobs ...string)
+}
+
+// Run keeps each job's history at history_limit records. A job is trimmed
 // after every tenth of its limit in finished runs, so pruning costs a small
 // share of a write per run.
-func (l *leader) prune(ctx context.Context) error {
+func (p *pruner) Run(ctx context.Context) error {
 	for {
-		looked := l.d.Clock.Now()
-		if err := l.pruneRound(ctx); err != nil {
+		looked := p.d.Clock.Now()
+		if err := p.round(ctx); err != nil {
 			return err
 		}
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-l.d.Finished.changed:
+		case <-p.d.Finished.changed:
 		}
-		if !l.pause(ctx, looked.Add(pruneGap)) {
+		if !p.pause(ctx, looked.Add(pruneGap)) {
 			return nil
 		}
 	}
@@ -95,32 +108,32 @@ func (l *leader) prune(ctx context.Context) error {
 // marker), so that a flood of skips cannot push real history out. Keys are
 // read (keys only) a batch of jobs at a time and deleted up to
 // maxOpsPerTxn at a time (deleteUnchanged).
-func (l *leader) pruneJobs(ctx context.Context, jobs []string) error {
+func (p *pruner) pruneJobs(ctx context.Context, jobs []string) error {
 	var dels []seenKey
 	flush := func(force bool) error {
 		if len(dels) == 0 || !force && len(dels) < maxOpsPerTxn-1 {
 			return nil
 		}
-		err := l.deleteUnchanged(ctx, dels)
+		err := p.deleteUnchanged(ctx, dels)
 		dels = dels[:0]
 		return err
 	}
 	history := func(job string) [2]clientv3.Op {
 		return [2]clientv3.Op{
-			clientv3.OpGet(l.d.Keys.JobRuns(job), clientv3.WithPrefix(), clientv3.WithKeysOnly(),
+			clientv3.OpGet(p.d.Keys.JobRuns(job), clientv3.WithPrefix(), clientv3.WithKeysOnly(),
 				clientv3.WithSort(clientv3.SortByModRevision, clientv3.SortAscend)),
-			clientv3.OpGet(l.d.Keys.Unstarted(job), clientv3.WithPrefix(), clientv3.WithKeysOnly()),
+			clientv3.OpGet(p.d.Keys.Unstarted(job), clientv3.WithPrefix(), clientv3.WithKeysOnly()),
 		}
 	}
-	err := l.readJobs(ctx, jobs, "history", history, func(job string, records, unstartedMarks []*mvccpb.KeyValue) error {
-		executedLimit, unstartedLimit := l.limits(job)
+	err := p.readJobs(ctx, jobs, "history", history, func(job string, records, unstartedMarks []*mvccpb.KeyValue) error {
+		executedLimit, unstartedLimit := p.limits(job)
 		marks := map[string]*mvccpb.KeyValue{}
 		for _, kv := range unstartedMarks {
-			marks[l.d.Keys.RecordRun(string(kv.Key))] = kv
+			marks[p.d.Keys.RecordRun(string(kv.Key))] = kv
 		}
 		var executed, unstarted []*mvccpb.KeyValue
 		for _, kv := range records {
-			if marks[l.d.Keys.RecordRun(string(kv.Key))] != nil {
+			if marks[p.d.Keys.RecordRun(string(kv.Key))] != nil {
 				unstarted = append(unstarted, kv)
 			} else {
 				executed = append(executed, kv)
@@ -133,7 +146,7 @@ func (l *leader) pruneJobs(ctx context.Context, jobs []string) error {
 			}
 		}
 		for _, kv := range unstarted[:max(0, len(unstarted)-unstartedLimit)] {
-			mark := marks[l.d.Keys.RecordRun(string(kv.Key))]
+			mark := marks[p.d.Keys.RecordRun(string(kv.Key))]
 			dels = append(dels, seenKey{key: string(kv.Key), rev: kv.ModRevision},
 				seenKey{key: string(mark.Key), rev: mark.ModRevision})
 			if err := flush(false); err != nil {
@@ -148,43 +161,38 @@ func (l *leader) pruneJobs(ctx context.Context, jobs []string) error {
 	return flush(true)
 }
 
-// pruneRound trims the history of the jobs that finished enough runs since
+// round trims the history of the jobs that finished enough runs since
 // their last round. Not before the term has taken the config (syncJobs):
 // until then every job looks removed, and a job removed gets the default
 // limits, so a new leader pruned a job with history_limit 100000 to 100
 // records and its skips to 20 (the fault suite saw the oldest skipped ticks
 // of five jobs lose their records after a failover).
-func (l *leader) pruneRound(ctx context.Context) error {
-	l.mu.Lock()
-	synced := l.jobs != nil
-	l.mu.Unlock()
-	if !synced {
+func (p *pruner) round(ctx context.Context) error {
+	if _, synced := p.job(""); !synced {
 		return nil // the counts stay for the next round
 	}
 	threshold := func(job string) int {
-		l.mu.Lock()
-		j := l.jobs[job]
-		l.mu.Unlock()
+		j, _ := p.job(job)
 		if j == nil {
 			return 1 // removed: trimmed to the defaults at once
 		}
 		return max(1, j.HistoryLimit/10)
 	}
-	due := l.d.Finished.take(threshold)
+	due := p.d.Finished.take(threshold)
 	if len(due) == 0 {
 		return nil
 	}
-	l.noteRemoved(due...) // a run of a removed job ended: it has records to keep
-	err := l.pruneJobs(ctx, due)
+	p.noteRemoved(due...) // a run of a removed job ended: it has records to keep
+	err := p.pruneJobs(ctx, due)
 	if err == nil {
-		err = l.pruneFanIns(ctx, due)
+		err = p.pruneFanIns(ctx, due)
 	}
 	if err != nil {
 		if err == errNotLeader || ctx.Err() != nil {
 			return err
 		}
-		l.d.Log.Warn("pruning history failed; will try again", "jobs", len(due), "err", err)
-		l.d.Finished.again(due)
+		p.d.Log.Warn("pruning history failed; will try again", "jobs", len(due), "err", err)
+		p.d.Finished.again(due)
 	}
 	return nil
 }
@@ -192,11 +200,9 @@ func (l *leader) pruneRound(ctx context.Context) error {
 // limits are the job's history limits: of records of runs that executed,
 // and of runs that never started. A job gone from the config, or a limit
 // of 0 (an entry from an older replica), gets the defaults.
-func (l *leader) limits(job string) (executed, unstarted int) {
+func (p *pruner) limits(job string) (executed, unstarted int) {
 	executed, unstarted = config.DefaultHistoryLimit, config.DefaultSkippedHistoryLimit
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if j := l.jobs[job]; j != nil {
+	if j, _ := p.job(job); j != nil {
 		if j.HistoryLimit > 0 {
 			executed = j.HistoryLimit
 		}
@@ -217,25 +223,25 @@ type seenKey struct {
 // read at, in one fenced transaction; when one changed meanwhile (a retried
 // run's final record replaced its earlier one at the same key), each key
 // alone. A record written after the read is never deleted for being old.
-func (l *leader) deleteUnchanged(ctx context.Context, keys []seenKey) error {
+func (b *base) deleteUnchanged(ctx context.Context, keys []seenKey) error {
 	if len(keys) == 0 {
 		return nil
 	}
 	del := func(keys []seenKey) (bool, error) {
-		cmps := []clientv3.Cmp{l.fence}
+		cmps := []clientv3.Cmp{b.fence}
 		ops := make([]clientv3.Op, len(keys))
 		for i, k := range keys {
 			cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(k.key), "=", k.rev))
 			ops[i] = clientv3.OpDelete(k.key)
 		}
-		tr, err := l.d.Client.Txn(ctx).If(cmps...).Then(ops...).Else(clientv3.OpGet(l.term.Key)).Commit()
+		tr, err := b.d.Client.Txn(ctx).If(cmps...).Then(ops...).Else(clientv3.OpGet(b.term.Key)).Commit()
 		if err != nil {
 			return false, fmt.Errorf("leader: prune history: %w", err)
 		}
 		if tr.Succeeded {
 			return true, nil
 		}
-		if l.fenceGone(tr) {
+		if b.fenceGone(tr) {
 			return false, errNotLeader
 		}
 		return false, nil

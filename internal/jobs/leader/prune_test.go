@@ -34,7 +34,7 @@ func TestPruneJobsKeepsTheNewestRecordsOfEachJob(t *testing.T) {
 			}
 		}
 	}
-	if err := l.pruneJobs(ctx, []string{"p-small", "p-mid", "p-big"}); err != nil {
+	if err := l.pruner.pruneJobs(ctx, []string{"p-small", "p-mid", "p-big"}); err != nil {
 		t.Fatal(err)
 	}
 	for name, n := range counts {
@@ -107,7 +107,7 @@ func TestPruneKeepsSkipsApart(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := l.pruneJobs(ctx, []string{"busy"}); err != nil {
+	if err := l.pruner.pruneJobs(ctx, []string{"busy"}); err != nil {
 		t.Fatal(err)
 	}
 	left := stored(t, cli, l.d.Keys.JobRuns("busy"))
@@ -141,14 +141,14 @@ func TestPruneWaitsForTheTermsConfig(t *testing.T) {
 	count := func(job string) int { return int(keysUnder(t, cli, l.d.Keys.JobRuns(job))) }
 	put("keep", 150)
 	l.d.Finished.Note("keep")
-	if err := l.pruneRound(ctx); err != nil {
+	if err := l.pruner.round(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if n := count("keep"); n != 150 {
 		t.Fatalf("%d of keep's 150 records left after a round before the term took the config, want all (history_limit 1000)", n)
 	}
 	l.syncJobs()
-	if err := l.pruneRound(ctx); err != nil {
+	if err := l.pruner.round(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if n := count("keep"); n != 150 {
@@ -156,7 +156,7 @@ func TestPruneWaitsForTheTermsConfig(t *testing.T) {
 	}
 	put("gone", 150)
 	l.d.Finished.Note("gone")
-	if err := l.pruneRound(ctx); err != nil {
+	if err := l.pruner.round(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if n := count("gone"); n != config.DefaultHistoryLimit {

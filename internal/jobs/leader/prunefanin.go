@@ -15,15 +15,13 @@ import (
 // ticks that fanned in, deleting the older ones with pruneJobs' rule: only
 // a key still at the revision it was read at. A tick not fanned in yet
 // keeps its keys: its shards' final ends still count on them.
-func (l *leader) pruneFanIns(ctx context.Context, jobs []string) error {
+func (p *pruner) pruneFanIns(ctx context.Context, jobs []string) error {
 	for _, job := range jobs {
-		l.mu.Lock()
-		j := l.jobs[job]
-		l.mu.Unlock()
+		j, _ := p.job(job)
 		if j == nil || !j.Sharded() {
 			continue
 		}
-		resp, err := l.d.Client.Get(ctx, l.d.Keys.JobFanIns(job), clientv3.WithPrefix(),
+		resp, err := p.d.Client.Get(ctx, p.d.Keys.JobFanIns(job), clientv3.WithPrefix(),
 			clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))
 		if err != nil {
 			return fmt.Errorf("leader: read fan-ins of %s: %w", job, err)
@@ -40,7 +38,7 @@ func (l *leader) pruneFanIns(ctx context.Context, jobs []string) error {
 				done = append(done, seenKey{key: key, rev: kv.ModRevision})
 			}
 		}
-		limit, _ := l.limits(job)
+		limit, _ := p.limits(job)
 		var dels []seenKey
 		for _, k := range done[:max(0, len(done)-limit)] {
 			dels = append(dels, k)
@@ -48,13 +46,13 @@ func (l *leader) pruneFanIns(ctx context.Context, jobs []string) error {
 				dels = append(dels, w)
 			}
 			if len(dels) >= maxOpsPerTxn-1 {
-				if err := l.deleteUnchanged(ctx, dels); err != nil {
+				if err := p.deleteUnchanged(ctx, dels); err != nil {
 					return err
 				}
 				dels = dels[:0]
 			}
 		}
-		if err := l.deleteUnchanged(ctx, dels); err != nil {
+		if err := p.deleteUnchanged(ctx, dels); err != nil {
 			return err
 		}
 	}

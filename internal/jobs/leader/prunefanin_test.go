@@ -37,7 +37,7 @@ func TestPruneFanInsKeepsTheNewestTicks(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := l.pruneFanIns(ctx, []string{"sh"}); err != nil {
+	if err := l.pruner.pruneFanIns(ctx, []string{"sh"}); err != nil {
 		t.Fatal(err)
 	}
 	resp, err := cli.Get(ctx, l.d.Keys.JobFanIns("sh"), clientv3.WithPrefix(), clientv3.WithKeysOnly())

@@ -12,7 +12,7 @@ import (
 // jobs per transaction so that each read stays within pruneReadBatch
 // ranges, and hands each job its two results, read at one revision. what
 // names the ranges in an error.
-func (l *leader) readJobs(ctx context.Context, jobs []string, what string,
+func (b *base) readJobs(ctx context.Context, jobs []string, what string,
 	reads func(job string) [2]clientv3.Op, each func(job string, first, second []*mvccpb.KeyValue) error) error {
 	for len(jobs) > 0 {
 		batch := jobs[:min(len(jobs), pruneReadBatch/2)]
@@ -22,7 +22,7 @@ func (l *leader) readJobs(ctx context.Context, jobs []string, what string,
 			r := reads(job)
 			ops = append(ops, r[0], r[1])
 		}
-		resp, err := l.d.Client.Txn(ctx).Then(ops...).Commit()
+		resp, err := b.d.Client.Txn(ctx).Then(ops...).Commit()
 		if err != nil {
 			return fmt.Errorf("leader: read %s: %w", what, err)
 		}

@@ -24,28 +24,39 @@ const lostGrace = 500 * time.Millisecond
 // rebuilding the same maps; a loss waits lostGrace anyway.
 const reapGap = 100 * time.Millisecond
 
-// reap records runs whose holder died (docs/design.md#the-safety-rules, rule 7): a running entry whose
+// reaper is the actor that records runs whose holder died, for one term.
+// Its state is its goroutine's (Run): no lock.
+type reaper struct {
+	*base
+	// suspects are the running entries seen without their slot, by when
+	// first seen so.
+	suspects map[string]time.Time
+}
+
+func newReaper(b *base) *reaper { return &reaper{base: b, suspects: map[string]time.Time{}} }
+
+// Run records runs whose holder died (docs/design.md#the-safety-rules, rule 7): a running entry whose
 // slot key no longer has the entry's ModRevision as CreateRevision was
 // neither released nor is it held. The run is recorded lost and retried
 // when retries remain.
-func (l *leader) reap(ctx context.Context) error {
-	suspects := map[string]time.Time{}
-	timer := l.d.Clock.NewTimer(time.Hour)
+func (rp *reaper) Run(ctx context.Context) error {
+	suspects := rp.suspects
+	timer := rp.d.Clock.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
-		queueChanged, slotsChanged := l.d.Queue.Changed(), l.d.Slots.Changed()
+		queueChanged, slotsChanged := rp.d.Queue.Changed(), rp.d.Slots.Changed()
 		held := map[string]int64{} // job slot key -> token
-		for _, s := range l.d.Slots.List() {
+		for _, s := range rp.d.Slots.List() {
 			if s.Job != "" {
-				held[l.d.Keys.SlotOf(s.Job, s.ConcurrencyKey, s.Slot)] = s.FencingToken
+				held[rp.d.Keys.SlotOf(s.Job, s.ConcurrencyKey, s.Slot)] = s.FencingToken
 			}
 		}
-		now := l.d.Clock.Now()
+		now := rp.d.Clock.Now()
 		alive := map[string]bool{}
 		next := time.Duration(0)
-		for _, q := range l.d.Queue.Running() {
+		for _, q := range rp.d.Queue.Running() {
 			alive[q.Key] = true
-			if held[l.d.Keys.SlotOf(q.Job, q.ConcurrencyKey, q.Slot)] == q.Token() {
+			if held[rp.d.Keys.SlotOf(q.Job, q.ConcurrencyKey, q.Slot)] == q.Token() {
 				delete(suspects, q.Key)
 				continue
 			}
@@ -60,7 +71,7 @@ func (l *leader) reap(ctx context.Context) error {
 				}
 				continue
 			}
-			if err := l.markLost(ctx, q); err != nil {
+			if err := rp.markLost(ctx, q); err != nil {
 				return err
 			}
 			delete(suspects, q.Key)
@@ -82,68 +93,52 @@ func (l *leader) reap(ctx context.Context) error {
 		case <-slotsChanged:
 		case <-timer.Chan():
 		}
-		if !l.pause(ctx, looked.Add(reapGap)) {
+		if !rp.pause(ctx, looked.Add(reapGap)) {
 			return nil
 		}
 	}
 }
 
-// pause waits until t, or returns false when ctx ends first.
-func (l *leader) pause(ctx context.Context, t time.Time) bool {
-	d := t.Sub(l.d.Clock.Now())
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	timer := l.d.Clock.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-timer.Chan():
-		return true
-	}
-}
-
-func (l *leader) markLost(ctx context.Context, q *queue.Item) error {
+func (rp *reaper) markLost(ctx context.Context, q *queue.Item) error {
 	// The run's spec decides its retry and what its end causes when the
 	// job left the config.
-	if r, err := l.d.Specs.Resolve(ctx, q); err == nil {
+	if r, err := rp.d.Specs.Resolve(ctx, q); err == nil {
 		q = r
 	} else if !errors.Is(err, queue.ErrSpecMissing) {
 		if ctx.Err() == nil {
-			l.d.Log.Warn("reading a lost run's spec failed; will retry", "job", q.Job, "run_id", q.RunID, "err", err)
+			rp.d.Log.Warn("reading a lost run's spec failed; will retry", "job", q.Job, "run_id", q.RunID, "err", err)
 		}
 		return nil
 	} else {
 		// Cannot happen while the run's entry refers to it (specs.go);
 		// recorded lost all the same, without a retry.
-		l.d.Log.Error("a lost run's spec is gone: recorded without a retry", "job", q.Job, "run_id", q.RunID, "err", err)
+		rp.d.Log.Error("a lost run's spec is gone: recorded without a retry", "job", q.Job, "run_id", q.RunID, "err", err)
 	}
-	slotKey := l.d.Keys.SlotOf(q.Job, q.ConcurrencyKey, q.Slot)
-	now := l.d.Clock.Now()
+	slotKey := rp.d.Keys.SlotOf(q.Job, q.ConcurrencyKey, q.Slot)
+	now := rp.d.Clock.Now()
 	rec := q.Lost(q.Token(), now)
-	ops, retry := follow.End(l.d.Keys, l.d.Config(), q.Key, q.Entry, &rec, now)
-	resp, err := l.d.Client.Txn(ctx).If(
-		l.fence,
+	ops, retry := follow.End(rp.d.Keys, rp.d.Config(), q.Key, q.Entry, &rec, now)
+	resp, err := rp.d.Client.Txn(ctx).If(
+		rp.fence,
 		clientv3.Compare(clientv3.ModRevision(q.Key), "=", q.ModRev),
 		clientv3.Compare(clientv3.CreateRevision(slotKey), "!=", q.Token()),
-	).Then(ops...).Else(clientv3.OpGet(l.term.Key)).Commit()
+	).Then(ops...).Else(clientv3.OpGet(rp.term.Key)).Commit()
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}
-		l.d.Log.Warn("recording a lost run failed; will retry", "job", q.Job, "run_id", q.RunID, "err", err)
+		rp.d.Log.Warn("recording a lost run failed; will retry", "job", q.Job, "run_id", q.RunID, "err", err)
 		return nil
 	}
 	if !resp.Succeeded {
-		if l.fenceGone(resp) {
+		if rp.fenceGone(resp) {
 			return errNotLeader
 		}
 		return nil // released or re-claimed meanwhile
 	}
-	l.d.Metrics.Runs.WithLabelValues(q.Job, string(runs.Lost)).Inc()
-	l.d.Finished.Note(q.Job)
-	l.d.Log.Warn("run lost: holder died holding its slot", "job", q.Job, "run_id", q.RunID, "holder", q.Holder,
+	rp.d.Metrics.Runs.WithLabelValues(q.Job, string(runs.Lost)).Inc()
+	rp.d.Finished.Note(q.Job)
+	rp.d.Log.Warn("run lost: holder died holding its slot", "job", q.Job, "run_id", q.RunID, "holder", q.Holder,
 		"slot", q.Slot, "token", q.Token(), "retry", retry != nil)
 	return nil
 }

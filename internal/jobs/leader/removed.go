@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -25,7 +26,7 @@ import (
 // removedScanGap: besides at the term's start, the leader lists every job
 // with records this often. Between two lists it looks only at the jobs
 // that left the config or came back (syncJobs) and those that ended a run
-// while out of it (pruneRound): a list costs a read per job with records.
+// while out of it (the pruner's round): a list costs a read per job with records.
 const removedScanGap = time.Hour
 
 // removal is a removed job's marker as read.
@@ -34,34 +35,75 @@ type removal struct {
 	rev int64 // ModRevision
 }
 
-// noteRemoved asks keepRemovedHistory to look at those of jobs the config
-// lacks.
-func (l *leader) noteRemoved(jobs ...string) {
-	l.mu.Lock()
-	n := 0
+// removedKeeper is the actor that keeps removed jobs' history for one
+// term. Its checks are the jobs to look at (under mu); changed signals,
+// coalescing, that there are some. It judges jobs by the leader's
+// (withJobs).
+type removedKeeper struct {
+	*base
+	// withJobs runs f with the term's jobs (nil: the config not taken
+	// yet), under the leader's lock: what f notes or takes is in step
+	// with the jobs syncJobs changes.
+	withJobs func(f func(jobs map[string]*config.Job))
+	mu       sync.Mutex
+	checks   map[string]bool
+	changed  chan struct{}
+}
+
+func newRemovedKeeper(b *base, withJobs func(func(map[string]*config.Job))) *removedKeeper {
+	return &removedKeeper{base: b, withJobs: withJobs, checks: map[string]bool{}, changed: make(chan struct{}, 1)}
+}
+
+// note asks the keeper to look at jobs that left the config or came back
+// (syncJobs, under the leader's lock).
+func (k *removedKeeper) note(jobs ...string) {
+	k.mu.Lock()
 	for _, job := range jobs {
-		if _, ok := l.jobs[job]; !ok && l.jobs != nil {
-			l.removedCheck[job] = true
-			n++
-		}
+		k.checks[job] = true
 	}
-	l.mu.Unlock()
+	n := len(k.checks)
+	k.mu.Unlock()
 	if n > 0 {
-		signal(l.removedChanged)
+		signal(k.changed)
 	}
 }
 
-// keepRemovedHistory keeps removed jobs' history for the TTL while the
+// take returns the jobs to look at, and looks at none of them again
+// unless noted again.
+func (k *removedKeeper) take() map[string]bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	noted := k.checks
+	k.checks = map[string]bool{}
+	return noted
+}
+
+// noteRemoved asks the keeper to look at those of jobs the config lacks.
+func (k *removedKeeper) noteRemoved(jobs ...string) {
+	var out []string
+	k.withJobs(func(known map[string]*config.Job) {
+		for _, job := range jobs {
+			if _, ok := known[job]; !ok && known != nil {
+				out = append(out, job)
+			}
+		}
+		if len(out) > 0 {
+			k.note(out...)
+		}
+	})
+}
+
+// Run keeps removed jobs' history for the TTL while the
 // term lasts: every job at the term's start and each removedScanGap, the
 // jobs noted in between at once, and each expiry when it comes.
-func (l *leader) keepRemovedHistory(ctx context.Context) error {
-	timer := l.d.Clock.NewTimer(time.Hour)
+func (k *removedKeeper) Run(ctx context.Context) error {
+	timer := k.d.Clock.NewTimer(time.Hour)
 	defer timer.Stop()
-	full, lastFull := true, l.d.Clock.Now()
+	full, lastFull := true, k.d.Clock.Now()
 	retry := roundRetry.Start()
 	for {
-		now := l.d.Clock.Now()
-		next, err := l.removedRound(ctx, full)
+		now := k.d.Clock.Now()
+		next, err := k.round(ctx, full)
 		if err == nil {
 			retry.Reset()
 		}
@@ -69,66 +111,67 @@ func (l *leader) keepRemovedHistory(ctx context.Context) error {
 		case err == errNotLeader || ctx.Err() != nil:
 			return err
 		case err != nil:
-			next, full = l.d.Clock.Now().Add(retry.Next()), true // what was noted is lost: look at all
-			l.d.Log.Warn("keeping removed jobs' history failed; will try again", "err", err, "at", next)
+			next, full = k.d.Clock.Now().Add(retry.Next()), true // what was noted is lost: look at all
+			k.d.Log.Warn("keeping removed jobs' history failed; will try again", "err", err, "at", next)
 		case full:
 			full, lastFull = false, now
 		}
 		next = sooner(next, lastFull.Add(removedScanGap))
-		timer.Reset(max(next.Sub(l.d.Clock.Now()), 0))
+		timer.Reset(max(next.Sub(k.d.Clock.Now()), 0))
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-l.removedChanged:
+		case <-k.changed:
 		case <-timer.Chan():
-			full = full || !l.d.Clock.Now().Before(lastFull.Add(removedScanGap))
+			full = full || !k.d.Clock.Now().Before(lastFull.Add(removedScanGap))
 		}
 	}
 }
 
-// removedRound marks the removed jobs that have records (all of them when
+// round marks the removed jobs that have records (all of them when
 // full, else those noted), unmarks the jobs that came back and purges the
 // history of those removed longer than the TTL ago. It returns the next
 // expiry (zero: none).
-func (l *leader) removedRound(ctx context.Context, full bool) (time.Time, error) {
-	l.mu.Lock()
-	synced := l.jobs != nil
-	known := make(map[string]bool, len(l.jobs))
-	for name := range l.jobs {
-		known[name] = true
-	}
-	noted := l.removedCheck
-	l.removedCheck = map[string]bool{}
-	l.mu.Unlock()
+func (k *removedKeeper) round(ctx context.Context, full bool) (time.Time, error) {
+	var synced bool
+	var known, noted map[string]bool
+	k.withJobs(func(jobs map[string]*config.Job) {
+		synced = jobs != nil
+		known = make(map[string]bool, len(jobs))
+		for name := range jobs {
+			known[name] = true
+		}
+		noted = k.take()
+	})
 	if !synced {
 		// Every job looks removed before the config is taken (Run takes
 		// it before it starts this part).
 		return time.Time{}, errors.New("leader: removed jobs: the term has not taken the config yet")
 	}
-	now := l.d.Clock.Now()
-	marks, err := l.removals(ctx)
+	now := k.d.Clock.Now()
+	marks, err := k.removals(ctx)
 	if err != nil {
 		return time.Time{}, err
 	}
-	candidates, err := l.removedCandidates(ctx, full, noted, known, marks)
+	candidates, err := k.candidates(ctx, full, noted, known, marks)
 	if err != nil {
 		return time.Time{}, err
 	}
 	for _, job := range candidates {
-		if err := l.markRemoved(ctx, job, now); err != nil {
+		if err := k.mark(ctx, job, now); err != nil {
 			return time.Time{}, err
 		}
-		l.d.Log.Info("removed job: history kept", "job", job, "until", now.Add(l.removedTTL()))
+		k.d.Log.Info("removed job: history kept", "job", job, "until", now.Add(k.ttl()))
 		marks[job] = &removal{at: now}
 	}
 	var next time.Time
 	for job, m := range marks {
-		expires := m.at.Add(l.removedTTL())
+		expires := m.at.Add(k.ttl())
 		switch {
 		case known[job]:
-			err = l.unmarkRemoved(ctx, job, m)
+			err = k.unmark(ctx, job, m)
 		case m.rev != 0 && !now.Before(expires): // rev 0: written in this round
-			err = l.purgeRemoved(ctx, job, m)
+			err = k.purge(ctx, job, m)
 		default:
 			next = sooner(next, expires)
 		}
@@ -139,14 +182,14 @@ func (l *leader) removedRound(ctx context.Context, full bool) (time.Time, error)
 	return next, nil
 }
 
-// removedCandidates are the jobs to mark removed: not in the config, not
+// candidates are the jobs to mark removed: not in the config, not
 // marked, with records. full lists every job with records; otherwise only
 // the noted jobs are looked at.
-func (l *leader) removedCandidates(ctx context.Context, full bool, noted, known map[string]bool, marks map[string]*removal) ([]string, error) {
+func (k *removedKeeper) candidates(ctx context.Context, full bool, noted, known map[string]bool, marks map[string]*removal) ([]string, error) {
 	var withRecords []string
 	if full {
 		var err error
-		if withRecords, err = l.jobsWithRecords(ctx); err != nil {
+		if withRecords, err = k.jobsWithRecords(ctx); err != nil {
 			return nil, err
 		}
 	} else {
@@ -154,7 +197,7 @@ func (l *leader) removedCandidates(ctx context.Context, full bool, noted, known 
 			if known[job] || marks[job] != nil {
 				continue
 			}
-			resp, err := l.d.Client.Get(ctx, l.d.Keys.JobRuns(job), clientv3.WithPrefix(), clientv3.WithCountOnly())
+			resp, err := k.d.Client.Get(ctx, k.d.Keys.JobRuns(job), clientv3.WithPrefix(), clientv3.WithCountOnly())
 			if err != nil {
 				return nil, fmt.Errorf("leader: read the records of %s: %w", job, err)
 			}
@@ -180,9 +223,9 @@ func sooner(a, b time.Time) time.Time {
 	return a
 }
 
-// removedTTL is cluster.removed_history_ttl of the leader's config.
-func (l *leader) removedTTL() time.Duration {
-	if ttl := l.d.Config().Cluster.RemovedHistoryTTL.D(); ttl > 0 {
+// ttl is cluster.removed_history_ttl of the leader's config.
+func (k *removedKeeper) ttl() time.Duration {
+	if ttl := k.d.Config().Cluster.RemovedHistoryTTL.D(); ttl > 0 {
 		return ttl
 	}
 	return config.DefaultRemovedHistoryTTL
@@ -190,8 +233,8 @@ func (l *leader) removedTTL() time.Duration {
 
 // removals reads the removal markers. An unreadable time counts as now:
 // the history is kept a whole TTL rather than deleted early.
-func (l *leader) removals(ctx context.Context) (map[string]*removal, error) {
-	resp, err := l.d.Client.Get(ctx, l.d.Keys.Removed(), clientv3.WithPrefix())
+func (k *removedKeeper) removals(ctx context.Context) (map[string]*removal, error) {
+	resp, err := k.d.Client.Get(ctx, k.d.Keys.Removed(), clientv3.WithPrefix())
 	if err != nil {
 		return nil, fmt.Errorf("leader: read removed jobs: %w", err)
 	}
@@ -199,83 +242,68 @@ func (l *leader) removals(ctx context.Context) (map[string]*removal, error) {
 	for _, kv := range resp.Kvs {
 		at, err := time.Parse(time.RFC3339Nano, string(kv.Value))
 		if err != nil {
-			l.d.Log.Warn("removed job: unreadable removal time; counting from now", "key", string(kv.Key), "err", err)
-			at = l.d.Clock.Now()
+			k.d.Log.Warn("removed job: unreadable removal time; counting from now", "key", string(kv.Key), "err", err)
+			at = k.d.Clock.Now()
 		}
-		out[l.d.Keys.RemovedName(string(kv.Key))] = &removal{at: at, rev: kv.ModRevision}
+		out[k.d.Keys.RemovedName(string(kv.Key))] = &removal{at: at, rev: kv.ModRevision}
 	}
 	return out, nil
 }
 
 // jobsWithRecords lists the jobs that have records, one keys-only read of
 // a single key per job: each read starts past the previous job's records.
-func (l *leader) jobsWithRecords(ctx context.Context) ([]string, error) {
-	from, end := l.d.Keys.Runs(), clientv3.GetPrefixRangeEnd(l.d.Keys.Runs())
+func (k *removedKeeper) jobsWithRecords(ctx context.Context) ([]string, error) {
+	from, end := k.d.Keys.Runs(), clientv3.GetPrefixRangeEnd(k.d.Keys.Runs())
 	var out []string
 	for {
-		resp, err := l.d.Client.Get(ctx, from, clientv3.WithRange(end), clientv3.WithLimit(1), clientv3.WithKeysOnly())
+		resp, err := k.d.Client.Get(ctx, from, clientv3.WithRange(end), clientv3.WithLimit(1), clientv3.WithKeysOnly())
 		if err != nil {
 			return nil, fmt.Errorf("leader: list jobs with records: %w", err)
 		}
 		if len(resp.Kvs) == 0 {
 			return out, nil
 		}
-		job := l.d.Keys.RecordJob(string(resp.Kvs[0].Key))
+		job := k.d.Keys.RecordJob(string(resp.Kvs[0].Key))
 		out = append(out, job)
-		from = clientv3.GetPrefixRangeEnd(l.d.Keys.JobRuns(job))
+		from = clientv3.GetPrefixRangeEnd(k.d.Keys.JobRuns(job))
 	}
 }
 
-// markRemoved writes job's marker unless one exists.
-func (l *leader) markRemoved(ctx context.Context, job string, now time.Time) error {
-	key := l.d.Keys.RemovedJob(job)
-	_, err := l.fenced(ctx, []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(key), "=", 0)},
+// mark writes job's marker unless one exists.
+func (k *removedKeeper) mark(ctx context.Context, job string, now time.Time) error {
+	key := k.d.Keys.RemovedJob(job)
+	_, err := k.fenced(ctx, []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(key), "=", 0)},
 		clientv3.OpPut(key, now.UTC().Format(time.RFC3339Nano)))
 	return err
 }
 
-// unmarkRemoved deletes the marker of a job that is back in the config:
+// unmark deletes the marker of a job that is back in the config:
 // its history is its own again, pruned by its limits.
-func (l *leader) unmarkRemoved(ctx context.Context, job string, m *removal) error {
-	key := l.d.Keys.RemovedJob(job)
-	ok, err := l.fenced(ctx, []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", m.rev)}, clientv3.OpDelete(key))
+func (k *removedKeeper) unmark(ctx context.Context, job string, m *removal) error {
+	key := k.d.Keys.RemovedJob(job)
+	ok, err := k.fenced(ctx, []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", m.rev)}, clientv3.OpDelete(key))
 	if ok {
-		l.d.Log.Info("removed job is back: its history stays", "job", job)
+		k.d.Log.Info("removed job is back: its history stays", "job", job)
 	}
 	return err
 }
 
-// purgeRemoved deletes a removed job's records, their unstarted markers
+// purge deletes a removed job's records, their unstarted markers
 // and its marker, if the marker is as read and the job still removed.
-func (l *leader) purgeRemoved(ctx context.Context, job string, m *removal) error {
-	l.mu.Lock()
-	_, back := l.jobs[job]
-	l.mu.Unlock()
+func (k *removedKeeper) purge(ctx context.Context, job string, m *removal) error {
+	var back bool
+	k.withJobs(func(jobs map[string]*config.Job) { _, back = jobs[job] })
 	if back {
 		return nil // the next round unmarks it
 	}
-	key := l.d.Keys.RemovedJob(job)
-	ok, err := l.fenced(ctx, []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", m.rev)},
-		clientv3.OpDelete(l.d.Keys.JobRuns(job), clientv3.WithPrefix()),
-		clientv3.OpDelete(l.d.Keys.Unstarted(job), clientv3.WithPrefix()),
-		clientv3.OpDelete(l.d.Keys.JobFanIns(job), clientv3.WithPrefix()),
+	key := k.d.Keys.RemovedJob(job)
+	ok, err := k.fenced(ctx, []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", m.rev)},
+		clientv3.OpDelete(k.d.Keys.JobRuns(job), clientv3.WithPrefix()),
+		clientv3.OpDelete(k.d.Keys.Unstarted(job), clientv3.WithPrefix()),
+		clientv3.OpDelete(k.d.Keys.JobFanIns(job), clientv3.WithPrefix()),
 		clientv3.OpDelete(key))
 	if ok {
-		l.d.Log.Info("removed job: history deleted", "job", job, "removed_at", m.at)
+		k.d.Log.Info("removed job: history deleted", "job", job, "removed_at", m.at)
 	}
 	return err
-}
-
-// fenced commits ops if the term and cmps hold. ok is false when a
-// compare failed; the error is errNotLeader when the term is over.
-func (l *leader) fenced(ctx context.Context, cmps []clientv3.Cmp, ops ...clientv3.Op) (ok bool, err error) {
-	tr, err := l.d.Client.Txn(ctx).If(append([]clientv3.Cmp{l.fence}, cmps...)...).Then(ops...).
-		Else(clientv3.OpGet(l.term.Key)).Commit()
-	if err != nil {
-		return false, fmt.Errorf("leader: fenced write: %w", err)
-	}
-	if !tr.Succeeded && l.fenceGone(tr) {
-		return false, errNotLeader
-	}
-	return tr.Succeeded, nil
 }

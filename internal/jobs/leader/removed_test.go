@@ -61,7 +61,7 @@ func TestRemovedJobHistoryIsKeptForTheTTLThenDeleted(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	next, err := l.removedRound(t.Context(), true)
+	next, err := l.removed.round(t.Context(), true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func TestRemovedJobHistoryIsKeptForTheTTLThenDeleted(t *testing.T) {
 	}
 
 	clock.Advance(5*time.Minute - time.Second)
-	if _, err := l.removedRound(t.Context(), true); err != nil {
+	if _, err := l.removed.round(t.Context(), true); err != nil {
 		t.Fatal(err)
 	}
 	if n := keysUnder(t, cli, l.d.Keys.JobRuns("gone")); n != 6 {
@@ -88,7 +88,7 @@ func TestRemovedJobHistoryIsKeptForTheTTLThenDeleted(t *testing.T) {
 	}
 
 	clock.Advance(time.Second)
-	if _, err := l.removedRound(t.Context(), true); err != nil {
+	if _, err := l.removed.round(t.Context(), true); err != nil {
 		t.Fatal(err)
 	}
 	for _, prefix := range []string{l.d.Keys.JobRuns("gone"), l.d.Keys.Unstarted("gone"), l.d.Keys.JobFanIns("gone"), l.d.Keys.Removed()} {
@@ -111,7 +111,7 @@ func TestRemovedJobPutBackKeepsItsHistory(t *testing.T) {
 	cfg.Cluster.RemovedHistoryTTL = config.Duration(time.Hour)
 	l, cli, clock := leaderOn(t, "/removed-back/", cfg, time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC))
 	putRecords(t, cli, l, "back", 5)
-	if _, err := l.removedRound(t.Context(), true); err != nil {
+	if _, err := l.removed.round(t.Context(), true); err != nil {
 		t.Fatal(err)
 	}
 	if n := keysUnder(t, cli, l.d.Keys.RemovedJob("back")); n != 1 {
@@ -123,14 +123,14 @@ func TestRemovedJobPutBackKeepsItsHistory(t *testing.T) {
 	l.jobs["back"] = &j
 	l.mu.Unlock()
 	clock.Advance(30 * time.Minute)
-	if _, err := l.removedRound(t.Context(), true); err != nil {
+	if _, err := l.removed.round(t.Context(), true); err != nil {
 		t.Fatal(err)
 	}
 	if n := keysUnder(t, cli, l.d.Keys.Removed()); n != 0 {
 		t.Fatalf("the job is back: %d removal markers, want none", n)
 	}
 	clock.Advance(2 * time.Hour)
-	if _, err := l.removedRound(t.Context(), true); err != nil {
+	if _, err := l.removed.round(t.Context(), true); err != nil {
 		t.Fatal(err)
 	}
 	if n := keysUnder(t, cli, l.d.Keys.JobRuns("back")); n != 5 {
@@ -147,7 +147,7 @@ func TestRemovedHistoryWritesAreFenced(t *testing.T) {
 	if _, err := cli.Delete(t.Context(), l.term.Key); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.removedRound(t.Context(), true); !errors.Is(err, errNotLeader) {
+	if _, err := l.removed.round(t.Context(), true); !errors.Is(err, errNotLeader) {
 		t.Fatalf("round of a deposed leader: %v, want errNotLeader", err)
 	}
 	if n := keysUnder(t, cli, l.d.Keys.Removed()); n != 0 {
@@ -172,14 +172,14 @@ func TestRemovedJobsNotedBetweenScans(t *testing.T) {
 	marked := func(job string) bool { return keysUnder(t, cli, l.d.Keys.RemovedJob(job)) == 1 }
 	round := func(full bool) {
 		t.Helper()
-		if _, err := l.removedRound(ctx, full); err != nil {
+		if _, err := l.removed.round(ctx, full); err != nil {
 			t.Fatal(err)
 		}
 	}
 
 	cfg = onlyB
 	l.syncJobs()
-	l.noteRemoved("late", "b") // b is configured: not a candidate
+	l.removed.noteRemoved("late", "b") // b is configured: not a candidate
 	round(false)
 	if !marked("a") || !marked("late") || marked("b") || marked("unnoted") {
 		t.Errorf("after a noted round: marked a %v, late %v, b %v, unnoted %v; want a and late only",
@@ -206,7 +206,7 @@ func TestKeepRemovedHistoryPurgesAtTheTTL(t *testing.T) {
 	putRecords(t, cli, l, "gone", 3)
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
-	go func() { done <- l.keepRemovedHistory(ctx) }()
+	go func() { done <- l.removed.Run(ctx) }()
 	defer func() {
 		cancel()
 		if err := <-done; err != nil {

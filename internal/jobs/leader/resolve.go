@@ -34,13 +34,22 @@ import (
 // session TTL (tests).
 const defaultResolveGap = 5 * time.Second
 
-// resolveDead resolves dead workers until ctx ends.
-func (l *leader) resolveDead(ctx context.Context) error {
-	if l.d.Workers == nil || l.store == nil {
+// resolver is the actor that resolves dead workers for one term. It
+// shares the assignments with the withdrawals (withdraw_assigned.go): its
+// moves keep apart from them, and drop their snapshot.
+type resolver struct {
+	*base
+	store   *assign.Store
+	assigns *assignments
+}
+
+// Run resolves dead workers until ctx ends.
+func (rv *resolver) Run(ctx context.Context) error {
+	if rv.d.Workers == nil || rv.store == nil {
 		return nil
 	}
 	select {
-	case <-l.d.Workers.Ready():
+	case <-rv.d.Workers.Ready():
 	case <-ctx.Done():
 		return nil
 	}
@@ -51,51 +60,51 @@ func (l *leader) resolveDead(ctx context.Context) error {
 		}
 	}()
 	for {
-		if err := l.resolveOnce(ctx); err != nil {
+		if err := rv.once(ctx); err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
 			if errors.Is(err, errNotLeader) {
 				return err
 			}
-			l.d.Log.Warn("resolving dead workers' assignments failed; will try again", "err", err)
+			rv.d.Log.Warn("resolving dead workers' assignments failed; will try again", "err", err)
 		}
-		gap := l.d.Config().Cluster.SessionTTL.D()
+		gap := rv.d.Config().Cluster.SessionTTL.D()
 		if gap <= 0 {
 			gap = defaultResolveGap
 		}
 		if timer == nil {
-			timer = l.d.Clock.NewTimer(gap)
+			timer = rv.d.Clock.NewTimer(gap)
 		} else {
 			timer.Reset(gap)
 		}
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-l.d.Workers.Changed():
+		case <-rv.d.Workers.Changed():
 		case <-timer.Chan():
 		}
 	}
 }
 
-// resolveOnce lists, keys only, the workers that hold assignments or claim
+// once lists, keys only, the workers that hold assignments or claim
 // markers, and resolves those not alive; it stops at a lost fence.
-func (l *leader) resolveOnce(ctx context.Context) error {
-	resp, err := l.d.Client.Txn(ctx).Then(
-		clientv3.OpGet(l.d.Keys.Assignments(), clientv3.WithPrefix(), clientv3.WithKeysOnly()),
-		clientv3.OpGet(l.d.Keys.Claimed(), clientv3.WithPrefix(), clientv3.WithKeysOnly()),
+func (rv *resolver) once(ctx context.Context) error {
+	resp, err := rv.d.Client.Txn(ctx).Then(
+		clientv3.OpGet(rv.d.Keys.Assignments(), clientv3.WithPrefix(), clientv3.WithKeysOnly()),
+		clientv3.OpGet(rv.d.Keys.Claimed(), clientv3.WithPrefix(), clientv3.WithKeysOnly()),
 	).Commit()
 	if err != nil {
 		return fmt.Errorf("leader: list assignments: %w", err)
 	}
 	var dead []string
 	for _, kv := range resp.Responses[0].GetResponseRange().Kvs {
-		if w, _, _, ok := l.d.Keys.ParseAssignment(string(kv.Key)); ok && !l.d.Workers.Alive(w) {
+		if w, _, _, ok := rv.d.Keys.ParseAssignment(string(kv.Key)); ok && !rv.d.Workers.Alive(w) {
 			dead = append(dead, w)
 		}
 	}
 	for _, kv := range resp.Responses[1].GetResponseRange().Kvs {
-		if w, _, _, _, ok := l.d.Keys.ParseClaimMarker(string(kv.Key)); ok && !l.d.Workers.Alive(w) {
+		if w, _, _, _, ok := rv.d.Keys.ParseClaimMarker(string(kv.Key)); ok && !rv.d.Workers.Alive(w) {
 			dead = append(dead, w)
 		}
 	}
@@ -103,7 +112,7 @@ func (l *leader) resolveOnce(ctx context.Context) error {
 	var errs error
 	for _, w := range slices.Compact(dead) {
 		// One worker's failure does not hold back the others'.
-		if err := l.resolveWorker(ctx, w); errors.Is(err, errNotLeader) {
+		if err := rv.worker(ctx, w); errors.Is(err, errNotLeader) {
 			return err
 		} else if err != nil {
 			errs = errors.Join(errs, err)
@@ -112,29 +121,29 @@ func (l *leader) resolveOnce(ctx context.Context) error {
 	return errs
 }
 
-// resolveWorker resolves one dead worker and logs and counts what became
+// worker resolves one dead worker and logs and counts what became
 // of its runs. A worker found alive (the mirror was behind) is left.
-func (l *leader) resolveWorker(ctx context.Context, worker string) error {
-	l.assignMu.Lock()
-	done, err := l.store.Resolve(ctx, l.fence, worker, l.placement(worker))
+func (rv *resolver) worker(ctx context.Context, worker string) error {
+	rv.assigns.mu.Lock()
+	done, err := rv.store.Resolve(ctx, rv.fence, worker, rv.placement(worker))
 	for _, r := range done {
 		if r.To != "" {
-			l.assignSnap.drop() // a new assignment: the withdrawals read again
+			rv.assigns.snap.drop() // a new assignment: the withdrawals read again
 			break
 		}
 	}
-	l.assignMu.Unlock()
+	rv.assigns.mu.Unlock()
 	for _, r := range done {
 		switch r.Outcome {
 		case runs.Lost:
-			l.d.Metrics.Runs.WithLabelValues(r.Job, string(runs.Lost)).Inc()
-			l.d.Log.Warn("run lost: its worker died after claiming it", "job", r.Job, "run_id", r.RunID, "worker", worker)
+			rv.d.Metrics.Runs.WithLabelValues(r.Job, string(runs.Lost)).Inc()
+			rv.d.Log.Warn("run lost: its worker died after claiming it", "job", r.Job, "run_id", r.RunID, "worker", worker)
 		case runs.Missed:
-			l.d.Metrics.Runs.WithLabelValues(r.Job, string(runs.Missed)).Inc()
-			l.d.Metrics.Skipped.WithLabelValues(r.Job, "missed").Inc()
-			l.d.Log.Warn("run missed: its worker died before starting it and no live worker could start it in time", "job", r.Job, "run_id", r.RunID, "worker", worker)
+			rv.d.Metrics.Runs.WithLabelValues(r.Job, string(runs.Missed)).Inc()
+			rv.d.Metrics.Skipped.WithLabelValues(r.Job, "missed").Inc()
+			rv.d.Log.Warn("run missed: its worker died before starting it and no live worker could start it in time", "job", r.Job, "run_id", r.RunID, "worker", worker)
 		default:
-			l.d.Log.Info("run moved from a dead worker", "job", r.Job, "run_id", r.RunID, "worker", worker, "to", r.To)
+			rv.d.Log.Info("run moved from a dead worker", "job", r.Job, "run_id", r.RunID, "worker", worker, "to", r.To)
 		}
 	}
 	switch {
@@ -152,13 +161,13 @@ func (l *leader) resolveWorker(ctx context.Context, worker string) error {
 // (the job's as configured; none for a job no longer configured), their
 // new worker (rendezvous over the live lean incarnations but the dead
 // one) and what their lost or missed record causes.
-func (l *leader) placement(dead string) assign.Placement {
-	cfg := l.d.Config()
+func (rv *resolver) placement(dead string) assign.Placement {
+	cfg := rv.d.Config()
 	jobs := make(map[string]*config.Job, len(cfg.Jobs))
 	for i := range cfg.Jobs {
 		jobs[cfg.Jobs[i].Name] = &cfg.Jobs[i]
 	}
-	live, _ := l.d.Workers.Lean()
+	live, _ := rv.d.Workers.Lean()
 	live = slices.DeleteFunc(live, func(w string) bool { return w == dead })
 	return assign.Placement{
 		StartingDeadline: func(job string) time.Duration {
@@ -168,7 +177,7 @@ func (l *leader) placement(dead string) assign.Placement {
 			return 0
 		},
 		Worker: func(job string, at time.Time) string { return rendezvous.Pick(live, runs.ID(job, at)) },
-		Follow: func(rec *runs.Record) []clientv3.Op { return l.follow(cfg, jobs[rec.Job], rec) },
+		Follow: func(rec *runs.Record) []clientv3.Op { return rv.follow(cfg, jobs[rec.Job], rec) },
 	}
 }
 
@@ -176,15 +185,15 @@ func (l *leader) placement(dead string) assign.Placement {
 // the record (which Resolve writes): follow.End's retry entry (lost is
 // retryable), with its spec, or the notifications, chained runs and
 // health of a final outcome. A job no longer configured gets none.
-func (l *leader) follow(cfg *config.Config, j *config.Job, rec *runs.Record) []clientv3.Op {
+func (rv *resolver) follow(cfg *config.Config, j *config.Job, rec *runs.Record) []clientv3.Op {
 	if j == nil {
 		return nil
 	}
-	now := l.d.Clock.Now()
+	now := rv.d.Clock.Now()
 	e := queue.NewEntry(rec.RunID, j, cfg.Resources, rec.ScheduledAt, rec.ScheduledAt, 1, runs.Schedule)
-	ops, retry := follow.End(l.d.Keys, cfg, "", e, rec, now)
-	ops = ops[len(queue.RecordOps(l.d.Keys, rec)):]
-	if spec, ok := e.SpecOp(l.d.Keys); ok && retry != nil {
+	ops, retry := follow.End(rv.d.Keys, cfg, "", e, rec, now)
+	ops = ops[len(queue.RecordOps(rv.d.Keys, rec)):]
+	if spec, ok := e.SpecOp(rv.d.Keys); ok && retry != nil {
 		// The retry entry refers to the spec of today's config, which this
 		// term may not have written.
 		ops = append([]clientv3.Op{spec}, ops...)

@@ -72,7 +72,7 @@ func (e *resolveEnv) background(f func()) {
 // resolveDead is the leader's resolution of dead workers, failing the test
 // on an error.
 func (e *resolveEnv) resolveDead() {
-	if err := e.l.resolveDead(e.ctx); err != nil {
+	if err := e.l.resolver.Run(e.ctx); err != nil {
 		e.t.Errorf("resolveDead: %v", err)
 	}
 }
@@ -198,7 +198,7 @@ func TestAnIncarnationOnAnOldLeaseIsResolvedAndTheLiveOneIsNot(t *testing.T) {
 	old, _ := e.member("r1")
 	at := leanStart.Add(10 * time.Second)
 	oldKey := e.assign(old, at, []string{"moved"})
-	if err := e.l.resolveOnce(e.ctx); err != nil {
+	if err := e.l.resolver.once(e.ctx); err != nil {
 		t.Fatal(err)
 	}
 	if e.get(oldKey) == "" {
@@ -220,7 +220,7 @@ func TestAnIncarnationOnAnOldLeaseIsResolvedAndTheLiveOneIsNot(t *testing.T) {
 		}
 	})
 	newRev := modRevision(t, e.cli, newKey)
-	if err := e.l.resolveOnce(e.ctx); err != nil {
+	if err := e.l.resolver.once(e.ctx); err != nil {
 		t.Fatal(err)
 	}
 	if e.get(oldKey) != "" {

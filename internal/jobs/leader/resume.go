@@ -17,26 +17,32 @@ import (
 // again meanwhile is not lost: it deletes the marker, or writes
 // pause.Resumed where the file says paused.
 
-// resumeExpired ends each pause at its until while the term lasts.
-func (l *leader) resumeExpired(ctx context.Context) error {
-	timer := l.d.Clock.NewTimer(time.Hour)
+// resumer is the actor that ends pauses at their until for one term; it
+// keeps no state of its own: the pause view says what is paused.
+type resumer struct {
+	*base
+}
+
+// Run ends each pause at its until while the term lasts.
+func (r *resumer) Run(ctx context.Context) error {
+	timer := r.d.Clock.NewTimer(time.Hour)
 	defer timer.Stop()
 	retry := roundRetry.Start()
 	for {
-		changed := l.d.Paused.Changed()
-		next, err := l.resumeRound(ctx)
+		changed := r.d.Paused.Changed()
+		next, err := r.round(ctx)
 		if err != nil {
 			if err == errNotLeader || ctx.Err() != nil {
 				return err
 			}
-			next = l.d.Clock.Now().Add(retry.Next())
-			l.d.Log.Warn("ending expired pauses failed; will try again", "err", err, "at", next)
+			next = r.d.Clock.Now().Add(retry.Next())
+			r.d.Log.Warn("ending expired pauses failed; will try again", "err", err, "at", next)
 		} else {
 			retry.Reset()
 		}
 		wait := time.Hour
 		if !next.IsZero() {
-			wait = max(next.Sub(l.d.Clock.Now()), 0)
+			wait = max(next.Sub(r.d.Clock.Now()), 0)
 		}
 		timer.Reset(wait)
 		select {
@@ -48,29 +54,29 @@ func (l *leader) resumeExpired(ctx context.Context) error {
 	}
 }
 
-// resumeRound ends the pauses whose until has passed and returns the next
+// round ends the pauses whose until has passed and returns the next
 // until to come (zero: none).
-func (l *leader) resumeRound(ctx context.Context) (time.Time, error) {
-	now := l.d.Clock.Now()
+func (r *resumer) round(ctx context.Context) (time.Time, error) {
+	now := r.d.Clock.Now()
 	var next time.Time
-	for _, p := range l.d.Paused.Expiring() {
+	for _, p := range r.d.Paused.Expiring() {
 		if now.Before(p.Until) {
 			if next.IsZero() || p.Until.Before(next) {
 				next = p.Until
 			}
 			continue
 		}
-		key := l.d.Keys.Paused(p.Job)
+		key := r.d.Keys.Paused(p.Job)
 		end := clientv3.OpDelete(key)
-		if j := l.d.Config().Job(p.Job); j != nil && j.Paused {
+		if j := r.d.Config().Job(p.Job); j != nil && j.Paused {
 			end = clientv3.OpPut(key, pause.Resumed)
 		}
-		ok, err := l.fenced(ctx, []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", p.Rev)}, end)
+		ok, err := r.fenced(ctx, []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", p.Rev)}, end)
 		if err != nil {
 			return next, err
 		}
 		if ok {
-			l.d.Log.Info("pause ended at its until: job resumed", "job", p.Job, "until", p.Until)
+			r.d.Log.Info("pause ended at its until: job resumed", "job", p.Job, "until", p.Until)
 		}
 	}
 	return next, nil

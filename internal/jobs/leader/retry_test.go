@@ -11,7 +11,7 @@ import (
 // to passRetry.Max, and at once-soon again after a pass succeeds.
 func TestFailedPassBacksOff(t *testing.T) {
 	clock := clockwork.NewFakeClock()
-	l := &leader{d: Deps{Clock: clock}, failures: map[string]int{}}
+	l := &leader{base: &base{d: Deps{Clock: clock}}, failures: map[string]int{}}
 	ms := time.Millisecond
 	for i, step := range []time.Duration{500 * ms, time.Second, 2 * time.Second, 2 * time.Second} {
 		wait := l.failedPass("a").Sub(clock.Now())

@@ -18,30 +18,30 @@ import (
 // only with the last part. A leader that dies between parts leaves the
 // cursor before the tick: its successor writes the tick again, and the
 // guard of each shard writes only the shards missing.
-func (l *leader) writeShards(ctx context.Context, cfg *config.Config, j *config.Job, t plannedTick, now time.Time) error {
+func (tw *tickWriter) writeShards(ctx context.Context, cfg *config.Config, j *config.Job, t plannedTick, now time.Time) error {
 	runID := runs.ID(j.Name, t.At)
 	entry := queue.NewEntry(runID, j, cfg.Resources, t.At, t.NotBefore, 1, runs.Schedule)
 	entry.CatchUp = t.CatchUp
 	if err := entry.RenderKey(); err != nil {
 		// Recorded skipped under the tick's id, as an unsharded tick is.
-		_, ops, health := l.tickOps(cfg, j, t, now)
-		_, err := l.write(ctx, j.Name, t.At, l.absent(j.Name, runID), append(ops, health...))
+		_, ops, health := tw.tickOps(cfg, j, t, now)
+		_, err := tw.write(ctx, j.Name, t.At, tw.absent(j.Name, runID), append(ops, health...))
 		return err
 	}
-	parts := queue.FanOutParts(l.d.Keys, entry.ShardEntries())
+	parts := queue.FanOutParts(tw.d.Keys, entry.ShardEntries())
 	for _, part := range parts[:len(parts)-1] {
-		if err := l.writePart(ctx, j.Name, part); err != nil {
+		if err := tw.writePart(ctx, j.Name, part); err != nil {
 			return err
 		}
 	}
 	n := runTicks([]plannedTick{t})
-	wrote, err := l.write(ctx, j.Name, t.At, nil, append(parts[len(parts)-1], l.countOps(j, n)...))
+	wrote, err := tw.write(ctx, j.Name, t.At, nil, append(parts[len(parts)-1], tw.cursors.countOps(j, n)...))
 	if err != nil {
 		return err
 	}
 	if wrote {
-		l.countTick(j.Name, t)
-		l.counted(j, n)
+		tw.countTick(j.Name, t)
+		tw.cursors.counted(j, n)
 	}
 	return nil
 }
@@ -52,37 +52,33 @@ func (l *leader) writeShards(ctx context.Context, cfg *config.Config, j *config.
 // so that its shards all exist, are recorded (missed, by their deadline)
 // and fan in. A failed read counts as not begun (the write that follows
 // fails too, and the next pass looks again).
-func (l *leader) fannedOut(ctx context.Context, job string, at time.Time) bool {
-	resp, err := l.d.Client.Get(ctx, l.d.Keys.FanIn(job, runs.ID(job, at)), clientv3.WithCountOnly())
+func (tw *tickWriter) fannedOut(ctx context.Context, job string, at time.Time) bool {
+	resp, err := tw.d.Client.Get(ctx, tw.d.Keys.FanIn(job, runs.ID(job, at)), clientv3.WithCountOnly())
 	return err == nil && resp.Count > 0
 }
 
 // writePart writes one part of a tick's shards if this leader still leads
 // and the job's cursor is as it knows it.
-func (l *leader) writePart(ctx context.Context, job string, ops []clientv3.Op) error {
-	l.mu.Lock()
-	known, ok := l.cursors[job]
-	l.mu.Unlock()
-	resp, err := l.d.Client.Txn(ctx).If(l.fence, l.cursorIs(job, known, ok)).Then(ops...).
-		Else(clientv3.OpGet(l.term.Key), clientv3.OpGet(l.d.Keys.Cursor(job))).Commit()
+func (tw *tickWriter) writePart(ctx context.Context, job string, ops []clientv3.Op) error {
+	known, ok := tw.cursors.get(job)
+	resp, err := tw.d.Client.Txn(ctx).If(tw.fence, tw.cursors.is(job, known, ok)).Then(ops...).
+		Else(clientv3.OpGet(tw.term.Key), clientv3.OpGet(tw.d.Keys.Cursor(job))).Commit()
 	if err != nil {
 		return fmt.Errorf("leader: materialize shards of %s: %w", job, err)
 	}
 	if resp.Succeeded {
 		return nil
 	}
-	if l.fenceGone(resp) {
+	if tw.fenceGone(resp) {
 		return errNotLeader
 	}
 	// Another term moved the cursor: plan again from what is stored.
-	l.mu.Lock()
-	defer l.mu.Unlock()
 	if kvs := resp.Responses[1].GetResponseRange().Kvs; len(kvs) > 0 {
 		if stored, err := queue.DecodeCursor(kvs[0].Value); err == nil {
-			l.cursors[job] = stored
+			tw.cursors.set(job, stored, true)
 		}
 	} else {
-		delete(l.cursors, job)
+		tw.cursors.set(job, time.Time{}, false)
 	}
 	return errCursorMoved
 }

@@ -14,7 +14,7 @@ import (
 // Job specs (queue.Spec, at specs/<job>/<ref>) are written by whoever
 // writes an entry that refers to one: a chained or triggered entry's
 // writer writes its spec in the same transaction, always; the leader
-// writes a spec with the first tick of it in its term (specsWritten) and
+// writes a spec with the first tick of it in its term (specBook.written) and
 // not again. The leader deletes the specs that no queue entry (pending,
 // running, or a pending retry) has referred to for SpecGrace, in fenced
 // transactions, so that etcd holds about one spec per job that ran
@@ -31,9 +31,9 @@ import (
 //   - A retry, a hold or a claim rewrites an entry that refers to the same
 //     spec; that entry existed at the read, or was created after it (and
 //     then by a write of the spec).
-//   - The leader's ticks leave the write out for a spec in specsWritten.
+//   - The leader's ticks leave the write out for a spec in specBook.written.
 //     Before its read the collection takes its candidates out of
-//     specsWritten (later ticks write them again) behind specGate, which
+//     specBook.written (later ticks write them again) behind its gate, which
 //     every pass holds from building its writes to their answers: the
 //     ticks built without the write are answered, and visible to the
 //     read, before it.
@@ -51,60 +51,78 @@ const (
 	specCollectGap = 10 * time.Second
 )
 
-// specWritten reports whether this term wrote the spec at key.
-func (l *leader) specWritten(key string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.specsWritten[key]
+// specCollector is the actor that deletes unused specs for one term. The
+// candidates (unused, since when) are its goroutine's (Run); what it knows
+// with the passes is in the book.
+type specCollector struct {
+	*base
+	book *specBook
 }
 
-// wroteSpecs notes the specs among ops, a transaction that applied.
-func (l *leader) wroteSpecs(ops []clientv3.Op) {
-	keys := queue.SpecKeys(l.d.Keys, ops)
-	if len(keys) == 0 {
-		return
-	}
-	l.mu.Lock()
-	for _, k := range keys {
-		l.specsWritten[k] = true
-	}
-	l.mu.Unlock()
-}
-
-// collectSpecs deletes unused specs until ctx ends.
-func (l *leader) collectSpecs(ctx context.Context) error {
+// Run deletes unused specs until ctx ends.
+func (c *specCollector) Run(ctx context.Context) error {
 	unused := map[string]time.Time{}
 	for {
-		looked := l.d.Clock.Now()
-		if err := l.collectSpecsOnce(ctx, unused); err != nil {
+		looked := c.d.Clock.Now()
+		if err := c.once(ctx, unused); err != nil {
 			if errors.Is(err, errNotLeader) || ctx.Err() != nil {
 				return err
 			}
-			l.d.Log.Warn("collecting unused job specs failed; will try again", "err", err)
+			c.d.Log.Warn("collecting unused job specs failed; will try again", "err", err)
 		}
-		if !l.pause(ctx, looked.Add(specCollectGap)) {
+		if !c.pause(ctx, looked.Add(specCollectGap)) {
 			return nil
 		}
 	}
 }
 
-// collectSpecsOnce looks at the specs once: those the views show unused
+// once looks at the specs once: those the views show unused
 // become candidates (unused holds since when), and candidates unused for
 // SpecGrace are deleted if a read of their job's specs and entries at one
 // revision confirms that nothing refers to them.
-func (l *leader) collectSpecsOnce(ctx context.Context, unused map[string]time.Time) error {
-	now := l.d.Clock.Now()
+func (c *specCollector) once(ctx context.Context, unused map[string]time.Time) error {
+	byJob := c.candidates(c.d.Clock.Now(), unused)
+	if len(byJob) == 0 {
+		return nil
+	}
+
+	// Ticks built from here on write these specs again; the ones built
+	// before are answered once the gate is ours.
+	c.book.release(byJob)
+
+	dels, err := c.unreferenced(ctx, byJob, unused)
+	if err != nil {
+		return err
+	}
+	for len(dels) > 0 {
+		batch := dels[:min(len(dels), maxOpsPerTxn-1)]
+		dels = dels[len(batch):]
+		if err := c.deleteUnchanged(ctx, batch); err != nil {
+			return err
+		}
+		for _, k := range batch {
+			delete(unused, k.key)
+		}
+		c.d.Log.Debug("deleted unused job specs", "count", len(batch))
+	}
+	return nil
+}
+
+// candidates updates unused from the views (a spec no entry and no
+// recent assignment refers to is unused since now, one in use or gone
+// leaves it) and returns, by job, the specs unused for SpecGrace.
+func (c *specCollector) candidates(now time.Time, unused map[string]time.Time) (byJob map[string][]string) {
 	used := map[string]bool{}
-	l.d.Queue.List(func(q *queue.Item) bool {
-		if k := q.SpecKey(l.d.Keys); k != "" {
+	c.d.Queue.List(func(q *queue.Item) bool {
+		if k := q.SpecKey(c.d.Keys); k != "" {
 			used[k] = true
 		}
 		return false
 	})
-	l.assignedSpecsUsed(used, now)
+	c.book.assignedUsed(used, now, c.d.SpecGrace)
 	exists := map[string]bool{}
-	byJob := map[string][]string{}
-	for _, key := range l.d.Specs.Keys() {
+	byJob = map[string][]string{}
+	for _, key := range c.d.Specs.Keys() {
 		exists[key] = true
 		if used[key] {
 			delete(unused, key)
@@ -115,10 +133,10 @@ func (l *leader) collectSpecsOnce(ctx context.Context, unused map[string]time.Ti
 			unused[key] = now
 			continue
 		}
-		if now.Sub(first) < l.d.SpecGrace {
+		if now.Sub(first) < c.d.SpecGrace {
 			continue
 		}
-		if job, _, ok := l.d.Keys.ParseSpec(key); ok {
+		if job, _, ok := c.d.Keys.ParseSpec(key); ok {
 			byJob[job] = append(byJob[job], key)
 		}
 	}
@@ -127,23 +145,13 @@ func (l *leader) collectSpecsOnce(ctx context.Context, unused map[string]time.Ti
 			delete(unused, key)
 		}
 	}
-	if len(byJob) == 0 {
-		return nil
-	}
+	return byJob
+}
 
-	// Ticks built from here on write these specs again; the ones built
-	// before are answered once the gate is ours.
-	l.specGate.Lock()
-	l.mu.Lock()
-	l.keepAssignedSpecsLocked(byJob)
-	for _, keys := range byJob {
-		for _, k := range keys {
-			delete(l.specsWritten, k)
-		}
-	}
-	l.mu.Unlock()
-	l.specGate.Unlock()
-
+// unreferenced reads each candidate's job's specs and entries at one
+// revision and returns the candidates nothing refers to, as read; the
+// others leave unused (gone, or in use after all).
+func (c *specCollector) unreferenced(ctx context.Context, byJob map[string][]string, unused map[string]time.Time) ([]seenKey, error) {
 	jobs := make([]string, 0, len(byJob))
 	for job := range byJob {
 		jobs = append(jobs, job)
@@ -151,22 +159,22 @@ func (l *leader) collectSpecsOnce(ctx context.Context, unused map[string]time.Ti
 	var dels []seenKey
 	specsAndEntries := func(job string) [2]clientv3.Op {
 		return [2]clientv3.Op{
-			clientv3.OpGet(l.d.Keys.JobSpecs(job), clientv3.WithPrefix(), clientv3.WithKeysOnly()),
-			clientv3.OpGet(l.d.Keys.JobQueue(job), clientv3.WithPrefix()),
+			clientv3.OpGet(c.d.Keys.JobSpecs(job), clientv3.WithPrefix(), clientv3.WithKeysOnly()),
+			clientv3.OpGet(c.d.Keys.JobQueue(job), clientv3.WithPrefix()),
 		}
 	}
-	err := l.readJobs(ctx, jobs, "specs and entries", specsAndEntries, func(job string, specs, entries []*mvccpb.KeyValue) error {
+	err := c.readJobs(ctx, jobs, "specs and entries", specsAndEntries, func(job string, specs, entries []*mvccpb.KeyValue) error {
 		refs := map[string]bool{}
 		for _, kv := range entries {
 			e, err := queue.Decode(kv.Value)
 			if err != nil {
 				// An entry that does not decode might refer to any
 				// spec of its job: keep them all.
-				l.d.Log.Warn("unreadable queue entry: keeping its job's specs", "key", string(kv.Key), "err", err)
+				c.d.Log.Warn("unreadable queue entry: keeping its job's specs", "key", string(kv.Key), "err", err)
 				refs = nil
 				break
 			}
-			if k := e.SpecKey(l.d.Keys); k != "" {
+			if k := e.SpecKey(c.d.Keys); k != "" {
 				refs[k] = true
 			}
 		}
@@ -187,19 +195,5 @@ func (l *leader) collectSpecsOnce(ctx context.Context, unused map[string]time.Ti
 		}
 		return nil
 	})
-	if err != nil {
-		return err
-	}
-	for len(dels) > 0 {
-		batch := dels[:min(len(dels), maxOpsPerTxn-1)]
-		dels = dels[len(batch):]
-		if err := l.deleteUnchanged(ctx, batch); err != nil {
-			return err
-		}
-		for _, k := range batch {
-			delete(unused, k.key)
-		}
-		l.d.Log.Debug("deleted unused job specs", "count", len(batch))
-	}
-	return nil
+	return dels, err
 }

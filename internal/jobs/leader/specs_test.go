@@ -78,7 +78,7 @@ func TestCollectSpecsKeepsReferencedSpecs(t *testing.T) {
 	loadSpecs(t, l)
 
 	unusedSince := map[string]time.Time{}
-	if err := l.collectSpecsOnce(ctx, unusedSince); err != nil {
+	if err := (&specCollector{base: l.base, book: l.book}).once(ctx, unusedSince); err != nil {
 		t.Fatal(err)
 	}
 	for _, e := range []*queue.Entry{ep, er, et, eu, eo} {
@@ -87,7 +87,7 @@ func TestCollectSpecsKeepsReferencedSpecs(t *testing.T) {
 		}
 	}
 	clock.Advance(specGrace + time.Second)
-	if err := l.collectSpecsOnce(ctx, unusedSince); err != nil {
+	if err := (&specCollector{base: l.base, book: l.book}).once(ctx, unusedSince); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
@@ -123,7 +123,7 @@ func TestCollectedSpecIsWrittenAgainByTheNextTick(t *testing.T) {
 	if _, err := l.process(ctx, j); err != nil {
 		t.Fatal(err)
 	}
-	if !specExists(t, cli, key) || !l.specWritten(key) {
+	if !specExists(t, cli, key) || !l.book.isWritten(key) {
 		t.Fatalf("the first tick did not write its spec %s", key)
 	}
 	// The run ends: its entry goes.
@@ -133,13 +133,13 @@ func TestCollectedSpecIsWrittenAgainByTheNextTick(t *testing.T) {
 	loadSpecs(t, l)
 	unusedSince := map[string]time.Time{}
 	for range 2 {
-		if err := l.collectSpecsOnce(ctx, unusedSince); err != nil {
+		if err := (&specCollector{base: l.base, book: l.book}).once(ctx, unusedSince); err != nil {
 			t.Fatal(err)
 		}
 		clock.Advance(specGrace)
 	}
-	if specExists(t, cli, key) || l.specWritten(key) {
-		t.Fatalf("unused spec %s not collected (exists %v, noted written %v)", key, specExists(t, cli, key), l.specWritten(key))
+	if specExists(t, cli, key) || l.book.isWritten(key) {
+		t.Fatalf("unused spec %s not collected (exists %v, noted written %v)", key, specExists(t, cli, key), l.book.isWritten(key))
 	}
 	if _, err := l.process(ctx, j); err != nil {
 		t.Fatal(err)

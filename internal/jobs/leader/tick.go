@@ -16,6 +16,16 @@ import (
 // The writes of one tick and the compares that make them happen once,
 // shared by the one-job path (pass.go) and batches (batch.go).
 
+// tickWriter writes the passes' ticks and moves the cursors with them,
+// every write fenced by the term and compared with the cursor as the
+// cursor book knows it (cursors.go). It keeps no state of its own: what
+// it learns goes to the cursor book and the spec book.
+type tickWriter struct {
+	*base
+	cursors *cursorBook
+	book    *specBook
+}
+
 // tickOps are the writes that materialize tick t of job j: its queue
 // entry (and its spec, unless this term wrote it: specs.go), or its missed
 // or skipped record (with its unstarted marker) and what the record
@@ -24,7 +34,7 @@ import (
 // recorded skipped), apart because a transaction may put a key only once:
 // a batch writing several records of one job keeps one (MergeHealth). Both
 // the one-job and the batched path use it.
-func (l *leader) tickOps(cfg *config.Config, j *config.Job, t plannedTick, now time.Time) (runID string, ops, health []clientv3.Op) {
+func (tw *tickWriter) tickOps(cfg *config.Config, j *config.Job, t plannedTick, now time.Time) (runID string, ops, health []clientv3.Op) {
 	runID = runs.ID(j.Name, t.At)
 	if t.Action == queueTick {
 		entry := queue.NewEntry(runID, j, cfg.Resources, t.At, t.NotBefore, 1, runs.Schedule)
@@ -34,11 +44,11 @@ func (l *leader) tickOps(cfg *config.Config, j *config.Job, t plannedTick, now t
 			// place of its entry, so it is not silently dropped, with what
 			// that record causes, as for a missed tick.
 			rec := entry.NotStarted(runs.Skipped, now, err.Error())
-			f := follow.Record(l.d.Keys, cfg, j, &rec, entry.Input, now)
-			return runID, append(queue.RecordOps(l.d.Keys, &rec), f.Ops...), f.Health
+			f := follow.Record(tw.d.Keys, cfg, j, &rec, entry.Input, now)
+			return runID, append(queue.RecordOps(tw.d.Keys, &rec), f.Ops...), f.Health
 		}
-		ops = []clientv3.Op{clientv3.OpPut(l.d.Keys.Entry(j.Name, runID), entry.Encode())}
-		if spec, ok := entry.SpecOp(l.d.Keys); ok && !l.specWritten(entry.SpecKey(l.d.Keys)) {
+		ops = []clientv3.Op{clientv3.OpPut(tw.d.Keys.Entry(j.Name, runID), entry.Encode())}
+		if spec, ok := entry.SpecOp(tw.d.Keys); ok && !tw.book.isWritten(entry.SpecKey(tw.d.Keys)) {
 			ops = append([]clientv3.Op{spec}, ops...)
 		}
 		return runID, ops, nil
@@ -46,33 +56,28 @@ func (l *leader) tickOps(cfg *config.Config, j *config.Job, t plannedTick, now t
 	rec := queue.MissedTick(j.Name, runID, t.At,
 		fmt.Sprintf("not started: due %s, leader caught up at %s (catch_up: %s, starting_deadline: %s)",
 			t.NotBefore.UTC().Format(runs.TimeFormat), now.UTC().Format(runs.TimeFormat), j.CatchUp, j.StartingDeadline))
-	f := follow.Record(l.d.Keys, cfg, j, &rec, nil, now)
-	ops = append(queue.RecordOps(l.d.Keys, &rec), f.Ops...)
+	f := follow.Record(tw.d.Keys, cfg, j, &rec, nil, now)
+	ops = append(queue.RecordOps(tw.d.Keys, &rec), f.Ops...)
 	return runID, ops, f.Health
 }
 
 // absent are the compares that make a tick's write happen at most once
 // (docs/design.md#the-safety-rules, rule 2): no queue entry and no record of the run.
-func (l *leader) absent(job, runID string) []clientv3.Cmp {
+func (tw *tickWriter) absent(job, runID string) []clientv3.Cmp {
 	return []clientv3.Cmp{
-		clientv3.Compare(clientv3.CreateRevision(l.d.Keys.Entry(job, runID)), "=", 0),
-		clientv3.Compare(clientv3.CreateRevision(l.d.Keys.Record(job, runID)), "=", 0),
+		clientv3.Compare(clientv3.CreateRevision(tw.d.Keys.Entry(job, runID)), "=", 0),
+		clientv3.Compare(clientv3.CreateRevision(tw.d.Keys.Record(job, runID)), "=", 0),
 	}
-}
-
-// cursorIs compares job's cursor with what the leader knows of it.
-func (l *leader) cursorIs(job string, known time.Time, ok bool) clientv3.Cmp {
-	return queue.CursorIs(l.d.Keys.Cursor(job), known, ok)
 }
 
 // countTick records a written tick in the metrics.
-func (l *leader) countTick(job string, t plannedTick) {
+func (tw *tickWriter) countTick(job string, t plannedTick) {
 	if t.Action == queueTick {
-		l.d.Metrics.Ticks.Inc()
+		tw.d.Metrics.Ticks.Inc()
 		return
 	}
-	l.d.Metrics.Runs.WithLabelValues(job, string(runs.Missed)).Inc()
-	l.d.Metrics.Skipped.WithLabelValues(job, "missed").Inc()
+	tw.d.Metrics.Runs.WithLabelValues(job, string(runs.Missed)).Inc()
+	tw.d.Metrics.Skipped.WithLabelValues(job, "missed").Inc()
 }
 
 // nextWake is when to look at a job again once its cursor is at cursor,

@@ -54,36 +54,43 @@ func withdrawable(e *queue.Entry) bool {
 	return e.State == queue.Pending && e.Trigger == runs.Schedule && e.Hold == nil
 }
 
-// withdrawJob withdraws the ticks of a job still in the config: a paused
+// withdrawer takes back materialized ticks for the passes (syncJobs and
+// syncPaused mark the jobs; processOnce and passGone call it). It keeps
+// no state of its own: the cursors it moves back are the cursor book's,
+// the assignments it takes ticks out of are shared with the resolver.
+type withdrawer struct {
+	*base
+	cursors *cursorBook
+	assigns *assignments
+}
+
+// job withdraws the ticks of a job still in the config: a paused
 // job's all, a changed job's not due within withdrawGuard.
-func (l *leader) withdrawJob(ctx context.Context, job string, paused bool, now time.Time) error {
+func (wd *withdrawer) job(ctx context.Context, job string, paused bool, now time.Time) error {
 	if paused {
-		n, err := l.withdraw(ctx, job, time.Time{}, now)
+		n, err := wd.withdraw(ctx, job, time.Time{}, now)
 		if n > 0 {
-			l.d.Log.Info("paused: materialized ticks withdrawn", "job", job, "count", n)
+			wd.d.Log.Info("paused: materialized ticks withdrawn", "job", job, "count", n)
 		}
 		return err
 	}
 	cut := now.Add(withdrawGuard)
-	n, err := l.withdraw(ctx, job, cut, cut)
+	n, err := wd.withdraw(ctx, job, cut, cut)
 	if n > 0 {
-		l.d.Log.Info("changed: materialized ticks withdrawn to be planned again", "job", job, "count", n)
+		wd.d.Log.Info("changed: materialized ticks withdrawn to be planned again", "job", job, "count", n)
 	}
 	return err
 }
 
-// withdrawGone withdraws every tick of a job no longer in the config.
-func (l *leader) withdrawGone(ctx context.Context, job string) error {
-	n, err := l.withdraw(ctx, job, time.Time{}, l.d.Clock.Now())
+// removed withdraws every tick of a job no longer in the config.
+func (wd *withdrawer) removed(ctx context.Context, job string) error {
+	n, err := wd.withdraw(ctx, job, time.Time{}, wd.d.Clock.Now())
 	if err != nil {
 		return err
 	}
 	if n > 0 {
-		l.d.Log.Info("removed: materialized ticks withdrawn", "job", job, "count", n)
+		wd.d.Log.Info("removed: materialized ticks withdrawn", "job", job, "count", n)
 	}
-	l.mu.Lock()
-	delete(l.gone, job)
-	l.mu.Unlock()
 	return nil
 }
 
@@ -91,15 +98,15 @@ func (l *leader) withdrawGone(ctx context.Context, job string) error {
 // (all of them when it is zero) and sets its cursor back to `to` at the
 // latest. It reports how many it withdrew; it tries again, reading afresh,
 // when a claim or the cursor moved meanwhile.
-func (l *leader) withdraw(ctx context.Context, job string, after, to time.Time) (int, error) {
+func (wd *withdrawer) withdraw(ctx context.Context, job string, after, to time.Time) (int, error) {
 	// No resolution moves a run between the read of the assignments and
 	// the cursor's move back: a run moved meanwhile into an assignment
 	// the withdrawal did not see would be planned again beside it.
-	l.assignMu.Lock()
-	defer l.assignMu.Unlock()
+	wd.assigns.mu.Lock()
+	defer wd.assigns.mu.Unlock()
 	total := 0
 	for attempt := 0; ; attempt++ {
-		n, err := l.withdrawOnce(ctx, job, after, to)
+		n, err := wd.once(ctx, job, after, to)
 		total += n
 		if errors.Is(err, errCursorMoved) && attempt < 3 {
 			continue
@@ -114,8 +121,8 @@ type withdrawn struct {
 	modRev int64
 }
 
-func (l *leader) withdrawOnce(ctx context.Context, job string, after, to time.Time) (int, error) {
-	kept, n, err := l.withdrawAssigned(ctx, job, after)
+func (wd *withdrawer) once(ctx context.Context, job string, after, to time.Time) (int, error) {
+	kept, n, err := wd.assigns.withdraw(ctx, job, after)
 	if err != nil {
 		return n, err
 	}
@@ -131,7 +138,7 @@ func (l *leader) withdrawOnce(ctx context.Context, job string, after, to time.Ti
 	}
 	// Read from etcd, not the view: the view may not yet show the ticks
 	// this leader has just written.
-	resp, err := l.d.Client.Get(ctx, l.d.Keys.JobQueue(job), clientv3.WithPrefix())
+	resp, err := wd.d.Client.Get(ctx, wd.d.Keys.JobQueue(job), clientv3.WithPrefix())
 	if err != nil {
 		return 0, fmt.Errorf("leader: read the queue of %s: %w", job, err)
 	}
@@ -154,7 +161,7 @@ func (l *leader) withdrawOnce(ctx context.Context, job string, after, to time.Ti
 		if len(todo) > 0 && todo[0].at.After(cursor) {
 			cursor = todo[0].at
 		}
-		if err := l.withdrawChunk(ctx, job, chunk, cursor); err != nil {
+		if err := wd.chunk(ctx, job, chunk, cursor); err != nil {
 			return done, err
 		}
 		done += len(chunk)
@@ -162,76 +169,72 @@ func (l *leader) withdrawOnce(ctx context.Context, job string, after, to time.Ti
 	// The cursor may still be ahead of to (no entry was withdrawn, or
 	// only assigned ticks were): a paused job's must not be, or its
 	// resume would wait for it.
-	return done, l.withdrawChunk(ctx, job, nil, to)
+	return done, wd.chunk(ctx, job, nil, to)
 }
 
-// withdrawChunk deletes the entries of chunk, each as it was read, and
+// chunk deletes the entries of chunk, each as it was read, and
 // moves the job's cursor back to cursor if it is further ahead.
-func (l *leader) withdrawChunk(ctx context.Context, job string, chunk []withdrawn, cursor time.Time) error {
-	l.mu.Lock()
-	known, ok := l.cursors[job]
-	l.mu.Unlock()
+func (wd *withdrawer) chunk(ctx context.Context, job string, chunk []withdrawn, cursor time.Time) error {
+	known, ok := wd.cursors.get(job)
 	back := ok && known.After(cursor)
 	if len(chunk) == 0 && !back {
 		return nil
 	}
-	cmps := []clientv3.Cmp{l.fence, l.cursorIs(job, known, ok)}
+	cmps := []clientv3.Cmp{wd.fence, wd.cursors.is(job, known, ok)}
 	var ops []clientv3.Op
 	for _, w := range chunk {
 		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(w.key), "=", w.modRev))
 		ops = append(ops, clientv3.OpDelete(w.key))
 	}
 	if back {
-		ops = append(ops, clientv3.OpPut(l.d.Keys.Cursor(job), queue.EncodeCursor(cursor)))
+		ops = append(ops, clientv3.OpPut(wd.d.Keys.Cursor(job), queue.EncodeCursor(cursor)))
 	}
 	// Withdrawn scheduled runs no longer count against max_runs.
-	j := l.d.Config().Job(job)
-	ops = append(ops, l.countOps(j, -len(chunk))...)
-	resp, err := l.d.Client.Txn(ctx).If(cmps...).Then(ops...).Else(clientv3.OpGet(l.term.Key)).Commit()
+	j := wd.d.Config().Job(job)
+	ops = append(ops, wd.cursors.countOps(j, -len(chunk))...)
+	resp, err := wd.d.Client.Txn(ctx).If(cmps...).Then(ops...).Else(clientv3.OpGet(wd.term.Key)).Commit()
 	if err != nil {
 		return fmt.Errorf("leader: withdraw ticks of %s: %w", job, err)
 	}
 	if !resp.Succeeded {
-		if l.fenceGone(resp) {
+		if wd.fenceGone(resp) {
 			return errNotLeader
 		}
 		// A worker claimed one of them, or the cursor is not what this
 		// leader knows: read it all again.
-		if err := l.reloadCursor(ctx, job); err != nil {
+		if err := wd.reloadCursor(ctx, job); err != nil {
 			return err
 		}
 		return errCursorMoved
 	}
 	if back {
-		l.mu.Lock()
-		l.cursors[job] = cursor.UTC()
-		l.mu.Unlock()
+		wd.cursors.set(job, cursor.UTC(), true)
 	}
-	l.counted(j, -len(chunk))
+	wd.cursors.counted(j, -len(chunk))
 	return nil
 }
 
 // reloadCursor reads the job's cursor, and its count of scheduled runs
 // (max_runs), into what this leader knows.
-func (l *leader) reloadCursor(ctx context.Context, job string) error {
-	resp, err := l.d.Client.Txn(ctx).Then(clientv3.OpGet(l.d.Keys.Cursor(job)), clientv3.OpGet(l.d.Keys.Scheduled(job))).Commit()
+func (wd *withdrawer) reloadCursor(ctx context.Context, job string) error {
+	resp, err := wd.d.Client.Txn(ctx).Then(clientv3.OpGet(wd.d.Keys.Cursor(job)), clientv3.OpGet(wd.d.Keys.Scheduled(job))).Commit()
 	if err != nil {
 		return fmt.Errorf("leader: read the cursor of %s: %w", job, err)
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	var count []byte
 	if kvs := resp.Responses[1].GetResponseRange().Kvs; len(kvs) > 0 {
-		l.setCountLocked(job, kvs[0].Value)
+		count = kvs[0].Value
 	}
 	cursorKVs := resp.Responses[0].GetResponseRange().Kvs
 	if len(cursorKVs) == 0 {
-		delete(l.cursors, job)
+		wd.cursors.reset(job, time.Time{}, false, count)
 		return nil
 	}
 	t, err := queue.DecodeCursor(cursorKVs[0].Value)
 	if err != nil {
+		wd.cursors.setCount(job, count) // the cursor as known stays
 		return fmt.Errorf("leader: the cursor of %s: %w", job, err)
 	}
-	l.cursors[job] = t
+	wd.cursors.reset(job, t, true, count)
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -22,15 +23,26 @@ import (
 // stays at it: that tick has no entry or record that would stop a second
 // write.
 
-// withdrawAssigned takes job out of the assignments naming it at an
+// assignments is what the withdrawals and the resolver of dead workers
+// (resolve.go) share of the term's assignments: mu keeps a resolution's
+// moves apart from a withdrawal (from its read of the assignments to the
+// cursor's move back, withdraw.go); snap is the assignments one pass's
+// withdrawals share (withdraw_snapshot.go).
+type assignments struct {
+	*base
+	mu   sync.Mutex
+	snap *assignSnap
+}
+
+// withdraw takes job out of the assignments naming it at an
 // instant after `after` (every one when after is zero) that no chunk has
 // claimed from. It returns the latest instant an assignment still names
 // the job at (zero: none), and how many ticks it took out.
-func (l *leader) withdrawAssigned(ctx context.Context, job string, after time.Time) (kept time.Time, n int, err error) {
-	if l.d.Workers == nil {
+func (as *assignments) withdraw(ctx context.Context, job string, after time.Time) (kept time.Time, n int, err error) {
+	if as.d.Workers == nil {
 		return time.Time{}, 0, nil
 	}
-	naming, err := l.assignSnap.naming(ctx, l, job)
+	naming, err := as.snap.naming(ctx, as.base, job)
 	if err != nil {
 		return time.Time{}, 0, err
 	}
@@ -40,7 +52,7 @@ func (l *leader) withdrawAssigned(ctx context.Context, job string, after time.Ti
 			kept = latest(kept, a.At)
 			continue
 		}
-		out, err := l.takeOut(ctx, a, sn.modRev, job)
+		out, err := as.takeOut(ctx, a, sn.modRev, job)
 		if err != nil {
 			return kept, n, err
 		}
@@ -55,27 +67,27 @@ func (l *leader) withdrawAssigned(ctx context.Context, job string, after time.Ti
 
 // takeOut rewrites a without job (deletes it when job was its last), if
 // it is still as read at modRev and no chunk has claimed from it.
-func (l *leader) takeOut(ctx context.Context, a assign.Assignment, modRev int64, job string) (bool, error) {
-	key := a.Key(l.d.Keys)
+func (as *assignments) takeOut(ctx context.Context, a assign.Assignment, modRev int64, job string) (bool, error) {
+	key := a.Key(as.d.Keys)
 	rest := a
 	rest.Jobs = slices.DeleteFunc(slices.Clone(a.Jobs), func(j assign.Job) bool { return j.Name == job })
 	op := clientv3.OpDelete(key)
 	if len(rest.Jobs) > 0 {
 		op = clientv3.OpPut(key, rest.Encode())
 	}
-	resp, err := l.d.Client.Txn(ctx).If(
-		l.fence,
+	resp, err := as.d.Client.Txn(ctx).If(
+		as.fence,
 		clientv3.Compare(clientv3.ModRevision(key), "=", modRev),
-		clientv3.Compare(clientv3.CreateRevision(l.d.Keys.AssignmentClaimed(a.Worker, a.At, a.Group)), "=", 0).WithPrefix(),
-	).Then(op).Else(clientv3.OpGet(l.term.Key)).Commit()
+		clientv3.Compare(clientv3.CreateRevision(as.d.Keys.AssignmentClaimed(a.Worker, a.At, a.Group)), "=", 0).WithPrefix(),
+	).Then(op).Else(clientv3.OpGet(as.term.Key)).Commit()
 	if err != nil {
 		return false, fmt.Errorf("leader: withdraw %s from %s: %w", job, key, err)
 	}
-	if !resp.Succeeded && l.fenceGone(resp) {
+	if !resp.Succeeded && as.fenceGone(resp) {
 		return false, errNotLeader
 	}
 	if resp.Succeeded {
-		l.assignSnap.tookOut(key, job, resp.Header.Revision)
+		as.snap.tookOut(key, job, resp.Header.Revision)
 	}
 	return resp.Succeeded, nil
 }

@@ -31,17 +31,17 @@ type snapped struct {
 }
 
 // naming is the assignments naming job, loading them first when needed.
-func (s *assignSnap) naming(ctx context.Context, l *leader, job string) ([]snapped, error) {
+func (s *assignSnap) naming(ctx context.Context, b *base, job string) ([]snapped, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.loaded {
-		resp, err := l.d.Client.Get(ctx, l.d.Keys.Assignments(), clientv3.WithPrefix())
+		resp, err := b.d.Client.Get(ctx, b.d.Keys.Assignments(), clientv3.WithPrefix())
 		if err != nil {
 			return nil, fmt.Errorf("leader: read assignments to withdraw %s: %w", job, err)
 		}
 		s.byKey = make(map[string]*snapped, len(resp.Kvs))
 		for _, kv := range resp.Kvs {
-			if a, err := assign.Decode(l.d.Keys, string(kv.Key), kv.Value); err == nil {
+			if a, err := assign.Decode(b.d.Keys, string(kv.Key), kv.Value); err == nil {
 				s.byKey[string(kv.Key)] = &snapped{a: a, modRev: kv.ModRevision}
 			}
 		}
