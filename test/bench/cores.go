@@ -52,14 +52,7 @@ func cores(ctx context.Context, f flags, bins cluster.Binaries) (report, error) 
 	}
 	res.Taskset = path
 	allowed := parseCPUList(res.CPUsAllowed)
-	var counts []int
-	for _, k := range f.cores {
-		if k > len(allowed) {
-			logf("cores: %d cores asked, %d allowed (%s): skipped", k, len(allowed), res.CPUsAllowed)
-			continue
-		}
-		counts = append(counts, k)
-	}
+	counts := fittingCoreCounts(f.cores, allowed, res.CPUsAllowed)
 	if len(counts) == 0 {
 		res.Skipped = fmt.Sprintf("no core count of -cores fits the %d CPUs allowed (%s)", len(allowed), res.CPUsAllowed)
 		return report{Scenario: "cores", Data: res, Rows: []row{{Scenario: "cores", Figure: "etcd pinned", Value: "not measured", Reference: res.Skipped}}}, nil
@@ -75,58 +68,132 @@ func cores(ctx context.Context, f flags, bins cluster.Binaries) (report, error) 
 	var rows []row
 	for _, k := range counts {
 		st := coresStep{Cores: k, CPUList: joinInts(allowed[:k])}
-		for _, m := range e.c.Members {
-			pid := m.Pid()
-			if pid == 0 {
-				return report{}, fmt.Errorf("cores: member %s not running", m.Name)
-			}
-			if out, err := exec.CommandContext(ctx, path, "-a", "-p", "-c", st.CPUList, strconv.Itoa(pid)).CombinedOutput(); err != nil {
-				return report{}, fmt.Errorf("cores: taskset -a -p -c %s %d: %w: %s", st.CPUList, pid, err, out)
-			}
-			st.MembersAffinity = append(st.MembersAffinity, affinityOf(pid))
+		if err := measureCoresStep(ctx, e, f, path, &st); err != nil {
+			return report{}, err
 		}
-		name := fmt.Sprintf("etcd on %d core%s (taskset -c %s)", k, plural(k), st.CPUList)
-		logf("cores: %s: members' affinity now %v", name, st.MembersAffinity)
-		time.Sleep(time.Second)
-		logf("cores: %s: limit for %s", name, f.duration)
-		if st.Limit, err = measureLimit(ctx, e, f.limitConc, f.duration); err != nil {
-			return report{}, fmt.Errorf("cores %d: limit: %w", k, err)
-		}
-		st.EtcdCoresAtLimit = st.Limit.EtcdCPUPerTxn * st.Limit.TxnPerSec / 1000
-		logf("cores: %s: limit %.0f txn/s, etcd %.2f cores", name, st.Limit.TxnPerSec, st.EtcdCoresAtLimit)
-		logf("cores: %s: %d jobs @every 1s for %s", name, f.coresJobs, f.duration)
-		if st.Step, err = runLoad(ctx, e, f.coresJobs, time.Second, 4*time.Second, f.duration, 0); err != nil {
-			return report{}, fmt.Errorf("cores %d: step: %w", k, err)
-		}
-		if st.Limit.TxnPerSec > 0 {
-			st.RunsPerTxn = st.Step.RunsPerSec / st.Limit.TxnPerSec
-		}
-		s := st.Step
-		logf("cores: %s: %.0f runs/s, outcomes %v, cpu cores %v", name, s.RunsPerSec, s.Outcomes, s.CPU)
 		res.Steps = append(res.Steps, st)
-		rows = append(rows,
-			row{Scenario: "cores", Figure: name + ": raw etcd txn/s",
-				Value: fmt.Sprintf("%.0f txn/s", st.Limit.TxnPerSec),
-				Reference: fmt.Sprintf("etcd used %.2f cores, %.3f ms of CPU per txn; %s; latency %s",
-					st.EtcdCoresAtLimit, st.Limit.EtcdCPUPerTxn, hostNote(st.Limit.CPU), st.Limit.Latency)},
-			row{Scenario: "cores", Figure: fmt.Sprintf("%s: %d jobs @every 1s: completed runs/s", name, f.coresJobs),
-				Value: fmt.Sprintf("%.0f runs/s (offered %d/s)", s.RunsPerSec, s.Jobs),
-				Reference: fmt.Sprintf("%.3f runs per raw txn; %.2f writes/run; etcd CPU %.3f ms per run; cores: etcd %.2f, replicas %.2f, bench %.2f, %s; lateness %s",
-					st.RunsPerTxn, s.WritesPerRn, s.EtcdCPUPerRun, s.CPU["etcd"], s.CPU["replicas"], s.CPU["bench"], hostNote(s.CPU), s.Lateness)})
+		rows = append(rows, st.rows(f.coresJobs)...)
 	}
-	// Each core count's mean over its steps (-cores 1,2,1,2 alternates
-	// them, so a drift of the shared host weighs on both), then the
-	// largest count over the smallest.
-	type mean struct {
-		n, txn, runs, txnPerCore, runsPerCore float64
-		busy                                  int // limits and steps with a busy host
+	rows = append(rows, coresMeanRows(res.Steps)...)
+	return report{Scenario: "cores", Data: res, Rows: rows}, nil
+}
+
+// fittingCoreCounts keeps the core counts of -cores that the CPUs this
+// process may use can hold.
+func fittingCoreCounts(asked, allowed []int, allowedList string) []int {
+	var counts []int
+	for _, k := range asked {
+		if k > len(allowed) {
+			logf("cores: %d cores asked, %d allowed (%s): skipped", k, len(allowed), allowedList)
+			continue
+		}
+		counts = append(counts, k)
 	}
-	byCores := map[int]*mean{}
+	return counts
+}
+
+// name is how the step's figures and log lines call it.
+func (st *coresStep) name() string {
+	return fmt.Sprintf("etcd on %d core%s (taskset -c %s)", st.Cores, plural(st.Cores), st.CPUList)
+}
+
+// measureCoresStep pins the members to st.CPUList, then measures the
+// limit and one throughput step into st.
+func measureCoresStep(ctx context.Context, e *env, f flags, taskset string, st *coresStep) error {
+	if err := pinMembers(ctx, e, taskset, st); err != nil {
+		return err
+	}
+	name, k := st.name(), st.Cores
+	logf("cores: %s: members' affinity now %v", name, st.MembersAffinity)
+	time.Sleep(time.Second)
+	logf("cores: %s: limit for %s", name, f.duration)
+	var err error
+	if st.Limit, err = measureLimit(ctx, e, f.limitConc, f.duration); err != nil {
+		return fmt.Errorf("cores %d: limit: %w", k, err)
+	}
+	st.EtcdCoresAtLimit = st.Limit.EtcdCPUPerTxn * st.Limit.TxnPerSec / 1000
+	logf("cores: %s: limit %.0f txn/s, etcd %.2f cores", name, st.Limit.TxnPerSec, st.EtcdCoresAtLimit)
+	logf("cores: %s: %d jobs @every 1s for %s", name, f.coresJobs, f.duration)
+	if st.Step, err = runLoad(ctx, e, f.coresJobs, time.Second, 4*time.Second, f.duration, 0); err != nil {
+		return fmt.Errorf("cores %d: step: %w", k, err)
+	}
+	if st.Limit.TxnPerSec > 0 {
+		st.RunsPerTxn = st.Step.RunsPerSec / st.Limit.TxnPerSec
+	}
+	s := st.Step
+	logf("cores: %s: %.0f runs/s, outcomes %v, cpu cores %v", name, s.RunsPerSec, s.Outcomes, s.CPU)
+	return nil
+}
+
+// pinMembers pins every thread of each etcd member to st.CPUList and
+// records the affinity /proc reports back.
+func pinMembers(ctx context.Context, e *env, taskset string, st *coresStep) error {
+	for _, m := range e.c.Members {
+		pid := m.Pid()
+		if pid == 0 {
+			return fmt.Errorf("cores: member %s not running", m.Name)
+		}
+		if out, err := exec.CommandContext(ctx, taskset, "-a", "-p", "-c", st.CPUList, strconv.Itoa(pid)).CombinedOutput(); err != nil {
+			return fmt.Errorf("cores: taskset -a -p -c %s %d: %w: %s", st.CPUList, pid, err, out)
+		}
+		st.MembersAffinity = append(st.MembersAffinity, affinityOf(pid))
+	}
+	return nil
+}
+
+// rows are the step's two figures: the raw limit and the throughput step.
+func (st *coresStep) rows(jobs int) []row {
+	name, s := st.name(), st.Step
+	return []row{
+		{Scenario: "cores", Figure: name + ": raw etcd txn/s",
+			Value: fmt.Sprintf("%.0f txn/s", st.Limit.TxnPerSec),
+			Reference: fmt.Sprintf("etcd used %.2f cores, %.3f ms of CPU per txn; %s; latency %s",
+				st.EtcdCoresAtLimit, st.Limit.EtcdCPUPerTxn, hostNote(st.Limit.CPU), st.Limit.Latency)},
+		{Scenario: "cores", Figure: fmt.Sprintf("%s: %d jobs @every 1s: completed runs/s", name, jobs),
+			Value: fmt.Sprintf("%.0f runs/s (offered %d/s)", s.RunsPerSec, s.Jobs),
+			Reference: fmt.Sprintf("%.3f runs per raw txn; %.2f writes/run; etcd CPU %.3f ms per run; cores: etcd %.2f, replicas %.2f, bench %.2f, %s; lateness %s",
+				st.RunsPerTxn, s.WritesPerRn, s.EtcdCPUPerRun, s.CPU["etcd"], s.CPU["replicas"], s.CPU["bench"], hostNote(s.CPU), s.Lateness)},
+	}
+}
+
+// coresMean is one core count's mean over its steps.
+type coresMean struct {
+	n, txn, runs, txnPerCore, runsPerCore float64
+	busy                                  int // limits and steps with a busy host
+}
+
+// coresMeanRows gives each core count's mean over its steps (-cores
+// 1,2,1,2 alternates them, so a drift of the shared host weighs on both),
+// then the largest count over the smallest.
+func coresMeanRows(steps []coresStep) []row {
+	byCores, ks := coresMeans(steps)
+	var rows []row
+	for _, k := range ks {
+		m := byCores[k]
+		rows = append(rows, row{Scenario: "cores", Figure: fmt.Sprintf("etcd on %d core%s: mean of %.0f step%s", k, plural(k), m.n, plural(int(m.n))),
+			Value:     fmt.Sprintf("%.0f txn/s; %.0f runs/s", m.txn, m.runs),
+			Reference: fmt.Sprintf("per etcd CPU-second (3 members): %.0f raw txns, %.0f completed runs; %d of %.0f measurements on a busy host", m.txnPerCore, m.runsPerCore, m.busy, 2*m.n)})
+	}
+	if len(ks) >= 2 {
+		lo, hi := ks[0], ks[len(ks)-1]
+		a, b := byCores[lo], byCores[hi]
+		if a.txn > 0 && a.runs > 0 {
+			rows = append(rows, row{Scenario: "cores", Figure: fmt.Sprintf("etcd on %d cores over %d (means)", hi, lo),
+				Value:     fmt.Sprintf("raw txn/s x%.2f; runs/s x%.2f", b.txn/a.txn, b.runs/a.runs),
+				Reference: fmt.Sprintf("x%.2f would be linear; only etcd is pinned: the replicas and the bench use every core", float64(hi)/float64(lo))})
+		}
+	}
+	return rows
+}
+
+// coresMeans averages the steps by core count; the counts come back sorted.
+func coresMeans(steps []coresStep) (map[int]*coresMean, []int) {
+	byCores := map[int]*coresMean{}
 	var ks []int
-	for _, st := range res.Steps {
+	for _, st := range steps {
 		m := byCores[st.Cores]
 		if m == nil {
-			m = &mean{}
+			m = &coresMean{}
 			byCores[st.Cores] = m
 			ks = append(ks, st.Cores)
 		}
@@ -142,23 +209,10 @@ func cores(ctx context.Context, f flags, bins cluster.Binaries) (report, error) 
 		}
 	}
 	slices.Sort(ks)
-	for _, k := range ks {
-		m := byCores[k]
+	for _, m := range byCores {
 		m.txn, m.runs, m.txnPerCore, m.runsPerCore = m.txn/m.n, m.runs/m.n, m.txnPerCore/m.n, m.runsPerCore/m.n
-		rows = append(rows, row{Scenario: "cores", Figure: fmt.Sprintf("etcd on %d core%s: mean of %.0f step%s", k, plural(k), m.n, plural(int(m.n))),
-			Value:     fmt.Sprintf("%.0f txn/s; %.0f runs/s", m.txn, m.runs),
-			Reference: fmt.Sprintf("per etcd CPU-second (3 members): %.0f raw txns, %.0f completed runs; %d of %.0f measurements on a busy host", m.txnPerCore, m.runsPerCore, m.busy, 2*m.n)})
 	}
-	if len(ks) >= 2 {
-		lo, hi := ks[0], ks[len(ks)-1]
-		a, b := byCores[lo], byCores[hi]
-		if a.txn > 0 && a.runs > 0 {
-			rows = append(rows, row{Scenario: "cores", Figure: fmt.Sprintf("etcd on %d cores over %d (means)", hi, lo),
-				Value:     fmt.Sprintf("raw txn/s x%.2f; runs/s x%.2f", b.txn/a.txn, b.runs/a.runs),
-				Reference: fmt.Sprintf("x%.2f would be linear; only etcd is pinned: the replicas and the bench use every core", float64(hi)/float64(lo))})
-		}
-	}
-	return report{Scenario: "cores", Data: res, Rows: rows}, nil
+	return byCores, ks
 }
 
 // perCoreSecond turns milliseconds of CPU per operation into operations

@@ -105,13 +105,10 @@ func floorStepRun(ctx context.Context, e *env, batch, watchers int, d time.Durat
 	if err != nil {
 		return st, err
 	}
-	// The fence: a key the "leader" created, compared by every tick.
-	fenceKey := floorPrefix + "fence"
-	fr, err := e.cli.Put(ctx, fenceKey, "leader")
+	fence, err := putFloorFence(ctx, e)
 	if err != nil {
 		return st, err
 	}
-	fence := clientv3.Compare(clientv3.CreateRevision(fenceKey), "=", fr.Header.Revision)
 	leases, err := grantLeases(ctx, clis)
 	defer revokeLeases(ctx, clis, leases)
 	if err != nil {
@@ -120,20 +117,7 @@ func floorStepRun(ctx context.Context, e *env, batch, watchers int, d time.Durat
 
 	runCtx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
-	var watchWG sync.WaitGroup
-	var events atomic.Int64
-	for i := range min(watchers, len(clis)) {
-		wch := clis[i].Watch(runCtx, floorPrefix, clientv3.WithPrefix())
-		watchWG.Add(1)
-		go func() {
-			defer watchWG.Done()
-			for resp := range wch {
-				events.Add(int64(len(resp.Events)))
-			}
-		}()
-	}
-	var runs, failed, errs atomic.Int64
-	var wg sync.WaitGroup
+	events, watchWait := watchFloor(runCtx, clis[:min(watchers, len(clis))])
 	pids := e.pids()
 	c0, err := e.burstCounters(ctx, nil)
 	if err != nil {
@@ -145,22 +129,12 @@ func floorStepRun(ctx context.Context, e *env, batch, watchers int, d time.Durat
 		return st, err
 	}
 	start := time.Now()
-	for ci, cli := range clis {
-		for g := range st.InFlight {
-			w := floorWorker{cli: cli, lease: leases[ci], fence: fence, batch: batch, name: fmt.Sprintf("%d-%d", ci, g)}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				w.run(runCtx, &runs, &failed, &errs)
-			}()
-		}
-	}
-	wg.Wait()
+	st.Runs, st.Failed, st.Errors = runFloorWorkers(runCtx, clis, leases, fence, batch, st.InFlight)
 	elapsed := time.Since(start)
 	mark1 := markCPU(pids)
 	rev1, err := e.revision(ctx)
 	cancel()
-	watchWG.Wait()
+	watchWait()
 	if err != nil {
 		return st, err
 	}
@@ -170,7 +144,6 @@ func floorStepRun(ctx context.Context, e *env, batch, watchers int, d time.Durat
 	}
 	st.CPU = mark0.cores(mark1, elapsed)
 	st.Seconds = elapsed.Seconds()
-	st.Runs, st.Failed, st.Errors = runs.Load(), failed.Load(), errs.Load()
 	st.RunsPerSec = float64(st.Runs) / st.Seconds
 	st.Revisions = rev1 - rev0
 	st.WatchEvents = events.Load()
@@ -180,6 +153,54 @@ func floorStepRun(ctx context.Context, e *env, batch, watchers int, d time.Durat
 	}
 	_, err = e.cli.Delete(ctx, floorPrefix, clientv3.WithPrefix())
 	return st, err
+}
+
+// putFloorFence puts the fence, a key the "leader" created, and gives the
+// comparison every tick makes against it.
+func putFloorFence(ctx context.Context, e *env) (clientv3.Cmp, error) {
+	fenceKey := floorPrefix + "fence"
+	fr, err := e.cli.Put(ctx, fenceKey, "leader")
+	if err != nil {
+		return clientv3.Cmp{}, err
+	}
+	return clientv3.Compare(clientv3.CreateRevision(fenceKey), "=", fr.Header.Revision), nil
+}
+
+// watchFloor watches the floor's prefix through each client until ctx
+// ends, counting the events; wait returns once every watch has ended.
+func watchFloor(ctx context.Context, clis []*clientv3.Client) (events *atomic.Int64, wait func()) {
+	events = new(atomic.Int64)
+	var wg sync.WaitGroup
+	for _, cli := range clis {
+		wch := cli.Watch(ctx, floorPrefix, clientv3.WithPrefix())
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for resp := range wch {
+				events.Add(int64(len(resp.Events)))
+			}
+		}()
+	}
+	return events, wg.Wait
+}
+
+// runFloorWorkers runs inFlight workers on each client until ctx ends and
+// gives the runs completed, the runs failed and the errors.
+func runFloorWorkers(ctx context.Context, clis []*clientv3.Client, leases []clientv3.LeaseID, fence clientv3.Cmp, batch, inFlight int) (runs, failed, errs int64) {
+	var r, f, e atomic.Int64
+	var wg sync.WaitGroup
+	for ci, cli := range clis {
+		for g := range inFlight {
+			w := floorWorker{cli: cli, lease: leases[ci], fence: fence, batch: batch, name: fmt.Sprintf("%d-%d", ci, g)}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				w.run(ctx, &r, &f, &e)
+			}()
+		}
+	}
+	wg.Wait()
+	return r.Load(), f.Load(), e.Load()
 }
 
 // floorWorker drives the runs of batch jobs of its own, one tick after

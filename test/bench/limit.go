@@ -74,36 +74,10 @@ func measureLimit(ctx context.Context, e *env, conc int, d time.Duration) (limit
 	}
 	runCtx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
-	var txns, errs atomic.Int64
-	lat := make([][]time.Duration, len(clis)*conc)
-	var wg sync.WaitGroup
 	pids := e.pids()
 	mark0 := markCPU(pids)
 	start := time.Now()
-	for ci, cli := range clis {
-		for g := range conc {
-			slot := ci*conc + g
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for n := 0; runCtx.Err() == nil; n++ {
-					key := fmt.Sprintf("/bench/limit/%d/%d", slot, n)
-					t := time.Now()
-					_, err := cli.Txn(runCtx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
-						Then(clientv3.OpPut(key, value)).Commit()
-					if err != nil {
-						if runCtx.Err() == nil {
-							errs.Add(1)
-						}
-						continue
-					}
-					txns.Add(1)
-					lat[slot] = append(lat[slot], time.Since(t))
-				}
-			}()
-		}
-	}
-	wg.Wait()
+	txns, errs, lat := putIfAbsentLoad(runCtx, clis, conc, value)
 	elapsed := time.Since(start)
 	mark1 := markCPU(pids)
 	res.CPU = mark0.cores(mark1, elapsed)
@@ -115,16 +89,12 @@ func measureLimit(ctx context.Context, e *env, conc int, d time.Duration) (limit
 	if _, err := e.cli.Delete(ctx, "/bench/limit/", clientv3.WithPrefix()); err != nil {
 		return res, err
 	}
-	var all []time.Duration
-	for _, l := range lat {
-		all = append(all, l...)
-	}
 	res.Seconds = elapsed.Seconds()
-	res.Txns = txns.Load()
-	res.Errors = errs.Load()
+	res.Txns = txns
+	res.Errors = errs
 	res.TxnPerSec = float64(res.Txns) / res.Seconds
 	res.Revisions = rev1 - rev0
-	res.Latency = distOf(all)
+	res.Latency = distOf(lat)
 	var etcdTicks int64
 	for _, pid := range pids["etcd"] {
 		etcdTicks += mark1.proc[pid] - mark0.proc[pid]
@@ -133,6 +103,51 @@ func measureLimit(ctx context.Context, e *env, conc int, d time.Duration) (limit
 		res.EtcdCPUPerTxn = float64(etcdTicks) * 1000 / clockTicks / float64(res.Txns)
 	}
 	return res, e.compact(ctx)
+}
+
+// putIfAbsentLoad keeps conc put-if-absent transactions of value in flight
+// on each client until ctx ends, and gives the transactions committed, the
+// errors before the end and every committed transaction's latency.
+func putIfAbsentLoad(ctx context.Context, clis []*clientv3.Client, conc int, value string) (txns, errs int64, lat []time.Duration) {
+	var committed, failed atomic.Int64
+	perSlot := make([][]time.Duration, len(clis)*conc)
+	var wg sync.WaitGroup
+	for ci, cli := range clis {
+		for g := range conc {
+			slot := ci*conc + g
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				perSlot[slot] = putIfAbsentSlot(ctx, cli, slot, value, &committed, &failed)
+			}()
+		}
+	}
+	wg.Wait()
+	for _, l := range perSlot {
+		lat = append(lat, l...)
+	}
+	return committed.Load(), failed.Load(), lat
+}
+
+// putIfAbsentSlot is one slot's transactions, one after another, each on a
+// key of its own, until ctx ends.
+func putIfAbsentSlot(ctx context.Context, cli *clientv3.Client, slot int, value string, txns, errs *atomic.Int64) []time.Duration {
+	var lat []time.Duration
+	for n := 0; ctx.Err() == nil; n++ {
+		key := fmt.Sprintf("/bench/limit/%d/%d", slot, n)
+		t := time.Now()
+		_, err := cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+			Then(clientv3.OpPut(key, value)).Commit()
+		if err != nil {
+			if ctx.Err() == nil {
+				errs.Add(1)
+			}
+			continue
+		}
+		txns.Add(1)
+		lat = append(lat, time.Since(t))
+	}
+	return lat
 }
 
 func (r limitResult) rows() []row {

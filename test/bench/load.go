@@ -79,26 +79,55 @@ func runLoad(ctx context.Context, e *env, n int, jitter, warm, window time.Durat
 		return res, ctx.Err()
 	case <-time.After(warm):
 	}
+	if refRate > 0 {
+		res.RefRate = refRate
+	}
+	w, err := measureLoadWindow(ctx, e, n, jitter, window, refRate)
+	res.CPU = w.cpu
+	if err != nil {
+		return res, err
+	}
+	res.figure(w)
+	lat, ref := lateness(e.w.Runs(), step+"-", w.t0, w.t1, jitter)
+	res.Lateness = distOf(lat)
+	if refRate > 0 {
+		d := distOf(ref)
+		res.Reference = &d
+	}
+	return res, nil
+}
+
+// loadWindow is what a load step reads at either end of its window.
+type loadWindow struct {
+	out0, out1 map[string]float64 // scheduler_runs_total
+	rev0, rev1 int64
+	t0, t1     time.Time
+	cpu        map[string]float64 // each group's cores over the window
+}
+
+// measureLoadWindow reads the runs' outcomes, the revision and the CPU
+// before and after window, with the reference timer (refRate > 0) and the
+// profiles (e.profileDir set) running alongside.
+func measureLoadWindow(ctx context.Context, e *env, n int, jitter, window time.Duration, refRate int) (loadWindow, error) {
+	var w loadWindow
 	refCtx, stopRef := context.WithCancel(ctx)
 	var refWG sync.WaitGroup
 	if refRate > 0 {
-		res.RefRate = refRate
 		refWG.Add(1)
 		go func() { defer refWG.Done(); reference(refCtx, e.w, refRate, jitter) }()
 	}
-	out0, err := e.runsTotal(ctx)
-	if err != nil {
+	var err error
+	if w.out0, err = e.runsTotal(ctx); err != nil {
 		stopRef()
-		return res, err
+		return w, err
 	}
-	rev0, err := e.revision(ctx)
-	if err != nil {
+	if w.rev0, err = e.revision(ctx); err != nil {
 		stopRef()
-		return res, err
+		return w, err
 	}
 	pids := e.pids()
 	mark0 := markCPU(pids)
-	t0 := time.Now()
+	w.t0 = time.Now()
 	if e.profileDir != "" {
 		refWG.Add(1)
 		go func() { defer refWG.Done(); saveProfiles(ctx, e, e.profileDir, fmt.Sprintf("load-%d", n)) }()
@@ -109,31 +138,29 @@ func runLoad(ctx context.Context, e *env, n int, jitter, warm, window time.Durat
 	}
 	out1, err1 := e.runsTotal(ctx)
 	rev1, err2 := e.revision(ctx)
-	t1 := time.Now()
-	res.CPU = mark0.cores(markCPU(pids), t1.Sub(t0))
+	w.out1, w.rev1, w.t1 = out1, rev1, time.Now()
+	w.cpu = mark0.cores(markCPU(pids), w.t1.Sub(w.t0))
 	stopRef()
 	refWG.Wait()
 	if err1 != nil || err2 != nil {
-		return res, fmt.Errorf("bench: after the window: %v %v", err1, err2)
+		return w, fmt.Errorf("bench: after the window: %v %v", err1, err2)
 	}
-	res.Seconds = t1.Sub(t0).Seconds()
-	res.Outcomes = outcomesDelta(out0, out1)
+	return w, nil
+}
+
+// figure fills the step's rates from its window.
+func (res *loadResult) figure(w loadWindow) {
+	res.Seconds = w.t1.Sub(w.t0).Seconds()
+	res.Outcomes = outcomesDelta(w.out0, w.out1)
 	res.Completed = res.Outcomes[string(runs.Succeeded)]
 	if res.Completed > 0 {
 		res.EtcdCPUPerRun = res.CPU["etcd"] * res.Seconds * 1000 / res.Completed
 	}
 	res.RunsPerSec = res.Completed / res.Seconds
-	res.Revisions = rev1 - rev0
+	res.Revisions = w.rev1 - w.rev0
 	if res.Completed > 0 {
 		res.WritesPerRn = float64(res.Revisions) / res.Completed
 	}
-	lat, ref := lateness(e.w.Runs(), step+"-", t0, t1, jitter)
-	res.Lateness = distOf(lat)
-	if refRate > 0 {
-		d := distOf(ref)
-		res.Reference = &d
-	}
-	return res, nil
 }
 
 // lateness splits the witness's requests received in [from, to) into the

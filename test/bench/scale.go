@@ -64,30 +64,12 @@ func scale(ctx context.Context, f flags, bins cluster.Binaries, n int) (report, 
 	res.ColdStartMs = ms(first.Sub(t0))
 	logf("scale: %d jobs: cold start to first run %.0f ms", n, res.ColdStartMs)
 
-	// Restart every replica: the usual start, with cursors in etcd.
-	for _, r := range e.c.Replicas {
-		if err := r.Kill(); err != nil {
-			return report{}, err
-		}
-	}
-	t1 := time.Now()
-	for _, r := range e.c.Replicas {
-		if err := r.Start(); err != nil {
-			return report{}, err
-		}
-	}
-	if first, err = firstRunAfter(ctx, e.w, t1, 3*time.Minute); err != nil {
+	if res.RestartMs, err = restartToFirstRun(ctx, e); err != nil {
 		return report{}, err
 	}
-	res.RestartMs = ms(first.Sub(t1))
 	logf("scale: %d jobs: restart to first run %.0f ms", n, res.RestartMs)
-	for _, r := range e.c.Replicas {
-		rctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-		err := r.WaitReady(rctx)
-		cancel()
-		if err != nil {
-			return report{}, err
-		}
+	if err := waitReplicasReady(ctx, e); err != nil {
+		return report{}, err
 	}
 	time.Sleep(5 * time.Second) // past the start's own work
 
@@ -98,26 +80,80 @@ func scale(ctx context.Context, f flags, bins cluster.Binaries, n int) (report, 
 	res.Leader = leader.ID
 	if f.pprof {
 		// Before the API calls, whose responses would dominate the heap.
-		for _, r := range e.c.Replicas {
-			if err := fetch(ctx, r.URL()+"/debug/pprof/heap?debug=1", filepath.Join(f.dir, "profiles", fmt.Sprintf("scale-%d-%s-heap.txt", n, r.ID))); err != nil {
-				logf("pprof: %v", err)
-			}
+		saveHeapProfiles(ctx, e, f.dir, n)
+	}
+	if err := res.measureFootprint(ctx, e, leader, min(f.duration, 15*time.Second)); err != nil {
+		return report{}, err
+	}
+	logf("scale: %d jobs: leader RSS %s (peak %s), CPU %s; follower RSS %s, CPU %s", n, mib(res.LeaderRSS), mib(res.LeaderPeak), pct(res.LeaderCPU), mib(res.FollowerRSS), pct(res.FollowerCPU))
+	if err := res.measureAPI(ctx, leader); err != nil {
+		return report{}, err
+	}
+	logf("scale: %d jobs: GET /api/v1/jobs %s, %s", n, res.APIJobs, mib(res.APIBytes))
+	if f.pprof {
+		saveProfiles(ctx, e, f.dir, fmt.Sprintf("scale-%d", n))
+	}
+	return report{Scenario: "scale", Data: res, Rows: res.rows()}, nil
+}
+
+// restartToFirstRun kills every replica and starts them again, the usual
+// start with cursors in etcd, and gives the milliseconds to the first run.
+func restartToFirstRun(ctx context.Context, e *env) (float64, error) {
+	for _, r := range e.c.Replicas {
+		if err := r.Kill(); err != nil {
+			return 0, err
 		}
 	}
+	t1 := time.Now()
+	for _, r := range e.c.Replicas {
+		if err := r.Start(); err != nil {
+			return 0, err
+		}
+	}
+	first, err := firstRunAfter(ctx, e.w, t1, 3*time.Minute)
+	if err != nil {
+		return 0, err
+	}
+	return ms(first.Sub(t1)), nil
+}
+
+func waitReplicasReady(ctx context.Context, e *env) error {
+	for _, r := range e.c.Replicas {
+		rctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		err := r.WaitReady(rctx)
+		cancel()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func saveHeapProfiles(ctx context.Context, e *env, dir string, n int) {
+	for _, r := range e.c.Replicas {
+		if err := fetch(ctx, r.URL()+"/debug/pprof/heap?debug=1", filepath.Join(dir, "profiles", fmt.Sprintf("scale-%d-%s-heap.txt", n, r.ID))); err != nil {
+			logf("pprof: %v", err)
+		}
+	}
+}
+
+// measureFootprint reads the replicas' memory and their CPU share over
+// window, the leader apart from the larger follower, and the largest etcd
+// member's memory.
+func (res *scaleResult) measureFootprint(ctx context.Context, e *env, leader *cluster.Replica, window time.Duration) error {
 	var pids []int
 	for _, r := range e.c.Replicas {
 		pids = append(pids, r.Pid())
 	}
-	window := min(f.duration, 15*time.Second)
 	shares, err := cpuShare(ctx, pids, window)
 	if err != nil {
-		return report{}, err
+		return err
 	}
 	res.CPUWindow = window.Seconds()
 	for i, r := range e.c.Replicas {
 		ps, err := readProc(pids[i])
 		if err != nil {
-			return report{}, err
+			return err
 		}
 		if r == leader {
 			res.LeaderRSS, res.LeaderPeak, res.LeaderCPU = ps.RSSBytes, ps.HWMBytes, shares[i]
@@ -130,28 +166,31 @@ func scale(ctx context.Context, f flags, bins cluster.Binaries, n int) (report, 
 			res.EtcdRSS = max(res.EtcdRSS, ps.RSSBytes)
 		}
 	}
-	logf("scale: %d jobs: leader RSS %s (peak %s), CPU %s; follower RSS %s, CPU %s", n, mib(res.LeaderRSS), mib(res.LeaderPeak), pct(res.LeaderCPU), mib(res.FollowerRSS), pct(res.FollowerCPU))
+	return nil
+}
 
+// measureAPI times five GET /api/v1/jobs and five GET /healthz on the
+// leader.
+func (res *scaleResult) measureAPI(ctx context.Context, leader *cluster.Replica) error {
 	var jobsLat, healthLat []time.Duration
 	for range 5 {
 		d, size, err := timedGet(ctx, leader.URL()+"/api/v1/jobs")
 		if err != nil {
-			return report{}, err
+			return err
 		}
 		jobsLat, res.APIBytes = append(jobsLat, d), size
 		if d, _, err = timedGet(ctx, leader.URL()+"/healthz"); err != nil {
-			return report{}, err
+			return err
 		}
 		healthLat = append(healthLat, d)
 	}
 	res.APIJobs, res.APIHealthz = distOf(jobsLat), distOf(healthLat)
-	logf("scale: %d jobs: GET /api/v1/jobs %s, %s", n, res.APIJobs, mib(res.APIBytes))
-	if f.pprof {
-		saveProfiles(ctx, e, f.dir, fmt.Sprintf("scale-%d", n))
-	}
+	return nil
+}
 
-	name := fmt.Sprintf("%dk jobs", n/1000)
-	rows := []row{
+func (res *scaleResult) rows() []row {
+	name := fmt.Sprintf("%dk jobs", res.Jobs/1000)
+	return []row{
 		{Scenario: "scale", Figure: name + ": leader RSS", Value: mib(res.LeaderRSS),
 			Reference: fmt.Sprintf("peak %s; follower %s, etcd member %s", mib(res.LeaderPeak), mib(res.FollowerRSS), mib(res.EtcdRSS))},
 		{Scenario: "scale", Figure: fmt.Sprintf("%s: leader CPU, steady (%d runs/s)", name, res.EverySecond), Value: pct(res.LeaderCPU) + " of a core",
@@ -161,7 +200,6 @@ func scale(ctx context.Context, f flags, bins cluster.Binaries, n int) (report, 
 		{Scenario: "scale", Figure: name + ": GET /api/v1/jobs", Value: fmt.Sprintf("%s, %s", res.APIJobs, mib(res.APIBytes)),
 			Reference: "GET /healthz " + res.APIHealthz.String()},
 	}
-	return report{Scenario: "scale", Data: res, Rows: rows}, nil
 }
 
 func firstRunAfter(ctx context.Context, w *cluster.Witness, t time.Time, limit time.Duration) (time.Time, error) {

@@ -42,8 +42,31 @@ type Cluster struct {
 // the replicas, and waits until every replica is ready. On error whatever
 // started is stopped.
 func Start(ctx context.Context, opts Options) (*Cluster, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, opts.StartTimeout)
+	defer cancel()
+	configPath, err := prepareDir(opts.Dir, opts.Config)
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{Dir: opts.Dir}
+	if err := c.startMembers(ctx, opts); err != nil {
+		return nil, err
+	}
+	if err := c.startReplicas(ctx, opts, configPath); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// withDefaults checks the required options and fills in the defaults.
+func (opts Options) withDefaults() (Options, error) {
 	if opts.Dir == "" || opts.Binaries.Scheduler == "" || opts.Binaries.EtcdNode == "" {
-		return nil, errors.New("cluster: Dir and Binaries are required")
+		return opts, errors.New("cluster: Dir and Binaries are required")
 	}
 	if opts.Members == 0 {
 		opts.Members = 3
@@ -54,23 +77,32 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if opts.StartTimeout == 0 {
 		opts.StartTimeout = 2 * time.Minute
 	}
-	ctx, cancel := context.WithTimeout(ctx, opts.StartTimeout)
-	defer cancel()
+	return opts, nil
+}
+
+// prepareDir makes dir's logs and data directories and writes the
+// scheduler's config file, whose path it gives.
+func prepareDir(dir, config string) (string, error) {
 	for _, sub := range []string{"logs", "data"} {
-		if err := os.MkdirAll(filepath.Join(opts.Dir, sub), 0o755); err != nil {
-			return nil, err
+		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
+			return "", err
 		}
 	}
-	configPath := filepath.Join(opts.Dir, "scheduler.yaml")
-	if err := os.WriteFile(configPath, []byte(opts.Config), 0o644); err != nil {
-		return nil, err
+	configPath := filepath.Join(dir, "scheduler.yaml")
+	if err := os.WriteFile(configPath, []byte(config), 0o644); err != nil {
+		return "", err
 	}
-	c := &Cluster{Dir: opts.Dir}
+	return configPath, nil
+}
+
+// startMembers starts the etcd members and waits until they form a
+// healthy cluster; on error the members started are stopped.
+func (c *Cluster) startMembers(ctx context.Context, opts Options) error {
 	var initial []string
 	for i := range opts.Members {
 		m, err := newMember(opts.Dir, opts.Binaries.EtcdNode, fmt.Sprintf("etcd%d", i+1))
 		if err != nil {
-			return nil, err
+			return err
 		}
 		c.Members = append(c.Members, m)
 		initial = append(initial, m.Name+"="+m.PeerURL)
@@ -79,32 +111,35 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		m.initial = strings.Join(initial, ",")
 		if err := m.Start(); err != nil {
 			c.Close()
-			return nil, err
+			return err
 		}
 	}
 	if err := c.WaitEtcdHealthy(ctx); err != nil {
 		c.Close()
-		return nil, err
+		return err
 	}
+	return nil
+}
+
+// startReplicas starts the scheduler replicas, one after another, and
+// waits until every one is ready.
+func (c *Cluster) startReplicas(ctx context.Context, opts Options, configPath string) error {
 	for i := range opts.Replicas {
 		r, err := newReplica(opts.Dir, opts.Binaries.Scheduler, fmt.Sprintf("r%d", i+1), configPath, c.Members)
 		if err != nil {
-			c.Close()
-			return nil, err
+			return err
 		}
 		c.Replicas = append(c.Replicas, r)
 		if err := r.Start(); err != nil {
-			c.Close()
-			return nil, err
+			return err
 		}
 	}
 	for _, r := range c.Replicas {
 		if err := r.WaitReady(ctx); err != nil {
-			c.Close()
-			return nil, err
+			return err
 		}
 	}
-	return c, nil
+	return nil
 }
 
 // StartT starts a cluster for a test: binaries must be built already. The

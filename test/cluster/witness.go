@@ -124,6 +124,19 @@ func (w *Witness) Close() {
 
 func (w *Witness) serve(rw http.ResponseWriter, r *http.Request) {
 	now := time.Now()
+	run, key := runFromRequest(r, now)
+	if stale := w.admit(run, key, now); stale != "" {
+		http.Error(rw, stale, http.StatusConflict)
+		return
+	}
+	status := w.finish(run, key, runWork(r, run))
+	rw.WriteHeader(status)
+	fmt.Fprintf(rw, "%s attempt %d: %d\n", run.RunID, run.Attempt, status)
+}
+
+// runFromRequest reads the run from the scheduler's request headers, and
+// the key of its job and slot that fencing tokens are compared under.
+func runFromRequest(r *http.Request, now time.Time) (*Run, string) {
 	run := &Run{
 		Job:    r.Header.Get("X-Scheduler-Job"),
 		RunID:  r.Header.Get("X-Scheduler-Run-Id"),
@@ -139,15 +152,20 @@ func (w *Witness) serve(rw http.ResponseWriter, r *http.Request) {
 		// Each shard index of a sharded job has slots of its own.
 		key = run.Job + "#" + shard + "/" + strconv.Itoa(run.Slot)
 	}
+	return run, key
+}
 
+// admit records the run and, with fencing, refuses a token lower than the
+// highest accepted under key (the refusal's message, "" when admitted) and
+// supersedes the runs in flight that a higher token fences off.
+func (w *Witness) admit(run *Run, key string, now time.Time) (stale string) {
 	w.mu.Lock()
+	defer w.mu.Unlock()
 	w.runs = append(w.runs, run)
 	if w.opts.Fencing && run.Token < w.highest[key] {
 		run.Rejected, run.End, run.Status = true, now, http.StatusConflict
 		w.rejected++
-		w.mu.Unlock()
-		http.Error(rw, fmt.Sprintf("stale fencing token %d < %d", run.Token, w.highest[key]), http.StatusConflict)
-		return
+		return fmt.Sprintf("stale fencing token %d < %d", run.Token, w.highest[key])
 	}
 	if w.opts.Fencing && run.Token > w.highest[key] {
 		for _, old := range w.inFlight[key] {
@@ -158,8 +176,13 @@ func (w *Witness) serve(rw http.ResponseWriter, r *http.Request) {
 	}
 	w.highest[key] = max(w.highest[key], run.Token)
 	w.inFlight[key] = append(w.inFlight[key], run)
-	w.mu.Unlock()
+	return ""
+}
 
+// runWork does what the query asks: sleep for the run's work (499 when the
+// scheduler goes away first), and fail the first attempt of about one run
+// in fail.
+func runWork(r *http.Request, run *Run) int {
 	status := http.StatusOK
 	if d, err := time.ParseDuration(r.URL.Query().Get("sleep")); err == nil && d > 0 {
 		t := time.NewTimer(d)
@@ -173,12 +196,18 @@ func (w *Witness) serve(rw http.ResponseWriter, r *http.Request) {
 	if n, err := strconv.Atoi(r.URL.Query().Get("fail")); err == nil && n > 0 && run.Attempt == 1 && hash(run.RunID)%uint32(n) == 0 {
 		status = http.StatusInternalServerError
 	}
+	return status
+}
 
+// finish records the run's end and takes it out of flight; a run fenced
+// off meanwhile answers 409, as its writes were refused.
+func (w *Witness) finish(run *Run, key string, status int) int {
 	w.mu.Lock()
+	defer w.mu.Unlock()
 	run.End = time.Now()
 	run.Cancelled = status == 499
 	if run.Superseded && status == http.StatusOK {
-		status = http.StatusConflict // fenced off: its writes were refused
+		status = http.StatusConflict
 	}
 	run.Status = status
 	list := w.inFlight[key]
@@ -188,9 +217,7 @@ func (w *Witness) serve(rw http.ResponseWriter, r *http.Request) {
 			break
 		}
 	}
-	w.mu.Unlock()
-	rw.WriteHeader(status)
-	fmt.Fprintf(rw, "%s attempt %d: %d\n", run.RunID, run.Attempt, status)
+	return status
 }
 
 func hash(s string) uint32 {

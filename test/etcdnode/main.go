@@ -30,53 +30,75 @@ func main() {
 }
 
 func run() error {
-	var (
-		name, dataDir, clientURL, peerURL, initialCluster, state, logLevel string
-		noFsync                                                            bool
-	)
-	flag.StringVar(&name, "name", "default", "member name")
-	flag.StringVar(&dataDir, "data-dir", "", "data directory (required)")
-	flag.StringVar(&clientURL, "client-url", "http://127.0.0.1:2379", "client URL to listen on and advertise")
-	flag.StringVar(&peerURL, "peer-url", "http://127.0.0.1:2380", "peer URL to listen on and advertise")
-	flag.StringVar(&initialCluster, "initial-cluster", "", "name=peerURL,... (default: this member alone)")
-	flag.StringVar(&state, "initial-cluster-state", "new", "new or existing")
-	flag.StringVar(&logLevel, "log-level", "warn", "etcd log level")
-	flag.BoolVar(&noFsync, "unsafe-no-fsync", false, "skip fsync (a process kill still loses nothing; a machine crash would)")
+	o := parseFlags()
+	cfg, err := o.config()
+	if err != nil {
+		return err
+	}
+	return serve(cfg, o.name, o.clientURL)
+}
+
+// options are the command line's settings.
+type options struct {
+	name, dataDir, clientURL, peerURL, initialCluster, state, logLevel string
+	noFsync                                                            bool
+}
+
+func parseFlags() options {
+	var o options
+	flag.StringVar(&o.name, "name", "default", "member name")
+	flag.StringVar(&o.dataDir, "data-dir", "", "data directory (required)")
+	flag.StringVar(&o.clientURL, "client-url", "http://127.0.0.1:2379", "client URL to listen on and advertise")
+	flag.StringVar(&o.peerURL, "peer-url", "http://127.0.0.1:2380", "peer URL to listen on and advertise")
+	flag.StringVar(&o.initialCluster, "initial-cluster", "", "name=peerURL,... (default: this member alone)")
+	flag.StringVar(&o.state, "initial-cluster-state", "new", "new or existing")
+	flag.StringVar(&o.logLevel, "log-level", "warn", "etcd log level")
+	flag.BoolVar(&o.noFsync, "unsafe-no-fsync", false, "skip fsync (a process kill still loses nothing; a machine crash would)")
 	flag.Parse()
-	if dataDir == "" {
-		return fmt.Errorf("--data-dir is required")
+	return o
+}
+
+// config checks the options and makes the member's embed configuration.
+func (o options) config() (*embed.Config, error) {
+	if o.dataDir == "" {
+		return nil, fmt.Errorf("--data-dir is required")
 	}
-	if state != embed.ClusterStateFlagNew && state != embed.ClusterStateFlagExisting {
-		return fmt.Errorf("--initial-cluster-state %q: want new or existing", state)
+	if o.state != embed.ClusterStateFlagNew && o.state != embed.ClusterStateFlagExisting {
+		return nil, fmt.Errorf("--initial-cluster-state %q: want new or existing", o.state)
 	}
-	curl, err := url.Parse(clientURL)
+	curl, err := url.Parse(o.clientURL)
 	if err != nil {
-		return fmt.Errorf("--client-url: %w", err)
+		return nil, fmt.Errorf("--client-url: %w", err)
 	}
-	purl, err := url.Parse(peerURL)
+	purl, err := url.Parse(o.peerURL)
 	if err != nil {
-		return fmt.Errorf("--peer-url: %w", err)
+		return nil, fmt.Errorf("--peer-url: %w", err)
 	}
 
 	cfg := embed.NewConfig()
-	cfg.Name = name
-	cfg.Dir = dataDir
+	cfg.Name = o.name
+	cfg.Dir = o.dataDir
 	cfg.ListenClientUrls = []url.URL{*curl}
 	cfg.AdvertiseClientUrls = []url.URL{*curl}
 	cfg.ListenPeerUrls = []url.URL{*purl}
 	cfg.AdvertisePeerUrls = []url.URL{*purl}
-	cfg.InitialCluster = initialCluster
+	cfg.InitialCluster = o.initialCluster
 	if cfg.InitialCluster == "" {
-		cfg.InitialCluster = cfg.InitialClusterFromName(name)
+		cfg.InitialCluster = cfg.InitialClusterFromName(o.name)
 	}
-	cfg.ClusterState = state
+	cfg.ClusterState = o.state
 	cfg.InitialClusterToken = "etcdnode"
-	cfg.UnsafeNoFsync = noFsync
+	cfg.UnsafeNoFsync = o.noFsync
 	// For test/bench -pprof: /debug/pprof/ on the client URL.
 	cfg.EnablePprof = os.Getenv("ETCDNODE_PPROF") == "1"
-	cfg.LogLevel = logLevel
+	cfg.LogLevel = o.logLevel
 	cfg.LogOutputs = []string{"stderr"}
+	return cfg, nil
+}
 
+// serve starts the member and runs it until it fails or SIGTERM or SIGINT
+// stops it, giving it 30 seconds to close.
+func serve(cfg *embed.Config, name, clientURL string) error {
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {
 		return fmt.Errorf("start: %w", err)
