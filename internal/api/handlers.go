@@ -30,8 +30,8 @@ func (s *Server) members(w http.ResponseWriter, r *http.Request, cl Cluster) {
 }
 
 // slots serves GET /api/v1/slots: the held slots, then the rate windows.
-func (s *Server) slots(w http.ResponseWriter, _ *http.Request, cl Cluster) {
-	writeJSON(w, http.StatusOK, nonNil(cl.Slots()))
+func (s *Server) slots(w http.ResponseWriter, r *http.Request, cl Cluster) {
+	writeJSON(w, http.StatusOK, nonNil(s.readableSlots(r.Context(), cl.Slots())))
 }
 
 // jobs serves GET /api/v1/jobs, a page of the configured jobs, or with
@@ -41,7 +41,7 @@ func (s *Server) jobs(w http.ResponseWriter, r *http.Request, cl Cluster) {
 		return
 	} else if removed {
 		list, err := cl.RemovedJobs(r.Context())
-		respond(w, r, http.StatusOK, nonNil(list), err)
+		respond(w, r, http.StatusOK, nonNil(readableRemoved(r.Context(), list)), err)
 		return
 	}
 	page, ok := pageOf(w, r, 0, "after")

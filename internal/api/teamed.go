@@ -77,6 +77,36 @@ func (t teamed) FindRun(ctx context.Context, runID string) (jobs.RunStatus, erro
 	return r, err
 }
 
+// readableSlots are the slots of list the caller of ctx may read: a job's
+// by its team, a resource's by the team of the job whose run holds it.
+func (s *Server) readableSlots(ctx context.Context, list []slots.Info) []slots.Info {
+	c := callerOf(ctx)
+	if c.scope == nil {
+		return list
+	}
+	out := make([]slots.Info, 0, len(list))
+	for _, si := range list {
+		job := si.Job
+		if job == "" {
+			job = runs.JobOf(si.RunID)
+		}
+		if team, _ := s.teamOf(job); c.mayRead(team) {
+			out = append(out, si)
+		}
+	}
+	return out
+}
+
+// readableRemoved are the removed jobs the caller of ctx may read: a
+// removed job's file, and so its team, is gone, and it reads as a job of
+// the main file (team "").
+func readableRemoved(ctx context.Context, list []jobs.RemovedJob) []jobs.RemovedJob {
+	if c := callerOf(ctx); c.scope != nil && !c.mayRead("") {
+		return nil
+	}
+	return list
+}
+
 // Slots names the team of each job's slot; a resource's slot has none.
 func (t teamed) Slots() []slots.Info {
 	list := slices.Clone(t.Cluster.Slots())

@@ -56,7 +56,7 @@ func TestMetricsOfSpec(t *testing.T) {
 		`scheduler_runs_total{job="echo",outcome="succeeded",team=""} 1`,
 		`scheduler_run_duration_seconds_count{job="echo",team=""} 1`,
 		`scheduler_schedule_lateness_seconds_count `,
-		`scheduler_slots_in_use{job="echo"} 0`,
+		`scheduler_slots_in_use{job="echo",team=""} 0`,
 		`scheduler_claim_duration_seconds_count `,
 		`scheduler_runs_skipped_total{job="busy",reason="overlap",team=""} `,
 		`scheduler_job_paused{job="idle",team=""} 1`,

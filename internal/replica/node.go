@@ -131,7 +131,12 @@ func (n *Node) newSessionParts(o NodeOptions, cfg *config.Config) error {
 	if n.Batch, err = txnbatch.New(o.Client, txnbatch.Options{Reg: o.Reg}); err != nil {
 		return err
 	}
-	n.Slots, err = slots.New(o.Client, keys.New(cfg.Cluster.Etcd.Prefix), o.Logger.With("component", "slots"), o.Reg, slots.WithCommitter(n.Batch))
+	n.Slots, err = slots.New(o.Client, keys.New(cfg.Cluster.Etcd.Prefix), o.Logger.With("component", "slots"), o.Reg, slots.WithCommitter(n.Batch), slots.WithTeams(func(job string) string {
+		if j := o.Config().Job(job); j != nil {
+			return j.Team
+		}
+		return ""
+	}))
 	return err
 }
 

@@ -84,6 +84,10 @@ func TestTeamAlertsReachTheOwner(t *testing.T) {
 	if got := r.metric(`scheduler_runs_total{job="settle",outcome="failed",team="payments"}`); got != 1 {
 		t.Errorf(`scheduler_runs_total{job="settle",outcome="failed",team="payments"} = %v, want 1`, got)
 	}
+	// The slots gauge carries the team too (0: the run ended).
+	if got := r.metric(`scheduler_slots_in_use{job="settle",team="payments"}`); got != 0 {
+		t.Errorf(`scheduler_slots_in_use{job="settle",team="payments"} = %v, want 0 (and present)`, got)
+	}
 	run, err := r.api.Runs(t.Context(), "settle", 10, "")
 	if err != nil || len(run) != 1 || run[0].Team != "payments" {
 		t.Errorf("runs of settle: %+v, %v; want one of team payments", run, err)

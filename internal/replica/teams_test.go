@@ -31,6 +31,12 @@ const (
 // payments and search.
 func teamsCluster(t *testing.T, endpoint, prefix string, protectReads bool) (dir, path string) {
 	t.Helper()
+	return teamsClusterRunning(t, endpoint, prefix, protectReads, "true")
+}
+
+// teamsClusterRunning is teamsCluster whose jobs run command.
+func teamsClusterRunning(t *testing.T, endpoint, prefix string, protectReads bool, command string) (dir, path string) {
+	t.Helper()
 	dir = t.TempDir()
 	for name, secret := range map[string]string{"admin": adminSecret, "payments-ci": paymentsSecret, "viewer": viewerSecret} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(secret+"\n"), 0o600); err != nil {
@@ -41,13 +47,64 @@ func teamsCluster(t *testing.T, endpoint, prefix string, protectReads bool) (dir
 		t.Fatal(err)
 	}
 	job := func(name string) string {
-		return fmt.Sprintf("  - name: %s\n    schedule: \"0 0 1 1 *\"\n    catch_up: none\n    exec:\n      command: [\"true\"]\n", name)
+		return fmt.Sprintf("  - name: %s\n    schedule: \"0 0 1 1 *\"\n    catch_up: none\n    exec:\n      command: [%s]\n", name, command)
 	}
 	writeFile(t, filepath.Join(dir, "teams", "payments.yaml"), "team: payments\njobs:\n"+job("settle"))
 	writeFile(t, filepath.Join(dir, "teams", "search.yaml"), "team: search\njobs:\n"+job("reindex"))
 	path = filepath.Join(dir, "config.yaml")
 	writeFile(t, path, teamsConfig(endpoint, prefix, dir, protectReads)+"jobs:\n"+job("cleanup"))
 	return dir, path
+}
+
+// With protect_reads a scoped token sees only the slots of its teams'
+// runs (GET /api/v1/slots), and no removed job (its team went with its
+// file); the admin token sees every slot.
+func TestScopedTokenSeesItsTeamsSlots(t *testing.T) {
+	endpoint := newEtcd(t)
+	_, path := teamsClusterRunning(t, endpoint, "/teamslots/", false, `"sleep", "8"`)
+	r := startReplica(t, "t1", path, noWatch)
+	cfg, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, path, strings.Replace(string(cfg), "protect_reads: false", "protect_reads: true", 1))
+	r.sighup()
+	poll.Until(t, 10*time.Second, "protect_reads applied", func() (bool, string) {
+		code, _, body := call(t, r.url, "GET", "/api/v1/jobs", "", "")
+		return code == http.StatusUnauthorized, body
+	})
+	for _, job := range []string{"settle", "reindex"} {
+		if code, _, body := call(t, r.url, "POST", "/api/v1/jobs/"+job+"/trigger", adminSecret, ""); code != http.StatusAccepted && code != http.StatusOK {
+			t.Fatalf("trigger %s: %d %s", job, code, body)
+		}
+	}
+	slotsOf := func(token string) []string {
+		code, _, body := call(t, r.url, "GET", "/api/v1/slots", token, "")
+		if code != http.StatusOK {
+			t.Fatalf("GET /api/v1/slots: %d %s", code, body)
+		}
+		var list []struct{ Job string }
+		if err := json.Unmarshal([]byte(body), &list); err != nil {
+			t.Fatal(err)
+		}
+		var jobs []string
+		for _, s := range list {
+			jobs = append(jobs, s.Job)
+		}
+		slices.Sort(jobs)
+		return jobs
+	}
+	poll.Until(t, 30*time.Second, "both runs holding their slots", func() (bool, string) {
+		got := slotsOf(adminSecret)
+		return slices.Equal(got, []string{"reindex", "settle"}), fmt.Sprint(got)
+	})
+	if got := slotsOf(paymentsSecret); !slices.Equal(got, []string{"settle"}) {
+		t.Errorf("payments-ci sees the slots of %v, want [settle]", got)
+	}
+	code, _, body := call(t, r.url, "GET", "/api/v1/jobs?removed=true", paymentsSecret, "")
+	if code != http.StatusOK || strings.TrimSpace(body) != "[]" {
+		t.Errorf("payments-ci's removed jobs: %d %s, want 200 []", code, body)
+	}
 }
 
 func teamsConfig(endpoint, prefix, dir string, protectReads bool) string {

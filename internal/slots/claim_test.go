@@ -204,7 +204,7 @@ func TestListAndMetrics(t *testing.T) {
 scheduler_resource_slots_in_use{resource="db"} RES
 # HELP scheduler_slots_in_use Job slots held across the cluster, as seen by this replica's watch.
 # TYPE scheduler_slots_in_use gauge
-scheduler_slots_in_use{job="j"} JOB
+scheduler_slots_in_use{job="j",team=""} JOB
 `)
 	}
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(gauges(1, 1)), "scheduler_slots_in_use", "scheduler_resource_slots_in_use"); err != nil {

@@ -14,6 +14,9 @@ import (
 // the job label then always names a job, so sum by (job) and joins with
 // runs_total{job} stay meaningful.
 type metrics struct {
+	// teamOf names a job's team (docs/teams.md): the job gauge's team
+	// label, "" for a job of the main file or none known.
+	teamOf        func(job string) string
 	jobInUse      *prometheus.GaugeVec
 	resourceInUse *prometheus.GaugeVec
 	claimDuration prometheus.Histogram
@@ -21,10 +24,11 @@ type metrics struct {
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
+		teamOf: func(string) string { return "" },
 		jobInUse: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "scheduler_slots_in_use",
 			Help: "Job slots held across the cluster, as seen by this replica's watch.",
-		}, []string{"job"}),
+		}, []string{"job", "team"}),
 		resourceInUse: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "scheduler_resource_slots_in_use",
 			Help: "Shared-resource slots held across the cluster, as seen by this replica's watch.",
@@ -53,5 +57,5 @@ func (m *metrics) setInUse(kind Kind, name string, n int) {
 		m.resourceInUse.WithLabelValues(name).Set(float64(n))
 		return
 	}
-	m.jobInUse.WithLabelValues(name).Set(float64(n))
+	m.jobInUse.WithLabelValues(name, m.teamOf(name)).Set(float64(n))
 }

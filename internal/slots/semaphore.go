@@ -80,6 +80,12 @@ func WithCommitter(c *txnbatch.Committer) Option {
 	return func(s *Semaphore) { s.commit = c }
 }
 
+// WithTeams names each job's team for the team label of
+// scheduler_slots_in_use (docs/teams.md).
+func WithTeams(teamOf func(job string) string) Option {
+	return func(s *Semaphore) { s.metrics.teamOf = teamOf }
+}
+
 // New checks its arguments; Run does the watching. layout is the
 // scheduler's keys (keys.New of its prefix); reg may be nil.
 func New(client *clientv3.Client, layout keys.Layout, logger *slog.Logger, reg prometheus.Registerer, opts ...Option) (*Semaphore, error) {
