@@ -105,6 +105,10 @@ func (m *Membership) Run(ctx context.Context) error {
 		if err != nil {
 			return nil // ctx ended
 		}
+		// Before the put: a put cut by the stop may still be applied, and
+		// the leave must then delete it (it compares the lease, so it
+		// deletes nothing that is not this session's).
+		last = s
 		if err := m.put(ctx, s); err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -114,7 +118,6 @@ func (m *Membership) Run(ctx context.Context) error {
 			continue
 		}
 		retry.Reset()
-		last = s
 		select {
 		case <-ctx.Done():
 			return nil
