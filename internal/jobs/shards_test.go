@@ -389,8 +389,12 @@ func TestPartialTickPastItsDeadlineIsCompletedAndMissed(t *testing.T) {
 		t.Errorf("a record under the tick's own id (%s) beside its shards'", r.Outcome)
 	}
 	st.mu.Lock()
-	if len(st.count) != 0 {
-		t.Errorf("missed shards reached the target: %v", st.count)
+	for run := range st.count {
+		// Only this tick's: the job's next tick is due on the hour, and a
+		// test run then sees it run.
+		if strings.HasPrefix(run, tick.RunID+"#") {
+			t.Errorf("missed shard %s reached the target", run)
+		}
 	}
 	st.mu.Unlock()
 }
