@@ -207,3 +207,26 @@ func TestDiffExitsAndFormats(t *testing.T) {
 		t.Errorf("-o json: %+v", rep)
 	}
 }
+
+// A job moved into a team file (include:) shows its team changed and its
+// ticks unchanged; the secret read next to the team file is compared, not
+// shown.
+func TestDiffTeamFile(t *testing.T) {
+	cur := "include: [\"teams/*.yaml\"]\njobs: []\n"
+	teamFile := "team: payments\n" + strings.Replace(diffBase, "headers_file: report-headers.yaml", "headers_file: ../report-headers.yaml", 1)
+	extra := map[string][2]string{
+		"report-headers.yaml": sameHeaders["report-headers.yaml"],
+		"teams/payments.yaml": {"", teamFile},
+	}
+	out, errOut, code := runDiff(t, diffBase, cur, extra, "--window", "48h")
+	want := `job report: changed
+  team: (none) -> "payments"
+differences: jobs 1 changed
+`
+	if code != exitDiffers || errOut != "" || out != want {
+		t.Errorf("exit %d, stderr %q, output:\n%s\nwant:\n%s", code, errOut, out, want)
+	}
+	if strings.Contains(out, "s3cret") {
+		t.Errorf("the output shows a secret value:\n%s", out)
+	}
+}
