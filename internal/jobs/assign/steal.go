@@ -26,6 +26,15 @@ import (
 // It needs no fence: it moves what the leader authorized and authorizes
 // nothing. ErrConflict: from changed, was claimed from or is gone.
 func (s *Store) Steal(ctx context.Context, from Assignment, modRev int64, to string) (Stored, error) {
+	noMarker := clientv3.Compare(clientv3.CreateRevision(s.keys.AssignmentClaimed(from.Worker, from.At, from.Group)), "=", 0).WithPrefix()
+	return s.move(ctx, from, modRev, to, []clientv3.Cmp{noMarker}, nil)
+}
+
+// move is a take-over's transaction: if cmps hold, from is as read
+// (ModRevision modRev) and to's new assignment does not exist yet, it
+// applies ops, deletes from and puts the same jobs as an assignment of to
+// (Steal, StealAhead). ErrConflict: a compare failed; nothing was written.
+func (s *Store) move(ctx context.Context, from Assignment, modRev int64, to string, cmps []clientv3.Cmp, ops []clientv3.Op) (Stored, error) {
 	target := Assignment{Worker: to, At: from.At, Group: movedGroup(&from, modRev), Jobs: from.Jobs}
 	if err := target.Validate(); err != nil {
 		return Stored{}, err
@@ -34,11 +43,10 @@ func (s *Store) Steal(ctx context.Context, from Assignment, modRev int64, to str
 		return Stored{}, fmt.Errorf("assign: take over %s: it is %s's already", from.Key(s.keys), to)
 	}
 	oldKey, newKey := from.Key(s.keys), target.Key(s.keys)
-	resp, err := s.kv.Txn(ctx).If(
+	cmps = append(cmps,
 		clientv3.Compare(clientv3.ModRevision(oldKey), "=", modRev),
-		clientv3.Compare(clientv3.CreateRevision(s.keys.AssignmentClaimed(from.Worker, from.At, from.Group)), "=", 0).WithPrefix(),
-		clientv3.Compare(clientv3.CreateRevision(newKey), "=", 0),
-	).Then(clientv3.OpDelete(oldKey), clientv3.OpPut(newKey, target.Encode())).Commit()
+		clientv3.Compare(clientv3.CreateRevision(newKey), "=", 0))
+	resp, err := s.kv.Txn(ctx).If(cmps...).Then(append(ops, clientv3.OpDelete(oldKey), clientv3.OpPut(newKey, target.Encode()))...).Commit()
 	if err != nil {
 		return Stored{}, fmt.Errorf("assign: take over %s: %w", oldKey, err)
 	}

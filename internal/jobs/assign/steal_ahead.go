@@ -34,33 +34,14 @@ func MarkerAhead(value []byte) bool {
 // assignment changed, a chunk was marked started or claimed since, or it
 // is gone.
 func (s *Store) StealAhead(ctx context.Context, from Assignment, modRev int64, to string) (Stored, error) {
-	target := Assignment{Worker: to, At: from.At, Group: movedGroup(&from, modRev), Jobs: from.Jobs}
-	if err := target.Validate(); err != nil {
-		return Stored{}, err
-	}
-	oldKey, newKey := from.Key(s.keys), target.Key(s.keys)
-	if to == from.Worker {
-		return Stored{}, fmt.Errorf("assign: take over %s: it is %s's already", oldKey, to)
-	}
 	if 2*len(from.Jobs)+4 > s.maxOps {
-		return Stored{}, fmt.Errorf("assign: take over %s: %d jobs: %w", oldKey, len(from.Jobs), ErrTooLarge)
+		return Stored{}, fmt.Errorf("assign: take over %s: %d jobs: %w", from.Key(s.keys), len(from.Jobs), ErrTooLarge)
 	}
 	cmps, dels, err := s.aheadClaims(ctx, &from)
 	if err != nil {
 		return Stored{}, err
 	}
-	cmps = append(cmps,
-		clientv3.Compare(clientv3.ModRevision(oldKey), "=", modRev),
-		clientv3.Compare(clientv3.CreateRevision(newKey), "=", 0))
-	resp, err := s.kv.Txn(ctx).If(cmps...).Then(append(dels, clientv3.OpDelete(oldKey), clientv3.OpPut(newKey, target.Encode()))...).Commit()
-	if err != nil {
-		return Stored{}, fmt.Errorf("assign: take over %s: %w", oldKey, err)
-	}
-	if !resp.Succeeded {
-		return Stored{}, fmt.Errorf("assign: take over %s: %w", oldKey, ErrConflict)
-	}
-	rev := resp.Header.Revision
-	return Stored{Assignment: target, CreateRevision: rev, ModRevision: rev}, nil
+	return s.move(ctx, from, modRev, to, cmps, dels)
 }
 
 // aheadClaims reads from's markers and its runs' slots at one revision and
