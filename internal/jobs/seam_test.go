@@ -109,10 +109,7 @@ func ticksAfter(t *testing.T, n *node, job string, from time.Time) []runs.Record
 func TestAKilledReplicasClaimedAheadRunsAreLateNotLost(t *testing.T) {
 	etcd := startEtcd(t)
 	w := startWitness(t)
-	var jobs []config.Job
-	for i := range 30 {
-		jobs = append(jobs, httpJob(fmt.Sprintf("j%02d", i), "@every 1s", w.url("")))
-	}
+	jobs := everySecond(w, 30)
 	cfg := newConfig(jobs...)
 	nodes := etcd.nodes(cfg, "a", "b", "c")
 	leader := leaderOf(t, nodes)
@@ -122,15 +119,7 @@ func TestAKilledReplicasClaimedAheadRunsAreLateNotLost(t *testing.T) {
 	killedAt := time.Now()
 	victim.crash()
 
-	poll.Until(t, 90*time.Second, "every job's record of the tick after the kill", func() (bool, string) {
-		missing := 0
-		for _, j := range jobs {
-			if _, ok := records(t, leader.client, j.Name)[runs.ID(j.Name, next)]; !ok {
-				missing++
-			}
-		}
-		return missing == 0, fmt.Sprintf("%d missing", missing)
-	})
+	awaitRecordsAt(t, leader, jobs, next, 90*time.Second, "the tick after the kill")
 	// The leader resolves what the victim left once its lease is gone:
 	// wait for that, so its records count too.
 	layout := keys.New(testPrefix)
@@ -201,10 +190,7 @@ func assignedAhead(t *testing.T, n *node) time.Time {
 func TestAStoppingReplicaStartsNothingAfterItStops(t *testing.T) {
 	etcd := startEtcd(t)
 	w := startWitness(t)
-	var jobs []config.Job
-	for i := range 30 {
-		jobs = append(jobs, httpJob(fmt.Sprintf("j%02d", i), "@every 1s", w.url("")))
-	}
+	jobs := everySecond(w, 30)
 	nodes := etcd.nodes(newConfig(jobs...), "a", "b", "c")
 	leader := leaderOf(t, nodes)
 	victim := except(nodes, leader)[0]
@@ -212,15 +198,7 @@ func TestAStoppingReplicaStartsNothingAfterItStops(t *testing.T) {
 	<-time.After(time.Until(next.Add(-150 * time.Millisecond))) // the stop's instant, not a wait for a condition
 	victim.stop(10 * time.Second)
 
-	poll.Until(t, 60*time.Second, "every job's record of the second after the stop", func() (bool, string) {
-		missing := 0
-		for _, j := range jobs {
-			if _, ok := records(t, leader.client, j.Name)[runs.ID(j.Name, next)]; !ok {
-				missing++
-			}
-		}
-		return missing == 0, fmt.Sprintf("%d missing", missing)
-	})
+	awaitRecordsAt(t, leader, jobs, next, 60*time.Second, "the second after the stop")
 	for _, j := range jobs {
 		if r := records(t, leader.client, j.Name)[runs.ID(j.Name, next)]; r.Outcome != runs.Succeeded {
 			t.Errorf("%s: %s (%s)", r.RunID, r.Outcome, r.Error)
@@ -232,4 +210,28 @@ func TestAStoppingReplicaStartsNothingAfterItStops(t *testing.T) {
 			}
 		}
 	}
+}
+
+// everySecond is n jobs every second, targets at w.
+func everySecond(w *witness, n int) []config.Job {
+	var jobs []config.Job
+	for i := range n {
+		jobs = append(jobs, httpJob(fmt.Sprintf("j%02d", i), "@every 1s", w.url("")))
+	}
+	return jobs
+}
+
+// awaitRecordsAt waits until each of jobs has its record of the tick at
+// at, read through n's client.
+func awaitRecordsAt(t *testing.T, n *node, jobs []config.Job, at time.Time, within time.Duration, what string) {
+	t.Helper()
+	poll.Until(t, within, "every job's record of "+what, func() (bool, string) {
+		missing := 0
+		for _, j := range jobs {
+			if _, ok := records(t, n.client, j.Name)[runs.ID(j.Name, at)]; !ok {
+				missing++
+			}
+		}
+		return missing == 0, fmt.Sprintf("%d missing", missing)
+	})
 }
