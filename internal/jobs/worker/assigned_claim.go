@@ -153,7 +153,7 @@ func (a *assignedRunner) claimLater(ctx context.Context, r *claimRound) {
 	later := r.later
 	r.later = nil
 	for len(later) > 0 {
-		n, _ := a.takePlaces(&r.st, laterJobs(later))
+		n, _ := a.core.takePlaces(laterIDs(later))
 		if n == 0 {
 			r.later = later // no place free: the queue path waits for one
 			return
@@ -165,13 +165,13 @@ func (a *assignedRunner) claimLater(ctx context.Context, r *claimRound) {
 	}
 }
 
-// laterJobs are the jobs of rs, in order.
-func laterJobs(rs []assignedRun) []assign.Job {
-	jobs := make([]assign.Job, len(rs))
-	for i, r := range rs {
-		jobs[i] = r.job
+// laterIDs are the run ids of the first chunk of rs, in order.
+func laterIDs(rs []assignedRun) []string {
+	ids := make([]string, min(maxChunk, len(rs)))
+	for i := range ids {
+		ids[i] = rs[i].runID
 	}
-	return jobs
+	return ids
 }
 
 // finishAll gives back the places of rs, runs that will not start here.
