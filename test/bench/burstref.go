@@ -39,9 +39,18 @@ func startReference(ctx context.Context, e *env, n, procs int, name string) (*re
 		if from == to {
 			continue
 		}
-		cmd, err := r.start(ctx, self, e, i, []string{refWorkerCommand,
+		args := []string{refWorkerCommand,
 			"-endpoints", strings.Join(e.c.Endpoints(), ","), "-prefix", refPrefix, "-witness", e.w.URL(""),
-			"-name", name, "-from", strconv.Itoa(from), "-to", strconv.Itoa(to)})
+			"-name", name, "-from", strconv.Itoa(from), "-to", strconv.Itoa(to)}
+		if e.profileDir != "" {
+			dir := filepath.Join(e.profileDir, "profiles")
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				r.stop()
+				return nil, err
+			}
+			args = append(args, "-cpuprofile", filepath.Join(dir, fmt.Sprintf("burst-%d-reference%d-cpu.pprof", n, i+1)))
+		}
+		cmd, err := r.start(ctx, self, e, i, args)
 		if err != nil {
 			r.stop()
 			return nil, err

@@ -9,7 +9,10 @@ import (
 )
 
 // saveProfiles fetches a 10 s CPU profile and a heap profile of the leader
-// (replicas started with SCHEDULER_PPROF=1) into dir/profiles.
+// (replicas started with SCHEDULER_PPROF=1) into dir/profiles, and over the
+// same 10 s a CPU profile of one replica that does not lead (name-
+// follower-cpu.pprof): most runs are a follower's, and it decodes the same
+// watch events without the leader's work.
 func saveProfiles(ctx context.Context, e *env, dir, name string) {
 	leader, err := e.leader(ctx)
 	if err != nil {
@@ -39,6 +42,23 @@ func saveProfiles(ctx context.Context, e *env, dir, name string) {
 		logf("pprof: saved %s", file)
 	}()
 	defer func() { <-done }()
+	follower := make(chan struct{})
+	go func() {
+		defer close(follower)
+		for _, r := range e.c.Replicas {
+			if r.ID == leader.ID {
+				continue
+			}
+			file := filepath.Join(out, name+"-follower-cpu.pprof")
+			if err := fetch(ctx, r.URL()+"/debug/pprof/profile?seconds=10", file); err != nil {
+				logf("pprof: follower %s: %v", r.ID, err)
+				return
+			}
+			logf("pprof: saved %s (replica %s)", file, r.ID)
+			return
+		}
+	}()
+	defer func() { <-follower }()
 	for _, p := range []struct{ path, file string }{
 		{"/debug/pprof/profile?seconds=10", name + "-cpu.pprof"},
 		{"/debug/pprof/heap", name + "-heap.pprof"},

@@ -8,9 +8,9 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -32,6 +32,8 @@ type refWorkerOptions struct {
 	witness   string // URL
 	name      string // job name prefix
 	from, to  int    // job indices [from, to)
+	// cpuProfile, when set, receives the process's CPU profile (-pprof).
+	cpuProfile string
 }
 
 func parseRefWorker(args []string) (refWorkerOptions, error) {
@@ -44,6 +46,7 @@ func parseRefWorker(args []string) (refWorkerOptions, error) {
 	fs.StringVar(&o.name, "name", "", "job name prefix")
 	fs.IntVar(&o.from, "from", 0, "first job index")
 	fs.IntVar(&o.to, "to", 0, "job index past the last")
+	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -55,9 +58,10 @@ func parseRefWorker(args []string) (refWorkerOptions, error) {
 }
 
 // refWorker is one process of the reference: what a lean etcd scheduler
-// does per trigger, as Dapr's scheduler does (go-etcd-cron: a timer per
-// job; on each trigger the callback, then one conditional put of the job's
-// counter, at least once). Nothing else: no leader, no queue, no record.
+// does per trigger, as Dapr's scheduler does (go-etcd-cron: one queue of
+// timers per process, refQueue; on each trigger the callback over a shared
+// keep-alive client, then one conditional put of the job's counter, at
+// least once). Nothing else: no leader, no record, no watch.
 func refWorker(args []string) error {
 	o, err := parseRefWorker(args)
 	if err != nil {
@@ -79,18 +83,37 @@ func refWorker(args []string) error {
 	tr.MaxIdleConns, tr.MaxIdleConnsPerHost = 256, 64
 	hc := &http.Client{Transport: tr, Timeout: 10 * time.Second}
 	defer tr.CloseIdleConnections()
+	stopProfile, err := startCPUProfile(o.cpuProfile)
+	if err != nil {
+		return fmt.Errorf("%s: %w", refWorkerCommand, err)
+	}
+	defer stopProfile()
 	fmt.Println("ready")
 	first := time.Now().Truncate(time.Second).Add(time.Second)
-	var wg sync.WaitGroup
-	for _, j := range jobs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			j.run(ctx, cli, hc, o.witness, first)
-		}()
-	}
-	wg.Wait()
+	newRefQueue(jobs, first, time.Second).run(ctx, func(j *refJob, tick time.Time) {
+		j.call(ctx, hc, o.witness, tick)
+		if err := j.count(ctx, cli); err != nil && ctx.Err() == nil {
+			fmt.Fprintf(os.Stderr, "%s: job %s tick %s: %v\n", refWorkerCommand, j.name, tick.Format(time.TimeOnly), err)
+		}
+	})
 	return nil
+}
+
+// startCPUProfile profiles the process into path until the returned
+// function is called; nothing when path is empty.
+func startCPUProfile(path string) (func(), error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
 // refJob is one job of the reference: its counter key and the revision
@@ -99,6 +122,7 @@ type refJob struct {
 	name, key string
 	rev       int64
 	counter   int64
+	next      time.Time // its next tick (refQueue's)
 }
 
 // createRefJobs writes each job's counter, up to 100 keys a transaction.
@@ -122,25 +146,6 @@ func createRefJobs(ctx context.Context, cli *clientv3.Client, o refWorkerOptions
 		jobs = append(jobs, batch...)
 	}
 	return jobs, nil
-}
-
-// run triggers the job every whole second from first until ctx ends. A
-// tick that comes late is still run (at least once, as the peer does).
-func (j *refJob) run(ctx context.Context, cli *clientv3.Client, hc *http.Client, witness string, first time.Time) {
-	t := time.NewTimer(time.Until(first))
-	defer t.Stop()
-	for tick := first; ; tick = tick.Add(time.Second) {
-		t.Reset(time.Until(tick))
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		j.call(ctx, hc, witness, tick)
-		if err := j.count(ctx, cli); err != nil && ctx.Err() == nil {
-			fmt.Fprintf(os.Stderr, "%s: job %s tick %s: %v\n", refWorkerCommand, j.name, tick.Format(time.TimeOnly), err)
-		}
-	}
 }
 
 func (j *refJob) call(ctx context.Context, hc *http.Client, witness string, tick time.Time) {
