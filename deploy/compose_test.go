@@ -34,9 +34,17 @@ var (
 // and the consistency checks (depends_on, volumes named).
 func loadCompose(t *testing.T) *types.Project {
 	t.Helper()
-	opts, err := cli.NewProjectOptions([]string{composeFile},
-		cli.WithWorkingDirectory(filepath.Dir(composeFile)),
-		cli.WithEnv([]string{}), // this machine's COMPOSE_* must not change the answer
+	return loadComposeFiles(t, nil, composeFile)
+}
+
+// loadComposeFiles loads files as `docker compose -f F1 -f F2 ...` would:
+// each later file an overlay of the ones before, interpolated from env
+// alone (this machine's COMPOSE_* must not change the answer).
+func loadComposeFiles(t *testing.T, env []string, files ...string) *types.Project {
+	t.Helper()
+	opts, err := cli.NewProjectOptions(files,
+		cli.WithWorkingDirectory(filepath.Dir(files[0])),
+		cli.WithEnv(append([]string{}, env...)),
 		cli.WithResolvedPaths(true),
 	)
 	if err != nil {
@@ -46,7 +54,7 @@ func loadCompose(t *testing.T) *types.Project {
 	defer cancel()
 	p, err := opts.LoadProject(ctx)
 	if err != nil {
-		t.Fatalf("%s: %v", composeFile, err)
+		t.Fatalf("%s: %v", strings.Join(files, " + "), err)
 	}
 	return p
 }
@@ -137,7 +145,12 @@ func underVolume(s types.ServiceConfig, dir string) bool {
 // repository's Dockerfile, each with its own id and host port, started
 // once etcd is healthy and healthy themselves when /readyz says so.
 func TestComposeReplicas(t *testing.T) {
-	p := loadCompose(t)
+	checkReplicas(t, loadCompose(t))
+}
+
+// checkReplicas checks what TestComposeReplicas says of p's replicas.
+func checkReplicas(t *testing.T, p *types.Project) {
+	t.Helper()
 	root, err := filepath.Abs("..")
 	if err != nil {
 		t.Fatal(err)
@@ -192,6 +205,26 @@ func TestComposeReplicas(t *testing.T) {
 	}
 }
 
+// mountSource is the directory of this repository that s mounts at dir,
+// read-only: the one mount there (an overlay's mount at the same target
+// replaces the first file's).
+func mountSource(t *testing.T, s types.ServiceConfig, dir string) string {
+	t.Helper()
+	var sources []string
+	for _, v := range s.Volumes {
+		if v.Target == dir {
+			if v.Type != types.VolumeTypeBind || !v.ReadOnly {
+				t.Errorf("%s: %s mounted as %+v, want a read-only bind mount", s.Name, dir, v)
+			}
+			sources = append(sources, v.Source)
+		}
+	}
+	if len(sources) != 1 {
+		t.Fatalf("%s: %d mounts at %s (%q), want one", s.Name, len(sources), dir, sources)
+	}
+	return sources[0]
+}
+
 func derefString(s *string) string {
 	if s == nil {
 		return ""
@@ -206,19 +239,7 @@ func derefString(s *string) string {
 func composeConfig(t *testing.T, s types.ServiceConfig) (*config.Config, map[string]string) {
 	t.Helper()
 	flags := parseArgs(t, s.Command)
-	dir := path.Dir(flags["config"])
-	var source string
-	for _, v := range s.Volumes {
-		if v.Target == dir {
-			if v.Type != types.VolumeTypeBind || !v.ReadOnly {
-				t.Errorf("%s: %s mounted as %+v, want a read-only bind mount", s.Name, dir, v)
-			}
-			source = v.Source
-		}
-	}
-	if source == "" {
-		t.Fatalf("%s: --config %s: nothing is mounted at %s", s.Name, flags["config"], dir)
-	}
+	source := mountSource(t, s, path.Dir(flags["config"]))
 	cfg, err := config.Load(filepath.Join(source, path.Base(flags["config"])))
 	if err != nil {
 		t.Fatalf("%s: %v", s.Name, err)

@@ -189,19 +189,22 @@ func runsCommand(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		})
 }
 
-// runTable: by default the run, how it ended and why; -o wide adds when
-// and where it ran, what the target answered and, once a listed run has
-// one, the input.
+// runTable: by default the run, its job's team once a listed run has one
+// and the row has room for it (the same on every row, it gives way to the
+// run id), how it ended and why; -o wide adds the team always ("-" for
+// the main file's jobs, as scheduler jobs), when and where it ran, what
+// the target answered and, once a listed run has one, the input.
 func runTable(v view, list []client.Run) *table {
-	withInput, withShards := false, false
+	withInput, withShards, teamed := false, false, false
 	for _, r := range list {
 		withInput = withInput || inputCell(r.Input) != "-"
 		withShards = withShards || len(r.Shards) > 0
+		teamed = teamed || r.Team != ""
 	}
-	header := []string{"RUN ID", "OUTCOME", "TOOK", "ERROR", "TRIGGER", "SCHEDULED AT", "STARTED AT", "EXIT", "HOLDER"}
+	header := []string{"RUN ID", "TEAM", "OUTCOME", "TOOK", "ERROR", "TRIGGER", "SCHEDULED AT", "STARTED AT", "EXIT", "HOLDER"}
 	if withShards {
 		// By default, after OUTCOME: how far each tick got.
-		header = slices.Insert(header, 2, "SHARDS")
+		header = slices.Insert(header, 3, "SHARDS")
 	}
 	if withInput {
 		header = append(header, "INPUT")
@@ -210,12 +213,15 @@ func runTable(v view, list []client.Run) *table {
 	if withShards {
 		d = 1
 	}
-	t := newTable(v, header...).shrink(3+d, 9+d).wide(4+d, 5+d, 6+d, 7+d, 8+d, 9+d)
+	t := newTable(v, header...).shrink(4+d, 10+d).wide(5+d, 6+d, 7+d, 8+d, 9+d, 10+d).optional(1)
+	if !teamed {
+		t.wide(1)
+	}
 	for _, r := range list {
-		row := []string{r.RunID, string(r.Outcome), took(r.StartedAt, r.EndedAt), r.Error,
+		row := []string{r.RunID, cellOr(r.Team), string(r.Outcome), took(r.StartedAt, r.EndedAt), r.Error,
 			string(r.Trigger), stamp(r.ScheduledAt), stamp(r.StartedAt), exitCell(r), r.Holder}
 		if withShards {
-			row = slices.Insert(row, 2, shardsCell(r))
+			row = slices.Insert(row, 3, shardsCell(r))
 		}
 		if withInput {
 			row = append(row, inputCell(r.Input))

@@ -22,6 +22,7 @@ type table struct {
 	rows     [][]string
 	elastic  map[int]bool // columns that may be shortened, by index
 	wideOnly map[int]bool // columns shown only with -o wide
+	giveWay  map[int]bool // columns shown by default only while the rows fit
 	view     view
 }
 
@@ -51,7 +52,18 @@ func viewOf(w io.Writer, wide bool) view {
 const colGap = 2
 
 func newTable(v view, header ...string) *table {
-	return &table{header: header, view: v, elastic: map[int]bool{}, wideOnly: map[int]bool{}}
+	return &table{header: header, view: v, elastic: map[int]bool{}, wideOnly: map[int]bool{}, giveWay: map[int]bool{}}
+}
+
+// optional marks the columns shown by default only while the rows fit the
+// width with their elastic columns cut as far as they go: a column that
+// says the same on every row (a job's team in its runs) gives way to the
+// ids and times, which are never cut; -o wide shows it always.
+func (t *table) optional(cols ...int) *table {
+	for _, c := range cols {
+		t.giveWay[c] = true
+	}
+	return t
 }
 
 // wide marks the columns shown only with -o wide.
@@ -84,6 +96,7 @@ func (t *table) add(cells ...string) {
 
 func (t *table) write(w io.Writer) error {
 	t.narrow()
+	t.yield()
 	t.fit()
 	tw := tabwriter.NewWriter(w, 0, 0, colGap, ' ', 0)
 	fmt.Fprintln(tw, strings.Join(t.header, "\t"))
@@ -93,28 +106,51 @@ func (t *table) write(w io.Writer) error {
 	return tw.Flush()
 }
 
-// narrow drops the wide-only columns unless the view is wide, keeping
-// the elastic marks on the columns that stay.
+// narrow drops the wide-only columns unless the view is wide.
 func (t *table) narrow() {
 	if t.view.wide || len(t.wideOnly) == 0 {
 		return
 	}
+	t.drop(t.wideOnly)
+	t.wideOnly = map[int]bool{}
+}
+
+// yield drops the optional columns, rightmost first, while the rows
+// cannot fit the width even with every elastic column cut to its least.
+func (t *table) yield() {
+	if t.view.wide || t.view.width <= 0 {
+		return
+	}
+	for len(t.giveWay) > 0 && t.least() > t.view.width {
+		last := -1
+		for c := range t.giveWay {
+			last = max(last, c)
+		}
+		t.drop(map[int]bool{last: true})
+	}
+}
+
+// drop removes the columns cols, keeping the marks of those that stay.
+func (t *table) drop(cols map[int]bool) {
 	keep := func(cells []string) []string {
 		out := make([]string, 0, len(cells))
 		for i, c := range cells {
-			if !t.wideOnly[i] {
+			if !cols[i] {
 				out = append(out, c)
 			}
 		}
 		return out
 	}
-	elastic := map[int]bool{}
+	marks := []map[int]bool{t.elastic, t.wideOnly, t.giveWay}
+	moved := []map[int]bool{{}, {}, {}}
 	for i, n := 0, 0; i < len(t.header); i++ {
-		if t.wideOnly[i] {
+		if cols[i] {
 			continue
 		}
-		if t.elastic[i] {
-			elastic[n] = true
+		for k := range marks {
+			if marks[k][i] {
+				moved[k][n] = true
+			}
 		}
 		n++
 	}
@@ -122,7 +158,26 @@ func (t *table) narrow() {
 	for i, r := range t.rows {
 		t.rows[i] = keep(r)
 	}
-	t.elastic, t.wideOnly = elastic, map[int]bool{}
+	t.elastic, t.wideOnly, t.giveWay = moved[0], moved[1], moved[2]
+}
+
+// least is the width of the rows with every elastic column cut as far as
+// fit cuts it.
+func (t *table) least() int {
+	total := 0
+	for i, h := range t.header {
+		w := utf8.RuneCountInString(h)
+		for _, r := range t.rows {
+			if i < len(r) {
+				w = max(w, utf8.RuneCountInString(r[i]))
+			}
+		}
+		if t.elastic[i] {
+			w = min(w, max(len(h), minElastic))
+		}
+		total += w + colGap
+	}
+	return total - colGap
 }
 
 // fit cuts the widest elastic column, one character at a time, until the

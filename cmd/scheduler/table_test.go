@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -57,7 +58,7 @@ func TestTablesFit100Columns(t *testing.T) {
 	jobs := []client.Job{{Job: wire.Job{Name: job, Spec: config.Job{Schedule: "*/15 8-18 * * MON-FRI", Timezone: "America/Los_Angeles",
 		HTTP: &config.HTTP{}, ConcurrencyKey: "{{ .Input.customer_id }}"}, NextRun: at, Running: 10, MaxConcurrency: 1,
 		Pending: 120, Scheduled: 3, LastRun: &runs.Record{Outcome: "interrupted", ScheduledAt: at}}}}
-	runList := []client.Run{recordRun(runs.Record{RunID: manual, Trigger: "manual", ScheduledAt: at, StartedAt: at, EndedAt: at.Add(83*time.Minute + 4567*time.Millisecond),
+	runList := []client.Run{recordRun(runs.Record{RunID: manual, Team: "payments", Trigger: "manual", ScheduledAt: at, StartedAt: at, EndedAt: at.Add(83*time.Minute + 4567*time.Millisecond),
 		Outcome: "interrupted", ExitCode: &exit, Holder: holder, Error: longErr, Input: json.RawMessage(`{"customer_id":"c-100234","region":"eu-west-1"}`)})}
 	held := []client.Slot{
 		{Slot: wire.Slot{Job: job, ConcurrencyKey: "c-100234", RunID: manual, Holder: holder, FencingToken: 1234567, StartedAt: at, ScheduledAt: at}},
@@ -134,5 +135,47 @@ func TestJobsTableNeverCutsTimes(t *testing.T) {
 	}
 	if !strings.Contains(b.String(), jobs[1].PauseReason) {
 		t.Errorf("-o wide without the whole reason:\n%s", b.String())
+	}
+}
+
+// A run's team shows after its id while the row has room (docs/operations.md,
+// "Reading history"); a run id too long for both keeps its whole id and the
+// team waits for -o wide, where "-" marks a job of the main file.
+func TestRunsTableTeam(t *testing.T) {
+	at := time.Date(2026, 11, 28, 18, 0, 0, 0, time.UTC)
+	headerOf := func(v view, list ...runs.Record) []string {
+		var rs []client.Run
+		for _, r := range list {
+			rs = append(rs, recordRun(r))
+		}
+		var b bytes.Buffer
+		if err := runTable(v, rs).write(&b); err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range strings.Split(strings.TrimSpace(b.String()), "\n") {
+			if n := utf8.RuneCountInString(strings.TrimRight(l, " ")); v.width > 0 && n > v.width {
+				t.Errorf("line of %d columns: %q", n, l)
+			}
+		}
+		return strings.Fields(strings.Split(b.String(), "\n")[0])
+	}
+	settle := runs.Record{RunID: "settle@" + stamp(at), Team: "payments", Outcome: "failed", StartedAt: at, EndedAt: at.Add(time.Second),
+		Error: "target: POST http://payments/settle: 503 Service Unavailable, retried twice"}
+	if h := headerOf(view{width: defaultWidth}, settle); len(h) < 3 || h[2] != "TEAM" {
+		t.Errorf("header %q: want TEAM after RUN ID", h)
+	}
+	long := settle
+	long.RunID, long.Outcome = "customer-invoice-sync@manual-01JDQ5R2X8N9YV7M4K3T6W1PZB", "interrupted"
+	long.EndedAt = at.Add(83*time.Minute + 4567*time.Millisecond)
+	if h := headerOf(view{width: defaultWidth}, long); slices.Contains(h, "TEAM") {
+		t.Errorf("header %q: want no TEAM where it would push the row past %d columns", h, defaultWidth)
+	}
+	if h := headerOf(view{wide: true}, long); len(h) < 3 || h[2] != "TEAM" {
+		t.Errorf("-o wide: header %q, want TEAM after RUN ID", h)
+	}
+	main := settle
+	main.Team = ""
+	if h := headerOf(view{width: defaultWidth}, main); slices.Contains(h, "TEAM") {
+		t.Errorf("header %q: want no TEAM when no listed run has one", h)
 	}
 }

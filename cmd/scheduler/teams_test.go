@@ -69,6 +69,24 @@ jobs:
 			t.Errorf("runs quick --team %s: exit %d, %+v, want %d of team payments\n%s%s", team, code, runs, want, out, errOut)
 		}
 	}
+	// The table says whose runs they are, as jobs does: a TEAM column after
+	// the run id, by default once a run has a team; "-" for the main
+	// file's jobs, whose column waits for -o wide.
+	out, errOut, code = cli(t, "runs", "quick", "--server", p.url)
+	header, rows := runsTable(t, out)
+	if code != 0 || len(header) < 2 || header[1] != "TEAM" || len(rows) != 1 || rows[0][1] != "payments" {
+		t.Errorf("runs quick: exit %d, header %q, rows %q; want TEAM second, payments\n%s%s", code, header, rows, out, errOut)
+	}
+	if _, err := p.api.Wait(context.Background(), p.trigger("cleanup"), 10*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	for args, want := range map[string]string{"": "OUTCOME", "-o wide": "TEAM"} {
+		out, errOut, code = cli(t, append([]string{"runs", "cleanup", "--server", p.url}, strings.Fields(args)...)...)
+		header, rows = runsTable(t, out)
+		if code != 0 || len(header) < 2 || header[1] != want || len(rows) != 1 || (want == "TEAM" && rows[0][1] != "-") {
+			t.Errorf("runs cleanup %s: exit %d, header %q, rows %q; want %s second\n%s%s", args, code, header, rows, want, out, errOut)
+		}
+	}
 
 	// A held slot names its job's team; --team keeps one team's slots.
 	p.waitRunning(p.trigger("settle"))
