@@ -60,9 +60,11 @@ func jobsCommand(ctx context.Context, args []string, stdout, stderr io.Writer) i
 // until and reason, last run's time, runs queued ahead and the
 // concurrency key. Times are never cut: a paused job's NEXT RUN says
 // "paused" and its until, its reason is free text and waits for -o wide.
+// TEAM gives way when a row cannot fit otherwise (a long name and a busy
+// keyed job): names and times stay whole; -o wide and --team keep it.
 func jobsTable(v view, list []client.Job) *table {
 	t := newTable(v, "NAME", "TEAM", "SCHEDULE", "NEXT RUN", "LAST", "RUNNING", "PENDING",
-		"TARGET", "TIMEZONE", "PAUSED", "LAST RUN", "AHEAD", "KEY").shrink(2, 12).wide(7, 8, 9, 10, 11, 12)
+		"TARGET", "TIMEZONE", "PAUSED", "LAST RUN", "AHEAD", "KEY").shrink(2, 12).wide(7, 8, 9, 10, 11, 12).optional(1)
 	for _, j := range list {
 		last, outcome := "-", "-"
 		if j.LastRun != nil {

@@ -55,7 +55,7 @@ func TestTablesFit100Columns(t *testing.T) {
 	manual := job + "@manual-01JDQ5R2X8N9YV7M4K3T6W1PZB"
 	holder := "scheduler-7d9f8b6c5-x2k4q"
 	longErr := `target: POST "https://billing.internal.example.com/v1/invoices/sync": dial tcp 10.0.3.17:443: connection refused`
-	jobs := []client.Job{{Job: wire.Job{Name: job, Spec: config.Job{Schedule: "*/15 8-18 * * MON-FRI", Timezone: "America/Los_Angeles",
+	jobs := []client.Job{{Job: wire.Job{Name: job, Team: "payments", Spec: config.Job{Schedule: "*/15 8-18 * * MON-FRI", Timezone: "America/Los_Angeles",
 		HTTP: &config.HTTP{}, ConcurrencyKey: "{{ .Input.customer_id }}"}, NextRun: at, Running: 10, MaxConcurrency: 1,
 		Pending: 120, Scheduled: 3, LastRun: &runs.Record{Outcome: "interrupted", ScheduledAt: at}}}}
 	runList := []client.Run{recordRun(runs.Record{RunID: manual, Team: "payments", Trigger: "manual", ScheduledAt: at, StartedAt: at, EndedAt: at.Add(83*time.Minute + 4567*time.Millisecond),
