@@ -244,7 +244,7 @@ func noRoom(limits []limit, roomOf func(limit) int) *slots.FullError {
 // unless this worker already has it in hand.
 func (w *Worker) takeOver(o *queue.Item) {
 	w.mu.Lock()
-	_, active := w.active[o.RunID]
+	active := w.core.busy(o.RunID)
 	_, parked := w.parked[o.Key]
 	if !active && !parked {
 		heap.Push(&w.pending, due{at: w.d.Clock.Now(), key: o.Key, modRev: o.ModRev, ranked: true})

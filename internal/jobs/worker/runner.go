@@ -19,8 +19,8 @@ import (
 // when it stops. Both run what they claimed through the core (execute,
 // settle) and count it in the same places under max_parallel.
 
-// runCore is what the assigned runner uses of the worker: the places under
-// max_parallel, a claimed run's execution and end, and the pause view.
+// runCore is what the assigned runner uses of the core (core.go): the
+// places under max_parallel, and a claimed run's execution and end.
 type runCore interface {
 	// takePlaces counts the first of ids as active, as many as
 	// max_parallel has room for, stopping at one active already; it
@@ -31,7 +31,6 @@ type runCore interface {
 	// full: no place free, or the worker is stopping.
 	full() bool
 	execute(q *queue.Item, entry *queue.Entry, held *slots.Held, log *slog.Logger, span *tracing.Run) error
-	paused(q *queue.Item) bool
 }
 
 // assignedRunner claims and runs this replica's assignments, takes over

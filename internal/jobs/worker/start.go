@@ -157,7 +157,7 @@ func (w *Worker) claimAndRun(ctx context.Context, sess *session.Session, q *queu
 	switch {
 	case err == nil:
 		w.noteClaimed(q, st)
-		w.execute(q, running, held, log, st.span)
+		w.core.execute(q, running, held, log, st.span)
 		return time.Time{}, false, false
 	case errors.Is(err, slots.ErrConflict):
 		w.d.Metrics.ClaimFails.WithLabelValues(metrics.ClaimTaken).Inc()

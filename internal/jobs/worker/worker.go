@@ -11,7 +11,6 @@ package worker
 import (
 	"container/heap"
 	"context"
-	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -38,40 +37,29 @@ func (shutdownError) UserMessage() string {
 type Worker struct {
 	d       Deps
 	writes  queue.Writes
-	cancels *cancels
 	members *members
+	// core holds the places under max_parallel and executes and ends
+	// what both runners claimed (core.go).
+	core *core
 	// runner claims and runs this replica's assignments (runner.go).
 	runner *assignedRunner
 
 	mu      sync.Mutex
 	pending dueHeap
-	active  map[string]*activeRun // by run id: being claimed or running
 	parked  map[string]parkedRun  // by entry key: waiting for a limit, holding no worker
 	waits   map[string]*waitState // by entry key: what waiting runs keep between attempts
 	// behind holds, by run id, an attempt that came up while the run's
 	// previous attempt was still active (its release queued the retry and
-	// has not returned): finish sends it back to pending.
-	behind map[string]due
-	wake   chan struct{}
-	// freed closes (and is replaced) when a run leaves active: an
-	// assignment waiting for room under max_parallel looks again.
-	freed    chan struct{}
-	wg       sync.WaitGroup
-	drained  chan struct{}
-	stopping bool
-	// abandon ends when the drain's grace is over: a run's end that fails
-	// after that is not tried again (settle.go).
-	abandon       context.Context
-	abandonCancel context.CancelFunc
+	// has not returned): released sends it back to pending.
+	behind  map[string]due
+	wake    chan struct{}
+	wg      sync.WaitGroup
+	drained chan struct{}
 
 	// wakes counts the turns of Run's loop (a loop that spins shows here).
 	wakes atomic.Int64
 
 	claimRTT claimLatency // of this worker's claims: backups wait longer when etcd is slow
-}
-
-type activeRun struct {
-	cancel context.CancelCauseFunc // set once the run holds its slot
 }
 
 // New is a worker that learns of runs from d.Queue once it runs. Its
@@ -82,16 +70,15 @@ func New(d Deps) (*Worker, error) {
 		return nil, err
 	}
 	w := &Worker{d: d, writes: queue.Writes{Client: d.Client, Keys: d.Keys, Batch: d.Batch}, members: newMembers(d.Keys),
-		active: map[string]*activeRun{}, parked: map[string]parkedRun{}, waits: map[string]*waitState{}, behind: map[string]due{},
-		wake: make(chan struct{}, 1), freed: make(chan struct{}), drained: make(chan struct{})}
-	w.runner = newAssignedRunner(d, w, w.members, &w.claimRTT, &w.wg, w.signal)
-	w.abandon, w.abandonCancel = context.WithCancel(context.Background())
-	w.cancels = newCancels(d.Keys, w.cancelRequested)
+		parked: map[string]parkedRun{}, waits: map[string]*waitState{}, behind: map[string]due{},
+		wake: make(chan struct{}, 1), drained: make(chan struct{})}
+	w.core = newCore(d, w.signal, w.released)
+	w.runner = newAssignedRunner(d, w.core, w.members, &w.claimRTT, &w.wg, w.signal)
 	return w, nil
 }
 
 // Cancels is the view of cancel requests the worker acts on.
-func (w *Worker) Cancels() mirror.Handler { return w.cancels }
+func (w *Worker) Cancels() mirror.Handler { return w.core.cancels }
 
 // Members is the view of live replicas the worker ranks itself among.
 func (w *Worker) Members() mirror.Handler { return w.members }
@@ -164,9 +151,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		changed := false
 		select {
 		case <-ctx.Done():
-			w.mu.Lock()
-			w.stopping = true
-			w.mu.Unlock()
+			w.core.stop()
 			w.runner.mover.handBack()
 			return nil
 		case <-w.wake:
@@ -211,7 +196,7 @@ var passed = func() <-chan time.Time {
 func (w *Worker) nextWait(now time.Time) (time.Duration, bool) {
 	wait := time.Hour
 	w.mu.Lock()
-	if len(w.pending) > 0 && len(w.active) < w.maxParallel() {
+	if len(w.pending) > 0 && w.core.room() {
 		wait = max(w.pending[0].at.Sub(now), 0)
 	}
 	for _, p := range w.parked {
@@ -228,46 +213,23 @@ func (w *Worker) nextWait(now time.Time) (time.Duration, bool) {
 	return wait, parked
 }
 
-// takePlaces implements runCore.
-func (w *Worker) takePlaces(ids []string) (int, <-chan struct{}) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	n := 0
-	for n < min(w.maxParallel()-len(w.active), len(ids)) {
-		if _, busy := w.active[ids[n]]; busy {
-			break
-		}
-		w.active[ids[n]] = &activeRun{}
-		n++
-	}
-	return n, w.freed
-}
-
-// full implements runCore.
-func (w *Worker) full() bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return len(w.active) >= w.maxParallel() || w.stopping
-}
-
-func (w *Worker) maxParallel() int {
-	return max(1, w.d.Config().Worker.MaxParallel)
-}
-
+// dispatch takes up the pending runs that are due while a place is free,
+// each in a goroutine of its own that the drain waits for. w.mu is held
+// throughout, the core's lock under it for each place: an attempt found
+// busy goes to behind before the place's finish can look there.
 func (w *Worker) dispatch(ctx context.Context) {
 	now := w.d.Clock.Now()
-	limit := w.maxParallel()
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for len(w.pending) > 0 && !w.pending[0].at.After(now) && len(w.active) < limit {
+	for len(w.pending) > 0 && !w.pending[0].at.After(now) && w.core.room() {
 		a := heap.Pop(&w.pending).(due)
 		q := w.d.Queue.Get(a.key)
 		if q == nil || q.ModRev != a.modRev || q.State != queue.Pending {
 			continue // claimed, finished or changed since
 		}
-		if _, busy := w.active[q.RunID]; busy {
+		if w.core.busy(q.RunID) {
 			// Another attempt of the run is still ending; this one comes
-			// back when it has (finish). Dropped, nothing brought it back.
+			// back when it has (released). Dropped, nothing brought it back.
 			w.behind[q.RunID] = a
 			continue
 		}
@@ -277,61 +239,50 @@ func (w *Worker) dispatch(ctx context.Context) {
 				continue
 			}
 		}
+		taken, busy := w.core.take(q.RunID)
+		switch {
+		case busy:
+			w.behind[q.RunID] = a // taken up since by the assigned runner
+			continue
+		case !taken:
+			heap.Push(&w.pending, a) // the last place went to an assignment
+			return
+		}
 		delete(w.parked, q.Key)
 		st := w.waits[q.Key]
 		if st == nil {
 			st = &waitState{}
 			w.waits[q.Key] = st
 		}
-		w.active[q.RunID] = &activeRun{}
-		w.wg.Add(1)
-		go func() {
-			defer w.wg.Done()
-			defer w.finish(q.RunID)
-			if until, wait := w.start(ctx, q, st); wait {
-				w.park(q, st, until)
-				return
-			}
-			w.mu.Lock()
-			delete(w.waits, q.Key)
-			w.mu.Unlock()
-		}()
+		w.launch(ctx, q, st)
 	}
 }
 
-func (w *Worker) finish(runID string) {
+// launch tries q, counted active, in a goroutine of its own: it parks
+// when q cannot start yet, and gives back its place either way.
+func (w *Worker) launch(ctx context.Context, q *queue.Item, st *waitState) {
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		defer w.core.finish(q.RunID)
+		if until, wait := w.start(ctx, q, st); wait {
+			w.park(q, st, until)
+			return
+		}
+		w.mu.Lock()
+		delete(w.waits, q.Key)
+		w.mu.Unlock()
+	}()
+}
+
+// released sends back to pending the attempt of runID that came up
+// while the run was active (behind), now that its place is free.
+func (w *Worker) released(runID string) {
 	w.mu.Lock()
-	delete(w.active, runID)
-	close(w.freed)
-	w.freed = make(chan struct{})
+	defer w.mu.Unlock()
 	if a, ok := w.behind[runID]; ok {
 		delete(w.behind, runID)
 		heap.Push(&w.pending, a)
-	}
-	w.mu.Unlock()
-	w.signal()
-}
-
-// cancelRequested stops a run this worker holds.
-func (w *Worker) cancelRequested(runID, reason string) {
-	w.mu.Lock()
-	a := w.active[runID]
-	w.mu.Unlock()
-	if a != nil && a.cancel != nil {
-		a.cancel(errors.New("cancelled: " + reason))
-	}
-}
-
-// setCancel registers the running run's cancel func and applies a cancel
-// request that arrived before it.
-func (w *Worker) setCancel(runID string, cancel context.CancelCauseFunc) {
-	w.mu.Lock()
-	if a := w.active[runID]; a != nil {
-		a.cancel = cancel
-	}
-	w.mu.Unlock()
-	if reason, ok := w.cancels.Requested(runID); ok {
-		cancel(errors.New("cancelled: " + reason))
 	}
 }
 
@@ -346,17 +297,10 @@ func (w *Worker) Drain(ctx context.Context) {
 	select {
 	case <-done:
 	case <-ctx.Done():
-		w.abandonCancel()
-		w.mu.Lock()
-		for _, a := range w.active {
-			if a.cancel != nil {
-				a.cancel(errShutdown)
-			}
-		}
-		w.mu.Unlock()
+		w.core.cut()
 		<-done
 	}
-	w.abandonCancel()
+	w.core.abandonCancel()
 	close(w.drained)
 }
 
