@@ -11,10 +11,10 @@ import (
 // (execute.go) and its end (settle.go), and the cancel of a run it holds
 // (a cancel request, the drain).
 //
-// mu guards active, freed and stopping, and nothing else; no other lock
-// is taken under it, and finish tells the queue runner of a freed place
-// (onFinish) after releasing it. A runner that holds its own lock may take
-// mu under it (the queue runner does): mu is always the last taken.
+// mu guards active, freed and stopping, and nothing else. No lock of the
+// worker's is taken under it: finish tells the queue runner of a freed
+// place (onFinish) after releasing it. A runner may take mu under its own
+// lock (the queue runner does): mu is always the last taken.
 type core struct {
 	d       Deps
 	cancels *cancels
@@ -41,8 +41,10 @@ type activeRun struct {
 	cancel context.CancelCauseFunc // set once the run holds its slot
 }
 
-func newCore(d Deps, signal func(), onFinish func(runID string)) *core {
-	c := &core{d: d, signal: signal, onFinish: onFinish, active: map[string]*activeRun{}, freed: make(chan struct{})}
+// newCore is a core with no place taken; its onFinish is set before the
+// worker runs.
+func newCore(d Deps, signal func()) *core {
+	c := &core{d: d, signal: signal, active: map[string]*activeRun{}, freed: make(chan struct{})}
 	c.abandon, c.abandonCancel = context.WithCancel(context.Background())
 	c.cancels = newCancels(d.Keys, c.cancelRequested)
 	return c

@@ -11,13 +11,21 @@ import (
 	"github.com/etcdsched/scheduler/internal/tracing"
 )
 
-// The worker is two runners over one core. The queue runner (worker.go,
+// The worker is two runners over one core, each owning its state, its
+// lock and its goroutines (counted in the worker's wait group, which the
+// drain waits for). The queue runner (queueRunner: queuerunner.go,
 // start.go and the files of the queue path) claims pending runs from the
 // queue view; the assigned runner (assignedRunner: assigned*.go) claims
 // this replica's assignments of the lean protocol (docs/protocol.md),
 // takes over its peers' when they let them pass, and hands its own over
-// when it stops. Both run what they claimed through the core (execute,
-// settle) and count it in the same places under max_parallel.
+// when it stops (its mover). Both run what they claimed through the core
+// (core.go: execute, settle) and count it in the same places under
+// max_parallel, which the core's lock guards. The Worker (worker.go) wires
+// them and runs the one loop that dispatches for both.
+//
+// Locks: the queue runner's is taken before the core's (and the views' it
+// reads), never after; the core's is the last taken, the one lock both
+// runners share. No lock is held while a run executes or etcd is written.
 
 // runCore is what the assigned runner uses of the core (core.go): the
 // places under max_parallel, and a claimed run's execution and end.

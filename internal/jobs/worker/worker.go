@@ -9,7 +9,6 @@
 package worker
 
 import (
-	"container/heap"
 	"context"
 	"sync"
 	"sync/atomic"
@@ -17,7 +16,6 @@ import (
 
 	"github.com/jonboulle/clockwork"
 
-	"github.com/etcdsched/scheduler/internal/jobs/queue"
 	"github.com/etcdsched/scheduler/internal/mirror"
 )
 
@@ -34,24 +32,22 @@ func (shutdownError) UserMessage() string {
 }
 
 // Worker claims pending runs and executes them; every replica has one.
+// It is the face of its components (runner.go): the queue runner, the
+// assigned runner and the core they share. It owns the loop that
+// dispatches for both runners (Run), the channel that wakes it, and the
+// wait group of every goroutine they start, which the drain waits for.
 type Worker struct {
 	d       Deps
-	writes  queue.Writes
 	members *members
 	// core holds the places under max_parallel and executes and ends
 	// what both runners claimed (core.go).
 	core *core
+	// queue claims and runs the pending runs of the queue view
+	// (queuerunner.go).
+	queue *queueRunner
 	// runner claims and runs this replica's assignments (runner.go).
 	runner *assignedRunner
 
-	mu      sync.Mutex
-	pending dueHeap
-	parked  map[string]parkedRun  // by entry key: waiting for a limit, holding no worker
-	waits   map[string]*waitState // by entry key: what waiting runs keep between attempts
-	// behind holds, by run id, an attempt that came up while the run's
-	// previous attempt was still active (its release queued the retry and
-	// has not returned): released sends it back to pending.
-	behind  map[string]due
 	wake    chan struct{}
 	wg      sync.WaitGroup
 	drained chan struct{}
@@ -69,10 +65,10 @@ func New(d Deps) (*Worker, error) {
 	if err := d.check(); err != nil {
 		return nil, err
 	}
-	w := &Worker{d: d, writes: queue.Writes{Client: d.Client, Keys: d.Keys, Batch: d.Batch}, members: newMembers(d.Keys),
-		parked: map[string]parkedRun{}, waits: map[string]*waitState{}, behind: map[string]due{},
-		wake: make(chan struct{}, 1), drained: make(chan struct{})}
-	w.core = newCore(d, w.signal, w.released)
+	w := &Worker{d: d, members: newMembers(d.Keys), wake: make(chan struct{}, 1), drained: make(chan struct{})}
+	w.core = newCore(d, w.signal)
+	w.queue = newQueueRunner(d, w.core, w.members, &w.claimRTT, &w.wg, w.signal)
+	w.core.onFinish = w.queue.released // each freed place: an attempt behind it goes back to pending
 	w.runner = newAssignedRunner(d, w.core, w.members, &w.claimRTT, &w.wg, w.signal)
 	return w, nil
 }
@@ -86,16 +82,6 @@ func (w *Worker) Members() mirror.Handler { return w.members }
 // Drained closes once Drain has returned.
 func (w *Worker) Drained() <-chan struct{} { return w.drained }
 
-// follow subscribes to the queue view, then takes the pending runs it
-// already holds: a run put in between comes twice, and dispatch drops the
-// copy (its entry claimed or its run active by then).
-func (w *Worker) follow() {
-	w.d.Queue.Subscribe(w.onPut, w.onDelete)
-	for _, q := range w.d.Queue.List(func(q *queue.Item) bool { return q.State == queue.Pending }) {
-		w.onPut(q)
-	}
-}
-
 func (w *Worker) signal() {
 	select {
 	case w.wake <- struct{}{}:
@@ -103,39 +89,11 @@ func (w *Worker) signal() {
 	}
 }
 
-// onPut learns of a pending run from the queue view. It is looked at
-// first a claim lead before it is due; only then does the worker rank
-// itself for it (backupAt), among the members live then: the leader
-// queues ticks seconds ahead, and a rank taken at the put would still
-// count a member that has left since (a replica stopped, or dead and its
-// lease expired) as the run's first worker.
-func (w *Worker) onPut(q *queue.Item) {
-	if q.State != queue.Pending {
-		return
-	}
-	w.mu.Lock()
-	heap.Push(&w.pending, due{at: q.NotBefore.Add(-w.d.ClaimLead), key: q.Key, modRev: q.ModRev})
-	w.mu.Unlock()
-	w.signal()
-}
-
-// backupAt is when this worker tries q, by its rank among the live
-// members: at once for its first worker, Backup (and twice the claim round
-// trip) later per rank for the others.
-func (w *Worker) backupAt(q *queue.Item) time.Time {
-	at := q.NotBefore.Add(-w.d.ClaimLead)
-	if q.Hold != nil && q.Hold.Holder == w.d.ID {
-		return at // only the holder can claim with the kept slot
-	}
-	rank := w.members.rank(w.d.ID, rankKey(q), w.d.Clock.Now())
-	return at.Add(time.Duration(rank) * (w.d.Backup + w.claimRTT.backupWait()))
-}
-
 // Run dispatches runs until ctx ends: then it stops claiming and returns.
 // Runs in flight go on; Drain ends them. It learns of the runs the queue
 // view holds and of every change after; it is called once.
 func (w *Worker) Run(ctx context.Context) error {
-	w.follow()
+	w.queue.follow()
 	timer := w.d.Clock.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
@@ -162,8 +120,8 @@ func (w *Worker) Run(ctx context.Context) error {
 			changed = true
 		}
 		w.wakes.Add(1)
-		w.unpark(changed)
-		w.dispatch(ctx)
+		w.queue.unpark(changed)
+		w.queue.dispatch(ctx)
 		w.runner.dispatchAssigned(ctx)
 		w.runner.mover.dispatchTakeOvers(ctx)
 	}
@@ -189,101 +147,16 @@ var passed = func() <-chan time.Time {
 	return c
 }()
 
-// nextWait is how long the loop may sleep at now: until the first pending
-// run is due (while a place is free), a parked run's turn or a change it
-// waits for, the next take-over turn or assignment. parked says whether
-// runs wait for a change of the slots or the queue.
+// nextWait is how long the loop may sleep at now: until the queue
+// runner's next turn (queueRunner.next), the next take-over turn or
+// assignment. parked says whether runs wait for a change of the slots or
+// the queue.
 func (w *Worker) nextWait(now time.Time) (time.Duration, bool) {
-	wait := time.Hour
-	w.mu.Lock()
-	if len(w.pending) > 0 && w.core.room() {
-		wait = max(w.pending[0].at.Sub(now), 0)
-	}
-	for _, p := range w.parked {
-		wait = min(wait, max(p.until.Sub(now), 0))
-		if p.changedSince() {
-			wait = 0
-		}
-	}
-	parked := len(w.parked) > 0
-	w.mu.Unlock()
+	wait, parked := w.queue.next(now)
 	if next := w.runner.next(); !next.IsZero() {
 		wait = min(wait, max(next.Sub(now), 0))
 	}
 	return wait, parked
-}
-
-// dispatch takes up the pending runs that are due while a place is free,
-// each in a goroutine of its own that the drain waits for. w.mu is held
-// throughout, the core's lock under it for each place: an attempt found
-// busy goes to behind before the place's finish can look there.
-func (w *Worker) dispatch(ctx context.Context) {
-	now := w.d.Clock.Now()
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for len(w.pending) > 0 && !w.pending[0].at.After(now) && w.core.room() {
-		a := heap.Pop(&w.pending).(due)
-		q := w.d.Queue.Get(a.key)
-		if q == nil || q.ModRev != a.modRev || q.State != queue.Pending {
-			continue // claimed, finished or changed since
-		}
-		if w.core.busy(q.RunID) {
-			// Another attempt of the run is still ending; this one comes
-			// back when it has (released). Dropped, nothing brought it back.
-			w.behind[q.RunID] = a
-			continue
-		}
-		if !a.ranked {
-			if at := w.backupAt(q); at.After(now) {
-				heap.Push(&w.pending, due{at: at, key: a.key, modRev: a.modRev, ranked: true})
-				continue
-			}
-		}
-		taken, busy := w.core.take(q.RunID)
-		switch {
-		case busy:
-			w.behind[q.RunID] = a // taken up since by the assigned runner
-			continue
-		case !taken:
-			heap.Push(&w.pending, a) // the last place went to an assignment
-			return
-		}
-		delete(w.parked, q.Key)
-		st := w.waits[q.Key]
-		if st == nil {
-			st = &waitState{}
-			w.waits[q.Key] = st
-		}
-		w.launch(ctx, q, st)
-	}
-}
-
-// launch tries q, counted active, in a goroutine of its own: it parks
-// when q cannot start yet, and gives back its place either way.
-func (w *Worker) launch(ctx context.Context, q *queue.Item, st *waitState) {
-	w.wg.Add(1)
-	go func() {
-		defer w.wg.Done()
-		defer w.core.finish(q.RunID)
-		if until, wait := w.start(ctx, q, st); wait {
-			w.park(q, st, until)
-			return
-		}
-		w.mu.Lock()
-		delete(w.waits, q.Key)
-		w.mu.Unlock()
-	}()
-}
-
-// released sends back to pending the attempt of runID that came up
-// while the run was active (behind), now that its place is free.
-func (w *Worker) released(runID string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if a, ok := w.behind[runID]; ok {
-		delete(w.behind, runID)
-		heap.Push(&w.pending, a)
-	}
 }
 
 // Drain waits for running runs until ctx ends, then cancels them and waits
@@ -302,12 +175,4 @@ func (w *Worker) Drain(ctx context.Context) {
 	}
 	w.core.abandonCancel()
 	close(w.drained)
-}
-
-// onDelete forgets a run that left the queue.
-func (w *Worker) onDelete(key string, _ *queue.Item) {
-	w.mu.Lock()
-	delete(w.parked, key)
-	delete(w.waits, key)
-	w.mu.Unlock()
 }
