@@ -68,11 +68,11 @@ func TestTicksQueuedAheadAreNotWaiting(t *testing.T) {
 	}
 	view, items := aheadView(t, layout, &job, dues...)
 
-	w := &Worker{d: Deps{Queue: view, Slots: roomSlots{room: 1}, ClaimLead: 25 * time.Millisecond}}
-	if pos := w.queuePosition(items[0], now); pos != 0 {
+	w := &fairOrder{d: Deps{Queue: view, Slots: roomSlots{room: 1}, ClaimLead: 25 * time.Millisecond}, rtt: &claimLatency{}}
+	if pos := queuePosition(view, items[0], now); pos != 0 {
 		t.Errorf("the due run is at place %d of the job's queue, want 0: the 69 ticks ahead are not queued", pos)
 	}
-	if pos := w.queuePosition(items[1], now.Add(100*time.Millisecond)); pos != 1 {
+	if pos := queuePosition(view, items[1], now.Add(100*time.Millisecond)); pos != 1 {
 		t.Errorf("the next tick, once due, is at place %d, want 1 (behind the first only)", pos)
 	}
 	if el := w.yieldTo(items[0], now); el.full != nil || el.overdue != nil {
@@ -109,7 +109,7 @@ func TestTicksQueuedAheadAreNotWaiting(t *testing.T) {
 		specs.Reset([]*mvccpb.KeyValue{{Key: op.KeyBytes(), Value: op.ValueBytes()}}, 1)
 	}
 	burst := queue.NewView(layout, nil, specs)
-	w = &Worker{d: Deps{Queue: burst, Slots: roomSlots{room: 1}}}
+	w = &fairOrder{d: Deps{Queue: burst, Slots: roomSlots{room: 1}}, rtt: &claimLatency{}}
 	burst.Reset([]*mvccpb.KeyValue{
 		{Key: []byte(layout.Entry("a", e1.RunID)), Value: []byte(e1.Encode()), ModRevision: 1},
 		{Key: []byte(layout.Entry("a", e2.RunID)), Value: []byte(e2.Encode()), ModRevision: 2},
@@ -167,9 +167,9 @@ func TestALateElderIsTakenOverAndTheNextTickTakesItsTurn(t *testing.T) {
 	parked := func(what string) {
 		t.Helper()
 		poll.For(t, 30*time.Second, what, func() bool {
-			w.mu.Lock()
-			defer w.mu.Unlock()
-			_, ok := w.parked[nextKey]
+			w.queue.mu.Lock()
+			defer w.queue.mu.Unlock()
+			_, ok := w.queue.parked[nextKey]
 			return ok
 		})
 	}
@@ -192,9 +192,9 @@ func TestALateElderIsTakenOverAndTheNextTickTakesItsTurn(t *testing.T) {
 		return err == nil && len(resp.Kvs) > 0
 	}
 	poll.For(t, 30*time.Second, "the next tick's look at its due time", func() bool {
-		w.mu.Lock()
-		p, ok := w.parked[nextKey]
-		w.mu.Unlock()
+		w.queue.mu.Lock()
+		p, ok := w.queue.parked[nextKey]
+		w.queue.mu.Unlock()
 		return (ok && p.until.Equal(next.Add(100*time.Millisecond))) || recorded()
 	})
 	if recorded() {

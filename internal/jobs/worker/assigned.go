@@ -8,6 +8,7 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/jobs/assign"
 	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/mirror"
@@ -28,8 +29,10 @@ func (w *Worker) Assignments() mirror.Handler { return w.runner.view }
 type assignedView struct {
 	keys   keys.Layout
 	signal func()
-	// leadOf is how long before its instant an assignment is taken up.
-	leadOf func(assign.Assignment) time.Duration
+	// config and claimLead say how long before its instant an assignment
+	// is taken up (leadOf, assigned_lead.go).
+	config    func() *config.Config
+	claimLead time.Duration
 
 	mu  sync.Mutex
 	all map[string]*assigned // by key
@@ -57,8 +60,8 @@ type assigned struct {
 // takeAt is when a is to be taken up.
 func (a *assigned) takeAt() time.Time { return a.At.Add(-a.lead) }
 
-func newAssignedView(layout keys.Layout, signal func(), leadOf func(assign.Assignment) time.Duration) *assignedView {
-	return &assignedView{keys: layout, signal: signal, leadOf: leadOf, all: map[string]*assigned{}, waiting: map[string]bool{}}
+func newAssignedView(layout keys.Layout, signal func(), cfg func() *config.Config, claimLead time.Duration) *assignedView {
+	return &assignedView{keys: layout, signal: signal, config: cfg, claimLead: claimLead, all: map[string]*assigned{}, waiting: map[string]bool{}}
 }
 
 // Reset replaces the view; an assignment already taken up stays taken.

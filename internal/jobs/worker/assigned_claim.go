@@ -147,7 +147,7 @@ func (a *assignedRunner) claimAll(ctx context.Context, r *claimRound) bool {
 // many as are free; the rest, and those refused again, take the queue
 // path, where they wait holding no place (settleLater, claimChunk).
 func (a *assignedRunner) claimLater(ctx context.Context, r *claimRound) {
-	if len(r.later) == 0 || !a.untilDue(ctx, r.sess, r.st.At) {
+	if len(r.later) == 0 || !untilDue(ctx, a.d.Clock, r.sess, r.st.At) {
 		return // settleLater queues them
 	}
 	later := r.later
@@ -197,7 +197,7 @@ func (a *assignedRunner) reserve(ctx context.Context, sess *session.Session, st 
 	var late <-chan time.Time // armed at the first wait: a chunk with room takes no timer
 	armed := false
 	for {
-		n, freed := a.takePlaces(st, jobs)
+		n, freed := a.core.takePlaces(jobIDs(st, jobs))
 		if n > 0 {
 			return jobs[:n], true
 		}
@@ -221,16 +221,14 @@ func (a *assignedRunner) reserve(ctx context.Context, sess *session.Session, st 
 	}
 }
 
-// takePlaces counts the first of jobs' runs as active, as many as
-// max_parallel has room for (up to maxChunk, stopping at one active
-// already), and returns how many, with what closes when a place next
-// frees.
-func (a *assignedRunner) takePlaces(st *assign.Stored, jobs []assign.Job) (int, <-chan struct{}) {
+// jobIDs are the run ids of st's first chunk of jobs, in order: those the
+// core counts active (takePlaces), as many as max_parallel has room for.
+func jobIDs(st *assign.Stored, jobs []assign.Job) []string {
 	ids := make([]string, min(maxChunk, len(jobs)))
 	for i := range ids {
 		ids[i] = st.RunID(jobs[i].Name)
 	}
-	return a.core.takePlaces(ids)
+	return ids
 }
 
 // prepare resolves each run's spec and settles at once what needs no claim:

@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+
 	"github.com/etcdsched/scheduler/internal/jobs/assign"
 	"github.com/etcdsched/scheduler/internal/session"
 )
@@ -27,32 +29,33 @@ const maxAssignedLead = 500 * time.Millisecond
 // failover step caught two jobs @every 100ms so, 104 ticks). A job the
 // configuration does not have (a spec changed or removed since) gets
 // ClaimLead.
-func (a *assignedRunner) leadOf(asg assign.Assignment) time.Duration {
+func (v *assignedView) leadOf(asg assign.Assignment) time.Duration {
 	lead := maxAssignedLead
-	cfg := a.d.Config()
+	cfg := v.config()
 	for _, j := range asg.Jobs {
 		job := cfg.Job(j.Name)
 		if job == nil {
-			return a.d.ClaimLead
+			return v.claimLead
 		}
 		sched, err := job.ParsedSchedule()
 		if err != nil {
-			return a.d.ClaimLead
+			return v.claimLead
 		}
 		if next := sched.Next(asg.At); !next.IsZero() {
 			lead = min(lead, next.Sub(asg.At)/4)
 		}
 	}
-	return max(lead, a.d.ClaimLead)
+	return max(lead, v.claimLead)
 }
 
-// untilDue waits until at; false when ctx or the session ends first.
-func (a *assignedRunner) untilDue(ctx context.Context, sess *session.Session, at time.Time) bool {
-	d := at.Sub(a.d.Clock.Now())
+// untilDue waits on clock until at; false when ctx or the session ends
+// first.
+func untilDue(ctx context.Context, clock clockwork.Clock, sess *session.Session, at time.Time) bool {
+	d := at.Sub(clock.Now())
 	if d <= 0 {
 		return true
 	}
-	t := a.d.Clock.NewTimer(d)
+	t := clock.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.Chan():

@@ -113,8 +113,8 @@ func TestRunsRefusedAheadGiveTheirPlacesBackWhenTheAssignmentGoes(t *testing.T) 
 	}
 	clock.Advance(at.Sub(clock.Now()))
 	poll.Until(t, 30*time.Second, "every place given back", func() (bool, string) {
-		tw.w.mu.Lock()
-		defer tw.w.mu.Unlock()
-		return len(tw.w.active) == 0, fmt.Sprintf("%d runs still active", len(tw.w.active))
+		tw.w.core.mu.Lock()
+		defer tw.w.core.mu.Unlock()
+		return len(tw.w.core.active) == 0, fmt.Sprintf("%d runs still active", len(tw.w.core.active))
 	})
 }

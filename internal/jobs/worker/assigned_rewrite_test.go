@@ -7,6 +7,7 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/jobs/assign"
 	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/poll"
@@ -50,7 +51,7 @@ func TestTheViewTakesUpARewrittenAssignmentAgain(t *testing.T) {
 		return &clientv3.Event{Type: clientv3.EventTypePut, Kv: &mvccpb.KeyValue{Key: []byte(b.Key(layout)), Value: []byte(b.Encode()), CreateRevision: 5, ModRevision: rev}}
 	}
 	for _, newerFirst := range []bool{true, false} {
-		v := newAssignedView(layout, func() {}, func(assign.Assignment) time.Duration { return 0 })
+		v := newAssignedView(layout, func() {}, func() *config.Config { return &config.Config{} }, 0) // no job known: taken up at its instant
 		v.Apply([]*clientv3.Event{kv(5, "a", "b")}, 5)
 		if got := v.take(at); len(got) != 1 || got[0].ModRevision != 5 {
 			t.Fatalf("take: %+v", got)

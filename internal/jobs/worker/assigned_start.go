@@ -76,13 +76,13 @@ func (a *assignedRunner) runHeld(ctx context.Context, r *claimRound, h heldRun, 
 // hand off starts its runs, which the drain lets end, as one claimed at
 // its instant does.
 func (a *assignedRunner) markStarted(ctx context.Context, r *claimRound, chunk, marker int, claimed []heldRun) bool {
-	if !a.untilDue(ctx, r.sess, r.st.At) && ctx.Err() != nil {
+	if !untilDue(ctx, a.d.Clock, r.sess, r.st.At) && ctx.Err() != nil {
 		// Stopping before the instant: a replica that stays runs them
 		// (handOffAhead); when none takes them, they start here.
 		a.mover.handOffAhead(r)
 	}
 	ctx = context.WithoutCancel(ctx)
-	if !a.untilDue(ctx, r.sess, r.st.At) {
+	if !untilDue(ctx, a.d.Clock, r.sess, r.st.At) {
 		return false
 	}
 	jobs := make([]string, len(claimed))

@@ -19,12 +19,12 @@ import (
 // in one transaction (docs/design.md#the-safety-rules, rule 3). The entry's new ModRevision is the
 // slot's CreateRevision: the fencing token. The run's start, max(now,
 // not_before), is what the rate windows count.
-func (w *Worker) claim(ctx context.Context, sess *session.Session, q *queue.Item, confirm bool) (*slots.Held, *queue.Entry, error) {
-	started := w.d.Clock.Now()
+func (qr *queueRunner) claim(ctx context.Context, sess *session.Session, q *queue.Item, confirm bool) (*slots.Held, *queue.Entry, error) {
+	started := qr.d.Clock.Now()
 	if started.Before(q.NotBefore) {
 		started = q.NotBefore
 	}
-	sent := w.d.Clock.Now()
+	sent := qr.d.Clock.Now()
 	res, rates := limits(q.Entry)
 	req := slots.Request{
 		Job:            q.Job,
@@ -34,42 +34,42 @@ func (w *Worker) claim(ctx context.Context, sess *session.Session, q *queue.Item
 		Rates:          rates,
 		Start:          started,
 		Confirm:        confirm,
-		Value:          slots.Value{RunID: q.RunID, Holder: w.d.ID, StartedAt: started.UTC(), ScheduledAt: q.ScheduledAt},
+		Value:          slots.Value{RunID: q.RunID, Holder: qr.d.ID, StartedAt: started.UTC(), ScheduledAt: q.ScheduledAt},
 		If:             []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(q.Key), "=", q.ModRev)},
 		ThenFor: func(slot int) []clientv3.Op {
-			return []clientv3.Op{clientv3.OpPut(q.Key, q.Running(w.d.ID, slot, started).Encode())}
+			return []clientv3.Op{clientv3.OpPut(q.Key, q.Running(qr.d.ID, slot, started).Encode())}
 		},
 	}
 	var held *slots.Held
 	var err error
-	if w.holdsFor(sess, q) {
-		held, err = w.d.Slots.ClaimHeld(ctx, sess, req, q.Hold.Slot, q.Hold.Token, heldResources(q.Hold))
+	if qr.holdsFor(sess, q) {
+		held, err = qr.d.Slots.ClaimHeld(ctx, sess, req, q.Hold.Slot, q.Hold.Token, heldResources(q.Hold))
 		if errors.Is(err, slots.ErrHoldLost) {
 			// The kept slot is gone: claim like any run, and the entry
 			// must no longer say it holds one.
-			w.d.Log.Info("kept slot lost; claiming afresh", "job", q.Job, "run_id", q.RunID)
+			qr.d.Log.Info("kept slot lost; claiming afresh", "job", q.Job, "run_id", q.RunID)
 			fresh := *q.Entry
 			fresh.Hold = nil
 			req.ThenFor = func(slot int) []clientv3.Op {
-				return []clientv3.Op{clientv3.OpPut(q.Key, fresh.Running(w.d.ID, slot, started).Encode())}
+				return []clientv3.Op{clientv3.OpPut(q.Key, fresh.Running(qr.d.ID, slot, started).Encode())}
 			}
-			held, err = w.d.Slots.Claim(ctx, sess, req)
+			held, err = qr.d.Slots.Claim(ctx, sess, req)
 			if err == nil {
-				return held, fresh.Running(w.d.ID, held.Slot, started), nil
+				return held, fresh.Running(qr.d.ID, held.Slot, started), nil
 			}
 		}
 	} else {
-		held, err = w.d.Slots.Claim(ctx, sess, req)
+		held, err = qr.d.Slots.Claim(ctx, sess, req)
 	}
 	// Only answers of etcd count: a refusal by the view (ErrFull) takes
 	// microseconds and would pull the average down when etcd is slowest.
 	if err == nil || errors.Is(err, slots.ErrConflict) {
-		w.claimRTT.observe(w.d.Clock.Since(sent))
+		qr.rtt.observe(qr.d.Clock.Since(sent))
 	}
 	if err != nil {
 		return nil, nil, err
 	}
-	return held, q.Running(w.d.ID, held.Slot, started), nil
+	return held, q.Running(qr.d.ID, held.Slot, started), nil
 }
 
 // limits are the slots and windows a run of e takes besides its job slot
@@ -105,8 +105,8 @@ func resourceDefs(e *queue.Entry) []config.Resource {
 
 // holdsFor reports whether q's retry waits on a slot this worker kept, on
 // its current session.
-func (w *Worker) holdsFor(sess *session.Session, q *queue.Item) bool {
-	return q.Hold != nil && q.Hold.Holder == w.d.ID && q.Hold.Lease == int64(sess.Lease())
+func (qr *queueRunner) holdsFor(sess *session.Session, q *queue.Item) bool {
+	return q.Hold != nil && q.Hold.Holder == qr.d.ID && q.Hold.Lease == int64(sess.Lease())
 }
 
 func heldResources(h *queue.Hold) []slots.HeldResource {

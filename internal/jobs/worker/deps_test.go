@@ -111,15 +111,15 @@ func TestRunFollowsTheQueueFromItsStart(t *testing.T) {
 		d.Queue.Apply([]*clientv3.Event{{Type: mvccpb.PUT, Kv: kv}}, rev)
 	}
 	put(due.Add(time.Second), 10)
-	if n := len(w.pending); n != 0 {
+	if n := len(w.queue.pending); n != 0 {
 		t.Fatalf("after New and a put, the worker holds %d pending runs, want 0: it subscribed in its constructor", n)
 	}
-	w.follow()
-	if n := len(w.pending); n != 2 {
+	w.queue.follow()
+	if n := len(w.queue.pending); n != 2 {
 		t.Fatalf("after follow, the worker holds %d pending runs, want the view's 2", n)
 	}
 	put(due.Add(2*time.Second), 11)
-	if n := len(w.pending); n != 3 {
+	if n := len(w.queue.pending); n != 3 {
 		t.Fatalf("after follow and a put, the worker holds %d pending runs, want 3", n)
 	}
 }

@@ -29,39 +29,39 @@ import (
 // It returns the error of the run's end (nil once applied). A run with no
 // entry (q.Key "", an assigned run) is never rate-limited nor keeps its
 // slot (admission.Of): nothing to give back to or keep in.
-func (w *Worker) execute(q *queue.Item, entry *queue.Entry, held *slots.Held, log *slog.Logger, span *tracing.Run) error {
+func (c *core) execute(q *queue.Item, entry *queue.Entry, held *slots.Held, log *slog.Logger, span *tracing.Run) error {
 	log = log.With("slot", held.Slot, "token", held.Token)
 	runCtx, cancel := context.WithCancelCause(held.Context())
 	defer cancel(nil)
-	w.setCancel(q.RunID, cancel)
-	w.untilStart(runCtx, cancel, entry, held)
-	startedAt := w.d.Clock.Now()
+	c.setCancel(q.RunID, cancel)
+	c.untilStart(runCtx, cancel, entry, held)
+	startedAt := c.d.Clock.Now()
 	if _, rates := limits(entry); len(rates) > 0 && q.Key != "" && runCtx.Err() == nil && startedAt.Sub(entry.StartedAt) > slots.MaxStartLatency {
-		return w.giveBack(q, held, entry.StartedAt, log)
+		return c.giveBack(q, held, entry.StartedAt, log)
 	}
-	res := w.runTarget(runCtx, entry, held, log, span, startedAt)
-	endedAt := w.d.Clock.Now()
+	res := c.runTarget(runCtx, entry, held, log, span, startedAt)
+	endedAt := c.d.Clock.Now()
 	res.Outcome = outcomeOf(res.Outcome, context.Cause(runCtx), entry.Spec.OnShutdown)
 
 	rec := entry.Finished(res.Outcome, held.Slot, held.Token, startedAt, endedAt)
 	res.Fill(&rec)
 	if res.Outcome == runs.Interrupted {
-		rec.Error = interruptedWhy(entry, w.d.Config().Worker.MaxInterruptions)
+		rec.Error = interruptedWhy(entry, c.d.Config().Worker.MaxInterruptions)
 	}
-	ops, retry := follow.End(w.d.Keys, w.d.Config(), q.Key, entry, &rec, endedAt)
+	ops, retry := follow.End(c.d.Keys, c.d.Config(), q.Key, entry, &rec, endedAt)
 
 	// Release even though the run's context may be over, until etcd
 	// answers it or the session ends (settle.go).
-	err := w.settle(held, log, func(ctx context.Context) error {
-		return w.keepOrRelease(ctx, q, entry, held, res.Outcome, retry, ops)
+	err := c.settle(held, log, func(ctx context.Context) error {
+		return c.keepOrRelease(ctx, q, entry, held, res.Outcome, retry, ops)
 	})
 	span.Finish(res.Outcome, res.Error, err)
-	w.d.Metrics.Duration.WithLabelValues(entry.Job).Observe(endedAt.Sub(startedAt).Seconds())
+	c.d.Metrics.Duration.WithLabelValues(entry.Job).Observe(endedAt.Sub(startedAt).Seconds())
 	if err != nil {
 		logUnreleased(log, err, res.Outcome)
 		return err
 	}
-	w.d.Metrics.Runs.WithLabelValues(entry.Job, string(res.Outcome)).Inc()
+	c.d.Metrics.Runs.WithLabelValues(entry.Job, string(res.Outcome)).Inc()
 	log.Info("run finished", "outcome", res.Outcome, "duration", endedAt.Sub(startedAt), "retry", retry != nil)
 	return nil
 }
@@ -71,9 +71,9 @@ func (w *Worker) execute(q *queue.Item, entry *queue.Entry, held *slots.Held, lo
 // deadline while waiting (a SIGSTOP, a VM stall), the guard's timer and
 // this wait end together, in either order, and the lease may be gone and
 // the slot another's: do not start (docs/design.md#the-safety-rules, rule 5).
-func (w *Worker) untilStart(runCtx context.Context, cancel context.CancelCauseFunc, entry *queue.Entry, held *slots.Held) {
-	if d := entry.NotBefore.Sub(w.d.Clock.Now()); d > 0 {
-		t := w.d.Clock.NewTimer(d)
+func (c *core) untilStart(runCtx context.Context, cancel context.CancelCauseFunc, entry *queue.Entry, held *slots.Held) {
+	if d := entry.NotBefore.Sub(c.d.Clock.Now()); d > 0 {
+		t := c.d.Clock.NewTimer(d)
 		select {
 		case <-runCtx.Done():
 		case <-t.Chan():
@@ -87,11 +87,11 @@ func (w *Worker) untilStart(runCtx context.Context, cancel context.CancelCauseFu
 
 // runTarget calls the run's target, unless its context ended first (then
 // it is cancelled with the cause).
-func (w *Worker) runTarget(runCtx context.Context, entry *queue.Entry, held *slots.Held, log *slog.Logger, span *tracing.Run, startedAt time.Time) target.Result {
+func (c *core) runTarget(runCtx context.Context, entry *queue.Entry, held *slots.Held, log *slog.Logger, span *tracing.Run, startedAt time.Time) target.Result {
 	if runCtx.Err() != nil {
 		return target.Result{Outcome: runs.Cancelled, Error: context.Cause(runCtx).Error()}
 	}
-	w.d.Metrics.Lateness.Observe(startedAt.Sub(entry.NotBefore).Seconds())
+	c.d.Metrics.Lateness.Observe(startedAt.Sub(entry.NotBefore).Seconds())
 	log.Debug("run started")
 	var resourceSlots []string
 	for _, r := range held.Resources {
@@ -99,7 +99,7 @@ func (w *Worker) runTarget(runCtx context.Context, entry *queue.Entry, held *slo
 	}
 	traceParent, traceState := span.TraceContext()
 	shard, shards, _ := entry.Shard()
-	return w.d.Executor.Execute(runCtx, &entry.Spec, target.Run{
+	return c.d.Executor.Execute(runCtx, &entry.Spec, target.Run{
 		Shard:         shard,
 		Shards:        shards,
 		ResourceSlots: resourceSlots,
@@ -109,7 +109,7 @@ func (w *Worker) runTarget(runCtx context.Context, entry *queue.Entry, held *slo
 		ScheduledAt:   entry.ScheduledAt,
 		Slot:          held.Slot,
 		FencingToken:  held.Token,
-		Holder:        w.d.ID,
+		Holder:        c.d.ID,
 		Input:         entry.Input,
 		TraceParent:   traceParent,
 		TraceState:    traceState,
@@ -151,11 +151,11 @@ func logUnreleased(log *slog.Logger, err error, outcome runs.Outcome) {
 // on no run beginning later than that, so the run does not begin. The
 // entry goes back to pending, unchanged, in the release transaction; the
 // places stay stamped, so the window admits fewer, never more.
-func (w *Worker) giveBack(q *queue.Item, held *slots.Held, stamped time.Time, log *slog.Logger) error {
-	err := w.settle(held, log, func(ctx context.Context) error {
-		return w.d.Slots.Release(ctx, held, clientv3.OpPut(q.Key, q.Entry.Encode()))
+func (c *core) giveBack(q *queue.Item, held *slots.Held, stamped time.Time, log *slog.Logger) error {
+	err := c.settle(held, log, func(ctx context.Context) error {
+		return c.d.Slots.Release(ctx, held, clientv3.OpPut(q.Key, q.Entry.Encode()))
 	})
-	w.d.Metrics.ClaimFails.WithLabelValues(metrics.ClaimLate).Inc()
+	c.d.Metrics.ClaimFails.WithLabelValues(metrics.ClaimLate).Inc()
 	log.Warn("run given back: it would begin too long after its rate stamp", "stamped", stamped, "err", err)
 	return err
 }
@@ -168,27 +168,27 @@ func (w *Worker) giveBack(q *queue.Item, held *slots.Held, stamped time.Time, lo
 // fails for any reason but a lost slot, the slot is released as usual;
 // that loses the strictness of
 // one retry, never a run.
-func (w *Worker) keepOrRelease(ctx context.Context, q *queue.Item, entry *queue.Entry, held *slots.Held, outcome runs.Outcome, retry *queue.Entry, ops []clientv3.Op) error {
+func (c *core) keepOrRelease(ctx context.Context, q *queue.Item, entry *queue.Entry, held *slots.Held, outcome runs.Outcome, retry *queue.Entry, ops []clientv3.Op) error {
 	if q.Key == "" {
 		// An assigned run: its record may be the leader's already (lost,
 		// when it took this worker for dead), which the release must not
 		// overwrite. It keeps no slot (admission.Of).
-		noRecord := clientv3.Compare(clientv3.CreateRevision(w.d.Keys.Record(entry.Job, entry.RunID)), "=", 0)
-		return w.d.Slots.ReleaseIf(ctx, held, []clientv3.Cmp{noRecord}, ops...)
+		noRecord := clientv3.Compare(clientv3.CreateRevision(c.d.Keys.Record(entry.Job, entry.RunID)), "=", 0)
+		return c.d.Slots.ReleaseIf(ctx, held, []clientv3.Cmp{noRecord}, ops...)
 	}
 	if retry == nil || !entry.Spec.Retries.HoldSlot || outcome == runs.Lost || outcome == runs.Interrupted {
-		return w.d.Slots.Release(ctx, held, ops...)
+		return c.d.Slots.Release(ctx, held, ops...)
 	}
-	hold := queue.Hold{Holder: w.d.ID, Lease: int64(held.Lease), Slot: held.Slot, Token: held.Token}
+	hold := queue.Hold{Holder: c.d.ID, Lease: int64(held.Lease), Slot: held.Slot, Token: held.Token}
 	for _, r := range held.Resources {
 		hold.Resources = append(hold.Resources, queue.HeldResource{Name: r.Name, Index: r.Index})
 	}
-	err := w.d.Slots.Keep(ctx, held, queue.Holding(ops, q.Key, retry, hold)...)
+	err := c.d.Slots.Keep(ctx, held, queue.Holding(ops, q.Key, retry, hold)...)
 	if err == nil || errors.Is(err, slots.ErrNotOwner) {
 		return err
 	}
-	w.d.Log.Warn("keeping the slot for the retry failed; releasing it", "job", q.Job, "run_id", q.RunID, "err", err)
-	return w.d.Slots.Release(ctx, held, ops...)
+	c.d.Log.Warn("keeping the slot for the retry failed; releasing it", "job", q.Job, "run_id", q.RunID, "err", err)
+	return c.d.Slots.Release(ctx, held, ops...)
 }
 
 // interruptedWhy is the record's error of a run a graceful shutdown cut:

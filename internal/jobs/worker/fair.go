@@ -80,6 +80,13 @@ func older(a, b *queue.Entry) bool {
 	return a.RunID < b.RunID
 }
 
+// fairOrder finds what a run's elders hold it back from (yieldTo): it
+// reads the queue and the slots views, and owns no state of its own.
+type fairOrder struct {
+	d   Deps
+	rtt *claimLatency // the worker's claim round trips, which the wait before an elder is overdue counts (noteOverdue)
+}
+
 // minTakeover is added to a worker's claim lead and backup wait before it
 // takes over a late elder (overdue).
 const minTakeover = 25 * time.Millisecond
@@ -126,7 +133,7 @@ type elders struct {
 // It also finds q's job's (or key's) eldest pending run that is overdue
 // (see noteOverdue); the worker about to claim q claims it first instead
 // (start), so the job's ticks start in order and about on time.
-func (w *Worker) yieldTo(q *queue.Item, now time.Time) elders {
+func (f *fairOrder) yieldTo(q *queue.Item, now time.Time) elders {
 	var out elders
 	mine := limitsOf(q.Entry)
 	index := make(map[string]int, len(mine))
@@ -137,13 +144,13 @@ func (w *Worker) yieldTo(q *queue.Item, now time.Time) elders {
 	if start.Before(q.NotBefore) {
 		start = q.NotBefore
 	}
-	room := w.roomOf(start)
+	room := f.roomOf(start)
 	elders := make([]int, len(mine))
 	late := make([]bool, len(mine)) // an elder due strictly before q
 	// Only runs of q's job or naming one of its resources can need a
 	// limit in common with it (the view's index): every claim asks, and
 	// the queue holds seconds of every job's ticks queued ahead.
-	w.d.Queue.EachRelated(q.Entry, func(o *queue.Item) {
+	f.d.Queue.EachRelated(q.Entry, func(o *queue.Item) {
 		// An entry whose spec no replica has yet waits for it, not for a
 		// limit: it can start no sooner than it is resolved, so it holds
 		// nobody back (its worker records it missed at its deadline).
@@ -162,7 +169,7 @@ func (w *Worker) yieldTo(q *queue.Item, now time.Time) elders {
 				late[i] = late[i] || o.NotBefore.Before(q.NotBefore)
 			}
 		}
-		w.noteOverdue(&out, q, o, now)
+		f.noteOverdue(&out, q, o, now)
 	})
 	if out.overdue != nil && noRoom(mine, room) != nil {
 		// Only a run nothing holds back is overdue: one that waits for a
@@ -187,7 +194,7 @@ func (w *Worker) yieldTo(q *queue.Item, now time.Time) elders {
 
 // roomOf returns the room of a limit in the slots view for a run starting
 // at start, each limit read once per call of yieldTo.
-func (w *Worker) roomOf(start time.Time) func(limit) int {
+func (f *fairOrder) roomOf(start time.Time) func(limit) int {
 	seen := map[string]int{}
 	return func(l limit) int {
 		if r, ok := seen[l.id]; ok {
@@ -196,11 +203,11 @@ func (w *Worker) roomOf(start time.Time) func(limit) int {
 		var r int
 		switch {
 		case l.rate != nil:
-			r = w.d.Slots.FreePlaces(*l.rate, start)
+			r = f.d.Slots.FreePlaces(*l.rate, start)
 		case l.full.Limit == slots.LimitResource:
-			r = w.d.Slots.Free(slots.ResourceSlot, l.full.Name, l.full.Slots)
+			r = f.d.Slots.Free(slots.ResourceSlot, l.full.Name, l.full.Slots)
 		default:
-			r = w.d.Slots.Free(slots.JobSlot, l.full.Name, l.full.Slots)
+			r = f.d.Slots.Free(slots.JobSlot, l.full.Name, l.full.Slots)
 		}
 		seen[l.id] = r
 		return r
@@ -213,12 +220,12 @@ func (w *Worker) roomOf(start time.Time) func(limit) int {
 // minTakeover ago: its first worker died or is stuck, and the backup would
 // claim it only Backup (250ms) after it was due, after q's own due time
 // for a job @every 100ms. Otherwise it notes when o becomes overdue.
-func (w *Worker) noteOverdue(out *elders, q, o *queue.Item, now time.Time) {
+func (f *fairOrder) noteOverdue(out *elders, q, o *queue.Item, now time.Time) {
 	// The job slot group is the first limit of every run.
 	if o.Job != q.Job || o.ConcurrencyKey != q.ConcurrencyKey || !o.NotBefore.Before(q.NotBefore) || o.Hold != nil {
 		return
 	}
-	takeover := w.d.ClaimLead + w.claimRTT.backupWait() + minTakeover
+	takeover := f.d.ClaimLead + f.rtt.backupWait() + minTakeover
 	switch at := o.NotBefore.Add(takeover); {
 	case !at.After(now):
 		if out.overdue == nil || older(o.Entry, out.overdue.Entry) {
@@ -242,16 +249,16 @@ func noRoom(limits []limit, roomOf func(limit) int) *slots.FullError {
 
 // takeOver claims o, a run whose first worker let it become overdue, now:
 // unless this worker already has it in hand.
-func (w *Worker) takeOver(o *queue.Item) {
-	w.mu.Lock()
-	_, active := w.active[o.RunID]
-	_, parked := w.parked[o.Key]
+func (qr *queueRunner) takeOver(o *queue.Item) {
+	qr.mu.Lock()
+	active := qr.core.busy(o.RunID)
+	_, parked := qr.parked[o.Key]
 	if !active && !parked {
-		heap.Push(&w.pending, due{at: w.d.Clock.Now(), key: o.Key, modRev: o.ModRev, ranked: true})
+		heap.Push(&qr.pending, due{at: qr.d.Clock.Now(), key: o.Key, modRev: o.ModRev, ranked: true})
 	}
-	w.mu.Unlock()
+	qr.mu.Unlock()
 	if !active && !parked {
-		w.d.Log.Debug("taking over a run its first worker left unclaimed", "job", o.Job, "run_id", o.RunID)
-		w.signal()
+		qr.d.Log.Debug("taking over a run its first worker left unclaimed", "job", o.Job, "run_id", o.RunID)
+		qr.signal()
 	}
 }

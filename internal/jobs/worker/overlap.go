@@ -14,11 +14,11 @@ import (
 // job's queue, replace the oldest run, or end unstarted with a record
 // saying why.
 
-// queuePosition is q's place among the job's runs (of its concurrency
+// queuePosition is q's place in view among the job's runs (of its concurrency
 // key: the limit holds per key, and so does the queue) that are due and
 // waiting; the first queue_limit of them are kept.
-func (w *Worker) queuePosition(q *queue.Item, now time.Time) int {
-	waiting := w.d.Queue.ListJob(q.Job, func(o *queue.Item) bool {
+func queuePosition(view *queue.View, q *queue.Item, now time.Time) int {
+	waiting := view.ListJob(q.Job, func(o *queue.Item) bool {
 		return o.ConcurrencyKey == q.ConcurrencyKey && o.State == queue.Pending && !o.NotBefore.After(now)
 	})
 	for i, o := range waiting {
@@ -29,10 +29,11 @@ func (w *Worker) queuePosition(q *queue.Item, now time.Time) int {
 	return len(waiting)
 }
 
-// oldestRunning is the job's (or its key's) run that started first.
-func (w *Worker) oldestRunning(job, key string) *queue.Item {
+// oldestRunning is the job's (or its key's) run in view that started
+// first.
+func oldestRunning(view *queue.View, job, key string) *queue.Item {
 	var oldest *queue.Item
-	for _, o := range w.d.Queue.ListJob(job, func(o *queue.Item) bool {
+	for _, o := range view.ListJob(job, func(o *queue.Item) bool {
 		return o.ConcurrencyKey == key && o.State == queue.Running
 	}) {
 		if oldest == nil || o.StartedAt.Before(oldest.StartedAt) {
@@ -51,26 +52,26 @@ func (w *Worker) oldestRunning(job, key string) *queue.Item {
 // stays due for ever, every later run of its key queued behind it (a keyed
 // job stalled that way after an etcd leader was killed while a skip was
 // being written).
-func (w *Worker) finishUnstarted(ctx context.Context, q *queue.Item, st *waitState, outcome runs.Outcome, reason, msg string) time.Time {
-	rec := q.NotStarted(outcome, w.d.Clock.Now(), msg)
+func (qr *queueRunner) finishUnstarted(ctx context.Context, q *queue.Item, st *waitState, outcome runs.Outcome, reason, msg string) time.Time {
+	rec := q.NotStarted(outcome, qr.d.Clock.Now(), msg)
 	// Bounded: a worker waiting on an unreachable etcd holds one of
 	// max_parallel.
-	wctx, cancel := context.WithTimeout(ctx, w.d.Config().Cluster.SessionTTL.D())
-	ok, err := w.writes.IfUnchanged(wctx, q, follow.Unstarted(w.d.Keys, w.d.Config(), q, &rec)...)
+	wctx, cancel := context.WithTimeout(ctx, qr.d.Config().Cluster.SessionTTL.D())
+	ok, err := qr.writes.IfUnchanged(wctx, q, follow.Unstarted(qr.d.Keys, qr.d.Config(), q, &rec)...)
 	cancel()
 	if err != nil {
 		if ctx.Err() != nil {
 			return time.Time{} // stopping: the next worker to see the entry decides
 		}
-		at := st.failed(w.d.Clock.Now())
-		w.d.Log.Warn("recording the run as not started failed; will try again", "job", q.Job, "run_id", q.RunID, "outcome", outcome, "err", err, "at", at)
+		at := st.failed(qr.d.Clock.Now())
+		qr.d.Log.Warn("recording the run as not started failed; will try again", "job", q.Job, "run_id", q.RunID, "outcome", outcome, "err", err, "at", at)
 		return at
 	}
 	if !ok {
 		return time.Time{} // another worker decided first
 	}
 	tracing.Unstarted(ctx, outcome)
-	w.d.Metrics.NotStarted(q.Job, string(outcome), reason)
-	w.d.Log.Info("run not started", "job", q.Job, "run_id", q.RunID, "outcome", outcome, "reason", msg)
+	qr.d.Metrics.NotStarted(q.Job, string(outcome), reason)
+	qr.d.Log.Info("run not started", "job", q.Job, "run_id", q.RunID, "outcome", outcome, "reason", msg)
 	return time.Time{}
 }

@@ -171,14 +171,14 @@ func (m *members) gone(self, id string) bool {
 // before was let pass by every member ranked before it, which this worker
 // then passes over for a session TTL (see members). A run that waited for
 // a limit proves nothing: its first worker may be waiting for it too.
-func (w *Worker) noteClaimed(q *queue.Item, st *waitState) {
+func (qr *queueRunner) noteClaimed(q *queue.Item, st *waitState) {
 	if st.last != nil || q.Hold != nil {
 		return
 	}
-	now := w.d.Clock.Now()
-	ttl := w.d.Config().Cluster.SessionTTL.D()
-	for _, id := range w.members.passedOver(w.d.ID, rankKey(q), now, now.Add(ttl)) {
-		w.d.Log.Info("a member let a run ranked to it pass: ranked last here until it shows life or a session TTL passes",
+	now := qr.d.Clock.Now()
+	ttl := qr.d.Config().Cluster.SessionTTL.D()
+	for _, id := range qr.members.passedOver(qr.d.ID, rankKey(q), now, now.Add(ttl)) {
+		qr.d.Log.Info("a member let a run ranked to it pass: ranked last here until it shows life or a session TTL passes",
 			"member", id, "job", q.Job, "run_id", q.RunID, "for", ttl)
 	}
 }

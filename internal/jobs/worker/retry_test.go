@@ -69,9 +69,9 @@ func TestRetryWhilePreviousAttemptEndsRuns(t *testing.T) {
 
 // isPending reports whether the entry at key waits in the pending set.
 func (w *Worker) isPending(key string) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for _, a := range w.pending {
+	w.queue.mu.Lock()
+	defer w.queue.mu.Unlock()
+	for _, a := range w.queue.pending {
 		if a.key == key {
 			return true
 		}

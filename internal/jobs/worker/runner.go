@@ -11,16 +11,24 @@ import (
 	"github.com/etcdsched/scheduler/internal/tracing"
 )
 
-// The worker is two runners over one core. The queue runner (worker.go,
+// The worker is two runners over one core, each owning its state, its
+// lock and its goroutines (counted in the worker's wait group, which the
+// drain waits for). The queue runner (queueRunner: queuerunner.go,
 // start.go and the files of the queue path) claims pending runs from the
 // queue view; the assigned runner (assignedRunner: assigned*.go) claims
 // this replica's assignments of the lean protocol (docs/protocol.md),
 // takes over its peers' when they let them pass, and hands its own over
-// when it stops. Both run what they claimed through the core (execute,
-// settle) and count it in the same places under max_parallel.
+// when it stops (its mover). Both run what they claimed through the core
+// (core.go: execute, settle) and count it in the same places under
+// max_parallel, which the core's lock guards. The Worker (worker.go) wires
+// them and runs the one loop that dispatches for both.
+//
+// Locks: the queue runner's is taken before the core's (and the views' it
+// reads), never after; the core's is the last taken, the one lock both
+// runners share. No lock is held while a run executes or etcd is written.
 
-// runCore is what the assigned runner uses of the worker: the places under
-// max_parallel, a claimed run's execution and end, and the pause view.
+// runCore is what the assigned runner uses of the core (core.go): the
+// places under max_parallel, and a claimed run's execution and end.
 type runCore interface {
 	// takePlaces counts the first of ids as active, as many as
 	// max_parallel has room for, stopping at one active already; it
@@ -31,7 +39,6 @@ type runCore interface {
 	// full: no place free, or the worker is stopping.
 	full() bool
 	execute(q *queue.Item, entry *queue.Entry, held *slots.Held, log *slog.Logger, span *tracing.Run) error
-	paused(q *queue.Item) bool
 }
 
 // assignedRunner claims and runs this replica's assignments, takes over
@@ -77,7 +84,7 @@ type mover struct {
 
 func newAssignedRunner(d Deps, core runCore, m *members, rtt *claimLatency, wg *sync.WaitGroup, signal func()) *assignedRunner {
 	a := &assignedRunner{d: d, core: core, members: m, rtt: rtt, wg: wg, signal: signal}
-	a.view = newAssignedView(d.Keys, signal, a.leadOf)
+	a.view = newAssignedView(d.Keys, signal, d.Config, d.ClaimLead)
 	a.mover = &mover{d: d, view: a.view, peers: newPeerView(d.Keys, d.Clock, d.ID, signal), members: m, rtt: rtt, wg: wg,
 		busy: func() bool { return core.full() || a.claiming.Load() > 0 }}
 	m.ids.Subscribe(a.mover.peers.membersChanged)

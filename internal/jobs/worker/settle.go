@@ -34,12 +34,12 @@ var settleRetry = backoff.Policy{Min: 100 * time.Millisecond, Max: 2 * time.Seco
 // session that holds it ends, or once the shutdown grace is over (the
 // drain's last attempt is its only one; the revoke that follows frees the
 // slot).
-func (w *Worker) settle(held *slots.Held, log *slog.Logger, end func(ctx context.Context) error) error {
-	ttl := w.d.Config().Cluster.SessionTTL.D()
+func (c *core) settle(held *slots.Held, log *slog.Logger, end func(ctx context.Context) error) error {
+	ttl := c.d.Config().Cluster.SessionTTL.D()
 	b := settleRetry.Start()
 	stop, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	defer context.AfterFunc(w.abandon, cancel)()
+	defer context.AfterFunc(c.abandon, cancel)()
 	defer context.AfterFunc(held.Session(), cancel)()
 	for {
 		ctx, cancelAttempt := context.WithTimeout(context.Background(), ttl)
@@ -52,7 +52,7 @@ func (w *Worker) settle(held *slots.Held, log *slog.Logger, end func(ctx context
 			return err
 		}
 		log.Warn("the run's end was not applied; trying again while the session lives", "err", err, "in", b.Delay())
-		if !b.Wait(stop, w.d.Clock) {
+		if !b.Wait(stop, c.d.Clock) {
 			return err
 		}
 	}

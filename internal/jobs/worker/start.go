@@ -41,12 +41,12 @@ type waitState struct {
 // cannot start yet it returns the time to try again at the latest (a slot
 // or queue change wakes it sooner) and holds no worker meanwhile: waiting
 // happens in etcd, not in a goroutine counted against max_parallel.
-func (w *Worker) start(ctx context.Context, q *queue.Item, st *waitState) (retry time.Time, wait bool) {
-	log := w.d.Log.With("job", q.Job, "run_id", q.RunID, "attempt", q.Attempt)
+func (qr *queueRunner) start(ctx context.Context, q *queue.Item, st *waitState) (retry time.Time, wait bool) {
+	log := qr.d.Log.With("job", q.Job, "run_id", q.RunID, "attempt", q.Attempt)
 	// One span covers the attempt from its first try to its end, across
 	// the waits between tries.
 	if st.span == nil {
-		_, st.span = tracing.StartRun(ctx, w.d.Tracer, tracing.RunInfo{Job: q.Job, RunID: q.RunID, Attempt: q.Attempt, Trigger: q.Trigger, Holder: w.d.ID})
+		_, st.span = tracing.StartRun(ctx, qr.d.Tracer, tracing.RunInfo{Job: q.Job, RunID: q.RunID, Attempt: q.Attempt, Trigger: q.Trigger, Holder: qr.d.ID})
 	}
 	ctx = st.span.Into(ctx)
 	defer func() {
@@ -56,22 +56,22 @@ func (w *Worker) start(ctx context.Context, q *queue.Item, st *waitState) (retry
 	}()
 	for ctx.Err() == nil {
 		if !q.Resolved() {
-			r, until, wait := w.resolve(ctx, q, st)
+			r, until, wait := qr.resolve(ctx, q, st)
 			if r == nil {
 				return until, wait
 			}
 			q = r
 		}
-		sess, err := w.d.Sessions.Current(ctx)
+		sess, err := qr.d.Sessions.Current(ctx)
 		if err != nil {
 			return time.Time{}, false
 		}
-		now := w.d.Clock.Now()
+		now := qr.d.Clock.Now()
 		deadline := runs.StartBy(q.Trigger, q.NotBefore, q.Spec.StartingDeadline.D())
-		if until, wait, decided := w.beforeClaim(ctx, sess, q, st, now, deadline); decided {
+		if until, wait, decided := qr.beforeClaim(ctx, sess, q, st, now, deadline); decided {
 			return until, wait
 		}
-		if until, wait, again := w.claimAndRun(ctx, sess, q, st, log, now, deadline); !again {
+		if until, wait, again := qr.claimAndRun(ctx, sess, q, st, log, now, deadline); !again {
 			return until, wait
 		}
 	}
@@ -82,41 +82,41 @@ func (w *Worker) start(ctx context.Context, q *queue.Item, st *waitState) (retry
 // deadline (missed), one of a paused job (skipped), one behind elders
 // that wait for a limit it needs (behindElders). decided is false when
 // the run is to be claimed now.
-func (w *Worker) beforeClaim(ctx context.Context, sess *session.Session, q *queue.Item, st *waitState, now, deadline time.Time) (until time.Time, wait, decided bool) {
+func (qr *queueRunner) beforeClaim(ctx context.Context, sess *session.Session, q *queue.Item, st *waitState, now, deadline time.Time) (until time.Time, wait, decided bool) {
 	if now.After(deadline) {
 		why := ""
 		if st.last != nil {
 			why = "; waiting for " + st.last.Error()
 		}
-		retry := w.finishUnstarted(ctx, q, st, runs.Missed, metrics.ReasonDeadline,
+		retry := qr.finishUnstarted(ctx, q, st, runs.Missed, metrics.ReasonDeadline,
 			fmt.Sprintf("not started by its starting deadline %s (due %s)%s", q.Spec.StartingDeadline, q.NotBefore.Format(runs.TimeFormat), why))
 		return retry, !retry.IsZero(), true
 	}
-	if w.paused(q) {
+	if qr.paused(q) {
 		// The leader withdraws a paused job's ticks; this one came
 		// due before it did.
-		retry := w.finishUnstarted(ctx, q, st, runs.Skipped, metrics.ReasonPaused, "not started: the job is paused")
+		retry := qr.finishUnstarted(ctx, q, st, runs.Skipped, metrics.ReasonPaused, "not started: the job is paused")
 		return retry, !retry.IsZero(), true
 	}
-	st.slotsChanged, st.queueChanged = w.d.Slots.Changed(), w.d.Queue.Changed()
-	return w.behindElders(ctx, sess, q, st, now, deadline)
+	st.slotsChanged, st.queueChanged = qr.d.Slots.Changed(), qr.d.Queue.Changed()
+	return qr.behindElders(ctx, sess, q, st, now, deadline)
 }
 
 // behindElders makes q wait while elders wait for a limit it needs (fair
 // order, docs/design-admission.md#fair-order), and takes over an elder
 // that is overdue. yielded is false when q goes first.
-func (w *Worker) behindElders(ctx context.Context, sess *session.Session, q *queue.Item, st *waitState, now, deadline time.Time) (until time.Time, wait, yielded bool) {
+func (qr *queueRunner) behindElders(ctx context.Context, sess *session.Session, q *queue.Item, st *waitState, now, deadline time.Time) (until time.Time, wait, yielded bool) {
 	// A strict retry on its kept slot waits for no elder: nothing else
 	// can take that slot anyway.
-	el := w.yieldTo(q, now)
+	el := qr.fair.yieldTo(q, now)
 	if el.overdue != nil {
-		w.takeOver(el.overdue)
+		qr.takeOver(el.overdue)
 	}
 	// skip and replace act on a limit that is taken: with no room
 	// left the claim is refused and the policy acts, elders or not.
 	yield := q.Spec.Overlap == config.OverlapQueue || el.room > 0
 	full := el.full
-	if full == nil || !yield || w.holdsFor(sess, q) {
+	if full == nil || !yield || qr.holdsFor(sess, q) {
 		return time.Time{}, false, false
 	}
 	// Elders wait for a limit this run needs: their turn first, as if
@@ -138,7 +138,7 @@ func (w *Worker) behindElders(ctx context.Context, sess *session.Session, q *que
 		return end, true, true
 	}
 	// queue: the run waits in the job's queue, within queue_limit.
-	until, wait = w.refused(ctx, sess, q, st, full, now, deadline)
+	until, wait = qr.refused(ctx, sess, q, st, full, now, deadline)
 	if wait && end.Before(until) {
 		until = end
 	}
@@ -148,22 +148,22 @@ func (w *Worker) behindElders(ctx context.Context, sess *session.Session, q *que
 // claimAndRun claims q once and, holding its slots, runs it; a refusal
 // applies the job's overlap policy (refused). again: the session ended
 // under the claim, and the run is tried with the next.
-func (w *Worker) claimAndRun(ctx context.Context, sess *session.Session, q *queue.Item, st *waitState, log *slog.Logger, now, deadline time.Time) (until time.Time, wait, again bool) {
+func (qr *queueRunner) claimAndRun(ctx context.Context, sess *session.Session, q *queue.Item, st *waitState, log *slog.Logger, now, deadline time.Time) (until time.Time, wait, again bool) {
 	claimCtx, claimSpan := st.span.Claim(ctx)
-	held, running, err := w.claim(claimCtx, sess, q, st.confirm)
+	held, running, err := qr.claim(claimCtx, sess, q, st.confirm)
 	st.confirm = false
 	claimSpan.End(held, err)
 	var full *slots.FullError
 	switch {
 	case err == nil:
-		w.noteClaimed(q, st)
-		w.execute(q, running, held, log, st.span)
+		qr.noteClaimed(q, st)
+		qr.core.execute(q, running, held, log, st.span)
 		return time.Time{}, false, false
 	case errors.Is(err, slots.ErrConflict):
-		w.d.Metrics.ClaimFails.WithLabelValues(metrics.ClaimTaken).Inc()
+		qr.d.Metrics.ClaimFails.WithLabelValues(metrics.ClaimTaken).Inc()
 		return time.Time{}, false, false // claimed by another worker, cancelled, or changed
 	case errors.As(err, &full):
-		w.d.Metrics.ClaimFails.WithLabelValues(metrics.ClaimFull).Inc()
+		qr.d.Metrics.ClaimFails.WithLabelValues(metrics.ClaimFull).Inc()
 		st.last = full
 	case ctx.Err() != nil:
 		return time.Time{}, false, false
@@ -174,7 +174,7 @@ func (w *Worker) claimAndRun(ctx context.Context, sess *session.Session, q *queu
 		log.Warn("claim failed; will try again", "err", err, "at", at)
 		return at, true, false
 	}
-	until, wait = w.refused(ctx, sess, q, st, full, now, deadline)
+	until, wait = qr.refused(ctx, sess, q, st, full, now, deadline)
 	return until, wait, false
 }
 
@@ -184,10 +184,10 @@ func (w *Worker) claimAndRun(ctx context.Context, sess *session.Session, q *queu
 // deadline allows, and is recorded missed after. The deadline is the
 // spec's, so while it is unknown it is the job's in this replica's config
 // (or the default).
-func (w *Worker) resolve(ctx context.Context, q *queue.Item, st *waitState) (r *queue.Item, until time.Time, wait bool) {
+func (qr *queueRunner) resolve(ctx context.Context, q *queue.Item, st *waitState) (r *queue.Item, until time.Time, wait bool) {
 	// Taken before the read, so a spec that arrives after it wakes the run.
-	st.slotsChanged, st.queueChanged = w.d.Slots.Changed(), w.d.Queue.Changed()
-	r, err := w.d.Specs.Resolve(ctx, q)
+	st.slotsChanged, st.queueChanged = qr.d.Slots.Changed(), qr.d.Queue.Changed()
+	r, err := qr.d.Specs.Resolve(ctx, q)
 	if err == nil {
 		return r, time.Time{}, false
 	}
@@ -195,20 +195,20 @@ func (w *Worker) resolve(ctx context.Context, q *queue.Item, st *waitState) (r *
 		return nil, time.Time{}, false
 	}
 	startingDeadline := config.DefaultStartingDeadline
-	if j := w.d.Config().Job(q.Job); j != nil && j.StartingDeadline > 0 {
+	if j := qr.d.Config().Job(q.Job); j != nil && j.StartingDeadline > 0 {
 		startingDeadline = j.StartingDeadline.D()
 	}
-	now := w.d.Clock.Now()
+	now := qr.d.Clock.Now()
 	deadline := runs.StartBy(q.Trigger, q.NotBefore, startingDeadline)
 	if now.After(deadline) {
-		retry := w.finishUnstarted(ctx, q, st, runs.Missed, metrics.ReasonDeadline,
+		retry := qr.finishUnstarted(ctx, q, st, runs.Missed, metrics.ReasonDeadline,
 			fmt.Sprintf("not started by its starting deadline %s (due %s): its job spec could not be read: %v",
 				startingDeadline, q.NotBefore.Format(runs.TimeFormat), err))
 		return nil, retry, !retry.IsZero()
 	}
 	if !st.noSpec {
 		st.noSpec = true
-		w.d.Log.Warn("run waits for its job spec", "job", q.Job, "run_id", q.RunID, "spec", q.SpecRef, "err", err)
+		qr.d.Log.Warn("run waits for its job spec", "job", q.Job, "run_id", q.RunID, "spec", q.SpecRef, "err", err)
 	}
 	until = st.failed(now)
 	if deadline.Before(until) {
@@ -222,18 +222,18 @@ func (w *Worker) resolve(ctx context.Context, q *queue.Item, st *waitState) (r *
 // user or a failed attempt asked for. The entry's spec gives the file's
 // setting (the leader's, when it scheduled the run; a change to it
 // withdraws the run), the marker in etcd wins over it.
-func (w *Worker) paused(q *queue.Item) bool {
-	return w.d.Paused != nil && q.Trigger == runs.Schedule && w.d.Paused.Is(q.Job, q.Spec.Paused)
+func (qr *queueRunner) paused(q *queue.Item) bool {
+	return qr.d.Paused != nil && q.Trigger == runs.Schedule && qr.d.Paused.Is(q.Job, q.Spec.Paused)
 }
 
 // refused applies the job's overlap policy to a run a full limit refused.
-func (w *Worker) refused(ctx context.Context, sess *session.Session, q *queue.Item, st *waitState, full *slots.FullError, now, deadline time.Time) (time.Time, bool) {
+func (qr *queueRunner) refused(ctx context.Context, sess *session.Session, q *queue.Item, st *waitState, full *slots.FullError, now, deadline time.Time) (time.Time, bool) {
 	// A full rate window frees by time, not by a change anyone writes.
 	until := deadline
 	if full.Limit == slots.LimitRate && full.Until.Before(until) {
 		until = full.Until
 	}
-	if q.Hold != nil && !w.holdsFor(sess, q) {
+	if q.Hold != nil && !qr.holdsFor(sess, q) {
 		// Another worker kept a slot for this retry: it claims it, or its
 		// lease ends and the slot frees. Either way a change comes.
 		return until, true
@@ -268,9 +268,9 @@ func (w *Worker) refused(ctx context.Context, sess *session.Session, q *queue.It
 		}
 		return until, true
 	case q.Spec.Overlap == config.OverlapQueue:
-		return w.queueOrSkip(ctx, q, st, full, what, now, until)
+		return qr.queueOrSkip(ctx, q, st, full, what, now, until)
 	case q.Spec.Overlap == config.OverlapReplace && jobSlots:
-		w.replaceOldest(ctx, sess, q, st)
+		qr.replaceOldest(ctx, sess, q, st)
 		return until, true
 	default:
 		// skip, and replace when what is full is not the job's own: a
@@ -278,7 +278,7 @@ func (w *Worker) refused(ctx context.Context, sess *session.Session, q *queue.It
 		if full.View {
 			return st.confirmFirst(now)
 		}
-		retry := w.finishUnstarted(ctx, q, st, runs.Skipped, reason, fmt.Sprintf("%s (overlap: %s)", what, q.Spec.Overlap))
+		retry := qr.finishUnstarted(ctx, q, st, runs.Skipped, reason, fmt.Sprintf("%s (overlap: %s)", what, q.Spec.Overlap))
 		return retry, !retry.IsZero()
 	}
 }
@@ -286,34 +286,34 @@ func (w *Worker) refused(ctx context.Context, sess *session.Session, q *queue.It
 // queueOrSkip is overlap: queue's answer to a refusal: the run waits in
 // its job's queue until until, or is skipped when queue_limit runs wait
 // before it (after etcd confirms what the view refused).
-func (w *Worker) queueOrSkip(ctx context.Context, q *queue.Item, st *waitState, full *slots.FullError, what string, now, until time.Time) (time.Time, bool) {
-	pos := w.queuePosition(q, now)
+func (qr *queueRunner) queueOrSkip(ctx context.Context, q *queue.Item, st *waitState, full *slots.FullError, what string, now, until time.Time) (time.Time, bool) {
+	pos := queuePosition(qr.d.Queue, q, now)
 	if pos < q.Spec.QueueLimit {
 		return until, true
 	}
 	if full.View {
 		return st.confirmFirst(now)
 	}
-	retry := w.finishUnstarted(ctx, q, st, runs.Skipped, metrics.ReasonQueueFull,
+	retry := qr.finishUnstarted(ctx, q, st, runs.Skipped, metrics.ReasonQueueFull,
 		fmt.Sprintf("%s and %d runs already queued (queue_limit %d)", what, pos, q.Spec.QueueLimit))
 	return retry, !retry.IsZero()
 }
 
 // replaceOldest is overlap: replace's answer to a refusal by the job's
 // own slots: a cancel request for its oldest running run, once.
-func (w *Worker) replaceOldest(ctx context.Context, sess *session.Session, q *queue.Item, st *waitState) {
+func (qr *queueRunner) replaceOldest(ctx context.Context, sess *session.Session, q *queue.Item, st *waitState) {
 	if st.replaced {
 		return
 	}
-	victim := w.oldestRunning(q.Job, q.ConcurrencyKey)
+	victim := oldestRunning(qr.d.Queue, q.Job, q.ConcurrencyKey)
 	if victim == nil {
 		return
 	}
-	if err := w.writes.RequestCancel(ctx, sess.Lease(), victim.RunID, "replaced by "+q.RunID); err != nil {
-		w.d.Log.Warn("cannot cancel the run to replace", "job", q.Job, "run_id", q.RunID, "victim", victim.RunID, "err", err)
+	if err := qr.writes.RequestCancel(ctx, sess.Lease(), victim.RunID, "replaced by "+q.RunID); err != nil {
+		qr.d.Log.Warn("cannot cancel the run to replace", "job", q.Job, "run_id", q.RunID, "victim", victim.RunID, "err", err)
 		return
 	}
-	w.d.Log.Info("replacing the oldest running run", "job", q.Job, "run_id", q.RunID, "victim", victim.RunID)
+	qr.d.Log.Info("replacing the oldest running run", "job", q.Job, "run_id", q.RunID, "victim", victim.RunID)
 	st.replaced = true
 }
 

@@ -44,7 +44,7 @@ func TestAnUnresolvedElderHoldsNobodyBack(t *testing.T) {
 		t.Fatalf("the elder is %v in the view, want there and unresolved", e)
 	}
 
-	w := &Worker{d: Deps{Queue: view, Slots: roomSlots{room: 1}, ClaimLead: 25 * time.Millisecond}}
+	w := &fairOrder{d: Deps{Queue: view, Slots: roomSlots{room: 1}, ClaimLead: 25 * time.Millisecond}, rtt: &claimLatency{}}
 	if el := w.yieldTo(view.Find(younger.RunID), now.Add(time.Second)); el.full != nil {
 		t.Errorf("the resolved run yields %s to an elder whose spec is unknown, want it to take the room", el.full)
 	}

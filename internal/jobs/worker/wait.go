@@ -33,25 +33,25 @@ func (p parkedRun) changedSince() bool { return closed(p.slotsChanged) || closed
 
 // park puts q aside until until or the next change; a change that came
 // between its last attempt and now sends it straight back.
-func (w *Worker) park(q *queue.Item, st *waitState, until time.Time) {
-	w.mu.Lock()
-	if cur := w.d.Queue.Get(q.Key); cur != nil && cur.ModRev == q.ModRev && cur.State == queue.Pending {
-		w.parked[q.Key] = parkedRun{modRev: q.ModRev, until: until, slotsChanged: st.slotsChanged, queueChanged: st.queueChanged}
+func (qr *queueRunner) park(q *queue.Item, st *waitState, until time.Time) {
+	qr.mu.Lock()
+	if cur := qr.d.Queue.Get(q.Key); cur != nil && cur.ModRev == q.ModRev && cur.State == queue.Pending {
+		qr.parked[q.Key] = parkedRun{modRev: q.ModRev, until: until, slotsChanged: st.slotsChanged, queueChanged: st.queueChanged}
 	}
-	w.mu.Unlock()
-	w.signal()
+	qr.mu.Unlock()
+	qr.signal()
 }
 
 // unpark sends parked runs back to the pending set: all of them after a
 // change, else those whose time has come.
-func (w *Worker) unpark(changed bool) {
-	now := w.d.Clock.Now()
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for key, p := range w.parked {
+func (qr *queueRunner) unpark(changed bool) {
+	now := qr.d.Clock.Now()
+	qr.mu.Lock()
+	defer qr.mu.Unlock()
+	for key, p := range qr.parked {
 		if changed || !p.until.After(now) || p.changedSince() {
-			delete(w.parked, key)
-			heap.Push(&w.pending, due{at: now, key: key, modRev: p.modRev, ranked: true})
+			delete(qr.parked, key)
+			heap.Push(&qr.pending, due{at: now, key: key, modRev: p.modRev, ranked: true})
 		}
 	}
 }

@@ -12,7 +12,7 @@ import (
 // its own change channels after that change and so was never woken by it.
 func TestParkedRunChangedSinceItsAttemptIsLookedAtAgain(t *testing.T) {
 	clock := clockwork.NewFakeClock()
-	w := &Worker{d: Deps{Clock: clock}, parked: map[string]parkedRun{}}
+	w := &queueRunner{d: Deps{Clock: clock}, parked: map[string]parkedRun{}}
 	changed, quiet := make(chan struct{}), make(chan struct{})
 	close(changed) // the slots view changed after the attempt
 	far := clock.Now().Add(time.Hour)

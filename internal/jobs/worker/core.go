@@ -1,0 +1,161 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"sync"
+)
+
+// core is what both runners run their claimed runs through (runner.go):
+// the worker's places under max_parallel, a claimed run's execution
+// (execute.go) and its end (settle.go), and the cancel of a run it holds
+// (a cancel request, the drain).
+//
+// mu guards active, freed and stopping, and nothing else. No lock of the
+// worker's is taken under it: finish tells the queue runner of a freed
+// place (onFinish) after releasing it. A runner may take mu under its own
+// lock (the queue runner does): mu is always the last taken.
+type core struct {
+	d       Deps
+	cancels *cancels
+	// onFinish is told of each run whose place freed (the queue runner
+	// sends back an attempt that came up while the run was active);
+	// signal then wakes the worker's loop.
+	onFinish func(runID string)
+	signal   func()
+	// abandon ends when the drain's grace is over: a run's end that fails
+	// after that is not tried again (settle.go).
+	abandon       context.Context
+	abandonCancel context.CancelFunc
+
+	mu     sync.Mutex
+	active map[string]*activeRun // by run id: being claimed or running
+	// freed closes (and is replaced) when a run leaves active: an
+	// assignment waiting for room under max_parallel looks again.
+	freed chan struct{}
+	// stopping: the worker stopped claiming (full says so).
+	stopping bool
+}
+
+type activeRun struct {
+	cancel context.CancelCauseFunc // set once the run holds its slot
+}
+
+// newCore is a core with no place taken; its onFinish is set before the
+// worker runs.
+func newCore(d Deps, signal func()) *core {
+	c := &core{d: d, signal: signal, active: map[string]*activeRun{}, freed: make(chan struct{})}
+	c.abandon, c.abandonCancel = context.WithCancel(context.Background())
+	c.cancels = newCancels(d.Keys, c.cancelRequested)
+	return c
+}
+
+func (c *core) maxParallel() int {
+	return max(1, c.d.Config().Worker.MaxParallel)
+}
+
+// takePlaces implements runCore.
+func (c *core) takePlaces(ids []string) (int, <-chan struct{}) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for n < min(c.maxParallel()-len(c.active), len(ids)) {
+		if _, busy := c.active[ids[n]]; busy {
+			break
+		}
+		c.active[ids[n]] = &activeRun{}
+		n++
+	}
+	return n, c.freed
+}
+
+// take counts runID as active when a place is free and the run is not
+// active already (busy).
+func (c *core) take(runID string) (taken, busy bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, busy := c.active[runID]; busy {
+		return false, true
+	}
+	if len(c.active) >= c.maxParallel() {
+		return false, false
+	}
+	c.active[runID] = &activeRun{}
+	return true, false
+}
+
+// busy reports whether runID is active (being claimed or running).
+func (c *core) busy(runID string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.active[runID]
+	return ok
+}
+
+// room reports whether a place is free under max_parallel.
+func (c *core) room() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.active) < c.maxParallel()
+}
+
+// full implements runCore.
+func (c *core) full() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.active) >= c.maxParallel() || c.stopping
+}
+
+// stop marks the worker stopping: full from now on.
+func (c *core) stop() {
+	c.mu.Lock()
+	c.stopping = true
+	c.mu.Unlock()
+}
+
+// finish implements runCore.
+func (c *core) finish(runID string) {
+	c.mu.Lock()
+	delete(c.active, runID)
+	close(c.freed)
+	c.freed = make(chan struct{})
+	c.mu.Unlock()
+	c.onFinish(runID)
+	c.signal()
+}
+
+// cancelRequested stops a run this worker holds.
+func (c *core) cancelRequested(runID, reason string) {
+	c.mu.Lock()
+	a := c.active[runID]
+	c.mu.Unlock()
+	if a != nil && a.cancel != nil {
+		a.cancel(errors.New("cancelled: " + reason))
+	}
+}
+
+// setCancel registers the running run's cancel func and applies a cancel
+// request that arrived before it.
+func (c *core) setCancel(runID string, cancel context.CancelCauseFunc) {
+	c.mu.Lock()
+	if a := c.active[runID]; a != nil {
+		a.cancel = cancel
+	}
+	c.mu.Unlock()
+	if reason, ok := c.cancels.Requested(runID); ok {
+		cancel(errors.New("cancelled: " + reason))
+	}
+}
+
+// cut ends the shutdown grace: a run's end that fails is not tried again,
+// and every run still going is cancelled with errShutdown.
+func (c *core) cut() {
+	c.abandonCancel()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, a := range c.active {
+		if a.cancel != nil {
+			a.cancel(errShutdown)
+		}
+	}
+}
