@@ -16,8 +16,8 @@ import (
 type refQueue struct {
 	period time.Duration // between a job's ticks
 	jobs   refHeap
-	back chan *refJob
-	wg   sync.WaitGroup
+	back   chan *refJob
+	wg     sync.WaitGroup
 }
 
 func newRefQueue(jobs []*refJob, first time.Time, period time.Duration) *refQueue {
