@@ -14,7 +14,8 @@ import (
 // the most operations, one transaction (or one nested transaction) holds.
 const DefaultMaxTxnOps = 128
 
-// Options tune a Store (and its Claimer and Resolver); zero values take the defaults.
+// Options tune a Store, its Claimer and its Resolver; zero values take
+// the defaults.
 type Options struct {
 	// MaxTxnOps is the server's --max-txn-ops.
 	MaxTxnOps int
