@@ -16,7 +16,7 @@ func (e *Engine) Backfill(ctx context.Context, name string, from, to time.Time) 
 	cfg := e.opts.Config()
 	j := cfg.Job(name)
 	if j == nil {
-		return backfill.Result{}, e.unknownJob(ctx, name)
+		return backfill.Result{}, e.runs.unknownJob(ctx, name)
 	}
 	b, err := backfill.New(e.opts.Client, e.keys, e.clock, e.log)
 	if err != nil {

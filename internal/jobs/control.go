@@ -31,7 +31,7 @@ func (e *Engine) Trigger(ctx context.Context, name string, req TriggerRequest) (
 	cfg := e.opts.Config()
 	j := cfg.Job(name)
 	if j == nil {
-		return "", false, e.unknownJob(ctx, name)
+		return "", false, e.runs.unknownJob(ctx, name)
 	}
 	now := e.clock.Now()
 	runID = runs.ManualID(name, ulid.Make().String())
@@ -73,7 +73,7 @@ const MaxPauseReason = 500
 func (e *Engine) Pause(ctx context.Context, name string, req PauseRequest) (JobStatus, error) {
 	j := e.opts.Config().Job(name)
 	if j == nil {
-		return JobStatus{}, e.unknownJob(ctx, name)
+		return JobStatus{}, e.runs.unknownJob(ctx, name)
 	}
 	now := e.clock.Now()
 	if !req.Until.IsZero() && !req.Until.After(now) {
@@ -97,7 +97,7 @@ func (e *Engine) Pause(ctx context.Context, name string, req PauseRequest) (JobS
 func (e *Engine) Resume(ctx context.Context, name string) (JobStatus, error) {
 	j := e.opts.Config().Job(name)
 	if j == nil {
-		return JobStatus{}, e.unknownJob(ctx, name)
+		return JobStatus{}, e.runs.unknownJob(ctx, name)
 	}
 	var rev int64
 	if j.Paused {

@@ -68,7 +68,8 @@ type Options struct {
 func LookaheadFor(ttl time.Duration) time.Duration { return leader.LookaheadFor(ttl) }
 
 // Engine is the dispatch engine of one replica: leader work (Lead) while it
-// leads, worker work (Run) always.
+// leads, worker work (Run) always, and the operations the API asks for
+// (control.go, backfill.go). The API's reads are its readers' (reads.go).
 type Engine struct {
 	opts    Options
 	keys    keys.Layout
@@ -85,6 +86,8 @@ type Engine struct {
 	outbox   *outbox.View
 	workers  *leader.Workers // members/ as the leader assigns and resolves by
 	assign   *assign.Store   // the lean protocol's transactions, the worker's and the leader's
+	jobs     *jobReader      // the API's reads of jobs (status.go)
+	runs     *runReader      // the API's reads of runs (runs.go)
 
 	configChanged chan struct{}
 	wg            sync.WaitGroup
@@ -121,17 +124,13 @@ func New(opts Options) (*Engine, error) {
 		assign:        assigned,
 		configChanged: make(chan struct{}, 1),
 	}
-	if err := metrics.Pending(opts.Reg, e.outbox.Len); err != nil {
-		return nil, fmt.Errorf("jobs: metrics: %w", err)
+	e.runs = newRunReader(&opts, layout, e.queue)
+	e.jobs = &jobReader{
+		kv: opts.Client, keys: layout, config: opts.Config, clock: opts.Clock,
+		queue: e.queue, paused: e.paused, outbox: e.outbox, slots: opts.Slots, runs: e.runs,
 	}
-	m.SetTeams(func(job string) string {
-		if j := opts.Config().Job(job); j != nil {
-			return j.Team
-		}
-		return ""
-	})
-	if err := m.JobPaused(opts.Reg, e.pausedJobs); err != nil {
-		return nil, fmt.Errorf("jobs: metrics: %w", err)
+	if err := e.registerGauges(); err != nil {
+		return nil, err
 	}
 	e.worker, err = worker.New(worker.Deps{
 		Client: opts.Client, Keys: layout, ID: opts.ID,
@@ -150,6 +149,24 @@ func New(opts Options) (*Engine, error) {
 		}
 	})
 	return e, nil
+}
+
+// registerGauges registers the gauges read from the engine's views and
+// names each job's team for the metrics' labels.
+func (e *Engine) registerGauges() error {
+	if err := metrics.Pending(e.opts.Reg, e.outbox.Len); err != nil {
+		return fmt.Errorf("jobs: metrics: %w", err)
+	}
+	e.metrics.SetTeams(func(job string) string {
+		if j := e.opts.Config().Job(job); j != nil {
+			return j.Team
+		}
+		return ""
+	})
+	if err := e.metrics.JobPaused(e.opts.Reg, e.jobs.pausedJobs); err != nil {
+		return fmt.Errorf("jobs: metrics: %w", err)
+	}
+	return nil
 }
 
 // ConfigChanged tells the leader loop to re-read the jobs. Signals coalesce.
@@ -220,15 +237,4 @@ func (e *Engine) Lead(ctx context.Context, term election.Leadership) error {
 		Metrics: e.metrics, Clock: e.clock, Log: e.log, Lookahead: e.opts.Lookahead,
 		Workers: e.workers, Assign: e.assign,
 	}, term)
-}
-
-// pausedJobs is each configured job's pause state, for the gauge.
-func (e *Engine) pausedJobs() map[string]bool {
-	cfg := e.opts.Config()
-	out := make(map[string]bool, len(cfg.Jobs))
-	for i := range cfg.Jobs {
-		j := &cfg.Jobs[i]
-		out[j.Name] = e.paused.Is(j.Name, j.Paused)
-	}
-	return out
 }

@@ -11,11 +11,11 @@ import (
 )
 
 // FindRun returns one run, queued, running or finished.
-func (e *Engine) FindRun(ctx context.Context, runID string) (RunStatus, error) {
+func (rr *runReader) FindRun(ctx context.Context, runID string) (RunStatus, error) {
 	job := runs.JobOf(runID)
-	resp, err := e.opts.Client.Txn(ctx).Then(
-		clientv3.OpGet(e.keys.Entry(job, runID)),
-		clientv3.OpGet(e.keys.Record(job, runID)),
+	resp, err := rr.kv.Txn(ctx).Then(
+		clientv3.OpGet(rr.keys.Entry(job, runID)),
+		clientv3.OpGet(rr.keys.Record(job, runID)),
 	).Commit()
 	if err != nil {
 		return RunStatus{}, fmt.Errorf("jobs: read run %s: %w", runID, err)
@@ -34,12 +34,12 @@ func (e *Engine) FindRun(ctx context.Context, runID string) (RunStatus, error) {
 		}
 		return RunStatus{State: "finished", Record: r}, nil
 	}
-	if tick, found, err := e.findTick(ctx, job, runID); err != nil || found {
+	if tick, found, err := rr.findTick(ctx, job, runID); err != nil || found {
 		return tick, err
 	}
 	// An assigned run (the lean protocol, docs/protocol.md) has no queue
 	// entry: while it runs, its slot says so.
-	for _, sl := range e.opts.Slots.List() {
+	for _, sl := range rr.slots.List() {
 		if sl.RunID == runID && sl.Resource == "" {
 			return RunStatus{State: string(queue.Running), Record: runs.Record{
 				RunID: runID, Job: job, Attempt: 1, Trigger: runs.Schedule, ScheduledAt: sl.ScheduledAt,
@@ -53,11 +53,11 @@ func (e *Engine) FindRun(ctx context.Context, runID string) (RunStatus, error) {
 // findTick is the view of the tick tickID of a sharded job: its fan-in and
 // its shards' entries and records, read at one revision (tickview.go).
 // found is false when none of them exists.
-func (e *Engine) findTick(ctx context.Context, job, tickID string) (st RunStatus, found bool, err error) {
-	resp, err := e.opts.Client.Txn(ctx).Then(
-		clientv3.OpGet(e.keys.FanIn(job, tickID)),
-		clientv3.OpGet(e.keys.Entry(job, tickID+"#"), clientv3.WithPrefix()),
-		clientv3.OpGet(e.keys.Record(job, tickID+"#"), clientv3.WithPrefix()),
+func (rr *runReader) findTick(ctx context.Context, job, tickID string) (st RunStatus, found bool, err error) {
+	resp, err := rr.kv.Txn(ctx).Then(
+		clientv3.OpGet(rr.keys.FanIn(job, tickID)),
+		clientv3.OpGet(rr.keys.Entry(job, tickID+"#"), clientv3.WithPrefix()),
+		clientv3.OpGet(rr.keys.Record(job, tickID+"#"), clientv3.WithPrefix()),
 	).Commit()
 	if err != nil {
 		return RunStatus{}, false, fmt.Errorf("jobs: read tick %s: %w", tickID, err)
@@ -69,7 +69,7 @@ func (e *Engine) findTick(ctx context.Context, job, tickID string) (st RunStatus
 		return RunStatus{}, false, nil
 	}
 	v := tickRead{id: tickID, job: job}
-	if j := e.opts.Config().Job(job); j != nil {
+	if j := rr.config().Job(job); j != nil {
 		v.shards = j.Shards
 	}
 	if len(fanin) > 0 {

@@ -16,12 +16,12 @@ import (
 // within start_at..end_at): for a job paused until a time, the first tick
 // at or after it (the ticks inside the pause do not run); for a job paused
 // without an until, none (it runs again only once resumed).
-func (e *Engine) nextRun(j *config.Job, paused bool, until time.Time) time.Time {
+func (jr *jobReader) nextRun(j *config.Job, paused bool, until time.Time) time.Time {
 	sched, err := j.ParsedSchedule()
 	if err != nil {
 		return time.Time{}
 	}
-	from := e.clock.Now()
+	from := jr.clock.Now()
 	if paused {
 		if until.IsZero() {
 			return time.Time{}
@@ -41,10 +41,10 @@ func latest(a, b time.Time) time.Time {
 
 // queuedTick is the earliest scheduled tick of job queued ahead of its
 // time, zero when there is none.
-func (e *Engine) queuedTick(job string) time.Time {
-	now := e.clock.Now()
+func (jr *jobReader) queuedTick(job string) time.Time {
+	now := jr.clock.Now()
 	var first time.Time
-	e.queue.List(func(q *queue.Item) bool {
+	jr.queue.List(func(q *queue.Item) bool {
 		if q.Job == job && q.State == queue.Pending && q.Trigger == runs.Schedule && q.ScheduledAt.After(now) &&
 			(first.IsZero() || q.ScheduledAt.Before(first)) {
 			first = q.ScheduledAt

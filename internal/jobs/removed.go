@@ -19,21 +19,21 @@ type RemovedJob = wire.RemovedJob
 // RemovedJobs lists the removed jobs whose history is kept, by name: the
 // leader's removal markers, less the jobs this replica's config has (a
 // marker goes a moment after its job comes back).
-func (e *Engine) RemovedJobs(ctx context.Context) ([]RemovedJob, error) {
-	resp, err := e.opts.Client.Get(ctx, e.keys.Removed(), clientv3.WithPrefix())
+func (rr *runReader) RemovedJobs(ctx context.Context) ([]RemovedJob, error) {
+	resp, err := rr.kv.Get(ctx, rr.keys.Removed(), clientv3.WithPrefix())
 	if err != nil {
 		return nil, fmt.Errorf("jobs: read removed jobs: %w", err)
 	}
-	cfg := e.opts.Config()
+	cfg := rr.config()
 	var out []RemovedJob
 	for _, kv := range resp.Kvs {
-		name := e.keys.RemovedName(string(kv.Key))
+		name := rr.keys.RemovedName(string(kv.Key))
 		if cfg.Job(name) != nil {
 			continue
 		}
 		at, err := time.Parse(time.RFC3339Nano, string(kv.Value))
 		if err != nil {
-			e.log.Warn("removed job: unreadable removal time", "job", name, "err", err)
+			rr.log.Warn("removed job: unreadable removal time", "job", name, "err", err)
 		}
 		out = append(out, RemovedJob{Name: name, RemovedAt: at})
 	}

@@ -26,16 +26,14 @@ type runPages struct {
 	keys keys.Layout
 }
 
-func (e *Engine) runPages() runPages { return runPages{kv: e.opts.Client, keys: e.keys} }
-
 // Runs returns the job's records, newest first: page.Limit of them,
 // older than the run page.After when it is set. next is the cursor of the
 // following page (the oldest run id returned), empty on the last. A job
 // removed from the config is known while it has records (RemovedJobs).
-func (e *Engine) Runs(ctx context.Context, job string, page Page) (list []runs.Record, next string, err error) {
-	list, next, err = e.runPages().readRuns(ctx, job, page)
-	if err == nil && len(list) == 0 && page.After == "" && e.opts.Config().Job(job) == nil {
-		return nil, "", e.unknownJob(ctx, job)
+func (rr *runReader) Runs(ctx context.Context, job string, page Page) (list []runs.Record, next string, err error) {
+	list, next, err = rr.pages.readRuns(ctx, job, page)
+	if err == nil && len(list) == 0 && page.After == "" && rr.config().Job(job) == nil {
+		return nil, "", rr.unknownJob(ctx, job)
 	}
 	return list, next, err
 }

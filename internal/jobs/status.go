@@ -5,16 +5,19 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/etcdsched/scheduler/config"
+	"github.com/etcdsched/scheduler/internal/jobs/outbox"
+	"github.com/etcdsched/scheduler/internal/jobs/pause"
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
 	"github.com/etcdsched/scheduler/internal/keys"
-	"github.com/etcdsched/scheduler/internal/runs"
 	"github.com/etcdsched/scheduler/internal/slots"
 	"github.com/etcdsched/scheduler/internal/wire"
 )
@@ -26,18 +29,37 @@ const lastRunLookups = 500
 // JobStatus is a job as the API shows it.
 type JobStatus = wire.Job
 
+// jobReader is the read side of jobs, as the API shows them: each job of
+// the current config with its pause, its queued and running runs, its next
+// run (nextrun.go), its last run and what its max_runs leave, and the
+// rate windows and notification backlog beside them. It owns no state of
+// its own: it reads the views the engine mirrors (queue entries, pauses,
+// the outbox, held slots) and, for the last runs and the runs counts,
+// etcd; it writes nothing.
+type jobReader struct {
+	kv     clientv3.KV
+	keys   keys.Layout
+	config func() *config.Config
+	clock  clockwork.Clock
+	queue  *queue.View
+	paused *pause.View
+	outbox *outbox.View
+	slots  *slots.Semaphore
+	runs   *runReader // last runs, and the refusal of an unknown job
+}
+
 // Notifications sums up the notifications not yet delivered, as this
 // replica's view of the outbox has them: how many per sink, and when the
 // oldest was created (zero when none waits).
-func (e *Engine) Notifications() (bySink map[string]int, oldest time.Time) {
-	return e.outbox.Backlog()
+func (jr *jobReader) Notifications() (bySink map[string]int, oldest time.Time) {
+	return jr.outbox.Backlog()
 }
 
 // Jobs lists the jobs of the current config: all of them in the file's
 // order, or, with a limit, a page in name order after page.After. next is
 // the cursor of the following page, empty on the last.
-func (e *Engine) Jobs(ctx context.Context, page Page) (list []JobStatus, next string, err error) {
-	cfg := e.opts.Config()
+func (jr *jobReader) Jobs(ctx context.Context, page Page) (list []JobStatus, next string, err error) {
+	cfg := jr.config()
 	jobs := make([]*config.Job, len(cfg.Jobs))
 	for i := range cfg.Jobs {
 		jobs[i] = &cfg.Jobs[i]
@@ -56,21 +78,21 @@ func (e *Engine) Jobs(ctx context.Context, page Page) (list []JobStatus, next st
 			next = jobs[len(jobs)-1].Name
 		}
 	}
-	list, err = e.statuses(ctx, jobs)
+	list, err = jr.statuses(ctx, jobs)
 	return list, next, err
 }
 
 // statuses are the jobs as the API shows them, with their last runs when
 // there are few enough to read them.
-func (e *Engine) statuses(ctx context.Context, jobs []*config.Job) ([]JobStatus, error) {
-	counts := e.queued(nil)
-	notes := e.outbox.ByJob()
+func (jr *jobReader) statuses(ctx context.Context, jobs []*config.Job) ([]JobStatus, error) {
+	counts := jr.queued(nil)
+	notes := jr.outbox.ByJob()
 	out := make([]JobStatus, len(jobs))
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 16)
 	errs := make([]error, len(jobs))
 	for i, j := range jobs {
-		out[i] = e.jobStatus(j, counts[j.Name], notes)
+		out[i] = jr.jobStatus(j, counts[j.Name], notes)
 		if len(jobs) > lastRunLookups {
 			continue
 		}
@@ -78,10 +100,10 @@ func (e *Engine) statuses(ctx context.Context, jobs []*config.Job) ([]JobStatus,
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			if out[i].LastRun, errs[i] = e.lastRun(ctx, j.Name); errs[i] != nil {
+			if out[i].LastRun, errs[i] = jr.runs.lastRun(ctx, j.Name); errs[i] != nil {
 				return
 			}
-			errs[i] = e.withRemaining(ctx, j, &out[i])
+			errs[i] = jr.withRemaining(ctx, j, &out[i])
 		}()
 	}
 	wg.Wait()
@@ -89,27 +111,27 @@ func (e *Engine) statuses(ctx context.Context, jobs []*config.Job) ([]JobStatus,
 }
 
 // Job returns one job with its last run.
-func (e *Engine) Job(ctx context.Context, name string) (JobStatus, error) {
-	j := e.opts.Config().Job(name)
+func (jr *jobReader) Job(ctx context.Context, name string) (JobStatus, error) {
+	j := jr.config().Job(name)
 	if j == nil {
-		return JobStatus{}, e.unknownJob(ctx, name)
+		return JobStatus{}, jr.runs.unknownJob(ctx, name)
 	}
-	st := e.jobStatus(j, e.queued(func(q *queue.Item) bool { return q.Job == j.Name })[j.Name], e.outbox.ByJob())
+	st := jr.jobStatus(j, jr.queued(func(q *queue.Item) bool { return q.Job == j.Name })[j.Name], jr.outbox.ByJob())
 	var err error
-	if st.LastRun, err = e.lastRun(ctx, name); err != nil {
+	if st.LastRun, err = jr.runs.lastRun(ctx, name); err != nil {
 		return st, err
 	}
-	return st, e.withRemaining(ctx, j, &st)
+	return st, jr.withRemaining(ctx, j, &st)
 }
 
 // remainingRuns is how many scheduled runs j's max_runs leaves, from the
 // count the leaders keep (package leader, maxruns.go); nil without
 // max_runs.
-func (e *Engine) remainingRuns(ctx context.Context, j *config.Job) (*int, error) {
+func (jr *jobReader) remainingRuns(ctx context.Context, j *config.Job) (*int, error) {
 	if j.MaxRuns <= 0 {
 		return nil, nil
 	}
-	resp, err := e.opts.Client.Get(ctx, e.keys.Scheduled(j.Name))
+	resp, err := jr.kv.Get(ctx, jr.keys.Scheduled(j.Name))
 	if err != nil {
 		return nil, fmt.Errorf("jobs: read the runs count of %s: %w", j.Name, err)
 	}
@@ -125,10 +147,10 @@ func (e *Engine) remainingRuns(ctx context.Context, j *config.Job) (*int, error)
 type queueCount struct{ due, ahead int }
 
 // queued counts the pending entries that keep has (nil: all), by job.
-func (e *Engine) queued(keep func(*queue.Item) bool) map[string]queueCount {
-	now := e.clock.Now()
+func (jr *jobReader) queued(keep func(*queue.Item) bool) map[string]queueCount {
+	now := jr.clock.Now()
 	out := map[string]queueCount{}
-	e.queue.List(func(q *queue.Item) bool {
+	jr.queue.List(func(q *queue.Item) bool {
 		if q.State != queue.Pending || (keep != nil && !keep(q)) {
 			return false
 		}
@@ -144,8 +166,8 @@ func (e *Engine) queued(keep func(*queue.Item) bool) map[string]queueCount {
 	return out
 }
 
-func (e *Engine) jobStatus(j *config.Job, queued queueCount, notes map[string]int) JobStatus {
-	pause := e.paused.State(j.Name, j.Paused)
+func (jr *jobReader) jobStatus(j *config.Job, queued queueCount, notes map[string]int) JobStatus {
+	pause := jr.paused.State(j.Name, j.Paused)
 	st := JobStatus{
 		Name:           j.Name,
 		Spec:           *j,
@@ -153,7 +175,7 @@ func (e *Engine) jobStatus(j *config.Job, queued queueCount, notes map[string]in
 		PauseReason:    pause.Reason,
 		PausedAt:       pause.At,
 		PausedUntil:    pause.Until,
-		Running:        e.opts.Slots.InUse(j.Name),
+		Running:        jr.slots.InUse(j.Name),
 		MaxConcurrency: j.MaxConcurrency,
 		Pending:        queued.due,
 		Scheduled:      queued.ahead,
@@ -163,32 +185,14 @@ func (e *Engine) jobStatus(j *config.Job, queued queueCount, notes map[string]in
 	if j.Sharded() {
 		st.Shards = j.Shards
 	}
-	st.NextRun = e.nextRun(j, pause.Paused, pause.Until)
+	st.NextRun = jr.nextRun(j, pause.Paused, pause.Until)
 	return st
-}
-
-func (e *Engine) lastRun(ctx context.Context, job string) (*runs.Record, error) {
-	recs, _, err := e.runPages().readRuns(ctx, job, Page{Limit: 1})
-	if err != nil || len(recs) == 0 {
-		return nil, err
-	}
-	return &recs[0], nil
-}
-
-// Pending lists queued and running runs, oldest first.
-func (e *Engine) Pending() []RunStatus {
-	var out []RunStatus
-	for _, q := range e.queue.List(nil) {
-		out = append(out, RunStatus{State: string(q.State), Record: q.InFlight(q.Token())})
-	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].ScheduledAt.Before(out[j].ScheduledAt) })
-	return out
 }
 
 // RateWindows are the rate windows of the current config: each job's own,
 // then each resource's.
-func (e *Engine) RateWindows() []slots.Rate {
-	cfg := e.opts.Config()
+func (jr *jobReader) RateWindows() []slots.Rate {
+	cfg := jr.config()
 	var out []slots.Rate
 	for _, j := range cfg.Jobs {
 		if j.Rate != nil {
@@ -206,14 +210,25 @@ func (e *Engine) RateWindows() []slots.Rate {
 // withRemaining fills st's remaining_runs for a job with max_runs. With
 // none left, the schedule stops (docs/configuration.md#jobs): the next run is then a
 // tick materialized before the count ran out and still to come, or none.
-func (e *Engine) withRemaining(ctx context.Context, j *config.Job, st *JobStatus) error {
-	left, err := e.remainingRuns(ctx, j)
+func (jr *jobReader) withRemaining(ctx context.Context, j *config.Job, st *JobStatus) error {
+	left, err := jr.remainingRuns(ctx, j)
 	if err != nil {
 		return err
 	}
 	st.RemainingRuns = left
 	if left != nil && *left == 0 {
-		st.NextRun = e.queuedTick(j.Name)
+		st.NextRun = jr.queuedTick(j.Name)
 	}
 	return nil
+}
+
+// pausedJobs is each configured job's pause state, for the gauge.
+func (jr *jobReader) pausedJobs() map[string]bool {
+	cfg := jr.config()
+	out := make(map[string]bool, len(cfg.Jobs))
+	for i := range cfg.Jobs {
+		j := &cfg.Jobs[i]
+		out[j.Name] = jr.paused.Is(j.Name, j.Paused)
+	}
+	return out
 }

@@ -12,7 +12,7 @@ import (
 )
 
 // The lean run protocol (docs/protocol.md) claims slots in its own
-// transaction (assign.Store.ClaimChunk); what it took is then tracked and
+// transaction (assign.Claimer.ClaimChunk); what it took is then tracked and
 // released here like any claim: the view's delete of a key cancels the
 // holder, and the release is owner-checked.
 

@@ -1,6 +1,6 @@
 // Package admission is the one description of what a run must get before
 // it starts (docs/design-admission.md), read by both run paths. The lean
-// path's claim (assign.Store.ClaimChunk) compares three things: the run
+// path's claim (assign.Claimer.ClaimChunk) compares three things: the run
 // has no record, its job's slot is free, and no run of its job waits in
 // the queue. A run that needs anything more (a concurrency key's slot, a
 // limited or rated resource, a rate window, a slot kept for its retry, a

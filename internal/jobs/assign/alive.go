@@ -15,16 +15,16 @@ import (
 // the new one under the same attempt. A worker named by a bare replica id
 // (the library's tests) is alive while its member key exists.
 
-// memberKey is the member key whose life is worker's.
-func (s *Store) memberKey(worker string) string {
+// memberKey is the member key whose life is worker'p.
+func (p *protocol) memberKey(worker string) string {
 	if id, _, ok := keys.ParseIncarnation(worker); ok {
-		return s.keys.Member(id)
+		return p.keys.Member(id)
 	}
-	return s.keys.Member(worker)
+	return p.keys.Member(worker)
 }
 
 // alive tells, from a read of worker's member key, whether worker lives.
-func (s *Store) alive(worker string, kvs []*mvccpb.KeyValue) bool {
+func (p *protocol) alive(worker string, kvs []*mvccpb.KeyValue) bool {
 	if len(kvs) == 0 {
 		return false
 	}
@@ -36,18 +36,18 @@ func (s *Store) alive(worker string, kvs []*mvccpb.KeyValue) bool {
 
 // gone is the compare that worker is dead: its member key is absent or on
 // another lease (etcd compares an absent key's lease as 0).
-func (s *Store) gone(worker string) clientv3.Cmp {
+func (p *protocol) gone(worker string) clientv3.Cmp {
 	if _, lease, ok := keys.ParseIncarnation(worker); ok {
-		return clientv3.Compare(clientv3.LeaseValue(s.memberKey(worker)), "!=", lease)
+		return clientv3.Compare(clientv3.LeaseValue(p.memberKey(worker)), "!=", lease)
 	}
-	return clientv3.Compare(clientv3.CreateRevision(s.memberKey(worker)), "=", 0)
+	return clientv3.Compare(clientv3.CreateRevision(p.memberKey(worker)), "=", 0)
 }
 
 // living is the compare that worker is alive (its member key on its lease): gone's opposite
 // (for a bare replica id, its member key exists).
-func (s *Store) living(worker string) clientv3.Cmp {
+func (p *protocol) living(worker string) clientv3.Cmp {
 	if _, lease, ok := keys.ParseIncarnation(worker); ok {
-		return clientv3.Compare(clientv3.LeaseValue(s.memberKey(worker)), "=", lease)
+		return clientv3.Compare(clientv3.LeaseValue(p.memberKey(worker)), "=", lease)
 	}
-	return clientv3.Compare(clientv3.CreateRevision(s.memberKey(worker)), ">", 0)
+	return clientv3.Compare(clientv3.CreateRevision(p.memberKey(worker)), ">", 0)
 }

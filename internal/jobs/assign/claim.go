@@ -85,8 +85,8 @@ type Claim struct {
 // before StartChunk. Resolve moves or records missed the runs of a dead
 // worker's chunk still ahead, and records lost only those that may have
 // started.
-func (s *Store) ClaimChunk(ctx context.Context, lease clientv3.LeaseID, a Assignment, rev int64, chunk int, rs []Run) ([]Claim, error) {
-	if err := s.checkChunk(a, rev, chunk, rs); err != nil {
+func (c *Claimer) ClaimChunk(ctx context.Context, lease clientv3.LeaseID, a Assignment, rev int64, chunk int, rs []Run) ([]Claim, error) {
+	if err := c.checkChunk(a, rev, chunk, rs); err != nil {
 		return nil, err
 	}
 	then := make([]clientv3.Op, 0, 1+len(rs))
@@ -94,25 +94,25 @@ func (s *Store) ClaimChunk(ctx context.Context, lease clientv3.LeaseID, a Assign
 	for i, r := range rs {
 		names[i] = r.Job
 	}
-	ahead := s.clock.Now().Before(a.At)
-	then = append(then, clientv3.OpPut(s.keys.ClaimMarker(a.Worker, a.At, a.Group, chunk), encodeMarker(names, ahead)))
+	ahead := c.clock.Now().Before(a.At)
+	then = append(then, clientv3.OpPut(c.keys.ClaimMarker(a.Worker, a.At, a.Group, chunk), encodeMarker(names, ahead)))
 	for _, r := range rs {
-		op, err := s.runTxn(lease, &a, r)
+		op, err := c.runTxn(lease, &a, r)
 		if err != nil {
 			return nil, err
 		}
 		then = append(then, op)
 	}
-	resp, err := s.kv.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(a.Key(s.keys)), "=", rev)).Then(then...).Commit()
+	resp, err := c.kv.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(a.Key(c.keys)), "=", rev)).Then(then...).Commit()
 	if err != nil {
-		return nil, fmt.Errorf("assign: claim chunk %d of worker %s at %s: %w", chunk, a.Worker, a.Key(s.keys), err)
+		return nil, fmt.Errorf("assign: claim chunk %d of worker %s at %s: %w", chunk, a.Worker, a.Key(c.keys), err)
 	}
 	claims := make([]Claim, len(rs))
 	for i, r := range rs {
 		claims[i] = Claim{Job: r.Job, RunID: a.RunID(r.Job), Outcome: Gone}
 	}
 	if !resp.Succeeded {
-		return claims, fmt.Errorf("assign: claim chunk %d from %s: %w", chunk, a.Key(s.keys), ErrGone)
+		return claims, fmt.Errorf("assign: claim chunk %d from %s: %w", chunk, a.Key(c.keys), ErrGone)
 	}
 	for i, r := range rs {
 		claims[i].Revision, claims[i].Ahead = resp.Header.Revision, ahead
@@ -122,7 +122,7 @@ func (s *Store) ClaimChunk(ctx context.Context, lease clientv3.LeaseID, a Assign
 			continue
 		}
 		claims[i].Outcome = Refused
-		claims[i].Reason, claims[i].Token = s.refusal(lease, claims[i].RunID, s.runKeys(r), inner)
+		claims[i].Reason, claims[i].Token = c.refusal(lease, claims[i].RunID, c.runKeys(r), inner)
 		if claims[i].Token != 0 {
 			claims[i].Outcome = Claimed
 		}
@@ -130,11 +130,11 @@ func (s *Store) ClaimChunk(ctx context.Context, lease clientv3.LeaseID, a Assign
 	return claims, nil
 }
 
-func (s *Store) checkChunk(a Assignment, rev int64, chunk int, rs []Run) error {
+func (c *Claimer) checkChunk(a Assignment, rev int64, chunk int, rs []Run) error {
 	if err := a.Validate(); err != nil {
 		return err
 	}
-	where := fmt.Sprintf("claim chunk %d of worker %s at %s", chunk, a.Worker, a.Key(s.keys))
+	where := fmt.Sprintf("claim chunk %d of worker %s at %s", chunk, a.Worker, a.Key(c.keys))
 	if rev <= 0 || chunk < 0 || len(rs) == 0 {
 		return fmt.Errorf("assign: %s: needs the assignment's revision, a chunk number >= 0 and runs", where)
 	}
@@ -146,8 +146,8 @@ func (s *Store) checkChunk(a Assignment, rev int64, chunk int, rs []Run) error {
 	for _, r := range rs {
 		widest = max(widest, 2+1+len(r.Resources))
 	}
-	if cost := 1 + len(rs) + widest; cost > s.maxOps {
-		return fmt.Errorf("assign: %s: %d runs cost %d operations, over etcd's --max-txn-ops %d: claim in smaller chunks: %w", where, len(rs), cost, s.maxOps, ErrTooLarge)
+	if cost := 1 + len(rs) + widest; cost > c.maxOps {
+		return fmt.Errorf("assign: %s: %d runs cost %d operations, over etcd's --max-txn-ops %d: claim in smaller chunks: %w", where, len(rs), cost, c.maxOps, ErrTooLarge)
 	}
 	seen := map[string]bool{}
 	for _, r := range rs {
@@ -157,7 +157,7 @@ func (s *Store) checkChunk(a Assignment, rev int64, chunk int, rs []Run) error {
 		seen[r.Job] = true
 		// Nested transactions of one request must not put one key twice:
 		// etcd refuses the whole request.
-		for _, k := range s.runKeys(r) {
+		for _, k := range c.runKeys(r) {
 			if seen[k] {
 				return fmt.Errorf("assign: %s: slot %s is picked for two runs", where, k)
 			}
@@ -168,16 +168,16 @@ func (s *Store) checkChunk(a Assignment, rev int64, chunk int, rs []Run) error {
 }
 
 // runKeys are the slot keys a run puts, its job slot first.
-func (s *Store) runKeys(r Run) []string {
-	ks := []string{s.keys.SlotOf(r.Job, r.Key, r.Slot)}
+func (c *Claimer) runKeys(r Run) []string {
+	ks := []string{c.keys.SlotOf(r.Job, r.Key, r.Slot)}
 	for _, res := range r.Resources {
-		ks = append(ks, s.keys.ResourceSlot(res.Name, res.Index))
+		ks = append(ks, c.keys.ResourceSlot(res.Name, res.Index))
 	}
 	return ks
 }
 
 // runTxn is one run's nested transaction.
-func (s *Store) runTxn(lease clientv3.LeaseID, a *Assignment, r Run) (clientv3.Op, error) {
+func (c *Claimer) runTxn(lease clientv3.LeaseID, a *Assignment, r Run) (clientv3.Op, error) {
 	runID := a.RunID(r.Job)
 	holder := r.Holder
 	if holder == "" {
@@ -187,14 +187,14 @@ func (s *Store) runTxn(lease clientv3.LeaseID, a *Assignment, r Run) (clientv3.O
 	if err != nil {
 		return clientv3.Op{}, fmt.Errorf("assign: claim %s: %w", runID, err)
 	}
-	record := s.keys.Record(r.Job, runID)
-	waiting := s.keys.JobQueue(r.Job)
+	record := c.keys.Record(r.Job, runID)
+	waiting := c.keys.JobQueue(r.Job)
 	cmps := []clientv3.Cmp{
 		clientv3.Compare(clientv3.CreateRevision(record), "=", 0),
 		clientv3.Compare(clientv3.CreateRevision(waiting), "=", 0).WithPrefix(),
 	}
 	var puts []clientv3.Op
-	for _, k := range s.runKeys(r) {
+	for _, k := range c.runKeys(r) {
 		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(k), "=", 0))
 		puts = append(puts, clientv3.OpPut(k, string(value), clientv3.WithLease(lease)))
 	}
@@ -202,7 +202,7 @@ func (s *Store) runTxn(lease clientv3.LeaseID, a *Assignment, r Run) (clientv3.O
 		clientv3.OpGet(record, clientv3.WithCountOnly()),
 		clientv3.OpGet(waiting, clientv3.WithPrefix(), clientv3.WithCountOnly()),
 	}
-	for _, k := range s.runKeys(r) {
+	for _, k := range c.runKeys(r) {
 		why = append(why, clientv3.OpGet(k))
 	}
 	return clientv3.OpTxn(cmps, puts, why), nil
@@ -211,7 +211,7 @@ func (s *Store) runTxn(lease clientv3.LeaseID, a *Assignment, r Run) (clientv3.O
 // refusal reads a refused run's Else: which compare failed, or, when its
 // slots hold this run under this lease (a chunk sent again), the token of
 // the claim that took them.
-func (s *Store) refusal(lease clientv3.LeaseID, runID string, slotKeys []string, inner *pb.TxnResponse) (Reason, int64) {
+func (c *Claimer) refusal(lease clientv3.LeaseID, runID string, slotKeys []string, inner *pb.TxnResponse) (Reason, int64) {
 	rs := inner.Responses
 	if rs[0].GetResponseRange().Count > 0 {
 		return RecordExists, 0

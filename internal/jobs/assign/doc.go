@@ -4,9 +4,9 @@
 // jobs' cursors (Authorize); the worker claims an assignment's runs in
 // chunks, each run a nested transaction that puts its slot keys under the
 // session lease, with a lease-free marker naming the runs it tried
-// (ClaimChunk); the worker deletes what it finished with (Cleanup); the
+// (Claimer.ClaimChunk); the worker deletes what it finished with (Cleanup); the
 // leader turns a dead worker's assignments into lost or missed records or
-// moves their unclaimed runs to a live worker (Resolve). The release is
+// moves their unclaimed runs to a live worker (Resolver.Resolve). The release is
 // today's owner-checked one (internal/slots): the token ClaimChunk returns
 // is the slot keys' CreateRevision, as a slots claim's is.
 //
@@ -14,7 +14,8 @@
 // its turn (Steal), so a killed replica's ticks need not wait for its
 // lease to expire. The engine uses this package by default: the leader
 // (internal/jobs/leader) and the worker (internal/jobs/worker) both write
-// through one Store.
+// through one Store, which hands the worker its Claimer and the leader its
+// Resolver.
 package assign
 
 import "errors"

@@ -120,7 +120,7 @@ func (e *env) claim(lease clientv3.LeaseID, st Stored, chunk int, rs ...Run) ([]
 	if d := instant.Sub(e.clock.Now()); d > 0 {
 		e.clock.Advance(d)
 	}
-	return e.store.ClaimChunk(e.ctx(), lease, st.Assignment, st.ModRevision, chunk, rs)
+	return e.store.Claimer().ClaimChunk(e.ctx(), lease, st.Assignment, st.ModRevision, chunk, rs)
 }
 
 // claimAhead claims rs as chunk before the instant: its runs may start
@@ -129,7 +129,7 @@ func (e *env) claimAhead(lease clientv3.LeaseID, st Stored, chunk int, rs ...Run
 	if !e.clock.Now().Before(instant) {
 		e.t.Fatalf("claimAhead at %s, not before the instant %s", e.clock.Now(), instant)
 	}
-	return e.store.ClaimChunk(e.ctx(), lease, st.Assignment, st.ModRevision, chunk, rs)
+	return e.store.Claimer().ClaimChunk(e.ctx(), lease, st.Assignment, st.ModRevision, chunk, rs)
 }
 
 func window(worker string, jobs ...string) Window {

@@ -31,7 +31,7 @@ type Placement struct {
 }
 
 // Resolution is what Resolve did with one run: Outcome lost or missed (the
-// record written), or moved to To. Retries of lost runs are the caller's.
+// record written), or moved to To. Retries of lost runs are the caller'rv.
 type Resolution struct {
 	Job     string
 	RunID   string
@@ -54,20 +54,20 @@ type Resolution struct {
 // worker restarted under the same id), the worker has no member key, and
 // no run got a record. When one of them changed it reads again.
 // ErrAlive: the worker has a member key.
-func (s *Store) Resolve(ctx context.Context, fence clientv3.Cmp, worker string, place Placement) ([]Resolution, error) {
+func (rv *Resolver) Resolve(ctx context.Context, fence clientv3.Cmp, worker string, place Placement) ([]Resolution, error) {
 	if place.StartingDeadline == nil || place.Worker == nil {
 		return nil, fmt.Errorf("assign: resolve worker %s: the placement needs a starting deadline and a worker per job", worker)
 	}
 	var done []Resolution
 	for range resolveAttempts {
-		snap, err := s.Read(ctx, worker)
+		snap, err := rv.read(ctx, worker)
 		if err != nil {
 			return done, err
 		}
 		if snap.Member {
 			return done, fmt.Errorf("assign: resolve worker %s: %w", worker, ErrAlive)
 		}
-		res, err := s.resolveSnapshot(ctx, fence, snap, place)
+		res, err := rv.resolveSnapshot(ctx, fence, snap, place)
 		done = append(done, res...)
 		if !errors.Is(err, ErrConflict) {
 			return done, err
@@ -76,10 +76,10 @@ func (s *Store) Resolve(ctx context.Context, fence clientv3.Cmp, worker string, 
 	return done, fmt.Errorf("assign: resolve worker %s: changed under %d reads: %w", worker, resolveAttempts, ErrConflict)
 }
 
-func (s *Store) resolveSnapshot(ctx context.Context, fence clientv3.Cmp, snap Snapshot, place Placement) ([]Resolution, error) {
+func (rv *Resolver) resolveSnapshot(ctx context.Context, fence clientv3.Cmp, snap Snapshot, place Placement) ([]Resolution, error) {
 	var done []Resolution
 	for i := range snap.Assignments {
-		res, err := s.resolveOne(ctx, fence, snap, &snap.Assignments[i], place)
+		res, err := rv.resolveOne(ctx, fence, snap, &snap.Assignments[i], place)
 		if err != nil {
 			return done, err
 		}
@@ -89,12 +89,12 @@ func (s *Store) resolveSnapshot(ctx context.Context, fence clientv3.Cmp, snap Sn
 }
 
 // resolveOne resolves one assignment read in snap.
-func (s *Store) resolveOne(ctx context.Context, fence clientv3.Cmp, snap Snapshot, st *Stored, place Placement) ([]Resolution, error) {
-	plan, err := s.plan(ctx, st, place, snap.Revision)
+func (rv *Resolver) resolveOne(ctx context.Context, fence clientv3.Cmp, snap Snapshot, st *Stored, place Placement) ([]Resolution, error) {
+	plan, err := rv.plan(ctx, st, place, snap.Revision)
 	if err != nil {
 		return nil, err
 	}
-	return s.commitPlan(ctx, fence, snap, st, plan)
+	return rv.commitPlan(ctx, fence, snap, st, plan)
 }
 
 // resolvePlan is the writes of one assignment's resolution: one item a
@@ -120,18 +120,18 @@ func (it *planItem) add(o planItem) {
 
 // plan decides each run's fate from its record and the markers, and reads
 // the assignments the moved runs join.
-func (s *Store) plan(ctx context.Context, st *Stored, place Placement, rev int64) (resolvePlan, error) {
+func (rv *Resolver) plan(ctx context.Context, st *Stored, place Placement, rev int64) (resolvePlan, error) {
 	var p resolvePlan
-	unrecorded, err := s.unrecorded(ctx, st)
+	unrecorded, err := rv.unrecorded(ctx, st)
 	if err != nil {
 		return p, err
 	}
-	now := s.clock.Now().UTC()
+	now := rv.clock.Now().UTC()
 	moves := map[string][]Job{}
 	for _, j := range unrecorded {
 		runID := st.RunID(j.Name)
 		r := Resolution{Job: j.Name, RunID: runID, At: st.At}
-		it := planItem{cmps: []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(s.keys.Record(j.Name, runID)), "=", 0)}}
+		it := planItem{cmps: []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(rv.keys.Record(j.Name, runID)), "=", 0)}}
 		// A run its chunk claimed ahead and never marked started did not
 		// start: it is late, not lost (StartChunk).
 		started := st.Started(j.Name)
@@ -143,7 +143,7 @@ func (s *Store) plan(ctx context.Context, st *Stored, place Placement, rev int64
 		case started:
 			r.Outcome = runs.Lost
 			rec := lostRecord(st, j.Name, now)
-			it.ops = append(queue.RecordOps(s.keys, &rec), place.follow(&rec)...)
+			it.ops = append(queue.RecordOps(rv.keys, &rec), place.follow(&rec)...)
 		case to != "" && to != st.Worker:
 			r.To = to
 			moves[to] = append(moves[to], j)
@@ -153,33 +153,33 @@ func (s *Store) plan(ctx context.Context, st *Stored, place Placement, rev int64
 		default:
 			r.Outcome = runs.Missed
 			rec := queue.MissedTick(j.Name, runID, st.At, fmt.Sprintf("worker %s died before starting it and no live worker could start it within its starting deadline", st.Worker))
-			it.ops = append(queue.RecordOps(s.keys, &rec), place.follow(&rec)...)
+			it.ops = append(queue.RecordOps(rv.keys, &rec), place.follow(&rec)...)
 		}
 		it.done = []Resolution{r}
 		p.items = append(p.items, it)
 	}
 	for to, jobs := range moves {
-		cmp, op := s.moveTo(to, st, jobs, rev)
+		cmp, op := rv.moveTo(to, st, jobs, rev)
 		p.moved.add(planItem{cmps: []clientv3.Cmp{cmp}, ops: []clientv3.Op{op}})
 	}
 	return p, nil
 }
 
 // unrecorded are the assignment's jobs whose run has no record.
-func (s *Store) unrecorded(ctx context.Context, st *Stored) ([]Job, error) {
+func (rv *Resolver) unrecorded(ctx context.Context, st *Stored) ([]Job, error) {
 	if len(st.Jobs) == 0 {
 		return nil, nil
 	}
-	if len(st.Jobs) > s.maxOps {
-		return nil, fmt.Errorf("assign: resolve %s: %d jobs: %w", st.Key(s.keys), len(st.Jobs), ErrTooLarge)
+	if len(st.Jobs) > rv.maxOps {
+		return nil, fmt.Errorf("assign: resolve %s: %d jobs: %w", st.Key(rv.keys), len(st.Jobs), ErrTooLarge)
 	}
 	gets := make([]clientv3.Op, len(st.Jobs))
 	for i, j := range st.Jobs {
-		gets[i] = clientv3.OpGet(s.keys.Record(j.Name, st.RunID(j.Name)), clientv3.WithCountOnly())
+		gets[i] = clientv3.OpGet(rv.keys.Record(j.Name, st.RunID(j.Name)), clientv3.WithCountOnly())
 	}
-	resp, err := s.kv.Txn(ctx).Then(gets...).Commit()
+	resp, err := rv.kv.Txn(ctx).Then(gets...).Commit()
 	if err != nil {
-		return nil, fmt.Errorf("assign: resolve %s: read records: %w", st.Key(s.keys), err)
+		return nil, fmt.Errorf("assign: resolve %s: read records: %w", st.Key(rv.keys), err)
 	}
 	var out []Job
 	for i, j := range st.Jobs {
@@ -194,9 +194,9 @@ func (s *Store) unrecorded(ctx context.Context, st *Stored) ([]Job, error) {
 // the compare that it does not exist yet. Never into one that exists: a
 // worker may have claimed from that one already, and a rewrite would make
 // its later chunks fail (ModRevision) with runs left unclaimed.
-func (s *Store) moveTo(worker string, from *Stored, jobs []Job, rev int64) (clientv3.Cmp, clientv3.Op) {
+func (rv *Resolver) moveTo(worker string, from *Stored, jobs []Job, rev int64) (clientv3.Cmp, clientv3.Op) {
 	target := Assignment{Worker: worker, At: from.At, Group: movedGroup(&from.Assignment, rev), Jobs: jobs}
-	key := target.Key(s.keys)
+	key := target.Key(rv.keys)
 	return clientv3.Compare(clientv3.CreateRevision(key), "=", 0), clientv3.OpPut(key, target.Encode())
 }
 

@@ -19,23 +19,23 @@ import (
 // assignment lives until every run it names is recorded or moved. A part
 // that fails a guard stops the rest (ErrConflict: Resolve reads again and
 // finds the parts already written as records).
-func (s *Store) commitPlan(ctx context.Context, fence clientv3.Cmp, snap Snapshot, st *Stored, plan resolvePlan) ([]Resolution, error) {
+func (rv *Resolver) commitPlan(ctx context.Context, fence clientv3.Cmp, snap Snapshot, st *Stored, plan resolvePlan) ([]Resolution, error) {
 	guards := []clientv3.Cmp{
 		fence,
-		clientv3.Compare(clientv3.ModRevision(s.keys.AssignmentClaimed(st.Worker, st.At, st.Group)), "<", snap.Revision+1).WithPrefix(),
-		s.gone(st.Worker),
-		clientv3.Compare(clientv3.ModRevision(st.Key(s.keys)), "=", st.ModRevision),
+		clientv3.Compare(clientv3.ModRevision(rv.keys.AssignmentClaimed(st.Worker, st.At, st.Group)), "<", snap.Revision+1).WithPrefix(),
+		rv.gone(st.Worker),
+		clientv3.Compare(clientv3.ModRevision(st.Key(rv.keys)), "=", st.ModRevision),
 	}
-	_, deletes := s.cleanupOps(st)
+	_, deletes := rv.cleanupOps(st)
 	last := plan.moved
 	last.ops = append(last.ops, deletes...)
-	parts, err := s.packParts(st, len(guards), plan.items, last)
+	parts, err := rv.packParts(st, len(guards), plan.items, last)
 	if err != nil {
 		return nil, err
 	}
 	var done []Resolution
 	for _, p := range parts {
-		if err := s.commitPart(ctx, fence, st, append(append([]clientv3.Cmp{}, guards...), p.cmps...), p.ops); err != nil {
+		if err := rv.commitPart(ctx, fence, st, append(append([]clientv3.Cmp{}, guards...), p.cmps...), p.ops); err != nil {
 			return done, err
 		}
 		done = append(done, p.done...)
@@ -45,10 +45,10 @@ func (s *Store) commitPlan(ctx context.Context, fence clientv3.Cmp, snap Snapsho
 
 // packParts puts items into parts under the limits, in order, and last
 // into the last part (with items if they fit).
-func (s *Store) packParts(st *Stored, guards int, items []planItem, last planItem) ([]planItem, error) {
+func (rv *Resolver) packParts(st *Stored, guards int, items []planItem, last planItem) ([]planItem, error) {
 	fits := func(p planItem) bool {
 		width := max(guards+len(p.cmps), len(p.ops))
-		return width+follow.NestedDepth(p.ops) <= s.maxOps
+		return width+follow.NestedDepth(p.ops) <= rv.maxOps
 	}
 	var parts []planItem
 	var cur planItem
@@ -60,7 +60,7 @@ func (s *Store) packParts(st *Stored, guards int, items []planItem, last planIte
 			continue
 		}
 		if len(cur.ops) == 0 {
-			return nil, fmt.Errorf("assign: resolve %s: run %s alone needs more than etcd's --max-txn-ops %d: %w", st.Key(s.keys), it.done[0].RunID, s.maxOps, ErrTooLarge)
+			return nil, fmt.Errorf("assign: resolve %s: run %s alone needs more than etcd's --max-txn-ops %d: %w", st.Key(rv.keys), it.done[0].RunID, rv.maxOps, ErrTooLarge)
 		}
 		parts, cur = append(parts, cur), it
 	}
@@ -70,7 +70,7 @@ func (s *Store) packParts(st *Stored, guards int, items []planItem, last planIte
 		return append(parts, next), nil
 	}
 	if !fits(last) {
-		return nil, fmt.Errorf("assign: resolve %s: the moves and deletes need more than etcd's --max-txn-ops %d: %w", st.Key(s.keys), s.maxOps, ErrTooLarge)
+		return nil, fmt.Errorf("assign: resolve %s: the moves and deletes need more than etcd's --max-txn-ops %d: %w", st.Key(rv.keys), rv.maxOps, ErrTooLarge)
 	}
 	if len(cur.ops) > 0 {
 		parts = append(parts, cur)
@@ -79,9 +79,9 @@ func (s *Store) packParts(st *Stored, guards int, items []planItem, last planIte
 }
 
 // commitPart writes one part.
-func (s *Store) commitPart(ctx context.Context, fence clientv3.Cmp, st *Stored, cmps []clientv3.Cmp, ops []clientv3.Op) error {
-	where := fmt.Sprintf("resolve %s", st.Key(s.keys))
-	resp, err := s.kv.Txn(ctx).If(cmps...).Then(ops...).Else(clientv3.OpGet(string(fence.KeyBytes()), clientv3.WithKeysOnly())).Commit()
+func (rv *Resolver) commitPart(ctx context.Context, fence clientv3.Cmp, st *Stored, cmps []clientv3.Cmp, ops []clientv3.Op) error {
+	where := fmt.Sprintf("resolve %s", st.Key(rv.keys))
+	resp, err := rv.kv.Txn(ctx).If(cmps...).Then(ops...).Else(clientv3.OpGet(string(fence.KeyBytes()), clientv3.WithKeysOnly())).Commit()
 	if err != nil {
 		return fmt.Errorf("assign: %s: %w", where, err)
 	}

@@ -48,7 +48,7 @@ func TestResolveRecordsAClaimedRunLostAndMovesTheRest(t *testing.T) {
 		t.Fatalf("claim: %+v, %v", c, err)
 	}
 	e.revoke(dead)
-	done, err := e.store.Resolve(e.ctx(), fence, "w1", toW2)
+	done, err := e.store.Resolver().Resolve(e.ctx(), fence, "w1", toW2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +96,7 @@ func TestResolveLosesToAClaimAfterItsRead(t *testing.T) {
 	if c, err := e.claim(e.lease(), st, 0, run("b", 0)); err != nil || c[0].Outcome != Claimed {
 		t.Fatalf("restarted worker's claim: %+v, %v", c, err)
 	}
-	if _, err := e.store.resolveSnapshot(e.ctx(), fence, snap, toW2); !errors.Is(err, ErrConflict) {
+	if _, err := e.store.Resolver().resolveSnapshot(e.ctx(), fence, snap, toW2); !errors.Is(err, ErrConflict) {
 		t.Fatalf("resolution from a read older than the claim: %v, want ErrConflict", err)
 	}
 	if n := e.count(layout.WorkerAssignments("w2")); n != 0 {
@@ -113,7 +113,7 @@ func TestResolveBeforeAClaimWins(t *testing.T) {
 	e := newEnv(t)
 	fence := e.elect("a")
 	st := e.authorize(fence, "w1", "b")
-	if _, err := e.store.Resolve(e.ctx(), fence, "w1", toW2); err != nil {
+	if _, err := e.store.Resolver().Resolve(e.ctx(), fence, "w1", toW2); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.claim(e.lease(), st, 0, run("b", 0)); !errors.Is(err, ErrGone) {
@@ -144,7 +144,7 @@ func TestResolveRacingARestartedWorkerHasOneWinner(t *testing.T) {
 		wg.Add(2)
 		go func() {
 			defer wg.Done()
-			_, resolveErr = e.store.Resolve(e.ctx(), fence, worker, toW2)
+			_, resolveErr = e.store.Resolver().Resolve(e.ctx(), fence, worker, toW2)
 		}()
 		go func() {
 			defer wg.Done()
@@ -202,10 +202,10 @@ func TestResolveStopsForAWorkerBackAlive(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.put(layout.Member("w1"), "")
-	if _, err := e.store.resolveSnapshot(e.ctx(), fence, snap, toW2); !errors.Is(err, ErrConflict) {
+	if _, err := e.store.Resolver().resolveSnapshot(e.ctx(), fence, snap, toW2); !errors.Is(err, ErrConflict) {
 		t.Fatalf("resolution from a read older than the member key: %v, want ErrConflict", err)
 	}
-	if _, err := e.store.Resolve(e.ctx(), fence, "w1", toW2); !errors.Is(err, ErrAlive) {
+	if _, err := e.store.Resolver().Resolve(e.ctx(), fence, "w1", toW2); !errors.Is(err, ErrAlive) {
 		t.Fatalf("Resolve of a live worker: %v, want ErrAlive", err)
 	}
 	if n := e.count(layout.WorkerAssignments("w2")); n != 0 {
@@ -224,18 +224,18 @@ func TestResolveRecordsMissedPastTheStartingDeadline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, err := e.store.plan(e.ctx(), &snap.Assignments[0], toW2, snap.Revision)
+	plan, err := e.store.Resolver().plan(e.ctx(), &snap.Assignments[0], toW2, snap.Revision)
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.put(layout.Record("a", runs.ID("a", instant)), `{"outcome":"succeeded"}`)
-	if _, err := e.store.commitPlan(e.ctx(), fence, snap, &snap.Assignments[0], plan); !errors.Is(err, ErrConflict) {
+	if _, err := e.store.Resolver().commitPlan(e.ctx(), fence, snap, &snap.Assignments[0], plan); !errors.Is(err, ErrConflict) {
 		t.Fatalf("resolution from a read older than a record: %v, want ErrConflict", err)
 	}
 	if r := e.record("a"); r == nil || r.Outcome != runs.Succeeded {
 		t.Fatalf("record of a: %+v, want the worker's, succeeded", r)
 	}
-	done, err := e.store.Resolve(e.ctx(), fence, "w1", toW2)
+	done, err := e.store.Resolver().Resolve(e.ctx(), fence, "w1", toW2)
 	if err != nil || len(done) != 1 || done[0].Job != "b" || done[0].Outcome != runs.Missed {
 		t.Fatalf("Resolve: %+v, %v; want b missed", done, err)
 	}
@@ -253,7 +253,7 @@ func TestResolveByAnOldLeaderWritesNothing(t *testing.T) {
 	old := e.elect("a")
 	st := e.authorize(old, "w1", "b")
 	e.resign("a")
-	if _, err := e.store.Resolve(e.ctx(), old, "w1", toW2); !errors.Is(err, ErrNotLeader) {
+	if _, err := e.store.Resolver().Resolve(e.ctx(), old, "w1", toW2); !errors.Is(err, ErrNotLeader) {
 		t.Fatalf("old leader's Resolve: %v, want ErrNotLeader", err)
 	}
 	if again := e.stored("w1"); again.ModRevision != st.ModRevision || e.count(layout.Runs()) != 0 {
@@ -287,7 +287,7 @@ func TestResolveSplitsWhatOutgrowsATransaction(t *testing.T) {
 			clientv3.OpPut("/follow/"+rec.Job, "x"), clientv3.OpPut("/notify/"+rec.Job, "x")}
 	}
 	// 40 records and 120 follow-ups: over etcd's 128 writes a transaction.
-	done, err := e.store.Resolve(e.ctx(), fence, "w1", place)
+	done, err := e.store.Resolver().Resolve(e.ctx(), fence, "w1", place)
 	if err != nil || len(done) != len(jobs) {
 		t.Fatalf("resolve: %d resolutions, %v", len(done), err)
 	}

@@ -70,18 +70,23 @@ type Snapshot struct {
 // Read reads worker's assignments, claim markers and member key in one
 // transaction, so at one revision.
 func (s *Store) Read(ctx context.Context, worker string) (Snapshot, error) {
-	resp, err := s.kv.Txn(ctx).Then(
-		clientv3.OpGet(s.keys.WorkerAssignments(worker), clientv3.WithPrefix()),
-		clientv3.OpGet(s.keys.WorkerClaimed(worker), clientv3.WithPrefix()),
-		clientv3.OpGet(s.memberKey(worker), clientv3.WithKeysOnly()),
+	return s.read(ctx, worker)
+}
+
+// read is Read, for the Store and the Resolver.
+func (p *protocol) read(ctx context.Context, worker string) (Snapshot, error) {
+	resp, err := p.kv.Txn(ctx).Then(
+		clientv3.OpGet(p.keys.WorkerAssignments(worker), clientv3.WithPrefix()),
+		clientv3.OpGet(p.keys.WorkerClaimed(worker), clientv3.WithPrefix()),
+		clientv3.OpGet(p.memberKey(worker), clientv3.WithKeysOnly()),
 	).Commit()
 	if err != nil {
 		return Snapshot{}, fmt.Errorf("assign: read worker %s: %w", worker, err)
 	}
-	snap := Snapshot{Worker: worker, Revision: resp.Header.Revision, Member: s.alive(worker, resp.Responses[2].GetResponseRange().Kvs)}
+	snap := Snapshot{Worker: worker, Revision: resp.Header.Revision, Member: p.alive(worker, resp.Responses[2].GetResponseRange().Kvs)}
 	at := map[groupAt]int{}
 	for _, kv := range resp.Responses[0].GetResponseRange().Kvs {
-		a, err := Decode(s.keys, string(kv.Key), kv.Value)
+		a, err := Decode(p.keys, string(kv.Key), kv.Value)
 		if err != nil {
 			return Snapshot{}, err
 		}
@@ -89,7 +94,7 @@ func (s *Store) Read(ctx context.Context, worker string) (Snapshot, error) {
 		snap.Assignments = append(snap.Assignments, Stored{Assignment: a, CreateRevision: kv.CreateRevision, ModRevision: kv.ModRevision})
 	}
 	for _, kv := range resp.Responses[1].GetResponseRange().Kvs {
-		_, instant, group, chunk, ok := s.keys.ParseClaimMarker(string(kv.Key))
+		_, instant, group, chunk, ok := p.keys.ParseClaimMarker(string(kv.Key))
 		if !ok {
 			return Snapshot{}, fmt.Errorf("assign: read worker %s: %q is not a claim marker key", worker, kv.Key)
 		}
@@ -117,16 +122,16 @@ func (s *Store) Read(ctx context.Context, worker string) (Snapshot, error) {
 // cleanupOps delete an assignment and its markers; cleanupCmps compare
 // each with its ModRevision as read, so a reassignment or a marker written
 // since is not undone.
-func (s *Store) cleanupOps(st *Stored) ([]clientv3.Cmp, []clientv3.Op) {
+func (p *protocol) cleanupOps(st *Stored) ([]clientv3.Cmp, []clientv3.Op) {
 	var cmps []clientv3.Cmp
 	var ops []clientv3.Op
 	if st.ModRevision != 0 {
-		key := st.Key(s.keys)
+		key := st.Key(p.keys)
 		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(key), "=", st.ModRevision))
 		ops = append(ops, clientv3.OpDelete(key))
 	}
 	for _, m := range st.Markers {
-		key := s.keys.ClaimMarker(st.Worker, st.At, st.Group, m.Chunk)
+		key := p.keys.ClaimMarker(st.Worker, st.At, st.Group, m.Chunk)
 		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(key), "=", m.ModRevision))
 		ops = append(ops, clientv3.OpDelete(key))
 	}

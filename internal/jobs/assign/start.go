@@ -17,21 +17,21 @@ import (
 // ModRevision, which Cleanup compares. ErrGone: the marker changed or the
 // worker is dead; no run of the chunk may start. jobs are the runs the
 // chunk tried, as ClaimChunk was given them.
-func (s *Store) StartChunk(ctx context.Context, a Assignment, chunk int, rev int64, jobs []string) (int64, error) {
+func (c *Claimer) StartChunk(ctx context.Context, a Assignment, chunk int, rev int64, jobs []string) (int64, error) {
 	if err := a.Validate(); err != nil {
 		return 0, err
 	}
-	marker := s.keys.ClaimMarker(a.Worker, a.At, a.Group, chunk)
+	marker := c.keys.ClaimMarker(a.Worker, a.At, a.Group, chunk)
 	if rev <= 0 || len(jobs) == 0 {
 		return 0, fmt.Errorf("assign: start %s: needs the marker's revision and its runs", marker)
 	}
 	started := encodeMarker(jobs, false)
-	resp, err := s.kv.Txn(ctx).If(
+	resp, err := c.kv.Txn(ctx).If(
 		clientv3.Compare(clientv3.ModRevision(marker), "=", rev),
-		s.living(a.Worker),
+		c.living(a.Worker),
 	).Then(clientv3.OpPut(marker, started)).Else(
 		clientv3.OpGet(marker),
-		clientv3.OpGet(s.memberKey(a.Worker), clientv3.WithKeysOnly()),
+		clientv3.OpGet(c.memberKey(a.Worker), clientv3.WithKeysOnly()),
 	).Commit()
 	if err != nil {
 		return 0, fmt.Errorf("assign: start %s: %w", marker, err)
@@ -42,7 +42,7 @@ func (s *Store) StartChunk(ctx context.Context, a Assignment, chunk int, rev int
 	// A mark sent again after its answer was lost finds itself written:
 	// only this worker rewrites its markers (the leader deletes them).
 	mkv := resp.Responses[0].GetResponseRange().Kvs
-	if len(mkv) > 0 && string(mkv[0].Value) == started && s.alive(a.Worker, resp.Responses[1].GetResponseRange().Kvs) {
+	if len(mkv) > 0 && string(mkv[0].Value) == started && c.alive(a.Worker, resp.Responses[1].GetResponseRange().Kvs) {
 		return mkv[0].ModRevision, nil
 	}
 	return 0, fmt.Errorf("assign: start %s: the marker changed or its worker is taken for dead: %w", marker, ErrGone)

@@ -25,7 +25,7 @@ func (e *env) member(worker string) clientv3.LeaseID {
 // resolved resolves w1 and returns what it did, by job.
 func (e *env) resolved(fence clientv3.Cmp) map[string]Resolution {
 	e.t.Helper()
-	done, err := e.store.Resolve(e.ctx(), fence, "w1", toW2)
+	done, err := e.store.Resolver().Resolve(e.ctx(), fence, "w1", toW2)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -74,11 +74,11 @@ func TestAStartedChunkOfADeadWorkerIsLost(t *testing.T) {
 		t.Fatalf("claim ahead: %+v, %v", c, err)
 	}
 	e.clock.Advance(instant.Sub(e.clock.Now()))
-	rev, err := e.store.StartChunk(e.ctx(), st.Assignment, 0, c[0].Revision, []string{"a"})
+	rev, err := e.store.Claimer().StartChunk(e.ctx(), st.Assignment, 0, c[0].Revision, []string{"a"})
 	if err != nil || rev <= c[0].Revision {
 		t.Fatalf("start mark: revision %d, %v", rev, err)
 	}
-	again, err := e.store.StartChunk(e.ctx(), st.Assignment, 0, c[0].Revision, []string{"a"})
+	again, err := e.store.Claimer().StartChunk(e.ctx(), st.Assignment, 0, c[0].Revision, []string{"a"})
 	if err != nil || again != rev {
 		t.Fatalf("start mark sent again after a lost answer: revision %d, %v; want %d", again, err, rev)
 	}
@@ -105,11 +105,11 @@ func TestAStartMarkAndAResolutionHaveOneWinner(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.store.StartChunk(e.ctx(), st.Assignment, 0, c[0].Revision, []string{"a"}); err != nil {
+	if _, err := e.store.Claimer().StartChunk(e.ctx(), st.Assignment, 0, c[0].Revision, []string{"a"}); err != nil {
 		t.Fatalf("start mark of a live worker: %v", err)
 	}
 	snap.Member = false
-	if _, err := e.store.resolveSnapshot(e.ctx(), fence, snap, toW2); !errors.Is(err, ErrConflict) {
+	if _, err := e.store.Resolver().resolveSnapshot(e.ctx(), fence, snap, toW2); !errors.Is(err, ErrConflict) {
 		t.Fatalf("resolution read before the start mark: %v, want ErrConflict", err)
 	}
 
@@ -122,13 +122,13 @@ func TestAStartMarkAndAResolutionHaveOneWinner(t *testing.T) {
 		t.Fatal(err)
 	}
 	e2.revoke(lease2)
-	if _, err := e2.store.StartChunk(e2.ctx(), st2.Assignment, 0, c2[0].Revision, []string{"a"}); !errors.Is(err, ErrGone) {
+	if _, err := e2.store.Claimer().StartChunk(e2.ctx(), st2.Assignment, 0, c2[0].Revision, []string{"a"}); !errors.Is(err, ErrGone) {
 		t.Fatalf("start mark of a dead worker: %v, want ErrGone", err)
 	}
 	if got := e2.resolved(fence2); got["a"].To != "w2" {
 		t.Fatalf("resolution %+v; want a moved", got)
 	}
-	if _, err := e2.store.StartChunk(e2.ctx(), st2.Assignment, 0, c2[0].Revision, []string{"a"}); !errors.Is(err, ErrGone) {
+	if _, err := e2.store.Claimer().StartChunk(e2.ctx(), st2.Assignment, 0, c2[0].Revision, []string{"a"}); !errors.Is(err, ErrGone) {
 		t.Fatalf("start mark after the resolution: %v, want ErrGone", err)
 	}
 }

@@ -30,7 +30,7 @@ func TestATakeOverOfAChunkClaimedAheadFreesItsSlotsAndStopsItsStart(t *testing.T
 			e.slotsOf("a"), e.count(layout.WorkerClaimed("w1")), e.count(layout.WorkerAssignments("w1")))
 	}
 	e.clock.Advance(instant.Sub(e.clock.Now()))
-	if _, err := e.store.StartChunk(e.ctx(), st.Assignment, 0, c[0].Revision, []string{"a"}); !errors.Is(err, ErrGone) {
+	if _, err := e.store.Claimer().StartChunk(e.ctx(), st.Assignment, 0, c[0].Revision, []string{"a"}); !errors.Is(err, ErrGone) {
 		t.Fatalf("w1's start mark after the take-over: %v, want ErrGone", err)
 	}
 	cl, err := e.claim(e.lease(), moved, 0, run("a", 0), run("b", 0))
@@ -52,7 +52,7 @@ func TestNoTakeOverOfAStartedChunk(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.clock.Advance(instant.Sub(e.clock.Now()))
-	if _, err := e.store.StartChunk(e.ctx(), st.Assignment, 0, c[0].Revision, []string{"a"}); err != nil {
+	if _, err := e.store.Claimer().StartChunk(e.ctx(), st.Assignment, 0, c[0].Revision, []string{"a"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.store.StealAhead(e.ctx(), st.Assignment, st.ModRevision, "w2"); !errors.Is(err, ErrConflict) {

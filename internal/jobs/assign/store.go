@@ -14,19 +14,46 @@ import (
 // the most operations, one transaction (or one nested transaction) holds.
 const DefaultMaxTxnOps = 128
 
-// Options tune a Store; zero values take the defaults.
+// Options tune a Store, its Claimer and its Resolver; zero values take
+// the defaults.
 type Options struct {
 	// MaxTxnOps is the server's --max-txn-ops.
 	MaxTxnOps int
 }
 
-// Store runs the protocol's transactions against one prefix.
-type Store struct {
+// protocol is what every transaction of the protocol is written with: the
+// etcd KV, the key layout, the clock, etcd's limit on a transaction's
+// operations, and what they share of a worker: whether it lives and the
+// compares that say so (alive.go), the read of its assignments and markers
+// and the deletes that clean one up (snapshot.go). The Store, the Claimer
+// and the Resolver each write through one; it holds no state that changes.
+type protocol struct {
 	kv     clientv3.KV
 	keys   keys.Layout
 	clock  clockwork.Clock
 	maxOps int
 }
+
+// Store owns the assignments' life outside a claim and a resolution: the
+// leader authorizes them (Authorize), a backup worker takes one over
+// (Steal, StealAhead), a worker reads and cleans up its own (Read,
+// Cleanup). It hands out the worker's Claimer and the leader's Resolver,
+// which write through the same prefix, client and clock.
+type Store struct {
+	protocol
+	claimer  *Claimer
+	resolver *Resolver
+}
+
+// Claimer owns the worker's side of a claim: a chunk's claim transaction
+// (ClaimChunk: the claim marker and each run's slots under the worker's
+// lease) and the start mark of a chunk claimed ahead (StartChunk).
+type Claimer struct{ protocol }
+
+// Resolver owns the leader's resolution of a dead worker's assignments
+// (Resolve): what each run they name becomes, lost, moved or missed, and
+// the fenced transactions that write it and delete the assignments.
+type Resolver struct{ protocol }
 
 // New is a Store writing through kv under layout; clock stamps the records
 // Resolve writes and judges starting deadlines.
@@ -44,5 +71,13 @@ func New(kv clientv3.KV, layout keys.Layout, clock clockwork.Clock, opts Options
 	if opts.MaxTxnOps == 0 {
 		opts.MaxTxnOps = DefaultMaxTxnOps
 	}
-	return &Store{kv: kv, keys: layout, clock: clock, maxOps: opts.MaxTxnOps}, nil
+	p := protocol{kv: kv, keys: layout, clock: clock, maxOps: opts.MaxTxnOps}
+	return &Store{protocol: p, claimer: &Claimer{p}, resolver: &Resolver{p}}, nil
 }
+
+// Claimer is the worker's claims, through the Store's prefix and client.
+func (s *Store) Claimer() *Claimer { return s.claimer }
+
+// Resolver is the leader's resolution of dead workers, through the
+// Store's prefix and client.
+func (s *Store) Resolver() *Resolver { return s.resolver }

@@ -209,7 +209,10 @@ func newLeader(d Deps, term election.Leadership) *leader {
 		l.store, _ = assign.New(d.Client, d.Keys, d.Clock, assign.Options{})
 	}
 	l.assigns = &assignments{base: l.base, snap: &assignSnap{}}
-	l.resolver = &resolver{base: l.base, store: l.store, assigns: l.assigns}
+	l.resolver = &resolver{base: l.base, assigns: l.assigns}
+	if l.store != nil {
+		l.resolver.txns = l.store.Resolver()
+	}
 	l.withdrawer = &withdrawer{base: l.base, cursors: l.cursors, assigns: l.assigns}
 	l.ticks = &tickWriter{base: l.base, cursors: l.cursors, book: l.book}
 	return l

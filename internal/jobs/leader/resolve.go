@@ -23,7 +23,7 @@ import (
 // assignments and claim markers behind. The leader turns each run they
 // name into a lost record (claimed: it may have started; retried as the
 // reaper's lost runs are), a move to a live worker (unclaimed, within its
-// starting deadline) or a missed record (assign.Store.Resolve).
+// starting deadline) or a missed record (assign.Resolver.Resolve).
 //
 // It looks when a member's incarnation ends, at the start of its term
 // (the previous leader may have died with work undone) and every session
@@ -39,13 +39,13 @@ const defaultResolveGap = 5 * time.Second
 // moves keep apart from them, and drop their snapshot.
 type resolver struct {
 	*base
-	store   *assign.Store
+	txns    *assign.Resolver // nil: no resolution (no client)
 	assigns *assignments
 }
 
 // Run resolves dead workers until ctx ends.
 func (rv *resolver) Run(ctx context.Context) error {
-	if rv.d.Workers == nil || rv.store == nil {
+	if rv.d.Workers == nil || rv.txns == nil {
 		return nil
 	}
 	select {
@@ -125,7 +125,7 @@ func (rv *resolver) once(ctx context.Context) error {
 // of its runs. A worker found alive (the mirror was behind) is left.
 func (rv *resolver) worker(ctx context.Context, worker string) error {
 	rv.assigns.mu.Lock()
-	done, err := rv.store.Resolve(ctx, rv.fence, worker, rv.placement(worker))
+	done, err := rv.txns.Resolve(ctx, rv.fence, worker, rv.placement(worker))
 	for _, r := range done {
 		if r.To != "" {
 			rv.assigns.snap.drop() // a new assignment: the withdrawals read again

@@ -347,7 +347,7 @@ func (a *assignedRunner) claimTries(ctx context.Context, sess *session.Session, 
 		// its answer lost, and its runs are then recorded lost; one that
 		// completes starts its runs, which the drain lets end.
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.d.Config().Cluster.SessionTTL.D())
-		claims, err := a.d.Assign.ClaimChunk(cctx, sess.Lease(), st.Assignment, st.ModRevision, chunk, tries)
+		claims, err := a.d.Assign.Claimer().ClaimChunk(cctx, sess.Lease(), st.Assignment, st.ModRevision, chunk, tries)
 		cancel()
 		if err == nil || errors.Is(err, assign.ErrGone) || sess.Err() != nil {
 			return claims, err

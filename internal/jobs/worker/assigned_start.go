@@ -13,7 +13,7 @@ import (
 // Start marks (docs/protocol.md, "Start marks"). A chunk claimed before
 // its instant holds its runs' slots and has not started them; its marker
 // says so. At the instant the worker rewrites the marker as started
-// (assign.Store.StartChunk), naming the runs it claimed, and only then
+// (assign.Claimer.StartChunk), naming the runs it claimed, and only then
 // starts them. A worker killed in between leaves a marker still ahead:
 // the leader then moves those runs to a live worker (late, not lost)
 // instead of recording them lost, which is for runs that may have
@@ -93,7 +93,7 @@ func (a *assignedRunner) markStarted(ctx context.Context, r *claimRound, chunk, 
 	b := settleRetry.Start()
 	for {
 		sctx, cancel := context.WithTimeout(ctx, ttl)
-		rev, err := a.d.Assign.StartChunk(sctx, r.st.Assignment, chunk, r.markerRevision(marker), jobs)
+		rev, err := a.d.Assign.Claimer().StartChunk(sctx, r.st.Assignment, chunk, r.markerRevision(marker), jobs)
 		cancel()
 		switch {
 		case err == nil:

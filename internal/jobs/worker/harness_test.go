@@ -165,7 +165,7 @@ func putEntry(t *testing.T, cli *clientv3.Client, layout keys.Layout, e *queue.E
 
 // member keeps w1's member key on its current session's lease, as the
 // replica's membership does: a worker marks a chunk started only while it
-// is a member (assign.Store.StartChunk).
+// is a member (assign.Claimer.StartChunk).
 func member(ctx context.Context, cli *clientv3.Client, layout keys.Layout, sessions *session.Manager) {
 	for {
 		s, err := sessions.Current(ctx)
