@@ -29,9 +29,11 @@ import (
 // What depends on timing, and is compared otherwise:
 //   - which ticks a max_runs job spends its runs on depends on when each
 //     cluster's leader wrote its first window: their number is compared;
-//   - targets hold until a fixed phase of the second (hold=N), so a run
-//     that starts late (a queue path backup's turn, a loaded machine) ends
-//     when it would have, and no decision sits within 300ms of a tick;
+//   - targets hold until half a second past the Nth second after their
+//     scheduled time (hold=N), so a run that starts late (a queue path
+//     backup's turn, a loaded machine: a run started over a second late
+//     once shifted a job's alternation of runs and skips by a tick) ends
+//     when it would have, and no decision sits within 500ms of a run's end;
 //     the rate window is a second from either edge for the same reason.
 //
 // Set DIFF_SEED to replay a failure; the seed is printed on failure.

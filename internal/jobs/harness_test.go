@@ -175,9 +175,15 @@ func (w *witness) serve(rw http.ResponseWriter, r *http.Request) {
 
 	status := http.StatusOK
 	if n, err := strconv.Atoi(r.URL.Query().Get("hold")); err == nil {
-		// hold=N: until 300ms past the Nth whole second after the start,
-		// so the run ends at the same phase however late it started.
-		r.URL.RawQuery += "&sleep=" + time.Until(h.Start.Truncate(time.Second).Add(time.Duration(n)*time.Second+300*time.Millisecond)).String()
+		// hold=N: until half a second past the Nth second after the run's
+		// scheduled time (its start's when it has none), so the run ends
+		// at the same instant however late it started, half a second from
+		// any tick (the decisions there may come that late).
+		base := h.Scheduled
+		if base.IsZero() {
+			base = h.Start.Truncate(time.Second)
+		}
+		r.URL.RawQuery += "&sleep=" + time.Until(base.Add(time.Duration(n)*time.Second+500*time.Millisecond)).String()
 	}
 	if d, err := time.ParseDuration(r.URL.Query().Get("sleep")); err == nil {
 		select {
