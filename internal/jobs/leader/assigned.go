@@ -127,11 +127,11 @@ func (l *leader) splitLean(due []*config.Job, now time.Time) (windows [][]leanIt
 	return windows, rest
 }
 
-// window is what Authorize writes for items: their cursors, and their
+// leanWindow is what Authorize writes for items: their cursors, and their
 // ticks given by rendezvous over workers, a job's at one instant in one
 // assignment, up to leanJobsPerAssignment jobs each, named after its
 // first job.
-func (l *leader) window(items []leanItem, workers []string) assign.Window {
+func leanWindow(items []leanItem, workers []string) assign.Window {
 	type slot struct {
 		worker string
 		at     time.Time
@@ -176,7 +176,7 @@ func (l *leader) authorize(ctx context.Context, items []leanItem) (applied map[s
 	if !ok {
 		return nil, fmt.Errorf("leader: assign %d jobs: a member left the lean protocol meanwhile: %w", len(items), assign.ErrConflict)
 	}
-	parts, err := l.store.Authorize(ctx, l.fence, l.window(items, workers))
+	parts, err := l.store.Authorize(ctx, l.fence, leanWindow(items, workers))
 	applied = map[string]bool{}
 	for _, p := range parts {
 		for _, job := range p.Jobs {

@@ -105,13 +105,13 @@ func (l *leader) batchable(j *config.Job, now time.Time) (batchItem, bool) {
 	return it, true
 }
 
-// chunk is an item of j's first ticks that fit one transaction alone (a
+// chunk is, for the tick writer, an item of j's first ticks that fit one transaction alone (a
 // long pass's ticks, written many at a time), after the cursor as known,
 // and how many ticks it holds.
-func (l *leader) chunk(j *config.Job, cfg *config.Config, ticks []plannedTick, now, known time.Time, has bool) (batchItem, int) {
+func (tw *tickWriter) chunk(j *config.Job, cfg *config.Config, ticks []plannedTick, now, known time.Time, has bool) (batchItem, int) {
 	it := batchItem{job: j, known: known, has: has}
 	for n, t := range ticks {
-		runID, ops, h := l.ticks.tickOps(cfg, j, t, now)
+		runID, ops, h := tw.tickOps(cfg, j, t, now)
 		h = follow.MergeHealth(it.health, h)
 		// The fence, the cursor, two per tick; the cursor's put, the
 		// writes and one health transition.

@@ -180,9 +180,9 @@ type leader struct {
 	paused map[string]bool
 	sweep  map[string]bool
 	gone   map[string]uint64
-	// failures counts each job's failed passes in a row (under mu), for
-	// the backoff of its next look (retry.go).
-	failures map[string]int
+	// failures counts each job's failed passes in a row, for the backoff
+	// of its next look (retry.go).
+	failures *passFailures
 	// The actors the leader wires that it, or its tests, reach after
 	// Run started them: syncJobs notes the removed keeper the jobs that
 	// left the config or came back (removed.go).
@@ -200,7 +200,7 @@ func newLeader(d Deps, term election.Leadership) *leader {
 	l := &leader{base: &base{d: d, term: term, fence: term.Fence()}, cursors: newCursorBook(d.Keys), gen: map[string]uint64{},
 		book:   newSpecBook(d.Keys),
 		paused: map[string]bool{}, sweep: map[string]bool{}, gone: map[string]uint64{}, maxQueued: maxQueued,
-		failures: map[string]int{}}
+		failures: newPassFailures(d.Clock)}
 	l.removed = newRemovedKeeper(l.base, l.withJobs)
 	l.pruner = &pruner{base: l.base, job: l.job, noteRemoved: l.removed.noteRemoved}
 	l.store = d.Assign

@@ -92,16 +92,14 @@ func (l *leader) popDue(now time.Time) (due []*config.Job, gone []string) {
 func (l *leader) afterLook(ctx context.Context, job string, err error, msg string) (retry time.Time, passErr error) {
 	switch {
 	case err == nil:
-		l.mu.Lock()
-		delete(l.failures, job)
-		l.mu.Unlock()
+		l.failures.passed(job)
 		return time.Time{}, nil
 	case errors.Is(err, errNotLeader):
 		return time.Time{}, err
 	case ctx.Err() != nil:
 		return time.Time{}, nil
 	}
-	retry = l.failedPass(job)
+	retry = l.failures.failed(job)
 	l.d.Log.Warn(msg, "job", job, "err", err, "at", retry)
 	return retry, nil
 }
@@ -273,7 +271,7 @@ func (l *leader) writeTicks(ctx context.Context, j *config.Job, p plan, now, cur
 // condition fails, the one-tick writes find out which.
 func (l *leader) writeChunks(ctx context.Context, j *config.Job, cfg *config.Config, rest []plannedTick, now, cursor time.Time, known bool) ([]plannedTick, error) {
 	for len(rest) > 1 && !j.Sharded() {
-		it, n := l.chunk(j, cfg, rest, now, cursor, known)
+		it, n := l.ticks.chunk(j, cfg, rest, now, cursor, known)
 		if n < 2 {
 			break
 		}

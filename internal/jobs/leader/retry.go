@@ -1,7 +1,10 @@
 package leader
 
 import (
+	"sync"
 	"time"
+
+	"github.com/jonboulle/clockwork"
 
 	"github.com/etcdsched/scheduler/internal/backoff"
 )
@@ -19,12 +22,31 @@ var passRetry = backoff.Policy{Min: 500 * time.Millisecond, Max: 2 * time.Second
 // pace of a round nobody waits on; half of each delay random.
 var roundRetry = backoff.Policy{Min: time.Second, Max: 10 * time.Second, Jitter: 0.5}
 
-// failedPass counts one more failed pass of job in a row and returns when
-// to look at it again.
-func (l *leader) failedPass(job string) time.Time {
-	l.mu.Lock()
-	l.failures[job]++
-	n := l.failures[job]
-	l.mu.Unlock()
-	return l.d.Clock.Now().Add(passRetry.Delay(n))
+// passFailures counts each job's failed passes in a row, for the backoff
+// of its next look; the pass goroutines share it, under its own lock.
+type passFailures struct {
+	clock clockwork.Clock
+	mu    sync.Mutex
+	n     map[string]int
+}
+
+func newPassFailures(clock clockwork.Clock) *passFailures {
+	return &passFailures{clock: clock, n: map[string]int{}}
+}
+
+// failed counts one more failed pass of job in a row and returns when to
+// look at it again.
+func (f *passFailures) failed(job string) time.Time {
+	f.mu.Lock()
+	f.n[job]++
+	n := f.n[job]
+	f.mu.Unlock()
+	return f.clock.Now().Add(passRetry.Delay(n))
+}
+
+// passed forgets job's failures: its next failure waits the least.
+func (f *passFailures) passed(job string) {
+	f.mu.Lock()
+	delete(f.n, job)
+	f.mu.Unlock()
 }
