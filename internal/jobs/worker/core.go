@@ -41,10 +41,10 @@ type activeRun struct {
 	cancel context.CancelCauseFunc // set once the run holds its slot
 }
 
-// newCore is a core with no place taken; its onFinish is set before the
-// worker runs.
+// newCore is a core with no place taken; its onFinish, a no-op until New
+// sets the queue runner's, is set before the worker runs.
 func newCore(d Deps, signal func()) *core {
-	c := &core{d: d, signal: signal, active: map[string]*activeRun{}, freed: make(chan struct{})}
+	c := &core{d: d, signal: signal, onFinish: func(string) {}, active: map[string]*activeRun{}, freed: make(chan struct{})}
 	c.abandon, c.abandonCancel = context.WithCancel(context.Background())
 	c.cancels = newCancels(d.Keys, c.cancelRequested)
 	return c
@@ -113,7 +113,9 @@ func (c *core) stop() {
 	c.mu.Unlock()
 }
 
-// finish implements runCore.
+// finish implements runCore. Its order is what keeps a retry: the run
+// leaves active, then onFinish sends an attempt that waited behind it back
+// to pending, then signal wakes the loop, which finds it there.
 func (c *core) finish(runID string) {
 	c.mu.Lock()
 	delete(c.active, runID)
