@@ -23,6 +23,7 @@ import (
 	"github.com/etcdsched/scheduler/internal/jobs/leader"
 	"github.com/etcdsched/scheduler/internal/jobs/metrics"
 	"github.com/etcdsched/scheduler/internal/jobs/outbox"
+	"github.com/etcdsched/scheduler/internal/jobs/overdue"
 	"github.com/etcdsched/scheduler/internal/jobs/pause"
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
 	"github.com/etcdsched/scheduler/internal/jobs/worker"
@@ -83,6 +84,7 @@ type Engine struct {
 	worker   *worker.Worker
 	finished *leader.Finished
 	outbox   *outbox.View
+	overdue  *overdue.View   // jobs' overdue states and last successes
 	workers  *leader.Workers // members/ as the leader assigns and resolves by
 	assign   *assign.Store   // the lean protocol's transactions, the worker's and the leader's
 
@@ -117,6 +119,7 @@ func New(opts Options) (*Engine, error) {
 		paused:        pause.NewView(layout, opts.Clock),
 		finished:      leader.NewFinished(),
 		outbox:        outbox.NewView(),
+		overdue:       overdue.NewView(layout),
 		workers:       leader.NewWorkers(layout),
 		assign:        assigned,
 		configChanged: make(chan struct{}, 1),
@@ -172,6 +175,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		{e.keys.Specs(), e.specs},
 		{e.keys.Queue(), e.queue},
 		{e.keys.Jobs(), e.paused},
+		{e.keys.Jobs(), e.overdue},
 		{e.keys.Cancels(), e.worker.Cancels()},
 		{e.keys.Members(), e.worker.Members()},
 		{e.keys.ReplicaAssignments(e.opts.ID), e.worker.Assignments()},
@@ -216,7 +220,7 @@ func (e *Engine) Ready() <-chan struct{} { return e.queue.Ready() }
 func (e *Engine) Lead(ctx context.Context, term election.Leadership) error {
 	return leader.Run(ctx, leader.Deps{
 		Client: e.opts.Client, Keys: e.keys, Config: e.opts.Config, ConfigChanged: e.configChanged,
-		Queue: e.queue, Specs: e.specs, Paused: e.paused, Slots: e.opts.Slots, Finished: e.finished, Outbox: e.outbox,
+		Queue: e.queue, Specs: e.specs, Paused: e.paused, Slots: e.opts.Slots, Finished: e.finished, Outbox: e.outbox, Overdue: e.overdue,
 		Metrics: e.metrics, Clock: e.clock, Log: e.log, Lookahead: e.opts.Lookahead,
 		Workers: e.workers, Assign: e.assign,
 	}, term)

@@ -1,0 +1,193 @@
+package jobs_test
+
+import (
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/etcdsched/scheduler/config"
+	"github.com/etcdsched/scheduler/internal/jobs/overdue"
+	"github.com/etcdsched/scheduler/internal/keys"
+	"github.com/etcdsched/scheduler/internal/poll"
+	"github.com/etcdsched/scheduler/internal/runs"
+)
+
+// overdueJob is j with overdue_after d.
+func overdueJob(j config.Job, d time.Duration) config.Job {
+	j.OverdueAfter = config.Duration(d)
+	return j
+}
+
+// overdueByTick is the "overdue" notifications r got, by tick, each
+// delivery of each.
+func (r *receiver) overdueByTick(job string) map[string][]delivery {
+	out := map[string][]delivery{}
+	for _, d := range r.deliveries(true) {
+		if d.Event == config.Overdue && d.Record.Job == job {
+			out[d.Record.RunID] = append(out[d.Record.RunID], d)
+		}
+	}
+	return out
+}
+
+// overdueOutcomes is what the overdue notifications of job said, by tick.
+func (r *receiver) overdueOutcomes(job string) map[string]string {
+	out := map[string]string{}
+	for id, ds := range r.overdueByTick(job) {
+		if ds[0].Overdue != nil {
+			out[id] = ds[0].Overdue.Outcome
+		}
+	}
+	return out
+}
+
+// awaitOverdue waits until a tick of job was notified overdue with
+// outcome, and returns that tick.
+func awaitOverdue(t *testing.T, r *receiver, job, outcome string) string {
+	t.Helper()
+	var tick string
+	poll.Until(t, 60*time.Second, fmt.Sprintf("a tick of %s overdue while %s", job, outcome), func() (bool, string) {
+		got := r.overdueOutcomes(job)
+		for id, o := range got {
+			if o == outcome {
+				tick = id
+				return true, ""
+			}
+		}
+		return false, fmt.Sprint(got)
+	})
+	return tick
+}
+
+// A tick not succeeded overdue_after past its scheduled time is notified
+// overdue once, naming what it is so far: failed with retries left (the
+// retry waits out its backoff), still running, waiting for the slot a
+// long run holds, or missed its starting deadline behind it. The
+// notification carries the job's last success, none here.
+func TestOverdueForEachWayATickFailsToSucceed(t *testing.T) {
+	etcd := startEtcd(t)
+	w := startWitness(t)
+	rcv := startReceiver(t, http.StatusOK)
+	flaky := overdueJob(httpJob("flaky", "@every 2s", w.url("status=500")), 1500*time.Millisecond)
+	flaky.Retries = config.Retries{Max: 5, Backoff: config.Duration(time.Minute), MaxBackoff: config.Duration(time.Minute)}
+	long := overdueJob(httpJob("long", "@every 2s", w.url("sleep=8s")), 1500*time.Millisecond)
+	long.Overlap, long.QueueLimit = config.OverlapQueue, 3
+	missing := long
+	missing.Name = "missing"
+	missing.StartingDeadline = config.Duration(300 * time.Millisecond)
+	cfg := newConfig(flaky, long, missing)
+	rcv.notifies(cfg, config.Overdue)
+	etcd.leading("solo", cfg)
+
+	tick := awaitOverdue(t, rcv, "flaky", string(runs.Failed))
+	awaitOverdue(t, rcv, "long", "running")
+	awaitOverdue(t, rcv, "long", "queued")
+	awaitOverdue(t, rcv, "missing", string(runs.Missed))
+	d := rcv.overdueByTick("flaky")[tick][0]
+	if at, ok := runs.ScheduledAtOf(tick); !ok || !d.Overdue.DueAt.Equal(at.Add(1500*time.Millisecond)) || d.Overdue.LastSucceededRunID != "" {
+		t.Errorf("overdue of %s says %+v: want due 1.5s after the tick, no success known", tick, d.Overdue)
+	}
+	for _, job := range []string{"flaky", "long", "missing"} {
+		for id, ds := range rcv.overdueByTick(job) {
+			if len(ds) != 1 {
+				t.Errorf("tick %s notified overdue %d times, want once", id, len(ds))
+			}
+		}
+	}
+}
+
+// The ticks of a paused job and excluded ticks are never overdue, while
+// a job beside them that fails is, tick after tick.
+func TestOverdueNeverForPausedOrExcludedTicks(t *testing.T) {
+	etcd := startEtcd(t)
+	w := startWitness(t)
+	rcv := startReceiver(t, http.StatusOK)
+	failing := overdueJob(httpJob("failing", "@every 1s", w.url("status=500")), 500*time.Millisecond)
+	paused := overdueJob(httpJob("paused", "@every 1s", w.url("status=500")), 500*time.Millisecond)
+	paused.Paused = true
+	excluded := overdueJob(httpJob("excluded", "@every 1s", w.url("status=500")), 500*time.Millisecond)
+	now := time.Now().UTC()
+	excluded.Exclude = []config.Exclude{{From: now.Add(-time.Minute).Format(time.RFC3339), To: now.Add(time.Hour).Format(time.RFC3339)}}
+	cfg := newConfig(failing, paused, excluded)
+	rcv.notifies(cfg, config.Overdue)
+	etcd.leading("solo", cfg)
+	poll.Until(t, 60*time.Second, "five ticks of the failing job overdue", func() (bool, string) {
+		got := len(rcv.overdueByTick("failing"))
+		return got >= 5, fmt.Sprint(got)
+	})
+	for _, job := range []string{"paused", "excluded"} {
+		if got := rcv.overdueByTick(job); len(got) > 0 {
+			t.Errorf("job %s: ticks notified overdue: %v", job, slices.Collect(maps.Keys(got)))
+		}
+	}
+}
+
+// overdueState reads job's overdue state from etcd.
+func overdueState(t *testing.T, cli *clientv3.Client, job string) overdue.State {
+	t.Helper()
+	resp, err := cli.Get(t.Context(), keys.New(testPrefix).Overdue(job))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Kvs) == 0 {
+		return overdue.State{}
+	}
+	s, _ := overdue.Decode[overdue.State](resp.Kvs[0].Value)
+	return s
+}
+
+// Exactly one overdue notification per overdue tick, none lost: across a
+// leader killed the moment the first tick was found overdue (before its
+// notification was delivered), and across a stop and start of every
+// replica. The job fails every tick, so every tick from the first
+// notified to the last is overdue.
+func TestOverdueOnceAcrossLeaderChangeAndRestart(t *testing.T) {
+	etcd := startEtcd(t)
+	w := startWitness(t)
+	rcv := startReceiver(t, http.StatusOK)
+	job := overdueJob(httpJob("nightly", "@every 1s", w.url("status=500")), time.Second)
+	cfg := newConfig(job)
+	rcv.notifies(cfg, config.Overdue)
+	nodes := etcd.nodes(cfg, "a", "b")
+	first := leaderOf(t, nodes)
+	poll.For(t, 60*time.Second, "a first tick found overdue", func() bool {
+		return overdueState(t, first.client, "nightly").Tick != nil
+	})
+	first.crash()
+	killedAt := overdueState(t, nodes[0].client, "nightly").Through
+	if first == nodes[0] {
+		killedAt = overdueState(t, nodes[1].client, "nightly").Through
+	}
+	second := leaderOf(t, nodes)
+	poll.For(t, 60*time.Second, "ticks judged by the second leader", func() bool {
+		return overdueState(t, second.client, "nightly").Through.After(killedAt.Add(3 * time.Second))
+	})
+	for _, n := range nodes {
+		n.stop(5 * time.Second)
+	}
+	stoppedAt := overdueState(t, etcd.Client(), "nightly").Through
+	again := etcd.nodes(cfg, "c", "d")
+	poll.For(t, 60*time.Second, "ticks judged after the restart", func() bool {
+		return overdueState(t, again[0].client, "nightly").Through.After(stoppedAt.Add(3 * time.Second))
+	})
+	last := overdueState(t, again[0].client, "nightly").Through
+	poll.Until(t, 60*time.Second, "every overdue tick delivered", func() (bool, string) {
+		got := rcv.overdueByTick("nightly")
+		for at := killedAt; !at.After(last); at = at.Add(time.Second) {
+			if len(got[runs.ID("nightly", at)]) == 0 {
+				return false, "not yet " + runs.ID("nightly", at)
+			}
+		}
+		return outbox(t, again[0].client) == 0, "outbox not empty"
+	})
+	for id, ds := range rcv.overdueByTick("nightly") {
+		if len(ds) != 1 {
+			t.Errorf("tick %s notified overdue %d times, want once", id, len(ds))
+		}
+	}
+}
