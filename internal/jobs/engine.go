@@ -136,6 +136,9 @@ func New(opts Options) (*Engine, error) {
 	if err := m.JobPaused(opts.Reg, e.pausedJobs); err != nil {
 		return nil, fmt.Errorf("jobs: metrics: %w", err)
 	}
+	if err := m.JobOverdue(opts.Reg, e.overdueJobs); err != nil {
+		return nil, fmt.Errorf("jobs: metrics: %w", err)
+	}
 	e.worker, err = worker.New(worker.Deps{
 		Client: opts.Client, Keys: layout, ID: opts.ID,
 		Sessions: opts.Sessions, Slots: opts.Slots, Executor: opts.Executor, Batch: opts.Batch,
@@ -233,6 +236,19 @@ func (e *Engine) pausedJobs() map[string]bool {
 	for i := range cfg.Jobs {
 		j := &cfg.Jobs[i]
 		out[j.Name] = e.paused.Is(j.Name, j.Paused)
+	}
+	return out
+}
+
+// overdueJobs is each configured job's overdue state and last success,
+// as etcd stores them, for the gauges.
+func (e *Engine) overdueJobs() map[string]metrics.JobOverdue {
+	cfg := e.opts.Config()
+	out := make(map[string]metrics.JobOverdue, len(cfg.Jobs))
+	for i := range cfg.Jobs {
+		j := &cfg.Jobs[i]
+		isOverdue, last := e.overdue.Job(j.Name)
+		out[j.Name] = metrics.JobOverdue{Watched: j.OverdueAfter > 0, Overdue: isOverdue && j.OverdueAfter > 0, LastSucceeded: last}
 	}
 	return out
 }

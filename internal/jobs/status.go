@@ -160,6 +160,8 @@ func (e *Engine) jobStatus(j *config.Job, queued queueCount, notes map[string]in
 		After:          j.After,
 	}
 	st.PendingNotifications = notes[j.Name]
+	isOverdue, last := e.overdue.Job(j.Name)
+	st.Overdue, st.LastSucceededAt = isOverdue && j.OverdueAfter > 0, last
 	if j.Sharded() {
 		st.Shards = j.Shards
 	}
