@@ -177,7 +177,7 @@ type Job struct {
 	ShardInputs []map[string]any `yaml:"shard_inputs" json:"shard_inputs,omitempty"`
 	// OverdueAfter: a tick not succeeded this long after its scheduled
 	// time is overdue, and the leader notifies "overdue" once
-	// (docs/configuration.md#overdue); 0: never overdue.
+	// (docs/operations.md#overdue); 0: never overdue.
 	OverdueAfter Duration `yaml:"overdue_after" json:"overdue_after,omitempty"`
 }
 

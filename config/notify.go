@@ -38,7 +38,7 @@ const Recovered = "recovered"
 const Failing = "failing"
 
 // Overdue is the event of a tick not succeeded overdue_after past its
-// scheduled time, written once per tick by the leader (docs/configuration.md#overdue).
+// scheduled time, written once per tick by the leader (docs/operations.md#overdue).
 const Overdue = "overdue"
 
 // Paused is the event of a job paused by pause_on_failure (docs/configuration.md#jobs), sent with the record of the run that paused it.

@@ -69,7 +69,7 @@ func jobsTable(v view, list []client.Job) *table {
 			last, outcome = stamp(j.LastRun.ScheduledAt), string(j.LastRun.Outcome)
 		}
 		if j.Overdue {
-			// Not succeeded when it should have (docs/configuration.md#overdue).
+			// Not succeeded when it should have (docs/operations.md#overdue).
 			outcome += " OVERDUE"
 		}
 		next := stamp(j.NextRun)

@@ -34,7 +34,7 @@ type Notification struct {
 }
 
 // Overdue is what an "overdue" notification says of its tick
-// (docs/configuration.md#overdue): what it was when it fell due, when that
+// (docs/operations.md#overdue): what it was when it fell due, when that
 // was, and the job's last succeeded run before (empty: none known).
 type Overdue struct {
 	Outcome              string    `json:"outcome"`

@@ -84,7 +84,7 @@ type Job struct {
 	// it has left (docs/configuration.md#jobs); absent without max_runs.
 	RemainingRuns *int `json:"remaining_runs,omitempty"`
 	// Overdue is true while the job's newest overdue tick has not
-	// succeeded nor a later one (docs/configuration.md#overdue);
+	// succeeded nor a later one (docs/operations.md#overdue);
 	// LastSucceededAt is when its last succeeded run ended (absent: none
 	// known).
 	Overdue         bool      `json:"overdue"`

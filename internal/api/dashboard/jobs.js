@@ -60,7 +60,7 @@ window.SchedulerJobs = (function () {
         } else {
           last.append(el('span', { class: 'muted', text: 'never' }));
         }
-        // A tick not succeeded overdue_after past its time (docs/configuration.md#overdue).
+        // A tick not succeeded overdue_after past its time (docs/operations.md#overdue).
         if (j.overdue) {
           const since = isTime(j.last_succeeded_at) ? `last succeeded ${absTime(j.last_succeeded_at)}` : 'no success known';
           last.append(el('span', { class: 'badge overdue', title: since, text: 'overdue' }));

@@ -15,7 +15,7 @@ import (
 )
 
 // A tick of a job with overdue_after that has not succeeded by
-// scheduled_at + overdue_after is overdue (docs/configuration.md#overdue).
+// scheduled_at + overdue_after is overdue (docs/operations.md#overdue).
 // The judge looks at each such tick once, when it falls due, in tick
 // order: the job's overdue state (keys.Overdue) says up to which tick the
 // leaders have judged, and moves in the transaction that writes the

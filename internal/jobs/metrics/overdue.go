@@ -8,7 +8,7 @@ import (
 
 var (
 	overdueDesc = prometheus.NewDesc("scheduler_job_overdue",
-		"1 while the job's newest overdue tick (docs/configuration.md#overdue) has not succeeded nor a later one, 0 otherwise; every replica reports every job with overdue_after, from etcd.",
+		"1 while the job's newest overdue tick (docs/operations.md#overdue) has not succeeded nor a later one, 0 otherwise; every replica reports every job with overdue_after, from etcd.",
 		[]string{"job", "team"}, nil)
 	lastSuccessDesc = prometheus.NewDesc("scheduler_job_last_success_timestamp_seconds",
 		"When the job's last succeeded run ended (Unix seconds), as etcd stores it; absent until one is known.",

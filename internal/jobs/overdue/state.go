@@ -1,5 +1,5 @@
 // Package overdue is what etcd stores of a job's overdue ticks and last
-// success (docs/configuration.md#overdue, docs/protocol.md#overdue): the
+// success (docs/operations.md#overdue, docs/protocol.md#overdue): the
 // values of jobs/<job>/overdue and jobs/<job>/succeeded, the judgement of
 // one tick from what etcd holds of it, and the view every replica keeps
 // of both keys, from which the API and the gauges answer alike on every
