@@ -191,3 +191,60 @@ func TestOverdueOnceAcrossLeaderChangeAndRestart(t *testing.T) {
 		}
 	}
 }
+
+// A sharded tick needs every shard: one shard failed makes the tick
+// overdue, with the failed shard's outcome, while its other shard
+// succeeded.
+func TestOverdueForAShardedTickWithOneShardFailed(t *testing.T) {
+	etcd := startEtcd(t)
+	rcv := startReceiver(t, http.StatusOK)
+	target := failingTarget(t, func(r *http.Request) bool { return r.Header.Get("X-Scheduler-Shard") == "1/2" })
+	split := overdueJob(httpJob("split", "@every 2s", target), 1500*time.Millisecond)
+	split.Shards = 2
+	cfg := newConfig(split)
+	rcv.notifies(cfg, config.Overdue)
+	n := etcd.leading("solo", cfg)
+	tick := awaitOverdue(t, rcv, "split", string(runs.Failed))
+	recs := records(t, n.client, "split")
+	if a, b := recs[runs.ShardID(tick, 0)], recs[runs.ShardID(tick, 1)]; a.Outcome != runs.Succeeded || b.Outcome != runs.Failed {
+		t.Errorf("shards of overdue tick %s: %s and %s, want succeeded and failed", tick, a.Outcome, b.Outcome)
+	}
+}
+
+// A run lost with its replica (killed while the run went on) leaves its
+// tick overdue, as lost.
+func TestOverdueForARunLostWithItsReplica(t *testing.T) {
+	etcd := startEtcd(t)
+	w := startWitness(t)
+	rcv := startReceiver(t, http.StatusOK)
+	victim := overdueJob(httpJob("victim", "@every 30s", w.url("sleep=60s")), 15*time.Second)
+	cfg := newConfig(victim)
+	rcv.notifies(cfg, config.Overdue)
+	nodes := etcd.nodes(cfg, "a", "b")
+	var tick, holder string
+	poll.Until(t, 60*time.Second, "a tick of victim running", func() (bool, string) {
+		w.mu.Lock()
+		for id, by := range w.reached {
+			if runs.JobOf(id) == "victim" {
+				tick, holder = id, by
+			}
+		}
+		w.mu.Unlock()
+		return tick != "", ""
+	})
+	crashed := false
+	for _, n := range nodes {
+		if n.id == holder {
+			n.crash()
+			crashed = true
+		}
+	}
+	if !crashed {
+		t.Fatalf("tick %s held by %q, none of the replicas", tick, holder)
+	}
+	awaitRecord(t, etcd.Client(), "victim", tick, func(r runs.Record) bool { return r.Outcome == runs.Lost })
+	poll.Until(t, 90*time.Second, "the lost tick overdue", func() (bool, string) {
+		got := rcv.overdueOutcomes("victim")
+		return got[tick] == string(runs.Lost), fmt.Sprint(got)
+	})
+}
