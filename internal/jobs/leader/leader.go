@@ -135,7 +135,7 @@ func Run(ctx context.Context, d Deps, term election.Leadership) error {
 		(&resumer{base: l.base}).Run,                     // pauses ended at their until (resume.go)
 		l.removed.Run,                                    // removed jobs' history (removed.go)
 		l.resolver.Run,                                   // dead workers' assignments (resolve.go)
-		(&judge{base: l.base}).Run,                       // overdue ticks (overdue.go)
+		newJudge(l.base).Run,                             // overdue ticks (overdue.go)
 	}
 	for _, f := range actors {
 		wg.Add(1)

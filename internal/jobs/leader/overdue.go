@@ -12,6 +12,7 @@ import (
 	"github.com/etcdsched/scheduler/internal/jobs/overdue"
 	"github.com/etcdsched/scheduler/internal/notify"
 	"github.com/etcdsched/scheduler/internal/runs"
+	"github.com/etcdsched/scheduler/internal/schedule"
 )
 
 // A tick of a job with overdue_after that has not succeeded by
@@ -42,11 +43,21 @@ const maxOverdueTicks = 256
 // etcd's default --max-txn-ops (128) beside the state and the fence.
 const maxOverdueOps = 100
 
-// judge is the actor that finds overdue ticks for one term; it keeps no
-// state of its own: the overdue view and etcd hold it.
+// pauseSlack: a paused job is looked at again at most this often (its
+// ticks passed over are written), and the ticks up to this long after the
+// judge last saw it paused are taken for ticks of the pause: the judge
+// may see a resume that long after the last look that saw the pause.
+const pauseSlack = time.Second
+
+// judge is the actor that finds overdue ticks for one term. What it
+// judged is in etcd (the jobs' overdue states, read through the view);
+// its own state is when it last saw each job paused, its goroutine's.
 type judge struct {
 	*base
+	pausedSeen map[string]time.Time
 }
+
+func newJudge(b *base) *judge { return &judge{base: b, pausedSeen: map[string]time.Time{}} }
 
 // Run judges the ticks that fall due while the term lasts.
 func (o *judge) Run(ctx context.Context) error {
@@ -120,38 +131,9 @@ func (o *judge) job(ctx context.Context, cfg *config.Config, j *config.Job) (tim
 			clientv3.OpPut(key, overdue.Encode(overdue.State{Through: now})))
 		return now.Add(overdueConflict), err
 	}
-	paused := o.d.Paused.Is(j.Name, j.Paused)
-	sinks := wanting(cfg, j)
-	judged, notes, next := st, []clientv3.Op(nil), time.Time{}
-	looked := 0
-	for t := sched.Next(st.Through); !t.IsZero(); t = sched.Next(t) {
-		due := t.Add(j.OverdueAfter.D())
-		if paused && t.After(now) {
-			next = t
-			break
-		}
-		if !paused && due.After(now) {
-			next = due
-			break
-		}
-		if looked++; looked > maxOverdueTicks || len(notes)+len(sinks) > maxOverdueOps {
-			next = now // the rest at once, in the next transaction
-			break
-		}
-		judged.Through = t
-		if paused {
-			continue
-		}
-		outcome, ok, err := o.look(ctx, j.Name, t)
-		if err != nil {
-			return time.Time{}, err
-		}
-		if ok {
-			continue
-		}
-		judged.Tick = &overdue.Tick{RunID: runs.ID(j.Name, t), ScheduledAt: t, Outcome: outcome, At: now}
-		notes = append(notes, o.notes(j, sinks, judged.Tick, due)...)
-		o.d.Log.Warn("tick overdue: not succeeded in time", "job", j.Name, "run_id", judged.Tick.RunID, "outcome", outcome, "due", due)
+	judged, notes, next, err := o.scan(ctx, cfg, j, sched, st, now)
+	if err != nil {
+		return time.Time{}, err
 	}
 	if judged.Through.Equal(st.Through) {
 		return next, nil
@@ -162,6 +144,64 @@ func (o *judge) job(ctx context.Context, cfg *config.Config, j *config.Job) (tim
 		return now.Add(overdueConflict), nil // judged meanwhile: the view is behind
 	}
 	return next, err
+}
+
+// scan judges j's ticks after st.Through that fell due by now: it returns
+// the state to write, the notifications of the ticks found overdue and
+// when to look again. A paused job's ticks are passed over up to now, and
+// so are, once it is resumed, the ticks up to pauseSlack after this term
+// last saw it paused: they were scheduled while it was, so never
+// materialized (docs/design-leader.md#a-pause-ends-at-its-until).
+func (o *judge) scan(ctx context.Context, cfg *config.Config, j *config.Job, sched schedule.Schedule, st overdue.State, now time.Time) (overdue.State, []clientv3.Op, time.Time, error) {
+	paused := o.d.Paused.Is(j.Name, j.Paused)
+	if paused {
+		o.pausedSeen[j.Name] = now
+	}
+	seen, wasPaused := o.pausedSeen[j.Name]
+	sinks := wanting(cfg, j)
+	judged, notes, next := st, []clientv3.Op(nil), time.Time{}
+	looked := 0
+	for t := sched.Next(st.Through); !t.IsZero(); t = sched.Next(t) {
+		due := t.Add(j.OverdueAfter.D())
+		passOver := paused || (wasPaused && !t.After(seen.Add(pauseSlack)))
+		if passOver && t.After(now) {
+			next = t
+			if paused {
+				next = maxTime(t, now.Add(pauseSlack))
+			}
+			break
+		}
+		if !passOver && due.After(now) {
+			next = due
+			break
+		}
+		if looked++; looked > maxOverdueTicks || len(notes)+len(sinks) > maxOverdueOps {
+			next = now // the rest at once, in the next transaction
+			break
+		}
+		judged.Through = t
+		if passOver {
+			continue
+		}
+		outcome, ok, err := o.look(ctx, j.Name, t)
+		if err != nil {
+			return st, nil, time.Time{}, err
+		}
+		if ok {
+			continue
+		}
+		judged.Tick = &overdue.Tick{RunID: runs.ID(j.Name, t), ScheduledAt: t, Outcome: outcome, At: now}
+		notes = append(notes, o.notes(j, sinks, judged.Tick, due)...)
+		o.d.Log.Warn("tick overdue: not succeeded in time", "job", j.Name, "run_id", judged.Tick.RunID, "outcome", outcome, "due", due)
+	}
+	return judged, notes, next, nil
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // look reads what etcd holds of j's tick at t and judges it

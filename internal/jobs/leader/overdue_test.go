@@ -61,15 +61,16 @@ func overdueNotes(t *testing.T, l *leader, cli *clientv3.Client) map[string]*not
 
 // Each nightly tick is judged at 02:00 + 3h, from what etcd holds of it:
 // never started, failed with its retry waiting, still running, succeeded
-// (not overdue), and one of a paused job (not overdue). A judge whose view
-// is behind its own write writes nothing twice, and a deposed leader's
-// judge writes nothing at all. The notification names the job's last
+// (not overdue), ones of a paused job (not overdue, the one scheduled as
+// the pause ended too) and one after the resume (overdue). A judge whose
+// view is behind its own write writes nothing twice, and a deposed
+// leader's judge writes nothing at all. The notification names the job's last
 // success, and the state (the gauge) clears once a later tick succeeds.
 func TestOverdueJudgesEachTickOnce(t *testing.T) {
 	l, cli, reload := overdueLeader(t)
 	clock := l.d.Clock.(interface{ Advance(time.Duration) })
 	ctx := t.Context()
-	j := &judge{base: l.base}
+	j := newJudge(l.base)
 	cfg := l.d.Config()
 	day := func(n int) time.Time { return time.Date(2026, 11, 25+n, 2, 0, 0, 0, time.UTC) }
 	entry := func(n int) *queue.Entry {
@@ -150,12 +151,24 @@ func TestOverdueJudgesEachTickOnce(t *testing.T) {
 	if n := overdueNotes(t, l, cli)[runs.ID("backup", day(5))]; n != nil {
 		t.Errorf("a paused job's tick notified overdue: %+v", n)
 	}
+	// Still paused just before day 6's tick, resumed just after it: the
+	// tick was one of the pause (never materialized), not overdue.
+	judgeAt(day(6).Add(-500 * time.Millisecond))
+	commit(clientv3.OpDelete(l.d.Keys.Paused("backup")))
+	judgeAt(day(6).Add(3 * time.Hour))
+	if n := overdueNotes(t, l, cli)[runs.ID("backup", day(6))]; n != nil {
+		t.Errorf("a tick scheduled as the pause ended notified overdue: %+v", n)
+	}
+	// Resumed: day 7's tick never starts and is overdue.
+	judgeAt(day(7).Add(3 * time.Hour))
+	if n := overdueNotes(t, l, cli)[runs.ID("backup", day(7))]; n == nil || n.Overdue.Outcome != overdue.NeverStarted {
+		t.Errorf("day 7 after the resume: %+v, want overdue, never started", n)
+	}
 	// A new term: the old one's judge is fenced off.
 	if _, err := cli.Delete(ctx, l.term.Key); err != nil {
 		t.Fatal(err)
 	}
-	commit(clientv3.OpDelete(l.d.Keys.Paused("backup")))
-	clock.Advance(day(6).Add(3 * time.Hour).Sub(l.d.Clock.Now()))
+	clock.Advance(day(8).Add(3 * time.Hour).Sub(l.d.Clock.Now()))
 	reload()
 	if _, err := j.round(ctx); !errors.Is(err, errNotLeader) {
 		t.Errorf("deposed judge: %v, want %v", err, errNotLeader)
