@@ -56,9 +56,11 @@ func (r Read) Judge() (outcome string, succeeded bool) {
 		}
 		delete(ended, e.RunID) // the entry is its newer attempt
 	}
-	if len(r.Entries) == 0 && len(r.Records) == 1 && len(ended) == 1 {
-		for _, o := range ended {
-			return string(o), o == runs.Succeeded
+	if len(r.Entries) == 0 && len(ended) == 1 {
+		for id, o := range ended {
+			if _, _, shard := runs.ShardOf(id); !shard {
+				return string(o), o == runs.Succeeded // an unsharded run's end
+			}
 		}
 	}
 	for _, o := range ended {
