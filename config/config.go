@@ -175,6 +175,10 @@ type Job struct {
 	// or 1: one run a tick. ShardInputs[k] is merged over shard k's input.
 	Shards      int              `yaml:"shards" json:"shards,omitempty"`
 	ShardInputs []map[string]any `yaml:"shard_inputs" json:"shard_inputs,omitempty"`
+	// OverdueAfter: a tick not succeeded this long after its scheduled
+	// time is overdue, and the leader notifies "overdue" once
+	// (docs/operations.md#overdue); 0: never overdue.
+	OverdueAfter Duration `yaml:"overdue_after" json:"overdue_after,omitempty"`
 }
 
 // Retries: exponential backoff, on failure only.

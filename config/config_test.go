@@ -114,6 +114,10 @@ var badFiles = map[string][]string{
 		`testdata/duration.bad.yaml:5:24: jobs[0] "ping": starting_deadline: must be positive, got 0s`,
 		`testdata/duration.bad.yaml:6:20: jobs[0] "ping": history_limit: must be at least 1, got 0`,
 	},
+	"testdata/overdue.bad.yaml": {
+		`testdata/overdue.bad.yaml:4:20: jobs[0] "backup": overdue_after: must be positive (or left out: never overdue), got 0s`,
+		`testdata/overdue.bad.yaml:9:20: jobs[1] "report": overdue_after: must be positive (or left out: never overdue), got -1h0m0s`,
+	},
 	"testdata/empty.bad.yaml": {
 		`testdata/empty.bad.yaml:1:1: file is empty`,
 	},

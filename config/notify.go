@@ -33,6 +33,14 @@ const (
 // that ended otherwise; the other events are the outcomes themselves.
 const Recovered = "recovered"
 
+// Failing is the event of the first run that ends otherwise than
+// succeeded after a succeeded one: the mirror of Recovered.
+const Failing = "failing"
+
+// Overdue is the event of a tick not succeeded overdue_after past its
+// scheduled time, written once per tick by the leader (docs/operations.md#overdue).
+const Overdue = "overdue"
+
 // Paused is the event of a job paused by pause_on_failure (docs/configuration.md#jobs), sent with the record of the run that paused it.
 const Paused = "paused"
 
@@ -40,8 +48,11 @@ const Paused = "paused"
 // values of after.on.
 var Outcomes = []string{"succeeded", "failed", "timed_out", "cancelled", "lost", "skipped", "missed", "interrupted"}
 
+// events are the sink events that are not outcomes.
+var events = []string{Recovered, Failing, Paused, Overdue}
+
 // DefaultSinkOn are the events a sink gets when it names none.
-var DefaultSinkOn = []string{"failed", "timed_out", "lost", "missed", Recovered}
+var DefaultSinkOn = []string{"failed", "timed_out", "lost", "missed", Recovered, Overdue}
 
 // DefaultNotifyMaxAge is notify.max_age when the file leaves it out.
 const DefaultNotifyMaxAge = time.Hour
@@ -110,8 +121,8 @@ func (c *Config) validateNotify(p *problems) {
 			p.add(path+".format", "invalid value %q: want json or slack", s.Format)
 		}
 		for k, ev := range s.On {
-			if ev != Recovered && ev != Paused && !slices.Contains(Outcomes, ev) {
-				p.add(fmt.Sprintf("%s.on[%d]", path, k), "unknown event %q: want one of %s, %s or %s", ev, strings.Join(Outcomes, ", "), Recovered, Paused)
+			if !slices.Contains(events, ev) && !slices.Contains(Outcomes, ev) {
+				p.add(fmt.Sprintf("%s.on[%d]", path, k), "unknown event %q: want one of %s or %s", ev, strings.Join(Outcomes, ", "), strings.Join(events, ", "))
 			}
 		}
 		for name, value := range s.Headers {

@@ -26,7 +26,7 @@ var notifyBadFiles = map[string][]string{
 		`testdata/notify_headers.bad.yaml:9:12: notify.max_age: must be positive, got 0s`,
 	},
 	"testdata/notify_sink.bad.yaml": {
-		`testdata/notify_sink.bad.yaml:5:20: notify.sinks[0].on[1]: unknown event "exploded": want one of succeeded, failed, timed_out, cancelled, lost, skipped, missed, interrupted, recovered or paused`,
+		`testdata/notify_sink.bad.yaml:5:20: notify.sinks[0].on[1]: unknown event "exploded": want one of succeeded, failed, timed_out, cancelled, lost, skipped, missed, interrupted or recovered, failing, paused, overdue`,
 		`testdata/notify_sink.bad.yaml:8:15: notify.sinks[1].format: invalid value "xml": want json or slack`,
 		`testdata/notify_sink.bad.yaml:9:13: notify.sinks[2].name: duplicate sink name "ops" (first at line 3)`,
 		`testdata/notify_sink.bad.yaml:11:13: notify.sinks[3].name: invalid sink name "On-Call": want [a-z0-9][a-z0-9._-]{0,62}`,

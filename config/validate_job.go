@@ -33,6 +33,9 @@ func (j *Job) validate(p *problems, path string, resources, first map[string]str
 		p.add(path+".catch_up", "invalid value %q: want none, latest or all", j.CatchUp)
 	}
 	positive(p, path+".starting_deadline", j.StartingDeadline)
+	if j.OverdueAfter < 0 || (j.OverdueAfter == 0 && p.present(path+".overdue_after")) {
+		p.add(path+".overdue_after", "must be positive (or left out: never overdue), got %s", j.OverdueAfter)
+	}
 	j.validateResources(p, path, resources)
 	if j.HistoryLimit < 1 {
 		p.add(path+".history_limit", "must be at least 1, got %d", j.HistoryLimit)

@@ -26,7 +26,8 @@ import (
 // ticks overlap (runs_skipped_total{reason="overlap"}, slots_in_use{job}),
 // and one whose queued ticks wait past their starting deadline for the slot
 // (runs_skipped_total{reason="deadline"}, runs_total{outcome="missed"}),
-// and a sink nobody listens on, whose notifications of failed runs are
+// a job that fails and is overdue (job_overdue, last_success_timestamp
+// through the jobs that succeed) and a sink nobody listens on, whose notifications of failed runs are
 // dropped after max_age (notifications_total{result="dropped"}).
 const replicaConfig = `
 cluster:
@@ -47,6 +48,7 @@ jobs:
     exec: {command: ["true"]}
   - name: fails
     schedule: "@every 1s"
+    overdue_after: 1s
     exec: {command: ["false"]}
   - name: slow
     schedule: "@every 1s"

@@ -147,7 +147,8 @@ func dashboardQueries(t *testing.T) (dashboard, []query) {
 // alertNames are the alerts deploy/README.md promises.
 var alertNames = []string{
 	"SchedulerNoLeader", "SchedulerSeveralLeaders", "SchedulerRunFailures", "SchedulerRunsLost",
-	"SchedulerMissedTicks", "SchedulerLateStarts", "SchedulerSessionLost", "SchedulerNotificationsDropped", "SchedulerConfigReloadFailed",
+	"SchedulerMissedTicks", "SchedulerLateStarts", "SchedulerSessionLost", "SchedulerNotificationsDropped", "SchedulerJobOverdue",
+	"SchedulerConfigReloadFailed",
 }
 
 // TestAlertRules: the rules load in Prometheus, every alert says how bad it

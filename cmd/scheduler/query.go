@@ -56,7 +56,7 @@ func jobsCommand(ctx context.Context, args []string, stdout, stderr io.Writer) i
 }
 
 // jobsTable: by default what an operator scans for (when, how it went,
-// how busy); -o wide adds the target, time zone, pause flag with its
+// how busy, and OVERDUE after the last outcome of an overdue job); -o wide adds the target, time zone, pause flag with its
 // until and reason, last run's time, runs queued ahead and the
 // concurrency key. Times are never cut: a paused job's NEXT RUN says
 // "paused" and its until, its reason is free text and waits for -o wide.
@@ -69,6 +69,10 @@ func jobsTable(v view, list []client.Job) *table {
 		last, outcome := "-", "-"
 		if j.LastRun != nil {
 			last, outcome = stamp(j.LastRun.ScheduledAt), string(j.LastRun.Outcome)
+		}
+		if j.Overdue {
+			// Not succeeded when it should have (docs/operations.md#overdue).
+			outcome += " OVERDUE"
 		}
 		next := stamp(j.NextRun)
 		if j.Paused {

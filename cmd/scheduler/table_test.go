@@ -179,3 +179,21 @@ func TestRunsTableTeam(t *testing.T) {
 		t.Errorf("header %q: want no TEAM when no listed run has one", h)
 	}
 }
+
+// An overdue job is marked in the LAST column, whatever its last run.
+func TestJobsTableMarksOverdue(t *testing.T) {
+	jobs := []client.Job{
+		{Job: wire.Job{Name: "backup", Spec: config.Job{Schedule: "0 2 * * *"}, MaxConcurrency: 1, Overdue: true,
+			LastRun: &runs.Record{Outcome: runs.Failed}}},
+		{Job: wire.Job{Name: "report", Spec: config.Job{Schedule: "0 3 * * *"}, MaxConcurrency: 1,
+			LastRun: &runs.Record{Outcome: runs.Failed}}},
+	}
+	var b bytes.Buffer
+	if err := jobsTable(view{width: defaultWidth}, jobs).write(&b); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(b.String(), "\n")
+	if !strings.Contains(lines[1], "failed OVERDUE") || strings.Contains(lines[2], "OVERDUE") {
+		t.Errorf("want backup marked OVERDUE, report not:\n%s", b.String())
+	}
+}

@@ -23,6 +23,7 @@ import (
 	"github.com/etcdsched/scheduler/internal/jobs/leader"
 	"github.com/etcdsched/scheduler/internal/jobs/metrics"
 	"github.com/etcdsched/scheduler/internal/jobs/outbox"
+	"github.com/etcdsched/scheduler/internal/jobs/overdue"
 	"github.com/etcdsched/scheduler/internal/jobs/pause"
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
 	"github.com/etcdsched/scheduler/internal/jobs/worker"
@@ -84,6 +85,7 @@ type Engine struct {
 	worker   *worker.Worker
 	finished *leader.Finished
 	outbox   *outbox.View
+	overdue  *overdue.View   // jobs' overdue states and last successes
 	workers  *leader.Workers // members/ as the leader assigns and resolves by
 	assign   *assign.Store   // the lean protocol's transactions, the worker's and the leader's
 	jobs     *jobReader      // the API's reads of jobs (status.go)
@@ -120,6 +122,7 @@ func New(opts Options) (*Engine, error) {
 		paused:        pause.NewView(layout, opts.Clock),
 		finished:      leader.NewFinished(),
 		outbox:        outbox.NewView(),
+		overdue:       overdue.NewView(layout),
 		workers:       leader.NewWorkers(layout),
 		assign:        assigned,
 		configChanged: make(chan struct{}, 1),
@@ -127,7 +130,7 @@ func New(opts Options) (*Engine, error) {
 	e.runs = newRunReader(&opts, layout, e.queue)
 	e.jobs = &jobReader{
 		kv: opts.Client, keys: layout, config: opts.Config, clock: opts.Clock,
-		queue: e.queue, paused: e.paused, outbox: e.outbox, slots: opts.Slots, runs: e.runs,
+		queue: e.queue, paused: e.paused, outbox: e.outbox, slots: opts.Slots, runs: e.runs, late: e.overdue,
 	}
 	if err := e.registerGauges(); err != nil {
 		return nil, err
@@ -166,6 +169,9 @@ func (e *Engine) registerGauges() error {
 	if err := e.metrics.JobPaused(e.opts.Reg, e.jobs.pausedJobs); err != nil {
 		return fmt.Errorf("jobs: metrics: %w", err)
 	}
+	if err := e.metrics.JobOverdue(e.opts.Reg, e.jobs.overdueJobs); err != nil {
+		return fmt.Errorf("jobs: metrics: %w", err)
+	}
 	return nil
 }
 
@@ -189,6 +195,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		{e.keys.Specs(), e.specs},
 		{e.keys.Queue(), e.queue},
 		{e.keys.Jobs(), e.paused},
+		{e.keys.Jobs(), e.overdue},
 		{e.keys.Cancels(), e.worker.Cancels()},
 		{e.keys.Members(), e.worker.Members()},
 		{e.keys.ReplicaAssignments(e.opts.ID), e.worker.Assignments()},
@@ -233,7 +240,7 @@ func (e *Engine) Ready() <-chan struct{} { return e.queue.Ready() }
 func (e *Engine) Lead(ctx context.Context, term election.Leadership) error {
 	return leader.Run(ctx, leader.Deps{
 		Client: e.opts.Client, Keys: e.keys, Config: e.opts.Config, ConfigChanged: e.configChanged,
-		Queue: e.queue, Specs: e.specs, Paused: e.paused, Slots: e.opts.Slots, Finished: e.finished, Outbox: e.outbox,
+		Queue: e.queue, Specs: e.specs, Paused: e.paused, Slots: e.opts.Slots, Finished: e.finished, Outbox: e.outbox, Overdue: e.overdue,
 		Metrics: e.metrics, Clock: e.clock, Log: e.log, Lookahead: e.opts.Lookahead,
 		Workers: e.workers, Assign: e.assign,
 	}, term)

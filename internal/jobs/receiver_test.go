@@ -37,6 +37,8 @@ type delivery struct {
 	Record runs.Record
 	Status int // what the receiver answered
 	At     time.Time
+	// Overdue is what an "overdue" notification says of its tick.
+	Overdue *notify.Overdue
 }
 
 func startReceiver(t *testing.T, status int) *receiver {
@@ -49,12 +51,13 @@ func startReceiver(t *testing.T, status int) *receiver {
 func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
 	body, _ := io.ReadAll(req.Body)
 	var msg struct {
-		NotificationID string `json:"notification_id"`
-		Event          string `json:"event"`
+		NotificationID string          `json:"notification_id"`
+		Event          string          `json:"event"`
+		Overdue        *notify.Overdue `json:"overdue"`
 		runs.Record
 	}
 	_ = json.Unmarshal(body, &msg)
-	d := delivery{ID: req.Header.Get(notify.HeaderID), Event: msg.Event, Record: msg.Record, At: time.Now()}
+	d := delivery{ID: req.Header.Get(notify.HeaderID), Event: msg.Event, Record: msg.Record, At: time.Now(), Overdue: msg.Overdue}
 	r.mu.Lock()
 	d.Status = r.status
 	if d.At.Before(r.refuseUntil) {

@@ -14,7 +14,9 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/config"
+	"github.com/etcdsched/scheduler/internal/jobs/metrics"
 	"github.com/etcdsched/scheduler/internal/jobs/outbox"
+	"github.com/etcdsched/scheduler/internal/jobs/overdue"
 	"github.com/etcdsched/scheduler/internal/jobs/pause"
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
 	"github.com/etcdsched/scheduler/internal/keys"
@@ -45,7 +47,8 @@ type jobReader struct {
 	paused *pause.View
 	outbox *outbox.View
 	slots  *slots.Semaphore
-	runs   *runReader // last runs, and the refusal of an unknown job
+	runs   *runReader    // last runs, and the refusal of an unknown job
+	late   *overdue.View // overdue states and last successes
 }
 
 // Notifications sums up the notifications not yet delivered, as this
@@ -182,6 +185,8 @@ func (jr *jobReader) jobStatus(j *config.Job, queued queueCount, notes map[strin
 		After:          j.After,
 	}
 	st.PendingNotifications = notes[j.Name]
+	isOverdue, last := jr.late.Job(j.Name)
+	st.Overdue, st.LastSucceededAt = isOverdue && j.OverdueAfter > 0, last
 	if j.Sharded() {
 		st.Shards = j.Shards
 	}
@@ -229,6 +234,19 @@ func (jr *jobReader) pausedJobs() map[string]bool {
 	for i := range cfg.Jobs {
 		j := &cfg.Jobs[i]
 		out[j.Name] = jr.paused.Is(j.Name, j.Paused)
+	}
+	return out
+}
+
+// overdueJobs is each configured job's overdue state and last success,
+// as etcd stores them, for the gauges.
+func (jr *jobReader) overdueJobs() map[string]metrics.JobOverdue {
+	cfg := jr.config()
+	out := make(map[string]metrics.JobOverdue, len(cfg.Jobs))
+	for i := range cfg.Jobs {
+		j := &cfg.Jobs[i]
+		isOverdue, last := jr.late.Job(j.Name)
+		out[j.Name] = metrics.JobOverdue{Watched: j.OverdueAfter > 0, Overdue: isOverdue && j.OverdueAfter > 0, LastSucceeded: last}
 	}
 	return out
 }

@@ -73,8 +73,9 @@ func (l Layout) Scheduled(job string) string { return l.Jobs() + job + "/schedul
 func (l Layout) Paused(job string) string { return l.Jobs() + job + "/paused" }
 
 // Health says whether job's last run ended well ("ok") or not
-// ("failing"): what decides a "recovered" notification. Absent until a
-// job with a sink for "recovered" first ends a run otherwise.
+// ("failing"): what decides a "recovered" or "failing" notification.
+// Absent until a job with a sink for "recovered" first ends a run
+// otherwise, or one with a sink for "failing" first ends a run.
 func (l Layout) Health(job string) string { return l.Jobs() + job + "/health" }
 
 // CursorJob returns the job of a cursor key.

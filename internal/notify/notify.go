@@ -28,6 +28,19 @@ type Notification struct {
 	// counts from here.
 	CreatedAt time.Time   `json:"created_at"`
 	Record    runs.Record `json:"record"`
+	// Overdue is set on an "overdue" notification: the tick is Record
+	// (its run id, job and scheduled time), this says what became of it.
+	Overdue *Overdue `json:"overdue,omitempty"`
+}
+
+// Overdue is what an "overdue" notification says of its tick
+// (docs/operations.md#overdue): what it was when it fell due, when that
+// was, and the job's last succeeded run before (empty: none known).
+type Overdue struct {
+	Outcome              string    `json:"outcome"`
+	DueAt                time.Time `json:"due_at"`
+	LastSucceededRunID   string    `json:"last_succeeded_run_id,omitempty"`
+	LastSucceededEndedAt time.Time `json:"last_succeeded_at,omitzero"`
 }
 
 // ID is the notification id of event for the attempt of runID: derived

@@ -23,18 +23,24 @@ func Body(format string, n *Notification) ([]byte, error) {
 		return json.Marshal(map[string]string{"text": Summary(n)})
 	}
 	return json.Marshal(struct {
-		NotificationID string `json:"notification_id"`
-		Event          string `json:"event"`
+		NotificationID string   `json:"notification_id"`
+		Event          string   `json:"event"`
+		Overdue        *Overdue `json:"overdue,omitempty"`
 		runs.Record
-	}{n.ID, n.Event, n.Record})
+	}{n.ID, n.Event, n.Overdue, n.Record})
 }
 
 // Summary is the one-line text of a notification.
 func Summary(n *Notification) string {
 	r := &n.Record
 	s := fmt.Sprintf("%s: run %s %s", r.Job, r.RunID, n.Event)
-	if n.Event == config.Recovered {
+	switch {
+	case n.Event == config.Recovered:
 		s = fmt.Sprintf("%s recovered: run %s succeeded", r.Job, r.RunID)
+	case n.Event == config.Failing:
+		s = fmt.Sprintf("%s failing: run %s %s after a success", r.Job, r.RunID, r.Outcome)
+	case n.Overdue != nil:
+		return overdueSummary(r, n.Overdue)
 	}
 	if r.Attempt > 1 {
 		s += fmt.Sprintf(" (attempt %d)", r.Attempt)
@@ -97,4 +103,14 @@ func (s *Sender) Post(ctx context.Context, sink *config.Sink, n *Notification) e
 		return fmt.Errorf("%w: sink %s answered %d", ErrStatus, sink.Name, resp.StatusCode)
 	}
 	return nil
+}
+
+// overdueSummary is the line of an "overdue" notification: the tick, what
+// it is so far and the job's last success.
+func overdueSummary(r *runs.Record, o *Overdue) string {
+	s := fmt.Sprintf("%s overdue: tick %s not succeeded by %s (%s)", r.Job, r.RunID, o.DueAt.UTC().Format(time.RFC3339), o.Outcome)
+	if o.LastSucceededRunID == "" {
+		return s + "; no success known"
+	}
+	return s + fmt.Sprintf("; last succeeded run %s ended %s", o.LastSucceededRunID, o.LastSucceededEndedAt.UTC().Format(time.RFC3339))
 }

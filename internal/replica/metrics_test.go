@@ -26,6 +26,7 @@ func TestMetricsOfSpec(t *testing.T) {
   - name: echo
     schedule: "0 0 1 1 *"
     catch_up: none
+    overdue_after: 1h
     exec:
       command: ["echo", "hello"]
   # Paused with a tick every second: the gauge says so, and no tick is
@@ -61,6 +62,8 @@ func TestMetricsOfSpec(t *testing.T) {
 		`scheduler_runs_skipped_total{job="busy",reason="overlap",team=""} `,
 		`scheduler_job_paused{job="idle",team=""} 1`,
 		`scheduler_job_paused{job="echo",team=""} 0`,
+		`scheduler_job_overdue{job="echo",team=""} 0`,
+		`scheduler_job_last_success_timestamp_seconds{job="echo",team=""} `,
 		`scheduler_session_lost_total 0`,
 		`scheduler_config_reloads_total{result="error"} 0`,
 		`scheduler_config_reloads_total{result="success"} 0`,

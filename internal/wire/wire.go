@@ -83,6 +83,12 @@ type Job struct {
 	// RemainingRuns is, for a job with max_runs, how many scheduled runs
 	// it has left (docs/configuration.md#jobs); absent without max_runs.
 	RemainingRuns *int `json:"remaining_runs,omitempty"`
+	// Overdue is true while the job's newest overdue tick has not
+	// succeeded nor a later one (docs/operations.md#overdue);
+	// LastSucceededAt is when its last succeeded run ended (absent: none
+	// known).
+	Overdue         bool      `json:"overdue"`
+	LastSucceededAt time.Time `json:"last_succeeded_at,omitzero"`
 }
 
 // RemovedJob is a job gone from the config whose history is kept until

@@ -39,6 +39,7 @@ window.SchedulerJobs = (function () {
         const [name, target, schedule, next, last, running, paused, actions] = cells(tr, 8);
         tr.classList.toggle('selected', j.name === state.selectedJob);
         tr.dataset.paused = String(!!j.paused);
+        tr.dataset.overdue = String(!!j.overdue);
         name.className = 'name';
         name.replaceChildren(document.createTextNode(j.name));
         if (j.team) name.append(el('span', { class: 'sub', text: `team ${j.team}` }));
@@ -58,6 +59,11 @@ window.SchedulerJobs = (function () {
           if (isTime(when)) last.append(el('span', { class: 'sub', title: when, text: `${absTime(when)} (${relTime(when)})` }));
         } else {
           last.append(el('span', { class: 'muted', text: 'never' }));
+        }
+        // A tick not succeeded overdue_after past its time (docs/operations.md#overdue).
+        if (j.overdue) {
+          const since = isTime(j.last_succeeded_at) ? `last succeeded ${absTime(j.last_succeeded_at)}` : 'no success known';
+          last.append(el('span', { class: 'badge overdue', title: since, text: 'overdue' }));
         }
         running.replaceChildren(document.createTextNode(`${j.running} / ${j.max_concurrency}`));
         running.dataset.testid = 'running';

@@ -46,6 +46,7 @@ func TestEveryJobSettingIsPlaced(t *testing.T) {
 		"name":                  "identity",
 		"team":                  "the file's team: labels and default sinks, on either path",
 		"shard_inputs":          "each shard's input; shards (beyond) makes the tick many runs",
+		"overdue_after":         "the leader's look at the tick after it was due, on either path",
 	}
 	// schedule: when ticks are due, which the leader's plan decides before
 	// either path (late, caught up or jittered ticks are never assigned).

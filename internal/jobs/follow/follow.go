@@ -18,6 +18,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/config"
+	"github.com/etcdsched/scheduler/internal/jobs/overdue"
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
 	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/notify"
@@ -38,7 +39,8 @@ type Caused struct {
 	// leader's collection of unused specs that it is used again).
 	Ops []clientv3.Op
 	// Health is the job's health transition (a nested transaction), when
-	// a sink of the job wants "recovered". It is apart because one
+	// a sink of the job wants "recovered" or "failing", and a succeeded
+	// run's put of the job's last success. It is apart because one
 	// transaction may put a key only once: a writer recording several
 	// runs of one job in one transaction keeps only the last one's.
 	Health []clientv3.Op
@@ -70,41 +72,70 @@ func Record(k keys.Layout, cfg *config.Config, job *config.Job, rec *runs.Record
 }
 
 // notifications puts one notification per sink that wants the record's
-// outcome, and decides "recovered" in the transaction itself: the job's
-// health key says whether the runs before this one ended otherwise, and a
-// nested transaction compares it, so two records written one after the
-// other cannot both see "failing" (no read-modify-write race), and only a
-// transition costs a write.
+// outcome, and decides "recovered" and "failing" in the transaction
+// itself: the job's health key says whether the runs before this one
+// ended otherwise ("failing") or succeeded ("ok"), and a nested
+// transaction compares it, so two records written one after the other
+// cannot both see the same health (no read-modify-write race), and only a
+// transition costs a write. A succeeded record also puts the job's last
+// success (keys.Succeeded), beside the health: one per job in a batch.
 func notifications(k keys.Layout, cfg *config.Config, job *config.Job, rec *runs.Record, now time.Time) Caused {
 	var f Caused
-	tracked := false
-	var recovered []clientv3.Op
+	var recovered, failing []clientv3.Op
 	event := string(rec.Outcome)
 	for _, s := range cfg.SinksOf(job) {
 		if s.Wants(event) {
 			n := notify.New(s.Name, event, rec, now)
 			f.Ops = append(f.Ops, clientv3.OpPut(k.Notification(s.Name, n.ID), n.Encode()))
 		}
-		if s.Wants(config.Recovered) {
-			tracked = true
-			n := notify.New(s.Name, config.Recovered, rec, now)
-			recovered = append(recovered, clientv3.OpPut(k.Notification(s.Name, n.ID), n.Encode()))
+		for _, t := range []struct {
+			event string
+			ops   *[]clientv3.Op
+		}{{config.Recovered, &recovered}, {config.Failing, &failing}} {
+			if s.Wants(t.event) {
+				n := notify.New(s.Name, t.event, rec, now)
+				*t.ops = append(*t.ops, clientv3.OpPut(k.Notification(s.Name, n.ID), n.Encode()))
+			}
 		}
 	}
-	if !tracked {
-		return f
-	}
-	health := k.Health(rec.Job)
-	failing := clientv3.Compare(clientv3.Value(health), "=", healthFailing)
 	if rec.Outcome == runs.Succeeded {
-		then := append(recovered, clientv3.OpPut(health, healthOK))
-		f.Health = []clientv3.Op{clientv3.OpTxn([]clientv3.Cmp{failing}, then, nil)}
-	} else {
-		// A value compare with an absent key fails: a job's first
-		// failure takes the else branch too.
-		f.Health = []clientv3.Op{clientv3.OpTxn([]clientv3.Cmp{failing}, nil, []clientv3.Op{clientv3.OpPut(health, healthFailing)})}
+		f.Health = append(f.Health, clientv3.OpPut(k.Succeeded(rec.Job), overdue.Encode(overdue.SucceededOf(rec))))
+	}
+	if h := health(k, rec, recovered, failing); h != nil {
+		f.Health = append(f.Health, h...)
 	}
 	return f
+}
+
+// health is the job's health transition, when a sink wants recovered
+// (any ops in recovered) or failing (any in failing); nil when none does.
+// The job's first runs leave it absent unless a sink wants failing, which
+// needs to know that a success came before.
+func health(k keys.Layout, rec *runs.Record, recovered, failing []clientv3.Op) []clientv3.Op {
+	if recovered == nil && failing == nil {
+		return nil
+	}
+	key := k.Health(rec.Job)
+	isFailing := clientv3.Compare(clientv3.Value(key), "=", healthFailing)
+	if rec.Outcome == runs.Succeeded {
+		then := append(recovered, clientv3.OpPut(key, healthOK))
+		var els []clientv3.Op
+		if failing != nil {
+			// A value compare with an absent key fails: the first
+			// success writes "ok", so the failure after it is a change.
+			els = []clientv3.Op{clientv3.OpTxn([]clientv3.Cmp{clientv3.Compare(clientv3.Version(key), "=", 0)},
+				[]clientv3.Op{clientv3.OpPut(key, healthOK)}, nil)}
+		}
+		return []clientv3.Op{clientv3.OpTxn([]clientv3.Cmp{isFailing}, then, els)}
+	}
+	// A value compare with an absent key fails: a job's first failure
+	// takes the else branch too.
+	toFailing := clientv3.OpTxn([]clientv3.Cmp{isFailing}, nil, []clientv3.Op{clientv3.OpPut(key, healthFailing)})
+	if failing == nil {
+		return []clientv3.Op{toFailing}
+	}
+	wasOK := clientv3.Compare(clientv3.Value(key), "=", healthOK)
+	return []clientv3.Op{clientv3.OpTxn([]clientv3.Cmp{wasOK}, append(failing, clientv3.OpPut(key, healthFailing)), []clientv3.Op{toFailing})}
 }
 
 // chained queues the run of down that rec's end causes, unless it exists
@@ -169,8 +200,12 @@ func MergeHealth(prev, next []clientv3.Op) []clientv3.Op {
 	return out
 }
 
-// healthKey is the key a health transition (notifications) compares.
+// healthKey is the key a health transition (notifications) compares, or
+// the key a plain put among them (the last success) writes.
 func healthKey(op clientv3.Op) string {
+	if !op.IsTxn() {
+		return string(op.KeyBytes())
+	}
 	cmps, _, _ := op.Txn()
 	if len(cmps) == 0 {
 		return ""

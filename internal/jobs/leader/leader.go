@@ -21,6 +21,7 @@ import (
 	"github.com/etcdsched/scheduler/internal/jobs/assign"
 	"github.com/etcdsched/scheduler/internal/jobs/metrics"
 	"github.com/etcdsched/scheduler/internal/jobs/outbox"
+	"github.com/etcdsched/scheduler/internal/jobs/overdue"
 	"github.com/etcdsched/scheduler/internal/jobs/pause"
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
 	"github.com/etcdsched/scheduler/internal/keys"
@@ -61,8 +62,11 @@ type Deps struct {
 	Finished      *Finished
 	// Outbox is the notifications waiting for delivery; Sender POSTs them
 	// (nil: the default sender).
-	Outbox  *outbox.View
-	Sender  *notify.Sender
+	Outbox *outbox.View
+	Sender *notify.Sender
+	// Overdue is the jobs' overdue states and last successes; nil: no
+	// tick is judged overdue (overdue.go).
+	Overdue *overdue.View
 	Metrics *metrics.Set
 	Clock   clockwork.Clock
 	Log     *slog.Logger
@@ -131,6 +135,7 @@ func Run(ctx context.Context, d Deps, term election.Leadership) error {
 		(&resumer{base: l.base}).Run,                     // pauses ended at their until (resume.go)
 		l.removed.Run,                                    // removed jobs' history (removed.go)
 		l.resolver.Run,                                   // dead workers' assignments (resolve.go)
+		newJudge(l.base).Run,                             // overdue ticks (overdue.go)
 	}
 	for _, f := range actors {
 		wg.Add(1)

@@ -1,0 +1,67 @@
+// Package overdue is what etcd stores of a job's overdue ticks and last
+// success (docs/operations.md#overdue, docs/protocol.md#overdue): the
+// values of jobs/<job>/overdue and jobs/<job>/succeeded, the judgement of
+// one tick from what etcd holds of it, and the view every replica keeps
+// of both keys, from which the API and the gauges answer alike on every
+// replica.
+package overdue
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/etcdsched/scheduler/internal/runs"
+)
+
+// Succeeded is a job's last succeeded run, as jobs/<job>/succeeded holds it.
+type Succeeded struct {
+	RunID       string    `json:"run_id"`
+	ScheduledAt time.Time `json:"scheduled_at"`
+	EndedAt     time.Time `json:"ended_at"`
+}
+
+// SucceededOf is rec's value at jobs/<job>/succeeded.
+func SucceededOf(rec *runs.Record) Succeeded {
+	return Succeeded{RunID: rec.RunID, ScheduledAt: rec.ScheduledAt.UTC(), EndedAt: rec.EndedAt.UTC()}
+}
+
+// State is a job's overdue state, as jobs/<job>/overdue holds it: the
+// leader has judged every tick scheduled up to Through; Tick, when set,
+// is the newest of them it found overdue.
+type State struct {
+	Through time.Time `json:"through"`
+	Tick    *Tick     `json:"tick,omitempty"`
+}
+
+// Tick is one overdue tick: its run id, scheduled time, what it was at
+// its due time (Outcome: running, queued, failed... or never started) and
+// when the leader found it overdue.
+type Tick struct {
+	RunID       string    `json:"run_id"`
+	ScheduledAt time.Time `json:"scheduled_at"`
+	Outcome     string    `json:"outcome"`
+	At          time.Time `json:"at"`
+}
+
+// Encode is v as stored.
+func Encode(v any) string {
+	b, _ := json.Marshal(v) // strings and times: cannot fail
+	return string(b)
+}
+
+// Decode reads a stored value into v; false when it does not decode.
+func Decode[T any](b []byte) (T, bool) {
+	var v T
+	err := json.Unmarshal(b, &v)
+	return v, err == nil
+}
+
+// IsOverdue reports whether a job whose state is s and whose last success
+// is last counts as overdue: a tick was found overdue and no run of that
+// tick or a later one has succeeded since (scheduler_job_overdue).
+func IsOverdue(s State, last *Succeeded) bool {
+	if s.Tick == nil {
+		return false
+	}
+	return last == nil || last.ScheduledAt.Before(s.Tick.ScheduledAt)
+}
