@@ -194,8 +194,9 @@ func (e *Engine) Run(ctx context.Context) error {
 	}{
 		{e.keys.Specs(), e.specs},
 		{e.keys.Queue(), e.queue},
-		{e.keys.Jobs(), e.paused},
-		{e.keys.Jobs(), e.overdue},
+		// One watch of jobs/ for both views: each put there (a cursor, a
+		// last success) is an event once on this replica, not once a view.
+		{e.keys.Jobs(), mirror.Tee(e.paused, e.overdue)},
 		{e.keys.Cancels(), e.worker.Cancels()},
 		{e.keys.Members(), e.worker.Members()},
 		{e.keys.ReplicaAssignments(e.opts.ID), e.worker.Assignments()},
