@@ -140,40 +140,6 @@ func (a *assignedRunner) claimAll(ctx context.Context, r *claimRound) bool {
 	return true
 }
 
-// claimLater tries the runs refused before the instant again at the
-// instant: the run before may have ended by then. They gave their places
-// back when refused (a run waiting for its slot holds no place under
-// max_parallel, docs/design-admission.md) and take them again here, as
-// many as are free; the rest, and those refused again, take the queue
-// path, where they wait holding no place (settleLater, claimChunk).
-func (a *assignedRunner) claimLater(ctx context.Context, r *claimRound) {
-	if len(r.later) == 0 || !untilDue(ctx, a.d.Clock, r.sess, r.st.At) {
-		return // settleLater queues them
-	}
-	later := r.later
-	r.later = nil
-	for len(later) > 0 {
-		n, _ := a.core.takePlaces(laterIDs(later))
-		if n == 0 {
-			r.later = later // no place free: the queue path waits for one
-			return
-		}
-		if !a.claimChunk(ctx, r, later[:n]) {
-			return // gone, or the leader resolves it: the rest hold no place
-		}
-		later = later[n:]
-	}
-}
-
-// laterIDs are the run ids of the first chunk of rs, in order.
-func laterIDs(rs []assignedRun) []string {
-	ids := make([]string, min(maxChunk, len(rs)))
-	for i := range ids {
-		ids[i] = rs[i].runID
-	}
-	return ids
-}
-
 // finishAll gives back the places of rs, runs that will not start here.
 func (a *assignedRunner) finishAll(rs []assignedRun) {
 	for _, run := range rs {

@@ -1,0 +1,83 @@
+package worker
+
+import (
+	"context"
+	"time"
+)
+
+// Runs refused before their instant (their slot still taken by the run
+// before) are tried again at it: claimLater.
+
+// claimLater tries the runs refused before the instant again at the
+// instant: the run before may have ended by then. They gave their places
+// back when refused (a run waiting for its slot holds no place under
+// max_parallel, docs/design-admission.md) and take them again here, as
+// many as are free. With none free they wait for one as a chunk does
+// (reserve), holding none, and what falls behind meanwhile is shed
+// (shedWaiting); those refused again take the queue path (claimChunk),
+// and so do the rest when the worker stops (settleLater). Sending every
+// run that found no place to the queue path made a worker behind pay a
+// queue entry, its ranking and its claim for each: at twice the ceiling
+// it completed half the runs.
+func (a *assignedRunner) claimLater(ctx context.Context, r *claimRound) {
+	if len(r.later) == 0 || !untilDue(ctx, a.d.Clock, r.sess, r.st.At) {
+		return // settleLater queues them
+	}
+	later := r.later
+	r.later = nil
+	var late <-chan time.Time // at shedAfter past the instant, once
+	if d := r.st.At.Add(shedAfter).Sub(a.d.Clock.Now()); d > 0 {
+		t := a.d.Clock.NewTimer(d + time.Millisecond)
+		defer t.Stop()
+		late = t.Chan()
+	}
+	for len(later) > 0 {
+		n, freed := a.core.takePlaces(laterIDs(later))
+		if n == 0 {
+			select {
+			case <-ctx.Done():
+				r.later = later
+				return
+			case <-r.sess.Done():
+				r.later = later
+				return
+			case <-late:
+				late = nil
+			case <-freed:
+			}
+			later = a.shedWaiting(ctx, r, later)
+			continue
+		}
+		if !a.claimChunk(ctx, r, later[:n]) {
+			return // gone, or the leader resolves it: the rest hold no place
+		}
+		later = later[n:]
+	}
+}
+
+// shedWaiting records the runs of later that are not to start any more
+// (notToStart: past the starting deadline, paused, superseded by a newer
+// tick) and returns the others. They hold no place.
+func (a *assignedRunner) shedWaiting(ctx context.Context, r *claimRound, later []assignedRun) []assignedRun {
+	now := a.d.Clock.Now()
+	var ends []unclaimedEnd
+	keep := later[:0:0]
+	for _, run := range later {
+		if end, ok := a.notToStart(run.entry, r.st.At, now); ok {
+			ends = append(ends, end)
+			continue
+		}
+		keep = append(keep, run)
+	}
+	a.recordUnclaimed(ctx, &r.st, ends, &r.unsettled)
+	return keep
+}
+
+// laterIDs are the run ids of the first chunk of rs, in order.
+func laterIDs(rs []assignedRun) []string {
+	ids := make([]string, min(maxChunk, len(rs)))
+	for i := range ids {
+		ids[i] = rs[i].runID
+	}
+	return ids
+}
