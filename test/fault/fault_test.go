@@ -93,8 +93,23 @@ func TestPositiveControl(t *testing.T) {
 	if profile() == "long" {
 		faults = repeat([]faultKind{stopWorker, partition, stopLeader, partitionLeader}, 8)
 	}
-	out := runScenario(t, scenario{name: "control-noguard-nofencing", ttl: 2 * time.Second, faults: faults,
-		gap: 2 * time.Second, warmup: 3 * time.Second, settle: 6 * time.Second, control: true, seed: seed()})
+	// A pause finds an overlap only when it catches a replica in a long
+	// run, which five faults miss now and then on a loaded host (one CI
+	// run in five on 2026-11-28): a second round of five, with a seed of
+	// its own, before the control is taken to have failed.
+	var out outcome
+	for round := 1; round <= 2; round++ {
+		s, name := seed(), "control-noguard-nofencing"
+		if round > 1 {
+			s, name = s+1, name+"-again"
+		}
+		out = runScenario(t, scenario{name: name, ttl: 2 * time.Second, faults: faults,
+			gap: 2 * time.Second, warmup: 3 * time.Second, settle: 6 * time.Second, control: true, seed: s})
+		if len(out.report.Violations) > 0 || profile() == "long" {
+			break
+		}
+		t.Logf("positive control: round %d (seed %d) found no violation; one more round", round, s)
+	}
 	if len(out.report.Violations) == 0 {
 		t.Fatal("positive control: the checker found no violation with the guard and fencing off")
 	}
