@@ -75,7 +75,13 @@ func TestRateOnlyRefusalsNameTheWindow(t *testing.T) {
 	// queue_limit 1: one run waits for the window, the next finds the
 	// queue full.
 	waiting := a.trigger(t, "queued", "")
-	poll.For(t, 30*time.Second, "a run of queued to wait", func() bool { return queuedOf(a.engine, "queued") == 1 })
+	// Waiting, and between its attempts: an attempt in flight holds the
+	// job's slot until the window refuses it, and a refusal meanwhile
+	// rightly names the slot (a CI run saw "all 1 slots taken").
+	poll.Until(t, 30*time.Second, "a run of queued to wait, holding no slot", func() (bool, string) {
+		held := a.Slots.List()
+		return queuedOf(a.engine, "queued") == 1 && len(held) == 0, fmt.Sprint(queuedOf(a.engine, "queued"), held)
+	})
 	exact("queued", ended("queued", a.trigger(t, "queued", ""), runs.Skipped))
 	poll.Until(t, 30*time.Second, "queued's skip counted with reason queue_full", func() (bool, string) {
 		return skips("queued", "queue_full") == 1, fmt.Sprintf("queue_full %v", skips("queued", "queue_full"))

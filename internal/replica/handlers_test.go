@@ -2,6 +2,7 @@ package replica
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -125,8 +126,14 @@ func TestServer_slots(t *testing.T) {
 	}
 	id := r.trigger("sleeper", "")
 	r.waitRun(id, wire.StateRunning, 30*time.Second)
+	// The slots view follows its own watch: it may see the slot a moment
+	// after the run's state says running.
 	var list []wire.Slot
-	r.callJSON(http.MethodGet, "/api/v1/slots", "", http.StatusOK, &list)
+	poll.Until(t, 30*time.Second, "the slot of "+id+" in /api/v1/slots", func() (bool, string) {
+		list = nil
+		r.callJSON(http.MethodGet, "/api/v1/slots", "", http.StatusOK, &list)
+		return len(list) > 0, fmt.Sprint(list)
+	})
 	if len(list) != 1 || list[0].Job != "sleeper" || list[0].RunID != id || list[0].Holder != "h1" {
 		t.Errorf("slots while %s runs: %+v, want its slot held by h1", id, list)
 	}
