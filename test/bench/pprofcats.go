@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -86,7 +85,7 @@ func categorize(traces string) (map[string]time.Duration, time.Duration) {
 		if len(first) < 2 {
 			continue
 		}
-		v, err := parseSampleValue(first[0])
+		v, err := time.ParseDuration(first[0]) // pprof prints "10ms", "1.20s", "500us"
 		if err != nil {
 			continue
 		}
@@ -102,15 +101,6 @@ func categorize(traces string) (map[string]time.Duration, time.Duration) {
 		total += v
 	}
 	return by, total
-}
-
-// parseSampleValue reads pprof's "10ms", "1.20s" or "500us".
-func parseSampleValue(s string) (time.Duration, error) {
-	if d, err := time.ParseDuration(s); err == nil {
-		return d, nil
-	}
-	f, err := strconv.ParseFloat(s, 64)
-	return time.Duration(f), err
 }
 
 func runCategories(args []string) {
