@@ -163,7 +163,7 @@ func (a *assignedRunner) reserve(ctx context.Context, sess *session.Session, st 
 	var late <-chan time.Time // armed at the first wait: a chunk with room takes no timer
 	armed := false
 	for {
-		n, freed := a.core.takePlaces(jobIDs(st, jobs))
+		n, freed := a.core.takePlaces(min(maxChunk, len(jobs)), func(i int) string { return st.RunID(jobs[i].Name) })
 		if n > 0 {
 			return jobs[:n], true
 		}
@@ -185,16 +185,6 @@ func (a *assignedRunner) reserve(ctx context.Context, sess *session.Session, st 
 		case <-freed:
 		}
 	}
-}
-
-// jobIDs are the run ids of st's first chunk of jobs, in order: those the
-// core counts active (takePlaces), as many as max_parallel has room for.
-func jobIDs(st *assign.Stored, jobs []assign.Job) []string {
-	ids := make([]string, min(maxChunk, len(jobs)))
-	for i := range ids {
-		ids[i] = st.RunID(jobs[i].Name)
-	}
-	return ids
 }
 
 // prepare resolves each run's spec and settles at once what needs no claim:

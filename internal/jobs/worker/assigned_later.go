@@ -32,7 +32,7 @@ func (a *assignedRunner) claimLater(ctx context.Context, r *claimRound) {
 		late = t.Chan()
 	}
 	for len(later) > 0 {
-		n, freed := a.core.takePlaces(laterIDs(later))
+		n, freed := a.core.takePlaces(min(maxChunk, len(later)), func(i int) string { return later[i].runID })
 		if n == 0 {
 			select {
 			case <-ctx.Done():
@@ -71,13 +71,4 @@ func (a *assignedRunner) shedWaiting(ctx context.Context, r *claimRound, later [
 	}
 	a.recordUnclaimed(ctx, &r.st, ends, &r.unsettled)
 	return keep
-}
-
-// laterIDs are the run ids of the first chunk of rs, in order.
-func laterIDs(rs []assignedRun) []string {
-	ids := make([]string, min(maxChunk, len(rs)))
-	for i := range ids {
-		ids[i] = rs[i].runID
-	}
-	return ids
 }

@@ -55,18 +55,19 @@ func (c *core) maxParallel() int {
 }
 
 // takePlaces implements runCore.
-func (c *core) takePlaces(ids []string) (int, <-chan struct{}) {
+func (c *core) takePlaces(n int, id func(i int) string) (int, <-chan struct{}) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	n := 0
-	for n < min(c.maxParallel()-len(c.active), len(ids)) {
-		if _, busy := c.active[ids[n]]; busy {
+	taken := 0
+	for taken < min(c.maxParallel()-len(c.active), n) {
+		runID := id(taken)
+		if _, busy := c.active[runID]; busy {
 			break
 		}
-		c.active[ids[n]] = &activeRun{}
-		n++
+		c.active[runID] = &activeRun{}
+		taken++
 	}
-	return n, c.freed
+	return taken, c.freed
 }
 
 // take counts runID as active when a place is free and the run is not

@@ -30,10 +30,12 @@ import (
 // runCore is what the assigned runner uses of the core (core.go): the
 // places under max_parallel, and a claimed run's execution and end.
 type runCore interface {
-	// takePlaces counts the first of ids as active, as many as
+	// takePlaces counts the first of n runs as active, as many as
 	// max_parallel has room for, stopping at one active already; it
-	// returns how many, with what closes when a place next frees.
-	takePlaces(ids []string) (int, <-chan struct{})
+	// returns how many, with what closes when a place next frees. id
+	// names the i-th run; it is called only for the runs it takes, so a
+	// waiter woken with no room builds nothing.
+	takePlaces(n int, id func(i int) string) (int, <-chan struct{})
 	// finish gives back a run's place.
 	finish(runID string)
 	// full: no place free, or the worker is stopping.
