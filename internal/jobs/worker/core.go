@@ -58,8 +58,8 @@ func (c *core) maxParallel() int {
 func (c *core) takePlaces(n int, id func(i int) string) (int, <-chan struct{}) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	taken := 0
-	for taken < min(c.maxParallel()-len(c.active), n) {
+	taken, free := 0, c.maxParallel()-len(c.active) // free as found: each place taken fills one
+	for taken < min(free, n) {
 		runID := id(taken)
 		if _, busy := c.active[runID]; busy {
 			break
