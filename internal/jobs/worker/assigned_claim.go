@@ -155,38 +155,6 @@ func (a *assignedRunner) claimSent() {
 	}
 }
 
-// reserve waits for room under max_parallel and counts up to maxChunk of
-// jobs' runs as active, in order. It returns none, alive, when st becomes
-// shedAfter late while it waits (the caller sheds what is late and asks
-// again), and none, not alive, when ctx or the session ends first.
-func (a *assignedRunner) reserve(ctx context.Context, sess *session.Session, st *assign.Stored, jobs []assign.Job) ([]assign.Job, bool) {
-	var late <-chan time.Time // armed at the first wait: a chunk with room takes no timer
-	armed := false
-	for {
-		n, freed := a.core.takePlaces(min(maxChunk, len(jobs)), func(i int) string { return st.RunID(jobs[i].Name) })
-		if n > 0 {
-			return jobs[:n], true
-		}
-		if !armed {
-			armed = true
-			if d := st.At.Add(shedAfter).Sub(a.d.Clock.Now()); d > 0 {
-				t := a.d.Clock.NewTimer(d + time.Millisecond)
-				defer t.Stop()
-				late = t.Chan()
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return nil, false
-		case <-sess.Done():
-			return nil, false
-		case <-late:
-			return nil, true
-		case <-freed:
-		}
-	}
-}
-
 // prepare resolves each run's spec and settles at once what needs no claim:
 // past its starting deadline (missed), paused (skipped), or of a job the
 // lean path does not take (a pending entry). It returns the runs to claim.

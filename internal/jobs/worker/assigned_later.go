@@ -2,7 +2,6 @@ package worker
 
 import (
 	"context"
-	"time"
 )
 
 // Runs refused before their instant (their slot still taken by the run
@@ -25,25 +24,17 @@ func (a *assignedRunner) claimLater(ctx context.Context, r *claimRound) {
 	}
 	later := r.later
 	r.later = nil
-	var late <-chan time.Time // at shedAfter past the instant, once
-	if d := r.st.At.Add(shedAfter).Sub(a.d.Clock.Now()); d > 0 {
-		t := a.d.Clock.NewTimer(d + time.Millisecond)
-		defer t.Stop()
-		late = t.Chan()
-	}
+	late, stop := a.shedTimer(r.st.At) // once: after it every wake sheds what is late
+	defer stop()
 	for len(later) > 0 {
 		n, freed := a.core.takePlaces(min(maxChunk, len(later)), func(i int) string { return later[i].runID })
 		if n == 0 {
-			select {
-			case <-ctx.Done():
+			switch awaitPlace(ctx, r.sess, freed, late) {
+			case waitEnded:
 				r.later = later
 				return
-			case <-r.sess.Done():
-				r.later = later
-				return
-			case <-late:
+			case becameLate:
 				late = nil
-			case <-freed:
 			}
 			later = a.shedWaiting(ctx, r, later)
 			continue
