@@ -24,7 +24,7 @@ func (a *assignedRunner) claimLater(ctx context.Context, r *claimRound) {
 	}
 	later := r.later
 	r.later = nil
-	late, stop := a.shedTimer(r.st.At) // once: after it every wake sheds what is late
+	late, stop := shedTimer(a.d.Clock, r.st.At) // once: after it every wake sheds what is late
 	defer stop()
 	for len(later) > 0 {
 		n, freed := a.core.takePlaces(min(maxChunk, len(later)), func(i int) string { return later[i].runID })

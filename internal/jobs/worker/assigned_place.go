@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+
 	"github.com/etcdsched/scheduler/internal/jobs/assign"
 	"github.com/etcdsched/scheduler/internal/session"
 )
@@ -24,12 +26,12 @@ const (
 
 // shedTimer fires shedAfter past at; none (nil, a no-op stop) when that
 // has passed already.
-func (a *assignedRunner) shedTimer(at time.Time) (<-chan time.Time, func()) {
-	d := at.Add(shedAfter).Sub(a.d.Clock.Now())
+func shedTimer(clock clockwork.Clock, at time.Time) (<-chan time.Time, func()) {
+	d := at.Add(shedAfter).Sub(clock.Now())
 	if d <= 0 {
 		return nil, func() {}
 	}
-	t := a.d.Clock.NewTimer(d + time.Millisecond)
+	t := clock.NewTimer(d + time.Millisecond)
 	return t.Chan(), func() { t.Stop() }
 }
 
@@ -63,7 +65,7 @@ func (a *assignedRunner) reserve(ctx context.Context, sess *session.Session, st 
 		if !armed {
 			armed = true
 			var stop func()
-			late, stop = a.shedTimer(st.At)
+			late, stop = shedTimer(a.d.Clock, st.At)
 			defer stop()
 		}
 		switch awaitPlace(ctx, sess, freed, late) {
