@@ -198,12 +198,13 @@ func (e *Engine) Run(ctx context.Context) error {
 		// last success) is an event once on this replica, not once a view.
 		{e.keys.Jobs(), mirror.Tee(e.paused, e.overdue)},
 		{e.keys.Cancels(), e.worker.Cancels()},
-		{e.keys.Members(), e.worker.Members()},
+		// members/ once too: the worker's view (backups' turns) and the
+		// leader's (whom it assigns to).
+		{e.keys.Members(), mirror.Tee(e.worker.Members(), e.workers)},
 		{e.keys.ReplicaAssignments(e.opts.ID), e.worker.Assignments()},
 		{e.keys.Assignments(), e.worker.PeerAssignments()},
 		{e.keys.Claimed(), e.worker.PeerMarkers()},
 		{e.keys.Outbox(), e.outbox},
-		{e.keys.Members(), e.workers},
 	} {
 		wg.Add(1)
 		go func() {
