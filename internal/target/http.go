@@ -15,11 +15,14 @@ import (
 // newTransport is the one transport every HTTP run shares. It starts from
 // http.DefaultTransport (proxy from the environment, dial and TLS timeouts,
 // HTTP/2) and keeps more idle connections per host: the default of 2 would
-// make a busy job to one host dial afresh for most runs.
+// make a busy job to one host dial afresh for most runs. A host keeps as
+// many as the runs that used it at once (max_parallel bounds them), up to
+// 1,024: with 64, a worker of max_parallel 256 calling one host dialed
+// afresh for a fifth of its runs (docs/performance.md#profiling).
 func newTransport() *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.MaxIdleConns = 256
-	t.MaxIdleConnsPerHost = 64
+	t.MaxIdleConns = 4096
+	t.MaxIdleConnsPerHost = 1024
 	t.IdleConnTimeout = 90 * time.Second
 	return t
 }

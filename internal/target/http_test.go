@@ -3,6 +3,7 @@ package target
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -13,6 +14,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/runs"
@@ -273,5 +276,45 @@ func TestHTTPReusesConnectionAndKeepsBodyTail(t *testing.T) {
 	}
 	if n := conns.Load(); n != 1 {
 		t.Errorf("target accepted %d connections for 3 runs, want 1", n)
+	}
+}
+
+// A busy job keeps its connections: 256 runs at once to one host (a
+// worker's max_parallel in the bench), then 256 again, dial 256 times and
+// then hardly at all (a connection goes back to the pool just after its
+// run returns, so a run of the second wave may find it not back yet), not
+// again for each the idle pool let go.
+func TestHTTPKeepsAConnectionPerRunAtOnce(t *testing.T) {
+	const wide = 256
+	var inFlight sync.WaitGroup
+	inFlight.Add(wide)
+	release := make(chan struct{})
+	srv, conns := server(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("wave") == "1" {
+			inFlight.Done()
+			<-release // the first wave holds every connection at once
+		}
+	})
+	e := testExecutor(t)
+	for wave := 1; wave <= 2; wave++ {
+		var g errgroup.Group
+		for range wide {
+			g.Go(func() error {
+				if res := e.Execute(t.Context(), httpJob(fmt.Sprintf("%s/?wave=%d", srv.URL, wave)), testRun()); res.Outcome != runs.Succeeded {
+					return fmt.Errorf("wave %d: outcome %s: %s", wave, res.Outcome, res.Output)
+				}
+				return nil
+			})
+		}
+		if wave == 1 {
+			inFlight.Wait()
+			close(release)
+		}
+		if err := g.Wait(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := conns.Load(); n > wide+wide/8 {
+		t.Errorf("target accepted %d connections for two waves of %d runs at once, want at most %d (the second wave reuses the first's)", n, wide, wide+wide/8)
 	}
 }
