@@ -256,10 +256,19 @@ func (qr *queueRunner) refused(ctx context.Context, sess *session.Session, q *qu
 	case q.CatchUp && q.Spec.Overlap != config.OverlapReplace:
 		// Caught-up ticks take turns, whatever the overlap policy.
 		return until, true
-	case q.Spec.Overlap == config.OverlapSkip && qr.waitsItsTurn(q, st, full, now, &until):
-		// No overlap to skip for: its turn comes. (queue waits anyway,
-		// within queue_limit; replace acts on the run that holds the
-		// slot, as ever.)
+	case q.Spec.Overlap == config.OverlapSkip && now.Before(turnEnd(q)) &&
+		(sameLimit(st.turn, full) || jobSlots && qr.lateElderHolds(q, full)):
+		// No overlap to skip for: the limit had room at the run's due
+		// time but went to an elder claimed late (fair.go), or the job's
+		// slot is held by a tick before this one that started after this
+		// one was due (taken over from a replica that died). Its turn
+		// comes, until the job's next tick is due: a job that falls
+		// further behind skips as before, so a backlog cannot build up.
+		// (queue waits anyway, within queue_limit; replace acts on the
+		// run that holds the slot, as ever.)
+		if end := turnEnd(q); end.Before(until) {
+			until = end
+		}
 		return until, true
 	case q.Spec.Overlap == config.OverlapQueue:
 		return qr.queueOrSkip(ctx, q, st, full, what, now, until)
@@ -320,36 +329,6 @@ func turnEnd(q *queue.Item) time.Time {
 		}
 	}
 	return q.NotBefore.Add(turnBound)
-}
-
-// waitsItsTurn reports whether a run a full limit refused has no overlap
-// to skip for, and then brings until no later than its turn may take. The
-// limit had room at its due time but went to an elder claimed late
-// (fair.go): until its job's next tick is due. Or its job's slot is held
-// by a tick before it that started after it was due (lateElderHolds):
-// until shedAfter past its instant if that comes later, as an assigned
-// run is shed then; several ticks of a job taken over from a killed
-// replica come due at once. A job that falls further behind skips as
-// before, so no backlog builds up.
-func (qr *queueRunner) waitsItsTurn(q *queue.Item, st *waitState, full *slots.FullError, now time.Time, until *time.Time) bool {
-	end := turnEnd(q)
-	waits := sameLimit(st.turn, full) && now.Before(end)
-	if !waits {
-		end = latest(end, q.NotBefore.Add(shedAfter))
-		jobSlots := full.Limit == slots.LimitJob || full.Limit == slots.LimitKey
-		waits = jobSlots && now.Before(end) && qr.lateElderHolds(q, full)
-	}
-	if waits && end.Before(*until) {
-		*until = end
-	}
-	return waits
-}
-
-func latest(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
 }
 
 // lateElderHolds reports whether a run of an earlier tick of q's job that
