@@ -179,21 +179,6 @@ func (s *Semaphore) ResourceInUse(name string) int {
 	return s.counts[group{ResourceSlot, name}]
 }
 
-// Holders are the values of the held slots of one group (a job, a job's
-// key, or a resource), per the view, in no order. It walks every held
-// slot: for a decision taken rarely (a skip), not for each claim.
-func (s *Semaphore) Holders(kind Kind, name string) []Value {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []Value
-	for _, e := range s.entries {
-		if e.group == (group{kind, name}) {
-			out = append(out, e.value)
-		}
-	}
-	return out
-}
-
 // Info is one held slot as GET /api/v1/slots shows it: exactly one of Job
 // and Resource is set; with Window set, a rate window's row instead.
 type Info = wire.Slot

@@ -43,10 +43,8 @@ type Slots interface {
 	// Keep and ClaimHeld carry a slot across a strict retry.
 	Keep(ctx context.Context, h *slots.Held, then ...clientv3.Op) error
 	ClaimHeld(ctx context.Context, sess *session.Session, req slots.Request, slot int, token int64, res []slots.HeldResource) (*slots.Held, error)
-	// Free and FreePlaces say how much room the view shows, for fair order;
-	// Holders what holds a group's slots, for a skip (lateElderHolds).
+	// Free and FreePlaces say how much room the view shows, for fair order.
 	Free(kind slots.Kind, name string, limit int) int
-	Holders(kind slots.Kind, name string) []slots.Value
 	FreePlaces(r slots.Rate, at time.Time) int
 }
 

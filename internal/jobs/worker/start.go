@@ -256,16 +256,13 @@ func (qr *queueRunner) refused(ctx context.Context, sess *session.Session, q *qu
 	case q.CatchUp && q.Spec.Overlap != config.OverlapReplace:
 		// Caught-up ticks take turns, whatever the overlap policy.
 		return until, true
-	case q.Spec.Overlap == config.OverlapSkip && now.Before(turnEnd(q)) &&
-		(sameLimit(st.turn, full) || jobSlots && qr.lateElderHolds(q, full)):
-		// No overlap to skip for: the limit had room at the run's due
-		// time but went to an elder claimed late (fair.go), or the job's
-		// slot is held by a tick before this one that started after this
-		// one was due (taken over from a replica that died). Its turn
-		// comes, until the job's next tick is due: a job that falls
-		// further behind skips as before, so a backlog cannot build up.
-		// (queue waits anyway, within queue_limit; replace acts on the
-		// run that holds the slot, as ever.)
+	case q.Spec.Overlap == config.OverlapSkip && sameLimit(st.turn, full) && now.Before(turnEnd(q)):
+		// The limit had room at the run's due time but went to an elder
+		// claimed late (fair.go): no overlap to skip for, its turn comes,
+		// until the job's next tick is due: a job that falls further
+		// behind skips as before, so a backlog cannot build up. (queue
+		// waits anyway, within queue_limit; replace acts on the run that
+		// holds the slot, as ever.)
 		if end := turnEnd(q); end.Before(until) {
 			until = end
 		}
@@ -329,18 +326,6 @@ func turnEnd(q *queue.Item) time.Time {
 		}
 	}
 	return q.NotBefore.Add(turnBound)
-}
-
-// lateElderHolds reports whether a run of an earlier tick of q's job that
-// started after q was due holds one of the job's slots full names
-// (docs/design-admission.md#late-elders).
-func (qr *queueRunner) lateElderHolds(q *queue.Item, full *slots.FullError) bool {
-	for _, v := range qr.d.Slots.Holders(slots.JobSlot, full.Name) {
-		if v.ScheduledAt.Before(q.ScheduledAt) && v.StartedAt.After(q.ScheduledAt) {
-			return true
-		}
-	}
-	return false
 }
 
 func sameLimit(a, b *slots.FullError) bool {
