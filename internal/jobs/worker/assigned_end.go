@@ -101,25 +101,28 @@ func (a *assignedRunner) recordUnclaimed(ctx context.Context, st *assign.Stored,
 		a.d.Log.Debug("assigned runs decided elsewhere", "runs", len(ends), "assignment", st.Key(a.d.Keys))
 		return
 	}
-	recorded := 0
+	// One line for the runs of a chunk ended together, each at debug: at
+	// twice the ceiling a line a run cost a replica a third of recording
+	// them.
+	level := slog.LevelInfo
+	if len(ends) > 1 {
+		level = slog.LevelDebug
+	}
+	each := a.d.Log.Enabled(ctx, level)
+	var recorded []unclaimedEnd
 	for i, end := range ends {
 		if !resp.Responses[i].GetResponseTxn().GetSucceeded() {
 			continue // recorded already
 		}
-		recorded++
+		recorded = append(recorded, end)
 		a.d.Metrics.NotStarted(end.entry.Job, string(end.outcome), end.reason)
-		if len(ends) == 1 {
-			a.d.Log.Info("run not started", "job", end.entry.Job, "run_id", end.entry.RunID, "outcome", end.outcome, "reason", end.msg)
-		} else {
-			a.d.Log.Debug("run not started", "job", end.entry.Job, "run_id", end.entry.RunID, "outcome", end.outcome, "reason", end.msg)
+		if each {
+			a.d.Log.Log(ctx, level, "run not started", "job", end.entry.Job, "run_id", end.entry.RunID, "outcome", end.outcome, "reason", end.msg)
 		}
 	}
-	if len(ends) > 1 && recorded > 0 {
-		// One line for the runs of a chunk shed together, each at debug:
-		// at twice the ceiling a line a run cost a replica a third of
-		// recording them.
-		first := ends[0]
-		a.d.Log.Info("runs not started", "runs", recorded, "due", st.At, "first_job", first.entry.Job,
+	if len(ends) > 1 && len(recorded) > 0 {
+		first := recorded[0]
+		a.d.Log.Info("runs not started", "runs", len(recorded), "due", st.At, "first_job", first.entry.Job,
 			"first_outcome", first.outcome, "first_reason", first.msg)
 	}
 }

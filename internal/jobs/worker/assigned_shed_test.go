@@ -1,7 +1,11 @@
 package worker
 
 import (
+	"bytes"
+	"io"
+	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -57,4 +61,49 @@ func TestAWorkerWithNoRoomShedsALateAssignmentAtOnce(t *testing.T) {
 	}
 	close(exec.release)
 	tw.waitSettled(t)
+}
+
+// The runs of a chunk shed together log one line at info, naming how
+// many, and each at debug: at twice the ceiling a line a shed run cost a
+// replica a third of recording them.
+func TestAChunkShedTogetherLogsOneLine(t *testing.T) {
+	var mu sync.Mutex
+	var buf bytes.Buffer
+	log := slog.New(slog.NewJSONHandler(&lockedWriter{mu: &mu, w: &buf}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	names := []string{"s1", "s2", "s3"}
+	var jobs []config.Job
+	for _, n := range names[1:] {
+		jobs = append(jobs, jobstest.HTTPJob(n, "@every 1s", "http://127.0.0.1:1/"))
+	}
+	tw := startTestWorker(t, "/lean-shedlog/", jobstest.HTTPJob(names[0], "@every 1s", "http://127.0.0.1:1/"), noExecutor{},
+		testWorkerOptions{jobs: jobs, log: log})
+	at := time.Now().Truncate(time.Second).Add(-3 * time.Second).UTC()
+	tw.assignJobs(t, tw.incarnation(t), at, names...)
+	for _, n := range names {
+		if rec := waitRecord(t, tw.cli, tw.layout, runs.ID(n, at)); rec.Outcome != runs.Missed {
+			t.Fatalf("%s: recorded %s %q, want missed", n, rec.Outcome, rec.Error)
+		}
+	}
+	tw.waitSettled(t)
+	mu.Lock()
+	out := buf.String()
+	mu.Unlock()
+	if n := strings.Count(out, `"msg":"run not started"`); n != 0 {
+		t.Errorf("%d lines a run at info for a chunk shed together, want none:\n%s", n, out)
+	}
+	if n := strings.Count(out, `"msg":"runs not started","runs":3`); n != 1 {
+		t.Errorf("%d lines naming the chunk's 3 runs, want 1:\n%s", n, out)
+	}
+}
+
+// lockedWriter serializes a log handler's writes into w.
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
