@@ -49,30 +49,10 @@ func TestMirrorResetsAfterCompaction(t *testing.T) {
 	witness := cluster.Client()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	put := func(key, value string) int64 {
-		t.Helper()
-		resp, err := witness.Put(ctx, key, value)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return resp.Header.Revision
-	}
+	put := putter(t, ctx, witness)
 
 	h := &copyHandler{}
-	mctx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- Run(mctx, cli, testPrefix, h, nil) }()
-	defer func() {
-		stop()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("Run: %v", err)
-			}
-		case <-time.After(5 * time.Second):
-			t.Error("Run did not return within 5s of its ctx being cancelled")
-		}
-	}()
+	defer runMirror(t, ctx, cli, h)()
 	waitFor(t, h, put(testPrefix+"a", "1"), map[string]string{testPrefix + "a": "1"})
 
 	proxy.Cut()
@@ -93,6 +73,37 @@ func TestMirrorResetsAfterCompaction(t *testing.T) {
 	}
 	if len(h.Wrong) > 0 {
 		t.Error(h.Wrong)
+	}
+}
+
+// putter puts through cli and returns each put's revision.
+func putter(t *testing.T, ctx context.Context, cli *clientv3.Client) func(key, value string) int64 {
+	return func(key, value string) int64 {
+		t.Helper()
+		resp, err := cli.Put(ctx, key, value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Header.Revision
+	}
+}
+
+// runMirror runs Run over testPrefix into h until the stop it returns,
+// which checks that Run returned without error within 5s of it.
+func runMirror(t *testing.T, ctx context.Context, cli *clientv3.Client, h Handler) (stop func()) {
+	mctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- Run(mctx, cli, testPrefix, h, nil) }()
+	return func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Error("Run did not return within 5s of its ctx being cancelled")
+		}
 	}
 }
 

@@ -14,25 +14,10 @@ func TestTeeFeedsEveryViewFromOneWatch(t *testing.T) {
 	cli := cluster.Client()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	put := func(key, value string) int64 {
-		t.Helper()
-		resp, err := cli.Put(ctx, key, value)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return resp.Header.Revision
-	}
+	put := putter(t, ctx, cli)
 	put(testPrefix+"a", "1")
 	a, b := &copyHandler{}, &copyHandler{}
-	mctx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- Run(mctx, cli, testPrefix, Tee(a, b), nil) }()
-	defer func() {
-		stop()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	}()
+	defer runMirror(t, ctx, cli, Tee(a, b))()
 	rev := put(testPrefix+"b", "2")
 	want := map[string]string{testPrefix + "a": "1", testPrefix + "b": "2"}
 	waitFor(t, a, rev, want)
