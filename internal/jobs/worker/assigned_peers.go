@@ -26,6 +26,10 @@ type peerView struct {
 	clock  clockwork.Clock
 	own    string // keys.ReplicaAssignments of this replica: not a peer's
 	signal func()
+	// claimLead is the least lead a worker claims an assignment with
+	// (Deps.ClaimLead): one that has written no marker since that long
+	// before an assignment's instant is silent (see due).
+	claimLead time.Duration
 
 	mu  sync.Mutex
 	all map[string]*peerAssignment // by key
@@ -80,8 +84,8 @@ type peerAssignment struct {
 	ahead bool
 }
 
-func newPeerView(layout keys.Layout, clock clockwork.Clock, id string, signal func()) *peerView {
-	return &peerView{keys: layout, clock: clock, own: layout.ReplicaAssignments(id), signal: signal,
+func newPeerView(layout keys.Layout, clock clockwork.Clock, id string, claimLead time.Duration, signal func()) *peerView {
+	return &peerView{keys: layout, clock: clock, own: layout.ReplicaAssignments(id), signal: signal, claimLead: claimLead,
 		all: map[string]*peerAssignment{}, markers: map[string]peerMarker{}, claimed: map[string]int{}, started: map[string]int{}, active: map[string]time.Time{}}
 }
 
@@ -210,8 +214,12 @@ func (v *peerView) markLocked(kv *mvccpb.KeyValue) {
 // it) and none tried at their revision, marking them tried;
 // the earliest turn still to come (zero: none); and the workers that let
 // one pass grace after it was theirs to claim (from), whoever's turn it is
-// now (by replica id). turn judges an assignment's turn once.
-func (v *peerView) due(now time.Time, grace time.Duration, turn func(p *peerAssignment) time.Time) (due []peerAssignment, next time.Time, late []string) {
+// now (by replica id). turn judges an assignment's turn once, at its
+// from, and is told whether its worker is silent: it had the assignment
+// before its instant and has written no marker since a claim lead before
+// it, when a live worker claims at the latest (a worker killed then; one
+// alive and claiming for others is behind, not silent).
+func (v *peerView) due(now time.Time, grace time.Duration, turn func(p *peerAssignment, silent bool) time.Time) (due []peerAssignment, next time.Time, late []string) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if !v.changed && (v.checkAt.IsZero() || now.Before(v.checkAt)) {
@@ -236,7 +244,14 @@ func (v *peerView) due(now time.Time, grace time.Duration, turn func(p *peerAssi
 			next = lateAt
 		}
 		if p.turn.IsZero() {
-			p.turn = turn(p)
+			if now.Before(p.from) {
+				if next.IsZero() || p.from.Before(next) {
+					next = p.from // judged then: whether its worker claimed by then
+				}
+				continue
+			}
+			silent := p.from.Equal(p.at) && !v.active[p.worker].After(p.at.Add(-v.claimLead))
+			p.turn = turn(p, silent)
 		}
 		if p.turn.After(now) {
 			if next.IsZero() || p.turn.Before(next) {

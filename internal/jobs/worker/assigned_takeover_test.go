@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/keys"
@@ -85,8 +87,10 @@ func TestABackupLeavesABusyPeersAssignments(t *testing.T) {
 		defer tw.w.runner.mover.peers.mu.Unlock()
 		return len(tw.w.runner.mover.peers.all) == 2
 	})
-	// After a's instant, busy claims from another assignment of its own.
-	clock.Advance(1100 * time.Millisecond)
+	// Just after a's instant (before a fifth of Backup, when a silent
+	// worker's assignment is taken over), busy claims from another
+	// assignment of its own.
+	clock.Advance(1010 * time.Millisecond)
 	if _, err := tw.cli.Put(context.Background(), tw.layout.ClaimMarker(busy, at.Add(time.Second), "other", 0), `["x"]`); err != nil {
 		t.Fatal(err)
 	}
@@ -136,5 +140,76 @@ func TestAWorkerWithNoRoomDoesNotSpinOnATakeOverTurn(t *testing.T) {
 	close(exec.release)
 	if rec := waitRecord(t, tw.cli, tw.layout, runs.ID("peers", at)); rec.Holder != "w1" {
 		t.Errorf("peers: recorded %s by %q, want taken over by w1 once it had room", rec.Outcome, rec.Holder)
+	}
+}
+
+// A worker killed between its claims keeps its member key and is not yet
+// suspect: its next assignment is taken over a fifth of Backup after its
+// instant, not a Backup after, as it wrote no claim since a claim lead
+// before it. Taken over a Backup late, two ticks of a job @every 100ms
+// came together and the second was skipped behind the first.
+func TestASilentPeersAssignmentIsTakenOverSoonAfterItsInstant(t *testing.T) {
+	exec := &countingExecutor{started: make(chan string, 8)}
+	clock := clockwork.NewFakeClockAt(time.Now().Truncate(time.Second))
+	tw := startTestWorker(t, "/lean-takeover-silent/", job("a"), exec, testWorkerOptions{clock: clock})
+	killed := keys.Incarnation("killed", 0x3)
+	at := clock.Now().Add(time.Second).UTC()
+	// Its last claim, of the tick before: long before a claim lead ahead
+	// of at.
+	if _, err := tw.cli.Put(context.Background(), tw.layout.ClaimMarker(killed, at.Add(-100*time.Millisecond), "before", 0), `["a"]`); err != nil {
+		t.Fatal(err)
+	}
+	tw.assignJobs(t, killed, at, "a")
+	poll.For(t, 30*time.Second, "the view of the peer's assignment and claim", func() bool {
+		tw.w.runner.mover.peers.mu.Lock()
+		defer tw.w.runner.mover.peers.mu.Unlock()
+		return len(tw.w.runner.mover.peers.all) == 1 && !tw.w.runner.mover.peers.active[killed].IsZero()
+	})
+	// A fifth of Backup (250ms) and the round trips after the instant;
+	// the clock stays there, before any Backup turn.
+	clock.Advance(time.Second + 100*time.Millisecond)
+	rec := waitRecord(t, tw.cli, tw.layout, runs.ID("a", at))
+	if rec.Holder != "w1" || rec.Outcome != runs.Succeeded {
+		t.Fatalf("a: recorded %s by %q (%q), want succeeded by the backup w1", rec.Outcome, rec.Holder, rec.Error)
+	}
+}
+
+// Whether a peer's worker is silent for an assignment is judged at its
+// instant from the claims seen: one that claimed from a claim lead before
+// it on is alive; one that got it late (moved, taken over) gets a
+// backup's turn from its arrival whatever it claimed.
+func TestAPeerIsSilentWhenItClaimedNothingSinceAClaimLeadBefore(t *testing.T) {
+	layout := keys.New("/silent/")
+	t0 := time.Date(2026, 11, 28, 4, 0, 0, 0, time.UTC)
+	clock := clockwork.NewFakeClockAt(t0)
+	lead := 25 * time.Millisecond
+	v := newPeerView(layout, clock, "self", lead, func() {})
+	at := t0.Add(time.Second)
+	put := func(key string) *clientv3.Event {
+		return &clientv3.Event{Type: clientv3.EventTypePut, Kv: &mvccpb.KeyValue{Key: []byte(key), Value: []byte(`["j"]`), ModRevision: 1}}
+	}
+	dead, alive, moved := keys.Incarnation("dead", 1), keys.Incarnation("alive", 2), keys.Incarnation("moved", 3)
+	v.Apply([]*clientv3.Event{put(layout.Assignment(dead, at, "g")), put(layout.Assignment(alive, at, "g"))}, 1)
+	// Before the instant: claims of the ticks before, the alive one's
+	// within a claim lead of at.
+	clock.Advance(900 * time.Millisecond)
+	v.Markers().Apply([]*clientv3.Event{put(layout.ClaimMarker(dead, at.Add(-100*time.Millisecond), "b", 0))}, 2)
+	clock.Advance(90 * time.Millisecond)
+	v.Markers().Apply([]*clientv3.Event{put(layout.ClaimMarker(alive, at.Add(time.Second), "b", 0))}, 3)
+	clock.Advance(10 * time.Millisecond) // at
+	// moved's arrives at its instant's end, overdue.
+	clock.Advance(time.Millisecond)
+	v.Apply([]*clientv3.Event{put(layout.Assignment(moved, at, "g"))}, 4)
+	clock.Advance(time.Second)
+	silent := map[string]bool{}
+	v.due(clock.Now(), time.Hour, func(p *peerAssignment, s bool) time.Time {
+		silent[p.worker] = s
+		return clock.Now().Add(time.Hour)
+	})
+	want := map[string]bool{dead: true, alive: false, moved: false}
+	for w, s := range want {
+		if got, ok := silent[w]; !ok || got != s {
+			t.Errorf("%s: judged %v (judged at all: %v), want silent %v", w, got, ok, s)
+		}
 	}
 }
