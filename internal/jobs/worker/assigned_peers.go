@@ -218,7 +218,10 @@ func (v *peerView) markLocked(kv *mvccpb.KeyValue) {
 // from, and is told whether its worker is silent: it had the assignment
 // before its instant and has written no marker since a claim lead before
 // it, when a live worker claims at the latest (a worker killed then; one
-// alive and claiming for others is behind, not silent).
+// alive and claiming for others is behind, not silent), or it claimed
+// the assignment ahead, whose start mark, its next sign of life, is
+// written at the instant (killed between the two: its claims hold the
+// slots, and the job's next ticks are skipped until the take-over).
 func (v *peerView) due(now time.Time, grace time.Duration, turn func(p *peerAssignment, silent bool) time.Time) (due []peerAssignment, next time.Time, late []string) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -250,7 +253,7 @@ func (v *peerView) due(now time.Time, grace time.Duration, turn func(p *peerAssi
 				}
 				continue
 			}
-			silent := p.from.Equal(p.at) && !v.active[p.worker].After(p.at.Add(-v.claimLead))
+			silent := p.from.Equal(p.at) && (v.claimed[p.claimedKey] > 0 || !v.active[p.worker].After(p.at.Add(-v.claimLead)))
 			p.turn = turn(p, silent)
 		}
 		if p.turn.After(now) {

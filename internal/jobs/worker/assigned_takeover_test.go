@@ -176,8 +176,10 @@ func TestASilentPeersAssignmentIsTakenOverSoonAfterItsInstant(t *testing.T) {
 
 // Whether a peer's worker is silent for an assignment is judged at its
 // instant from the claims seen: one that claimed from a claim lead before
-// it on is alive; one that got it late (moved, taken over) gets a
-// backup's turn from its arrival whatever it claimed.
+// it on is alive, unless what it claimed is that assignment, ahead (its
+// next sign of life is the start mark at the instant: killed between the
+// two, its claims hold the slots); one that got it late (moved, taken
+// over) gets a backup's turn from its arrival whatever it claimed.
 func TestAPeerIsSilentWhenItClaimedNothingSinceAClaimLeadBefore(t *testing.T) {
 	layout := keys.New("/silent/")
 	t0 := time.Date(2026, 11, 28, 4, 0, 0, 0, time.UTC)
@@ -185,17 +187,19 @@ func TestAPeerIsSilentWhenItClaimedNothingSinceAClaimLeadBefore(t *testing.T) {
 	lead := 25 * time.Millisecond
 	v := newPeerView(layout, clock, "self", lead, func() {})
 	at := t0.Add(time.Second)
-	put := func(key string) *clientv3.Event {
-		return &clientv3.Event{Type: clientv3.EventTypePut, Kv: &mvccpb.KeyValue{Key: []byte(key), Value: []byte(`["j"]`), ModRevision: 1}}
+	putValue := func(key, value string) *clientv3.Event {
+		return &clientv3.Event{Type: clientv3.EventTypePut, Kv: &mvccpb.KeyValue{Key: []byte(key), Value: []byte(value), ModRevision: 1}}
 	}
-	dead, alive, moved := keys.Incarnation("dead", 1), keys.Incarnation("alive", 2), keys.Incarnation("moved", 3)
-	v.Apply([]*clientv3.Event{put(layout.Assignment(dead, at, "g")), put(layout.Assignment(alive, at, "g"))}, 1)
+	put := func(key string) *clientv3.Event { return putValue(key, `["j"]`) }
+	dead, alive, moved, ahead := keys.Incarnation("dead", 1), keys.Incarnation("alive", 2), keys.Incarnation("moved", 3), keys.Incarnation("ahead", 4)
+	v.Apply([]*clientv3.Event{put(layout.Assignment(dead, at, "g")), put(layout.Assignment(alive, at, "g")), put(layout.Assignment(ahead, at, "g"))}, 1)
 	// Before the instant: claims of the ticks before, the alive one's
 	// within a claim lead of at.
 	clock.Advance(900 * time.Millisecond)
 	v.Markers().Apply([]*clientv3.Event{put(layout.ClaimMarker(dead, at.Add(-100*time.Millisecond), "b", 0))}, 2)
 	clock.Advance(90 * time.Millisecond)
-	v.Markers().Apply([]*clientv3.Event{put(layout.ClaimMarker(alive, at.Add(time.Second), "b", 0))}, 3)
+	v.Markers().Apply([]*clientv3.Event{put(layout.ClaimMarker(alive, at.Add(time.Second), "b", 0)),
+		putValue(layout.ClaimMarker(ahead, at, "g", 0), `["j","/ahead"]`)}, 3)
 	clock.Advance(10 * time.Millisecond) // at
 	// moved's arrives at its instant's end, overdue.
 	clock.Advance(time.Millisecond)
@@ -206,7 +210,7 @@ func TestAPeerIsSilentWhenItClaimedNothingSinceAClaimLeadBefore(t *testing.T) {
 		silent[p.worker] = s
 		return clock.Now().Add(time.Hour)
 	})
-	want := map[string]bool{dead: true, alive: false, moved: false}
+	want := map[string]bool{dead: true, alive: false, moved: false, ahead: true}
 	for w, s := range want {
 		if got, ok := silent[w]; !ok || got != s {
 			t.Errorf("%s: judged %v (judged at all: %v), want silent %v", w, got, ok, s)
