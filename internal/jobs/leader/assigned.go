@@ -34,6 +34,15 @@ const (
 	// with the fence it is one transaction under etcd's default
 	// --max-txn-ops, and a conflict fails no other window.
 	leanWindowCost = assign.DefaultMaxTxnOps - 1
+	// leanMaxTicks bounds the ticks of one job a pass assigns (fewer
+	// beyond NearLookahead: farCap); the rest are assigned in the next.
+	// A new leader after a SIGKILL finds each job a session TTL of ticks
+	// behind its lookahead (50 of a job @every 100ms): sent to the queue
+	// path, they were entries waiting until their instants, and every
+	// assigned run of the job meanwhile followed them there (its claim
+	// compares that none waits), where two ticks, ranked apart, ran out
+	// of order and the older was skipped.
+	leanMaxTicks = 32
 )
 
 // leanItem is a job whose ticks of this pass are assigned.
@@ -68,8 +77,14 @@ func (l *leader) leanItem(cfg *config.Config, j *config.Job, now time.Time) (lea
 	}
 	la := l.lookahead(sched, now, false)
 	p := planTicks(j, sched, cursor, now, la)
-	if p.Dropped > 0 || len(p.Ticks) == 0 || len(p.Ticks) > batchMaxTicks || !p.Cursor.Equal(p.Ticks[len(p.Ticks)-1].At) {
+	if p.Dropped > 0 || len(p.Ticks) == 0 || !p.Cursor.Equal(p.Ticks[len(p.Ticks)-1].At) {
 		return leanItem{}, false
+	}
+	// The rest in the next passes, at once (nextWake is past), as the
+	// queue path spreads them (farCap).
+	if n := min(farCap(p.Ticks, now.Add(min(NearLookahead, l.d.Lookahead))), leanMaxTicks); n < len(p.Ticks) {
+		p.Ticks = p.Ticks[:n]
+		p.Cursor = p.Ticks[n-1].At
 	}
 	for _, t := range p.Ticks {
 		if t.Action != queueTick || t.CatchUp || !t.NotBefore.Equal(t.At) {

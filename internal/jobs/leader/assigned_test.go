@@ -448,3 +448,52 @@ func TestAChangedJobsAssignedTicksTakeTheNewSpec(t *testing.T) {
 	}
 	assignedRuns(t, cli, layout) // fails on a run assigned twice
 }
+
+// A new leader elected a session TTL after the last one was killed finds
+// a fast job's cursor that far behind its lookahead: 50 ticks of a job
+// @every 100ms, none due within NearLookahead. It assigns them, ten a pass
+// as the queue path spreads them (farCap), and queues none: sent to the
+// queue path, they waited there until their instants, and every assigned
+// run of the job meanwhile followed them (its claim compares that no
+// entry of the job waits), where two ticks ran out of order and the older
+// was skipped (test/bench's failover step after a SIGKILL).
+func TestANewTermAssignsTheTicksBehindItsLookahead(t *testing.T) {
+	cli, clock, layout := leanEtcd(t, "/behind/")
+	cfg := jobstest.Config(jobstest.Job("fast", "@every 100ms"))
+	members := []*mvccpb.KeyValue{memberKV(layout, "r1", 0x10, assign.Protocol), memberKV(layout, "r2", 0x20, assign.Protocol)}
+	ttl := 5 * time.Second
+	term := func(name string) *leader {
+		l := newLeanLeader(t, cli, "/behind/", cfg, clock, members...)
+		l.d.Lookahead = LookaheadFor(ttl)
+		elect(t, l, name)
+		if err := l.ticks.loadCursors(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	// Passes at one instant until the job is planned to its horizon.
+	planned := func(l *leader) time.Time {
+		var cursor time.Time
+		for range 12 {
+			mustPass(t, l)
+			cursor, _ = l.cursors.get("fast")
+		}
+		if horizon := clock.Now().Add(l.d.Lookahead); cursor.Before(horizon.Add(-100 * time.Millisecond)) {
+			t.Fatalf("fast planned to %s after 12 passes, want its horizon %s", cursor, horizon)
+		}
+		return cursor
+	}
+	cursor := planned(term("first"))
+
+	clock.Advance(ttl) // the killed leader's lease, and the election
+	planned(term("second"))
+	if got := stored(t, cli, layout.Queue()); len(got) != 0 {
+		t.Errorf("%d runs of fast queued (%v), want every tick assigned", len(got), got[:min(3, len(got))])
+	}
+	assigned := assignedRuns(t, cli, layout)
+	for at := cursor.Add(100 * time.Millisecond); !at.After(clock.Now().Add(LookaheadFor(ttl))); at = at.Add(100 * time.Millisecond) {
+		if _, ok := assigned[runs.ID("fast", at)]; !ok {
+			t.Fatalf("%s not assigned by the new term; %d runs assigned", runs.ID("fast", at), len(assigned))
+		}
+	}
+}
