@@ -48,6 +48,13 @@ type handover struct {
 	// skips the job's ticks meanwhile. They are not lost to the election
 	// gap; Missed less these is what the leader's crash cost.
 	BehindSignalled int `json:"ticks_skipped_behind_signalled_holder"`
+	// InFlight counts the missed ticks recorded lost that the signalled
+	// replica was running when it got the signal (its slot, scheduled
+	// before the signal): a SIGKILL ends a run mid-call whatever engine
+	// runs it, and with no retries the tick is lost to the kill, not to
+	// the failover. A lost tick scheduled after the signal is counted:
+	// its holder was dead at its instant and cannot have started it.
+	InFlight int `json:"ticks_lost_in_flight"`
 }
 
 type failoverResult struct {
@@ -93,7 +100,7 @@ func failover(ctx context.Context, e *env) (report, error) {
 			Reference: fmt.Sprintf("session_ttl %s; elected after %.0f ms", ttl, k.ElectedMs)},
 		{Scenario: "failover", Figure: "SIGKILL: first run of a new-leader tick; longest gap between run starts", Value: fmt.Sprintf("%.0f ms; gap %.0f ms", k.FirstRunMs, k.MaxGapMs),
 			Reference: fmt.Sprintf("gap before the kill %.0f ms; lookahead 2s hides a short outage", k.GapBeforeMs)},
-		{Scenario: "failover", Figure: "SIGKILL: ticks missed; max lateness", Value: fmt.Sprintf("%d of %d (%d skipped behind the killed replica's slots); %.0f ms", k.Missed, k.Expected, k.BehindSignalled, k.MaxLateMs),
+		{Scenario: "failover", Figure: "SIGKILL: ticks missed; max lateness", Value: fmt.Sprintf("%d of %d (%d skipped behind the killed replica's slots, %d lost in flight); %.0f ms", k.Missed, k.Expected, k.BehindSignalled, k.InFlight, k.MaxLateMs),
 			Reference: "its lease holds its slots until it expires"},
 		{Scenario: "failover", Figure: "SIGTERM: signal -> new leader's first tick written", Value: fmt.Sprintf("%.0f ms", t.FirstTickMs),
 			Reference: fmt.Sprintf("elected after %.0f ms", t.ElectedMs)},
@@ -238,6 +245,9 @@ func (h *handover) accountMissed(ctx context.Context, cli *clientv3.Client, at t
 			case held[job] && rec.Outcome == runs.Skipped:
 				h.BehindSignalled++
 				why["skipped behind the signalled replica's slot"]++
+			case held[job] && rec.Outcome == runs.Lost && !rec.ScheduledAt.After(at):
+				h.InFlight++
+				why["lost in flight: the signalled replica was running it"]++
 			default:
 				why[fmt.Sprintf("%s: %.60s", rec.Outcome, rec.Error)]++
 			}

@@ -86,13 +86,17 @@ func abs(x float64) float64 {
 	return x
 }
 
-// Ticks skipped behind the killed replica's slots are shown, not counted
-// as lost to the crash; any other missed tick is.
+// Ticks skipped behind the killed replica's slots, and those it was
+// running, are shown, not counted as lost to the crash; any other missed
+// tick is.
 func TestEvaluateKillCountsOnlyTicksTheCrashLost(t *testing.T) {
-	kill := func(missed, behind int) goal {
+	kill := func(missed, behind int, inFlight ...int) goal {
 		fo := failoverResult{SessionTTL: "5s",
 			Kill: handover{Expected: 1400, Missed: missed, BehindSignalled: behind},
 			Term: handover{Expected: 1400}}
+		for _, n := range inFlight {
+			fo.Kill.InFlight = n
+		}
 		for _, g := range evaluate([]report{{Data: fo}}) {
 			if g.Name == "SIGKILL of the leader: ticks missed / expected" {
 				return g
@@ -106,6 +110,12 @@ func TestEvaluateKillCountsOnlyTicksTheCrashLost(t *testing.T) {
 	}
 	if g := kill(20, 19); g.Verdict != verdictNotMet || *g.Ratio != 1.0/1400 {
 		t.Errorf("20 missed, 19 behind: %q ratio %v", g.Verdict, *g.Ratio)
+	}
+	if g := kill(21, 19, 2); g.Verdict != verdictMet || !strings.Contains(g.Measured, "2 it was running") {
+		t.Errorf("21 missed, 19 behind, 2 in flight: %q %q", g.Verdict, g.Measured)
+	}
+	if g := kill(22, 19, 2); g.Verdict != verdictNotMet || *g.Ratio != 1.0/1400 {
+		t.Errorf("22 missed, 19 behind, 2 in flight: %q ratio %v", g.Verdict, *g.Ratio)
 	}
 }
 
