@@ -106,8 +106,8 @@ func ticksAfter(t *testing.T, n *node, job string, from time.Time) []runs.Record
 // that second's runs (a quarter second ahead). Every record lost names a
 // run scheduled before the kill; the second after the kill runs whole,
 // the killed replica's share of it on the replicas that stay (taken over
-// from it a fifth of Backup late). Without start marks that share was
-// recorded lost.
+// from it a Backup late). Without start marks that share was recorded
+// lost.
 func TestAKilledReplicasClaimedAheadRunsAreLateNotLost(t *testing.T) {
 	etcd := startEtcd(t)
 	w := startWitness(t)
