@@ -220,10 +220,10 @@ func (v *peerView) markLocked(kv *mvccpb.KeyValue) {
 // since a claim lead before it, when a live worker claims at the latest
 // (a worker killed then; one alive and claiming for others is behind,
 // not silent). One that claimed it ahead is not judged silent: at a burst
-// a live owner's start marks come after the instant by more than a fifth
-// of Backup, and backups taking its claims over (a read of the slots and
-// a move each, then the claims again) loaded etcd until 28 % of the
-// ticks of 2,000 jobs were missed (test/bench's burst step).
+// a live owner's start marks can come more than a fifth of Backup after
+// the instant, and backups would take its claims over (a read of the
+// slots and a move each, then the claims again) when etcd is busiest
+// (suspected in a burst step that missed 28 % of 2,000 jobs' ticks).
 func (v *peerView) due(now time.Time, grace time.Duration, turn func(p *peerAssignment, silent bool) time.Time) (due []peerAssignment, next time.Time, late []string) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
