@@ -196,10 +196,12 @@ func TestAPeerIsSilentWhenItClaimedNothingSinceAClaimLeadBefore(t *testing.T) {
 	// Before the instant: claims of the ticks before, the alive one's
 	// within a claim lead of at.
 	clock.Advance(900 * time.Millisecond)
-	v.Markers().Apply([]*clientv3.Event{put(layout.ClaimMarker(dead, at.Add(-100*time.Millisecond), "b", 0))}, 2)
+	// ahead claimed at's assignment then, before a claim lead, and
+	// nothing since.
+	v.Markers().Apply([]*clientv3.Event{put(layout.ClaimMarker(dead, at.Add(-100*time.Millisecond), "b", 0)),
+		putValue(layout.ClaimMarker(ahead, at, "g", 0), `["j","/ahead"]`)}, 2)
 	clock.Advance(90 * time.Millisecond)
-	v.Markers().Apply([]*clientv3.Event{put(layout.ClaimMarker(alive, at.Add(time.Second), "b", 0)),
-		putValue(layout.ClaimMarker(ahead, at, "g", 0), `["j","/ahead"]`)}, 3)
+	v.Markers().Apply([]*clientv3.Event{put(layout.ClaimMarker(alive, at.Add(time.Second), "b", 0))}, 3)
 	clock.Advance(10 * time.Millisecond) // at
 	// moved's arrives at its instant's end, overdue.
 	clock.Advance(time.Millisecond)
