@@ -80,12 +80,9 @@ func (l *leader) leanItem(cfg *config.Config, j *config.Job, now time.Time) (lea
 	if p.Dropped > 0 || len(p.Ticks) == 0 || !p.Cursor.Equal(p.Ticks[len(p.Ticks)-1].At) {
 		return leanItem{}, false
 	}
-	// The rest in the next passes, at once (nextWake is past), as the
-	// queue path spreads them (farCap).
-	if n := min(farCap(p.Ticks, now.Add(min(NearLookahead, l.d.Lookahead))), leanMaxTicks); n < len(p.Ticks) {
-		p.Ticks = p.Ticks[:n]
-		p.Cursor = p.Ticks[n-1].At
-	}
+	// A pass bounded as the queue path's is (farCap), and by a window's
+	// cost; the rest in the next passes, at once (nextWake is past).
+	p.keepFirst(min(farCap(p.Ticks, now.Add(l.near())), leanMaxTicks))
 	for _, t := range p.Ticks {
 		if t.Action != queueTick || t.CatchUp || !t.NotBefore.Equal(t.At) {
 			return leanItem{}, false

@@ -81,7 +81,7 @@ func reach(sched schedule.Schedule, now time.Time, near, far time.Duration) time
 // paused (a resume plans from the moment it comes), near only while the
 // queue is full, else its reach.
 func (l *leader) lookahead(sched schedule.Schedule, now time.Time, paused bool) time.Duration {
-	near := min(NearLookahead, l.d.Lookahead)
+	near := l.near()
 	switch {
 	case paused:
 		return 0
@@ -90,3 +90,7 @@ func (l *leader) lookahead(sched schedule.Schedule, now time.Time, paused bool) 
 	}
 	return reach(sched, now, near, l.d.Lookahead)
 }
+
+// near is how far ahead ticks are always planned: NearLookahead, or the
+// whole lookahead when it is shorter.
+func (l *leader) near() time.Duration { return min(NearLookahead, l.d.Lookahead) }

@@ -186,11 +186,9 @@ func (l *leader) processOnce(ctx context.Context, j *config.Job, sched schedule.
 	if !p.Cursor.After(cursor) && known {
 		return la, nil
 	}
-	if n := farCap(p.Ticks, now.Add(min(NearLookahead, l.d.Lookahead))); n < len(p.Ticks) {
+	if p.keepFirst(farCap(p.Ticks, now.Add(l.near()))) {
 		// Far ticks a few at a time: the rest at the next pass, a tick
 		// later (nextWake with the lookahead cut here).
-		p.Ticks = p.Ticks[:n]
-		p.Cursor = p.Ticks[n-1].At
 		la = p.Cursor.Sub(now)
 	}
 	if p.Dropped > 0 {

@@ -48,6 +48,17 @@ type plan struct {
 	Dropped int // missed ticks counted but not recorded
 }
 
+// keepFirst cuts p to its first n ticks, its cursor to the last kept; it
+// reports whether it cut any (a pass bounded by farCap, leanMaxTicks).
+func (p *plan) keepFirst(n int) bool {
+	if n >= len(p.Ticks) {
+		return false
+	}
+	p.Ticks = p.Ticks[:n]
+	p.Cursor = p.Ticks[n-1].At
+	return true
+}
+
 // planTicks decides, for the ticks after cursor up to now+lookahead, which
 // become runs and which are recorded missed. A zero cursor (a job never
 // scheduled) starts at now: a new job does not catch up on its past.
