@@ -245,29 +245,37 @@ func (v *peerView) due(now time.Time, grace time.Duration, turn func(p *peerAssi
 			if !slices.Contains(late, p.owner) {
 				late = append(late, p.owner)
 			}
-		} else if next.IsZero() || lateAt.Before(next) {
-			next = lateAt
+		} else {
+			next = sooner(next, lateAt)
 		}
 		if p.turn.IsZero() {
 			if now.Before(p.from) {
-				if next.IsZero() || p.from.Before(next) {
-					next = p.from // judged then: whether its worker claimed by then
-				}
+				next = sooner(next, p.from) // judged then: whether its worker claimed by then
 				continue
 			}
-			silent := p.from.Equal(p.at) && v.claimed[p.claimedKey] == 0 && !v.active[p.worker].After(p.at.Add(-v.claimLead))
-			p.turn = turn(p, silent)
+			p.turn = turn(p, v.silentLocked(p))
 		}
 		if p.turn.After(now) {
-			if next.IsZero() || p.turn.Before(next) {
-				next = p.turn
-			}
+			next = sooner(next, p.turn)
 			continue
 		}
 		p.tried, p.ahead = p.modRevision, v.claimed[p.claimedKey] > 0
 		due = append(due, *p)
 	}
 	return due, next, late
+}
+
+// silentLocked reports whether p's worker is silent for it (see due).
+func (v *peerView) silentLocked(p *peerAssignment) bool {
+	return p.from.Equal(p.at) && v.claimed[p.claimedKey] == 0 && !v.active[p.worker].After(p.at.Add(-v.claimLead))
+}
+
+// sooner is the earlier of next and t, next being zero when there is none.
+func sooner(next, t time.Time) time.Time {
+	if next.IsZero() || t.Before(next) {
+		return t
+	}
+	return next
 }
 
 // rejudge forgets the turns of the assignments of replica id's
