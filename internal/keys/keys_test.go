@@ -184,3 +184,48 @@ func TestLeanDirectoriesDoNotCoverLongerNames(t *testing.T) {
 		}
 	}
 }
+
+// Every key the layout spells has a kind of its own, and Kinds lists it.
+func TestKindNamesEachKeysDirectoryOrJobState(t *testing.T) {
+	l := New("/s/")
+	at := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	cases := map[string]string{
+		l.Slot("a", 0):                  "slots",
+		l.SlotOf("a", "k", 1):           "slots",
+		l.Assignment("w1", at, "g"):     "assign",
+		l.ClaimMarker("w1", at, "g", 2): "claimed",
+		l.Cursor("a"):                   "jobs/cursor",
+		l.Succeeded("a/b"):              "jobs/succeeded",
+		l.Overdue("a"):                  "jobs/overdue",
+		l.Paused("a"):                   "jobs/paused",
+		l.Entry("a", "r1"):              "queue",
+		l.Record("a", "r1"):             "runs",
+		l.UnstartedMark("a", "r1"):      "unstarted",
+		l.Member("m"):                   "members",
+		l.FanIn("a", "t"):               "fanin",
+		l.RatePlace(RateJob, "a", 0):    "rate",
+		l.ResourceSlot("gpu", 0):        "resources",
+		l.Notification("hook", "n1"):    "outbox",
+		"/t/slots/a/0":                  "other",
+		"/s/nothing/here":               "other",
+		"/s/jobs/a/unknown":             "other",
+		"/s/lonely":                     "other",
+	}
+	kinds := map[string]bool{}
+	for _, k := range Kinds() {
+		kinds[k] = true
+	}
+	for key, want := range cases {
+		got := l.Kind([]byte(key))
+		if got != want {
+			t.Errorf("Kind(%q) = %q, want %q", key, got, want)
+		}
+		if !kinds[got] {
+			t.Errorf("Kind(%q) = %q, which Kinds does not list", key, got)
+		}
+	}
+	key := []byte(l.Succeeded("a"))
+	if n := testing.AllocsPerRun(100, func() { l.Kind(key) }); n != 0 {
+		t.Errorf("Kind allocates %v times a call", n)
+	}
+}

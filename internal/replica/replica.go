@@ -191,7 +191,7 @@ func (r *replica) startEtcd(ctx context.Context, cfg *config.Config, reg *promet
 		})
 		r.endpoints = r.embedded.Endpoints()
 	}
-	countEvents, err := watch.EventCounter(reg)
+	countEvents, err := watch.EventCounter(reg, keys.Kinds(), keys.New(cfg.Cluster.Etcd.Prefix).Kind)
 	if err != nil {
 		return err
 	}

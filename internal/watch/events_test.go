@@ -20,7 +20,7 @@ import (
 func TestEventCounterCountsEveryWatchEvent(t *testing.T) {
 	cluster := etcdtest.Start(t)
 	reg := prometheus.NewRegistry()
-	count, err := EventCounter(reg)
+	count, err := EventCounter(reg, []string{"a", "b"}, firstDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,9 +53,11 @@ func TestEventCounterCountsEveryWatchEvent(t *testing.T) {
 	if resp := <-wb; len(resp.Events) != 1 {
 		t.Fatalf("/b/: %d events, want 1", len(resp.Events))
 	}
-	want := `# HELP scheduler_watch_events_total Watch events this replica's etcd client decoded, over all its watches.
+	want := `# HELP scheduler_watch_events_total Watch events this replica's etcd client decoded, over all its watches, by the kind of their key.
 # TYPE scheduler_watch_events_total counter
-scheduler_watch_events_total 7
+scheduler_watch_events_total{kind="a"} 6
+scheduler_watch_events_total{kind="b"} 1
+scheduler_watch_events_total{kind="other"} 0
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "scheduler_watch_events_total"); err != nil {
 		t.Errorf("after 7 watched events and 1 unwatched write: %v", err)
@@ -64,10 +66,18 @@ scheduler_watch_events_total 7
 
 func TestEventCounterRegistersOnce(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	if _, err := EventCounter(reg); err != nil {
+	if _, err := EventCounter(reg, nil, firstDir); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := EventCounter(reg); err == nil || !strings.Contains(err.Error(), "scheduler_watch_events_total") {
+	if _, err := EventCounter(reg, nil, firstDir); err == nil || !strings.Contains(err.Error(), "scheduler_watch_events_total") {
 		t.Errorf("second registration: %v", err)
 	}
+}
+
+// firstDir is a kind of key for the tests: its first directory.
+func firstDir(key []byte) string {
+	if dir, _, ok := strings.Cut(strings.TrimPrefix(string(key), "/"), "/"); ok {
+		return dir
+	}
+	return "other"
 }

@@ -263,3 +263,26 @@ func TestApplyEventsOnlyWhereCounted(t *testing.T) {
 		t.Errorf("index ops per run %v, want (300 + 300) / 3 members / 100 runs = 2", with.IndexOpsPerRun)
 	}
 }
+
+// Events are split by the kind of their key as the replicas label them,
+// per replica and run, largest first in the step's line.
+func TestApplySplitsEventsByKind(t *testing.T) {
+	tl := burstTally{due: 100, delivered: 100, runs: 100}
+	var s burstSide
+	s.Seconds, s.Procs = 1, 3
+	text := `scheduler_watch_events_total{kind="slots"} 600
+scheduler_watch_events_total{kind="jobs/cursor"} 30
+scheduler_watch_events_total{kind="assign"} 0
+`
+	d := map[string]float64{}
+	if err := sumMetrics(strings.NewReader(text), append([]string{watchEvents}, eventKinds()...), d); err != nil {
+		t.Fatal(err)
+	}
+	s.apply(tl, d, 3)
+	if s.EventsPerProcRn != 2.1 {
+		t.Errorf("%v events per replica per run, want 630 / 3 / 100 = 2.1", s.EventsPerProcRn)
+	}
+	if got, want := kindsOf(s.EventsByKind), " (slots 2.00, jobs/cursor 0.10)"; got != want {
+		t.Errorf("by kind %q, want %q", got, want)
+	}
+}

@@ -54,6 +54,9 @@ type burstSide struct {
 	EventsCounted   bool    `json:"events_counted"`
 	WatchEvents     float64 `json:"watch_events"`
 	EventsPerProcRn float64 `json:"events_per_replica_per_run"`
+	// EventsByKind: events per replica per run by the kind of their key
+	// (keys.Layout.Kind), the kinds with any.
+	EventsByKind map[string]float64 `json:"events_by_kind,omitempty"`
 }
 
 // cpuPerRun is etcd's and the processes' CPU per run, in ms.
@@ -156,7 +159,7 @@ func (e *env) burstCounters(ctx context.Context, replicas []string) (map[string]
 	if err != nil {
 		return nil, err
 	}
-	r, err := scrape(ctx, replicas, watchEvents, runsSkipped, runsMissed)
+	r, err := scrape(ctx, replicas, append([]string{watchEvents, runsSkipped, runsMissed}, eventKinds()...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -195,6 +198,7 @@ func (s *burstSide) apply(tl burstTally, d map[string]float64, members int) {
 	s.IndexOpsPerRun = (d[mvccRange] + d[mvccPut] + d[mvccDelete]) / float64(members) / runs
 	if s.Procs > 0 && s.EventsCounted {
 		s.EventsPerProcRn = s.WatchEvents / float64(s.Procs) / runs
+		s.EventsByKind = eventsByKind(d, float64(s.Procs)*runs)
 	}
 }
 
@@ -266,6 +270,6 @@ func sleepUntil(ctx context.Context, t time.Time) error {
 
 // describe is the side's one-line summary for the progress log.
 func (s burstSide) describe() string {
-	return fmt.Sprintf("%s %d jobs: %.0f runs/s, delivered %s, lateness %s, missed %d (recorded skipped %.0f), cpu ms/run etcd %.3f + procs %.3f, revs/run %.3f, index ops/run %.2f, events/replica/run %s",
-		s.Engine, s.Jobs, s.RunsPerSec, pct(s.DeliveredFrac), s.Lateness, s.Missed, s.Skipped, s.EtcdCPUPerRun, s.ProcCPUPerRun, s.RevsPerRun, s.IndexOpsPerRun, events(s))
+	return fmt.Sprintf("%s %d jobs: %.0f runs/s, delivered %s, lateness %s, missed %d (recorded skipped %.0f), cpu ms/run etcd %.3f + procs %.3f, revs/run %.3f, index ops/run %.2f, events/replica/run %s%s",
+		s.Engine, s.Jobs, s.RunsPerSec, pct(s.DeliveredFrac), s.Lateness, s.Missed, s.Skipped, s.EtcdCPUPerRun, s.ProcCPUPerRun, s.RevsPerRun, s.IndexOpsPerRun, events(s), kindsOf(s.EventsByKind))
 }
