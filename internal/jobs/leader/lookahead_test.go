@@ -2,6 +2,7 @@ package leader
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/config"
+	"github.com/etcdsched/scheduler/internal/jobs/assign"
 	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
 	"github.com/etcdsched/scheduler/internal/runs"
@@ -315,5 +317,45 @@ func TestWithdrawSparesAClaimMadeMeanwhile(t *testing.T) {
 	}
 	if q := queued(t, l); len(q) != 1 || q[id] == nil {
 		t.Errorf("%d entries left, want only the claimed run", len(q))
+	}
+}
+
+// A lean job's ticks are assigned several at a time: a job ticking every
+// second writes its cursor once per three to five ticks, not once per
+// tick (an index operation and an event on every replica per run), and
+// after every pass every tick within the lookahead is assigned, which a
+// leader's death relies on.
+func TestALeanJobsCursorMovesOncePerSeveralTicks(t *testing.T) {
+	cli, clock, layout := leanEtcd(t, "/batch/")
+	var jobs []config.Job
+	for i := range 8 {
+		jobs = append(jobs, jobstest.Job(fmt.Sprintf("j%d", i), "@every 1s"))
+	}
+	cfg := jobstest.Config(jobs...)
+	l := newLeanLeader(t, cli, "/batch/", cfg, clock, memberKV(layout, "r1", 0x10, assign.Protocol))
+	l.d.Lookahead = LookaheadFor(5 * time.Second)
+	const seconds = 40
+	first := map[string]int64{}
+	for range seconds * 4 {
+		mustPass(t, l)
+		assigned := assignedRuns(t, cli, layout)
+		horizon := clock.Now().Add(l.d.Lookahead)
+		for _, j := range cfg.Jobs {
+			if _, ok := first[j.Name]; !ok {
+				first[j.Name] = cursorVersion(t, cli, layout, j.Name)
+			}
+			for at := clock.Now().Truncate(time.Second).Add(time.Second); !at.After(horizon); at = at.Add(time.Second) {
+				if _, ok := assigned[runs.ID(j.Name, at)]; !ok {
+					t.Fatalf("at %s, %s is not assigned; every tick within the lookahead (to %s) must be",
+						clock.Now().Format(time.StampMilli), runs.ID(j.Name, at), horizon.Format(time.StampMilli))
+				}
+			}
+		}
+		clock.Advance(250 * time.Millisecond)
+	}
+	for _, j := range cfg.Jobs {
+		if writes := cursorVersion(t, cli, layout, j.Name) - first[j.Name]; writes > seconds*2/5 {
+			t.Errorf("%s's cursor written %d times in %d ticks, want at most one per 2.5 ticks", j.Name, writes, seconds)
+		}
 	}
 }
