@@ -96,26 +96,33 @@ func (l *leader) lookahead(sched schedule.Schedule, now time.Time, paused bool) 
 func (l *leader) near() time.Duration { return min(NearLookahead, l.d.Lookahead) }
 
 // A lean job's ticks are assigned in batches: when its next tick comes
-// within its lookahead it wakes, and its ticks are assigned up to
-// leanBatchTicks beyond the lookahead, as far as leanSlack/2 to leanSlack
-// past it (by the job's name, so that jobs due together wake at different
-// passes). A job ticking every second so writes its cursor once per three
-// to five ticks, not once per tick (docs/protocol.md, "Authorize"), and
-// every tick within the lookahead is still assigned after every pass.
+// within its lookahead it wakes, and its ticks are assigned up to the next
+// multiple of leanGrid (in Unix time) beyond the lookahead, at most
+// leanBatchTicks beyond it. A job ticking every second so writes its
+// cursor once per five ticks, not once per tick (docs/protocol.md,
+// "Authorize"), and every tick within the lookahead is still assigned after
+// every pass. The grid is common to all jobs, so that jobs due at the same
+// instants wake at the same pass and share their assignments (full chunks
+// of up to 40 runs): spread by job, the passes split each instant's
+// assignments into smaller ones, and a worker's claims with them.
 const (
 	leanBatchTicks = 8
-	leanSlack      = 5 * time.Second
+	leanGrid       = 5 * time.Second
 )
 
 // leanHorizon is how far ahead of now a lean job's ticks are assigned when
 // it wakes with lookahead la. A lookahead cut to near (a full queue, a
 // short TTL in tests) is kept as it is.
-func (l *leader) leanHorizon(job string, sched schedule.Schedule, now time.Time, la time.Duration) time.Duration {
+func (l *leader) leanHorizon(sched schedule.Schedule, now time.Time, la time.Duration) time.Duration {
 	if la <= l.near() {
 		return la
 	}
-	limit := now.Add(la + leanSlack/2 + spread(job, leanSlack/2))
-	h := now.Add(la)
+	end := now.Add(la)
+	limit := end.Truncate(leanGrid)
+	if limit.Before(end) {
+		limit = limit.Add(leanGrid)
+	}
+	h := end
 	for range leanBatchTicks {
 		next := sched.Next(h)
 		if next.IsZero() || next.After(limit) {
@@ -124,14 +131,4 @@ func (l *leader) leanHorizon(job string, sched schedule.Schedule, now time.Time,
 		h = next
 	}
 	return h.Sub(now)
-}
-
-// spread is a share of d that depends only on name (FNV-1a).
-func spread(name string, d time.Duration) time.Duration {
-	h := uint64(14695981039346656037)
-	for i := range len(name) {
-		h ^= uint64(name[i])
-		h *= 1099511628211
-	}
-	return time.Duration(h % uint64(d))
 }
