@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -13,8 +12,6 @@ import (
 	"github.com/etcdsched/scheduler/internal/jobs/admission"
 	"github.com/etcdsched/scheduler/internal/jobs/assign"
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
-	"github.com/etcdsched/scheduler/internal/rendezvous"
-	"github.com/etcdsched/scheduler/internal/runs"
 	"github.com/etcdsched/scheduler/internal/schedule"
 )
 
@@ -105,78 +102,6 @@ func (l *leader) leanItem(cfg *config.Config, j *config.Job, now time.Time) (lea
 		it.specOp = []clientv3.Op{op}
 	}
 	return it, true
-}
-
-// splitLean takes out of due the jobs whose ticks this pass assigns, in
-// windows of one transaction each; none while a member runs an older
-// protocol.
-func (l *leader) splitLean(due []*config.Job, now time.Time) (windows [][]leanItem, rest []*config.Job) {
-	if l.d.Workers == nil || l.store == nil {
-		return nil, due
-	}
-	if _, ok := l.d.Workers.Lean(); !ok {
-		return nil, due
-	}
-	cfg := l.d.Config()
-	var cur []leanItem
-	cost := 0
-	for _, j := range due {
-		it, ok := l.leanItem(cfg, j, now)
-		if !ok {
-			rest = append(rest, j)
-			continue
-		}
-		// A cursor and, at most, an assignment a tick; a spec.
-		c := 1 + len(it.plan.Ticks) + len(it.specOp)
-		if cost+c > leanWindowCost {
-			windows, cur, cost = append(windows, cur), nil, 0
-		}
-		cur, cost = append(cur, it), cost+c
-	}
-	if len(cur) > 0 {
-		windows = append(windows, cur)
-	}
-	return windows, rest
-}
-
-// leanWindow is what Authorize writes for items: their cursors, and their
-// ticks given by rendezvous over workers, a job's at one instant in one
-// assignment, up to leanJobsPerAssignment jobs each, named after its
-// first job.
-func leanWindow(items []leanItem, workers []string) assign.Window {
-	type slot struct {
-		worker string
-		at     time.Time
-	}
-	byName := map[string]assign.Job{}
-	grouped := map[slot][]string{}
-	var order []slot
-	var w assign.Window
-	for _, it := range items {
-		w.Cursors = append(w.Cursors, assign.Cursor{Job: it.job.Name, Last: it.known, Next: it.plan.Cursor, With: it.specOp})
-		byName[it.job.Name] = assign.Job{Name: it.job.Name, SpecRef: it.specRef}
-		for _, t := range it.plan.Ticks {
-			s := slot{rendezvous.Pick(workers, runs.ID(it.job.Name, t.At)), t.At}
-			if grouped[s] == nil {
-				order = append(order, s)
-			}
-			grouped[s] = append(grouped[s], it.job.Name)
-		}
-	}
-	for _, s := range order {
-		names := grouped[s]
-		slices.Sort(names)
-		for len(names) > 0 {
-			n := names[:min(len(names), leanJobsPerAssignment)]
-			names = names[len(n):]
-			a := assign.Assignment{Worker: s.worker, At: s.at, Group: n[0]}
-			for _, name := range n {
-				a.Jobs = append(a.Jobs, byName[name])
-			}
-			w.Assignments = append(w.Assignments, a)
-		}
-	}
-	return w
 }
 
 // authorize writes one window. The jobs of applied parts have their

@@ -382,3 +382,41 @@ func TestALeanJobsCursorMovesOncePerSeveralTicks(t *testing.T) {
 		}
 	}
 }
+
+// Many jobs due at the same instants fill their assignments: a window
+// holds as many jobs as its transaction takes cursors and assignments, so
+// 300 jobs ticking every second on three workers, assigned five ticks at a
+// time, come to about 33 runs an assignment (40 at most). Counted as an
+// assignment per tick, a window held about 20 jobs, and an assignment 7
+// runs: as many claims more for the workers.
+func TestManyJobsFillTheirAssignments(t *testing.T) {
+	cli, clock, layout := leanEtcd(t, "/full/")
+	var jobs []config.Job
+	for i := range 300 {
+		jobs = append(jobs, jobstest.Job(fmt.Sprintf("j%03d", i), "@every 1s"))
+	}
+	l := newLeanLeader(t, cli, "/full/", jobstest.Config(jobs...), clock, memberKV(layout, "r1", 0x10, assign.Protocol),
+		memberKV(layout, "r2", 0x20, assign.Protocol), memberKV(layout, "r3", 0x30, assign.Protocol))
+	l.d.Lookahead = LookaheadFor(5 * time.Second)
+	for range 12 * 4 {
+		mustPass(t, l)
+		clock.Advance(250 * time.Millisecond)
+	}
+	resp, err := cli.Get(t.Context(), layout.Assignments(), clientv3.WithPrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	assignments, runs := 0, 0
+	for _, kv := range resp.Kvs {
+		a, err := assign.Decode(layout, string(kv.Key), kv.Value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.At.After(leanStart.Add(10 * time.Second)) {
+			assignments, runs = assignments+1, runs+len(a.Jobs)
+		}
+	}
+	if assignments == 0 || runs < 25*assignments {
+		t.Errorf("%d runs in %d assignments after the first 10 s, want 25 or more an assignment", runs, assignments)
+	}
+}
