@@ -199,13 +199,16 @@ type leader struct {
 	// maxQueued is the queue's size beyond which jobs are planned
 	// NearLookahead ahead only (lookahead.go; a field for the tests).
 	maxQueued int
+	// born is when the term began: in its first lookahead lean jobs are
+	// assigned a batch further (leanHorizon).
+	born time.Time
 }
 
 func newLeader(d Deps, term election.Leadership) *leader {
 	l := &leader{base: &base{d: d, term: term, fence: term.Fence()}, cursors: newCursorBook(d.Keys), gen: map[string]uint64{},
 		book:   newSpecBook(d.Keys),
 		paused: map[string]bool{}, sweep: map[string]bool{}, gone: map[string]uint64{}, maxQueued: maxQueued,
-		failures: newPassFailures(d.Clock)}
+		failures: newPassFailures(d.Clock), born: d.Clock.Now()}
 	l.removed = newRemovedKeeper(l.base, l.withJobs)
 	l.pruner = &pruner{base: l.base, job: l.job, noteRemoved: l.removed.noteRemoved}
 	l.store = d.Assign

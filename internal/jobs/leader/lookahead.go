@@ -101,7 +101,11 @@ func (l *leader) near() time.Duration { return min(NearLookahead, l.d.Lookahead)
 // leanBatchTicks beyond it. A job ticking every second so writes its
 // cursor once per five ticks, not once per tick (docs/protocol.md,
 // "Authorize"), and every tick within the lookahead is still assigned after
-// every pass. The grid is common to all jobs, so that jobs due at the same
+// every pass. In a term's first lookahead the batches are one grid (and
+// leanBatchTicks) longer: a new leader assigns each job's next batch at
+// its first look, whatever its predecessor left, so the handover shows at
+// once and the margin its own death would need starts from its passes.
+// The grid is common to all jobs, so that jobs due at the same
 // instants wake at the same pass and share their assignments (full chunks
 // of up to 40 runs): spread by job, the passes split each instant's
 // assignments into smaller ones, and a worker's claims with them.
@@ -122,8 +126,12 @@ func (l *leader) leanHorizon(sched schedule.Schedule, now time.Time, la time.Dur
 	if limit.Before(end) {
 		limit = limit.Add(leanGrid)
 	}
+	batch := leanBatchTicks
+	if now.Before(l.born.Add(l.d.Lookahead)) {
+		limit, batch = limit.Add(leanGrid), 2*leanBatchTicks
+	}
 	h := end
-	for range leanBatchTicks {
+	for range batch {
 		next := sched.Next(h)
 		if next.IsZero() || next.After(limit) {
 			break
