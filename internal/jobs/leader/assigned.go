@@ -73,7 +73,7 @@ func (l *leader) leanItem(cfg *config.Config, j *config.Job, now time.Time) (lea
 		return leanItem{}, false
 	}
 	la := l.lookahead(sched, now, false)
-	p := planTicks(j, sched, cursor, now, l.leanHorizon(sched, now, la))
+	p := planTicks(j, sched, cursor, now, leanHorizon(sched, now, la, l.near(), now.Before(l.born.Add(l.d.Lookahead))))
 	if p.Dropped > 0 || len(p.Ticks) == 0 || !p.Cursor.Equal(p.Ticks[len(p.Ticks)-1].At) {
 		return leanItem{}, false
 	}

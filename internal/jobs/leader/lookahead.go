@@ -115,10 +115,11 @@ const (
 )
 
 // leanHorizon is how far ahead of now a lean job's ticks are assigned when
-// it wakes with lookahead la. A lookahead cut to near (a full queue, a
-// short TTL in tests) is kept as it is.
-func (l *leader) leanHorizon(sched schedule.Schedule, now time.Time, la time.Duration) time.Duration {
-	if la <= l.near() {
+// it wakes with lookahead la, fresh in its term's first lookahead. A
+// lookahead cut to near (a full queue, a short TTL in tests) is kept as it
+// is.
+func leanHorizon(sched schedule.Schedule, now time.Time, la, near time.Duration, fresh bool) time.Duration {
+	if la <= near {
 		return la
 	}
 	end := now.Add(la)
@@ -127,7 +128,7 @@ func (l *leader) leanHorizon(sched schedule.Schedule, now time.Time, la time.Dur
 		limit = limit.Add(leanGrid)
 	}
 	batch := leanBatchTicks
-	if now.Before(l.born.Add(l.d.Lookahead)) {
+	if fresh {
 		limit, batch = limit.Add(leanGrid), 2*leanBatchTicks
 	}
 	h := end

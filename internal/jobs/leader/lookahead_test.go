@@ -2,7 +2,6 @@ package leader
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
@@ -10,7 +9,6 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/config"
-	"github.com/etcdsched/scheduler/internal/jobs/assign"
 	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
 	"github.com/etcdsched/scheduler/internal/runs"
@@ -317,143 +315,5 @@ func TestWithdrawSparesAClaimMadeMeanwhile(t *testing.T) {
 	}
 	if q := queued(t, l); len(q) != 1 || q[id] == nil {
 		t.Errorf("%d entries left, want only the claimed run", len(q))
-	}
-}
-
-// A lean job's ticks are assigned several at a time: a job ticking every
-// second writes its cursor once per five ticks, not once per tick (an
-// index operation and an event on every replica per run); after every
-// pass every tick within the lookahead is assigned, which a leader's death
-// relies on; and jobs due at the same instants are assigned in the same
-// passes, so each instant's runs share an assignment (and a worker's
-// claims) rather than one each.
-func TestALeanJobsCursorMovesOncePerSeveralTicks(t *testing.T) {
-	cli, clock, layout := leanEtcd(t, "/batch/")
-	var jobs []config.Job
-	for i := range 8 {
-		jobs = append(jobs, jobstest.Job(fmt.Sprintf("j%d", i), "@every 1s"))
-	}
-	// Half the jobs come 2.25 s later, in a reload: they must fall in
-	// with the others' passes.
-	cfg, early := jobstest.Config(jobs...), jobstest.Config(jobs[:4]...)
-	l := newLeanLeader(t, cli, "/batch/", early, clock, memberKV(layout, "r1", 0x10, assign.Protocol))
-	l.d.Lookahead = LookaheadFor(5 * time.Second)
-	const seconds = 40
-	first := map[string]int64{}
-	for i := range seconds * 4 {
-		if i == 9 {
-			l.d.Config = func() *config.Config { return cfg }
-			l.syncJobs()
-		}
-		mustPass(t, l)
-		assigned := assignedRuns(t, cli, layout)
-		horizon := clock.Now().Add(l.d.Lookahead)
-		for _, j := range l.d.Config().Jobs {
-			if _, ok := first[j.Name]; !ok {
-				first[j.Name] = cursorVersion(t, cli, layout, j.Name)
-			}
-			for at := clock.Now().Truncate(time.Second).Add(time.Second); !at.After(horizon); at = at.Add(time.Second) {
-				if _, ok := assigned[runs.ID(j.Name, at)]; !ok {
-					t.Fatalf("at %s, %s is not assigned; every tick within the lookahead (to %s) must be",
-						clock.Now().Format(time.StampMilli), runs.ID(j.Name, at), horizon.Format(time.StampMilli))
-				}
-			}
-		}
-		clock.Advance(250 * time.Millisecond)
-	}
-	for _, j := range cfg.Jobs {
-		if writes := cursorVersion(t, cli, layout, j.Name) - first[j.Name]; writes > seconds/4 {
-			t.Errorf("%s's cursor written %d times in %d ticks, want at most one per 4 ticks", j.Name, writes, seconds)
-		}
-	}
-	perInstant := map[time.Time]int{}
-	for _, key := range stored(t, cli, layout.Assignments()) {
-		_, at, _, ok := layout.ParseAssignment(layout.Assignments() + key)
-		if !ok {
-			t.Fatalf("assignment key %q", key)
-		}
-		if at.After(leanStart.Add(25 * time.Second)) {
-			perInstant[at]++
-		}
-	}
-	for at, n := range perInstant {
-		if n != 1 {
-			t.Errorf("the 8 jobs' runs at %s are in %d assignments, want one", at.Format(time.StampMilli), n)
-		}
-	}
-}
-
-// Many jobs due at the same instants fill their assignments: a window
-// holds as many jobs as its transaction takes cursors and assignments, so
-// 300 jobs ticking every second on three workers, assigned five ticks at a
-// time, come to about 33 runs an assignment (40 at most). Counted as an
-// assignment per tick, a window held about 20 jobs, and an assignment 7
-// runs: as many claims more for the workers.
-func TestManyJobsFillTheirAssignments(t *testing.T) {
-	cli, clock, layout := leanEtcd(t, "/full/")
-	var jobs []config.Job
-	for i := range 300 {
-		jobs = append(jobs, jobstest.Job(fmt.Sprintf("j%03d", i), "@every 1s"))
-	}
-	l := newLeanLeader(t, cli, "/full/", jobstest.Config(jobs...), clock, memberKV(layout, "r1", 0x10, assign.Protocol),
-		memberKV(layout, "r2", 0x20, assign.Protocol), memberKV(layout, "r3", 0x30, assign.Protocol))
-	l.d.Lookahead = LookaheadFor(5 * time.Second)
-	for range 12 * 4 {
-		mustPass(t, l)
-		clock.Advance(250 * time.Millisecond)
-	}
-	resp, err := cli.Get(t.Context(), layout.Assignments(), clientv3.WithPrefix())
-	if err != nil {
-		t.Fatal(err)
-	}
-	assignments, runs := 0, 0
-	for _, kv := range resp.Kvs {
-		a, err := assign.Decode(layout, string(kv.Key), kv.Value)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if a.At.After(leanStart.Add(10 * time.Second)) {
-			assignments, runs = assignments+1, runs+len(a.Jobs)
-		}
-	}
-	if assignments == 0 || runs < 25*assignments {
-		t.Errorf("%d runs in %d assignments after the first 10 s, want 25 or more an assignment", runs, assignments)
-	}
-}
-
-// A new term assigns each lean job's next batch at its first look, though
-// its predecessor's cursors cover the lookahead: the handover shows at
-// once (test/bench's SIGTERM step times the new leader's first tick), and
-// the margin its own death would need starts from its own passes.
-func TestANewTermAssignsABatchAtItsFirstLook(t *testing.T) {
-	cli, clock, layout := leanEtcd(t, "/fresh/")
-	cfg := jobstest.Config(jobstest.Job("a", "@every 1s"), jobstest.Job("fast", "@every 100ms"))
-	members := []*mvccpb.KeyValue{memberKV(layout, "r1", 0x10, assign.Protocol)}
-	term := func(name string) *leader {
-		l := newLeanLeader(t, cli, "/fresh/", cfg, clock, members...)
-		l.d.Lookahead = LookaheadFor(5 * time.Second)
-		elect(t, l, name)
-		if err := l.ticks.loadCursors(t.Context()); err != nil {
-			t.Fatal(err)
-		}
-		return l
-	}
-	first := term("first")
-	for range 40 { // 10 s: past the term's first lookahead
-		mustPass(t, first)
-		clock.Advance(250 * time.Millisecond)
-	}
-	mustPass(t, first)
-	before := map[string]int64{}
-	for _, j := range cfg.Jobs {
-		before[j.Name] = cursorVersion(t, cli, layout, j.Name)
-	}
-	second := term("second")
-	mustPass(t, second)
-	for _, j := range cfg.Jobs {
-		if cursorVersion(t, cli, layout, j.Name) == before[j.Name] {
-			c, _ := second.cursors.get(j.Name)
-			t.Errorf("the new term's first pass left %s's cursor at %s (now %s)", j.Name, c.Format(time.StampMilli), clock.Now().Format(time.StampMilli))
-		}
 	}
 }
