@@ -95,8 +95,10 @@ func TestPositiveControl(t *testing.T) {
 	}
 	// A pause finds an overlap only when it catches a replica in a long
 	// run, which five faults miss now and then on a loaded host (one CI
-	// run in five on 2026-11-28): a second round of five, with a seed of
-	// its own, before the control is taken to have failed.
+	// run in five on 2026-11-28), and the long profile's eight now and
+	// then too (its control found 0, 1 and 2 in three runs on 2026-11-28):
+	// a second round, with a seed of its own, before the control is taken
+	// to have failed.
 	var out outcome
 	for round := 1; round <= 2; round++ {
 		s, name := seed(), "control-noguard-nofencing"
@@ -105,7 +107,7 @@ func TestPositiveControl(t *testing.T) {
 		}
 		out = runScenario(t, scenario{name: name, ttl: 2 * time.Second, faults: faults,
 			gap: 2 * time.Second, warmup: 3 * time.Second, settle: 6 * time.Second, control: true, seed: s})
-		if len(out.report.Violations) > 0 || profile() == "long" {
+		if len(out.report.Violations) > 0 {
 			break
 		}
 		t.Logf("positive control: round %d (seed %d) found no violation; one more round", round, s)
