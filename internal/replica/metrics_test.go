@@ -67,7 +67,7 @@ func TestMetricsOfSpec(t *testing.T) {
 		`scheduler_session_lost_total 0`,
 		`scheduler_config_reloads_total{result="error"} 0`,
 		`scheduler_config_reloads_total{result="success"} 0`,
-		`scheduler_watch_events_total `,
+		`scheduler_watch_events_total{kind="slots"} `,
 		`go_goroutines `,
 		`process_cpu_seconds_total `,
 	}

@@ -3,6 +3,7 @@ package slots
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"slices"
@@ -55,12 +56,14 @@ const (
 	ratesView
 )
 
-// entry is one held slot key as the view saw it.
+// entry is one held slot key as the view saw it. Its value stays encoded
+// until List shows it: decoding it on every put was ~2 % of a replica's
+// CPU at 2,000 runs a second, for a value only the API reads.
 type entry struct {
 	group
 	index int
-	value Value
-	token int64 // CreateRevision
+	raw   []byte // the key's value, a Value as JSON
+	token int64  // CreateRevision
 	lease int64
 }
 
@@ -196,13 +199,18 @@ func (s *Semaphore) List() []Info {
 		return cmp.Or(cmp.Compare(a.kind, b.kind), cmp.Compare(a.name, b.name), cmp.Compare(a.index, b.index))
 	})
 	for _, e := range sorted {
+		var v Value
+		if err := json.Unmarshal(e.raw, &v); err != nil {
+			// Still held, and shown so: only who holds it is unknown.
+			s.logger.Debug("slot key holds no valid value", "job_or_resource", e.name, "slot", e.index, "err", err)
+		}
 		info := Info{
 			Slot:         e.index,
-			RunID:        e.value.RunID,
-			Holder:       e.value.Holder,
+			RunID:        v.RunID,
+			Holder:       v.Holder,
 			FencingToken: e.token,
-			StartedAt:    e.value.StartedAt,
-			ScheduledAt:  e.value.ScheduledAt,
+			StartedAt:    v.StartedAt,
+			ScheduledAt:  v.ScheduledAt,
 		}
 		if e.kind == ResourceSlot {
 			info.Resource = e.name

@@ -2,7 +2,6 @@ package slots
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -206,11 +205,8 @@ func (s *Semaphore) put(kv *mvccpb.KeyValue) (entry, bool) {
 		s.logger.Debug("ignoring key under the slot prefixes", "key", string(kv.Key))
 		return entry{}, false
 	}
-	e := entry{group: group{kind, name}, index: index, token: kv.CreateRevision, lease: kv.Lease}
-	if err := json.Unmarshal(kv.Value, &e.value); err != nil {
-		// Still held: count it, so nobody is told the slot is free.
-		s.logger.Warn("slot key holds no valid value", "key", string(kv.Key), "err", err)
-	}
+	// Counted whatever its value holds, so nobody is told the slot is free.
+	e := entry{group: group{kind, name}, index: index, raw: kv.Value, token: kv.CreateRevision, lease: kv.Lease}
 	if _, existed := s.entries[string(kv.Key)]; !existed {
 		s.count(e.group, 1)
 	}
