@@ -61,38 +61,58 @@ func (l Layout) MemberID(key string) string { return strings.TrimPrefix(key, l.M
 func (l Layout) Jobs() string { return l.Prefix + jobsDir }
 
 // Cursor is the last tick the leader materialized for job.
-func (l Layout) Cursor(job string) string { return l.Jobs() + job + "/cursor" }
+func (l Layout) Cursor(job string) string { return l.jobKey(job, cursorState) }
 
 // Scheduled counts the scheduled runs the leaders have materialized or
 // assigned for a job with max_runs (docs/configuration.md#jobs), in decimal, moved in
 // the transactions that move its cursor.
-func (l Layout) Scheduled(job string) string { return l.Jobs() + job + "/scheduled" }
+func (l Layout) Scheduled(job string) string { return l.jobKey(job, scheduledState) }
 
 // Paused exists while job is paused (or says "false" after a resume of a
 // job whose file says paused).
-func (l Layout) Paused(job string) string { return l.Jobs() + job + "/paused" }
+func (l Layout) Paused(job string) string { return l.jobKey(job, pausedState) }
 
 // Health says whether job's last run ended well ("ok") or not
 // ("failing"): what decides a "recovered" or "failing" notification.
 // Absent until a job with a sink for "recovered" first ends a run
 // otherwise, or one with a sink for "failing" first ends a run.
-func (l Layout) Health(job string) string { return l.Jobs() + job + "/health" }
+func (l Layout) Health(job string) string { return l.jobKey(job, healthState) }
 
 // CursorJob returns the job of a cursor key.
-func (l Layout) CursorJob(key string) (string, bool) { return l.jobState(key, "/cursor") }
+func (l Layout) CursorJob(key string) (string, bool) { return l.jobState(key, cursorState) }
 
 // ScheduledJob returns the job of a scheduled-runs count key.
-func (l Layout) ScheduledJob(key string) (string, bool) { return l.jobState(key, "/scheduled") }
+func (l Layout) ScheduledJob(key string) (string, bool) { return l.jobState(key, scheduledState) }
 
 // PausedJob returns the job of a pause marker key.
-func (l Layout) PausedJob(key string) (string, bool) { return l.jobState(key, "/paused") }
+func (l Layout) PausedJob(key string) (string, bool) { return l.jobState(key, pausedState) }
 
-func (l Layout) jobState(key, suffix string) (string, bool) {
+// The states a job has under jobs/<job>/, each spelled once: the keys
+// below, their parsers and Kind use these.
+const (
+	cursorState    = "cursor"
+	scheduledState = "scheduled"
+	pausedState    = "paused"
+	healthState    = "health"
+	overdueState   = "overdue"
+	succeededState = "succeeded"
+)
+
+// jobKey is job's state key.
+func (l Layout) jobKey(job, state string) string { return l.Jobs() + job + "/" + state }
+
+// jobState returns the job of a key of job's state, with no allocation (the
+// mirrors call it for every event under jobs/).
+func (l Layout) jobState(key, state string) (string, bool) {
 	rest, ok := strings.CutPrefix(key, l.Jobs())
 	if !ok {
 		return "", false
 	}
-	return strings.CutSuffix(rest, suffix)
+	job, ok := strings.CutSuffix(rest, state)
+	if !ok || !strings.HasSuffix(job, "/") {
+		return "", false
+	}
+	return job[:len(job)-1], true
 }
 
 // Queue holds every pending and running run.

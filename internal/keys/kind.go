@@ -7,7 +7,7 @@ import (
 
 // jobStates are the keys a job has under jobs/<job>/, by their last
 // element.
-var jobStates = []string{"cursor", "scheduled", "paused", "health", "overdue", "succeeded"}
+var jobStates = []string{cursorState, scheduledState, pausedState, healthState, overdueState, succeededState}
 
 // jobKinds are jobStates as Kind names them, spelled once so that Kind
 // allocates nothing.
