@@ -53,6 +53,9 @@ type burstConfig struct {
 	// shards: a job of that many shards due every second beside the
 	// step's jobs (0: none); its shard runs count as runs, not as ticks.
 	shards int
+	// fsync: the steps' etcd members fsync their log, as the peer's
+	// figures (issue 38) were measured.
+	fsync bool
 }
 
 // refProcsCount: the peer runs three replicas.
@@ -126,7 +129,7 @@ func burstSteps(ctx context.Context, f flags, bins cluster.Binaries, res *burstR
 func startBurstEnv(ctx context.Context, f flags, bins cluster.Binaries, replicas int) (*env, error) {
 	logf("burst: starting 3 etcd members and %d replicas", replicas)
 	e, err := startEnv(ctx, bins, filepath.Join(f.dir, fmt.Sprintf("burst-%d", replicas)),
-		settings{SessionTTL: 5 * time.Second, MaxParallel: 256, Replicas: replicas}, func(string) []jobSpec { return nil })
+		settings{SessionTTL: 5 * time.Second, MaxParallel: 256, Replicas: replicas, Fsync: f.burst.fsync}, func(string) []jobSpec { return nil })
 	if err == nil && f.pprof {
 		e.profileDir = f.dir
 	}
@@ -169,6 +172,7 @@ func burstOurs(ctx context.Context, e *env, bc burstConfig, n int) (burstSide, e
 	if err := e.freshWitness(ctx); err != nil {
 		return side, err
 	}
+	e.settle(ctx)
 	e.steps++
 	step := fmt.Sprintf("b%d-", e.steps)
 	logf("burst: ours, %d jobs every second, %d replicas: %s warm-up, %s window", n, side.Procs, bc.warmup, bc.window)
@@ -210,6 +214,7 @@ func burstReference(ctx context.Context, e *env, bc burstConfig, n int) (burstSi
 	if err := e.freshWitness(ctx); err != nil {
 		return side, err
 	}
+	e.settle(ctx)
 	e.steps++
 	step := fmt.Sprintf("bref%d-", e.steps)
 	logf("burst: reference, %d jobs every second, %d processes", n, side.Procs)
@@ -221,6 +226,15 @@ func burstReference(ctx context.Context, e *env, bc burstConfig, n int) (burstSi
 	defer procs.stop()
 	if err := sleepUntil(ctx, time.Now().Add(bc.warmup)); err != nil {
 		return side, err
+	}
+	if e.profileDir != "" {
+		// etcd's CPU over 10 s of the window, as for ours.
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			saveEtcdProfiles(ctx, e, filepath.Join(e.profileDir, "profiles"), fmt.Sprintf("burst-%d-reference", n))
+		}()
+		defer func() { <-done }()
 	}
 	err = measureBurst(ctx, e, &side, burstWindow{procs: procs.pids(), jobPrefix: step, window: bc.window, grace: bc.grace})
 	logf("burst: %s", side.describe())

@@ -28,6 +28,8 @@ type settings struct {
 	SessionTTL  time.Duration
 	MaxParallel int
 	Replicas    int // scheduler processes; 0: cluster's default (3)
+	// Fsync: the etcd members fsync their log (cluster.Options.Fsync).
+	Fsync bool
 }
 
 // jobSpec is one job of a generated config.
@@ -114,7 +116,7 @@ func startEnv(ctx context.Context, bins cluster.Binaries, dir string, s settings
 	if err != nil {
 		return nil, err
 	}
-	c, err := cluster.Start(ctx, cluster.Options{Dir: dir, Binaries: bins, Replicas: s.Replicas,
+	c, err := cluster.Start(ctx, cluster.Options{Dir: dir, Binaries: bins, Replicas: s.Replicas, Fsync: s.Fsync,
 		Config: configYAML(s, w.URL(""), jobs(w.URL("")))})
 	if err != nil {
 		w.Close()

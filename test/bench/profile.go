@@ -6,6 +6,9 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
+
+	"github.com/etcdsched/scheduler/test/cluster"
 )
 
 // saveProfiles fetches a 10 s CPU profile and a heap profile of the leader
@@ -24,23 +27,9 @@ func saveProfiles(ctx context.Context, e *env, dir, name string) {
 		logf("pprof: %v", err)
 		return
 	}
-	// The etcd leader's CPU over the same 10 s (etcdnode serves pprof with
-	// ETCDNODE_PPROF=1, which -pprof sets).
+	// etcd's CPU over the same 10 s.
 	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		m, err := e.c.EtcdLeader(ctx)
-		if err != nil {
-			logf("pprof: etcd leader: %v", err)
-			return
-		}
-		file := filepath.Join(out, name+"-etcd-cpu.pprof")
-		if err := fetch(ctx, m.ClientURL+"/debug/pprof/profile?seconds=10", file); err != nil {
-			logf("pprof: %v", err)
-			return
-		}
-		logf("pprof: saved %s", file)
-	}()
+	go func() { defer close(done); saveEtcdProfiles(ctx, e, out, name) }()
 	defer func() { <-done }()
 	follower := make(chan struct{})
 	go func() {
@@ -70,6 +59,40 @@ func saveProfiles(ctx context.Context, e *env, dir, name string) {
 		}
 		logf("pprof: saved %s", filepath.Join(out, p.file))
 	}
+}
+
+// saveEtcdProfiles fetches 10 s CPU profiles of the etcd leader
+// (name-etcd-cpu.pprof) and of one follower (name-etcd-follower-cpu.pprof)
+// into out, at once (etcdnode serves pprof with ETCDNODE_PPROF=1, which
+// -pprof sets). Every member applies every write; the leader also
+// replicates and answers the clients it has.
+func saveEtcdProfiles(ctx context.Context, e *env, out, name string) {
+	leader, err := e.c.EtcdLeader(ctx)
+	if err != nil {
+		logf("pprof: etcd leader: %v", err)
+		return
+	}
+	files := map[*cluster.Member]string{leader: name + "-etcd-cpu.pprof"}
+	for _, m := range e.c.Members {
+		if m != leader && m.Running() {
+			files[m] = name + "-etcd-follower-cpu.pprof"
+			break
+		}
+	}
+	var wg sync.WaitGroup
+	for m, file := range files {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			path := filepath.Join(out, file)
+			if err := fetch(ctx, m.ClientURL+"/debug/pprof/profile?seconds=10", path); err != nil {
+				logf("pprof: etcd %s: %v", m.Name, err)
+				return
+			}
+			logf("pprof: saved %s (etcd %s)", path, m.Name)
+		}()
+	}
+	wg.Wait()
 }
 
 func fetch(ctx context.Context, url, path string) error {

@@ -27,6 +27,10 @@ type Options struct {
 	Config string
 	// StartTimeout bounds Start (default 2 minutes).
 	StartTimeout time.Duration
+	// Fsync makes the members fsync their log as production members do
+	// (default off: tests and most bench scenarios measure the scheduler,
+	// not the disk).
+	Fsync bool
 }
 
 // Cluster is a running set of etcd members and scheduler replicas.
@@ -104,6 +108,7 @@ func (c *Cluster) startMembers(ctx context.Context, opts Options) error {
 		if err != nil {
 			return err
 		}
+		m.fsync = opts.Fsync
 		c.Members = append(c.Members, m)
 		initial = append(initial, m.Name+"="+m.PeerURL)
 	}

@@ -21,6 +21,7 @@ type Member struct {
 	proc    *process
 	initial string // the --initial-cluster value
 	started bool   // once started, restarts join as an existing member
+	fsync   bool   // without, the member runs --unsafe-no-fsync
 }
 
 func newMember(dir, bin, name string) (*Member, error) {
@@ -53,8 +54,10 @@ func (m *Member) Start() error {
 		state = "existing"
 	}
 	m.proc.args = []string{"--name", m.Name, "--data-dir", m.DataDir, "--client-url", m.ClientURL,
-		"--peer-url", m.PeerURL, "--initial-cluster", m.initial, "--initial-cluster-state", state,
-		"--unsafe-no-fsync"}
+		"--peer-url", m.PeerURL, "--initial-cluster", m.initial, "--initial-cluster-state", state}
+	if !m.fsync {
+		m.proc.args = append(m.proc.args, "--unsafe-no-fsync")
+	}
 	if err := m.proc.start(); err != nil {
 		return err
 	}
