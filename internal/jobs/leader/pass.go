@@ -41,6 +41,12 @@ func (l *leader) pass(ctx context.Context) error {
 		}
 		return passErr
 	}
+	// Removed jobs leave the assignments together: each job's own
+	// withdrawal below then only moves its cursor. A failure here is
+	// theirs to meet again and report.
+	if err := l.assigns.takeOutGone(ctx, gone); errors.Is(err, errNotLeader) {
+		return errNotLeader
+	}
 	var g errgroup.Group
 	g.SetLimit(materializeParallelism)
 	for _, w := range lean {

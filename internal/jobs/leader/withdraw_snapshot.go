@@ -28,16 +28,26 @@ type assignSnap struct {
 type snapped struct {
 	a      assign.Assignment
 	modRev int64
+	// stuck: a rewrite of it as read failed its compares (a chunk claimed
+	// from it, or its worker rewrote or deleted it), so every take-out
+	// from it would: the ticks it names stay (takeOutGone).
+	stuck bool
 }
 
 // naming is the assignments naming job, loading them first when needed.
 func (s *assignSnap) naming(ctx context.Context, b *base, job string) ([]snapped, error) {
+	return s.namingAny(ctx, b, func(name string) bool { return name == job })
+}
+
+// namingAny is the assignments naming a job that in says is one, loading
+// them first when needed.
+func (s *assignSnap) namingAny(ctx context.Context, b *base, in func(job string) bool) ([]snapped, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.loaded {
 		resp, err := b.d.Client.Get(ctx, b.d.Keys.Assignments(), clientv3.WithPrefix())
 		if err != nil {
-			return nil, fmt.Errorf("leader: read assignments to withdraw %s: %w", job, err)
+			return nil, fmt.Errorf("leader: read the assignments to withdraw from: %w", err)
 		}
 		s.byKey = make(map[string]*snapped, len(resp.Kvs))
 		for _, kv := range resp.Kvs {
@@ -49,25 +59,35 @@ func (s *assignSnap) naming(ctx context.Context, b *base, job string) ([]snapped
 	}
 	var out []snapped
 	for _, sn := range s.byKey {
-		if sn.a.Has(job) {
+		if slices.ContainsFunc(sn.a.Jobs, func(j assign.Job) bool { return in(j.Name) }) {
 			out = append(out, *sn)
 		}
 	}
 	return out, nil
 }
 
-// tookOut records a successful take-out of job from key at revision rev.
-func (s *assignSnap) tookOut(key, job string, rev int64) {
+// tookOut records a successful take-out of the jobs out says are taken
+// from key at revision rev.
+func (s *assignSnap) tookOut(key string, out func(job string) bool, rev int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sn := s.byKey[key]
 	if sn == nil {
 		return
 	}
-	sn.a.Jobs = slices.DeleteFunc(slices.Clone(sn.a.Jobs), func(j assign.Job) bool { return j.Name == job })
+	sn.a.Jobs = slices.DeleteFunc(slices.Clone(sn.a.Jobs), func(j assign.Job) bool { return out(j.Name) })
 	sn.modRev = rev
 	if len(sn.a.Jobs) == 0 {
 		delete(s.byKey, key)
+	}
+}
+
+// stick records that a rewrite of key as read failed its compares.
+func (s *assignSnap) stick(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sn := s.byKey[key]; sn != nil {
+		sn.stuck = true
 	}
 }
 
