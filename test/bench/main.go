@@ -61,6 +61,10 @@ type flags struct {
 	timeout   time.Duration
 	burst     burstConfig
 	leanRuns  []int
+	// schedulerAt: the replicas run cmd/scheduler as it was at this git
+	// ref (cluster.BuildAt); the bench, its references and etcd stay this
+	// commit's.
+	schedulerAt string
 }
 
 func main() {
@@ -122,6 +126,12 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	if f.schedulerAt != "" {
+		if bins.Scheduler, err = cluster.BuildAt(ctx, filepath.Join(f.dir, "bin"), f.schedulerAt); err != nil {
+			return err
+		}
+		logf("replicas: cmd/scheduler at %s (%s)", f.schedulerAt, bins.Scheduler)
+	}
 
 	reports, err := runScenarios(ctx, f, bins, want)
 	hdr.finish()
@@ -155,6 +165,7 @@ func defineFlags(f *flags, l *flagLists) {
 	flag.BoolVar(&f.jsonOnly, "json-only", false, "print only the JSON objects")
 	flag.StringVar(&f.dir, "dir", "", "work directory for binaries, data and logs (default: a temporary one)")
 	flag.BoolVar(&f.keep, "keep", false, "keep the work directory")
+	flag.StringVar(&f.schedulerAt, "scheduler-at", "", "run the replicas as cmd/scheduler was at this git ref (a hash, tag or branch); the bench and its references stay this checkout's: two engines measured against one reference")
 	flag.BoolVar(&f.pprof, "pprof", false, "save CPU and heap profiles of the leader into the work directory")
 	flag.StringVar(&f.logLevel, "log-level", "info", "the replicas' log level (SCHEDULER_LOG_LEVEL)")
 	flag.DurationVar(&f.timeout, "timeout", 60*time.Minute, "stop everything after this long")
