@@ -122,7 +122,7 @@ type withdrawn struct {
 }
 
 func (wd *withdrawer) once(ctx context.Context, job string, after, to time.Time) (int, error) {
-	kept, n, err := wd.assigns.withdraw(ctx, job, after)
+	kept, n, err := wd.assigns.withdraw(ctx, job, after, to, wd.cursorBack(job))
 	if err != nil {
 		return n, err
 	}
@@ -212,6 +212,20 @@ func (wd *withdrawer) chunk(ctx context.Context, job string, chunk []withdrawn, 
 	}
 	wd.cursors.counted(j, -len(chunk))
 	return nil
+}
+
+// cursorBack moves job's cursor back with each of its take-outs from
+// the assignments (assignments.withdraw), compared as known.
+func (wd *withdrawer) cursorBack(job string) cursorBack {
+	return func(at time.Time) ([]clientv3.Cmp, []clientv3.Op, func()) {
+		known, ok := wd.cursors.get(job)
+		if !ok || !known.After(at) {
+			return nil, nil, func() {}
+		}
+		cmps := []clientv3.Cmp{wd.cursors.is(job, known, ok)}
+		ops := []clientv3.Op{clientv3.OpPut(wd.d.Keys.Cursor(job), queue.EncodeCursor(at))}
+		return cmps, ops, func() { wd.cursors.set(job, at.UTC(), true) }
+	}
 }
 
 // reloadCursor reads the job's cursor, and its count of scheduled runs

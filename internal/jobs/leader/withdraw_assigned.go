@@ -36,9 +36,17 @@ type assignments struct {
 
 // withdraw takes job out of the assignments naming it at an
 // instant after `after` (every one when after is zero) that no chunk has
-// claimed from. It returns the latest instant an assignment still names
-// the job at (zero: none), and how many ticks it took out.
-func (as *assignments) withdraw(ctx context.Context, job string, after time.Time) (kept time.Time, n int, err error) {
+// claimed from, latest first, each in a transaction that also moves the
+// job's cursor back (back) to the latest instant the job is still assigned
+// at, or to `to`: a leader that dies between two take-outs, or before the
+// cursor's own move, leaves no tick taken out ahead of the cursor, so the
+// next term plans every one again (TestALeaderDeadMidWithdrawalLosesNoTick);
+// and the cursor never goes back past a tick still assigned, which would
+// be assigned twice. A changed job (after set) takes out nothing before a
+// tick it had to keep: the cursor cannot go back past that one to plan
+// them again. It returns the latest instant an assignment still names the
+// job at (zero: none), and how many ticks it took out.
+func (as *assignments) withdraw(ctx context.Context, job string, after, to time.Time, back cursorBack) (kept time.Time, n int, err error) {
 	if as.d.Workers == nil {
 		return time.Time{}, 0, nil
 	}
@@ -46,13 +54,20 @@ func (as *assignments) withdraw(ctx context.Context, job string, after time.Time
 	if err != nil {
 		return time.Time{}, 0, err
 	}
-	for _, sn := range naming {
+	slices.SortFunc(naming, func(a, b snapped) int { return b.a.At.Compare(a.a.At) })
+	only := func(name string) bool { return name == job }
+	for i, sn := range naming {
 		a := sn.a
-		if sn.stuck || (!after.IsZero() && !a.At.After(after)) {
+		if sn.stuck || (!after.IsZero() && (!a.At.After(after) || !kept.IsZero())) {
 			kept = latest(kept, a.At)
 			continue
 		}
-		out, err := as.takeOut(ctx, a, sn.modRev, func(name string) bool { return name == job })
+		cursor := latest(to, kept)
+		if i+1 < len(naming) {
+			cursor = latest(cursor, naming[i+1].a.At)
+		}
+		cmps, ops, moved := back(cursor)
+		out, err := as.takeOut(ctx, a, sn.modRev, only, cmps, ops)
 		if err != nil {
 			return kept, n, err
 		}
@@ -60,15 +75,22 @@ func (as *assignments) withdraw(ctx context.Context, job string, after time.Time
 			kept = latest(kept, a.At)
 			continue
 		}
+		moved()
 		n++
 	}
 	return kept, n, nil
 }
 
+// cursorBack is what a take-out moves with it: the compares and the write
+// that set the job's cursor back to at when it is further ahead (none
+// otherwise), and what to note once they committed.
+type cursorBack func(at time.Time) (cmps []clientv3.Cmp, ops []clientv3.Op, moved func())
+
 // takeOut rewrites a without the jobs out says to take (deletes it when
 // none is left), if it is still as read at modRev and no chunk has claimed
 // from it.
-func (as *assignments) takeOut(ctx context.Context, a assign.Assignment, modRev int64, out func(job string) bool) (bool, error) {
+// cmps and ops go with the rewrite (a cursor's move back, cursorBack).
+func (as *assignments) takeOut(ctx context.Context, a assign.Assignment, modRev int64, out func(job string) bool, cmps []clientv3.Cmp, ops []clientv3.Op) (bool, error) {
 	key := a.Key(as.d.Keys)
 	rest := a
 	rest.Jobs = slices.DeleteFunc(slices.Clone(a.Jobs), func(j assign.Job) bool { return out(j.Name) })
@@ -76,11 +98,12 @@ func (as *assignments) takeOut(ctx context.Context, a assign.Assignment, modRev 
 	if len(rest.Jobs) > 0 {
 		op = clientv3.OpPut(key, rest.Encode())
 	}
-	resp, err := as.d.Client.Txn(ctx).If(
+	cmps = append([]clientv3.Cmp{
 		as.fence,
 		clientv3.Compare(clientv3.ModRevision(key), "=", modRev),
 		clientv3.Compare(clientv3.CreateRevision(as.d.Keys.AssignmentClaimed(a.Worker, a.At, a.Group)), "=", 0).WithPrefix(),
-	).Then(op).Else(clientv3.OpGet(as.term.Key)).Commit()
+	}, cmps...)
+	resp, err := as.d.Client.Txn(ctx).If(cmps...).Then(append([]clientv3.Op{op}, ops...)...).Else(clientv3.OpGet(as.term.Key)).Commit()
 	if err != nil {
 		return false, fmt.Errorf("leader: withdraw from %s: %w", key, err)
 	}
@@ -123,7 +146,7 @@ func (as *assignments) takeOutGone(ctx context.Context, gone []string) error {
 		if sn.stuck {
 			continue
 		}
-		if _, err := as.takeOut(ctx, sn.a, sn.modRev, in); err != nil {
+		if _, err := as.takeOut(ctx, sn.a, sn.modRev, in, nil, nil); err != nil {
 			return err
 		}
 	}
