@@ -26,7 +26,7 @@ func seed() uint64 {
 }
 
 var every = []faultKind{killLeader, stopWorker, partition, killEtcdMember, stopLeader, slowLink,
-	partitionLeader, killEtcdLeader, etcdDown, killExecHolder, etcdDownTerm}
+	partitionLeader, killEtcdLeader, etcdDown, killExecHolder, etcdDownTerm, reloadKillLeader}
 
 func repeat(kinds []faultKind, n int) []faultKind {
 	var out []faultKind
@@ -58,6 +58,12 @@ func TestFaults(t *testing.T) {
 		}
 	case "rolling", "upgrade":
 		scenarios = rollScenarios(profile())
+	case "reload":
+		// Reloads that change lean jobs, each followed by the leader's
+		// SIGKILL (reload_test.go), alone.
+		scenarios = []scenario{{name: "reload-ttl2s", ttl: 2 * time.Second,
+			faults: repeat([]faultKind{reloadKillLeader}, 8),
+			gap:    2 * time.Second, warmup: 4 * time.Second, settle: 10 * time.Second, seed: seed()}}
 	case "edges":
 		// The faults of docs/design-edges.md#operating-at-the-edges alone, for a quick look.
 		scenarios = []scenario{{name: "edges-ttl2s", ttl: 2 * time.Second,

@@ -410,7 +410,7 @@ func (r *runner) inject(kind faultKind) injected {
 			r.resumes = append(r.resumes, run.Start.Sub(up))
 		}
 	default:
-		if !r.injectEdge(&f, must) && !r.injectRoll(&f, must) {
+		if !r.injectEdge(&f, must) && !r.injectRoll(&f, must) && !r.injectReload(&f, must) {
 			r.t.Fatalf("unknown fault %q", kind)
 		}
 	}
