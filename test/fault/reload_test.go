@@ -33,7 +33,9 @@ func (r *runner) injectReload(f *injected, must func(error)) bool {
 	l := r.leader()
 	must(r.toggleConfig())
 	for _, rep := range r.c.Replicas {
-		must(rep.Hangup())
+		if rep.Running() { // one that failed to start reads the file when it does
+			must(rep.Hangup())
+		}
 	}
 	r.hold(time.Duration(r.rng.IntN(250)) * time.Millisecond)
 	f.target, f.leader, f.start = l.ID, true, time.Now()
