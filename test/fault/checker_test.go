@@ -39,6 +39,16 @@ func TestCheckerProperties(t *testing.T) {
 			h.Kills = []Kill{{Holder: "b", Window: Window{at(1800), at(2600)}}}
 			h.Healed = at(900)
 		}, "lost: j@"},
+		{"a retry lost, claimed by its holder after it came back", func(h *History) {
+			// Attempt 1 ran and was lost elsewhere; the retry, claimed later by
+			// the restarted b, was lost in a later kill: its tick's time falls
+			// in b's first window, its claim did not.
+			h.Runs = h.Runs[:2]
+			id := runs.ID("j", at(2000))
+			h.Records[id] = runs.Record{RunID: id, Job: "j", Attempt: 2, ScheduledAt: at(2000), Holder: "b.2f", Outcome: runs.Lost}
+			h.Kills = []Kill{{Holder: "b", Window: Window{at(1800), at(2600)}}}
+			h.Healed = at(900)
+		}, ""},
 		{"lost, claimed before its holder was killed", func(h *History) {
 			h.Runs = h.Runs[:2]
 			id := runs.ID("j", at(2000))

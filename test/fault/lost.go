@@ -18,10 +18,14 @@ const lostClaimLead = 100 * time.Millisecond
 // checkLostAfterKill: a lost record says its run may have started, so a
 // run scheduled after its holder was killed (and before the holder ran
 // again) cannot be recorded lost: it never started, and it is late, or
-// missed, not lost.
+// missed, not lost. First attempts only: a retry is claimed after the
+// attempt before it ended, whenever that was, so its tick's time says
+// nothing of when its holder took it (a retry of a tick due just before
+// its holder's restart, claimed by the restarted holder and lost in the
+// next kill, was reported by FAULT_PROFILE=reload).
 func checkLostAfterKill(h *History, r *Report) {
 	for id, rec := range h.Records {
-		if rec.Outcome != runs.Lost {
+		if rec.Outcome != runs.Lost || rec.Attempt > 1 {
 			continue
 		}
 		holder := rec.Holder
