@@ -276,11 +276,12 @@ func (s burstSide) describe() string {
 
 // settle waits until etcd and the replicas are quiet (under quietCores
 // together over a second) before a side starts, or a minute has passed:
-// the end of the side before (its last runs, the jobs' removal, the
-// workers letting go of assignments ahead) kept etcd near a core busy for
-// up to 20 s after ours at 1,000 jobs, and a window that began then
-// charged it to the next side (the reference's etcd 0.92 ms a run at
-// 1,000 jobs against 0.21 alone).
+// the end of the side before (its last runs, the removal of its jobs:
+// before c7b6228 the leader rewrote every assignment ahead once a removed
+// job) kept etcd near a core busy for 16-53 s after ours at 1,000-2,000
+// jobs, 3-5 s since, and a window that began then charged it to the next
+// side (the reference's etcd 0.92 ms a run at 1,000 jobs against 0.21
+// alone).
 func (e *env) settle(ctx context.Context) {
 	const quietCores = 0.1
 	start := time.Now()

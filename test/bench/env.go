@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -154,7 +153,7 @@ func (e *env) observe() (*cluster.Observer, error) {
 // reports the new config hash.
 func (e *env) reload(ctx context.Context, jobs []jobSpec) error {
 	before := e.hashes(ctx)
-	path := filepath.Join(e.dir, "scheduler.yaml")
+	path := cluster.ConfigPath(e.dir)
 	text := configYAML(e.settings, e.w.URL(""), jobs)
 	if old, err := os.ReadFile(path); err == nil && string(old) == text {
 		return nil

@@ -33,6 +33,10 @@ type Options struct {
 	Fsync bool
 }
 
+// ConfigPath is the replicas' config file in a cluster's Dir: rewritten
+// and followed by SIGHUP (or the replicas' own watch of it), a reload.
+func ConfigPath(dir string) string { return filepath.Join(dir, "scheduler.yaml") }
+
 // Cluster is a running set of etcd members and scheduler replicas.
 type Cluster struct {
 	Members  []*Member
@@ -92,7 +96,7 @@ func prepareDir(dir, config string) (string, error) {
 			return "", err
 		}
 	}
-	configPath := filepath.Join(dir, "scheduler.yaml")
+	configPath := ConfigPath(dir)
 	if err := os.WriteFile(configPath, []byte(config), 0o644); err != nil {
 		return "", err
 	}

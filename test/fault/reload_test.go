@@ -3,9 +3,10 @@ package fault
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/etcdsched/scheduler/test/cluster"
 )
 
 // reloadKillLeader: a reload that changes two lean jobs' specs (their
@@ -38,18 +39,14 @@ func (r *runner) injectReload(f *injected, must func(error)) bool {
 		}
 	}
 	r.hold(time.Duration(r.rng.IntN(250)) * time.Millisecond)
-	f.target, f.leader, f.start = l.ID, true, time.Now()
-	must(l.Kill())
-	f.failover = r.failover(f.start, l.ID)
-	must(l.Start())
-	r.kills = append(r.kills, Kill{Holder: l.ID, Window: Window{f.start, time.Now()}})
+	r.killAndRestart(f, l, must)
 	return true
 }
 
 // toggleConfig rewrites the replicas' config file with each of
 // reloadToggles swapped.
 func (r *runner) toggleConfig() error {
-	path := filepath.Join(r.c.Dir, "scheduler.yaml")
+	path := cluster.ConfigPath(r.c.Dir)
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return err

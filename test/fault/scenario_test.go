@@ -321,6 +321,17 @@ func (r *runner) failover(t0 time.Time, old string) time.Duration {
 	return took
 }
 
+// killAndRestart SIGKILLs the leader l, waits for the next one's first
+// tick and starts l again: the kill's window, for the checker, runs to
+// then.
+func (r *runner) killAndRestart(f *injected, l *cluster.Replica, must func(error)) {
+	f.target, f.leader, f.start = l.ID, true, time.Now()
+	must(l.Kill())
+	f.failover = r.failover(f.start, l.ID)
+	must(l.Start())
+	r.kills = append(r.kills, Kill{Holder: l.ID, Window: Window{f.start, time.Now()}})
+}
+
 func (r *runner) inject(kind faultKind) injected {
 	r.t.Helper()
 	ttl := r.sc.ttl
@@ -333,12 +344,7 @@ func (r *runner) inject(kind faultKind) injected {
 	}
 	switch kind {
 	case killLeader:
-		l := r.leader()
-		f.target, f.leader, f.start = l.ID, true, time.Now()
-		must(l.Kill())
-		f.failover = r.failover(f.start, l.ID)
-		must(l.Start())
-		r.kills = append(r.kills, Kill{Holder: l.ID, Window: Window{f.start, time.Now()}})
+		r.killAndRestart(&f, r.leader(), must)
 	case stopLeader:
 		l := r.leader()
 		f.target, f.leader, f.start = l.ID, true, time.Now()

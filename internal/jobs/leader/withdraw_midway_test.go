@@ -3,6 +3,7 @@ package leader
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -87,12 +88,7 @@ func deadMidWithdrawal(t *testing.T, afterFirst bool) {
 	again := assignedRuns(t, cli, layout)
 	queued := stored(t, cli, layout.JobQueue("a"))
 	for _, id := range ahead {
-		_, isAssigned := again[id]
-		isQueued := false
-		for _, q := range queued {
-			isQueued = isQueued || q == id
-		}
-		if !isAssigned && !isQueued {
+		if _, isAssigned := again[id]; !isAssigned && !slices.Contains(queued, id) {
 			t.Errorf("%s, taken out by the dead leader, was not planned again by the next", id)
 		}
 	}
