@@ -131,10 +131,13 @@ func TestShardsOfAKilledProcessAreRetriedAndFannedInOnce(t *testing.T) {
 	}
 
 	var view client.Run
-	poll.For(t, 120*time.Second, "the tick's fan-in", func() bool {
+	if !poll.Within(120*time.Second, func() bool {
 		view, err = leader.api.Run(ctx, tick.RunID)
 		return err == nil && view.State == client.StateFinished
-	})
+	}) {
+		logUnfinishedTick(t, view, err, procs)
+		t.Fatalf("the tick's fan-in: not within 2m0s (%s killed)", victim.id)
+	}
 	recs, err := leader.api.Runs(ctx, "wide", 1000, "")
 	if err != nil {
 		t.Fatal(err)
@@ -169,4 +172,29 @@ func TestShardsOfAKilledProcessAreRetriedAndFannedInOnce(t *testing.T) {
 		return err == nil && r.State == client.StateFinished
 	})
 	t.Logf("%d shards lost with %s and retried", lost, victim.id)
+}
+
+// logUnfinishedTick logs what a tick that did not fan in was waiting for:
+// its shards not finished, by state and attempt, and every process's
+// warnings and errors (a CI machine's failure is read from its log).
+func logUnfinishedTick(t *testing.T, view client.Run, err error, procs map[string]*proc) {
+	t.Helper()
+	t.Logf("tick %s: state %q, %d shards, last error %v", view.RunID, view.State, len(view.Shards), err)
+	for _, s := range view.Shards {
+		if s.State != client.StateFinished {
+			t.Logf("shard %d (%s): %s, attempt %d", s.Shard, s.RunID, s.State, s.Attempt)
+		}
+	}
+	for id, p := range procs {
+		n := 0
+		for _, r := range p.logs.Records() {
+			if lvl, _ := r["level"].(string); (lvl == "WARN" || lvl == "ERROR") && n < 60 {
+				t.Logf("%s: %v", id, r)
+				n++
+			}
+		}
+		for _, line := range p.logs.Other() {
+			t.Logf("%s: %s", id, line)
+		}
+	}
 }

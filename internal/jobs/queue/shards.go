@@ -96,16 +96,23 @@ func FanOutParts(k keys.Layout, shards []*Entry) [][]clientv3.Op {
 				[]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(fanin), "=", 0)},
 				[]clientv3.Op{clientv3.OpPut(fanin, FanInPending), clientv3.OpPut(worst, string(runs.Severity(runs.Succeeded)))}, nil))
 		}
-		for _, s := range shards[i:min(i+ShardPart, len(shards))] {
-			key := k.Entry(s.Job, s.RunID)
-			ops = append(ops, clientv3.OpTxn([]clientv3.Cmp{
-				clientv3.Compare(clientv3.CreateRevision(key), "=", 0),
-				clientv3.Compare(clientv3.CreateRevision(k.Record(s.Job, s.RunID)), "=", 0),
-			}, []clientv3.Op{clientv3.OpPut(key, s.Encode())}, nil))
-		}
-		parts = append(parts, ops)
+		parts = append(parts, append(ops, shardPuts(k, shards[i:min(i+ShardPart, len(shards))])...))
 	}
 	return parts
+}
+
+// shardPuts put each of shards' entries, each guarded by its own absence:
+// no entry and no record of that shard.
+func shardPuts(k keys.Layout, shards []*Entry) []clientv3.Op {
+	ops := make([]clientv3.Op, len(shards))
+	for i, s := range shards {
+		key := k.Entry(s.Job, s.RunID)
+		ops[i] = clientv3.OpTxn([]clientv3.Cmp{
+			clientv3.Compare(clientv3.CreateRevision(key), "=", 0),
+			clientv3.Compare(clientv3.CreateRevision(k.Record(s.Job, s.RunID)), "=", 0),
+		}, []clientv3.Op{clientv3.OpPut(key, s.Encode())}, nil)
+	}
+	return ops
 }
 
 // TickRecord is the record of a sharded job's tick, the value of its
