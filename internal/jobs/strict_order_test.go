@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -12,7 +13,9 @@ import (
 
 	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/jobs"
+	"github.com/etcdsched/scheduler/internal/logtest"
 	"github.com/etcdsched/scheduler/internal/poll"
+	"github.com/etcdsched/scheduler/internal/runs"
 )
 
 // Strict fair order (docs/design-admission.md#fair-order): among runs waiting for the same
@@ -49,10 +52,11 @@ func TestWaitersStartInDueOrderOnEveryKindOfLimit(t *testing.T) {
 	rated.Rate = &config.Rate{Count: 1, Per: config.Duration(500 * time.Millisecond)}
 	cfg := newConfig(slot, keyed, resA, resB, rated)
 	cfg.Resources = []config.Resource{{Name: "one", Limit: 1}}
-	nodes := []*node{
-		etcd.node("a", cfg),
-		etcd.node("b", cfg),
-		etcd.node("c", cfg),
+	var logs logtest.Sink // warnings: which claims were given back
+	var nodes []*node
+	for _, id := range []string{"a", "b", "c"} {
+		log := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		nodes = append(nodes, startNodeWith(t, etcd.Endpoints(), id, cfg, timing{Log: log}))
 	}
 	leaderOf(t, nodes)
 
@@ -73,10 +77,31 @@ func TestWaitersStartInDueOrderOnEveryKindOfLimit(t *testing.T) {
 	wg.Wait()
 	for limit, jobNames := range limits {
 		want := order[limit]
-		poll.For(t, 2*time.Minute, limit+": every waiter to finish", func() bool {
-			return len(startsOf(w, jobNames)) >= len(want)
-		})
-		if got := startsOf(w, jobNames); strings.Join(got, " ") != strings.Join(want, " ") {
+		// A run lost with its holder's session (a CI machine starved one
+		// past its TTL) ends without reaching the witness, or without
+		// finishing there.
+		var failed map[string]bool
+		if !poll.Within(2*time.Minute, func() bool {
+			failed = notSucceeded(nodes[0], want)
+			return len(startsOf(w, jobNames))+len(failed) >= len(want)
+		}) {
+			logWaiters(t, nodes, want, &logs)
+			t.Fatalf("%s: of %d waiters %d finished, %d ended otherwise, within 2m0s", limit, len(want), len(startsOf(w, jobNames)), len(failed))
+		}
+		// A claim given back (its round trip so slow that the run would
+		// begin too long after its rate stamp) is pending again only once
+		// the give-back is applied; a younger waiter may take the window's
+		// next place before then (docs/design-admission.md#fair-order).
+		// The others keep their order.
+		back := givenBack(&logs, want)
+		for id := range failed {
+			back[id] = true
+		}
+		got, want := without(startsOf(w, jobNames), back), without(want, back)
+		if len(back) > 0 {
+			t.Logf("%s: %d runs given back or not succeeded, left out of the order: %v", limit, len(back), back)
+		}
+		if strings.Join(got, " ") != strings.Join(want, " ") {
 			t.Errorf("%s: started in the order\n  %v\nwant the order they were triggered in\n  %v", limit, got, want)
 			for _, name := range jobNames {
 				for _, h := range w.finished(name) {
@@ -144,4 +169,50 @@ func startsOf(w *witness, jobNames []string) []string {
 		ids[i] = h.RunID
 	}
 	return ids
+}
+
+// givenBack are those of ids whose claim logs say was given back.
+func givenBack(logs *logtest.Sink, ids []string) map[string]bool {
+	out := map[string]bool{}
+	for _, r := range logs.Records() {
+		id := fmt.Sprint(r["run_id"])
+		if strings.HasPrefix(fmt.Sprint(r["msg"]), "run given back") && slices.Contains(ids, id) {
+			out[id] = true
+		}
+	}
+	return out
+}
+
+// without is ids less those in drop, in order.
+func without(ids []string, drop map[string]bool) []string {
+	return slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return drop[id] })
+}
+
+// logWaiters logs, for a test that timed out, where each of ids stands on
+// every node (its queue entry, or none) and the nodes' warnings.
+func logWaiters(t *testing.T, nodes []*node, ids []string, logs *logtest.Sink) {
+	t.Helper()
+	for _, n := range nodes {
+		for _, r := range n.engine.Pending() {
+			if slices.Contains(ids, r.RunID) {
+				t.Logf("%s sees %s: %s, attempt %d, holder %q, scheduled %s", n.id, r.RunID, r.State, r.Attempt, r.Holder, r.ScheduledAt.Format("05.000"))
+			}
+		}
+	}
+	for _, r := range logs.Records() {
+		t.Logf("log: %v", r)
+	}
+}
+
+// notSucceeded are those of ids that n reads as finished with an outcome
+// other than succeeded.
+func notSucceeded(n *node, ids []string) map[string]bool {
+	out := map[string]bool{}
+	for _, id := range ids {
+		st, err := n.engine.FindRun(context.Background(), id)
+		if err == nil && st.State == "finished" && st.Outcome != runs.Succeeded {
+			out[id] = true
+		}
+	}
+	return out
 }
