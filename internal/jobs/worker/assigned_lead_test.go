@@ -3,7 +3,6 @@ package worker
 import (
 	"context"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -19,7 +18,7 @@ import (
 // before its instant (at most a quarter of the time to its jobs' next
 // tick), and
 // its runs start at the instant: a burst's claims are in etcd before the
-// second they are due, and their start marks a claim lead before it.
+// second they are due.
 func TestAnAssignmentIsClaimedAheadOfItsInstant(t *testing.T) {
 	t0 := time.Now().Truncate(time.Second).Add(time.Hour).UTC()
 	clock := clockwork.NewFakeClockAt(t0)
@@ -41,22 +40,6 @@ func TestAnAssignmentIsClaimedAheadOfItsInstant(t *testing.T) {
 	case id := <-exec.started:
 		t.Fatalf("%s started before its instant", id)
 	default:
-	}
-	// Its start mark is written a claim lead before the instant, so its
-	// round trip is over when the run is due; the run still waits for it.
-	marker := tw.layout.ClaimMarker(a.Worker, a.At, a.Group, 0)
-	if v := tw.value(t, marker); !strings.HasSuffix(v, `"/ahead"]`) {
-		t.Fatalf("marker %s before the start mark's time: %s, want ahead", marker, v)
-	}
-	clock.Advance(hourlyAt.Add(-tw.w.d.ClaimLead).Sub(clock.Now()))
-	poll.Until(t, 30*time.Second, "the start mark a claim lead before the instant", func() (bool, string) {
-		v := tw.value(t, marker)
-		return v == `["hourly"]`, v
-	})
-	select {
-	case id := <-exec.started:
-		t.Fatalf("%s started before its instant", id)
-	case <-time.After(100 * time.Millisecond):
 	}
 	clock.Advance(hourlyAt.Sub(clock.Now()))
 	select {

@@ -68,8 +68,7 @@ func (a *assignedRunner) runHeld(ctx context.Context, r *claimRound, h heldRun, 
 	}()
 }
 
-// markStarted waits until a claim lead before r's instant and writes
-// chunk's start mark (markAt); false
+// markStarted waits for r's instant and writes chunk's start mark; false
 // when its runs must not start: the session ended, or the marker changed
 // (handed off, taken over) or this incarnation is taken for dead (the
 // leader moves or records them). A worker that stops before the instant
@@ -77,14 +76,13 @@ func (a *assignedRunner) runHeld(ctx context.Context, r *claimRound, h heldRun, 
 // hand off starts its runs, which the drain lets end, as one claimed at
 // its instant does.
 func (a *assignedRunner) markStarted(ctx context.Context, r *claimRound, chunk, marker int, claimed []heldRun) bool {
-	at := a.markAt(r.st.At)
-	if !untilDue(ctx, a.d.Clock, r.sess, at) && ctx.Err() != nil {
+	if !untilDue(ctx, a.d.Clock, r.sess, r.st.At) && ctx.Err() != nil {
 		// Stopping before the instant: a replica that stays runs them
 		// (handOffAhead); when none takes them, they start here.
 		a.mover.handOffAhead(r)
 	}
 	ctx = context.WithoutCancel(ctx)
-	if !untilDue(ctx, a.d.Clock, r.sess, at) {
+	if !untilDue(ctx, a.d.Clock, r.sess, r.st.At) {
 		return false
 	}
 	jobs := make([]string, len(claimed))
@@ -110,17 +108,6 @@ func (a *assignedRunner) markStarted(ctx context.Context, r *claimRound, chunk, 
 			return false
 		}
 	}
-}
-
-// markAt is when the start mark of runs due at is sent: the queue path's
-// claim lead (Deps.ClaimLead) before their instant, so that its round
-// trip is over about when they are due and they start on time (execute
-// waits for the instant), not a round trip late: the mark was most of a
-// burst's median lateness (docs/protocol.md, "Start marks"). A worker
-// killed in that lead leaves runs marked and not started, recorded lost,
-// as a queue path run claimed that lead ahead is.
-func (a *assignedRunner) markAt(at time.Time) time.Time {
-	return at.Add(-a.d.ClaimLead)
 }
 
 // dropHeld gives up a claimed run that will not start here: its slots (if

@@ -60,19 +60,6 @@ func (tw *testWorker) count(t *testing.T, prefix string) int64 {
 	return resp.Count
 }
 
-// value is key's value, "" when it is absent.
-func (tw *testWorker) value(t *testing.T, key string) string {
-	t.Helper()
-	resp, err := tw.cli.Get(context.Background(), key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(resp.Kvs) == 0 {
-		return ""
-	}
-	return string(resp.Kvs[0].Value)
-}
-
 // waitSettled waits until the assignments and claim markers are gone.
 func (tw *testWorker) waitSettled(t *testing.T) {
 	t.Helper()
