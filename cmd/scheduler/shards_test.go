@@ -107,6 +107,9 @@ func TestShardsOfAKilledProcessAreRetriedAndFannedInOnce(t *testing.T) {
 	var err error
 	poll.Until(t, 60*time.Second, "the trigger to be accepted", func() (bool, string) {
 		tick, err = leader.api.Trigger(ctx, "wide", nil, "kill-test")
+		if client.IsCode(err, "etcd_unavailable") {
+			t.Logf("trigger: %v; trying again", err)
+		}
 		return err == nil || !client.IsCode(err, "etcd_unavailable"), fmt.Sprint(err)
 	})
 	if err != nil {

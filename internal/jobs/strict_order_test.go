@@ -80,10 +80,11 @@ func TestWaitersStartInDueOrderOnEveryKindOfLimit(t *testing.T) {
 		// A run lost with its holder's session (a CI machine starved one
 		// past its TTL) ends without reaching the witness, or without
 		// finishing there.
-		var failed map[string]bool
+		var failed map[string]runs.Outcome
 		if !poll.Within(2*time.Minute, func() bool {
 			failed = notSucceeded(nodes[0], want)
-			return len(startsOf(w, jobNames))+len(failed) >= len(want)
+			started := startsOf(w, jobNames)
+			return !slices.ContainsFunc(want, func(id string) bool { return failed[id] == "" && !slices.Contains(started, id) })
 		}) {
 			logWaiters(t, nodes, want, &logs)
 			t.Fatalf("%s: of %d waiters %d finished, %d ended otherwise, within 2m0s", limit, len(want), len(startsOf(w, jobNames)), len(failed))
@@ -94,8 +95,9 @@ func TestWaitersStartInDueOrderOnEveryKindOfLimit(t *testing.T) {
 		// next place before then (docs/design-admission.md#fair-order).
 		// The others keep their order.
 		back := givenBack(&logs, want)
-		for id := range failed {
+		for id, o := range failed {
 			back[id] = true
+			t.Logf("%s: %s ended %s", limit, id, o)
 		}
 		got, want := without(startsOf(w, jobNames), back), without(want, back)
 		if len(back) > 0 {
@@ -205,13 +207,13 @@ func logWaiters(t *testing.T, nodes []*node, ids []string, logs *logtest.Sink) {
 }
 
 // notSucceeded are those of ids that n reads as finished with an outcome
-// other than succeeded.
-func notSucceeded(n *node, ids []string) map[string]bool {
-	out := map[string]bool{}
+// other than succeeded, with it.
+func notSucceeded(n *node, ids []string) map[string]runs.Outcome {
+	out := map[string]runs.Outcome{}
 	for _, id := range ids {
 		st, err := n.engine.FindRun(context.Background(), id)
 		if err == nil && st.State == "finished" && st.Outcome != runs.Succeeded {
-			out[id] = true
+			out[id] = st.Outcome
 		}
 	}
 	return out

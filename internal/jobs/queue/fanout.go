@@ -33,24 +33,36 @@ func AddShards(ctx context.Context, kv clientv3.KV, k keys.Layout, tick *Entry) 
 			return i > 0, fmt.Errorf("queue: write shards %d.. of %s: %w", i*ShardPart, tick.RunID, err)
 		}
 		if !resp.Succeeded {
-			_, err := resumeShards(ctx, kv, k, tick)
-			return false, err
+			return false, resumeShards(ctx, kv, k, tick)
 		}
 	}
 	return true, nil
 }
 
-// resumeShards writes the shards of tick that were never written, and
-// returns how many: a fan-out cut short between parts (its writer's etcd
-// call timed out, or it died) leaves a tick that would never fan in. It
-// reads the tick's fan-in key and its shards' entries and records at one
-// revision, and writes only when that read proves which shards were never
-// written: the fan-in pending, and as many shards finally ended (a record
-// and no entry) as the fan-in counts ends (its Version less the
-// authorization's put), so no ended shard's record was pruned, and a shard
-// with neither was never written. Each write compares the fan-in unchanged
-// since the read (no shard ended since) and each shard still absent.
-func resumeShards(ctx context.Context, kv clientv3.KV, k keys.Layout, tick *Entry) (int, error) {
+// resumeShards completes tick's fan-out (resumeOnce) until it is whole, or
+// cannot be completed, or ctx ends: a shard that ends between the read and
+// the write (the fan-in changed) makes it read again.
+func resumeShards(ctx context.Context, kv clientv3.KV, k keys.Layout, tick *Entry) error {
+	for {
+		again, err := resumeOnce(ctx, kv, k, tick)
+		if err != nil || !again {
+			return err
+		}
+	}
+}
+
+// resumeOnce writes the shards of tick that were never written; again says a
+// shard ended while it did, so it must read again. A fan-out cut short
+// between parts (its writer's etcd call timed out, or it died) leaves a tick
+// that would never fan in. It reads the tick's fan-in key and its shards'
+// entries and records at one revision, and writes only when that read proves
+// which shards were never written: the fan-in pending, and as many shards
+// finally ended (a record and no entry) as the fan-in counts ends (its
+// Version less the authorization's put), so no ended shard's record was
+// pruned, and a shard with neither was never written. Each write compares
+// the fan-in unchanged since the read (no shard ended since) and each shard
+// still absent.
+func resumeOnce(ctx context.Context, kv clientv3.KV, k keys.Layout, tick *Entry) (again bool, err error) {
 	fanin := k.FanIn(tick.Job, tick.RunID)
 	resp, err := kv.Txn(ctx).Then(
 		clientv3.OpGet(fanin),
@@ -58,11 +70,11 @@ func resumeShards(ctx context.Context, kv clientv3.KV, k keys.Layout, tick *Entr
 		clientv3.OpGet(k.Record(tick.Job, tick.RunID+"#"), clientv3.WithPrefix(), clientv3.WithKeysOnly()),
 	).Commit()
 	if err != nil {
-		return 0, fmt.Errorf("queue: read the shards of %s: %w", tick.RunID, err)
+		return false, fmt.Errorf("queue: read the shards of %s: %w", tick.RunID, err)
 	}
 	f := resp.Responses[0].GetResponseRange().Kvs
 	if len(f) == 0 || string(f[0].Value) != FanInPending {
-		return 0, nil // fanned in, pruned, or never begun
+		return false, nil // fanned in, pruned, or never begun
 	}
 	queued := map[string]bool{}
 	for _, kv := range resp.Responses[1].GetResponseRange().Kvs {
@@ -78,7 +90,7 @@ func resumeShards(ctx context.Context, kv clientv3.KV, k keys.Layout, tick *Entr
 		}
 	}
 	if ended != f[0].Version-1 {
-		return 0, nil // an ended shard's record is gone: which shards were written is not known
+		return false, nil // an ended shard's record is gone: which shards were written is not known
 	}
 	var missing []*Entry
 	for _, s := range tick.ShardEntries() {
@@ -91,11 +103,11 @@ func resumeShards(ctx context.Context, kv clientv3.KV, k keys.Layout, tick *Entr
 		part := shardPuts(k, missing[i:min(i+ShardPart, len(missing))])
 		resp, err := kv.Txn(ctx).If(unchanged).Then(part...).Commit()
 		if err != nil {
-			return i, fmt.Errorf("queue: write the missing shards of %s: %w", tick.RunID, err)
+			return false, fmt.Errorf("queue: write the missing shards of %s: %w", tick.RunID, err)
 		}
 		if !resp.Succeeded {
-			return i, nil // a shard ended since the read: the next try reads again
+			return true, nil // a shard ended since the read
 		}
 	}
-	return len(missing), nil
+	return false, nil
 }
