@@ -55,13 +55,10 @@ func resumeShards(ctx context.Context, kv clientv3.KV, k keys.Layout, tick *Entr
 // shard ended while it did, so it must read again. A fan-out cut short
 // between parts (its writer's etcd call timed out, or it died) leaves a tick
 // that would never fan in. It reads the tick's fan-in key and its shards'
-// entries and records at one revision, and writes only when that read proves
-// which shards were never written: the fan-in pending, and as many shards
-// finally ended (a record and no entry) as the fan-in counts ends (its
-// Version less the authorization's put), so no ended shard's record was
-// pruned, and a shard with neither was never written. Each write compares
-// the fan-in unchanged since the read (no shard ended since) and each shard
-// still absent.
+// entries and records at one revision (missingParts), and writes only the
+// parts that read proves were never applied. Each write compares the fan-in
+// unchanged since the read (no shard ended since) and each shard still
+// absent.
 func resumeOnce(ctx context.Context, kv clientv3.KV, k keys.Layout, tick *Entry) (again bool, err error) {
 	fanin := k.FanIn(tick.Job, tick.RunID)
 	resp, err := kv.Txn(ctx).Then(
@@ -76,28 +73,18 @@ func resumeOnce(ctx context.Context, kv clientv3.KV, k keys.Layout, tick *Entry)
 	if len(f) == 0 || string(f[0].Value) != FanInPending {
 		return false, nil // fanned in, pruned, or never begun
 	}
-	queued := map[string]bool{}
+	written := map[string]bool{} // queued or recorded
+	ended := int64(0)            // recorded, no longer queued: a final end
 	for _, kv := range resp.Responses[1].GetResponseRange().Kvs {
-		queued[k.RecordRun(string(kv.Key))] = true
+		written[k.RecordRun(string(kv.Key))] = true
 	}
-	recorded := map[string]bool{}
-	ended := int64(0)
 	for _, kv := range resp.Responses[2].GetResponseRange().Kvs {
-		id := k.RecordRun(string(kv.Key))
-		recorded[id] = true
-		if !queued[id] {
+		if id := k.RecordRun(string(kv.Key)); !written[id] {
+			written[id] = true
 			ended++
 		}
 	}
-	if ended != f[0].Version-1 {
-		return false, nil // an ended shard's record is gone: which shards were written is not known
-	}
-	var missing []*Entry
-	for _, s := range tick.ShardEntries() {
-		if !queued[s.RunID] && !recorded[s.RunID] {
-			missing = append(missing, s)
-		}
-	}
+	missing := missingParts(tick.ShardEntries(), written, f[0].Version-1-ended)
 	unchanged := clientv3.Compare(clientv3.ModRevision(fanin), "=", f[0].ModRevision)
 	for i := 0; i < len(missing); i += ShardPart {
 		part := shardPuts(k, missing[i:min(i+ShardPart, len(missing))])
@@ -110,4 +97,35 @@ func resumeOnce(ctx context.Context, kv clientv3.KV, k keys.Layout, tick *Entry)
 		}
 	}
 	return false, nil
+}
+
+// missingParts are the shards of the parts of a fan-out never applied, or
+// none when that cannot be known. A part is applied whole (one
+// transaction), and the first with the fan-in key, which exists: a part
+// any of whose shards is written (queued or recorded) was applied, and its
+// shards with neither ended and their records were pruned. pruned is how
+// many final ends the fan-in counts with no record left; when those of
+// applied parts are fewer, some part every shard of which ended and was
+// pruned cannot be told from one never applied, and a shard written again
+// after it ended would run twice: none is written.
+func missingParts(shards []*Entry, written map[string]bool, pruned int64) []*Entry {
+	var missing []*Entry
+	for i := 0; i < len(shards); i += ShardPart {
+		part := shards[i:min(i+ShardPart, len(shards))]
+		gone := int64(0)
+		for _, s := range part {
+			if !written[s.RunID] {
+				gone++
+			}
+		}
+		if i > 0 && gone == int64(len(part)) {
+			missing = append(missing, part...)
+			continue
+		}
+		pruned -= gone
+	}
+	if pruned != 0 {
+		return nil
+	}
+	return missing
 }

@@ -68,20 +68,50 @@ func TestATriggerTriedAgainCompletesAFanOutCutShort(t *testing.T) {
 	}
 }
 
-// A tick whose ended shard's record is gone (pruned) is not completed:
-// which shards were written is no longer known, and a shard written again
-// after it ended would run twice.
-func TestATickWithAnEndedShardsRecordGoneIsNotCompleted(t *testing.T) {
+// A shard that ended and whose record is gone (pruned: a job keeps
+// history_limit records, and a tick of 256 shards outgrows 100) is not
+// written again: its part was applied, which its other shards show. The
+// parts never applied are.
+func TestAPrunedShardIsNotWrittenAgain(t *testing.T) {
 	cli := etcdtest.Start(t).Client()
 	k := keys.New("/resume-pruned/")
 	tick := cutShort(t, cli, k)
-	if _, err := cli.Delete(context.Background(), k.Record("wide", runs.ShardID(tick.RunID, 5))); err != nil {
+	pruned := runs.ShardID(tick.RunID, 5)
+	if _, err := cli.Delete(context.Background(), k.Record("wide", pruned)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := AddShards(context.Background(), cli, k, tick); err != nil {
 		t.Fatal(err)
 	}
-	if queued := count(t, cli, k.Entry("wide", tick.RunID+"#")); queued != 127 {
-		t.Errorf("%d shards queued; want the 127 still queued and none written again", queued)
+	if queued := count(t, cli, k.Entry("wide", tick.RunID+"#")); queued != 199 {
+		t.Errorf("%d shards queued; want 199, every one but the pruned", queued)
+	}
+	if resp, err := cli.Get(context.Background(), k.Entry("wide", pruned)); err != nil || len(resp.Kvs) != 0 {
+		t.Errorf("%s, ended and pruned, queued again (%v)", pruned, err)
+	}
+}
+
+// A part every shard of which ended and was pruned cannot be told from one
+// never written: the fan-in counts more ends than the written parts show
+// records for. Nothing is written then.
+func TestAPartWhollyPrunedLeavesTheTickAsItIs(t *testing.T) {
+	cli := etcdtest.Start(t).Client()
+	k := keys.New("/resume-part-pruned/")
+	tick := cutShort(t, cli, k)
+	ctx := context.Background()
+	for i := ShardPart; i < 2*ShardPart; i++ {
+		shard := runs.ShardID(tick.RunID, i)
+		if _, err := cli.Txn(ctx).Then(
+			clientv3.OpDelete(k.Entry("wide", shard)),
+			clientv3.OpPut(k.FanIn("wide", tick.RunID), FanInPending),
+		).Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := AddShards(ctx, cli, k, tick); err != nil {
+		t.Fatal(err)
+	}
+	if queued := count(t, cli, k.Entry("wide", tick.RunID+"#")); queued != ShardPart-1 {
+		t.Errorf("%d shards queued; want the %d of the first part still queued, none written", queued, ShardPart-1)
 	}
 }
