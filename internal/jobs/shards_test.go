@@ -2,6 +2,7 @@ package jobs_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -272,8 +273,18 @@ func TestShardsOfACrashedReplicaAreRetriedBeforeTheFanIn(t *testing.T) {
 // A leader that died between the parts of a tick's fan-out left its first
 // part, and one shard of it already ended: the next leader writes the
 // tick again, and only the shards missing are queued; the ended shard does
-// not run again, every other runs once, and the tick fans in once.
+// not run again, every other runs once, and the tick fans in once. The
+// same when the ended shard's record was pruned since (a tick of more
+// shards than history_limit): its part was applied, which its other
+// shards show, so it is not written again (its guard, no entry and no
+// record, alone would let it).
 func TestShardedTickRedoneAfterAPartialWrite(t *testing.T) {
+	for _, pruned := range []bool{false, true} {
+		t.Run(fmt.Sprintf("record pruned %v", pruned), func(t *testing.T) { redoAfterAPartialWrite(t, pruned) })
+	}
+}
+
+func redoAfterAPartialWrite(t *testing.T, pruned bool) {
 	etcd := etcdtest.Start(t)
 	st := startShardTarget(t)
 	job := jobstest.HTTPJob("redo", "@every 10s", st.srv.URL+"/run?sleep=50ms")
@@ -295,6 +306,11 @@ func TestShardedTickRedoneAfterAPartialWrite(t *testing.T) {
 	ops, _ := follow.End(k, cfg, k.Entry("redo", shards[0].RunID), shards[0], &rec, at)
 	if _, err := cli.Txn(t.Context()).Then(ops...).Commit(); err != nil {
 		t.Fatal(err)
+	}
+	if pruned {
+		if _, err := cli.Delete(t.Context(), k.Record("redo", shards[0].RunID)); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	n := startNode(t, etcd.Endpoints(), "a", cfg)

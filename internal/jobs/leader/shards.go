@@ -16,8 +16,8 @@ import (
 // its shard entries, a part a transaction (queue.FanOutParts), each part
 // fenced and comparing the job's cursor unchanged, and the cursor moved
 // only with the last part. A leader that dies between parts leaves the
-// cursor before the tick: its successor writes the tick again, and the
-// guard of each shard writes only the shards missing.
+// cursor before the tick: its successor writes the parts never applied
+// (shardParts).
 func (tw *tickWriter) writeShards(ctx context.Context, cfg *config.Config, j *config.Job, t plannedTick, now time.Time) error {
 	runID := runs.ID(j.Name, t.At)
 	entry := queue.NewEntry(runID, j, cfg.Resources, t.At, t.NotBefore, 1, runs.Schedule)
@@ -28,14 +28,21 @@ func (tw *tickWriter) writeShards(ctx context.Context, cfg *config.Config, j *co
 		_, err := tw.write(ctx, j.Name, t.At, tw.absent(j.Name, runID), append(ops, health...))
 		return err
 	}
-	parts := queue.FanOutParts(tw.d.Keys, entry.ShardEntries())
-	for _, part := range parts[:len(parts)-1] {
+	parts, err := tw.shardParts(ctx, entry)
+	if err != nil {
+		return err
+	}
+	var last []clientv3.Op
+	if len(parts) > 0 {
+		parts, last = parts[:len(parts)-1], parts[len(parts)-1]
+	}
+	for _, part := range parts {
 		if err := tw.writePart(ctx, j.Name, part); err != nil {
 			return err
 		}
 	}
 	n := runTicks([]plannedTick{t})
-	wrote, err := tw.write(ctx, j.Name, t.At, nil, append(parts[len(parts)-1], tw.cursors.countOps(j, n)...))
+	wrote, err := tw.write(ctx, j.Name, t.At, nil, append(last, tw.cursors.countOps(j, n)...))
 	if err != nil {
 		return err
 	}
@@ -44,6 +51,26 @@ func (tw *tickWriter) writeShards(ctx context.Context, cfg *config.Config, j *co
 		tw.cursors.counted(j, n)
 	}
 	return nil
+}
+
+// shardParts are the writes of tick's fan-out, a transaction each: every
+// part when it has not begun. A tick an earlier leader began and died
+// between its parts gets only the parts never applied
+// (queue.ReadFanOut): a shard of an applied part that ended and whose
+// record was pruned since (a tick of more shards than history_limit) must
+// not be written again, which each shard's guard (no entry, no record)
+// alone would let happen. None when it fanned in, or when which parts were
+// applied cannot be known: the tick then stays unfinished, which a shard
+// run twice would be worse than.
+func (tw *tickWriter) shardParts(ctx context.Context, tick *queue.Entry) ([][]clientv3.Op, error) {
+	st, err := queue.ReadFanOut(ctx, tw.d.Client, tw.d.Keys, tick)
+	if err != nil {
+		return nil, fmt.Errorf("leader: %w", err)
+	}
+	if !st.Begun {
+		return queue.FanOutParts(tw.d.Keys, tick.ShardEntries()), nil
+	}
+	return st.Missing, nil
 }
 
 // fannedOut reports whether a fan-out of the tick at was begun (its fan-in

@@ -54,24 +54,60 @@ func resumeShards(ctx context.Context, kv clientv3.KV, k keys.Layout, tick *Entr
 // resumeOnce writes the shards of tick that were never written; again says a
 // shard ended while it did, so it must read again. A fan-out cut short
 // between parts (its writer's etcd call timed out, or it died) leaves a tick
-// that would never fan in. It reads the tick's fan-in key and its shards'
-// entries and records at one revision (missingParts), and writes only the
-// parts that read proves were never applied. Each write compares the fan-in
-// unchanged since the read (no shard ended since) and each shard still
-// absent.
+// that would never fan in. Only the parts its read proves were never
+// applied are written (ReadFanOut), each comparing the fan-in unchanged since
+// the read (no shard ended since) and each shard still absent.
 func resumeOnce(ctx context.Context, kv clientv3.KV, k keys.Layout, tick *Entry) (again bool, err error) {
-	fanin := k.FanIn(tick.Job, tick.RunID)
+	st, err := ReadFanOut(ctx, kv, k, tick)
+	if err != nil || !st.Pending {
+		return false, err
+	}
+	unchanged := clientv3.Compare(clientv3.ModRevision(k.FanIn(tick.Job, tick.RunID)), "=", st.FanInRevision)
+	for _, part := range st.Missing {
+		resp, err := kv.Txn(ctx).If(unchanged).Then(part...).Commit()
+		if err != nil {
+			return false, fmt.Errorf("queue: write the missing shards of %s: %w", tick.RunID, err)
+		}
+		if !resp.Succeeded {
+			return true, nil // a shard ended since the read
+		}
+	}
+	return false, nil
+}
+
+// FanOut is what one read finds of a sharded tick's fan-out.
+type FanOut struct {
+	// Begun: the tick's fan-in key exists (the first part was applied).
+	Begun bool
+	// Pending: begun and not fanned in.
+	Pending bool
+	// FanInRevision is the fan-in key's ModRevision as read.
+	FanInRevision int64
+	// Missing are the writes of the parts never applied (missingParts),
+	// a transaction each; none when every part was, or when that cannot
+	// be known.
+	Missing [][]clientv3.Op
+}
+
+// ReadFanOut reads the fan-in key of tick (a sharded job's tick, made by
+// NewEntry) and its shards' entries and records at one revision: whether
+// its fan-out began, and which of its parts were never applied.
+func ReadFanOut(ctx context.Context, kv clientv3.KV, k keys.Layout, tick *Entry) (FanOut, error) {
 	resp, err := kv.Txn(ctx).Then(
-		clientv3.OpGet(fanin),
+		clientv3.OpGet(k.FanIn(tick.Job, tick.RunID)),
 		clientv3.OpGet(k.Entry(tick.Job, tick.RunID+"#"), clientv3.WithPrefix(), clientv3.WithKeysOnly()),
 		clientv3.OpGet(k.Record(tick.Job, tick.RunID+"#"), clientv3.WithPrefix(), clientv3.WithKeysOnly()),
 	).Commit()
 	if err != nil {
-		return false, fmt.Errorf("queue: read the shards of %s: %w", tick.RunID, err)
+		return FanOut{}, fmt.Errorf("queue: read the shards of %s: %w", tick.RunID, err)
 	}
 	f := resp.Responses[0].GetResponseRange().Kvs
-	if len(f) == 0 || string(f[0].Value) != FanInPending {
-		return false, nil // fanned in, pruned, or never begun
+	if len(f) == 0 {
+		return FanOut{}, nil
+	}
+	st := FanOut{Begun: true, Pending: string(f[0].Value) == FanInPending, FanInRevision: f[0].ModRevision}
+	if !st.Pending {
+		return st, nil // fanned in
 	}
 	written := map[string]bool{} // queued or recorded
 	ended := int64(0)            // recorded, no longer queued: a final end
@@ -85,18 +121,10 @@ func resumeOnce(ctx context.Context, kv clientv3.KV, k keys.Layout, tick *Entry)
 		}
 	}
 	missing := missingParts(tick.ShardEntries(), written, f[0].Version-1-ended)
-	unchanged := clientv3.Compare(clientv3.ModRevision(fanin), "=", f[0].ModRevision)
 	for i := 0; i < len(missing); i += ShardPart {
-		part := shardPuts(k, missing[i:min(i+ShardPart, len(missing))])
-		resp, err := kv.Txn(ctx).If(unchanged).Then(part...).Commit()
-		if err != nil {
-			return false, fmt.Errorf("queue: write the missing shards of %s: %w", tick.RunID, err)
-		}
-		if !resp.Succeeded {
-			return true, nil // a shard ended since the read
-		}
+		st.Missing = append(st.Missing, shardPuts(k, missing[i:min(i+ShardPart, len(missing))]))
 	}
-	return false, nil
+	return st, nil
 }
 
 // missingParts are the shards of the parts of a fan-out never applied, or
