@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"fmt"
+	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -16,7 +17,11 @@ import (
 // shards still missing, each guarded by its own absence. A tick that
 // exists is completed when its fan-out was cut short (resumeShards): the
 // caller of a trigger that failed between parts tries again, with the
-// same idempotency key, and finds the tick whole.
+// same idempotency key, and finds the tick whole. A later part that fails
+// once the first applied (the caller's context ended: an API request's
+// budget) is completed within FanOutGrace more (resumeShards), so that a
+// trigger without a key, which cannot be tried again as the same tick,
+// is not left unfinished by a slow etcd.
 func AddShards(ctx context.Context, kv clientv3.KV, k keys.Layout, tick *Entry) (created bool, err error) {
 	parts := FanOutParts(k, tick.ShardEntries())
 	for i, part := range parts {
@@ -29,8 +34,16 @@ func AddShards(ctx context.Context, kv clientv3.KV, k keys.Layout, tick *Entry) 
 			)
 		}
 		resp, err := txn.Then(part...).Commit()
+		if err != nil && i > 0 {
+			gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), FanOutGrace)
+			defer cancel()
+			if rerr := resumeShards(gctx, kv, k, tick); rerr != nil {
+				return true, fmt.Errorf("queue: write shards %d.. of %s: %w (completing it: %w)", i*ShardPart, tick.RunID, err, rerr)
+			}
+			return true, nil
+		}
 		if err != nil {
-			return i > 0, fmt.Errorf("queue: write shards %d.. of %s: %w", i*ShardPart, tick.RunID, err)
+			return false, fmt.Errorf("queue: write shards of %s: %w", tick.RunID, err)
 		}
 		if !resp.Succeeded {
 			return false, resumeShards(ctx, kv, k, tick)
@@ -38,6 +51,10 @@ func AddShards(ctx context.Context, kv clientv3.KV, k keys.Layout, tick *Entry) 
 	}
 	return true, nil
 }
+
+// FanOutGrace is how long a fan-out whose first part applied goes on
+// after its caller's context ended.
+const FanOutGrace = 5 * time.Second
 
 // resumeShards completes tick's fan-out (resumeOnce) until it is whole, or
 // cannot be completed, or ctx ends: a shard that ends between the read and

@@ -115,3 +115,40 @@ func TestAPartWhollyPrunedLeavesTheTickAsItIs(t *testing.T) {
 		t.Errorf("%d shards queued; want the %d of the first part still queued, none written", queued, ShardPart-1)
 	}
 }
+
+// cutAfterFirst is a real client whose caller's context ends once the
+// first transaction applied: as an API request's budget runs out between
+// a fan-out's parts.
+type cutAfterFirst struct {
+	clientv3.KV
+	cancel context.CancelFunc
+	txns   int
+}
+
+func (c *cutAfterFirst) Txn(ctx context.Context) clientv3.Txn {
+	if c.txns++; c.txns == 2 {
+		c.cancel()
+	}
+	return c.KV.Txn(ctx)
+}
+
+// A trigger whose context ends after its fan-out's first part (an API
+// request's 5 s budget spent on a slow etcd) still queues every shard: a
+// trigger without an idempotency key cannot be tried again as the same
+// tick, and would stay unfinished.
+func TestAFanOutGoesOnPastItsCallersContext(t *testing.T) {
+	cli := etcdtest.Start(t).Client()
+	k := keys.New("/fanout-grace/")
+	job := config.Job{Name: "wide", Shards: 200, Schedule: "@manually", HTTP: &config.HTTP{URL: "http://127.0.0.1:1/"}}
+	at := time.Date(2026, 11, 29, 5, 0, 0, 0, time.UTC)
+	tick := NewEntry(runs.ManualID("wide", "01KEYLESS"), &job, nil, at, at, 1, runs.Manual)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	created, err := AddShards(ctx, &cutAfterFirst{KV: cli, cancel: cancel}, k, tick)
+	if !created || err != nil {
+		t.Errorf("created %v, %v; want the tick created", created, err)
+	}
+	if queued := count(t, cli, k.Entry("wide", tick.RunID+"#")); queued != 200 {
+		t.Errorf("%d shards queued, want 200", queued)
+	}
+}
