@@ -137,15 +137,14 @@ func ReadFanOut(ctx context.Context, kv clientv3.KV, k keys.Layout, tick *Entry)
 			ended++
 		}
 	}
-	missing := missingParts(tick.ShardEntries(), written, f[0].Version-1-ended)
-	for i := 0; i < len(missing); i += ShardPart {
-		st.Missing = append(st.Missing, shardPuts(k, missing[i:min(i+ShardPart, len(missing))]))
+	for _, part := range missingParts(tick.ShardEntries(), written, f[0].Version-1-ended) {
+		st.Missing = append(st.Missing, shardPuts(k, part))
 	}
 	return st, nil
 }
 
-// missingParts are the shards of the parts of a fan-out never applied, or
-// none when that cannot be known. A part is applied whole (one
+// missingParts are the parts of a fan-out never applied (partsOf), or none
+// when that cannot be known. A part is applied whole (one
 // transaction), and the first with the fan-in key, which exists: a part
 // any of whose shards is written (queued or recorded) was applied, and its
 // shards with neither ended and their records were pruned. pruned is how
@@ -153,10 +152,9 @@ func ReadFanOut(ctx context.Context, kv clientv3.KV, k keys.Layout, tick *Entry)
 // applied parts are fewer, some part every shard of which ended and was
 // pruned cannot be told from one never applied, and a shard written again
 // after it ended would run twice: none is written.
-func missingParts(shards []*Entry, written map[string]bool, pruned int64) []*Entry {
-	var missing []*Entry
-	for i := 0; i < len(shards); i += ShardPart {
-		part := shards[i:min(i+ShardPart, len(shards))]
+func missingParts(shards []*Entry, written map[string]bool, pruned int64) [][]*Entry {
+	var missing [][]*Entry
+	for i, part := range partsOf(shards) {
 		gone := int64(0)
 		for _, s := range part {
 			if !written[s.RunID] {
@@ -164,7 +162,7 @@ func missingParts(shards []*Entry, written map[string]bool, pruned int64) []*Ent
 			}
 		}
 		if i > 0 && gone == int64(len(part)) {
-			missing = append(missing, part...)
+			missing = append(missing, part)
 			continue
 		}
 		pruned -= gone

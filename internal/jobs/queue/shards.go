@@ -2,6 +2,7 @@ package queue
 
 import (
 	"encoding/json"
+	"slices"
 	"strconv"
 	"time"
 
@@ -86,7 +87,7 @@ func FanOutParts(k keys.Layout, shards []*Entry) [][]clientv3.Op {
 	first := shards[0]
 	fanin, worst := k.FanIn(first.Job, first.Tick()), k.FanInWorst(first.Job, first.Tick())
 	var parts [][]clientv3.Op
-	for i := 0; i < len(shards); i += ShardPart {
+	for i, part := range partsOf(shards) {
 		var ops []clientv3.Op
 		if i == 0 {
 			if spec, ok := first.SpecOp(k); ok {
@@ -96,9 +97,16 @@ func FanOutParts(k keys.Layout, shards []*Entry) [][]clientv3.Op {
 				[]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(fanin), "=", 0)},
 				[]clientv3.Op{clientv3.OpPut(fanin, FanInPending), clientv3.OpPut(worst, string(runs.Severity(runs.Succeeded)))}, nil))
 		}
-		parts = append(parts, append(ops, shardPuts(k, shards[i:min(i+ShardPart, len(shards))])...))
+		parts = append(parts, append(ops, shardPuts(k, part)...))
 	}
 	return parts
+}
+
+// partsOf divides a tick's shards into the parts of its fan-out, ShardPart
+// a transaction: the one division FanOutParts writes by and ReadFanOut
+// reads by.
+func partsOf(shards []*Entry) [][]*Entry {
+	return slices.Collect(slices.Chunk(shards, ShardPart))
 }
 
 // shardPuts put each of shards' entries, each guarded by its own absence:
