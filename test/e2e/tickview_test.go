@@ -15,14 +15,17 @@ import (
 )
 
 // tickViewConfig: a sharded job whose shards hold for 25s and are retried
-// once lost; a job with max_runs 2 every second.
+// once lost; a job with max_runs 2 every second. Eight shards: each
+// shard's first-choice replica follows from its run id, and with three
+// shards all three land on the leader about one trigger in 27 (a CI run
+// found it, and the test had no replica to kill); with eight, one in 3^8.
 const tickViewConfig = `
 cluster:
   session_ttl: 3s
 jobs:
   - name: split
     schedule: "0 0 1 1 *"
-    shards: 3
+    shards: 8
     retries: {max: 2, backoff: 100ms}
     exec:
       command: ["sleep", "25"]
@@ -93,7 +96,7 @@ func TestTheTickViewAndNextRunAgainstThreeReplicas(t *testing.T) {
 				}
 			}
 		}
-		return running == 3 && victim != nil, fmt.Sprintf("%d shards running", running)
+		return running == 8 && victim != nil, fmt.Sprintf("%d shards running", running)
 	})
 	view, err := c.Run(ctx, tick)
 	if err != nil {
