@@ -9,6 +9,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
 
 	"github.com/etcdsched/scheduler/internal/embedetcd"
 )
@@ -46,10 +47,18 @@ func (c *Cluster) Client() *clientv3.Client {
 // closes the client at cleanup.
 func NewClient(t testing.TB, endpoints []string) *clientv3.Client {
 	t.Helper()
+	return NewClientWith(t, endpoints)
+}
+
+// NewClientWith is NewClient dialing with opts as well (a replica's
+// watch.EventCounter, say).
+func NewClientWith(t testing.TB, endpoints []string, opts ...grpc.DialOption) *clientv3.Client {
+	t.Helper()
 	cli, err := clientv3.New(clientv3.Config{
 		Endpoints:   endpoints,
 		DialTimeout: 5 * time.Second,
 		Logger:      zap.NewNop(),
+		DialOptions: opts,
 	})
 	if err != nil {
 		t.Fatalf("etcdtest: client: %v", err)

@@ -128,9 +128,13 @@ func New(opts Options) (*Engine, error) {
 		configChanged: make(chan struct{}, 1),
 	}
 	e.runs = newRunReader(&opts, layout, e.queue)
+	lasts, err := overdue.NewLast(opts.Client, layout, e.overdue)
+	if err != nil {
+		return nil, fmt.Errorf("jobs: %w", err)
+	}
 	e.jobs = &jobReader{
 		kv: opts.Client, keys: layout, config: opts.Config, clock: opts.Clock,
-		queue: e.queue, paused: e.paused, outbox: e.outbox, slots: opts.Slots, runs: e.runs, late: e.overdue,
+		queue: e.queue, paused: e.paused, outbox: e.outbox, slots: opts.Slots, runs: e.runs, late: e.overdue, lasts: lasts,
 	}
 	if err := e.registerGauges(); err != nil {
 		return nil, err

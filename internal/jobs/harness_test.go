@@ -15,6 +15,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc"
 
 	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/etcdtest"
@@ -24,6 +25,7 @@ import (
 	"github.com/etcdsched/scheduler/internal/poll"
 	"github.com/etcdsched/scheduler/internal/replica"
 	"github.com/etcdsched/scheduler/internal/runs"
+	"github.com/etcdsched/scheduler/internal/watch"
 )
 
 const testPrefix = "/sched/"
@@ -61,13 +63,24 @@ type timing struct {
 	Lookahead time.Duration
 	Reg       prometheus.Registerer
 	Log       *slog.Logger
+	// CountEvents counts the watch events the node's client decodes into
+	// Reg, as a replica process does (scheduler_watch_events_total).
+	CountEvents bool
 }
 
 // startNodeWith lets a test set the engine's timings.
 func startNodeWith(t *testing.T, endpoints []string, id string, cfg *config.Config, tm timing) *node {
 	t.Helper()
 	cfg.Cluster.Etcd.Prefix = testPrefix
-	cli := etcdtest.NewClient(t, endpoints)
+	var dial []grpc.DialOption
+	if tm.CountEvents {
+		count, err := watch.EventCounter(tm.Reg, keys.Kinds(), keys.New(testPrefix).Kind)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dial = append(dial, count)
+	}
+	cli := etcdtest.NewClientWith(t, endpoints, dial...)
 	n := &node{t: t, id: id, client: cli, cfg: cfg}
 	logger := tm.Log
 	if logger == nil {

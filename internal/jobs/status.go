@@ -24,6 +24,10 @@ import (
 	"github.com/etcdsched/scheduler/internal/wire"
 )
 
+// scrapeRead bounds the read of the last successes a scrape makes; past
+// it the gauges show them as last read.
+const scrapeRead = 2 * time.Second
+
 // lastRunLookups bounds the per-job reads a job listing makes; a larger
 // cluster lists jobs without their last run (ask for one job to see it).
 const lastRunLookups = 500
@@ -48,7 +52,8 @@ type jobReader struct {
 	outbox *outbox.View
 	slots  *slots.Semaphore
 	runs   *runReader    // last runs, and the refusal of an unknown job
-	late   *overdue.View // overdue states and last successes
+	late   *overdue.View // overdue states
+	lasts  *overdue.Last // last successes
 }
 
 // Notifications sums up the notifications not yet delivered, as this
@@ -90,12 +95,20 @@ func (jr *jobReader) Jobs(ctx context.Context, page Page) (list []JobStatus, nex
 func (jr *jobReader) statuses(ctx context.Context, jobs []*config.Job) ([]JobStatus, error) {
 	counts := jr.queued(nil)
 	notes := jr.outbox.ByJob()
+	names := make([]string, len(jobs))
+	for i, j := range jobs {
+		names[i] = j.Name
+	}
+	lasts, err := jr.lasts.Of(ctx, names...)
+	if lasts == nil {
+		return nil, fmt.Errorf("jobs: %w", err)
+	}
 	out := make([]JobStatus, len(jobs))
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 16)
 	errs := make([]error, len(jobs))
 	for i, j := range jobs {
-		out[i] = jr.jobStatus(j, counts[j.Name], notes)
+		out[i] = jr.jobStatus(j, counts[j.Name], notes, lasts[j.Name])
 		if len(jobs) > lastRunLookups {
 			continue
 		}
@@ -119,8 +132,11 @@ func (jr *jobReader) Job(ctx context.Context, name string) (JobStatus, error) {
 	if j == nil {
 		return JobStatus{}, jr.runs.unknownJob(ctx, name)
 	}
-	st := jr.jobStatus(j, jr.queued(func(q *queue.Item) bool { return q.Job == j.Name })[j.Name], jr.outbox.ByJob())
-	var err error
+	lasts, err := jr.lasts.Of(ctx, name)
+	if err != nil {
+		return JobStatus{}, fmt.Errorf("jobs: %w", err)
+	}
+	st := jr.jobStatus(j, jr.queued(func(q *queue.Item) bool { return q.Job == j.Name })[j.Name], jr.outbox.ByJob(), lasts[name])
 	if st.LastRun, err = jr.runs.lastRun(ctx, name); err != nil {
 		return st, err
 	}
@@ -169,7 +185,7 @@ func (jr *jobReader) queued(keep func(*queue.Item) bool) map[string]queueCount {
 	return out
 }
 
-func (jr *jobReader) jobStatus(j *config.Job, queued queueCount, notes map[string]int) JobStatus {
+func (jr *jobReader) jobStatus(j *config.Job, queued queueCount, notes map[string]int, last *overdue.Succeeded) JobStatus {
 	pause := jr.paused.State(j.Name, j.Paused)
 	st := JobStatus{
 		Name:           j.Name,
@@ -185,8 +201,8 @@ func (jr *jobReader) jobStatus(j *config.Job, queued queueCount, notes map[strin
 		After:          j.After,
 	}
 	st.PendingNotifications = notes[j.Name]
-	isOverdue, last := jr.late.Job(j.Name)
-	st.Overdue, st.LastSucceededAt = isOverdue && j.OverdueAfter > 0, last
+	isOverdue, lastAt := jr.late.Job(j.Name, last)
+	st.Overdue, st.LastSucceededAt = isOverdue && j.OverdueAfter > 0, lastAt
 	if j.Sharded() {
 		st.Shards = j.Shards
 	}
@@ -239,13 +255,17 @@ func (jr *jobReader) pausedJobs() map[string]bool {
 }
 
 // overdueJobs is each configured job's overdue state and last success,
-// as etcd stores them, for the gauges.
+// as etcd stores them, for the gauges: the last successes read at the
+// scrape, or while etcd does not answer, as last read (overdue.Last.All).
 func (jr *jobReader) overdueJobs() map[string]metrics.JobOverdue {
+	ctx, cancel := context.WithTimeout(context.Background(), scrapeRead)
+	defer cancel()
+	lasts, _ := jr.lasts.All(ctx)
 	cfg := jr.config()
 	out := make(map[string]metrics.JobOverdue, len(cfg.Jobs))
 	for i := range cfg.Jobs {
 		j := &cfg.Jobs[i]
-		isOverdue, last := jr.late.Job(j.Name)
+		isOverdue, last := jr.late.Job(j.Name, lasts[j.Name])
 		out[j.Name] = metrics.JobOverdue{Watched: j.OverdueAfter > 0, Overdue: isOverdue && j.OverdueAfter > 0, LastSucceeded: last}
 	}
 	return out

@@ -14,7 +14,14 @@ import (
 
 // Layout is the key layout under one prefix ("/scheduler/" by default);
 // one prefix is one isolated scheduler.
-type Layout struct{ Prefix string }
+type Layout struct {
+	Prefix string
+	// SuccessInJobs puts a job's last success (LastSuccess) where
+	// replicas before protocol 3 read it, jobs/<job>/succeeded, rather
+	// than under succeeded/: a writer sets it while any member is older (a
+	// rolling upgrade; docs/protocol.md#keys).
+	SuccessInJobs bool
+}
 
 // New is the layout under prefix.
 func New(prefix string) Layout { return Layout{Prefix: prefix} }
@@ -36,6 +43,7 @@ const (
 	removedDir   = "removed/"
 	assignDir    = "assign/"
 	claimedDir   = "claimed/"
+	successDir   = "succeeded/"
 )
 
 // The scopes of a rate window: a job's own, or a shared resource's.

@@ -195,7 +195,8 @@ func TestKindNamesEachKeysDirectoryOrJobState(t *testing.T) {
 		l.Assignment("w1", at, "g"):     "assign",
 		l.ClaimMarker("w1", at, "g", 2): "claimed",
 		l.Cursor("a"):                   "jobs/cursor",
-		l.Succeeded("a/b"):              "jobs/succeeded",
+		l.SucceededInJobs("a/b"):        "jobs/succeeded",
+		l.LastSuccess("a/b"):            "succeeded",
 		l.Overdue("a"):                  "jobs/overdue",
 		l.Paused("a"):                   "jobs/paused",
 		l.Entry("a", "r1"):              "queue",
@@ -224,8 +225,32 @@ func TestKindNamesEachKeysDirectoryOrJobState(t *testing.T) {
 			t.Errorf("Kind(%q) = %q, which Kinds does not list", key, got)
 		}
 	}
-	key := []byte(l.Succeeded("a"))
+	key := []byte(l.SucceededInJobs("a"))
 	if n := testing.AllocsPerRun(100, func() { l.Kind(key) }); n != 0 {
 		t.Errorf("Kind allocates %v times a call", n)
+	}
+}
+
+// A last success is written under succeeded/, which no replica watches,
+// unless the writer knows of an older member: then where that member reads
+// it, under jobs/.
+func TestALastSuccessIsKeptOutOfJobsUnlessAnOlderMemberReadsIt(t *testing.T) {
+	l := New("/s/")
+	if got := l.LastSuccess("a/b"); got != "/s/succeeded/a/b" || strings.HasPrefix(got, l.Jobs()) {
+		t.Errorf("LastSuccess = %q, want /s/succeeded/a/b, outside jobs/", got)
+	}
+	if job, ok := l.LastSuccessJob(l.LastSuccess("a/b")); !ok || job != "a/b" {
+		t.Errorf("LastSuccessJob = %q, %v; want a/b", job, ok)
+	}
+	if _, ok := l.LastSuccessJob(l.LastSuccesses()); ok {
+		t.Error("LastSuccessJob of the directory itself names a job")
+	}
+	old := l
+	old.SuccessInJobs = true
+	if got := old.LastSuccess("a"); got != l.SucceededInJobs("a") {
+		t.Errorf("with SuccessInJobs, LastSuccess = %q, want %q", got, l.SucceededInJobs("a"))
+	}
+	if job, ok := l.SucceededJob(old.LastSuccess("a")); !ok || job != "a" {
+		t.Errorf("SucceededJob = %q, %v; want a", job, ok)
 	}
 }

@@ -20,10 +20,20 @@ package assign
 
 import "errors"
 
-// Protocol is the run protocol a replica advertises in its member key when
-// its worker claims assignments (election.Member.Protocol). The leader
-// assigns runs only while every member advertises it.
-const Protocol = 2
+// Protocol is the run protocol a replica advertises in its member key
+// (election.Member.Protocol), the highest of these it runs.
+const Protocol = SuccessApart
+
+// The protocols, each a level of the one before.
+const (
+	// Lean: the replica's worker claims assignments. The leader assigns
+	// runs only while every member advertises at least it.
+	Lean = 2
+	// SuccessApart: the replica reads a job's last success under
+	// succeeded/ (keys.LastSuccess). A run's end puts it there only while
+	// every member advertises at least it, under jobs/ otherwise.
+	SuccessApart = 3
+)
 
 var (
 	// ErrConflict: a compare other than the fence failed (a cursor moved,

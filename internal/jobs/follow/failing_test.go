@@ -60,7 +60,7 @@ func TestFailingOncePerChange(t *testing.T) {
 	if len(resp.Kvs) != 4 {
 		t.Errorf("%d notifications, want 4", len(resp.Kvs))
 	}
-	last, err := cli.Get(context.Background(), k.Succeeded("extract"))
+	last, err := cli.Get(context.Background(), k.LastSuccess("extract"))
 	if err != nil || len(last.Kvs) != 1 {
 		t.Fatalf("last success: %v, %v", last, err)
 	}

@@ -78,7 +78,7 @@ func Record(k keys.Layout, cfg *config.Config, job *config.Job, rec *runs.Record
 // transaction compares it, so two records written one after the other
 // cannot both see the same health (no read-modify-write race), and only a
 // transition costs a write. A succeeded record also puts the job's last
-// success (keys.Succeeded), beside the health: one per job in a batch.
+// success (keys.LastSuccess), beside the health: one per job in a batch.
 func notifications(k keys.Layout, cfg *config.Config, job *config.Job, rec *runs.Record, now time.Time) Caused {
 	var f Caused
 	var recovered, failing []clientv3.Op
@@ -99,7 +99,7 @@ func notifications(k keys.Layout, cfg *config.Config, job *config.Job, rec *runs
 		}
 	}
 	if rec.Outcome == runs.Succeeded {
-		f.Health = append(f.Health, clientv3.OpPut(k.Succeeded(rec.Job), overdue.Encode(overdue.SucceededOf(rec))))
+		f.Health = append(f.Health, clientv3.OpPut(k.LastSuccess(rec.Job), overdue.Encode(overdue.SucceededOf(rec))))
 	}
 	if h := health(k, rec, recovered, failing); h != nil {
 		f.Health = append(f.Health, h...)

@@ -55,9 +55,16 @@ const pauseSlack = time.Second
 type judge struct {
 	*base
 	pausedSeen map[string]time.Time
+	last       *overdue.Last // the jobs' last successes, which a notification names
 }
 
-func newJudge(b *base) *judge { return &judge{base: b, pausedSeen: map[string]time.Time{}} }
+func newJudge(b *base) *judge {
+	o := &judge{base: b, pausedSeen: map[string]time.Time{}}
+	if b.d.Overdue != nil && b.d.Client != nil {
+		o.last, _ = overdue.NewLast(b.d.Client, b.d.Keys, b.d.Overdue) // fails on nil arguments only
+	}
+	return o
+}
 
 // Run judges the ticks that fall due while the term lasts.
 func (o *judge) Run(ctx context.Context) error {
@@ -161,6 +168,8 @@ func (o *judge) scan(ctx context.Context, cfg *config.Config, j *config.Job, sch
 	sinks := wanting(cfg, j)
 	judged, notes, next := st, []clientv3.Op(nil), time.Time{}
 	looked := 0
+	var last *overdue.Succeeded // read once the first tick is found overdue
+	lastRead := false
 	for t := sched.Next(st.Through); !t.IsZero(); t = sched.Next(t) {
 		due := t.Add(j.OverdueAfter.D())
 		passOver := paused || (wasPaused && !t.After(seen.Add(pauseSlack)))
@@ -191,7 +200,13 @@ func (o *judge) scan(ctx context.Context, cfg *config.Config, j *config.Job, sch
 			continue
 		}
 		judged.Tick = &overdue.Tick{RunID: runs.ID(j.Name, t), ScheduledAt: t, Outcome: outcome, At: now}
-		notes = append(notes, o.notes(j, sinks, judged.Tick, due)...)
+		if len(sinks) > 0 && !lastRead {
+			if last, err = o.lastSuccess(ctx, j.Name); err != nil {
+				return st, nil, time.Time{}, err
+			}
+			lastRead = true
+		}
+		notes = append(notes, o.notes(j, sinks, judged.Tick, due, last)...)
 		o.d.Log.Warn("tick overdue: not succeeded in time", "job", j.Name, "run_id", judged.Tick.RunID, "outcome", outcome, "due", due)
 	}
 	return judged, notes, next, nil
@@ -252,12 +267,24 @@ func wanting(cfg *config.Config, j *config.Job) []string {
 	return out
 }
 
+// lastSuccess is job's last success (nil: none), read from etcd.
+func (o *judge) lastSuccess(ctx context.Context, job string) (*overdue.Succeeded, error) {
+	if o.last == nil {
+		return nil, nil
+	}
+	lasts, err := o.last.Of(ctx, job)
+	if err != nil {
+		return nil, fmt.Errorf("leader: %w", err)
+	}
+	return lasts[job], nil
+}
+
 // notes is the "overdue" notification of tick to each of sinks: the
-// tick, what it is so far and the job's last success.
-func (o *judge) notes(j *config.Job, sinks []string, tick *overdue.Tick, due time.Time) []clientv3.Op {
+// tick, what it is so far and the job's last success, last.
+func (o *judge) notes(j *config.Job, sinks []string, tick *overdue.Tick, due time.Time, last *overdue.Succeeded) []clientv3.Op {
 	rec := runs.Record{RunID: tick.RunID, Job: j.Name, Trigger: runs.Schedule, ScheduledAt: tick.ScheduledAt, Slot: -1}
 	info := &notify.Overdue{Outcome: tick.Outcome, DueAt: due.UTC()}
-	if last := o.d.Overdue.LastSucceeded(j.Name); last != nil {
+	if last != nil {
 		info.LastSucceededRunID, info.LastSucceededEndedAt = last.RunID, last.EndedAt
 	}
 	ops := make([]clientv3.Op, 0, len(sinks))

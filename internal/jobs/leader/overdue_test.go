@@ -133,7 +133,14 @@ func TestOverdueJudgesEachTickOnce(t *testing.T) {
 			t.Errorf("tick %s: notified %+v, want overdue while %s", id, n, o)
 		}
 	}
-	if isOverdue, last := l.d.Overdue.Job("backup"); isOverdue || !last.Equal(day(3).Add(time.Minute)) {
+	lastOf := func() *overdue.Succeeded {
+		last, err := j.lastSuccess(ctx, "backup")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return last
+	}
+	if isOverdue, last := l.d.Overdue.Job("backup", lastOf()); isOverdue || !last.Equal(day(3).Add(time.Minute)) {
 		t.Errorf("after day 3 succeeded: overdue %v, last success %s", isOverdue, last)
 	}
 	// day 4 never starts: overdue again, naming day 3's success.
@@ -142,7 +149,7 @@ func TestOverdueJudgesEachTickOnce(t *testing.T) {
 	if n == nil || n.Overdue.LastSucceededRunID != runs.ID("backup", day(3)) {
 		t.Errorf("day 4: %+v, want overdue naming the last success %s", n, runs.ID("backup", day(3)))
 	}
-	if isOverdue, _ := l.d.Overdue.Job("backup"); !isOverdue {
+	if isOverdue, _ := l.d.Overdue.Job("backup", lastOf()); !isOverdue {
 		t.Error("day 4 overdue: the job is not")
 	}
 	// Paused before day 5's tick: not overdue.

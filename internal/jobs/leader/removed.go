@@ -288,8 +288,8 @@ func (k *removedKeeper) unmark(ctx context.Context, job string, m *removal) erro
 	return err
 }
 
-// purge deletes a removed job's records, their unstarted markers
-// and its marker, if the marker is as read and the job still removed.
+// purge deletes a removed job's records, their unstarted markers, its
+// last success and its marker, if the marker is as read and the job still removed.
 func (k *removedKeeper) purge(ctx context.Context, job string, m *removal) error {
 	var back bool
 	k.withJobs(func(jobs map[string]*config.Job) { _, back = jobs[job] })
@@ -301,6 +301,8 @@ func (k *removedKeeper) purge(ctx context.Context, job string, m *removal) error
 		clientv3.OpDelete(k.d.Keys.JobRuns(job), clientv3.WithPrefix()),
 		clientv3.OpDelete(k.d.Keys.Unstarted(job), clientv3.WithPrefix()),
 		clientv3.OpDelete(k.d.Keys.JobFanIns(job), clientv3.WithPrefix()),
+		clientv3.OpDelete(k.d.Keys.LastSuccess(job)),
+		clientv3.OpDelete(k.d.Keys.SucceededInJobs(job)),
 		clientv3.OpDelete(key))
 	if ok {
 		k.d.Log.Info("removed job: history deleted", "job", job, "removed_at", m.at)

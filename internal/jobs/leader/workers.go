@@ -80,7 +80,7 @@ func (w *Workers) Lean() (incarnations []string, ok bool) {
 	n := 0
 	w.members.Range(func(id string, m member) bool {
 		n++
-		if m.protocol < assign.Protocol {
+		if m.protocol < assign.Lean {
 			ok = false
 			return true
 		}
@@ -90,6 +90,18 @@ func (w *Workers) Lean() (incarnations []string, ok bool) {
 	ok = ok && n > 0
 	slices.Sort(incarnations)
 	return incarnations, ok
+}
+
+// Every reports whether there is a member and every member advertises at
+// least protocol (assign.Lean, assign.SuccessApart).
+func (w *Workers) Every(protocol int) bool {
+	n, ok := 0, true
+	w.members.Range(func(_ string, m member) bool {
+		n++
+		ok = m.protocol >= protocol
+		return ok
+	})
+	return ok && n > 0
 }
 
 // Alive reports whether worker (an incarnation) is listed: its replica's

@@ -1,9 +1,9 @@
 // Package overdue is what etcd stores of a job's overdue ticks and last
 // success (docs/operations.md#overdue, docs/protocol.md#overdue): the
-// values of jobs/<job>/overdue and jobs/<job>/succeeded, the judgement of
-// one tick from what etcd holds of it, and the view every replica keeps
-// of both keys, from which the API and the gauges answer alike on every
-// replica.
+// values of jobs/<job>/overdue and succeeded/<job>, the judgement of one
+// tick from what etcd holds of it, the view every replica keeps of the
+// first, and the read of the second when asked (Last), from which the API
+// and the gauges answer alike on every replica.
 package overdue
 
 import (
@@ -13,14 +13,14 @@ import (
 	"github.com/etcdsched/scheduler/internal/runs"
 )
 
-// Succeeded is a job's last succeeded run, as jobs/<job>/succeeded holds it.
+// Succeeded is a job's last succeeded run, as succeeded/<job> holds it.
 type Succeeded struct {
 	RunID       string    `json:"run_id"`
 	ScheduledAt time.Time `json:"scheduled_at"`
 	EndedAt     time.Time `json:"ended_at"`
 }
 
-// SucceededOf is rec's value at jobs/<job>/succeeded.
+// SucceededOf is rec's value at succeeded/<job>.
 func SucceededOf(rec *runs.Record) Succeeded {
 	return Succeeded{RunID: rec.RunID, ScheduledAt: rec.ScheduledAt.UTC(), EndedAt: rec.EndedAt.UTC()}
 }

@@ -9,9 +9,10 @@ import (
 	"github.com/etcdsched/scheduler/internal/mirror"
 )
 
-// View is every replica's copy of the jobs' overdue states and last
-// successes (the keys under jobs/ this package names), by etcd key: what
-// the API's job and the gauges read, the same on every replica.
+// View is every replica's copy of the jobs' overdue states and of the
+// last successes replicas before protocol 3 put under jobs/ (the keys
+// under jobs/ this package names), by etcd key: what the API's job and
+// the gauges read, the same on every replica, with Last's.
 type View struct {
 	*mirror.Map[string, stored]
 	keys keys.Layout
@@ -55,11 +56,12 @@ func (v *View) State(job string) (s State, rev int64, ok bool) {
 	return *st.state, st.rev, true
 }
 
-// LastSucceeded is job's last succeeded run; nil when none is known, or
-// when its stored value cannot be read (only a writer other than the
-// scheduler's would store such a value).
+// LastSucceeded is job's last succeeded run as a replica before protocol
+// 3 put it (keys.SucceededInJobs); nil when none did, or when its stored
+// value cannot be read (only a writer other than the scheduler's would
+// store such a value). Last.Of answers the job's last success.
 func (v *View) LastSucceeded(job string) *Succeeded {
-	st, ok := v.Get(v.keys.Succeeded(job))
+	st, ok := v.Get(v.keys.SucceededInJobs(job))
 	if !ok || st.succeeded == nil {
 		return nil
 	}
@@ -70,11 +72,11 @@ func (v *View) LastSucceeded(job string) *Succeeded {
 	return &s
 }
 
-// Job is what the API and the gauges show of job: whether it is overdue
-// (IsOverdue) and when it last succeeded (zero: not known).
-func (v *View) Job(job string) (isOverdue bool, lastSucceeded time.Time) {
+// Job is what the API and the gauges show of job whose last success is
+// last (Last's): whether it is overdue (IsOverdue) and when it last
+// succeeded (zero: not known).
+func (v *View) Job(job string, last *Succeeded) (isOverdue bool, lastSucceeded time.Time) {
 	s, _, _ := v.State(job)
-	last := v.LastSucceeded(job)
 	if last != nil {
 		lastSucceeded = last.EndedAt
 	}

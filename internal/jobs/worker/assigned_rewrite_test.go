@@ -94,6 +94,8 @@ type fixedPeers []string
 
 func (p fixedPeers) Lean() ([]string, bool) { return append([]string(nil), p...), true }
 
+func (p fixedPeers) Every(int) bool { return true }
+
 // With a live replica of the lean protocol to take them, a stopping
 // worker gives its assignments not taken up to it, as assignments: that
 // replica claims them when due, with no queue entry and no backup's wait.

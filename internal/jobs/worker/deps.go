@@ -98,6 +98,8 @@ type Deps struct {
 // lean protocol (leader.Workers).
 type LeanPeers interface {
 	Lean() (incarnations []string, all bool)
+	// Every reports whether every member advertises at least protocol.
+	Every(protocol int) bool
 }
 
 // The timings a worker takes when Deps leave them zero.

@@ -11,9 +11,11 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/config"
+	"github.com/etcdsched/scheduler/internal/jobs/assign"
 	"github.com/etcdsched/scheduler/internal/jobs/follow"
 	"github.com/etcdsched/scheduler/internal/jobs/metrics"
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
+	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/runs"
 	"github.com/etcdsched/scheduler/internal/session"
 	"github.com/etcdsched/scheduler/internal/slots"
@@ -48,7 +50,7 @@ func (c *core) execute(q *queue.Item, entry *queue.Entry, held *slots.Held, log 
 	if res.Outcome == runs.Interrupted {
 		rec.Error = interruptedWhy(entry, c.d.Config().Worker.MaxInterruptions)
 	}
-	ops, retry := follow.End(c.d.Keys, c.d.Config(), q.Key, entry, &rec, endedAt)
+	ops, retry := follow.End(c.endKeys(), c.d.Config(), q.Key, entry, &rec, endedAt)
 
 	// Release even though the run's context may be over, until etcd
 	// answers it or the session ends (settle.go).
@@ -64,6 +66,16 @@ func (c *core) execute(q *queue.Item, entry *queue.Entry, held *slots.Held, log 
 	c.d.Metrics.Runs.WithLabelValues(entry.Job, string(res.Outcome)).Inc()
 	log.Info("run finished", "outcome", res.Outcome, "duration", endedAt.Sub(startedAt), "retry", retry != nil)
 	return nil
+}
+
+// endKeys is the key layout a run's end writes by: it puts a last success
+// under jobs/ (keys.Layout.SuccessInJobs), where replicas before
+// assign.SuccessApart read it, while any member is one of them (a rolling
+// upgrade) or the members are not known yet.
+func (c *core) endKeys() keys.Layout {
+	k := c.d.Keys
+	k.SuccessInJobs = c.d.Peers != nil && !c.d.Peers.Every(assign.SuccessApart)
+	return k
 }
 
 // untilStart waits for entry's due time, and cancels the run when its

@@ -1,0 +1,133 @@
+package jobs_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/etcdsched/scheduler/internal/jobs/overdue"
+	"github.com/etcdsched/scheduler/internal/keys"
+	"github.com/etcdsched/scheduler/internal/poll"
+)
+
+// storedSuccess is the last success stored at key; nil when there is none.
+func storedSuccess(t *testing.T, cli *clientv3.Client, key string) *overdue.Succeeded {
+	t.Helper()
+	resp, err := cli.Get(t.Context(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Kvs) == 0 {
+		return nil
+	}
+	var s overdue.Succeeded
+	if err := json.Unmarshal(resp.Kvs[0].Value, &s); err != nil {
+		t.Fatalf("%s: %v", key, err)
+	}
+	return &s
+}
+
+// shownSuccess waits until n's API and gauge both show want (asked anew
+// each time: report keeps succeeding) as report's last success.
+func shownSuccess(t *testing.T, n *node, reg *prometheus.Registry, wantNow func() *overdue.Succeeded) {
+	t.Helper()
+	poll.Until(t, 30*time.Second, "the API and the gauge to show the last success", func() (bool, string) {
+		want := wantNow()
+		if want == nil {
+			return false, "none stored"
+		}
+		st, err := n.engine.Job(t.Context(), "report")
+		if err != nil {
+			return false, err.Error()
+		}
+		gauge := metric(t, reg, "scheduler_job_last_success_timestamp_seconds", map[string]string{"job": "report", "team": ""})
+		wantGauge := float64(want.EndedAt.UnixMilli()) / 1000
+		return st.LastSucceededAt.Equal(want.EndedAt) && gauge == wantGauge,
+			fmt.Sprintf("API %s, gauge %.3f; want %s", st.LastSucceededAt, gauge, want.EndedAt)
+	})
+}
+
+// A run's success is put where no replica watches (succeeded/<job>): no
+// replica decodes an event for it, and the API and the gauge read it when
+// asked, on every replica.
+func TestALastSuccessIsReadWhenAskedNotWatched(t *testing.T) {
+	etcd := startEtcd(t)
+	w := startWitness(t)
+	cfg := newConfig(httpJob("report", "@every 1s", w.url("")))
+	regA, regB := prometheus.NewRegistry(), prometheus.NewRegistry()
+	a := etcd.nodeWith("a", cfg, timing{Reg: regA, CountEvents: true})
+	b := etcd.nodeWith("b", cfg, timing{Reg: regB, CountEvents: true})
+	layout := keys.New(testPrefix)
+	var last *overdue.Succeeded
+	poll.Until(t, 60*time.Second, "three succeeded runs of report", func() (bool, string) {
+		last = storedSuccess(t, a.client, layout.LastSuccess("report"))
+		return len(w.finished("report")) >= 3 && last != nil, fmt.Sprint(len(w.finished("report")), " finished")
+	})
+	if old := storedSuccess(t, a.client, layout.SucceededInJobs("report")); old != nil {
+		t.Errorf("a success was also put under jobs/, which every replica watches: %+v", old)
+	}
+	for _, n := range []struct {
+		node *node
+		reg  *prometheus.Registry
+	}{{a, regA}, {b, regB}} {
+		shownSuccess(t, n.node, n.reg, func() *overdue.Succeeded { return storedSuccess(t, a.client, layout.LastSuccess("report")) })
+		for _, kind := range []string{"succeeded", "jobs/succeeded"} {
+			if got := metric(t, n.reg, "scheduler_watch_events_total", map[string]string{"kind": kind}); got != 0 {
+				t.Errorf("replica %s decoded %v events of kind %s", n.node.id, got, kind)
+			}
+		}
+	}
+	if got := metric(t, regA, "scheduler_watch_events_total", map[string]string{"kind": "runs"}) +
+		metric(t, regA, "scheduler_watch_events_total", map[string]string{"kind": "slots"}); got == 0 {
+		t.Error("the replica counted no watch events at all: the check above cannot fail")
+	}
+}
+
+// A rolling upgrade: while a member advertises a protocol before
+// assign.SuccessApart, a success is put where that member reads it
+// (jobs/<job>/succeeded); once it is gone, under succeeded/. A replica
+// shows the later of the two, whichever an old or a new replica wrote.
+func TestALastSuccessGoesWhereAnOlderMemberReadsIt(t *testing.T) {
+	etcd := startEtcd(t)
+	w := startWitness(t)
+	cfg := newConfig(httpJob("report", "@every 1s", w.url("")))
+	layout := keys.New(testPrefix)
+	reg := prometheus.NewRegistry()
+	a := etcd.nodeWith("a", cfg, timing{Reg: reg})
+	lease, err := a.client.Grant(t.Context(), 60)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The member key a replica of the commit before writes: protocol 2.
+	if _, err := a.client.Put(t.Context(), layout.Member("old"), `{"id":"old","protocol":2}`, clientv3.WithLease(lease.ID)); err != nil {
+		t.Fatal(err)
+	}
+	var old *overdue.Succeeded
+	poll.Until(t, 60*time.Second, "a success put under jobs/ for the old member", func() (bool, string) {
+		old = storedSuccess(t, a.client, layout.SucceededInJobs("report"))
+		return old != nil, "none yet"
+	})
+	shownSuccess(t, a, reg, func() *overdue.Succeeded { return storedSuccess(t, a.client, layout.SucceededInJobs("report")) })
+
+	if _, err := a.client.Revoke(t.Context(), lease.ID); err != nil {
+		t.Fatal(err)
+	}
+	var apart *overdue.Succeeded
+	poll.Until(t, 60*time.Second, "a success put under succeeded/ once the old member left", func() (bool, string) {
+		apart = storedSuccess(t, a.client, layout.LastSuccess("report"))
+		return apart != nil && apart.ScheduledAt.After(old.ScheduledAt), fmt.Sprintf("%+v", apart)
+	})
+	shownSuccess(t, a, reg, func() *overdue.Succeeded { return storedSuccess(t, a.client, layout.LastSuccess("report")) })
+
+	// An old replica still running a tick ends it after the new ones: its
+	// success, under jobs/, is the later and is shown.
+	late := overdue.Succeeded{RunID: "report-late", ScheduledAt: time.Now().Add(time.Hour).UTC(), EndedAt: time.Now().Add(time.Hour).UTC()}
+	if _, err := a.client.Put(t.Context(), layout.SucceededInJobs("report"), overdue.Encode(late)); err != nil {
+		t.Fatal(err)
+	}
+	shownSuccess(t, a, reg, func() *overdue.Succeeded { return &late })
+}
