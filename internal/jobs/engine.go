@@ -199,7 +199,8 @@ func (e *Engine) Run(ctx context.Context) error {
 		{e.keys.Specs(), e.specs},
 		{e.keys.Queue(), e.queue},
 		// One watch of jobs/ for both views: each put there (a cursor, a
-		// last success) is an event once on this replica, not once a view.
+		// pause) is an event once on this replica, not once a view. Last
+		// successes are not there (overdue.Last).
 		{e.keys.Jobs(), mirror.Tee(e.paused, e.overdue)},
 		{e.keys.Cancels(), e.worker.Cancels()},
 		// members/ once too: the worker's view (backups' turns) and the
