@@ -62,28 +62,41 @@ func TestALastSuccessIsReadWhenAskedNotWatched(t *testing.T) {
 	a := etcd.nodeWith("a", cfg, timing{Reg: regA, CountEvents: true})
 	b := etcd.nodeWith("b", cfg, timing{Reg: regB, CountEvents: true})
 	layout := keys.New(testPrefix)
-	var last *overdue.Succeeded
-	poll.Until(t, 60*time.Second, "three succeeded runs of report", func() (bool, string) {
-		last = storedSuccess(t, a.client, layout.LastSuccess("report"))
-		return len(w.finished("report")) >= 3 && last != nil, fmt.Sprint(len(w.finished("report")), " finished")
-	})
-	if old := storedSuccess(t, a.client, layout.SucceededInJobs("report")); old != nil {
-		t.Errorf("a success was also put under jobs/, which every replica watches: %+v", old)
-	}
-	for _, n := range []struct {
+	type replica struct {
 		node *node
 		reg  *prometheus.Registry
-	}{{a, regA}, {b, regB}} {
-		shownSuccess(t, n.node, n.reg, func() *overdue.Succeeded { return storedSuccess(t, a.client, layout.LastSuccess("report")) })
-		for _, kind := range []string{"succeeded", "jobs/succeeded"} {
-			if got := metric(t, n.reg, "scheduler_watch_events_total", map[string]string{"kind": kind}); got != 0 {
-				t.Errorf("replica %s decoded %v events of kind %s", n.node.id, got, kind)
-			}
-		}
 	}
-	if got := metric(t, regA, "scheduler_watch_events_total", map[string]string{"kind": "runs"}) +
-		metric(t, regA, "scheduler_watch_events_total", map[string]string{"kind": "slots"}); got == 0 {
-		t.Error("the replica counted no watch events at all: the check above cannot fail")
+	replicas := []replica{{a, regA}, {b, regB}}
+	successEvents := func(reg *prometheus.Registry) float64 {
+		return metric(t, reg, "scheduler_watch_events_total", map[string]string{"kind": "succeeded"}) +
+			metric(t, reg, "scheduler_watch_events_total", map[string]string{"kind": "jobs/succeeded"})
+	}
+	// From once both replicas run (a replica that does not know its
+	// peers yet puts a success where an older one would read it).
+	var first *overdue.Succeeded
+	poll.Until(t, 60*time.Second, "a success put under succeeded/", func() (bool, string) {
+		first = storedSuccess(t, a.client, layout.LastSuccess("report"))
+		return first != nil, "none yet"
+	})
+	before := []float64{successEvents(regA), successEvents(regB)}
+	old := storedSuccess(t, a.client, layout.SucceededInJobs("report"))
+	finished := len(w.finished("report"))
+	poll.Until(t, 60*time.Second, "three more succeeded runs of report", func() (bool, string) {
+		last := storedSuccess(t, a.client, layout.LastSuccess("report"))
+		n := len(w.finished("report"))
+		return n >= finished+3 && last.RunID != first.RunID, fmt.Sprint(n-finished, " more finished")
+	})
+	if now := storedSuccess(t, a.client, layout.SucceededInJobs("report")); fmt.Sprint(now) != fmt.Sprint(old) {
+		t.Errorf("a success was put under jobs/, which every replica watches: %+v, before %+v", now, old)
+	}
+	for i, r := range replicas {
+		if got := successEvents(r.reg); got != before[i] {
+			t.Errorf("replica %s decoded %v events of last successes during the runs", r.node.id, got-before[i])
+		}
+		shownSuccess(t, r.node, r.reg, func() *overdue.Succeeded { return storedSuccess(t, a.client, layout.LastSuccess("report")) })
+	}
+	if got := metric(t, regA, "scheduler_watch_events_total", map[string]string{"kind": "slots"}); got == 0 {
+		t.Error("the replica counted no slot events at all: the check above cannot fail")
 	}
 }
 
