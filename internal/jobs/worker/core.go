@@ -11,7 +11,8 @@ import (
 // (execute.go) and its end (settle.go), and the cancel of a run it holds
 // (a cancel request, the drain).
 //
-// mu guards active, freed and stopping, and nothing else. No lock of the
+// mu guards active (and each run's cancel func in it), freed and
+// stopping, and nothing else. No lock of the
 // worker's is taken under it: finish tells the queue runner of a freed
 // place (onFinish) after releasing it. A runner may take mu under its own
 // lock (the queue runner does): mu is always the last taken.
@@ -127,13 +128,18 @@ func (c *core) finish(runID string) {
 	c.signal()
 }
 
-// cancelRequested stops a run this worker holds.
+// cancelRequested stops a run this worker holds. It reads the run's
+// cancel func under mu, which setCancel writes it under: the request comes
+// from the cancels' watch, the run's start from its own goroutine.
 func (c *core) cancelRequested(runID, reason string) {
+	var cancel context.CancelCauseFunc
 	c.mu.Lock()
-	a := c.active[runID]
+	if a := c.active[runID]; a != nil {
+		cancel = a.cancel
+	}
 	c.mu.Unlock()
-	if a != nil && a.cancel != nil {
-		a.cancel(errors.New("cancelled: " + reason))
+	if cancel != nil {
+		cancel(errors.New("cancelled: " + reason))
 	}
 }
 

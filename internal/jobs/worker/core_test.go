@@ -1,7 +1,9 @@
 package worker
 
 import (
+	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 )
@@ -41,5 +43,31 @@ func TestTakePlacesNamesOnlyTheRunsItTakes(t *testing.T) {
 	}
 	if n, _ := c.takePlaces(maxChunk, id); n != 1 || len(named) != 1 {
 		t.Fatalf("with one place freed: took %d, named %v; want one", n, named)
+	}
+}
+
+// A cancel request (from the cancels' watch) and the run registering its
+// cancel func (from the run's goroutine) meet on the run's entry in
+// active: each touches the func under the core's lock (go test -race
+// finds the request's read otherwise, when it takes the lock first), and
+// the run is cancelled whichever comes first.
+func TestACancelRequestMeetsTheRunsStartUnderTheLock(t *testing.T) {
+	c := newCore(validDeps(t, time.Now()), func() {})
+	for i := range 200 {
+		runID := fmt.Sprint("run-", i)
+		if taken, _ := c.take(runID); !taken {
+			t.Fatalf("%s: no place", runID)
+		}
+		ctx, cancel := context.WithCancelCause(context.Background())
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() { defer wg.Done(); c.setCancel(runID, cancel) }()
+		go func() { defer wg.Done(); c.cancelRequested(runID, "by the test") }()
+		wg.Wait()
+		c.cancelRequested(runID, "by the test")
+		if ctx.Err() == nil {
+			t.Fatalf("%s: not cancelled", runID)
+		}
+		c.finish(runID)
 	}
 }
