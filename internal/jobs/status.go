@@ -108,7 +108,7 @@ func (jr *jobReader) statuses(ctx context.Context, jobs []*config.Job) ([]JobSta
 	sem := make(chan struct{}, 16)
 	errs := make([]error, len(jobs))
 	for i, j := range jobs {
-		out[i] = jr.jobStatus(j, counts[j.Name], notes, lasts[j.Name])
+		out[i] = jr.jobStatus(j, counts[j.Name], notes, lasts(j.Name))
 		if len(jobs) > lastRunLookups {
 			continue
 		}
@@ -136,7 +136,7 @@ func (jr *jobReader) Job(ctx context.Context, name string) (JobStatus, error) {
 	if err != nil {
 		return JobStatus{}, fmt.Errorf("jobs: %w", err)
 	}
-	st := jr.jobStatus(j, jr.queued(func(q *queue.Item) bool { return q.Job == j.Name })[j.Name], jr.outbox.ByJob(), lasts[name])
+	st := jr.jobStatus(j, jr.queued(func(q *queue.Item) bool { return q.Job == j.Name })[j.Name], jr.outbox.ByJob(), lasts(name))
 	if st.LastRun, err = jr.runs.lastRun(ctx, name); err != nil {
 		return st, err
 	}
@@ -265,7 +265,7 @@ func (jr *jobReader) overdueJobs() map[string]metrics.JobOverdue {
 	out := make(map[string]metrics.JobOverdue, len(cfg.Jobs))
 	for i := range cfg.Jobs {
 		j := &cfg.Jobs[i]
-		isOverdue, last := jr.late.Job(j.Name, lasts[j.Name])
+		isOverdue, last := jr.late.Job(j.Name, lasts(j.Name))
 		out[j.Name] = metrics.JobOverdue{Watched: j.OverdueAfter > 0, Overdue: isOverdue && j.OverdueAfter > 0, LastSucceeded: last}
 	}
 	return out

@@ -276,7 +276,7 @@ func (o *judge) lastSuccess(ctx context.Context, job string) (*overdue.Succeeded
 	if err != nil {
 		return nil, fmt.Errorf("leader: %w", err)
 	}
-	return lasts[job], nil
+	return lasts(job), nil
 }
 
 // notes is the "overdue" notification of tick to each of sinks: the

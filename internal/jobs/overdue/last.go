@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"sync"
+	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -19,20 +19,39 @@ import (
 // jobs/, every replica decoded an event a run for a value read at a scrape
 // or a request (docs/protocol.md#keys). Replicas before protocol 3 put it
 // under jobs/, which View mirrors; Last answers the later of the two.
+//
+// All keeps what it read: each read after the first asks etcd only for
+// the keys changed since (WithMinModRev), so a scrape of a cluster of
+// 100,000 jobs decodes the successes of its last seconds, not 100,000. A
+// key deleted (a removed job's history purged) stays known until the next
+// full read, at most fullRead later.
 type Last struct {
 	kv   clientv3.KV
 	keys keys.Layout
 	view *View
+	now  func() time.Time
 
-	mu sync.Mutex
-	// good is All's last answer from etcd, what the gauges show while
-	// etcd does not answer.
-	good map[string]*Succeeded
+	mu       sync.Mutex
+	known    map[string]known // by job, every key under succeeded/ through rev
+	rev      int64            // 0: never read
+	fullRead time.Time        // when known was last read whole
 }
+
+// known is one job's last success as read, and its key's ModRevision.
+type known struct {
+	s   *Succeeded
+	rev int64
+}
+
+// Successes answers job's last success; nil when none is known.
+type Successes func(job string) *Succeeded
 
 // maxGets is the most jobs Of reads key by key, in one transaction (etcd's
 // --max-txn-ops is 128 by default); for more it reads the directory.
 const maxGets = 64
+
+// fullRead is how often All reads every key again, forgetting deleted ones.
+const fullRead = 10 * time.Minute
 
 // NewLast reads through kv the keys of layout k, beside view's.
 func NewLast(kv clientv3.KV, k keys.Layout, view *View) (*Last, error) {
@@ -40,12 +59,12 @@ func NewLast(kv clientv3.KV, k keys.Layout, view *View) (*Last, error) {
 		return nil, errors.New("overdue: NewLast needs an etcd client, the key layout and the view of jobs/")
 	}
 	k.SuccessInJobs = false // read where protocol 3 writes; View has the other
-	return &Last{kv: kv, keys: k, view: view}, nil
+	return &Last{kv: kv, keys: k, view: view, now: time.Now, known: map[string]known{}}, nil
 }
 
-// Of is the last success of each of jobs that has one, read at one
-// revision (for more than maxGets jobs, All's answer).
-func (l *Last) Of(ctx context.Context, jobs ...string) (map[string]*Succeeded, error) {
+// Of answers the last successes of jobs, read at one revision (for more
+// than maxGets jobs, All's).
+func (l *Last) Of(ctx context.Context, jobs ...string) (Successes, error) {
 	if len(jobs) > maxGets {
 		return l.All(ctx)
 	}
@@ -57,65 +76,78 @@ func (l *Last) Of(ctx context.Context, jobs ...string) (map[string]*Succeeded, e
 	if err != nil {
 		return nil, fmt.Errorf("read the last successes of %d jobs: %w", len(jobs), err)
 	}
-	out := make(map[string]*Succeeded, len(jobs))
+	read := make(map[string]known, len(jobs))
 	for _, r := range resp.Responses {
-		l.decode(out, r.GetResponseRange().GetKvs())
+		l.decode(read, r.GetResponseRange().GetKvs())
 	}
-	for _, job := range jobs {
-		l.withView(out, job)
-	}
-	return out, nil
+	return l.answer(func(job string) known { return read[job] }), nil
 }
 
-// All is every job's last success, read at one revision. When etcd does
-// not answer, it returns its last answer, with the error.
-func (l *Last) All(ctx context.Context) (map[string]*Succeeded, error) {
-	resp, err := l.kv.Get(ctx, l.keys.LastSuccesses(), clientv3.WithPrefix())
-	l.mu.Lock()
-	if err == nil {
-		l.good = make(map[string]*Succeeded, len(resp.Kvs))
-		l.decode(l.good, resp.Kvs)
-	}
-	out := maps.Clone(l.good)
-	l.mu.Unlock()
-	if out == nil {
-		out = map[string]*Succeeded{}
-	}
-	l.view.Range(func(key string, st stored) bool {
-		// Not withView: Range holds the view's lock, which Get takes.
-		if job, ok := l.keys.SucceededJob(key); ok && st.succeeded != nil {
-			if old, ok := Decode[Succeeded](st.succeeded); ok && Later(&old, out[job]) {
-				out[job] = &old
-			}
-		}
-		return true
-	})
+// All answers every job's last success, as etcd holds it now. When etcd
+// does not answer, it answers what it last read, with the error.
+func (l *Last) All(ctx context.Context) (Successes, error) {
+	err := l.refresh(ctx)
 	if err != nil {
-		return out, fmt.Errorf("read the last successes: %w", err)
+		err = fmt.Errorf("read the last successes: %w", err)
 	}
-	return out, nil
+	return l.answer(func(job string) known {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return l.known[job]
+	}), err
 }
 
-// decode adds the last successes of kvs, keys under succeeded/, to out.
-// A value that does not decode is left out (only a writer other than the
-// scheduler's would store one).
-func (l *Last) decode(out map[string]*Succeeded, kvs []*mvccpb.KeyValue) {
+// refresh reads into known the keys changed since the last read, or all
+// of them when none was read yet or the last full read is fullRead old.
+func (l *Last) refresh(ctx context.Context) error {
+	l.mu.Lock()
+	from, full := l.rev, l.rev == 0 || l.now().Sub(l.fullRead) >= fullRead
+	l.mu.Unlock()
+	opts := []clientv3.OpOption{clientv3.WithPrefix()}
+	if !full {
+		opts = append(opts, clientv3.WithMinModRev(from+1))
+	}
+	resp, err := l.kv.Get(ctx, l.keys.LastSuccesses(), opts...)
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if full {
+		if resp.Header.Revision < l.rev {
+			return nil // a later read applied meanwhile
+		}
+		l.known, l.fullRead = map[string]known{}, l.now()
+	}
+	l.decode(l.known, resp.Kvs)
+	l.rev = max(l.rev, resp.Header.Revision)
+	return nil
+}
+
+// decode adds to into the last successes of kvs, keys under succeeded/,
+// where newer than what into has. A value that does not decode is left
+// out (only a writer other than the scheduler's would store one).
+func (l *Last) decode(into map[string]known, kvs []*mvccpb.KeyValue) {
 	for _, kv := range kvs {
 		job, ok := l.keys.LastSuccessJob(string(kv.Key))
-		if !ok {
+		if !ok || into[job].rev >= kv.ModRevision {
 			continue
 		}
 		if s, ok := Decode[Succeeded](kv.Value); ok {
-			out[job] = &s
+			into[job] = known{s: &s, rev: kv.ModRevision}
 		}
 	}
 }
 
-// withView keeps in out the later of job's two last successes: the one
-// read and the one an older replica put under jobs/.
-func (l *Last) withView(out map[string]*Succeeded, job string) {
-	if old := l.view.LastSucceeded(job); old != nil && Later(old, out[job]) {
-		out[job] = old
+// answer is the later of each job's success read (read) and the one an
+// older replica put under jobs/ (the view's).
+func (l *Last) answer(read func(job string) known) Successes {
+	return func(job string) *Succeeded {
+		s := read(job).s
+		if old := l.view.LastSucceeded(job); old != nil && Later(old, s) {
+			return old
+		}
+		return s
 	}
 }
 
