@@ -77,24 +77,30 @@ func TestOverdueForEachWayATickFailsToSucceed(t *testing.T) {
 	rcv := startReceiver(t, http.StatusOK)
 	flaky := overdueJob(httpJob("flaky", "@every 2s", w.url("status=500")), 1500*time.Millisecond)
 	flaky.Retries = config.Retries{Max: 5, Backoff: config.Duration(time.Minute), MaxBackoff: config.Duration(time.Minute)}
+	// Every tick of long starts at once and is still running when due
+	// (a tick that waited behind another first is queued then, and the
+	// judge's first tick may come after the first run started).
 	long := overdueJob(httpJob("long", "@every 2s", w.url("sleep=8s")), 1500*time.Millisecond)
-	long.Overlap, long.QueueLimit = config.OverlapQueue, 3
-	missing := long
+	long.MaxConcurrency = 8
+	waits := long
+	waits.Name, waits.MaxConcurrency = "waits", 1
+	waits.Overlap, waits.QueueLimit = config.OverlapQueue, 3
+	missing := waits
 	missing.Name = "missing"
 	missing.StartingDeadline = config.Duration(300 * time.Millisecond)
-	cfg := newConfig(flaky, long, missing)
+	cfg := newConfig(flaky, long, waits, missing)
 	rcv.notifies(cfg, config.Overdue)
 	etcd.leading("solo", cfg)
 
 	tick := awaitOverdue(t, rcv, "flaky", string(runs.Failed))
 	awaitOverdue(t, rcv, "long", "running")
-	awaitOverdue(t, rcv, "long", "queued")
+	awaitOverdue(t, rcv, "waits", "queued")
 	awaitOverdue(t, rcv, "missing", string(runs.Missed))
 	d := rcv.overdueByTick("flaky")[tick][0]
 	if at, ok := runs.ScheduledAtOf(tick); !ok || !d.Overdue.DueAt.Equal(at.Add(1500*time.Millisecond)) || d.Overdue.LastSucceededRunID != "" {
 		t.Errorf("overdue of %s says %+v: want due 1.5s after the tick, no success known", tick, d.Overdue)
 	}
-	for _, job := range []string{"flaky", "long", "missing"} {
+	for _, job := range []string{"flaky", "long", "waits", "missing"} {
 		for id, ds := range rcv.overdueByTick(job) {
 			if ids := distinctIDs(ds); ids != 1 {
 				t.Errorf("tick %s notified overdue under %d ids, want one", id, ids)
