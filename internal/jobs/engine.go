@@ -128,7 +128,7 @@ func New(opts Options) (*Engine, error) {
 		configChanged: make(chan struct{}, 1),
 	}
 	e.runs = newRunReader(&opts, layout, e.queue)
-	lasts, err := overdue.NewLast(opts.Client, layout, e.overdue)
+	lasts, err := overdue.NewLast(opts.Client, layout, e.overdue, opts.Clock)
 	if err != nil {
 		return nil, fmt.Errorf("jobs: %w", err)
 	}
@@ -247,7 +247,7 @@ func (e *Engine) Ready() <-chan struct{} { return e.queue.Ready() }
 func (e *Engine) Lead(ctx context.Context, term election.Leadership) error {
 	return leader.Run(ctx, leader.Deps{
 		Client: e.opts.Client, Keys: e.keys, Config: e.opts.Config, ConfigChanged: e.configChanged,
-		Queue: e.queue, Specs: e.specs, Paused: e.paused, Slots: e.opts.Slots, Finished: e.finished, Outbox: e.outbox, Overdue: e.overdue,
+		Queue: e.queue, Specs: e.specs, Paused: e.paused, Slots: e.opts.Slots, Finished: e.finished, Outbox: e.outbox, Overdue: e.overdue, Last: e.jobs.lasts,
 		Metrics: e.metrics, Clock: e.clock, Log: e.log, Lookahead: e.opts.Lookahead,
 		Workers: e.workers, Assign: e.assign,
 	}, term)

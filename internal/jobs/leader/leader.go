@@ -67,6 +67,9 @@ type Deps struct {
 	// Overdue is the jobs' overdue states and last successes; nil: no
 	// tick is judged overdue (overdue.go).
 	Overdue *overdue.View
+	// Last reads the jobs' last successes, which a notification names;
+	// nil: one is made from Client, Keys, Overdue and Clock.
+	Last    *overdue.Last
 	Metrics *metrics.Set
 	Clock   clockwork.Clock
 	Log     *slog.Logger

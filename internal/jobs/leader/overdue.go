@@ -59,9 +59,9 @@ type judge struct {
 }
 
 func newJudge(b *base) *judge {
-	o := &judge{base: b, pausedSeen: map[string]time.Time{}}
-	if b.d.Overdue != nil && b.d.Client != nil {
-		o.last, _ = overdue.NewLast(b.d.Client, b.d.Keys, b.d.Overdue) // fails on nil arguments only
+	o := &judge{base: b, pausedSeen: map[string]time.Time{}, last: b.d.Last}
+	if o.last == nil && b.d.Overdue != nil {
+		o.last, _ = overdue.NewLast(b.d.Client, b.d.Keys, b.d.Overdue, b.d.Clock) // fails on nil arguments only
 	}
 	return o
 }

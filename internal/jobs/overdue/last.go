@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -26,10 +27,10 @@ import (
 // key deleted (a removed job's history purged) stays known until the next
 // full read, at most fullRead later.
 type Last struct {
-	kv   clientv3.KV
-	keys keys.Layout
-	view *View
-	now  func() time.Time
+	kv    clientv3.KV
+	keys  keys.Layout
+	view  *View
+	clock clockwork.Clock
 
 	mu       sync.Mutex
 	known    map[string]known // by job, every key under succeeded/ through rev
@@ -53,13 +54,14 @@ const maxGets = 64
 // fullRead is how often All reads every key again, forgetting deleted ones.
 const fullRead = 10 * time.Minute
 
-// NewLast reads through kv the keys of layout k, beside view's.
-func NewLast(kv clientv3.KV, k keys.Layout, view *View) (*Last, error) {
-	if kv == nil || view == nil || k.Prefix == "" {
-		return nil, errors.New("overdue: NewLast needs an etcd client, the key layout and the view of jobs/")
+// NewLast reads through kv the keys of layout k, beside view's; clock
+// times its full reads.
+func NewLast(kv clientv3.KV, k keys.Layout, view *View, clock clockwork.Clock) (*Last, error) {
+	if kv == nil || view == nil || k.Prefix == "" || clock == nil {
+		return nil, errors.New("overdue: NewLast needs an etcd client, the key layout, the view of jobs/ and a clock")
 	}
 	k.SuccessInJobs = false // read where protocol 3 writes; View has the other
-	return &Last{kv: kv, keys: k, view: view, now: time.Now, known: map[string]known{}}, nil
+	return &Last{kv: kv, keys: k, view: view, clock: clock, known: map[string]known{}}, nil
 }
 
 // Of answers the last successes of jobs, read at one revision (for more
@@ -101,7 +103,7 @@ func (l *Last) All(ctx context.Context) (Successes, error) {
 // of them when none was read yet or the last full read is fullRead old.
 func (l *Last) refresh(ctx context.Context) error {
 	l.mu.Lock()
-	from, full := l.rev, l.rev == 0 || l.now().Sub(l.fullRead) >= fullRead
+	from, full := l.rev, l.rev == 0 || l.clock.Now().Sub(l.fullRead) >= fullRead
 	l.mu.Unlock()
 	opts := []clientv3.OpOption{clientv3.WithPrefix()}
 	if !full {
@@ -117,7 +119,7 @@ func (l *Last) refresh(ctx context.Context) error {
 		if resp.Header.Revision < l.rev {
 			return nil // a later read applied meanwhile
 		}
-		l.known, l.fullRead = map[string]known{}, l.now()
+		l.known, l.fullRead = map[string]known{}, l.clock.Now()
 	}
 	l.decode(l.known, resp.Kvs)
 	l.rev = max(l.rev, resp.Header.Revision)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/internal/etcdtest"
@@ -47,12 +48,11 @@ func TestLastAnswersTheLaterSuccessAndKeepsItsLastRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	view.Reset(resp.Kvs, resp.Header.Revision)
-	last, err := NewLast(cli, k, view)
+	clock := clockwork.NewFakeClock()
+	last, err := NewLast(cli, k, view, clock)
 	if err != nil {
 		t.Fatal(err)
 	}
-	now := time.Now()
-	last.now = func() time.Time { return now }
 	show := func(answer Successes) string {
 		var out []string
 		for _, job := range []string{"added", "both", "garbage", "later-old", "missing", "new", "old"} {
@@ -81,7 +81,7 @@ func TestLastAnswersTheLaterSuccessAndKeepsItsLastRead(t *testing.T) {
 	if all, err := last.All(t.Context()); err != nil || show(all) != want {
 		t.Errorf("All after changes = %s, %v; want %s (the deleted key known until a full read)", show(all), err, want)
 	}
-	now = now.Add(fullRead)
+	clock.Advance(fullRead)
 	want = "added=added-1 both=both-2 later-old=later-old-9 new=new-6 old=old-3"
 	if all, err := last.All(t.Context()); err != nil || show(all) != want {
 		t.Errorf("All %s later = %s, %v; want %s (the deleted key forgotten)", fullRead, show(all), err, want)
@@ -94,8 +94,11 @@ func TestLastAnswersTheLaterSuccessAndKeepsItsLastRead(t *testing.T) {
 	if _, err := last.Of(t.Context(), "new"); err == nil {
 		t.Error("Of without etcd answered no error")
 	}
-	if _, err := NewLast(nil, k, view); err == nil {
+	if _, err := NewLast(nil, k, view, clock); err == nil {
 		t.Error("NewLast took no client")
+	}
+	if _, err := NewLast(cli, k, view, nil); err == nil {
+		t.Error("NewLast took no clock")
 	}
 }
 
@@ -119,7 +122,7 @@ func BenchmarkLastAll(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			last, err := NewLast(cli, k, NewView(k))
+			last, err := NewLast(cli, k, NewView(k), clockwork.NewRealClock())
 			if err != nil {
 				b.Fatal(err)
 			}
