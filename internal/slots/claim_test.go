@@ -161,6 +161,8 @@ func TestDeletedSlotEndsHolderContext(t *testing.T) {
 	}
 }
 
+// List, Token and the gauges show a held job and resource slot, and nothing
+// once it is released.
 func TestListAndMetrics(t *testing.T) {
 	cluster := etcdtest.Start(t)
 	cli := cluster.Client()
@@ -197,6 +199,9 @@ func TestListAndMetrics(t *testing.T) {
 	if sem.InUse("j") != 1 || sem.ResourceInUse("db") != 1 {
 		t.Errorf("in use: job %d, resource %d", sem.InUse("j"), sem.ResourceInUse("db"))
 	}
+	if token, ok := sem.Token(h.Key()); !ok || token != h.Token {
+		t.Errorf("Token(%s) = %d, %v; want %d, true", h.Key(), token, ok, h.Token)
+	}
 	gauges := func(job, res int) string {
 		return strings.NewReplacer("JOB", string(rune('0'+job)), "RES", string(rune('0'+res))).Replace(`
 # HELP scheduler_resource_slots_in_use Shared-resource slots held across the cluster, as seen by this replica's watch.
@@ -214,6 +219,9 @@ scheduler_slots_in_use{job="j",team=""} JOB
 		t.Fatal(err)
 	}
 	poll.For(t, 10*time.Second, "an empty view", func() bool { return len(sem.List()) == 0 })
+	if token, ok := sem.Token(h.Key()); ok {
+		t.Errorf("Token(%s) after the release = %d, held", h.Key(), token)
+	}
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(gauges(0, 0)), "scheduler_slots_in_use", "scheduler_resource_slots_in_use"); err != nil {
 		t.Error(err)
 	}

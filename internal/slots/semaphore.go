@@ -175,6 +175,17 @@ func (s *Semaphore) setInUseLocked(g group) {
 	s.metrics.setInUse(JobSlot, job, s.jobTotalLocked(job))
 }
 
+// Token is the fencing token (CreateRevision) of the slot key key, per
+// the view; ok is false when the view shows it free. The reaper asks it of
+// each running queue entry's slot: a lookup, where List decodes and sorts
+// every held slot.
+func (s *Semaphore) Token(key string) (token int64, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.entries[key]
+	return e.token, ok
+}
+
 // ResourceInUse is how many slots of a shared resource are held, per the view.
 func (s *Semaphore) ResourceInUse(name string) int {
 	s.mu.Lock()

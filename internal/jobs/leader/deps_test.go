@@ -21,8 +21,9 @@ import (
 
 type noSlots struct{}
 
-func (noSlots) List() []slots.Info       { return nil }
-func (noSlots) Changed() <-chan struct{} { return nil }
+func (noSlots) List() []slots.Info         { return nil }
+func (noSlots) Changed() <-chan struct{}   { return nil }
+func (noSlots) Token(string) (int64, bool) { return 0, false }
 
 // Run refuses settings the leader cannot work with, naming each, before it
 // touches etcd (there is none here). Its ctx has ended: past the checks,

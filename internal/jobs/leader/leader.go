@@ -39,10 +39,12 @@ var (
 // swamp it.
 const materializeParallelism = 32
 
-// SlotView is what the reaper needs of the slots view: who holds what, and
-// when that changes.
+// SlotView is what the leader needs of the slots view: who holds what (the
+// overdue judge's list), a slot key's token (the reaper's lookup), and when
+// that changes.
 type SlotView interface {
 	List() []slots.Info
+	Token(key string) (token int64, ok bool)
 	Changed() <-chan struct{}
 }
 

@@ -45,18 +45,15 @@ func (rp *reaper) Run(ctx context.Context) error {
 	defer timer.Stop()
 	for {
 		queueChanged, slotsChanged := rp.d.Queue.Changed(), rp.d.Slots.Changed()
-		held := map[string]int64{} // job slot key -> token
-		for _, s := range rp.d.Slots.List() {
-			if s.Job != "" {
-				held[rp.d.Keys.SlotOf(s.Job, s.ConcurrencyKey, s.Slot)] = s.FencingToken
-			}
-		}
 		now := rp.d.Clock.Now()
 		alive := map[string]bool{}
 		next := time.Duration(0)
 		for _, q := range rp.d.Queue.Running() {
 			alive[q.Key] = true
-			if held[rp.d.Keys.SlotOf(q.Job, q.ConcurrencyKey, q.Slot)] == q.Token() {
+			// Only the running entries' slots are looked up: held slots
+			// are mostly lean runs', which have no entry (a lookup each,
+			// not a decoded list of every held slot on every change).
+			if token, held := rp.d.Slots.Token(rp.d.Keys.SlotOf(q.Job, q.ConcurrencyKey, q.Slot)); held && token == q.Token() {
 				delete(suspects, q.Key)
 				continue
 			}
