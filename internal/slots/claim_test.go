@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -202,6 +203,12 @@ func TestListAndMetrics(t *testing.T) {
 	if token, ok := sem.Token(h.Key()); !ok || token != h.Token {
 		t.Errorf("Token(%s) = %d, %v; want %d, true", h.Key(), token, ok, h.Token)
 	}
+	if ids := sem.RunsOf("j"); !slices.Equal(ids, []string{v.RunID}) {
+		t.Errorf("RunsOf(j) = %q, want [%s]", ids, v.RunID)
+	}
+	if ids := sem.RunsOf("db"); len(ids) != 0 {
+		t.Errorf("RunsOf(db), a resource's name = %q, want none", ids)
+	}
 	gauges := func(job, res int) string {
 		return strings.NewReplacer("JOB", string(rune('0'+job)), "RES", string(rune('0'+res))).Replace(`
 # HELP scheduler_resource_slots_in_use Shared-resource slots held across the cluster, as seen by this replica's watch.
@@ -221,6 +228,9 @@ scheduler_slots_in_use{job="j",team=""} JOB
 	poll.For(t, 10*time.Second, "an empty view", func() bool { return len(sem.List()) == 0 })
 	if token, ok := sem.Token(h.Key()); ok {
 		t.Errorf("Token(%s) after the release = %d, held", h.Key(), token)
+	}
+	if ids := sem.RunsOf("j"); len(ids) != 0 {
+		t.Errorf("RunsOf(j) after the release = %q", ids)
 	}
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(gauges(0, 0)), "scheduler_slots_in_use", "scheduler_resource_slots_in_use"); err != nil {
 		t.Error(err)

@@ -186,6 +186,33 @@ func (s *Semaphore) Token(key string) (token int64, ok bool) {
 	return e.token, ok
 }
 
+// RunsOf is the run ids holding job's slots (its concurrency keys' too),
+// per the view. The overdue judge asks it of each tick it judges: it
+// decodes job's slots only, where List decodes every held slot, so
+// judging N jobs' ticks costs N times their own slots, not N times all.
+func (s *Semaphore) RunsOf(job string) []string {
+	s.mu.Lock()
+	var raws [][]byte
+	if s.jobs[job] > 0 {
+		for _, e := range s.entries {
+			if e.kind == JobSlot {
+				if j, _ := keys.SplitSlotGroup(e.name); j == job {
+					raws = append(raws, e.raw)
+				}
+			}
+		}
+	}
+	s.mu.Unlock()
+	ids := make([]string, 0, len(raws))
+	for _, raw := range raws {
+		var v Value
+		if json.Unmarshal(raw, &v) == nil {
+			ids = append(ids, v.RunID)
+		}
+	}
+	return ids
+}
+
 // ResourceInUse is how many slots of a shared resource are held, per the view.
 func (s *Semaphore) ResourceInUse(name string) int {
 	s.mu.Lock()

@@ -91,3 +91,46 @@ scheduler_slots_in_use{job="j",team="b"} 0
 		t.Error(err)
 	}
 }
+
+// What the leader's questions of the view cost with 1,000 slots held, as
+// in a burst of 1,000 lean runs: the overdue judge's (RunsOf, once per
+// tick it judges) and the reaper's (Token, once per running queue entry),
+// beside List, which each of them called before and which decodes and
+// sorts every held slot. go test ./internal/slots -run - -bench Questions
+func BenchmarkTheLeadersQuestions(b *testing.B) {
+	sem, err := New(etcdtest.Start(b).Client(), testLayout, nil, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	at := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	var puts []*clientv3.Event
+	for i := range 1000 {
+		job := fmt.Sprintf("job-%04d", i)
+		v, _ := json.Marshal(Value{RunID: job + "@" + at.Format(time.RFC3339), Holder: "r1.694d8b3c2f1a7e05", StartedAt: at, ScheduledAt: at})
+		rev := int64(1000 + i)
+		puts = append(puts, &clientv3.Event{Type: mvccpb.PUT, Kv: &mvccpb.KeyValue{Key: []byte(testLayout.Slot(job, 0)), Value: v, CreateRevision: rev, ModRevision: rev, Lease: 7}})
+	}
+	sem.apply(slotsView, puts)
+	key := testLayout.Slot("job-0500", 0)
+	b.Run("List", func(b *testing.B) {
+		for b.Loop() {
+			if len(sem.List()) != 1000 {
+				b.Fatal("not 1,000 slots listed")
+			}
+		}
+	})
+	b.Run("RunsOf", func(b *testing.B) {
+		for b.Loop() {
+			if len(sem.RunsOf("job-0500")) != 1 {
+				b.Fatal("not job-0500's one run")
+			}
+		}
+	})
+	b.Run("Token", func(b *testing.B) {
+		for b.Loop() {
+			if _, ok := sem.Token(key); !ok {
+				b.Fatal("job-0500's slot not held")
+			}
+		}
+	})
+}

@@ -26,7 +26,6 @@ import (
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
 	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/notify"
-	"github.com/etcdsched/scheduler/internal/slots"
 )
 
 var (
@@ -39,11 +38,11 @@ var (
 // swamp it.
 const materializeParallelism = 32
 
-// SlotView is what the leader needs of the slots view: who holds what (the
-// overdue judge's list), a slot key's token (the reaper's lookup), and when
-// that changes.
+// SlotView is what the leader needs of the slots view: the runs holding a
+// job's slots (the overdue judge's), a slot key's token (the reaper's
+// lookup), and when they change.
 type SlotView interface {
-	List() []slots.Info
+	RunsOf(job string) []string
 	Token(key string) (token int64, ok bool)
 	Changed() <-chan struct{}
 }

@@ -37,6 +37,13 @@ func overdueLeader(t *testing.T) (*leader, *clientv3.Client, func()) {
 	return l, cli, reload
 }
 
+// heldRuns is a slots view holding the runs given, by job.
+type heldRuns map[string][]string
+
+func (h heldRuns) RunsOf(job string) []string { return h[job] }
+func (heldRuns) Token(string) (int64, bool)   { return 0, false }
+func (heldRuns) Changed() <-chan struct{}     { return nil }
+
 // overdueNotes are the overdue notifications in the outbox, by tick.
 func overdueNotes(t *testing.T, l *leader, cli *clientv3.Client) map[string]*notify.Notification {
 	resp, err := cli.Get(t.Context(), l.d.Keys.Outbox(), clientv3.WithPrefix())
@@ -65,7 +72,8 @@ func overdueNotes(t *testing.T, l *leader, cli *clientv3.Client) map[string]*not
 // the pause ended too) and one after the resume (overdue). A judge whose
 // view is behind its own write writes nothing twice, and a deposed
 // leader's judge writes nothing at all. The notification names the job's last
-// success, and the state (the gauge) clears once a later tick succeeds.
+// success, and the state (the gauge) clears once a later tick succeeds. A
+// lean run, which has no entry, is running by its slot.
 func TestOverdueJudgesEachTickOnce(t *testing.T) {
 	l, cli, reload := overdueLeader(t)
 	clock := l.d.Clock.(interface{ Advance(time.Duration) })
@@ -171,11 +179,18 @@ func TestOverdueJudgesEachTickOnce(t *testing.T) {
 	if n := overdueNotes(t, l, cli)[runs.ID("backup", day(7))]; n == nil || n.Overdue.Outcome != overdue.NeverStarted {
 		t.Errorf("day 7 after the resume: %+v, want overdue, never started", n)
 	}
+	// Day 8 runs on a worker of the lean protocol: no entry, only its
+	// slot says it runs.
+	l.d.Slots = heldRuns{"backup": {runs.ID("backup", day(8))}}
+	judgeAt(day(8).Add(3 * time.Hour))
+	if n := overdueNotes(t, l, cli)[runs.ID("backup", day(8))]; n == nil || n.Overdue.Outcome != overdue.Running {
+		t.Errorf("day 8, running with no entry: %+v, want overdue while running", n)
+	}
 	// A new term: the old one's judge is fenced off.
 	if _, err := cli.Delete(ctx, l.term.Key); err != nil {
 		t.Fatal(err)
 	}
-	clock.Advance(day(8).Add(3 * time.Hour).Sub(l.d.Clock.Now()))
+	clock.Advance(day(9).Add(3 * time.Hour).Sub(l.d.Clock.Now()))
 	reload()
 	if _, err := j.round(ctx); !errors.Is(err, errNotLeader) {
 		t.Errorf("deposed judge: %v, want %v", err, errNotLeader)
