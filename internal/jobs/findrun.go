@@ -39,8 +39,8 @@ func (rr *runReader) FindRun(ctx context.Context, runID string) (RunStatus, erro
 	}
 	// An assigned run (the lean protocol, docs/protocol.md) has no queue
 	// entry: while it runs, its slot says so.
-	for _, sl := range rr.slots.List() {
-		if sl.RunID == runID && sl.Resource == "" {
+	for _, sl := range rr.slots.Of(job) {
+		if sl.RunID == runID {
 			return RunStatus{State: string(queue.Running), Record: runs.Record{
 				RunID: runID, Job: job, Attempt: 1, Trigger: runs.Schedule, ScheduledAt: sl.ScheduledAt,
 				StartedAt: sl.StartedAt, Holder: sl.Holder, Slot: sl.Slot, FencingToken: sl.FencingToken,

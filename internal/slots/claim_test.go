@@ -203,11 +203,11 @@ func TestListAndMetrics(t *testing.T) {
 	if token, ok := sem.Token(h.Key()); !ok || token != h.Token {
 		t.Errorf("Token(%s) = %d, %v; want %d, true", h.Key(), token, ok, h.Token)
 	}
-	if ids := sem.RunsOf("j"); !slices.Equal(ids, []string{v.RunID}) {
-		t.Errorf("RunsOf(j) = %q, want [%s]", ids, v.RunID)
+	if of := sem.Of("j"); !slices.Equal(of, list[:1]) {
+		t.Errorf("Of(j) = %+v, want List's row of j %+v", of, list[0])
 	}
-	if ids := sem.RunsOf("db"); len(ids) != 0 {
-		t.Errorf("RunsOf(db), a resource's name = %q, want none", ids)
+	if of := sem.Of("db"); len(of) != 0 {
+		t.Errorf("Of(db), a resource's name = %+v, want none", of)
 	}
 	gauges := func(job, res int) string {
 		return strings.NewReplacer("JOB", string(rune('0'+job)), "RES", string(rune('0'+res))).Replace(`
@@ -229,8 +229,8 @@ scheduler_slots_in_use{job="j",team=""} JOB
 	if token, ok := sem.Token(h.Key()); ok {
 		t.Errorf("Token(%s) after the release = %d, held", h.Key(), token)
 	}
-	if ids := sem.RunsOf("j"); len(ids) != 0 {
-		t.Errorf("RunsOf(j) after the release = %q", ids)
+	if of := sem.Of("j"); len(of) != 0 {
+		t.Errorf("Of(j) after the release = %+v", of)
 	}
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(gauges(0, 0)), "scheduler_slots_in_use", "scheduler_resource_slots_in_use"); err != nil {
 		t.Error(err)

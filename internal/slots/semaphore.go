@@ -186,33 +186,6 @@ func (s *Semaphore) Token(key string) (token int64, ok bool) {
 	return e.token, ok
 }
 
-// RunsOf is the run ids holding job's slots (its concurrency keys' too),
-// per the view. The overdue judge asks it of each tick it judges: it
-// decodes job's slots only, where List decodes every held slot, so
-// judging N jobs' ticks costs N times their own slots, not N times all.
-func (s *Semaphore) RunsOf(job string) []string {
-	s.mu.Lock()
-	var raws [][]byte
-	if s.jobs[job] > 0 {
-		for _, e := range s.entries {
-			if e.kind == JobSlot {
-				if j, _ := keys.SplitSlotGroup(e.name); j == job {
-					raws = append(raws, e.raw)
-				}
-			}
-		}
-	}
-	s.mu.Unlock()
-	ids := make([]string, 0, len(raws))
-	for _, raw := range raws {
-		var v Value
-		if json.Unmarshal(raw, &v) == nil {
-			ids = append(ids, v.RunID)
-		}
-	}
-	return ids
-}
-
 // ResourceInUse is how many slots of a shared resource are held, per the view.
 func (s *Semaphore) ResourceInUse(name string) int {
 	s.mu.Lock()
@@ -226,16 +199,38 @@ type Info = wire.Slot
 
 // List returns every held slot, jobs before resources, by name and index.
 func (s *Semaphore) List() []Info {
+	return s.infos(func(entry) bool { return true })
+}
+
+// Of returns job's held slots (its concurrency keys' too), per the view,
+// by key and index. The overdue judge asks it of each tick it judges and
+// the API of a run it looks for: it decodes job's slots only, where List
+// decodes every held slot, so judging N jobs' ticks costs N times their
+// own slots, not N times all.
+func (s *Semaphore) Of(job string) []Info {
+	if s.InUse(job) == 0 {
+		return nil
+	}
+	return s.infos(func(e entry) bool {
+		j, _ := keys.SplitSlotGroup(e.name)
+		return e.kind == JobSlot && j == job
+	})
+}
+
+// infos decodes the held slots keep takes, in List's order.
+func (s *Semaphore) infos(keep func(entry) bool) []Info {
 	s.mu.Lock()
-	list := make([]Info, 0, len(s.entries))
-	sorted := make([]entry, 0, len(s.entries))
+	var sorted []entry
 	for _, e := range s.entries {
-		sorted = append(sorted, e)
+		if keep(e) {
+			sorted = append(sorted, e)
+		}
 	}
 	s.mu.Unlock()
 	slices.SortFunc(sorted, func(a, b entry) int {
 		return cmp.Or(cmp.Compare(a.kind, b.kind), cmp.Compare(a.name, b.name), cmp.Compare(a.index, b.index))
 	})
+	list := make([]Info, 0, len(sorted))
 	for _, e := range sorted {
 		var v Value
 		if err := json.Unmarshal(e.raw, &v); err != nil {

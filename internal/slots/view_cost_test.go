@@ -93,7 +93,7 @@ scheduler_slots_in_use{job="j",team="b"} 0
 }
 
 // What the leader's questions of the view cost with 1,000 slots held, as
-// in a burst of 1,000 lean runs: the overdue judge's (RunsOf, once per
+// in a burst of 1,000 lean runs: the overdue judge's (Of, once per
 // tick it judges) and the reaper's (Token, once per running queue entry),
 // beside List, which each of them called before and which decodes and
 // sorts every held slot. go test ./internal/slots -run - -bench Questions
@@ -119,9 +119,9 @@ func BenchmarkTheLeadersQuestions(b *testing.B) {
 			}
 		}
 	})
-	b.Run("RunsOf", func(b *testing.B) {
+	b.Run("Of", func(b *testing.B) {
 		for b.Loop() {
-			if len(sem.RunsOf("job-0500")) != 1 {
+			if len(sem.Of("job-0500")) != 1 {
 				b.Fatal("not job-0500's one run")
 			}
 		}

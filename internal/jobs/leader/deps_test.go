@@ -16,11 +16,12 @@ import (
 	"github.com/etcdsched/scheduler/internal/jobs/pause"
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
 	"github.com/etcdsched/scheduler/internal/keys"
+	"github.com/etcdsched/scheduler/internal/slots"
 )
 
 type noSlots struct{}
 
-func (noSlots) RunsOf(string) []string     { return nil }
+func (noSlots) Of(string) []slots.Info     { return nil }
 func (noSlots) Changed() <-chan struct{}   { return nil }
 func (noSlots) Token(string) (int64, bool) { return 0, false }
 

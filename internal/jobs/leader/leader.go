@@ -26,6 +26,7 @@ import (
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
 	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/notify"
+	"github.com/etcdsched/scheduler/internal/slots"
 )
 
 var (
@@ -38,11 +39,11 @@ var (
 // swamp it.
 const materializeParallelism = 32
 
-// SlotView is what the leader needs of the slots view: the runs holding a
-// job's slots (the overdue judge's), a slot key's token (the reaper's
+// SlotView is what the leader needs of the slots view: a job's held slots
+// (the overdue judge's), a slot key's token (the reaper's
 // lookup), and when they change.
 type SlotView interface {
-	RunsOf(job string) []string
+	Of(job string) []slots.Info
 	Token(key string) (token int64, ok bool)
 	Changed() <-chan struct{}
 }

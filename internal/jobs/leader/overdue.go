@@ -247,8 +247,8 @@ func (o *judge) look(ctx context.Context, job string, t time.Time) (outcome stri
 			}
 		}
 	}
-	for _, held := range o.d.Slots.RunsOf(job) {
-		if held == id || strings.HasPrefix(held, id+"#") {
+	for _, s := range o.d.Slots.Of(job) {
+		if s.RunID == id || strings.HasPrefix(s.RunID, id+"#") {
 			r.Executing = true
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
 	"github.com/etcdsched/scheduler/internal/notify"
 	"github.com/etcdsched/scheduler/internal/runs"
+	"github.com/etcdsched/scheduler/internal/slots"
 )
 
 // overdueLeader is a leader of a nightly job with overdue_after 3h whose
@@ -40,9 +41,16 @@ func overdueLeader(t *testing.T) (*leader, *clientv3.Client, func()) {
 // heldRuns is a slots view holding the runs given, by job.
 type heldRuns map[string][]string
 
-func (h heldRuns) RunsOf(job string) []string { return h[job] }
-func (heldRuns) Token(string) (int64, bool)   { return 0, false }
-func (heldRuns) Changed() <-chan struct{}     { return nil }
+func (h heldRuns) Of(job string) []slots.Info {
+	var out []slots.Info
+	for i, id := range h[job] {
+		out = append(out, slots.Info{Job: job, Slot: i, RunID: id})
+	}
+	return out
+}
+
+func (heldRuns) Token(string) (int64, bool) { return 0, false }
+func (heldRuns) Changed() <-chan struct{}   { return nil }
 
 // overdueNotes are the overdue notifications in the outbox, by tick.
 func overdueNotes(t *testing.T, l *leader, cli *clientv3.Client) map[string]*notify.Notification {
