@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -22,8 +23,8 @@ import (
 // under jobs/, which View mirrors; Last answers the later of the two.
 //
 // All keeps what it read: each read after the first asks etcd only for
-// the keys changed since (WithMinModRev), so a scrape of a cluster of
-// 100,000 jobs decodes the successes of its last seconds, not 100,000. A
+// the keys changed since (changed), so a scrape of a cluster of 100,000
+// jobs decodes the successes of its last seconds, not 100,000. A
 // key deleted (a removed job's history purged) stays known until the next
 // full read, at most fullRead later.
 type Last struct {
@@ -105,25 +106,72 @@ func (l *Last) refresh(ctx context.Context) error {
 	l.mu.Lock()
 	from, full := l.rev, l.rev == 0 || l.clock.Now().Sub(l.fullRead) >= fullRead
 	l.mu.Unlock()
-	opts := []clientv3.OpOption{clientv3.WithPrefix()}
-	if !full {
-		opts = append(opts, clientv3.WithMinModRev(from+1))
+	var kvs []*mvccpb.KeyValue
+	var rev int64
+	var err error
+	if full {
+		kvs, rev, err = l.read(ctx, clientv3.WithPrefix())
+	} else {
+		kvs, rev, err = l.changed(ctx, from)
 	}
-	resp, err := l.kv.Get(ctx, l.keys.LastSuccesses(), opts...)
 	if err != nil {
 		return err
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if full {
-		if resp.Header.Revision < l.rev {
+		if rev < l.rev {
 			return nil // a later read applied meanwhile
 		}
 		l.known, l.fullRead = map[string]known{}, l.clock.Now()
 	}
-	l.decode(l.known, resp.Kvs)
-	l.rev = max(l.rev, resp.Header.Revision)
+	l.decode(l.known, kvs)
+	l.rev = max(l.rev, rev)
 	return nil
+}
+
+// maxChanged is the most changed keys changed reads by key; for more it
+// reads the directory's values, as a full read does.
+const maxChanged = 16 * maxGets
+
+// changed reads the keys under succeeded/ changed after revision from,
+// with their values. It asks for their names first: etcd (3.7 on) answers
+// a keys-only range from its index, where a range of values, even one its
+// min_mod_revision filter then empties, reads every value from disk. The
+// values of the few changed keys are then read at that range's revision.
+func (l *Last) changed(ctx context.Context, from int64) ([]*mvccpb.KeyValue, int64, error) {
+	names, err := l.kv.Get(ctx, l.keys.LastSuccesses(), clientv3.WithPrefix(), clientv3.WithKeysOnly(), clientv3.WithMinModRev(from+1))
+	if err != nil {
+		return nil, 0, err
+	}
+	rev := names.Header.Revision
+	if len(names.Kvs) > maxChanged {
+		return l.read(ctx, clientv3.WithPrefix(), clientv3.WithMinModRev(from+1), clientv3.WithRev(rev))
+	}
+	var kvs []*mvccpb.KeyValue
+	for part := range slices.Chunk(names.Kvs, maxGets) {
+		ops := make([]clientv3.Op, len(part))
+		for i, kv := range part {
+			ops[i] = clientv3.OpGet(string(kv.Key), clientv3.WithRev(rev))
+		}
+		resp, err := l.kv.Txn(ctx).Then(ops...).Commit()
+		if err != nil {
+			return nil, 0, err
+		}
+		for _, r := range resp.Responses {
+			kvs = append(kvs, r.GetResponseRange().GetKvs()...)
+		}
+	}
+	return kvs, rev, nil
+}
+
+// read reads under succeeded/ with opts, and the revision read at.
+func (l *Last) read(ctx context.Context, opts ...clientv3.OpOption) ([]*mvccpb.KeyValue, int64, error) {
+	resp, err := l.kv.Get(ctx, l.keys.LastSuccesses(), opts...)
+	if err != nil {
+		return nil, 0, err
+	}
+	return resp.Kvs, resp.Header.Revision, nil
 }
 
 // decode adds to into the last successes of kvs, keys under succeeded/,

@@ -2,6 +2,7 @@ package overdue
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -85,6 +86,20 @@ func TestLastAnswersTheLaterSuccessAndKeepsItsLastRead(t *testing.T) {
 	want = "added=added-1 both=both-2 later-old=later-old-9 new=new-6 old=old-3"
 	if all, err := last.All(t.Context()); err != nil || show(all) != want {
 		t.Errorf("All %s later = %s, %v; want %s (the deleted key forgotten)", fullRead, show(all), err, want)
+	}
+	// More keys changed than are read one by one: the directory's values
+	// changed since, at the revision their names were read.
+	var bulk []clientv3.Op
+	for i := range maxChanged + 1 {
+		job := fmt.Sprintf("bulk-%04d", i)
+		bulk = append(bulk, clientv3.OpPut(k.LastSuccess(job), succeeded(job, 1)))
+	}
+	for part := range slices.Chunk(bulk, 100) {
+		commit(part...)
+	}
+	all, err := last.All(t.Context())
+	if first, end := all("bulk-0000"), all(fmt.Sprintf("bulk-%04d", maxChanged)); err != nil || first == nil || end == nil || show(all) != want {
+		t.Errorf("All after %d changes = %s, %v, first %v, last %v; want %s and both", maxChanged+1, show(all), err, first, end, want)
 	}
 	_ = cli.Close()
 	stale, err := last.All(t.Context())
