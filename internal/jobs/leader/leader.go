@@ -365,7 +365,7 @@ func (l *leader) loop(ctx context.Context, pausedChanged <-chan struct{}) error 
 		if first {
 			// The term's start read every job's cursor and planned every
 			// job: at 100,000 jobs, garbage the runtime kept resident
-			// (leader RSS 250-350 MiB, 216-254 returned). Returned once
+			// (leader RSS 250-351 MiB, 216-254 returned). Returned once
 			// a term, as after a config parse (docs/performance.md,
 			// "Rules the figures set"); one forced GC.
 			first = false
