@@ -112,6 +112,9 @@ func run() error {
 			defer os.RemoveAll(f.dir)
 		}
 	}
+	if err := freeSpace(f.dir, minFree); err != nil {
+		return err
+	}
 	// The replicas inherit these.
 	os.Setenv("SCHEDULER_LOG_LEVEL", f.logLevel)
 	if f.pprof {
@@ -337,4 +340,24 @@ func loadAverage() string {
 		return "unknown"
 	}
 	return strings.Join(f[:3], " ")
+}
+
+// minFree is the disk space a bench run wants before it starts: its etcd
+// members and replicas write up to about a GiB a step, which -keep leaves.
+// With the disk full, etcd's writes fail and a run's failures (leases not
+// granted, replicas gone, 503s) look like the scheduler's.
+const minFree = 4 << 30
+
+// freeSpace fails when the file system holding dir has less than need
+// bytes free, saying how to make room.
+func freeSpace(dir string, need uint64) error {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return fmt.Errorf("bench: free space under %s: %w", dir, err)
+	}
+	if free := st.Bavail * uint64(st.Bsize); free < need {
+		return fmt.Errorf("bench: %.1f GiB free under %s, want %.1f: a run's etcd data and logs need room (remove old -keep directories)",
+			float64(free)/(1<<30), dir, float64(need)/(1<<30))
+	}
+	return nil
 }
