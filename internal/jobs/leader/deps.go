@@ -8,6 +8,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/etcdsched/scheduler/internal/election"
+	"github.com/etcdsched/scheduler/internal/jobs/overdue"
 	"github.com/etcdsched/scheduler/internal/required"
 )
 
@@ -43,4 +44,7 @@ func (d *Deps) defaults() {
 	required.Or(&d.Log, slog.New(slog.DiscardHandler))
 	required.Or(&d.Lookahead, NearLookahead)
 	required.Or(&d.SpecGrace, specGrace)
+	if d.Last == nil && d.Overdue != nil {
+		d.Last, _ = overdue.NewLast(d.Client, d.Keys, d.Overdue, d.Clock) // fails on nil arguments only
+	}
 }

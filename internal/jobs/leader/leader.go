@@ -71,7 +71,7 @@ type Deps struct {
 	// tick is judged overdue (overdue.go).
 	Overdue *overdue.View
 	// Last reads the jobs' last successes, which a notification names;
-	// nil: one is made from Client, Keys, Overdue and Clock.
+	// nil: one is made from Client, Keys, Overdue and Clock (defaults).
 	Last    *overdue.Last
 	Metrics *metrics.Set
 	Clock   clockwork.Clock

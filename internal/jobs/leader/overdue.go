@@ -59,11 +59,7 @@ type judge struct {
 }
 
 func newJudge(b *base) *judge {
-	o := &judge{base: b, pausedSeen: map[string]time.Time{}, last: b.d.Last}
-	if o.last == nil && b.d.Overdue != nil {
-		o.last, _ = overdue.NewLast(b.d.Client, b.d.Keys, b.d.Overdue, b.d.Clock) // fails on nil arguments only
-	}
-	return o
+	return &judge{base: b, pausedSeen: map[string]time.Time{}, last: b.d.Last}
 }
 
 // Run judges the ticks that fall due while the term lasts.

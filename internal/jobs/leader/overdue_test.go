@@ -14,7 +14,6 @@ import (
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
 	"github.com/etcdsched/scheduler/internal/notify"
 	"github.com/etcdsched/scheduler/internal/runs"
-	"github.com/etcdsched/scheduler/internal/slots"
 )
 
 // overdueLeader is a leader of a nightly job with overdue_after 3h whose
@@ -26,7 +25,8 @@ func overdueLeader(t *testing.T) (*leader, *clientv3.Client, func()) {
 	cfg.Notify.Sinks = []config.Sink{{Name: "ops", URL: "http://127.0.0.1:1/", Format: config.FormatJSON, On: []string{config.Overdue}}}
 	cfg.Notify.Default = []string{"ops"}
 	l, cli, _ := leaderOn(t, "/overdue/", cfg, time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC))
-	l.d.Overdue, l.d.Slots = overdue.NewView(l.d.Keys), noSlots{}
+	l.d.Overdue, l.d.Slots = overdue.NewView(l.d.Keys), heldRuns{}
+	l.d.defaults() // the Last its judge reads through
 	reload := func() {
 		resp, err := cli.Get(t.Context(), l.d.Keys.Jobs(), clientv3.WithPrefix())
 		if err != nil {
@@ -37,20 +37,6 @@ func overdueLeader(t *testing.T) (*leader, *clientv3.Client, func()) {
 	}
 	return l, cli, reload
 }
-
-// heldRuns is a slots view holding the runs given, by job.
-type heldRuns map[string][]string
-
-func (h heldRuns) Of(job string) []slots.Info {
-	var out []slots.Info
-	for i, id := range h[job] {
-		out = append(out, slots.Info{Job: job, Slot: i, RunID: id})
-	}
-	return out
-}
-
-func (heldRuns) Token(string) (int64, bool) { return 0, false }
-func (heldRuns) Changed() <-chan struct{}   { return nil }
 
 // overdueNotes are the overdue notifications in the outbox, by tick.
 func overdueNotes(t *testing.T, l *leader, cli *clientv3.Client) map[string]*notify.Notification {
