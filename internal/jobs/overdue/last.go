@@ -71,18 +71,16 @@ func (l *Last) Of(ctx context.Context, jobs ...string) (Successes, error) {
 	if len(jobs) > maxGets {
 		return l.All(ctx)
 	}
-	ops := make([]clientv3.Op, len(jobs))
+	names := make([]string, len(jobs))
 	for i, job := range jobs {
-		ops[i] = clientv3.OpGet(l.keys.LastSuccess(job))
+		names[i] = l.keys.LastSuccess(job)
 	}
-	resp, err := l.kv.Txn(ctx).Then(ops...).Commit()
+	kvs, err := l.gets(ctx, names)
 	if err != nil {
 		return nil, fmt.Errorf("read the last successes of %d jobs: %w", len(jobs), err)
 	}
 	read := make(map[string]known, len(jobs))
-	for _, r := range resp.Responses {
-		l.decode(read, r.GetResponseRange().GetKvs())
-	}
+	l.decode(read, kvs)
 	return l.answer(func(job string) known { return read[job] }), nil
 }
 
@@ -148,21 +146,31 @@ func (l *Last) changed(ctx context.Context, from int64) ([]*mvccpb.KeyValue, int
 	if len(names.Kvs) > maxChanged {
 		return l.read(ctx, clientv3.WithPrefix(), clientv3.WithMinModRev(from+1), clientv3.WithRev(rev))
 	}
+	keys := make([]string, len(names.Kvs))
+	for i, kv := range names.Kvs {
+		keys[i] = string(kv.Key)
+	}
+	kvs, err := l.gets(ctx, keys, clientv3.WithRev(rev))
+	return kvs, rev, err
+}
+
+// gets reads keys with opts, maxGets to a transaction.
+func (l *Last) gets(ctx context.Context, keys []string, opts ...clientv3.OpOption) ([]*mvccpb.KeyValue, error) {
 	var kvs []*mvccpb.KeyValue
-	for part := range slices.Chunk(names.Kvs, maxGets) {
+	for part := range slices.Chunk(keys, maxGets) {
 		ops := make([]clientv3.Op, len(part))
-		for i, kv := range part {
-			ops[i] = clientv3.OpGet(string(kv.Key), clientv3.WithRev(rev))
+		for i, k := range part {
+			ops[i] = clientv3.OpGet(k, opts...)
 		}
 		resp, err := l.kv.Txn(ctx).Then(ops...).Commit()
 		if err != nil {
-			return nil, 0, err
+			return nil, err
 		}
 		for _, r := range resp.Responses {
 			kvs = append(kvs, r.GetResponseRange().GetKvs()...)
 		}
 	}
-	return kvs, rev, nil
+	return kvs, nil
 }
 
 // read reads under succeeded/ with opts, and the revision read at.
