@@ -104,17 +104,12 @@ func run() error {
 	defer cancel()
 	hdr := newHeader(ctx, time.Now(), loadAverage())
 
-	if f.dir == "" {
-		if f.dir, err = os.MkdirTemp("", "bench-"); err != nil {
-			return err
-		}
-		if !f.keep {
-			defer os.RemoveAll(f.dir)
-		}
-	}
-	if err := freeSpace(f.dir, minFree); err != nil {
+	dir, cleanup, err := workDir(f.dir, f.keep, minFree)
+	if err != nil {
 		return err
 	}
+	defer cleanup()
+	f.dir = dir
 	// The replicas inherit these.
 	os.Setenv("SCHEDULER_LOG_LEVEL", f.logLevel)
 	if f.pprof {
@@ -347,6 +342,29 @@ func loadAverage() string {
 // With the disk full, etcd's writes fail and a run's failures (leases not
 // granted, replicas gone, 503s) look like the scheduler's.
 const minFree = 4 << 30
+
+// workDir is the run's work directory: dir, made if it is not yet, or a
+// new temporary one (removed by cleanup unless keep); an error when its
+// disk has less than need free.
+func workDir(dir string, keep bool, need uint64) (string, func(), error) {
+	cleanup := func() {}
+	if dir == "" {
+		var err error
+		if dir, err = os.MkdirTemp("", "bench-"); err != nil {
+			return "", nil, err
+		}
+		if !keep {
+			cleanup = func() { os.RemoveAll(dir) }
+		}
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", nil, err
+	}
+	if err := freeSpace(dir, need); err != nil {
+		cleanup()
+		return "", nil, err
+	}
+	return dir, cleanup, nil
+}
 
 // freeSpace fails when the file system holding dir has less than need
 // bytes free, saying how to make room.
