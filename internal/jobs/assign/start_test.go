@@ -159,3 +159,48 @@ func TestMarkersAcrossARollingUpgrade(t *testing.T) {
 		t.Fatalf("%q passes as a job name", old[2])
 	}
 }
+
+// Start marks written together (StartChunks) each keep their own
+// compares and outcome: one chunk's marker changed (taken over) fails
+// that mark alone, with ErrGone, and an invalid one fails alone before
+// anything is sent; the others are written, at one revision.
+func TestStartMarksTogetherKeepTheirOwnOutcomes(t *testing.T) {
+	e := newEnv(t)
+	fence := e.elect("a")
+	st := e.authorize(fence, "w1", "a", "b", "c")
+	lease := e.member("w1")
+	var revs []int64
+	for chunk, job := range []string{"a", "b", "c"} {
+		c, err := e.claimAhead(lease, st, chunk, run(job, 0))
+		if err != nil || c[0].Outcome != Claimed {
+			t.Fatalf("claim ahead of %s: %+v, %v", job, c, err)
+		}
+		revs = append(revs, c[0].Revision)
+	}
+	e.clock.Advance(instant.Sub(e.clock.Now()))
+	starts := []Start{
+		{Assignment: st.Assignment, Chunk: 0, Rev: revs[0], Jobs: []string{"a"}},
+		{Assignment: st.Assignment, Chunk: 1, Rev: revs[1] - 1, Jobs: []string{"b"}}, // as if rewritten since
+		{Assignment: st.Assignment, Chunk: 2, Rev: revs[2], Jobs: []string{"c"}},
+		{Assignment: st.Assignment, Chunk: 3, Rev: 0, Jobs: []string{"d"}},
+	}
+	got, errs := e.store.Claimer().StartChunks(e.ctx(), starts)
+	if errs[0] != nil || errs[2] != nil || got[0] <= revs[2] || got[0] != got[2] {
+		t.Errorf("chunks 0 and 2: revisions %d and %d, errors %v and %v; want one revision after the claims", got[0], got[2], errs[0], errs[2])
+	}
+	if !errors.Is(errs[1], ErrGone) || got[1] != 0 {
+		t.Errorf("chunk 1, its marker changed: %d, %v; want ErrGone", got[1], errs[1])
+	}
+	if errs[3] == nil || errors.Is(errs[3], ErrGone) {
+		t.Errorf("chunk 3, no revision: %v; want an error of its own", errs[3])
+	}
+	// Sent again after a lost answer, each written mark finds itself.
+	again, errs := e.store.Claimer().StartChunks(e.ctx(), []Start{starts[2], starts[0]})
+	if errs[0] != nil || errs[1] != nil || again[0] != got[2] || again[1] != got[0] {
+		t.Errorf("marks sent again: %v, %v; want %d and %d", again, errs, got[2], got[0])
+	}
+	e.revoke(lease)
+	if _, errs := e.store.Claimer().StartChunks(e.ctx(), starts[:1]); !errors.Is(errs[0], ErrGone) {
+		t.Errorf("a dead worker's mark: %v, want ErrGone", errs[0])
+	}
+}

@@ -36,12 +36,17 @@ func (a *assignedRunner) startClaimed(ctx context.Context, r *claimRound, chunk,
 		}
 		return
 	}
+	jobs := make([]string, len(claimed))
+	for i, h := range claimed {
+		jobs[i] = h.run.job.Name
+	}
+	ticket := a.marks.join(r, chunk, marker, jobs)
 	r.running.Add(1)
 	a.wg.Add(1)
 	go func() {
 		defer a.wg.Done()
 		defer r.running.Done()
-		if a.markStarted(ctx, r, chunk, marker, claimed) {
+		if a.markStarted(ctx, r, ticket) {
 			for _, h := range claimed {
 				a.runHeld(ctx, r, h, startedAt)
 			}
@@ -68,42 +73,45 @@ func (a *assignedRunner) runHeld(ctx context.Context, r *claimRound, h heldRun, 
 	}()
 }
 
-// markStarted waits for r's instant and writes chunk's start mark; false
+// markStarted waits for r's instant and writes the start mark of t's
+// chunk, with the marks of the others due then (assigned_marks.go); false
 // when its runs must not start: the session ended, or the marker changed
 // (handed off, taken over) or this incarnation is taken for dead (the
 // leader moves or records them). A worker that stops before the instant
 // first hands the assignment to a replica that stays; one it could not
 // hand off starts its runs, which the drain lets end, as one claimed at
 // its instant does.
-func (a *assignedRunner) markStarted(ctx context.Context, r *claimRound, chunk, marker int, claimed []heldRun) bool {
+func (a *assignedRunner) markStarted(ctx context.Context, r *claimRound, t *markTicket) bool {
 	if !untilDue(ctx, a.d.Clock, r.sess, r.st.At) && ctx.Err() != nil {
 		// Stopping before the instant: a replica that stays runs them
 		// (handOffAhead); when none takes them, they start here.
 		a.mover.handOffAhead(r)
 	}
 	ctx = context.WithoutCancel(ctx)
-	if !untilDue(ctx, a.d.Clock, r.sess, r.st.At) {
+	if !untilDue(ctx, a.d.Clock, r.sess, r.st.At) && a.marks.leave(t) {
 		return false
-	}
-	jobs := make([]string, len(claimed))
-	for i, h := range claimed {
-		jobs[i] = h.run.job.Name
 	}
 	ttl := a.d.Config().Cluster.SessionTTL.D()
 	b := settleRetry.Start()
-	for {
+	for try := 0; ; try++ {
 		sctx, cancel := context.WithTimeout(ctx, ttl)
-		rev, err := a.d.Assign.Claimer().StartChunk(sctx, r.st.Assignment, chunk, r.markerRevision(marker), jobs)
+		var rev int64
+		var err error
+		if try == 0 {
+			rev, err = a.marks.mark(sctx, t)
+		} else {
+			rev, err = a.d.Assign.Claimer().StartChunk(sctx, r.st.Assignment, t.chunk, r.markerRevision(t.marker), t.jobs)
+		}
 		cancel()
 		switch {
 		case err == nil:
-			r.setMarkerRevision(marker, rev)
+			r.setMarkerRevision(t.marker, rev)
 			return true
 		case errors.Is(err, assign.ErrGone), r.sess.Err() != nil:
-			r.log.Warn("claimed runs not started: the leader resolves them", "chunk", chunk, "err", err)
+			r.log.Warn("claimed runs not started: the leader resolves them", "chunk", t.chunk, "err", err)
 			return false
 		}
-		r.log.Warn("writing a chunk's start mark failed; trying again", "chunk", chunk, "err", err, "in", b.Delay())
+		r.log.Warn("writing a chunk's start mark failed; trying again", "chunk", t.chunk, "err", err, "in", b.Delay())
 		if !b.Wait(r.sess.Context(), a.d.Clock) {
 			return false
 		}

@@ -1,0 +1,64 @@
+package worker
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/etcdsched/scheduler/config"
+	"github.com/etcdsched/scheduler/internal/poll"
+	"github.com/etcdsched/scheduler/internal/runs"
+	"github.com/etcdsched/scheduler/internal/target"
+)
+
+// The chunks a worker claimed ahead for one instant write their start
+// marks in one transaction (assigned_marks.go): both markers of two
+// assignments due together are rewritten as started at one revision.
+// Each in its own transaction, they were rewritten at two.
+func TestTheStartMarksOfAnInstantAreOneTransaction(t *testing.T) {
+	exec := &heldExecutor{started: make(chan target.Run, 4), release: make(chan struct{})}
+	tw := startTestWorker(t, "/lean-marks/", job("m1"), exec, testWorkerOptions{jobs: []config.Job{job("m2")}})
+	at := time.Now().Add(1500 * time.Millisecond).UTC() // claimed up to 500 ms ahead (assigned_lead.go)
+	me := tw.incarnation(t)
+	tw.assignJobs(t, me, at, "m1")
+	tw.assignJobs(t, me, at, "m2")
+	poll.For(t, 30*time.Second, "both chunks claimed ahead", func() bool {
+		kvs := tw.markers(t)
+		return len(kvs) == 2 && strings.Contains(string(kvs[0].Value), "/ahead") && strings.Contains(string(kvs[1].Value), "/ahead")
+	})
+	started(t, exec)
+	started(t, exec)
+	kvs := tw.markers(t)
+	if len(kvs) != 2 {
+		t.Fatalf("%d claim markers while both runs run, want 2", len(kvs))
+	}
+	for _, kv := range kvs {
+		if strings.Contains(string(kv.Value), "/ahead") {
+			t.Errorf("marker %s still ahead (%s) after its run started", kv.Key, kv.Value)
+		}
+	}
+	if kvs[0].ModRevision != kvs[1].ModRevision {
+		t.Errorf("start marks written at revisions %d and %d, want one transaction", kvs[0].ModRevision, kvs[1].ModRevision)
+	}
+	close(exec.release)
+	for _, name := range []string{"m1", "m2"} {
+		if rec := waitRecord(t, tw.cli, tw.layout, runs.ID(name, at)); rec.Outcome != runs.Succeeded {
+			t.Errorf("%s: %s, want succeeded", name, rec.Outcome)
+		}
+	}
+	tw.waitSettled(t)
+}
+
+// markers are the claim markers under the worker's prefix.
+func (tw *testWorker) markers(t *testing.T) []*mvccpb.KeyValue {
+	t.Helper()
+	resp, err := tw.cli.Get(context.Background(), tw.layout.Claimed(), clientv3.WithPrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.Kvs
+}
