@@ -2,7 +2,6 @@ package assign
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -70,16 +69,17 @@ func (c *Claimer) StartChunks(ctx context.Context, starts []Start) ([]int64, []e
 			errs[i] = fmt.Errorf("assign: start %s: %w", marks[k].marker, err)
 			continue
 		}
-		revs[i], errs[i] = c.started(starts[i], marks[k].marker, rev, answers[k])
+		revs[i], errs[i] = c.started(marks[k], rev, answers[k])
 	}
 	return revs, errs
 }
 
-// mark is one start mark's transaction.
+// mark is one start mark's transaction: marker rewritten as value (its
+// runs named, not ahead) if worker lives.
 type mark struct {
-	marker    string
-	cmps      []clientv3.Cmp
-	then, els []clientv3.Op
+	marker, value, worker string
+	cmps                  []clientv3.Cmp
+	then, els             []clientv3.Op
 }
 
 // markOf is s's mark.
@@ -92,10 +92,13 @@ func (c *Claimer) markOf(s Start) (mark, error) {
 	if s.Rev <= 0 || len(s.Jobs) == 0 {
 		return mark{}, fmt.Errorf("assign: start %s: needs the marker's revision and its runs", marker)
 	}
+	value := encodeMarker(s.Jobs, false)
 	return mark{
 		marker: marker,
+		value:  value,
+		worker: a.Worker,
 		cmps:   []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(marker), "=", s.Rev), c.living(a.Worker)},
-		then:   []clientv3.Op{clientv3.OpPut(marker, encodeMarker(s.Jobs, false))},
+		then:   []clientv3.Op{clientv3.OpPut(marker, value)},
 		els:    []clientv3.Op{clientv3.OpGet(marker), clientv3.OpGet(c.memberKey(a.Worker), clientv3.WithKeysOnly())},
 	}, nil
 }
@@ -126,11 +129,11 @@ func (c *Claimer) commitMarks(ctx context.Context, marks []mark) (int64, []*etcd
 	return resp.Header.Revision, answers, nil
 }
 
-// started is the outcome of s's mark from its part of the transaction,
-// committed at revision rev.
-func (c *Claimer) started(s Start, marker string, rev int64, resp *etcdserverpb.TxnResponse) (int64, error) {
+// started is the outcome of m from its part of the transaction, committed
+// at revision rev.
+func (c *Claimer) started(m mark, rev int64, resp *etcdserverpb.TxnResponse) (int64, error) {
 	if resp == nil {
-		return 0, fmt.Errorf("assign: start %s: %w", marker, errors.New("no answer for the mark in the transaction's response"))
+		return 0, fmt.Errorf("assign: start %s: no answer for the mark in the transaction's response", m.marker)
 	}
 	if resp.Succeeded {
 		return rev, nil
@@ -138,8 +141,8 @@ func (c *Claimer) started(s Start, marker string, rev int64, resp *etcdserverpb.
 	// A mark sent again after its answer was lost finds itself written:
 	// only this worker rewrites its markers (the leader deletes them).
 	mkv := resp.Responses[0].GetResponseRange().Kvs
-	if len(mkv) > 0 && string(mkv[0].Value) == encodeMarker(s.Jobs, false) && c.alive(s.Assignment.Worker, resp.Responses[1].GetResponseRange().Kvs) {
+	if len(mkv) > 0 && string(mkv[0].Value) == m.value && c.alive(m.worker, resp.Responses[1].GetResponseRange().Kvs) {
 		return mkv[0].ModRevision, nil
 	}
-	return 0, fmt.Errorf("assign: start %s: the marker changed or its worker is taken for dead: %w", marker, ErrGone)
+	return 0, fmt.Errorf("assign: start %s: the marker changed or its worker is taken for dead: %w", m.marker, ErrGone)
 }

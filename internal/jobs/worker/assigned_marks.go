@@ -136,7 +136,7 @@ func (m *startMarks) send(ctx context.Context, batch []*markTicket) {
 		n := min(len(batch), assign.MaxStarts)
 		starts := make([]assign.Start, n)
 		for i, t := range batch[:n] {
-			starts[i] = assign.Start{Assignment: t.r.st.Assignment, Chunk: t.chunk, Rev: t.r.markerRevision(t.marker), Jobs: t.jobs}
+			starts[i] = t.start()
 		}
 		revs, errs := m.claimer().StartChunks(ctx, starts)
 		for i, t := range batch[:n] {
@@ -145,4 +145,10 @@ func (m *startMarks) send(ctx context.Context, batch []*markTicket) {
 		}
 		batch = batch[n:]
 	}
+}
+
+// start is t's mark as it is to be sent now: its marker's revision is the
+// one its claim (or its last mark) left.
+func (t *markTicket) start() assign.Start {
+	return assign.Start{Assignment: t.r.st.Assignment, Chunk: t.chunk, Rev: t.r.markerRevision(t.marker), Jobs: t.jobs}
 }

@@ -100,7 +100,8 @@ func (a *assignedRunner) markStarted(ctx context.Context, r *claimRound, t *mark
 		if try == 0 {
 			rev, err = a.marks.mark(sctx, t)
 		} else {
-			rev, err = a.d.Assign.Claimer().StartChunk(sctx, r.st.Assignment, t.chunk, r.markerRevision(t.marker), t.jobs)
+			s := t.start() // alone, as before marks went together
+			rev, err = a.d.Assign.Claimer().StartChunk(sctx, s.Assignment, s.Chunk, s.Rev, s.Jobs)
 		}
 		cancel()
 		switch {
