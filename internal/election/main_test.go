@@ -42,6 +42,10 @@ type replicaOpts struct {
 	ttl, margin time.Duration
 	logger      *slog.Logger
 	clock       clockwork.Clock // the elector's; nil is the real clock
+	// sessionClock is the sessions' (their keepalives and deadlines); nil
+	// is the real clock. A fake one that does not move holds the
+	// keepalives: a session then never learns that its lease went.
+	sessionClock clockwork.Clock
 }
 
 // startReplica runs a replica until the test ends (or stop). endpoints may
@@ -54,7 +58,7 @@ func startReplica(t *testing.T, endpoints []string, id string, lead func(context
 	}
 	r := &replica{id: id, client: etcdtest.NewClient(t, endpoints), reg: prometheus.NewRegistry()}
 	var err error
-	r.sessions, err = session.NewManager(r.client, session.Options{TTL: o.ttl, Margin: o.margin, Logger: o.logger}, r.reg)
+	r.sessions, err = session.NewManager(r.client, session.Options{TTL: o.ttl, Margin: o.margin, Logger: o.logger, Clock: o.sessionClock}, r.reg)
 	if err != nil {
 		t.Fatal(err)
 	}
