@@ -56,6 +56,8 @@ type burstConfig struct {
 	// fsync: the steps' etcd members fsync their log, as the peer's
 	// figures (issue 38) were measured.
 	fsync bool
+	// maxParallel is the replicas' worker.max_parallel.
+	maxParallel int
 }
 
 // refProcsCount: the peer runs three replicas.
@@ -129,7 +131,7 @@ func burstSteps(ctx context.Context, f flags, bins cluster.Binaries, res *burstR
 func startBurstEnv(ctx context.Context, f flags, bins cluster.Binaries, replicas int) (*env, error) {
 	logf("burst: starting 3 etcd members and %d replicas", replicas)
 	e, err := startEnv(ctx, bins, filepath.Join(f.dir, fmt.Sprintf("burst-%d", replicas)),
-		settings{SessionTTL: 5 * time.Second, MaxParallel: 256, Replicas: replicas, Fsync: f.burst.fsync}, func(string) []jobSpec { return nil })
+		settings{SessionTTL: 5 * time.Second, MaxParallel: f.burst.maxParallel, Replicas: replicas, Fsync: f.burst.fsync}, func(string) []jobSpec { return nil })
 	if err == nil && f.pprof {
 		e.profileDir = f.dir
 	}

@@ -157,6 +157,7 @@ func defineFlags(f *flags, l *flagLists) {
 	flag.StringVar(&l.replicas, "replicas", "3", "burst: scheduler replicas of the steps' cluster; further counts each run one step of 1000 jobs on a cluster of their own (-replicas 3,5: issue 24's goal 6)")
 	flag.IntVar(&f.burst.shards, "burst-shards", 0, "burst: a job of this many shards (1 to 256) due every second beside each step's jobs; its shard runs count as runs (0: none)")
 	flag.BoolVar(&f.burst.fsync, "burst-fsync", true, "burst: the etcd members fsync their log, as production members (and the peer's measured ones) do; false: --unsafe-no-fsync, as the other scenarios")
+	flag.IntVar(&f.burst.maxParallel, "burst-max-parallel", 256, "burst: the replicas' worker.max_parallel")
 	flag.BoolVar(&f.burst.overload, "burst-overload", true, "burst: run a step at twice our ceiling (when it is not one of -burst-jobs)")
 	flag.StringVar(&l.leanRuns, "leanfloor-runs", "500,1000,2000,4000", "leanfloor: runs due each second, each a step")
 	flag.IntVar(&f.limitConc, "limit-conc", 32, "limit: transactions in flight per client")
@@ -199,6 +200,9 @@ func (l flagLists) into(f *flags) error {
 	f.burst.window = f.duration
 	if f.burst.warmup <= 0 || f.burst.window < time.Second || f.burst.grace < 0 {
 		return fmt.Errorf("burst: -warmup %s must be > 0, -duration %s at least 1s, -burst-grace %s not negative", f.burst.warmup, f.burst.window, f.burst.grace)
+	}
+	if f.burst.maxParallel < 1 {
+		return fmt.Errorf("-burst-max-parallel: %d: want at least 1", f.burst.maxParallel)
 	}
 	if f.burst.shards < 0 || f.burst.shards > 256 {
 		return fmt.Errorf("-burst-shards: %d: want 0 (none) to 256", f.burst.shards)
