@@ -30,7 +30,11 @@ type core struct {
 	abandonCancel context.CancelFunc
 
 	mu     sync.Mutex
-	active map[string]*activeRun // by run id: being claimed or running
+	active map[string]*activeRun // by run id: being claimed, running or ending
+	// ending counts the runs in active whose target has returned and whose
+	// end (record, release) is being written: they hold no place, up to
+	// max_parallel of them (placesFreeLocked).
+	ending int
 	// freed closes (and is replaced) when a run leaves active: an
 	// assignment waiting for room under max_parallel looks again.
 	freed chan struct{}
@@ -40,6 +44,7 @@ type core struct {
 
 type activeRun struct {
 	cancel context.CancelCauseFunc // set once the run holds its slot
+	ending bool                    // its target returned (ended)
 }
 
 // newCore is a core with no place taken; its onFinish, a no-op until New
@@ -59,7 +64,7 @@ func (c *core) maxParallel() int {
 func (c *core) takePlaces(n int, id func(i int) string) (int, <-chan struct{}) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	taken, free := 0, c.maxParallel()-len(c.active) // free as found: each place taken fills one
+	taken, free := 0, c.placesFreeLocked() // free as found: each place taken fills one
 	for taken < min(free, n) {
 		runID := id(taken)
 		if _, busy := c.active[runID]; busy {
@@ -79,7 +84,7 @@ func (c *core) take(runID string) (taken, busy bool) {
 	if _, busy := c.active[runID]; busy {
 		return false, true
 	}
-	if len(c.active) >= c.maxParallel() {
+	if c.placesFreeLocked() == 0 {
 		return false, false
 	}
 	c.active[runID] = &activeRun{}
@@ -98,14 +103,43 @@ func (c *core) busy(runID string) bool {
 func (c *core) room() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return len(c.active) < c.maxParallel()
+	return c.placesFreeLocked() > 0
 }
 
 // full implements runCore.
 func (c *core) full() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return len(c.active) >= c.maxParallel() || c.stopping
+	return c.placesFreeLocked() == 0 || c.stopping
+}
+
+// placesFreeLocked is how many places max_parallel leaves free: it counts
+// the runs being claimed or running, not those ending (docs/design-admission.md,
+// "Places"), as long as no more than max_parallel are ending; past that
+// each one ending takes a place again, so a worker whose ends etcd is slow
+// to write cannot claim without bound.
+func (c *core) placesFreeLocked() int {
+	limit := c.maxParallel()
+	executing := len(c.active) - c.ending
+	return max(0, min(limit-executing, 2*limit-len(c.active)))
+}
+
+// ended gives back runID's place when its target has returned and its
+// end is yet to be written: the run stays active (busy, cancellable) until
+// finish.
+func (c *core) ended(runID string) {
+	c.mu.Lock()
+	a := c.active[runID]
+	if a == nil || a.ending {
+		c.mu.Unlock()
+		return
+	}
+	a.ending = true
+	c.ending++
+	close(c.freed)
+	c.freed = make(chan struct{})
+	c.mu.Unlock()
+	c.signal()
 }
 
 // stop marks the worker stopping: full from now on.
@@ -120,6 +154,9 @@ func (c *core) stop() {
 // to pending, then signal wakes the loop, which finds it there.
 func (c *core) finish(runID string) {
 	c.mu.Lock()
+	if a := c.active[runID]; a != nil && a.ending {
+		c.ending--
+	}
 	delete(c.active, runID)
 	close(c.freed)
 	c.freed = make(chan struct{})
