@@ -114,8 +114,8 @@ func (c *core) full() bool {
 }
 
 // placesFreeLocked is how many places max_parallel leaves free: it counts
-// the runs being claimed or running, not those ending (docs/design-admission.md,
-// "Places"), as long as no more than max_parallel are ending; past that
+// the runs being claimed or running, not those ending
+// (docs/design-admission.md#places), as long as no more than max_parallel are ending; past that
 // each one ending takes a place again, so a worker whose ends etcd is slow
 // to write cannot claim without bound.
 func (c *core) placesFreeLocked() int {
