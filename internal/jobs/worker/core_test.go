@@ -75,25 +75,24 @@ func TestACancelRequestMeetsTheRunsStartUnderTheLock(t *testing.T) {
 // A run whose target has returned gives its place back while its end is
 // written (in a burst at 1,000 jobs on 3 replicas, a replica's ends took
 // etcd 100-160 ms to answer, and the runs of the same instant that had no
-// place waited for them: a fifth of the runs started 200 ms late). It
-// stays active meanwhile (busy: a retry waits for it; cancellable), and
-// no more than max_parallel runs may be ending before each takes a place
-// again.
+// place waited for them). It stays active meanwhile (busy: a retry waits
+// for it; cancellable), and no more than endingBeyond runs may be ending
+// before each takes a place again.
 func TestAnEndingRunGivesItsPlaceBack(t *testing.T) {
 	c := newCore(validDeps(t, time.Now()), func() {})
 	limit := c.maxParallel()
-	fill := func(prefix string) {
+	fill := func(prefix string, n int) {
 		t.Helper()
-		for i := range limit {
+		for i := range n {
 			if taken, _ := c.take(fmt.Sprint(prefix, i)); !taken {
 				t.Fatalf("%s%d: no place with %d ending", prefix, i, c.ending)
 			}
 		}
 		if !c.full() {
-			t.Fatalf("%d runs of %s running: not full", limit, prefix)
+			t.Fatalf("%d runs of %s running: not full", n, prefix)
 		}
 	}
-	fill("first-")
+	fill("first-", limit)
 	_, freed := c.takePlaces(1, func(int) string { return "waiter" })
 	c.ended("first-0")
 	select {
@@ -108,14 +107,15 @@ func TestAnEndingRunGivesItsPlaceBack(t *testing.T) {
 		t.Fatal("a place given back by an ending run could not be taken")
 	}
 	c.finish("second-x")
-	for i := 1; i < limit; i++ {
+	beyond := endingBeyond(limit)
+	for i := 1; i < beyond; i++ {
 		c.ended(fmt.Sprint("first-", i))
 	}
 	c.ended("first-0") // twice: counted once
-	fill("second-")
-	// max_parallel running and max_parallel ending: one more ending
+	fill("second-", beyond)
+	// max_parallel running, endingBeyond of them ending: one more ending
 	// frees nothing.
-	c.ended("second-0")
+	c.ended(fmt.Sprint("first-", beyond))
 	if !c.full() {
 		t.Fatalf("%d ending and %d running: a place free", c.ending, len(c.active)-c.ending)
 	}
