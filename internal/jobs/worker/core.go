@@ -30,11 +30,7 @@ type core struct {
 	abandonCancel context.CancelFunc
 
 	mu     sync.Mutex
-	active map[string]*activeRun // by run id: being claimed, running or ending
-	// ending counts the runs in active whose target has returned and whose
-	// end (record, release) is being written: they hold no place, up to a
-	// quarter of max_parallel of them (placesFreeLocked).
-	ending int
+	active map[string]*activeRun // by run id: being claimed or running
 	// freed closes (and is replaced) when a run leaves active: an
 	// assignment waiting for room under max_parallel looks again.
 	freed chan struct{}
@@ -44,7 +40,6 @@ type core struct {
 
 type activeRun struct {
 	cancel context.CancelCauseFunc // set once the run holds its slot
-	ending bool                    // its target returned (ended)
 }
 
 // newCore is a core with no place taken; its onFinish, a no-op until New
@@ -64,7 +59,7 @@ func (c *core) maxParallel() int {
 func (c *core) takePlaces(n int, id func(i int) string) (int, <-chan struct{}) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	taken, free := 0, c.placesFreeLocked() // free as found: each place taken fills one
+	taken, free := 0, c.maxParallel()-len(c.active) // free as found: each place taken fills one
 	for taken < min(free, n) {
 		runID := id(taken)
 		if _, busy := c.active[runID]; busy {
@@ -84,7 +79,7 @@ func (c *core) take(runID string) (taken, busy bool) {
 	if _, busy := c.active[runID]; busy {
 		return false, true
 	}
-	if c.placesFreeLocked() == 0 {
+	if len(c.active) >= c.maxParallel() {
 		return false, false
 	}
 	c.active[runID] = &activeRun{}
@@ -103,50 +98,14 @@ func (c *core) busy(runID string) bool {
 func (c *core) room() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.placesFreeLocked() > 0
+	return len(c.active) < c.maxParallel()
 }
 
 // full implements runCore.
 func (c *core) full() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.placesFreeLocked() == 0 || c.stopping
-}
-
-// placesFreeLocked is how many places max_parallel leaves free: it counts
-// the runs being claimed or running, not those ending
-// (docs/design-admission.md#places), as long as no more than endingBeyond
-// are ending; past that each one ending takes a place again, so a worker
-// whose ends etcd is slow to write adds little to etcd's work in flight.
-func (c *core) placesFreeLocked() int {
-	limit := c.maxParallel()
-	executing := len(c.active) - c.ending
-	return max(0, min(limit-executing, limit+endingBeyond(limit)-len(c.active)))
-}
-
-// endingBeyond is how many ending runs may hold no place: a quarter of
-// max_parallel, at least one. With max_parallel of them, twice the
-// ceiling completed 0.61-0.72 of it in three runs against 0.73-1.07 with
-// none (places are the engine's only back-pressure under overload: more
-// in flight, more etcd work per completed run).
-func endingBeyond(limit int) int { return max(1, limit/4) }
-
-// ended gives back runID's place when its target has returned and its
-// end is yet to be written: the run stays active (busy, cancellable) until
-// finish.
-func (c *core) ended(runID string) {
-	c.mu.Lock()
-	a := c.active[runID]
-	if a == nil || a.ending {
-		c.mu.Unlock()
-		return
-	}
-	a.ending = true
-	c.ending++
-	close(c.freed)
-	c.freed = make(chan struct{})
-	c.mu.Unlock()
-	c.signal()
+	return len(c.active) >= c.maxParallel() || c.stopping
 }
 
 // stop marks the worker stopping: full from now on.
@@ -161,9 +120,6 @@ func (c *core) stop() {
 // to pending, then signal wakes the loop, which finds it there.
 func (c *core) finish(runID string) {
 	c.mu.Lock()
-	if a := c.active[runID]; a != nil && a.ending {
-		c.ending--
-	}
 	delete(c.active, runID)
 	close(c.freed)
 	c.freed = make(chan struct{})

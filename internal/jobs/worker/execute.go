@@ -43,7 +43,6 @@ func (c *core) execute(q *queue.Item, entry *queue.Entry, held *slots.Held, log 
 	}
 	res := c.runTarget(runCtx, entry, held, log, span, startedAt)
 	endedAt := c.d.Clock.Now()
-	c.ended(q.RunID) // its place frees; its end is written below
 	res.Outcome = outcomeOf(res.Outcome, context.Cause(runCtx), entry.Spec.OnShutdown)
 
 	rec := entry.Finished(res.Outcome, held.Slot, held.Token, startedAt, endedAt)
