@@ -39,8 +39,8 @@ func TestRateOnlyRefusalsNameTheWindow(t *testing.T) {
 	cfg := newConfig(rated("queued", "queue", 1, time.Hour), rated("skipper", "skip", 0, time.Hour), rated("late", "queue", 2, 3*time.Second))
 	reg := prometheus.NewRegistry()
 	// The node's log at debug level, shown for the job whose record names
-	// the wrong limit: under CI's load the skip of queued once named its
-	// slot, and no path is known that has the slot taken then.
+	// the wrong limit (how a view behind the first runs was found to make
+	// queued's skip name its slot, below).
 	var logs logtest.Sink
 	a := etcd.nodeWith("a", cfg, timing{Reg: reg, Log: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	leaderOf(t, []*node{a})
