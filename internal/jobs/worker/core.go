@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 )
 
 // core is what both runners run their claimed runs through (runner.go):
@@ -11,8 +12,8 @@ import (
 // (execute.go) and its end (settle.go), and the cancel of a run it holds
 // (a cancel request, the drain).
 //
-// mu guards active (and each run's cancel func in it), freed and
-// stopping, and nothing else. No lock of the
+// mu guards active (and each run's cancel func in it), freed, places
+// and stopping, and nothing else. No lock of the
 // worker's is taken under it: finish tells the queue runner of a freed
 // place (onFinish) after releasing it. A runner may take mu under its own
 // lock (the queue runner does): mu is always the last taken.
@@ -34,6 +35,9 @@ type core struct {
 	// freed closes (and is replaced) when a run leaves active: an
 	// assignment waiting for room under max_parallel looks again.
 	freed chan struct{}
+	// places is how many of max_parallel the core lets itself take, as
+	// the ends' round trips say (places.go).
+	places placeLimit
 	// stopping: the worker stopped claiming (full says so).
 	stopping bool
 }
@@ -55,11 +59,27 @@ func (c *core) maxParallel() int {
 	return max(1, c.d.Config().Worker.MaxParallel)
 }
 
+// limitLocked is the places the core may take now (places.go); c.mu held.
+func (c *core) limitLocked() int {
+	return c.places.of(c.maxParallel())
+}
+
+// ended counts a run's end (one attempt of it) that took took towards
+// the limit of places, and logs a limit that moved.
+func (c *core) ended(took time.Duration) {
+	c.mu.Lock()
+	before, after := c.places.ended(c.d.Clock.Now(), took, c.maxParallel())
+	c.mu.Unlock()
+	if after != before {
+		c.d.Log.Debug("places under max_parallel moved with the ends' round trips", "from", before, "to", after, "max_parallel", c.maxParallel())
+	}
+}
+
 // takePlaces implements runCore.
 func (c *core) takePlaces(n int, id func(i int) string) (int, <-chan struct{}) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	taken, free := 0, c.maxParallel()-len(c.active) // free as found: each place taken fills one
+	taken, free := 0, c.limitLocked()-len(c.active) // free as found: each place taken fills one
 	for taken < min(free, n) {
 		runID := id(taken)
 		if _, busy := c.active[runID]; busy {
@@ -79,7 +99,7 @@ func (c *core) take(runID string) (taken, busy bool) {
 	if _, busy := c.active[runID]; busy {
 		return false, true
 	}
-	if len(c.active) >= c.maxParallel() {
+	if len(c.active) >= c.limitLocked() {
 		return false, false
 	}
 	c.active[runID] = &activeRun{}
@@ -98,14 +118,14 @@ func (c *core) busy(runID string) bool {
 func (c *core) room() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return len(c.active) < c.maxParallel()
+	return len(c.active) < c.limitLocked()
 }
 
 // full implements runCore.
 func (c *core) full() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return len(c.active) >= c.maxParallel() || c.stopping
+	return len(c.active) >= c.limitLocked() || c.stopping
 }
 
 // stop marks the worker stopping: full from now on.

@@ -43,8 +43,10 @@ func (c *core) settle(held *slots.Held, log *slog.Logger, end func(ctx context.C
 	defer context.AfterFunc(held.Session(), cancel)()
 	for {
 		ctx, cancelAttempt := context.WithTimeout(context.Background(), ttl)
+		sent := c.d.Clock.Now()
 		err := end(ctx)
 		cancelAttempt()
+		c.ended(c.d.Clock.Since(sent))
 		if err == nil || errors.Is(err, slots.ErrNotOwner) || errors.Is(err, slots.ErrNotApplied) || errors.Is(context.Cause(held.Context()), slots.ErrLost) {
 			return err
 		}

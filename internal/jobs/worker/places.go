@@ -1,0 +1,92 @@
+package worker
+
+import "time"
+
+// placeLimit is how many places the worker's core lets itself take:
+// worker.max_parallel while etcd answers the runs' ends in time, fewer
+// while it answers them slowly (docs/design-admission.md#places).
+//
+// Places are the engine's only back-pressure: what a worker has in hand
+// is etcd's work in flight. A count alone cannot be right for both a
+// burst and an overload: at twice the ceiling with max_parallel 2048
+// (test/bench, 2026-11-29) the ends took 1.5-3 s, a job's next tick found
+// its run of the tick before still holding its slot, every such run took
+// the queue path, and the replicas completed 449 runs/s where 256 places
+// completed 2,302; while a burst of 333 runs a replica at 256 places
+// claimed a fifth of them after the instant. So the limit follows the
+// ends' round trips as a congestion window follows a network's (additive
+// increase, multiplicative decrease): a window whose ends took over
+// slowEnd, one in ten or more, halves it, down to an eighth of
+// max_parallel; one whose ends took under half of it, nine in ten, adds a
+// sixteenth of max_parallel, up to max_parallel. It never exceeds
+// max_parallel, the user's bound on what a replica has in hand.
+//
+// Its fields are the core's, guarded by the core's lock.
+type placeLimit struct {
+	cut  int       // the limit while below max_parallel; 0: not cut
+	from time.Time // the window's start; zero: none yet
+	// ends in the window, those slower than slowEnd, and those quicker
+	// than half of it.
+	ends, slow, quick int
+}
+
+const (
+	// slowEnd is an end's round trip that says etcd is behind: on 3
+	// replicas at 256 places (2026-11-29) nine tenths of the ends took
+	// 250-400 ms at 2,000 jobs due on one second (the ceiling) and
+	// 300-550 ms at twice it, and 1.5-3 s in the overload that collapsed.
+	// Beyond a second, a job due every second finds its run of the tick
+	// before still ending.
+	slowEnd = 500 * time.Millisecond
+	// placeWindow is how long ends are gathered before the limit moves: a
+	// second, the period of a burst of jobs due every second, so that a
+	// window sees a whole burst and not only its quiet part (at 250 ms
+	// the limit swung between 256 and 800 each second). From an eighth
+	// of max_parallel back to all of it takes 14 windows of quick ends.
+	placeWindow = 250 * time.Millisecond
+	// windowEnds is the fewest ends a window judges by; a window with
+	// fewer is gathered on, and dropped once stale (staleWindow).
+	windowEnds  = 8
+	staleWindow = 10 * placeWindow
+)
+
+// of is the limit under maxParallel.
+func (p *placeLimit) of(maxParallel int) int {
+	if p.cut == 0 || p.cut >= maxParallel {
+		return maxParallel
+	}
+	return p.cut
+}
+
+// ended counts an end (one attempt of it) that took took, at now, and
+// moves the limit when a window is over. It returns the limit before and
+// after.
+func (p *placeLimit) ended(now time.Time, took time.Duration, maxParallel int) (before, after int) {
+	before = p.of(maxParallel)
+	if p.from.IsZero() || now.Sub(p.from) >= staleWindow && p.ends < windowEnds {
+		*p = placeLimit{cut: p.cut, from: now}
+	}
+	p.ends++
+	switch {
+	case took > slowEnd:
+		p.slow++
+	case took < slowEnd/2:
+		p.quick++
+	}
+	if p.ends < windowEnds || now.Sub(p.from) < placeWindow {
+		return before, before
+	}
+	after = before
+	switch {
+	case p.slow*10 >= p.ends:
+		after = max(1, maxParallel/8, before/2)
+	case p.quick*10 >= p.ends*9:
+		after = min(maxParallel, before+max(1, before/16))
+	}
+	p.cut = after
+	if after >= maxParallel {
+		p.cut = 0
+	}
+	*p = placeLimit{cut: p.cut, from: now}
+	return before, after
+}

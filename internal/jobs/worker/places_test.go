@@ -1,0 +1,150 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/etcdsched/scheduler/internal/runs"
+	"github.com/etcdsched/scheduler/internal/slots"
+)
+
+// window feeds p one window of n ends that each took took, from at, and
+// returns the limit after it and the window's end; the first of them
+// took first instead.
+func window(p *placeLimit, at time.Time, n int, took time.Duration, maxParallel int, first ...time.Duration) (int, time.Time) {
+	after := p.of(maxParallel)
+	for i := range n {
+		d := took
+		if i < len(first) {
+			d = first[i]
+		}
+		_, after = p.ended(at.Add(time.Duration(i)*placeWindow/time.Duration(n-1)), d, maxParallel)
+	}
+	return after, at.Add(placeWindow + time.Millisecond)
+}
+
+// The limit of places follows the ends' round trips: slow ends halve it
+// a window down to an eighth of max_parallel, ends between slow and quick
+// hold it, quick ones give it back a sixteenth of max_parallel a window
+// up to max_parallel and never beyond, and a window of too few ends
+// judges nothing.
+func TestPlacesFollowTheEndsRoundTrips(t *testing.T) {
+	const maxParallel = 256
+	var p placeLimit
+	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	var got int
+	if got, at = window(&p, at, windowEnds-1, 2*time.Second, maxParallel); got != maxParallel {
+		t.Fatalf("after %d slow ends: limit %d, want %d (too few to judge)", windowEnds-1, got, maxParallel)
+	}
+	p = placeLimit{}
+	want := []int{128, 64, 32, 32}
+	for i, w := range want {
+		if got, at = window(&p, at, 20, 2*time.Second, maxParallel); got != w {
+			t.Fatalf("slow window %d: limit %d, want %d", i+1, got, w)
+		}
+	}
+	if got, at = window(&p, at, 20, 400*time.Millisecond, maxParallel); got != 32 {
+		t.Fatalf("a window of ends at 400ms: limit %d, want it held at 32", got)
+	}
+	// One slow end in twenty is not a slow window.
+	if got, at = window(&p, at, 20, 10*time.Millisecond, maxParallel, 2*time.Second); got != 48 {
+		t.Fatalf("a window of quick ends, one in twenty slow: limit %d, want 48", got)
+	}
+	for i := 0; got < maxParallel; i++ {
+		if i == 16 {
+			t.Fatalf("quick ends for 16 windows: limit %d, want %d", got, maxParallel)
+		}
+		before := got
+		if got, at = window(&p, at, 20, 10*time.Millisecond, maxParallel); got <= before {
+			t.Fatalf("a window of quick ends at limit %d: %d, want more", before, got)
+		}
+	}
+	if got, _ = window(&p, at, 20, 10*time.Millisecond, maxParallel); got != maxParallel {
+		t.Fatalf("quick ends at max_parallel: limit %d, want %d, never more", got, maxParallel)
+	}
+}
+
+// slowReleases is the real semaphore whose releases take slow, as a
+// release does that etcd answers behind a backlog; it counts the
+// releases in flight.
+type slowReleases struct {
+	*slots.Semaphore
+	slow time.Duration
+
+	mu       sync.Mutex
+	inFlight int
+	peaks    []int // the releases in flight as each began
+}
+
+func (s *slowReleases) begin() func() {
+	s.mu.Lock()
+	s.inFlight++
+	s.peaks = append(s.peaks, s.inFlight)
+	s.mu.Unlock()
+	time.Sleep(s.slow)
+	return func() {
+		s.mu.Lock()
+		s.inFlight--
+		s.mu.Unlock()
+	}
+}
+
+func (s *slowReleases) Release(ctx context.Context, h *slots.Held, then ...clientv3.Op) error {
+	defer s.begin()()
+	return s.Semaphore.Release(ctx, h, then...)
+}
+
+func (s *slowReleases) ReleaseIf(ctx context.Context, h *slots.Held, cmps []clientv3.Cmp, then ...clientv3.Op) error {
+	defer s.begin()()
+	return s.Semaphore.ReleaseIf(ctx, h, cmps, then...)
+}
+
+// A worker whose ends etcd answers slowly takes fewer runs in hand: at
+// max_parallel 8 with every release taking 1.2s, the first two rounds
+// of ends are slow, and from then on at most 4 runs end at once (the
+// limit halved); every run still runs. With places fixed at
+// max_parallel, 8 ended at once in every round.
+func TestSlowEndsCutThePlaces(t *testing.T) {
+	sr := &slowReleases{slow: max(slowEnd, placeWindow) + 200*time.Millisecond}
+	var names []string
+	for i := range 24 {
+		names = append(names, fmt.Sprintf("j%02d", i))
+	}
+	exec := &countingExecutor{started: make(chan string, len(names))}
+	var others []string
+	others = append(others, names[1:]...)
+	o := testWorkerOptions{maxParallel: 8, wrap: func(s *slots.Semaphore) Slots { sr.Semaphore = s; return sr }}
+	for _, n := range others {
+		o.jobs = append(o.jobs, job(n))
+	}
+	tw := startTestWorker(t, "/places/", job(names[0]), exec, o)
+	at := time.Now().Add(300 * time.Millisecond).UTC()
+	tw.assignJobs(t, tw.incarnation(t), at, names...)
+	for _, name := range names {
+		if rec := waitRecord(t, tw.cli, tw.layout, runs.ID(name, at)); rec.Outcome != runs.Succeeded {
+			t.Errorf("%s: recorded %s %q, want succeeded", name, rec.Outcome, rec.Error)
+		}
+	}
+	tw.waitSettled(t)
+	sr.mu.Lock()
+	peaks := append([]int(nil), sr.peaks...)
+	sr.mu.Unlock()
+	if len(peaks) != len(names) {
+		t.Fatalf("%d releases, want %d", len(peaks), len(names))
+	}
+	if first := peaks[7]; first != 8 {
+		t.Fatalf("the first round ended %d runs at once, want 8 (max_parallel): the test did not fill the places", first)
+	}
+	late := 0
+	for _, p := range peaks[16:] {
+		late = max(late, p)
+	}
+	if late > 4 {
+		t.Errorf("after two rounds of slow ends, %d runs ended at once (releases in flight as each began: %v), want at most 4", late, peaks)
+	}
+}
