@@ -18,8 +18,8 @@ import "time"
 // increase, multiplicative decrease): a window whose ends took over
 // slowEnd, one in ten or more, halves it, down to an eighth of
 // max_parallel; one whose ends took under half of it, nine in ten, adds a
-// sixteenth of max_parallel, up to max_parallel. It never exceeds
-// max_parallel, the user's bound on what a replica has in hand.
+// sixteenth of it, up to max_parallel. It never exceeds max_parallel, the
+// user's bound on what a replica has in hand.
 //
 // Its fields are the core's, guarded by the core's lock.
 type placeLimit struct {
@@ -35,14 +35,16 @@ const (
 	// replicas at 256 places (2026-11-29) nine tenths of the ends took
 	// 250-400 ms at 2,000 jobs due on one second (the ceiling) and
 	// 300-550 ms at twice it, and 1.5-3 s in the overload that collapsed.
-	// Beyond a second, a job due every second finds its run of the tick
-	// before still ending.
+	// A run of a job due every second is claimed up to half a second
+	// ahead: an end slower than that makes the next tick find its slot
+	// still taken. At a second instead, the places reached 1,024 before
+	// a window was slow, and the overload collapsed as at 2048.
 	slowEnd = 500 * time.Millisecond
-	// placeWindow is how long ends are gathered before the limit moves: a
-	// second, the period of a burst of jobs due every second, so that a
-	// window sees a whole burst and not only its quiet part (at 250 ms
-	// the limit swung between 256 and 800 each second). From an eighth
-	// of max_parallel back to all of it takes 14 windows of quick ends.
+	// placeWindow is how long ends are gathered before the limit moves:
+	// in windows of a second the cut came too late (2048 to 256 took 6 s,
+	// and the collapse it began outlasted it); growth is slow instead,
+	// a sixteenth of the limit a window (at a quarter the places swung
+	// between 256 and 800 each second).
 	placeWindow = 250 * time.Millisecond
 	// windowEnds is the fewest ends a window judges by; a window with
 	// fewer is gathered on, and dropped once stale (staleWindow).

@@ -30,9 +30,9 @@ func window(p *placeLimit, at time.Time, n int, took time.Duration, maxParallel 
 
 // The limit of places follows the ends' round trips: slow ends halve it
 // a window down to an eighth of max_parallel, ends between slow and quick
-// hold it, quick ones give it back a sixteenth of max_parallel a window
-// up to max_parallel and never beyond, and a window of too few ends
-// judges nothing.
+// hold it, quick ones give it back a sixteenth of itself a window up to
+// max_parallel and never beyond, and a window of too few ends judges
+// nothing.
 func TestPlacesFollowTheEndsRoundTrips(t *testing.T) {
 	const maxParallel = 256
 	var p placeLimit
@@ -52,12 +52,12 @@ func TestPlacesFollowTheEndsRoundTrips(t *testing.T) {
 		t.Fatalf("a window of ends at 400ms: limit %d, want it held at 32", got)
 	}
 	// One slow end in twenty is not a slow window.
-	if got, at = window(&p, at, 20, 10*time.Millisecond, maxParallel, 2*time.Second); got != 48 {
-		t.Fatalf("a window of quick ends, one in twenty slow: limit %d, want 48", got)
+	if got, at = window(&p, at, 20, 10*time.Millisecond, maxParallel, 2*time.Second); got != 34 {
+		t.Fatalf("a window of quick ends, one in twenty slow: limit %d, want 34", got)
 	}
 	for i := 0; got < maxParallel; i++ {
-		if i == 16 {
-			t.Fatalf("quick ends for 16 windows: limit %d, want %d", got, maxParallel)
+		if i == 40 {
+			t.Fatalf("quick ends for 40 windows: limit %d, want %d", got, maxParallel)
 		}
 		before := got
 		if got, at = window(&p, at, 20, 10*time.Millisecond, maxParallel); got <= before {
