@@ -61,7 +61,7 @@ func (c *core) maxParallel() int {
 
 // limitLocked is the places the core may take now (places.go); c.mu held.
 func (c *core) limitLocked() int {
-	return c.places.of(c.maxParallel())
+	return c.places.of(c.d.Clock.Now(), c.maxParallel())
 }
 
 // ended counts a run's end (one attempt of it) that took took towards

@@ -17,14 +17,15 @@ import "time"
 // ends' round trips as a congestion window follows a network's (additive
 // increase, multiplicative decrease): a window whose ends took over
 // slowEnd, one in ten or more, halves it, down to an eighth of
-// max_parallel; one whose ends took under half of it, nine in ten, adds a
+// max_parallel (floorOf); one whose ends took under half of it, nine in ten, adds a
 // sixteenth of it, up to max_parallel. It never exceeds max_parallel, the
 // user's bound on what a replica has in hand.
 //
 // Its fields are the core's, guarded by the core's lock.
 type placeLimit struct {
-	cut  int       // the limit while below max_parallel; 0: not cut
-	from time.Time // the window's start; zero: none yet
+	cut    int       // the limit while below max_parallel; 0: not cut
+	judged time.Time // when a window last moved or held the limit
+	from   time.Time // the window's start; zero: none yet
 	// ends in the window, those slower than slowEnd, and those quicker
 	// than half of it.
 	ends, slow, quick int
@@ -50,10 +51,25 @@ const (
 	// fewer is gathered on, and dropped once stale (staleWindow).
 	windowEnds  = 8
 	staleWindow = 10 * placeWindow
+	// minPlaces is the fewest places a cut leaves (max_parallel when
+	// smaller): a replica of a few places adds little to etcd's backlog,
+	// and every place it loses may be the one its next run needs.
+	minPlaces = 8
 )
 
-// of is the limit under maxParallel.
-func (p *placeLimit) of(maxParallel int) int {
+// floorOf is the fewest places a cut leaves under maxParallel.
+func floorOf(maxParallel int) int {
+	return min(maxParallel, max(minPlaces, maxParallel/8))
+}
+
+// of is the limit under maxParallel at now. A cut that no window judged
+// for staleWindow is over: the ends that would give it back are too few
+// to judge (long runs hold the places, or the load went), and a worker
+// that ends so few runs is no load on etcd.
+func (p *placeLimit) of(now time.Time, maxParallel int) int {
+	if p.cut != 0 && now.Sub(p.judged) >= staleWindow {
+		p.cut = 0
+	}
 	if p.cut == 0 || p.cut >= maxParallel {
 		return maxParallel
 	}
@@ -64,9 +80,9 @@ func (p *placeLimit) of(maxParallel int) int {
 // moves the limit when a window is over. It returns the limit before and
 // after.
 func (p *placeLimit) ended(now time.Time, took time.Duration, maxParallel int) (before, after int) {
-	before = p.of(maxParallel)
+	before = p.of(now, maxParallel)
 	if p.from.IsZero() || now.Sub(p.from) >= staleWindow && p.ends < windowEnds {
-		*p = placeLimit{cut: p.cut, from: now}
+		*p = placeLimit{cut: p.cut, judged: p.judged, from: now}
 	}
 	p.ends++
 	switch {
@@ -81,7 +97,7 @@ func (p *placeLimit) ended(now time.Time, took time.Duration, maxParallel int) (
 	after = before
 	switch {
 	case p.slow*10 >= p.ends:
-		after = max(1, maxParallel/8, before/2)
+		after = max(floorOf(maxParallel), before/2)
 	case p.quick*10 >= p.ends*9:
 		after = min(maxParallel, before+max(1, before/16))
 	}
@@ -89,6 +105,6 @@ func (p *placeLimit) ended(now time.Time, took time.Duration, maxParallel int) (
 	if after >= maxParallel {
 		p.cut = 0
 	}
-	*p = placeLimit{cut: p.cut, from: now}
+	*p = placeLimit{cut: p.cut, judged: now, from: now}
 	return before, after
 }

@@ -17,7 +17,7 @@ import (
 // returns the limit after it and the window's end; the first of them
 // took first instead.
 func window(p *placeLimit, at time.Time, n int, took time.Duration, maxParallel int, first ...time.Duration) (int, time.Time) {
-	after := p.of(maxParallel)
+	after := p.of(at, maxParallel)
 	for i := range n {
 		d := took
 		if i < len(first) {
@@ -69,6 +69,30 @@ func TestPlacesFollowTheEndsRoundTrips(t *testing.T) {
 	}
 }
 
+// A cut leaves at least minPlaces (a replica of few places is no load on
+// etcd, and each place may be its next run's), and a cut no window judged
+// for staleWindow is over: with long runs in every place left, no end
+// would ever come to give the places back.
+func TestACutLeavesPlacesAndLapses(t *testing.T) {
+	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	for _, c := range []struct{ maxParallel, floor int }{{2, 2}, {8, 8}, {16, 8}, {64, 8}, {256, 32}} {
+		var p placeLimit
+		got, end := 0, at
+		for range 6 {
+			got, end = window(&p, end, 20, 2*time.Second, c.maxParallel)
+		}
+		if got != c.floor {
+			t.Errorf("max_parallel %d after six slow windows: limit %d, want %d", c.maxParallel, got, c.floor)
+		}
+		if got := p.of(end.Add(staleWindow-2*time.Millisecond), c.maxParallel); got != c.floor {
+			t.Errorf("max_parallel %d just before the cut lapses: limit %d, want %d", c.maxParallel, got, c.floor)
+		}
+		if got := p.of(end.Add(staleWindow), c.maxParallel); got != c.maxParallel {
+			t.Errorf("max_parallel %d with no window judged for %s: limit %d, want the cut over (%d)", c.maxParallel, staleWindow, got, c.maxParallel)
+		}
+	}
+}
+
 // slowReleases is the real semaphore whose releases take slow, as a
 // release does that etcd answers behind a backlog; it counts the
 // releases in flight.
@@ -105,20 +129,20 @@ func (s *slowReleases) ReleaseIf(ctx context.Context, h *slots.Held, cmps []clie
 }
 
 // A worker whose ends etcd answers slowly takes fewer runs in hand: at
-// max_parallel 8 with every release taking 1.2s, the first two rounds
-// of ends are slow, and from then on at most 4 runs end at once (the
-// limit halved); every run still runs. With places fixed at
-// max_parallel, 8 ended at once in every round.
+// max_parallel 16 with every release slower than slowEnd and a window,
+// the first two rounds of ends are slow, and from then on at most 8 runs
+// end at once (the limit halved); every run still runs. With places fixed
+// at max_parallel, 16 ended at once in every round.
 func TestSlowEndsCutThePlaces(t *testing.T) {
 	sr := &slowReleases{slow: max(slowEnd, placeWindow) + 200*time.Millisecond}
 	var names []string
-	for i := range 24 {
+	for i := range 48 {
 		names = append(names, fmt.Sprintf("j%02d", i))
 	}
 	exec := &countingExecutor{started: make(chan string, len(names))}
 	var others []string
 	others = append(others, names[1:]...)
-	o := testWorkerOptions{maxParallel: 8, wrap: func(s *slots.Semaphore) Slots { sr.Semaphore = s; return sr }}
+	o := testWorkerOptions{maxParallel: 16, wrap: func(s *slots.Semaphore) Slots { sr.Semaphore = s; return sr }}
 	for _, n := range others {
 		o.jobs = append(o.jobs, job(n))
 	}
@@ -137,14 +161,14 @@ func TestSlowEndsCutThePlaces(t *testing.T) {
 	if len(peaks) != len(names) {
 		t.Fatalf("%d releases, want %d", len(peaks), len(names))
 	}
-	if first := peaks[7]; first != 8 {
-		t.Fatalf("the first round ended %d runs at once, want 8 (max_parallel): the test did not fill the places", first)
+	if first := peaks[15]; first != 16 {
+		t.Fatalf("the first round ended %d runs at once, want 16 (max_parallel): the test did not fill the places", first)
 	}
 	late := 0
-	for _, p := range peaks[16:] {
+	for _, p := range peaks[32:] {
 		late = max(late, p)
 	}
-	if late > 4 {
-		t.Errorf("after two rounds of slow ends, %d runs ended at once (releases in flight as each began: %v), want at most 4", late, peaks)
+	if late > 8 {
+		t.Errorf("after two rounds of slow ends, %d runs ended at once (releases in flight as each began: %v), want at most 8", late, peaks)
 	}
 }
