@@ -5,6 +5,8 @@ import (
 	"errors"
 	"sync"
 	"time"
+
+	"github.com/jonboulle/clockwork"
 )
 
 // core is what both runners run their claimed runs through (runner.go):
@@ -36,8 +38,10 @@ type core struct {
 	// assignment waiting for room under max_parallel looks again.
 	freed chan struct{}
 	// places is how many of max_parallel the core lets itself take, as
-	// the ends' round trips say (places.go).
+	// the ends' round trips say (places.go); lapse wakes the waiters for
+	// a place when a cut lapses, as no end may come to wake them.
 	places placeLimit
+	lapse  clockwork.Timer
 	// stopping: the worker stopped claiming (full says so).
 	stopping bool
 }
@@ -68,7 +72,14 @@ func (c *core) limitLocked() int {
 // the limit of places, and logs a limit that moved.
 func (c *core) ended(took time.Duration) {
 	c.mu.Lock()
-	before, after := c.places.ended(c.d.Clock.Now(), took, c.maxParallel())
+	before, after, judged := c.places.ended(c.d.Clock.Now(), took, c.maxParallel())
+	if judged && after < c.maxParallel() {
+		if c.lapse == nil {
+			c.lapse = c.d.Clock.AfterFunc(staleWindow, c.wake)
+		} else {
+			c.lapse.Reset(staleWindow)
+		}
+	}
 	c.mu.Unlock()
 	if after != before {
 		c.d.Log.Debug("places under max_parallel moved with the ends' round trips", "from", before, "to", after, "max_parallel", c.maxParallel())
@@ -132,7 +143,25 @@ func (c *core) full() bool {
 func (c *core) stop() {
 	c.mu.Lock()
 	c.stopping = true
+	if c.lapse != nil {
+		c.lapse.Stop()
+	}
 	c.mu.Unlock()
+}
+
+// wake tells whoever waits for a place to look again: the places grew
+// (a cut lapsed) with no run leaving active.
+func (c *core) wake() {
+	c.mu.Lock()
+	c.wakeLocked()
+	c.mu.Unlock()
+	c.signal()
+}
+
+// wakeLocked closes freed and replaces it; c.mu held.
+func (c *core) wakeLocked() {
+	close(c.freed)
+	c.freed = make(chan struct{})
 }
 
 // finish implements runCore. Its order is what keeps a retry: the run
@@ -141,8 +170,7 @@ func (c *core) stop() {
 func (c *core) finish(runID string) {
 	c.mu.Lock()
 	delete(c.active, runID)
-	close(c.freed)
-	c.freed = make(chan struct{})
+	c.wakeLocked()
 	c.mu.Unlock()
 	c.onFinish(runID)
 	c.signal()

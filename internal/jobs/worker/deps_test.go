@@ -3,10 +3,12 @@ package worker
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -46,7 +48,8 @@ func validDeps(t *testing.T, due time.Time) Deps {
 	}
 	cfg := jobstest.Config(depsJob)
 	return Deps{Client: &clientv3.Client{}, Keys: layout, ID: "w1", Sessions: noSessions{}, Slots: roomSlots{room: 1},
-		Executor: noExecutor{}, Queue: view, Specs: queue.NewSpecs(layout, nil, nil), Config: func() *config.Config { return cfg }, Metrics: m}
+		Executor: noExecutor{}, Queue: view, Specs: queue.NewSpecs(layout, nil, nil), Config: func() *config.Config { return cfg }, Metrics: m,
+		Clock: clockwork.NewRealClock(), Log: slog.New(slog.DiscardHandler)}
 }
 
 // New refuses settings a worker cannot work with, naming each.

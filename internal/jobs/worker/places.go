@@ -78,8 +78,9 @@ func (p *placeLimit) of(now time.Time, maxParallel int) int {
 
 // ended counts an end (one attempt of it) that took took, at now, and
 // moves the limit when a window is over. It returns the limit before and
-// after.
-func (p *placeLimit) ended(now time.Time, took time.Duration, maxParallel int) (before, after int) {
+// after, and whether a window judged it (a cut then lapses staleWindow
+// after now unless another window judges it).
+func (p *placeLimit) ended(now time.Time, took time.Duration, maxParallel int) (before, after int, judged bool) {
 	before = p.of(now, maxParallel)
 	if p.from.IsZero() || now.Sub(p.from) >= staleWindow && p.ends < windowEnds {
 		*p = placeLimit{cut: p.cut, judged: p.judged, from: now}
@@ -92,7 +93,7 @@ func (p *placeLimit) ended(now time.Time, took time.Duration, maxParallel int) (
 		p.quick++
 	}
 	if p.ends < windowEnds || now.Sub(p.from) < placeWindow {
-		return before, before
+		return before, before, false
 	}
 	after = before
 	switch {
@@ -106,5 +107,5 @@ func (p *placeLimit) ended(now time.Time, took time.Duration, maxParallel int) (
 		p.cut = 0
 	}
 	*p = placeLimit{cut: p.cut, judged: now, from: now}
-	return before, after
+	return before, after, true
 }

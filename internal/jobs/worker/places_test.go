@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/internal/runs"
@@ -23,7 +24,7 @@ func window(p *placeLimit, at time.Time, n int, took time.Duration, maxParallel 
 		if i < len(first) {
 			d = first[i]
 		}
-		_, after = p.ended(at.Add(time.Duration(i)*placeWindow/time.Duration(n-1)), d, maxParallel)
+		_, after, _ = p.ended(at.Add(time.Duration(i)*placeWindow/time.Duration(n-1)), d, maxParallel)
 	}
 	return after, at.Add(placeWindow + time.Millisecond)
 }
@@ -170,5 +171,41 @@ func TestSlowEndsCutThePlaces(t *testing.T) {
 	}
 	if late > 8 {
 		t.Errorf("after two rounds of slow ends, %d runs ended at once (releases in flight as each began: %v), want at most 8", late, peaks)
+	}
+}
+
+// A cut that lapses wakes whoever waits for a place: the places it left
+// are held by runs that have not ended, so no run's finish would.
+func TestALapsedCutWakesTheWaiters(t *testing.T) {
+	clock := clockwork.NewFakeClockAt(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+	d := validDeps(t, clock.Now())
+	d.Clock = clock
+	c := newCore(d, func() {})
+	for range 6 * 20 {
+		clock.Advance(placeWindow / 16)
+		c.ended(2 * time.Second)
+	}
+	c.mu.Lock()
+	limit := c.limitLocked()
+	c.mu.Unlock()
+	if limit != floorOf(c.maxParallel()) {
+		t.Fatalf("after six windows' slow ends: limit %d, want the floor %d", limit, floorOf(c.maxParallel()))
+	}
+	id := func(i int) string { return fmt.Sprint("held-", i) }
+	if n, _ := c.takePlaces(limit, id); n != limit {
+		t.Fatalf("took %d of %d places", n, limit)
+	}
+	n, freed := c.takePlaces(1, func(int) string { return "waiting" })
+	if n != 0 {
+		t.Fatal("a place beyond the cut was taken")
+	}
+	clock.Advance(staleWindow)
+	select {
+	case <-freed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the cut lapsed and the waiter was not woken")
+	}
+	if n, _ := c.takePlaces(1, func(int) string { return "waiting" }); n != 1 {
+		t.Fatal("woken after the lapse, the waiter found no place")
 	}
 }
