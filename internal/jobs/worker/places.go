@@ -17,9 +17,11 @@ import "time"
 // ends' round trips as a congestion window follows a network's (additive
 // increase, multiplicative decrease): a window whose ends took over
 // slowEnd, one in ten or more, halves it, down to an eighth of
-// max_parallel (floorOf); one whose ends took under half of it, nine in ten, adds a
-// sixteenth of it, up to max_parallel. It never exceeds max_parallel, the
-// user's bound on what a replica has in hand.
+// max_parallel and 8 at least (floorOf); one whose ends took under half
+// of it, nine in ten, adds a sixteenth of it, up to max_parallel. It
+// never exceeds max_parallel, the user's bound on what a replica has in
+// hand. A cut lapses when no window judged it for staleWindow (of), and
+// the core then wakes the runs waiting for a place (core.ended).
 //
 // Its fields are the core's, guarded by the core's lock.
 type placeLimit struct {
