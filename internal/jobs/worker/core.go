@@ -63,26 +63,28 @@ func (c *core) maxParallel() int {
 	return max(1, c.d.Config().Worker.MaxParallel)
 }
 
-// limitLocked is the places the core may take now (places.go); c.mu held.
-func (c *core) limitLocked() int {
-	return c.places.of(c.d.Clock.Now(), c.maxParallel())
+// freeLocked is how many places are free under the limit (places.go);
+// c.mu held.
+func (c *core) freeLocked() int {
+	return c.places.of(c.maxParallel()) - len(c.active)
 }
 
 // ended counts a run's end (one attempt of it) that took took towards
 // the limit of places, and logs a limit that moved.
 func (c *core) ended(took time.Duration) {
+	maxParallel := c.maxParallel()
 	c.mu.Lock()
-	before, after, judged := c.places.ended(c.d.Clock.Now(), took, c.maxParallel())
-	if judged && after < c.maxParallel() {
+	before, after, judged := c.places.ended(c.d.Clock.Now(), took, maxParallel)
+	if judged && after < maxParallel {
 		if c.lapse == nil {
-			c.lapse = c.d.Clock.AfterFunc(staleWindow, c.wake)
+			c.lapse = c.d.Clock.AfterFunc(staleWindow, c.lapsed)
 		} else {
 			c.lapse.Reset(staleWindow)
 		}
 	}
 	c.mu.Unlock()
 	if after != before {
-		c.d.Log.Debug("places under max_parallel moved with the ends' round trips", "from", before, "to", after, "max_parallel", c.maxParallel())
+		c.d.Log.Debug("places under max_parallel moved with the ends' round trips", "from", before, "to", after, "max_parallel", maxParallel)
 	}
 }
 
@@ -90,7 +92,7 @@ func (c *core) ended(took time.Duration) {
 func (c *core) takePlaces(n int, id func(i int) string) (int, <-chan struct{}) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	taken, free := 0, c.limitLocked()-len(c.active) // free as found: each place taken fills one
+	taken, free := 0, c.freeLocked() // free as found: each place taken fills one
 	for taken < min(free, n) {
 		runID := id(taken)
 		if _, busy := c.active[runID]; busy {
@@ -110,7 +112,7 @@ func (c *core) take(runID string) (taken, busy bool) {
 	if _, busy := c.active[runID]; busy {
 		return false, true
 	}
-	if len(c.active) >= c.limitLocked() {
+	if c.freeLocked() <= 0 {
 		return false, false
 	}
 	c.active[runID] = &activeRun{}
@@ -129,14 +131,14 @@ func (c *core) busy(runID string) bool {
 func (c *core) room() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return len(c.active) < c.limitLocked()
+	return c.freeLocked() > 0
 }
 
 // full implements runCore.
 func (c *core) full() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return len(c.active) >= c.limitLocked() || c.stopping
+	return c.freeLocked() <= 0 || c.stopping
 }
 
 // stop marks the worker stopping: full from now on.
@@ -149,13 +151,20 @@ func (c *core) stop() {
 	c.mu.Unlock()
 }
 
-// wake tells whoever waits for a place to look again: the places grew
-// (a cut lapsed) with no run leaving active.
-func (c *core) wake() {
+// lapsed ends a cut of the places that no window judged since the timer
+// was set, and tells whoever waits for a place to look again: the places
+// grew with no run leaving active. A window that judged the cut while
+// the timer fired keeps it (lapse).
+func (c *core) lapsed() {
 	c.mu.Lock()
-	c.wakeLocked()
+	grew := c.places.lapse(c.d.Clock.Now())
+	if grew {
+		c.wakeLocked()
+	}
 	c.mu.Unlock()
-	c.signal()
+	if grew {
+		c.signal()
+	}
 }
 
 // wakeLocked closes freed and replaces it; c.mu held.

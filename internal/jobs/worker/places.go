@@ -20,8 +20,8 @@ import "time"
 // max_parallel and 8 at least (floorOf); one whose ends took under half
 // of it, nine in ten, adds a sixteenth of it, up to max_parallel. It
 // never exceeds max_parallel, the user's bound on what a replica has in
-// hand. A cut lapses when no window judged it for staleWindow (of), and
-// the core then wakes the runs waiting for a place (core.ended).
+// hand. A cut lapses when no window judged it for staleWindow (lapse):
+// the core's timer then wakes the runs waiting for a place (core.lapsed).
 //
 // Its fields are the core's, guarded by the core's lock.
 type placeLimit struct {
@@ -64,18 +64,24 @@ func floorOf(maxParallel int) int {
 	return min(maxParallel, max(minPlaces, maxParallel/8))
 }
 
-// of is the limit under maxParallel at now. A cut that no window judged
-// for staleWindow is over: the ends that would give it back are too few
-// to judge (long runs hold the places, or the load went), and a worker
-// that ends so few runs is no load on etcd.
-func (p *placeLimit) of(now time.Time, maxParallel int) int {
-	if p.cut != 0 && now.Sub(p.judged) >= staleWindow {
-		p.cut = 0
-	}
+// of is the limit under maxParallel.
+func (p *placeLimit) of(maxParallel int) int {
 	if p.cut == 0 || p.cut >= maxParallel {
 		return maxParallel
 	}
 	return p.cut
+}
+
+// lapse ends a cut that no window judged for staleWindow by now, and
+// reports whether it did: the ends that would give it back are too few
+// to judge (long runs hold the places, or the load went), and a worker
+// that ends so few runs is no load on etcd.
+func (p *placeLimit) lapse(now time.Time) bool {
+	if p.cut == 0 || now.Sub(p.judged) < staleWindow {
+		return false
+	}
+	p.cut = 0
+	return true
 }
 
 // ended counts an end (one attempt of it) that took took, at now, and
@@ -83,7 +89,7 @@ func (p *placeLimit) of(now time.Time, maxParallel int) int {
 // after, and whether a window judged it (a cut then lapses staleWindow
 // after now unless another window judges it).
 func (p *placeLimit) ended(now time.Time, took time.Duration, maxParallel int) (before, after int, judged bool) {
-	before = p.of(now, maxParallel)
+	before = p.of(maxParallel)
 	if p.from.IsZero() || now.Sub(p.from) >= staleWindow && p.ends < windowEnds {
 		*p = placeLimit{cut: p.cut, judged: p.judged, from: now}
 	}

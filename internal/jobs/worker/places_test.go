@@ -18,7 +18,7 @@ import (
 // returns the limit after it and the window's end; the first of them
 // took first instead.
 func window(p *placeLimit, at time.Time, n int, took time.Duration, maxParallel int, first ...time.Duration) (int, time.Time) {
-	after := p.of(at, maxParallel)
+	after := p.of(maxParallel)
 	for i := range n {
 		d := took
 		if i < len(first) {
@@ -85,10 +85,12 @@ func TestACutLeavesPlacesAndLapses(t *testing.T) {
 		if got != c.floor {
 			t.Errorf("max_parallel %d after six slow windows: limit %d, want %d", c.maxParallel, got, c.floor)
 		}
-		if got := p.of(end.Add(staleWindow-2*time.Millisecond), c.maxParallel); got != c.floor {
+		p.lapse(end.Add(staleWindow - 2*time.Millisecond))
+		if got := p.of(c.maxParallel); got != c.floor {
 			t.Errorf("max_parallel %d just before the cut lapses: limit %d, want %d", c.maxParallel, got, c.floor)
 		}
-		if got := p.of(end.Add(staleWindow), c.maxParallel); got != c.maxParallel {
+		p.lapse(end.Add(staleWindow))
+		if got := p.of(c.maxParallel); got != c.maxParallel {
 			t.Errorf("max_parallel %d with no window judged for %s: limit %d, want the cut over (%d)", c.maxParallel, staleWindow, got, c.maxParallel)
 		}
 	}
@@ -186,7 +188,7 @@ func TestALapsedCutWakesTheWaiters(t *testing.T) {
 		c.ended(2 * time.Second)
 	}
 	c.mu.Lock()
-	limit := c.limitLocked()
+	limit := c.places.of(c.maxParallel())
 	c.mu.Unlock()
 	if limit != floorOf(c.maxParallel()) {
 		t.Fatalf("after six windows' slow ends: limit %d, want the floor %d", limit, floorOf(c.maxParallel()))
