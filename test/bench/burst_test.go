@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -170,7 +171,13 @@ func TestOverloadGoal(t *testing.T) {
 			t.Errorf("%s: %q, want %q (%s)", c.name, g.Verdict, c.verdict, g.Measured)
 		}
 	}
+	// -burst-overload=false: a step of -burst-jobs at twice the ceiling
+	// is the overload step.
 	b.Overload = nil
+	if g := overloadGoal(&b); g.Ratio == nil || abs(*g.Ratio-1.26) > 1e-9 || !strings.Contains(g.Measured, "2000 jobs") {
+		t.Errorf("with a step at twice the ceiling: %q %v (%s)", g.Verdict, g.Ratio, g.Measured)
+	}
+	b.Steps = slices.DeleteFunc(b.Steps, func(st burstStep) bool { return st.Jobs == 2*b.CeilingOurs })
 	if g := overloadGoal(&b); g.Verdict != verdictNotMeasured || g.Ratio != nil {
 		t.Errorf("without an overload step: %q %v", g.Verdict, g.Ratio)
 	}

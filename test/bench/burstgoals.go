@@ -106,11 +106,11 @@ func overloadGoal(b *burstResult) goal {
 	switch {
 	case b == nil:
 		return g
-	case b.Overload == nil:
-		g.Measured = "(no overload step: no step held, or -burst-overload=false)"
+	case b.overload() == nil:
+		g.Measured = "(no overload step: no step held, or -burst-overload=false and no step at twice the ceiling)"
 		return g
 	}
-	o := *b.Overload
+	o := *b.overload()
 	r := o.RunsPerSec / float64(b.CeilingOurs)
 	unacc := 0.0
 	if o.Due > 0 {

@@ -14,7 +14,8 @@ import (
 )
 
 // The goals of issue 18, each a ratio of two figures of the same run (the
-// host's mood cancels), those of issue 24 (burstgoals.go), and the goals
+// host's mood cancels), those of issues 24 and 38 (burstgoals.go,
+// costgoals.go), and the goals
 // of issue 8 that still guard what they guarded. Issue 18's two goals
 // against a raw transaction (runs per raw txn, etcd CPU per run over a raw
 // txn's) are retired by issue 24: the floor scenario shows why, as a
@@ -139,7 +140,8 @@ func evaluate(reports []report) []goal {
 	out.leaderCrash(fo)
 	out.scale(sc)
 	out.writesAndHandover(resultOf[throughputResult](reports), fo)
-	return append(out, burstGoals(resultOf[burstResult](reports))...)
+	burst := resultOf[burstResult](reports)
+	return append(append(out, burstGoals(burst)...), costGoals(burst)...)
 }
 
 // goalRows are the goals evaluated so far, in the order they are printed.
