@@ -41,7 +41,10 @@ type core struct {
 	// the ends' round trips say (places.go); lapse wakes the waiters for
 	// a place when a cut lapses, as no end may come to wake them.
 	places placeLimit
-	lapse  clockwork.Timer
+	// leastPlaces is the fewest places a cut leaves (places.go's
+	// leastPlaces; a test sets fewer to see a cut on a few runs).
+	leastPlaces int
+	lapse       clockwork.Timer
 	// stopping: the worker stopped claiming (full says so).
 	stopping bool
 }
@@ -53,7 +56,7 @@ type activeRun struct {
 // newCore is a core with no place taken; its onFinish, a no-op until New
 // sets the queue runner's, is set before the worker runs.
 func newCore(d Deps, signal func()) *core {
-	c := &core{d: d, signal: signal, onFinish: func(string) {}, active: map[string]*activeRun{}, freed: make(chan struct{})}
+	c := &core{d: d, signal: signal, onFinish: func(string) {}, active: map[string]*activeRun{}, freed: make(chan struct{}), leastPlaces: leastPlaces}
 	c.abandon, c.abandonCancel = context.WithCancel(context.Background())
 	c.cancels = newCancels(d.Keys, c.cancelRequested)
 	return c
@@ -74,7 +77,7 @@ func (c *core) freeLocked() int {
 func (c *core) ended(took time.Duration) {
 	maxParallel := c.maxParallel()
 	c.mu.Lock()
-	before, after, judged := c.places.ended(c.d.Clock.Now(), took, maxParallel)
+	before, after, judged := c.places.ended(c.d.Clock.Now(), took, maxParallel, c.leastPlaces)
 	if judged && after < maxParallel {
 		if c.lapse == nil {
 			c.lapse = c.d.Clock.AfterFunc(staleWindow, c.lapsed)

@@ -57,6 +57,8 @@ type testWorkerOptions struct {
 	// worker.max_parallel.
 	jobs        []config.Job
 	maxParallel int
+	// leastPlaces, when set, is the fewest places a cut leaves.
+	leastPlaces int
 	// peers, when set, lists the lean incarnations of the other replicas.
 	peers LeanPeers
 }
@@ -120,6 +122,9 @@ func startTestWorker(t *testing.T, prefix string, job config.Job, exec Executor,
 		Queue: view, Specs: specs, Config: func() *config.Config { return cfg }, Metrics: m, Clock: clock, Log: o.log, Assign: store, Peers: o.peers})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if o.leastPlaces > 0 {
+		w.core.leastPlaces = o.leastPlaces // before it runs
 	}
 	goRun(func(ctx context.Context) {
 		_ = mirror.Run(ctx, cli, layout.ReplicaAssignments("w1"), w.Assignments(), nil)

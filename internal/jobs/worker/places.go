@@ -17,7 +17,7 @@ import "time"
 // ends' round trips as a congestion window follows a network's (additive
 // increase, multiplicative decrease): a window whose ends took over
 // slowEnd, one in ten or more, halves it, down to an eighth of
-// max_parallel and 8 at least (floorOf); one whose ends took under half
+// max_parallel and leastPlaces at least (floorOf); one whose ends took under half
 // of it, nine in ten, adds a sixteenth of it, up to max_parallel. It
 // never exceeds max_parallel, the user's bound on what a replica has in
 // hand. A cut lapses when no window judged it for staleWindow (lapse):
@@ -53,15 +53,23 @@ const (
 	// fewer is gathered on, and dropped once stale (staleWindow).
 	windowEnds  = 8
 	staleWindow = 10 * placeWindow
-	// minPlaces is the fewest places a cut leaves (max_parallel when
-	// smaller): a replica of a few places adds little to etcd's backlog,
-	// and every place it loses may be the one its next run needs.
-	minPlaces = 8
+	// leastPlaces is the fewest places a cut leaves (max_parallel when
+	// smaller, so a replica of 256 places or fewer is never cut). Under
+	// overload a cut turns a replica's runs into shed ticks, which cost
+	// etcd a record each, and the ends stay slow: at twice the ceiling on
+	// 3 replicas at 256 places (test/bench, 2026-11-29 21:38-22:15) the
+	// places were cut to 32-150 for most of the window and 1,143-2,406
+	// runs/s completed (six runs, mean 1,757); uncut, 2,350 and 2,099. At
+	// 2,048 places, cut to no fewer than 256: 2,033-2,204; uncut, 276-449
+	// (collapsed). Variants that cut later (half the ends slow) or grew
+	// back sooner (nine in ten under slowEnd) collapsed at 2,048: 831, 973.
+	leastPlaces = 256
 )
 
-// floorOf is the fewest places a cut leaves under maxParallel.
-func floorOf(maxParallel int) int {
-	return min(maxParallel, max(minPlaces, maxParallel/8))
+// floorOf is the fewest places a cut leaves under maxParallel: an eighth
+// of it, least at the fewest.
+func floorOf(maxParallel, least int) int {
+	return min(maxParallel, max(least, maxParallel/8))
 }
 
 // of is the limit under maxParallel.
@@ -85,10 +93,11 @@ func (p *placeLimit) lapse(now time.Time) bool {
 }
 
 // ended counts an end (one attempt of it) that took took, at now, and
-// moves the limit when a window is over. It returns the limit before and
-// after, and whether a window judged it (a cut then lapses staleWindow
-// after now unless another window judges it).
-func (p *placeLimit) ended(now time.Time, took time.Duration, maxParallel int) (before, after int, judged bool) {
+// moves the limit when a window is over, never under floorOf(maxParallel,
+// least). It returns the limit before and after, and whether a window
+// judged it (a cut then lapses staleWindow after now unless another
+// window judges it).
+func (p *placeLimit) ended(now time.Time, took time.Duration, maxParallel, least int) (before, after int, judged bool) {
 	before = p.of(maxParallel)
 	if p.from.IsZero() || now.Sub(p.from) >= staleWindow && p.ends < windowEnds {
 		*p = placeLimit{cut: p.cut, judged: p.judged, from: now}
@@ -106,7 +115,7 @@ func (p *placeLimit) ended(now time.Time, took time.Duration, maxParallel int) (
 	after = before
 	switch {
 	case p.slow*10 >= p.ends:
-		after = max(floorOf(maxParallel), before/2)
+		after = max(floorOf(maxParallel, least), before/2)
 	case p.quick*10 >= p.ends*9:
 		after = min(maxParallel, before+max(1, before/16))
 	}

@@ -16,7 +16,7 @@ import (
 
 // window feeds p one window of n ends that each took took, from at, and
 // returns the limit after it and the window's end; the first of them
-// took first instead.
+// took first instead. A cut leaves leastPlaces.
 func window(p *placeLimit, at time.Time, n int, took time.Duration, maxParallel int, first ...time.Duration) (int, time.Time) {
 	after := p.of(maxParallel)
 	for i := range n {
@@ -24,18 +24,18 @@ func window(p *placeLimit, at time.Time, n int, took time.Duration, maxParallel 
 		if i < len(first) {
 			d = first[i]
 		}
-		_, after, _ = p.ended(at.Add(time.Duration(i)*placeWindow/time.Duration(n-1)), d, maxParallel)
+		_, after, _ = p.ended(at.Add(time.Duration(i)*placeWindow/time.Duration(n-1)), d, maxParallel, leastPlaces)
 	}
 	return after, at.Add(placeWindow + time.Millisecond)
 }
 
 // The limit of places follows the ends' round trips: slow ends halve it
-// a window down to an eighth of max_parallel, ends between slow and quick
+// a window down to an eighth of max_parallel (4,096 here: 512), ends between slow and quick
 // hold it, quick ones give it back a sixteenth of itself a window up to
 // max_parallel and never beyond, and a window of too few ends judges
 // nothing.
 func TestPlacesFollowTheEndsRoundTrips(t *testing.T) {
-	const maxParallel = 256
+	const maxParallel = 4096
 	var p placeLimit
 	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	var got int
@@ -43,18 +43,18 @@ func TestPlacesFollowTheEndsRoundTrips(t *testing.T) {
 		t.Fatalf("after %d slow ends: limit %d, want %d (too few to judge)", windowEnds-1, got, maxParallel)
 	}
 	p = placeLimit{}
-	want := []int{128, 64, 32, 32}
+	want := []int{2048, 1024, 512, 512}
 	for i, w := range want {
 		if got, at = window(&p, at, 20, 2*time.Second, maxParallel); got != w {
 			t.Fatalf("slow window %d: limit %d, want %d", i+1, got, w)
 		}
 	}
-	if got, at = window(&p, at, 20, 400*time.Millisecond, maxParallel); got != 32 {
-		t.Fatalf("a window of ends at 400ms: limit %d, want it held at 32", got)
+	if got, at = window(&p, at, 20, 400*time.Millisecond, maxParallel); got != 512 {
+		t.Fatalf("a window of ends at 400ms: limit %d, want it held at 512", got)
 	}
 	// One slow end in twenty is not a slow window.
-	if got, at = window(&p, at, 20, 10*time.Millisecond, maxParallel, 2*time.Second); got != 34 {
-		t.Fatalf("a window of quick ends, one in twenty slow: limit %d, want 34", got)
+	if got, at = window(&p, at, 20, 10*time.Millisecond, maxParallel, 2*time.Second); got != 544 {
+		t.Fatalf("a window of quick ends, one in twenty slow: limit %d, want 544", got)
 	}
 	for i := 0; got < maxParallel; i++ {
 		if i == 40 {
@@ -70,13 +70,15 @@ func TestPlacesFollowTheEndsRoundTrips(t *testing.T) {
 	}
 }
 
-// A cut leaves at least minPlaces (a replica of few places is no load on
-// etcd, and each place may be its next run's), and a cut no window judged
+// A cut leaves an eighth of max_parallel and at least leastPlaces, so a
+// replica of 256 places or fewer is never cut (under overload, fewer
+// places turn runs into shed ticks, which etcd records one by one), and
+// a cut no window judged
 // for staleWindow is over: with long runs in every place left, no end
 // would ever come to give the places back.
 func TestACutLeavesPlacesAndLapses(t *testing.T) {
 	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	for _, c := range []struct{ maxParallel, floor int }{{2, 2}, {8, 8}, {16, 8}, {64, 8}, {256, 32}} {
+	for _, c := range []struct{ maxParallel, floor int }{{2, 2}, {64, 64}, {256, 256}, {300, 256}, {1024, 256}, {2048, 256}, {4096, 512}} {
 		var p placeLimit
 		got, end := 0, at
 		for range 6 {
@@ -132,7 +134,8 @@ func (s *slowReleases) ReleaseIf(ctx context.Context, h *slots.Held, cmps []clie
 }
 
 // A worker whose ends etcd answers slowly takes fewer runs in hand: at
-// max_parallel 16 with every release slower than slowEnd and a window,
+// max_parallel 16 (cut to no fewer than 8 here, where leastPlaces would
+// leave 16 uncut) with every release slower than slowEnd and a window,
 // the first two rounds of ends are slow, and from then on at most 8 runs
 // end at once (the limit halved); every run still runs. With places fixed
 // at max_parallel, 16 ended at once in every round.
@@ -145,7 +148,7 @@ func TestSlowEndsCutThePlaces(t *testing.T) {
 	exec := &countingExecutor{started: make(chan string, len(names))}
 	var others []string
 	others = append(others, names[1:]...)
-	o := testWorkerOptions{maxParallel: 16, wrap: func(s *slots.Semaphore) Slots { sr.Semaphore = s; return sr }}
+	o := testWorkerOptions{maxParallel: 16, leastPlaces: 8, wrap: func(s *slots.Semaphore) Slots { sr.Semaphore = s; return sr }}
 	for _, n := range others {
 		o.jobs = append(o.jobs, job(n))
 	}
@@ -183,6 +186,7 @@ func TestALapsedCutWakesTheWaiters(t *testing.T) {
 	d := validDeps(t, clock.Now())
 	d.Clock = clock
 	c := newCore(d, func() {})
+	c.leastPlaces = 8 // a cut of the config's max_parallel
 	for range 6 * 20 {
 		clock.Advance(placeWindow / 16)
 		c.ended(2 * time.Second)
@@ -190,8 +194,8 @@ func TestALapsedCutWakesTheWaiters(t *testing.T) {
 	c.mu.Lock()
 	limit := c.places.of(c.maxParallel())
 	c.mu.Unlock()
-	if limit != floorOf(c.maxParallel()) {
-		t.Fatalf("after six windows' slow ends: limit %d, want the floor %d", limit, floorOf(c.maxParallel()))
+	if limit != floorOf(c.maxParallel(), 8) || limit >= c.maxParallel() {
+		t.Fatalf("after six windows' slow ends: limit %d, want the floor %d under max_parallel %d", limit, floorOf(c.maxParallel(), 8), c.maxParallel())
 	}
 	id := func(i int) string { return fmt.Sprint("held-", i) }
 	if n, _ := c.takePlaces(limit, id); n != limit {
