@@ -157,7 +157,10 @@ func defineFlags(f *flags, l *flagLists) {
 	flag.StringVar(&l.replicas, "replicas", "3", "burst: scheduler replicas of the steps' cluster; further counts each run one step of 1000 jobs on a cluster of their own (-replicas 3,5: issue 24's goal 6)")
 	flag.IntVar(&f.burst.shards, "burst-shards", 0, "burst: a job of this many shards (1 to 256) due every second beside each step's jobs; its shard runs count as runs (0: none)")
 	flag.BoolVar(&f.burst.fsync, "burst-fsync", true, "burst: the etcd members fsync their log, as production members (and the peer's measured ones) do; false: --unsafe-no-fsync, as the other scenarios")
-	flag.IntVar(&f.burst.maxParallel, "burst-max-parallel", 256, "burst: the replicas' worker.max_parallel")
+	// 2048: above the runs due at once on a replica at 4,000 jobs (1,334
+	// on 3), as docs/configuration.md sizes worker.max_parallel; the
+	// places' cut keeps twice the ceiling from collapsing there.
+	flag.IntVar(&f.burst.maxParallel, "burst-max-parallel", 2048, "burst: the replicas' worker.max_parallel")
 	flag.BoolVar(&f.burst.overload, "burst-overload", true, "burst: run a step at twice our ceiling (when it is not one of -burst-jobs)")
 	flag.StringVar(&l.leanRuns, "leanfloor-runs", "500,1000,2000,4000", "leanfloor: runs due each second, each a step")
 	flag.IntVar(&f.limitConc, "limit-conc", 32, "limit: transactions in flight per client")
