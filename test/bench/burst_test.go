@@ -87,22 +87,23 @@ func side(engine string, jobs, procs int, delivered, p50, p99, etcdMs, procMs fl
 }
 
 func burstFixture() burstResult {
-	b := burstResult{Replicas: 3, RefProcs: 3, LargestStep: 4000}
-	for _, s := range []struct {
-		jobs      int
-		ours, ref burstSide
-	}{
-		{500, side("ours", 500, 3, 1, 200, 430, 0.8, 0.6), side("reference", 500, 3, 1, 20, 100, 0.2, 0.2)},
-		{1000, side("ours", 1000, 3, 0.99, 270, 640, 0.6, 0.5), side("reference", 1000, 3, 1, 25, 500, 0.5, 0.4)},
-		{2000, side("ours", 2000, 3, 0.63, 7400, 15000, 0.7, 0.6), side("reference", 2000, 3, 1, 60, 290, 0.15, 0.1)},
-		{4000, side("ours", 4000, 3, 0.08, 11000, 19000, 0.8, 0.7), side("reference", 4000, 3, 0.99, 150, 470, 0.15, 0.1)},
-	} {
-		ref := s.ref
-		b.Steps = append(b.Steps, burstStep{Jobs: s.jobs, Ours: s.ours, Ref: &ref})
-	}
+	return burstOf(
+		side("ours", 500, 3, 1, 200, 430, 0.8, 0.6), side("reference", 500, 3, 1, 20, 100, 0.2, 0.2),
+		side("ours", 1000, 3, 0.99, 270, 640, 0.6, 0.5), side("reference", 1000, 3, 1, 25, 500, 0.5, 0.4),
+		side("ours", 2000, 3, 0.63, 7400, 15000, 0.7, 0.6), side("reference", 2000, 3, 1, 60, 290, 0.15, 0.1),
+		side("ours", 4000, 3, 0.08, 11000, 19000, 0.8, 0.7), side("reference", 4000, 3, 0.99, 150, 470, 0.15, 0.1))
+}
+
+// burstOf is a result of 3 replicas whose steps are sides in pairs
+// (ours, then the reference's), with both ceilings.
+func burstOf(sides ...burstSide) burstResult {
+	b := burstResult{Replicas: 3, RefProcs: 3}
 	var ours, refs []burstSide
-	for _, st := range b.Steps {
-		ours, refs = append(ours, st.Ours), append(refs, *st.Ref)
+	for i := 0; i+1 < len(sides); i += 2 {
+		ref := sides[i+1]
+		b.Steps = append(b.Steps, burstStep{Jobs: sides[i].Jobs, Ours: sides[i], Ref: &ref})
+		ours, refs = append(ours, sides[i]), append(refs, ref)
+		b.LargestStep = max(b.LargestStep, sides[i].Jobs)
 	}
 	b.CeilingOurs, b.CeilingRef = ceiling(ours), ceiling(refs)
 	return b
@@ -118,10 +119,7 @@ func TestBurstGoals(t *testing.T) {
 	b.Overload = &over
 	five := side("ours", 1000, 5, 1, 300, 700, 0.6, 0.65)
 	b.ReplicaSteps = []burstSide{five}
-	want := map[string]struct {
-		ratio   float64
-		verdict string
-	}{
+	want := map[string]wantGoal{
 		"burst ceiling (largest N with >= 98% of ticks delivered, p99 < 1 s): ours / reference":                               {0.25, verdictNotMet},
 		"burst CPU per run (etcd + replicas) / reference's (etcd + processes), at 1000 jobs":                                  {1.1 / 0.9, verdictMet},
 		"burst lateness p99 / reference's, at 500 jobs":                                                                       {4.3, verdictNotMet},
@@ -130,19 +128,7 @@ func TestBurstGoals(t *testing.T) {
 		"replica CPU per run, 5 replicas / 3, at 1000 jobs":                                                                   {1.3, verdictNotMet},
 	}
 	goals := burstGoals(&b)
-	if len(goals) != len(want) {
-		t.Fatalf("%d goals, want %d", len(goals), len(want))
-	}
-	for _, g := range goals {
-		w, ok := want[g.Name]
-		if !ok {
-			t.Errorf("unexpected goal %q", g.Name)
-			continue
-		}
-		if g.Ratio == nil || abs(*g.Ratio-w.ratio) > 1e-9 || g.Verdict != w.verdict {
-			t.Errorf("%q: ratio %v, verdict %q; want %v, %q (%s)", g.Name, g.Ratio, g.Verdict, w.ratio, w.verdict, g.Measured)
-		}
-	}
+	checkGoals(t, goals, 24, want)
 	if !strings.Contains(goals[0].Measured, "held the largest step") {
 		t.Errorf("ceiling row does not say the reference held every step: %q", goals[0].Measured)
 	}
@@ -291,5 +277,30 @@ scheduler_watch_events_total{kind="assign"} 0
 	}
 	if got, want := kindsOf(s.EventsByKind), " (slots 2.00, jobs/cursor 0.10)"; got != want {
 		t.Errorf("by kind %q, want %q", got, want)
+	}
+}
+
+// wantGoal is a goal row's expected ratio and verdict.
+type wantGoal struct {
+	ratio   float64
+	verdict string
+}
+
+// checkGoals checks that goals are want's rows, of issue, each with its
+// ratio and verdict.
+func checkGoals(t *testing.T, goals []goal, issue int, want map[string]wantGoal) {
+	t.Helper()
+	if len(goals) != len(want) {
+		t.Fatalf("%d goals, want %d", len(goals), len(want))
+	}
+	for _, g := range goals {
+		w, ok := want[g.Name]
+		if !ok {
+			t.Errorf("unexpected goal %q", g.Name)
+			continue
+		}
+		if g.Issue != issue || g.Ratio == nil || abs(*g.Ratio-w.ratio) > 1e-9 || g.Verdict != w.verdict {
+			t.Errorf("%q: issue %d, ratio %v, verdict %q; want #%d, %v, %q (%s)", g.Name, g.Issue, g.Ratio, g.Verdict, issue, w.ratio, w.verdict, g.Measured)
+		}
 	}
 }

@@ -8,19 +8,11 @@ import (
 // costFixture: ours holds 2,000 jobs (the ceiling) and sheds at 4,000,
 // the figures of a sitting on the 2-core host; the reference holds all.
 func costFixture() burstResult {
-	b := burstResult{Replicas: 3, RefProcs: 3, LargestStep: 4000}
-	for _, s := range []struct {
-		jobs      int
-		ours, ref burstSide
-	}{
-		{500, side("ours", 500, 3, 1, 23, 80, 0.36, 0.25), side("reference", 500, 3, 1, 13, 60, 0.20, 0.10)},
-		{1000, side("ours", 1000, 3, 1, 38, 260, 0.33, 0.25), side("reference", 1000, 3, 1, 31, 100, 0.18, 0.11)},
-		{2000, side("ours", 2000, 3, 1, 210, 600, 0.32, 0.25), side("reference", 2000, 3, 1, 60, 200, 0.17, 0.11)},
-		{4000, side("ours", 4000, 3, 0.5, 640, 1600, 0.55, 0.35), side("reference", 4000, 3, 1, 120, 400, 0.17, 0.10)},
-	} {
-		ref := s.ref
-		b.Steps = append(b.Steps, burstStep{Jobs: s.jobs, Ours: s.ours, Ref: &ref})
-	}
+	b := burstOf(
+		side("ours", 500, 3, 1, 23, 80, 0.36, 0.25), side("reference", 500, 3, 1, 13, 60, 0.20, 0.10),
+		side("ours", 1000, 3, 1, 38, 260, 0.33, 0.25), side("reference", 1000, 3, 1, 31, 100, 0.18, 0.11),
+		side("ours", 2000, 3, 1, 210, 600, 0.32, 0.25), side("reference", 2000, 3, 1, 60, 200, 0.17, 0.11),
+		side("ours", 4000, 3, 0.5, 640, 1600, 0.55, 0.35), side("reference", 4000, 3, 1, 120, 400, 0.17, 0.10))
 	b.Steps[1].Ours.IndexOpsPerRun, b.Steps[1].Ref.IndexOpsPerRun = 9.8, 2.0
 	b.Steps[1].Ours.EventsCounted, b.Steps[1].Ours.EventsPerProcRn = true, 2.4
 	b.Steps[1].Ours.EventsByKind = map[string]float64{"slots": 2.0, "assign": 0.4}
@@ -29,11 +21,6 @@ func costFixture() burstResult {
 	over.Runs, over.RunsPerSec = 40_000, 2000 // of 80,000 due
 	over.Delivered, over.Skipped = 40_000, 40_000
 	over.IndexOpsPerRun = 13.8 // 3.8 more than at the ceiling, for as many sheds as runs
-	var ours, refs []burstSide
-	for _, st := range b.Steps {
-		ours, refs = append(ours, st.Ours), append(refs, *st.Ref)
-	}
-	b.CeilingOurs, b.CeilingRef = ceiling(ours), ceiling(refs)
 	return b
 }
 
@@ -42,10 +29,7 @@ func TestCostGoals(t *testing.T) {
 	if b.CeilingOurs != 2000 {
 		t.Fatalf("ceiling %d, want 2000", b.CeilingOurs)
 	}
-	want := map[string]struct {
-		ratio   float64
-		verdict string
-	}{
+	want := map[string]wantGoal{
 		"CPU per run at 1000 jobs, ms: etcd + replicas (etcd, replicas)":                                            {0.58 / 0.35, verdictNotMet},
 		"etcd index operations per run at 1000 jobs / 8":                                                            {9.8 / 8, verdictNotMet},
 		"watch events decoded per replica per run at 1000 jobs":                                                     {2.4, verdictNotMet},
@@ -54,19 +38,7 @@ func TestCostGoals(t *testing.T) {
 		"twice the ceiling: completed runs/s / ceiling; every tick run or recorded; index operations per shed tick": {1.0, verdictNotMet},
 	}
 	goals := costGoals(&b)
-	if len(goals) != len(want) {
-		t.Fatalf("%d goals, want %d", len(goals), len(want))
-	}
-	for _, g := range goals {
-		w, ok := want[g.Name]
-		if !ok {
-			t.Errorf("unexpected goal %q", g.Name)
-			continue
-		}
-		if g.Issue != 38 || g.Ratio == nil || abs(*g.Ratio-w.ratio) > 1e-9 || g.Verdict != w.verdict {
-			t.Errorf("%q: issue %d, ratio %v, verdict %q; want %v, %q (%s)", g.Name, g.Issue, g.Ratio, g.Verdict, w.ratio, w.verdict, g.Measured)
-		}
-	}
+	checkGoals(t, goals, 38, want)
 	for _, part := range []string{"reference 0.180 + 0.110", "3.8 index operations per shed tick", "(slots 2.00, assign 0.40)", "reference 13.0 ms"} {
 		if !strings.Contains(strings.Join(measuredOf(goals), "\n"), part) {
 			t.Errorf("no row says %q:\n%s", part, strings.Join(measuredOf(goals), "\n"))
