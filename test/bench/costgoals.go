@@ -145,10 +145,8 @@ func (b *burstResult) overload() *burstSide {
 	if b.Overload != nil {
 		return b.Overload
 	}
-	for i := range b.Steps {
-		if b.Steps[i].Jobs == 2*b.CeilingOurs {
-			return &b.Steps[i].Ours
-		}
+	if st := b.step(2 * b.CeilingOurs); st != nil {
+		return &st.Ours
 	}
 	return nil
 }
@@ -158,10 +156,8 @@ func (b *burstResult) ceilingStep() *burstSide {
 	if b == nil {
 		return nil
 	}
-	for i := range b.Steps {
-		if b.Steps[i].Jobs == b.CeilingOurs {
-			return &b.Steps[i].Ours
-		}
+	if st := b.step(b.CeilingOurs); st != nil {
+		return &st.Ours
 	}
 	return nil
 }

@@ -39,19 +39,16 @@ func TestCostGoals(t *testing.T) {
 	}
 	goals := costGoals(&b)
 	checkGoals(t, goals, 38, want)
+	var measured []string
+	for _, g := range goals {
+		measured = append(measured, g.Measured)
+	}
+	all := strings.Join(measured, "\n")
 	for _, part := range []string{"reference 0.180 + 0.110", "3.8 index operations per shed tick", "(slots 2.00, assign 0.40)", "reference 13.0 ms"} {
-		if !strings.Contains(strings.Join(measuredOf(goals), "\n"), part) {
-			t.Errorf("no row says %q:\n%s", part, strings.Join(measuredOf(goals), "\n"))
+		if !strings.Contains(all, part) {
+			t.Errorf("no row says %q:\n%s", part, all)
 		}
 	}
-}
-
-func measuredOf(goals []goal) []string {
-	out := make([]string, len(goals))
-	for i, g := range goals {
-		out[i] = g.Measured
-	}
-	return out
 }
 
 // Each row says met when its figures are within the issue's: the rows
