@@ -17,10 +17,10 @@ import "time"
 // ends' round trips as a congestion window follows a network's (additive
 // increase, multiplicative decrease): a window whose ends took over
 // slowEnd, one in ten or more, halves it, down to an eighth of
-// max_parallel and leastPlaces at least (floorOf); one whose ends took under half
-// of it, nine in ten, adds a sixteenth of it, up to max_parallel. It
-// never exceeds max_parallel, the user's bound on what a replica has in
-// hand. A cut lapses when no window judged it for staleWindow (lapse):
+// max_parallel and leastPlaces at least (floorOf); one whose ends took
+// under half of it, nine in ten, adds a sixteenth of it, up to
+// max_parallel. It never exceeds max_parallel, the user's bound on what a
+// replica has in hand. A cut lapses when no window judged it for staleWindow (lapse):
 // the core's timer then wakes the runs waiting for a place (core.lapsed).
 //
 // Its fields are the core's, guarded by the core's lock.

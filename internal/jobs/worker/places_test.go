@@ -30,10 +30,10 @@ func window(p *placeLimit, at time.Time, n int, took time.Duration, maxParallel 
 }
 
 // The limit of places follows the ends' round trips: slow ends halve it
-// a window down to an eighth of max_parallel (4,096 here: 512), ends between slow and quick
-// hold it, quick ones give it back a sixteenth of itself a window up to
-// max_parallel and never beyond, and a window of too few ends judges
-// nothing.
+// a window down to an eighth of max_parallel (4,096 here: 512), ends
+// between slow and quick hold it, quick ones give it back a sixteenth of
+// itself a window up to max_parallel and never beyond, and a window of
+// too few ends judges nothing.
 func TestPlacesFollowTheEndsRoundTrips(t *testing.T) {
 	const maxParallel = 4096
 	var p placeLimit
@@ -73,9 +73,8 @@ func TestPlacesFollowTheEndsRoundTrips(t *testing.T) {
 // A cut leaves an eighth of max_parallel and at least leastPlaces, so a
 // replica of 256 places or fewer is never cut (under overload, fewer
 // places turn runs into shed ticks, which etcd records one by one), and
-// a cut no window judged
-// for staleWindow is over: with long runs in every place left, no end
-// would ever come to give the places back.
+// a cut no window judged for staleWindow is over: with long runs in every
+// place left, no end would ever come to give the places back.
 func TestACutLeavesPlacesAndLapses(t *testing.T) {
 	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	for _, c := range []struct{ maxParallel, floor int }{{2, 2}, {64, 64}, {256, 256}, {300, 256}, {1024, 256}, {2048, 256}, {4096, 512}} {
