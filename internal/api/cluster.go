@@ -26,7 +26,7 @@ type Cluster interface {
 	Confirm(ctx context.Context) error
 	Leader(ctx context.Context) (election.Leader, error)
 	Members(ctx context.Context) ([]election.Member, error)
-	Slots() []slots.Info
+	Slots(ctx context.Context) ([]slots.Info, error)
 	Jobs(ctx context.Context, page jobs.Page) (list []jobs.JobStatus, next string, err error)
 	Job(ctx context.Context, name string) (jobs.JobStatus, error)
 	// RemovedJobs are the jobs gone from the config whose history is kept.

@@ -31,7 +31,8 @@ func (s *Server) members(w http.ResponseWriter, r *http.Request, cl Cluster) {
 
 // slots serves GET /api/v1/slots: the held slots, then the rate windows.
 func (s *Server) slots(w http.ResponseWriter, r *http.Request, cl Cluster) {
-	writeJSON(w, http.StatusOK, nonNil(s.readableSlots(r.Context(), cl.Slots())))
+	list, err := cl.Slots(r.Context())
+	respond(w, r, http.StatusOK, nonNil(s.readableSlots(r.Context(), list)), err)
 }
 
 // jobs serves GET /api/v1/jobs, a page of the configured jobs, or with

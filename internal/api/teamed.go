@@ -108,12 +108,13 @@ func readableRemoved(ctx context.Context, list []jobs.RemovedJob) []jobs.Removed
 }
 
 // Slots names the team of each job's slot; a resource's slot has none.
-func (t teamed) Slots() []slots.Info {
-	list := slices.Clone(t.Cluster.Slots())
+func (t teamed) Slots(ctx context.Context) ([]slots.Info, error) {
+	list, err := t.Cluster.Slots(ctx)
+	list = slices.Clone(list)
 	for i := range list {
 		if list[i].Job != "" {
 			list[i].Team = t.team(list[i].Job)
 		}
 	}
-	return list
+	return list, err
 }

@@ -41,7 +41,7 @@ func TestChainedRunsOncePerUpstreamRun(t *testing.T) {
 		if ticks() < 20 {
 			return false
 		}
-		for _, s := range second.Slots.List() {
+		for _, s := range second.held(t) {
 			if s.Job == "a" && s.Holder != second.id {
 				crashed = byID(t, nodes, s.Holder)
 				return true

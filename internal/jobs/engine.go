@@ -242,6 +242,11 @@ func (e *Engine) Drain(ctx context.Context) {
 // Ready closes once the queue and job state have been read.
 func (e *Engine) Ready() <-chan struct{} { return e.queue.Ready() }
 
+// Waiting says whether the queue view holds an entry: a run that waits, a
+// trigger, a retry, a run of the queue path. The slots' view of job slots
+// is kept while it does (slots.WithDemand).
+func (e *Engine) Waiting() bool { return e.queue.Len() > 0 }
+
 // Lead does the leader's work for one term while ctx lives (package
 // leader). It returns nil when ctx ends or the term is found over.
 func (e *Engine) Lead(ctx context.Context, term election.Leadership) error {

@@ -39,7 +39,11 @@ func (rr *runReader) FindRun(ctx context.Context, runID string) (RunStatus, erro
 	}
 	// An assigned run (the lean protocol, docs/protocol.md) has no queue
 	// entry: while it runs, its slot says so.
-	for _, sl := range rr.slots.Of(job) {
+	held, err := rr.slots.HeldOf(ctx, job)
+	if err != nil {
+		return RunStatus{}, fmt.Errorf("jobs: %w", err)
+	}
+	for _, sl := range held {
 		if sl.RunID == runID {
 			return RunStatus{State: string(queue.Running), Record: runs.Record{
 				RunID: runID, Job: job, Attempt: 1, Trigger: runs.Schedule, ScheduledAt: sl.ScheduledAt,

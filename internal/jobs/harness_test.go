@@ -25,6 +25,7 @@ import (
 	"github.com/etcdsched/scheduler/internal/poll"
 	"github.com/etcdsched/scheduler/internal/replica"
 	"github.com/etcdsched/scheduler/internal/runs"
+	"github.com/etcdsched/scheduler/internal/slots"
 	"github.com/etcdsched/scheduler/internal/watch"
 )
 
@@ -302,6 +303,18 @@ func awaitRecord(t *testing.T, cli *clientv3.Client, job, runID string, ok func(
 }
 
 // leaderOf returns the node that leads, once exactly one does.
+// held is the slots n's semaphore reads from etcd.
+func (n *node) held(t *testing.T) []slots.Info {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	list, err := n.Slots.Held(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return list
+}
+
 func leaderOf(t *testing.T, nodes []*node) *node {
 	t.Helper()
 	var leader *node

@@ -111,7 +111,7 @@ func byID(t *testing.T, nodes []*node, id string) *node {
 func slotOf(t *testing.T, n *node, runID string) (holder string, token int64) {
 	t.Helper()
 	poll.For(t, 30*time.Second, "the run "+runID+" to start", func() bool {
-		for _, s := range n.Slots.List() {
+		for _, s := range n.held(t) {
 			if s.RunID == runID {
 				holder, token = s.Holder, s.FencingToken
 				return true

@@ -75,13 +75,14 @@ func TestRateOnlyRefusalsNameTheWindow(t *testing.T) {
 	// judged 60 ms after the first run's claim still saw its slot). The
 	// window's place is put with the claim, so a view that has it and no
 	// slot has seen the release.
-	poll.Until(t, 30*time.Second, "the first runs' places taken and slots freed in the view", func() (bool, string) {
-		held := a.Slots.List()
-		free := 0
+	poll.Until(t, 30*time.Second, "the first runs' places taken and slots freed in etcd and in the view", func() (bool, string) {
+		held := a.held(t)
+		free, slotsFree := 0, 0
 		for _, job := range []string{"queued", "skipper", "late"} {
 			free += a.Slots.FreePlaces(slots.Rate{Scope: keys.RateJob, Name: job, Count: 1, Per: time.Hour}, time.Now())
+			slotsFree += a.Slots.Free(slots.JobSlot, job, 1)
 		}
-		return len(held) == 0 && free == 0, fmt.Sprintf("held %v, %d places free", held, free)
+		return len(held) == 0 && free == 0 && slotsFree == 3, fmt.Sprintf("held %v, %d places free, %d slots free in the view", held, free, slotsFree)
 	})
 
 	// overlap skip: refused by the window itself.
@@ -101,8 +102,8 @@ func TestRateOnlyRefusalsNameTheWindow(t *testing.T) {
 	// job's slot until the window refuses it, and a refusal meanwhile
 	// rightly names the slot (a CI run saw "all 1 slots taken").
 	poll.Until(t, 30*time.Second, "a run of queued to wait, holding no slot", func() (bool, string) {
-		held := a.Slots.List()
-		return queuedOf(a.engine, "queued") == 1 && len(held) == 0, fmt.Sprint(queuedOf(a.engine, "queued"), held)
+		held := a.held(t)
+		return queuedOf(a.engine, "queued") == 1 && len(held) == 0 && a.Slots.Free(slots.JobSlot, "queued", 1) == 1, fmt.Sprint(queuedOf(a.engine, "queued"), held)
 	})
 	exact("queued", ended("queued", a.trigger(t, "queued", ""), runs.Skipped))
 	poll.Until(t, 30*time.Second, "queued's skip counted with reason queue_full", func() (bool, string) {

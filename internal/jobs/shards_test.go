@@ -214,7 +214,7 @@ func TestShardsOfACrashedReplicaAreRetriedBeforeTheFanIn(t *testing.T) {
 	var tick string
 	var victim *node
 	poll.For(t, 90*time.Second, "shards of a tick running on a replica that does not lead", func() bool {
-		for _, s := range leader.Slots.List() {
+		for _, s := range leader.held(t) {
 			if s.Job == "wide" && s.Holder != leader.id {
 				tick, _, _ = runs.ShardOf(s.RunID)
 				victim = byID[s.Holder]

@@ -103,12 +103,16 @@ func (jr *jobReader) statuses(ctx context.Context, jobs []*config.Job) ([]JobSta
 	if lasts == nil {
 		return nil, fmt.Errorf("jobs: %w", err)
 	}
+	running, err := jr.slots.Running(ctx, names...)
+	if err != nil {
+		return nil, fmt.Errorf("jobs: %w", err)
+	}
 	out := make([]JobStatus, len(jobs))
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 16)
 	errs := make([]error, len(jobs))
 	for i, j := range jobs {
-		out[i] = jr.jobStatus(j, counts[j.Name], notes, lasts(j.Name))
+		out[i] = jr.jobStatus(j, counts[j.Name], running[j.Name], notes, lasts(j.Name))
 		if len(jobs) > lastRunLookups {
 			continue
 		}
@@ -136,7 +140,11 @@ func (jr *jobReader) Job(ctx context.Context, name string) (JobStatus, error) {
 	if err != nil {
 		return JobStatus{}, fmt.Errorf("jobs: %w", err)
 	}
-	st := jr.jobStatus(j, jr.queued(func(q *queue.Item) bool { return q.Job == j.Name })[j.Name], jr.outbox.ByJob(), lasts(name))
+	running, err := jr.slots.Running(ctx, name)
+	if err != nil {
+		return JobStatus{}, fmt.Errorf("jobs: %w", err)
+	}
+	st := jr.jobStatus(j, jr.queued(func(q *queue.Item) bool { return q.Job == j.Name })[j.Name], running[name], jr.outbox.ByJob(), lasts(name))
 	if st.LastRun, err = jr.runs.lastRun(ctx, name); err != nil {
 		return st, err
 	}
@@ -185,7 +193,7 @@ func (jr *jobReader) queued(keep func(*queue.Item) bool) map[string]queueCount {
 	return out
 }
 
-func (jr *jobReader) jobStatus(j *config.Job, queued queueCount, notes map[string]int, last *overdue.Succeeded) JobStatus {
+func (jr *jobReader) jobStatus(j *config.Job, queued queueCount, running int, notes map[string]int, last *overdue.Succeeded) JobStatus {
 	pause := jr.paused.State(j.Name, j.Paused)
 	st := JobStatus{
 		Name:           j.Name,
@@ -194,7 +202,7 @@ func (jr *jobReader) jobStatus(j *config.Job, queued queueCount, notes map[strin
 		PauseReason:    pause.Reason,
 		PausedAt:       pause.At,
 		PausedUntil:    pause.Until,
-		Running:        jr.slots.InUse(j.Name),
+		Running:        running,
 		MaxConcurrency: j.MaxConcurrency,
 		Pending:        queued.due,
 		Scheduled:      queued.ahead,

@@ -27,13 +27,17 @@ func (c cluster) Members(ctx context.Context) ([]election.Member, error) {
 	return c.membership.List(ctx)
 }
 
-// Slots lists the held slots, then each configured rate window.
-func (c cluster) Slots() []slots.Info {
-	list := c.slots.List()
+// Slots lists the held slots, as etcd holds them, then each configured
+// rate window.
+func (c cluster) Slots(ctx context.Context) ([]slots.Info, error) {
+	list, err := c.slots.Held(ctx)
+	if err != nil {
+		return nil, err
+	}
 	for _, w := range c.slots.Windows(c.RateWindows(), time.Now()) {
 		list = append(list, slots.Info{Window: &w})
 	}
-	return list
+	return list, nil
 }
 
 // Confirm: the views are confirmed while the session is alive, that is,

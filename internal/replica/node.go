@@ -131,12 +131,24 @@ func (n *Node) newSessionParts(o NodeOptions, cfg *config.Config) error {
 	if n.Batch, err = txnbatch.New(o.Client, txnbatch.Options{Reg: o.Reg}); err != nil {
 		return err
 	}
-	n.Slots, err = slots.New(o.Client, keys.New(cfg.Cluster.Etcd.Prefix), o.Logger.With("component", "slots"), o.Reg, slots.WithCommitter(n.Batch), slots.WithTeams(func(job string) string {
+	teamOf := func(job string) string {
 		if j := o.Config().Job(job); j != nil {
 			return j.Team
 		}
 		return ""
-	}))
+	}
+	jobNames := func() []string {
+		cfg := o.Config()
+		names := make([]string, len(cfg.Jobs))
+		for i := range cfg.Jobs {
+			names[i] = cfg.Jobs[i].Name
+		}
+		return names
+	}
+	// The engine is made after the slots, and before Start runs either.
+	waiting := func() bool { return n.Engine != nil && n.Engine.Waiting() }
+	n.Slots, err = slots.New(o.Client, keys.New(cfg.Cluster.Etcd.Prefix), o.Logger.With("component", "slots"), o.Reg,
+		slots.WithCommitter(n.Batch), slots.WithTeams(teamOf), slots.WithJobs(jobNames), slots.WithDemand(waiting, slots.DefaultLinger))
 	return err
 }
 

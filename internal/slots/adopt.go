@@ -35,8 +35,17 @@ func (s *Semaphore) Adopt(sess *session.Session, job, key string, slot int, toke
 }
 
 // FreeIndex is a slot index below limit that the view shows free in a job
-// slot group or a resource; ok is false when the view shows none.
+// slot group or a resource; ok is false when the view shows none. A job
+// slot group of one slot has only index 0, whatever the view; one of more
+// wants the job slots' view, and until it is loaded is offered index 0
+// too: a claim refused so takes the queue path, which reads.
 func (s *Semaphore) FreeIndex(kind Kind, name string, limit int) (index int, ok bool) {
+	if kind == JobSlot {
+		if limit <= 1 {
+			return 0, true
+		}
+		s.Want()
+	}
 	free := s.free(kind, name, limit)
 	if len(free) == 0 {
 		return 0, false

@@ -25,11 +25,11 @@ func putSlot(t *testing.T, cli *clientv3.Client, lease clientv3.LeaseID, job str
 	return resp.Header.Revision
 }
 
-// An adopted claim is tracked like any: a delete of its key under it ends
-// its context (ErrLost).
+// An adopted claim is tracked like any while the job slots' view is kept:
+// a delete of its key under it ends its context (ErrLost).
 func TestAdoptedClaimIsCancelledWhenItsKeyGoes(t *testing.T) {
 	cli := etcdtest.Start(t).Client()
-	s := startSemaphore(t, cli)
+	s := startSemaphore(t, cli) // wants the view
 	sess := newSession(t, cli, 5*time.Second, time.Second)
 	token := putSlot(t, cli, sess.Lease(), "j", 0, "j@1")
 	h := s.Adopt(sess, "j", "", 0, token, nil, Value{RunID: "j@1"})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -80,12 +81,9 @@ func frozenSemaphore(t *testing.T, cli *clientv3.Client) *Semaphore {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- sem.Run(ctx) }()
-	<-sem.Ready()
-	cancel()
-	if err := <-done; err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := sem.load(ctx); err != nil {
 		t.Fatal(err)
 	}
 	return sem
@@ -162,8 +160,8 @@ func TestDeletedSlotEndsHolderContext(t *testing.T) {
 	}
 }
 
-// List, Token and the gauges show a held job and resource slot, and nothing
-// once it is released.
+// Held, HeldOf, Running, the view's Token and the gauges show a held job
+// and resource slot, and nothing once it is released.
 func TestListAndMetrics(t *testing.T) {
 	cluster := etcdtest.Start(t)
 	cli := cluster.Client()
@@ -182,8 +180,11 @@ func TestListAndMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	poll.For(t, 10*time.Second, "two slots in the view", func() bool { return len(sem.List()) == 2 })
-	list := sem.List()
+	poll.For(t, 10*time.Second, "two slots in the view", func() bool { return len(sem.viewList()) == 2 })
+	list, err := sem.Held(ctx)
+	if err != nil || len(list) != 2 {
+		t.Fatalf("Held = %+v, %v; want two slots", list, err)
+	}
 	want := []Info{
 		{Job: "j", Slot: 0, RunID: v.RunID, Holder: "replica-a", FencingToken: h.Token, StartedAt: started, ScheduledAt: scheduled},
 		{Resource: "db", Slot: h.Resources[0].Index, RunID: v.RunID, Holder: "replica-a", FencingToken: h.Token, StartedAt: started, ScheduledAt: scheduled},
@@ -197,24 +198,24 @@ func TestListAndMetrics(t *testing.T) {
 			t.Errorf("List()[%d] = %+v, want %+v", i, list[i], want[i])
 		}
 	}
-	if sem.InUse("j") != 1 || sem.ResourceInUse("db") != 1 {
-		t.Errorf("in use: job %d, resource %d", sem.InUse("j"), sem.ResourceInUse("db"))
+	if running, err := sem.Running(ctx); err != nil || !maps.Equal(running, map[string]int{"j": 1}) || sem.ResourceInUse("db") != 1 {
+		t.Errorf("in use: jobs %v (%v), resource %d", running, err, sem.ResourceInUse("db"))
 	}
 	if token, ok := sem.Token(h.Key()); !ok || token != h.Token {
 		t.Errorf("Token(%s) = %d, %v; want %d, true", h.Key(), token, ok, h.Token)
 	}
-	if of := sem.Of("j"); !slices.Equal(of, list[:1]) {
-		t.Errorf("Of(j) = %+v, want List's row of j %+v", of, list[0])
+	if of, err := sem.HeldOf(ctx, "j"); err != nil || !slices.Equal(of, list[:1]) {
+		t.Errorf("HeldOf(j) = %+v, %v; want Held's row of j %+v", of, err, list[0])
 	}
-	if of := sem.Of("db"); len(of) != 0 {
-		t.Errorf("Of(db), a resource's name = %+v, want none", of)
+	if of, err := sem.HeldOf(ctx, "db"); err != nil || len(of) != 0 {
+		t.Errorf("HeldOf(db), a resource's name = %+v, %v; want none", of, err)
 	}
 	gauges := func(job, res int) string {
 		return strings.NewReplacer("JOB", string(rune('0'+job)), "RES", string(rune('0'+res))).Replace(`
 # HELP scheduler_resource_slots_in_use Shared-resource slots held across the cluster, as seen by this replica's watch.
 # TYPE scheduler_resource_slots_in_use gauge
 scheduler_resource_slots_in_use{resource="db"} RES
-# HELP scheduler_slots_in_use Job slots held across the cluster, as seen by this replica's watch.
+# HELP scheduler_slots_in_use Job slots held across the cluster, as etcd stores them at the scrape.
 # TYPE scheduler_slots_in_use gauge
 scheduler_slots_in_use{job="j",team=""} JOB
 `)
@@ -225,12 +226,12 @@ scheduler_slots_in_use{job="j",team=""} JOB
 	if err := sem.Release(ctx, h); err != nil {
 		t.Fatal(err)
 	}
-	poll.For(t, 10*time.Second, "an empty view", func() bool { return len(sem.List()) == 0 })
+	poll.For(t, 10*time.Second, "an empty view", func() bool { return len(sem.viewList()) == 0 })
 	if token, ok := sem.Token(h.Key()); ok {
 		t.Errorf("Token(%s) after the release = %d, held", h.Key(), token)
 	}
-	if of := sem.Of("j"); len(of) != 0 {
-		t.Errorf("Of(j) after the release = %+v", of)
+	if of, err := sem.HeldOf(ctx, "j"); err != nil || len(of) != 0 {
+		t.Errorf("HeldOf(j) after the release = %+v, %v", of, err)
 	}
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(gauges(0, 0)), "scheduler_slots_in_use", "scheduler_resource_slots_in_use"); err != nil {
 		t.Error(err)

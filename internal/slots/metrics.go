@@ -1,46 +1,40 @@
 package slots
 
 import (
+	"context"
 	"errors"
+	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// metrics of the semaphore. Slot occupancy comes from the watch-maintained
-// view, so it is the cluster-wide count and every replica reports the same
-// value: aggregate across replicas with max, not sum.
+// metrics of the semaphore. Job slots in use are read from etcd at each
+// scrape (Running), so every replica reports the cluster-wide count, the
+// same value: aggregate across replicas with max, not sum. No replica
+// keeps a view of every job's slots for it (read.go).
 //
 // Resources get their own gauge rather than a job="resource:<name>" value:
 // the job label then always names a job, so sum by (job) and joins with
 // runs_total{job} stay meaningful.
 type metrics struct {
-	// teamOf names a job's team (docs/teams.md): the job gauge's team
-	// label, "" for a job of the main file or none known.
-	teamOf        func(job string) string
-	jobInUse      *prometheus.GaugeVec
+	jobInUse      *jobsInUse
 	resourceInUse *prometheus.GaugeVec
 	claimDuration prometheus.Histogram
-	// inUse are the gauges setInUse moved, by kind and name, with the
-	// team each job's was made for: the view moves one per slot event,
-	// and finding it by its labels each time (hashing them) was ~2 % of a
+	// resources are the resource gauges setInUse moved, by name: finding
+	// one by its labels on each slot event (hashing them) was ~2 % of a
 	// replica's CPU at 2,000 runs a second. Guarded by the semaphore's lock.
-	inUse map[group]teamGauge
+	resources map[string]prometheus.Gauge
 }
 
-// teamGauge is a job's or a resource's gauge of slots in use.
-type teamGauge struct {
-	team  string
-	gauge prometheus.Gauge
-}
+// scrapeRead bounds the read of the held slots a scrape makes; past it
+// the counts last read are reported.
+const scrapeRead = 2 * time.Second
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
-		teamOf: func(string) string { return "" },
-		inUse:  map[group]teamGauge{},
-		jobInUse: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "scheduler_slots_in_use",
-			Help: "Job slots held across the cluster, as seen by this replica's watch.",
-		}, []string{"job", "team"}),
+		jobInUse:  &jobsInUse{teamOf: func(string) string { return "" }, seen: map[string]int{}},
+		resources: map[string]prometheus.Gauge{},
 		resourceInUse: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "scheduler_resource_slots_in_use",
 			Help: "Shared-resource slots held across the cluster, as seen by this replica's watch.",
@@ -64,21 +58,60 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	return m, nil
 }
 
-// setInUse sets the gauge of kind's name to n. A job's team is looked up
-// each time, so a job that moves to another team moves to its series
-// (the old one keeps its last value, as before the gauges were kept).
-func (m *metrics) setInUse(kind Kind, name string, n int) {
-	g := group{kind, name}
-	tg, ok := m.inUse[g]
-	switch {
-	case kind == ResourceSlot && !ok:
-		tg = teamGauge{gauge: m.resourceInUse.WithLabelValues(name)}
-		m.inUse[g] = tg
-	case kind != ResourceSlot:
-		if team := m.teamOf(name); !ok || team != tg.team {
-			tg = teamGauge{team: team, gauge: m.jobInUse.WithLabelValues(name, team)}
-			m.inUse[g] = tg
+// setResourceInUse sets the gauge of resource name to n.
+func (m *metrics) setResourceInUse(name string, n int) {
+	g, ok := m.resources[name]
+	if !ok {
+		g = m.resourceInUse.WithLabelValues(name)
+		m.resources[name] = g
+	}
+	g.Set(float64(n))
+}
+
+var jobInUseDesc = prometheus.NewDesc("scheduler_slots_in_use",
+	"Job slots held across the cluster, as etcd stores them at the scrape.", []string{"job", "team"}, nil)
+
+// jobsInUse is scheduler_slots_in_use: each job's held slots, read at the
+// scrape (Semaphore.Running), with the team the job has then
+// (docs/teams.md): every configured job (WithJobs) and every job that held
+// slots since the replica started, 0 when it holds none.
+type jobsInUse struct {
+	teamOf  func(job string) string
+	jobs    func() []string // the configured jobs (WithJobs), each shown; nil: none
+	running func(ctx context.Context) (map[string]int, error)
+
+	mu   sync.Mutex
+	seen map[string]int // every job counted so far, by its count last read
+}
+
+func (j *jobsInUse) Describe(ch chan<- *prometheus.Desc) { ch <- jobInUseDesc }
+
+// Collect reads the counts; while etcd does not answer within scrapeRead,
+// it reports those last read.
+func (j *jobsInUse) Collect(ch chan<- prometheus.Metric) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.running != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), scrapeRead)
+		counts, err := j.running(ctx)
+		cancel()
+		if err == nil {
+			for job := range j.seen {
+				j.seen[job] = 0
+			}
+			for job, n := range counts {
+				j.seen[job] = n
+			}
 		}
 	}
-	tg.gauge.Set(float64(n))
+	if j.jobs != nil {
+		for _, job := range j.jobs() {
+			if _, ok := j.seen[job]; !ok {
+				j.seen[job] = 0
+			}
+		}
+	}
+	for job, n := range j.seen {
+		ch <- prometheus.MustNewConstMetric(jobInUseDesc, prometheus.GaugeValue, float64(n), job, j.teamOf(job))
+	}
 }

@@ -130,13 +130,13 @@ func TestListShowsKeysAndWindows(t *testing.T) {
 	defer poll.Stop()
 	for {
 		changed := sem.Changed()
-		if list = sem.List(); len(list) == 1 && len(sem.Windows([]Rate{rate}, start)) == 1 && sem.Windows([]Rate{rate}, start)[0].InUse == 1 {
+		if list = sem.viewList(); len(list) == 1 && len(sem.Windows([]Rate{rate}, start)) == 1 && sem.Windows([]Rate{rate}, start)[0].InUse == 1 {
 			break
 		}
 		select {
 		case <-changed:
 		case <-poll.C:
-			t.Fatalf("view never showed the claim: %+v", sem.List())
+			t.Fatalf("view never showed the claim: %+v", sem.viewList())
 		}
 	}
 	if list[0].Job != "sync" || list[0].ConcurrencyKey != "c-1" {

@@ -3,6 +3,7 @@ package slots
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -10,121 +11,153 @@ import (
 	"github.com/etcdsched/scheduler/internal/watch"
 )
 
-// Run keeps the view of held slots and rate places until ctx ends: one
-// read of the three prefixes, then a watch of each from the revision after it. A watch that
-// closes is resumed from the revision after its last event; a compacted one
-// (its history is gone) starts over with a fresh read (docs/design.md#the-safety-rules, rule 8).
+// Run keeps the view until ctx ends: the resources' and rate windows'
+// keys always (one read, then a watch of each prefix from the revision
+// after it), the job slots' while the view is wanted (demand.go). A watch
+// that closes is resumed from the revision after its last event; a
+// compacted one (its history is gone) starts over with a fresh read
+// (docs/design.md#the-safety-rules, rule 8).
 func (s *Semaphore) Run(ctx context.Context) error {
-	// The watches require a leader themselves; this makes the read, too,
-	// fail at once on a member without one rather than wait, so it is
+	// The watches require a leader themselves; this makes the reads, too,
+	// fail at once on a member without one rather than wait, so they are
 	// retried, possibly on another member.
 	ctx = clientv3.WithRequireLeader(ctx)
-	return s.watch().Run(ctx, viewHandler{s})
+	var wg sync.WaitGroup
+	wg.Go(func() { s.followSlotsOnDemand(ctx) })
+	err := s.limitsWatch().Run(ctx, limitsHandler{s})
+	wg.Wait()
+	return err
 }
 
-// watch follows both prefixes, each at its own pace: goneLocked judges a
-// key by the watch of its own prefix.
-func (s *Semaphore) watch() watch.Watch {
-	return watch.Watch{
-		Client:   s.client,
-		Prefixes: []string{slotsView: s.layout.Slots(), resourcesView: s.layout.Resources(), ratesView: s.layout.Rates()},
-		Retry:    etcdRetry,
-		Clock:    s.clock,
-		Logger:   s.logger,
-	}
+// limitsWatch follows the resources' and the rate windows' prefixes, each
+// at its own pace: goneLocked judges a key by the watch of its own prefix.
+func (s *Semaphore) limitsWatch() watch.Watch {
+	return s.watchOf(s.layout.Resources(), s.layout.Rates())
 }
 
-// viewHandler is the view as the watches see it; its methods are not
-// Semaphore's, which has a Claim and Release to offer, not a Read.
-type viewHandler struct{ s *Semaphore }
+// slotsWatch follows the job slots' prefix.
+func (s *Semaphore) slotsWatch() watch.Watch { return s.watchOf(s.layout.Slots()) }
 
-func (v viewHandler) Read(ctx context.Context) (int64, error) {
-	if err := v.s.load(ctx); err != nil {
-		return 0, err
-	}
-	v.s.mu.Lock()
-	defer v.s.mu.Unlock()
-	return v.s.seen[slotsView], nil // load reads both at one revision
+func (s *Semaphore) watchOf(prefixes ...string) watch.Watch {
+	return watch.Watch{Client: s.client, Prefixes: prefixes, Retry: etcdRetry, Clock: s.clock, Logger: s.logger}
 }
 
-func (v viewHandler) Apply(_ context.Context, prefix string, events []*clientv3.Event, _ int64) error {
-	view := slotsView
-	switch prefix {
-	case v.s.layout.Resources():
-		view = resourcesView
-	case v.s.layout.Rates():
+// limitsHandler is the resources' and rate windows' view as their watches
+// see it; its methods are not Semaphore's, which has a Claim and Release
+// to offer, not a Read.
+type limitsHandler struct{ s *Semaphore }
+
+func (v limitsHandler) Read(ctx context.Context) (int64, error) { return v.s.loadLimits(ctx) }
+
+func (v limitsHandler) Apply(_ context.Context, prefix string, events []*clientv3.Event, _ int64) error {
+	view := resourcesView
+	if prefix == v.s.layout.Rates() {
 		view = ratesView
 	}
 	v.s.apply(view, events)
 	return nil
 }
 
-// load replaces the view with a read of both prefixes at one revision.
-func (s *Semaphore) load(ctx context.Context) error {
+// slotsHandler is the job slots' view as its watch sees it.
+type slotsHandler struct{ s *Semaphore }
+
+func (v slotsHandler) Read(ctx context.Context) (int64, error) { return v.s.loadSlots(ctx) }
+
+func (v slotsHandler) Apply(_ context.Context, _ string, events []*clientv3.Event, _ int64) error {
+	v.s.apply(slotsView, events)
+	return nil
+}
+
+// loadLimits replaces the resources' and rate windows' view with a read
+// of both prefixes at one revision, and returns it.
+func (s *Semaphore) loadLimits(ctx context.Context) (int64, error) {
 	resp, err := s.client.Txn(ctx).Then(
-		clientv3.OpGet(s.layout.Slots(), clientv3.WithPrefix()),
 		clientv3.OpGet(s.layout.Resources(), clientv3.WithPrefix()),
 		clientv3.OpGet(s.layout.Rates(), clientv3.WithPrefix()),
 	).Commit()
 	if err != nil {
-		return fmt.Errorf("slots: read held slots: %w", err)
+		return 0, fmt.Errorf("slots: read held resource slots and rate places: %w", err)
 	}
 	rev := resp.Header.Revision
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.seen = [3]int64{rev, rev, rev}
-	old := s.counts
-	s.entries = map[string]entry{}
-	s.counts = map[group]int{}
-	s.jobs = map[string]int{}
+	s.seen[resourcesView], s.seen[ratesView] = rev, rev
 	s.rates = map[string]place{}
-	for _, r := range resp.Responses[:2] {
-		for _, kv := range r.GetResponseRange().Kvs {
-			s.put(kv)
-		}
-	}
-	for _, kv := range resp.Responses[2].GetResponseRange().Kvs {
+	for _, kv := range resp.Responses[1].GetResponseRange().Kvs {
 		s.rates[string(kv.Key)] = decodePlace(kv)
 	}
-	for g := range old {
-		s.setInUseLocked(g)
+	s.replaceLocked(ResourceSlot, resp.Responses[0].GetResponseRange().Kvs)
+	if !s.loaded {
+		s.loaded = true
+		close(s.ready)
 	}
-	for g := range s.counts {
-		s.setInUseLocked(g)
+	return rev, nil
+}
+
+// loadSlots replaces the job slots' view with a read of their prefix,
+// and returns its revision.
+func (s *Semaphore) loadSlots(ctx context.Context) (int64, error) {
+	resp, err := s.client.Get(ctx, s.layout.Slots(), clientv3.WithPrefix())
+	if err != nil {
+		return 0, fmt.Errorf("slots: read held slots: %w", err)
 	}
-	// A claim registered after this read began has a token above rev and
-	// is not in it; only older claims can be judged.
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.seen[slotsView] = resp.Header.Revision
+	s.replaceLocked(JobSlot, resp.Kvs)
+	if !s.slotsLoaded {
+		s.slotsLoaded = true
+		close(s.slotsReady)
+	}
+	return resp.Header.Revision, nil
+}
+
+// replaceLocked replaces the view's held keys of kind with kvs, read at
+// the revision seen says, and ends the claims whose keys the read shows
+// gone.
+func (s *Semaphore) replaceLocked(kind Kind, kvs []*mvccpb.KeyValue) {
+	s.dropLocked(kind)
+	for _, kv := range kvs {
+		s.put(kv)
+	}
+	s.settledLocked(kind)
+	// A claim registered after this read began has a token above its
+	// revision and is not in it; only older claims can be judged.
 	for _, h := range s.held {
 		if s.goneLocked(h) {
 			s.lostLocked(h)
 		}
 	}
-	if !s.loaded {
-		s.loaded = true
-		close(s.ready)
-	}
 	s.signalLocked()
-	return nil
 }
 
-// follow watches both prefixes from the revision after the view's and
-// resumes each watch after its last event until the history is compacted
-// (an error wrapping rpctypes.ErrCompacted) or ctx ends.
-func (s *Semaphore) follow(ctx context.Context) error {
-	from := s.watchFrom()
-	return s.watch().Follow(ctx, viewHandler{s}, from[slotsView], from[resourcesView], from[ratesView])
+// dropLocked forgets the view's held keys of kind.
+func (s *Semaphore) dropLocked(kind Kind) {
+	for k, e := range s.entries {
+		if e.kind == kind {
+			delete(s.entries, k)
+			s.count(e.group, -1)
+		}
+	}
 }
 
-// watchFrom is where each prefix's watch goes on: the revision after the
-// view's.
-func (s *Semaphore) watchFrom() [3]int64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return [3]int64{s.seen[0] + 1, s.seen[1] + 1, s.seen[2] + 1}
+// settledLocked sets the resource gauges after a read; job slots have
+// none of the view's (metrics.go).
+func (s *Semaphore) settledLocked(kind Kind) {
+	if kind != ResourceSlot {
+		return
+	}
+	for name := range s.metrics.resources {
+		s.metrics.setResourceInUse(name, s.counts[group{ResourceSlot, name}])
+	}
+	for g, n := range s.counts {
+		if g.kind == ResourceSlot {
+			s.metrics.setResourceInUse(g.name, n)
+		}
+	}
 }
 
-// apply takes one watch response's events of prefix view (slotsView or
-// resourcesView).
+// apply takes one watch response's events of prefix view.
 func (s *Semaphore) apply(view int, events []*clientv3.Event) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -162,19 +195,21 @@ func (s *Semaphore) applyRatesLocked(events []*clientv3.Event) {
 // applySlotsLocked takes events of job or resource slot keys; a delete of
 // a slot this replica holds is the loss of that hold.
 func (s *Semaphore) applySlotsLocked(events []*clientv3.Event) {
-	touched := map[group]bool{}
+	touched := false
 	for _, ev := range events {
 		k := string(ev.Kv.Key)
 		if ev.Type == mvccpb.PUT {
 			if e, ok := s.put(ev.Kv); ok {
-				touched[e.group] = true
+				touched = true
+				s.movedLocked(e.group)
 			}
 			continue
 		}
 		if e, ok := s.entries[k]; ok {
 			delete(s.entries, k)
 			s.count(e.group, -1)
-			touched[e.group] = true
+			touched = true
+			s.movedLocked(e.group)
 		}
 		h, ok := s.held[k]
 		if !ok {
@@ -190,11 +225,15 @@ func (s *Semaphore) applySlotsLocked(events []*clientv3.Event) {
 			s.lostLocked(h)
 		}
 	}
-	for g := range touched {
-		s.setInUseLocked(g)
-	}
-	if len(touched) > 0 {
+	if touched {
 		s.signalLocked()
+	}
+}
+
+// movedLocked sets the gauge of a resource whose count an event moved.
+func (s *Semaphore) movedLocked(g group) {
+	if g.kind == ResourceSlot {
+		s.metrics.setResourceInUse(g.name, s.counts[g])
 	}
 }
 

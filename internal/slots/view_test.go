@@ -35,8 +35,8 @@ func TestViewStartsOverAfterCompaction(t *testing.T) {
 	if err := sem.load(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if sem.InUse("j") != 1 || sem.ResourceInUse("db") != 1 || len(sem.List()) != 2 {
-		t.Fatalf("after the re-read: job %d, resource %d, list %v", sem.InUse("j"), sem.ResourceInUse("db"), sem.List())
+	if sem.viewInUse("j") != 1 || sem.ResourceInUse("db") != 1 || len(sem.viewList()) != 2 {
+		t.Fatalf("after the re-read: job %d, resource %d, list %v", sem.viewInUse("j"), sem.ResourceInUse("db"), sem.viewList())
 	}
 }
 
@@ -182,7 +182,7 @@ func followView(t *testing.T, ctx context.Context, sem *Semaphore) {
 func waitListed(t *testing.T, sem *Semaphore, what, job string, token int64) {
 	t.Helper()
 	poll.For(t, 10*time.Second, what, func() bool {
-		for _, s := range sem.List() {
+		for _, s := range sem.viewList() {
 			if s.Job == job && (token == 0 || s.FencingToken == token) {
 				return true
 			}
@@ -203,7 +203,7 @@ func TestInUseCountsEveryKeyOfAJobAndOnlyItsOwn(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	counts := func() (int, int, int) { return sem.InUse("j"), sem.InUse("jj"), sem.ResourceInUse("j") }
+	counts := func() (int, int, int) { return sem.viewInUse("j"), sem.viewInUse("jj"), sem.ResourceInUse("j") }
 	poll.For(t, 10*time.Second, "the view to count 4, 1 and 1", func() bool {
 		j, jj, r := counts()
 		return j == 4 && jj == 1 && r == 1

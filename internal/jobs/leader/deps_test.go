@@ -19,20 +19,6 @@ import (
 	"github.com/etcdsched/scheduler/internal/slots"
 )
 
-// heldRuns is a slots view holding the runs given, by job; empty, none.
-type heldRuns map[string][]string
-
-func (h heldRuns) Of(job string) []slots.Info {
-	var out []slots.Info
-	for i, id := range h[job] {
-		out = append(out, slots.Info{Job: job, Slot: i, RunID: id})
-	}
-	return out
-}
-
-func (heldRuns) Token(string) (int64, bool) { return 0, false }
-func (heldRuns) Changed() <-chan struct{}   { return nil }
-
 // Run refuses settings the leader cannot work with, naming each, before it
 // touches etcd (there is none here). Its ctx has ended: past the checks,
 // Run would return nil.
@@ -49,7 +35,7 @@ func TestRunRefuses(t *testing.T) {
 		}
 		return Deps{Client: &clientv3.Client{}, Keys: layout, Config: func() *config.Config { return &config.Config{} },
 			ConfigChanged: make(chan struct{}), Queue: queue.NewView(layout, nil, specs), Specs: specs,
-			Paused: pause.NewView(layout, clockwork.NewFakeClock()), Slots: heldRuns{}, Finished: NewFinished(),
+			Paused: pause.NewView(layout, clockwork.NewFakeClock()), Slots: &slots.Semaphore{}, Finished: NewFinished(),
 			Outbox: outbox.NewView(), Metrics: m}
 	}
 	for _, tc := range []struct {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/config"
@@ -40,11 +41,13 @@ var (
 // swamp it.
 const materializeParallelism = 32
 
-// SlotView is what the leader needs of the slots view: a job's held slots
-// (the overdue judge's), a slot key's token (the reaper's
-// lookup), and when they change.
+// SlotView is what the leader needs of the slots (slots.Semaphore): the
+// read of a job's held slots and its decoding (the overdue judge's, in a
+// read of its own), a slot key's token in the view (the reaper's lookup),
+// and when the view changes.
 type SlotView interface {
-	Of(job string) []slots.Info
+	HeldOfOp(job string) clientv3.Op
+	Decode(kvs []*mvccpb.KeyValue) []slots.Info
 	Token(key string) (token int64, ok bool)
 	Changed() <-chan struct{}
 }

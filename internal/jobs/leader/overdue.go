@@ -226,6 +226,8 @@ func (o *judge) look(ctx context.Context, job string, t time.Time) (outcome stri
 		clientv3.OpGet(k.FanIn(job, id)),
 		clientv3.OpGet(k.Entry(job, id+"#"), clientv3.WithPrefix()), // its shards' (runs.ShardID)
 		clientv3.OpGet(k.Record(job, id+"#"), clientv3.WithPrefix()),
+		// An assigned run has no entry while it runs: its slot says so.
+		o.d.Slots.HeldOfOp(job),
 	).Commit()
 	if err != nil {
 		return "", false, fmt.Errorf("leader: read tick %s: %w", id, err)
@@ -243,7 +245,7 @@ func (o *judge) look(ctx context.Context, job string, t time.Time) (outcome stri
 			}
 		}
 	}
-	for _, s := range o.d.Slots.Of(job) {
+	for _, s := range o.d.Slots.Decode(resp.Responses[5].GetResponseRange().Kvs) {
 		if s.RunID == id || strings.HasPrefix(s.RunID, id+"#") {
 			r.Executing = true
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
 	"github.com/etcdsched/scheduler/internal/notify"
 	"github.com/etcdsched/scheduler/internal/runs"
+	"github.com/etcdsched/scheduler/internal/slots"
 )
 
 // overdueLeader is a leader of a nightly job with overdue_after 3h whose
@@ -25,7 +26,11 @@ func overdueLeader(t *testing.T) (*leader, *clientv3.Client, func()) {
 	cfg.Notify.Sinks = []config.Sink{{Name: "ops", URL: "http://127.0.0.1:1/", Format: config.FormatJSON, On: []string{config.Overdue}}}
 	cfg.Notify.Default = []string{"ops"}
 	l, cli, _ := leaderOn(t, "/overdue/", cfg, time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC))
-	l.d.Overdue, l.d.Slots = overdue.NewView(l.d.Keys), heldRuns{}
+	sem, err := slots.New(cli, l.d.Keys, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.d.Overdue, l.d.Slots = overdue.NewView(l.d.Keys), sem
 	l.d.defaults() // the Last its judge reads through
 	reload := func() {
 		resp, err := cli.Get(t.Context(), l.d.Keys.Jobs(), clientv3.WithPrefix())
@@ -175,7 +180,7 @@ func TestOverdueJudgesEachTickOnce(t *testing.T) {
 	}
 	// Day 8 runs on a worker of the lean protocol: no entry, only its
 	// slot says it runs.
-	l.d.Slots = heldRuns{"backup": {runs.ID("backup", day(8))}}
+	commit(clientv3.OpPut(l.d.Keys.Slot("backup", 0), `{"run_id":"`+runs.ID("backup", day(8))+`"}`))
 	judgeAt(day(8).Add(3 * time.Hour))
 	if n := overdueNotes(t, l, cli)[runs.ID("backup", day(8))]; n == nil || n.Overdue.Outcome != overdue.Running {
 		t.Errorf("day 8, running with no entry: %+v, want overdue while running", n)

@@ -34,7 +34,7 @@ func TestAnAssignmentIsClaimedAheadOfItsInstant(t *testing.T) {
 
 	clock.Advance(hourlyAt.Add(-maxAssignedLead).Sub(clock.Now()))
 	poll.For(t, 30*time.Second, "the hourly run claimed before its instant", func() bool {
-		return tw.count(t, tw.layout.ClaimMarker(a.Worker, a.At, a.Group, 0)) == 1 && len(tw.sem.List()) == 1
+		return tw.count(t, tw.layout.ClaimMarker(a.Worker, a.At, a.Group, 0)) == 1 && len(tw.held(t)) == 1
 	})
 	select {
 	case id := <-exec.started:
@@ -74,7 +74,7 @@ func TestARunRefusedAheadIsClaimedAgainAtItsInstant(t *testing.T) {
 	if _, err := tw.cli.Revoke(context.Background(), before); err != nil {
 		t.Fatal(err)
 	}
-	poll.For(t, 30*time.Second, "the slot freed", func() bool { return tw.sem.InUse("hourly") == 0 })
+	poll.For(t, 30*time.Second, "the slot freed", func() bool { return tw.running(t, "hourly") == 0 })
 	clock.Advance(at.Sub(clock.Now()))
 	id := runs.ID("hourly", at)
 	if rec := waitRecord(t, tw.cli, tw.layout, id); rec.Outcome != runs.Succeeded {

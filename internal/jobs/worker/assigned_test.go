@@ -146,7 +146,6 @@ func (tw *testWorker) holdSlot(t *testing.T, job, runID string) clientv3.LeaseID
 	if _, err := tw.cli.Put(context.Background(), tw.layout.SlotOf(job, "", 0), string(v), clientv3.WithLease(lease.ID)); err != nil {
 		t.Fatal(err)
 	}
-	poll.For(t, 30*time.Second, "the view of the held slot", func() bool { return tw.sem.InUse(job) == 1 })
 	return lease.ID
 }
 
@@ -250,13 +249,13 @@ func TestMaxParallelBoundsAssignedRuns(t *testing.T) {
 	tw.assignJobs(t, tw.incarnation(t), at, "p1", "p2", "p3")
 	started(t, exec)
 	started(t, exec)
-	poll.For(t, 30*time.Second, "two slots held", func() bool { return len(tw.sem.List()) == 2 })
+	poll.For(t, 30*time.Second, "two slots held", func() bool { return len(tw.held(t)) == 2 })
 	select {
 	case r := <-exec.started:
 		t.Fatalf("%s started beside two runs with max_parallel 2", r.RunID)
 	default:
 	}
-	if n := len(tw.sem.List()); n != 2 {
+	if n := len(tw.held(t)); n != 2 {
 		t.Fatalf("%d slots held with max_parallel 2", n)
 	}
 	exec.release <- struct{}{}

@@ -9,6 +9,7 @@ import (
 	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
+	"github.com/etcdsched/scheduler/internal/poll"
 	"github.com/etcdsched/scheduler/internal/runs"
 	"github.com/etcdsched/scheduler/internal/session"
 	"github.com/etcdsched/scheduler/internal/slots"
@@ -67,8 +68,9 @@ func TestSkipWaitsForEtcdsRefusal(t *testing.T) {
 	}
 	vctx, vcancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
+	stale.Want()
 	go func() { done <- stale.Run(vctx) }()
-	<-stale.Ready()
+	poll.For(t, 30*time.Second, "the second view read", stale.Loaded)
 	vcancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)

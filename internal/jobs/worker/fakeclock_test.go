@@ -68,7 +68,7 @@ func TestOverlapOnAFakeClock(t *testing.T) {
 	job.MaxConcurrency, job.Overlap = 1, config.OverlapSkip
 	exec := &heldExecutor{started: make(chan target.Run, 4), release: make(chan struct{})}
 	tw := startTestWorker(t, "/fake-clock/", job, exec, testWorkerOptions{clock: clock})
-	cli, layout, cfg, sem, view, ctx := tw.cli, tw.layout, tw.cfg, tw.sem, tw.view, tw.ctx
+	cli, layout, cfg, view, ctx := tw.cli, tw.layout, tw.cfg, tw.view, tw.ctx
 
 	first, second := runs.ID("one", t0.Add(time.Second)), runs.ID("one", t0.Add(2*time.Second))
 	for _, id := range []string{first, second} {
@@ -84,7 +84,7 @@ func TestOverlapOnAFakeClock(t *testing.T) {
 	})
 
 	// Until the clock moves nothing is claimed: both are due later.
-	if got := len(sem.List()); got != 0 {
+	if got := len(tw.held(t)); got != 0 {
 		t.Fatalf("%d slots held before any run was due", got)
 	}
 	clock.Advance(time.Second)

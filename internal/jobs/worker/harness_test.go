@@ -189,3 +189,26 @@ func member(ctx context.Context, cli *clientv3.Client, layout keys.Layout, sessi
 		}
 	}
 }
+
+// held is the slots tw's semaphore reads from etcd.
+func (tw *testWorker) held(t *testing.T) []slots.Info {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	list, err := tw.sem.Held(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return list
+}
+
+// running is how many slots job holds in etcd.
+func (tw *testWorker) running(t *testing.T, job string) int {
+	n := 0
+	for _, s := range tw.held(t) {
+		if s.Job == job {
+			n++
+		}
+	}
+	return n
+}

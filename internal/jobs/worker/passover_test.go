@@ -69,7 +69,7 @@ func TestAMemberThatLetARunPassIsPassedOver(t *testing.T) {
 	// starts when due: the clock is never moved to w1's backup turn.
 	clock.Advance(ats[1].Add(-25 * time.Millisecond).Sub(clock.Now()))
 	poll.For(t, 30*time.Second, "the second run, ranked first to the member that let the first pass, claimed at once (not at a backup's turn)", func() bool {
-		for _, s := range tw.sem.List() {
+		for _, s := range tw.held(t) {
 			if s.RunID == runs.ID("one", ats[1]) {
 				return true
 			}

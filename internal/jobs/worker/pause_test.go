@@ -43,7 +43,7 @@ func TestARunDoesNotStartPastTheSessionDeadline(t *testing.T) {
 	poll.For(t, 30*time.Second, "the worker's view of the run", func() bool { return tw.view.Find(e.RunID) != nil })
 	clock.Advance(at.Add(-25 * time.Millisecond).Sub(t0))
 	poll.For(t, 30*time.Second, "the run claimed 25ms before it is due", func() bool {
-		for _, s := range tw.sem.List() {
+		for _, s := range tw.held(t) {
 			if s.RunID == e.RunID {
 				return true
 			}

@@ -79,7 +79,7 @@ func TestReleaseThatFailsIsTriedAgainWhileTheSessionLives(t *testing.T) {
 	if rec := waitRecord(t, tw.cli, tw.layout, second); rec.Outcome != runs.Succeeded {
 		t.Errorf("the second run of the key: %s %q, want succeeded (the slot free again)", rec.Outcome, rec.Error)
 	}
-	poll.For(t, 30*time.Second, "no slot held once both runs ended", func() bool { return len(tw.sem.List()) == 0 })
+	poll.For(t, 30*time.Second, "no slot held once both runs ended", func() bool { return len(tw.held(t)) == 0 })
 }
 
 // A run cut by the end of the shutdown grace (on_shutdown: cancel) reads a
