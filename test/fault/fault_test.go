@@ -55,6 +55,10 @@ func TestFaults(t *testing.T) {
 			// again" needs a run to start after it.
 			{name: "long-ttl5s", ttl: 5 * time.Second, faults: repeat(every, len(every)), gap: 4 * time.Second,
 				warmup: 5 * time.Second, settle: 25 * time.Second, seed: seed()},
+			// Replicas that keep no view of the job slots while every run
+			// is lean (lean_test.go).
+			{name: "long-lean-ttl2s", ttl: 2 * time.Second, faults: repeat(every, len(every)), gap: 3 * time.Second,
+				warmup: 5 * time.Second, settle: 12 * time.Second, seed: seed(), lean: true},
 		}
 	case "rolling", "upgrade":
 		scenarios = rollScenarios(profile())
