@@ -302,7 +302,6 @@ func awaitRecord(t *testing.T, cli *clientv3.Client, job, runID string, ok func(
 	return rec
 }
 
-// leaderOf returns the node that leads, once exactly one does.
 // held is the slots n's semaphore reads from etcd.
 func (n *node) held(t *testing.T) []slots.Info {
 	t.Helper()
@@ -315,6 +314,7 @@ func (n *node) held(t *testing.T) []slots.Info {
 	return list
 }
 
+// leaderOf returns the node that leads, once exactly one does.
 func leaderOf(t *testing.T, nodes []*node) *node {
 	t.Helper()
 	var leader *node

@@ -39,11 +39,11 @@ func (s *Semaphore) Held(ctx context.Context) ([]Info, error) {
 // HeldOf reads job's held slots, its concurrency keys' too, by key and
 // index.
 func (s *Semaphore) HeldOf(ctx context.Context, job string) ([]Info, error) {
-	resp, err := s.client.Get(ctx, s.layout.JobSlots(job), clientv3.WithPrefix())
+	resp, err := s.client.Do(ctx, s.HeldOfOp(job))
 	if err != nil {
 		return nil, fmt.Errorf("slots: read the held slots of %s: %w", job, err)
 	}
-	return s.Decode(resp.Kvs), nil
+	return s.Decode(resp.Get().Kvs), nil
 }
 
 // HeldOfOp is the read HeldOf makes, for a caller that reads job's slots

@@ -33,7 +33,7 @@ type Semaphore struct {
 
 	mu      sync.Mutex
 	entries map[string]entry // held slot keys by key
-	counts  map[group]int    // held keys per job group or resource
+	counts  map[group]int    // held keys per resource (ResourceInUse, its gauge)
 	changed chan struct{}    // closed and replaced on every view change
 	ready   chan struct{}    // closed after the first read of the resources and rate windows
 	loaded  bool
@@ -153,8 +153,12 @@ func (s *Semaphore) Changed() <-chan struct{} {
 	return s.changed
 }
 
-// count moves g's count of held keys by delta.
+// count moves g's count of held keys by delta; only resources are
+// counted (a job's slots are counted when asked: Running).
 func (s *Semaphore) count(g group, delta int) {
+	if g.kind != ResourceSlot {
+		return
+	}
 	if s.counts[g] += delta; s.counts[g] == 0 {
 		delete(s.counts, g)
 	}

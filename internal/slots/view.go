@@ -151,9 +151,7 @@ func (s *Semaphore) settledLocked(kind Kind) {
 		s.metrics.setResourceInUse(name, s.counts[group{ResourceSlot, name}])
 	}
 	for g, n := range s.counts {
-		if g.kind == ResourceSlot {
-			s.metrics.setResourceInUse(g.name, n)
-		}
+		s.metrics.setResourceInUse(g.name, n)
 	}
 }
 

@@ -41,10 +41,7 @@ const sharedLimit = 3
 // rolling upgrade uses a feature once every replica has it).
 func workload(ttl time.Duration, w *cluster.Witness, sinkURL, beats string, withShards bool) (string, []Job, map[string]int) {
 	long := 3 * ttl // a frozen holder's run outlives its lease
-	jobs := []struct {
-		Job
-		yaml string
-	}{
+	jobs := []workloadJob{
 		{Job{Name: "fast", Every: 500 * time.Millisecond, MaxConcurrency: 1, CatchUp: "latest"},
 			fmt.Sprintf(`overlap: skip
     retries: {max: 2, backoff: 100ms, max_backoff: 1s}
@@ -90,16 +87,8 @@ func workload(ttl time.Duration, w *cluster.Witness, sinkURL, beats string, with
     http: {method: POST, url: %q}`, w.URL("sleep=800ms"))},
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, `cluster:
-  etcd:
-    prefix: %s
-    dial_timeout: 2s
-  session_ttl: %s
-  lease_margin: 1s
-worker:
-  max_parallel: 16
-  shutdown_grace: %s
-resources:
+	b.WriteString(clusterYAML(ttl))
+	fmt.Fprintf(&b, `resources:
   - name: shared
     limit: %d
   - name: metered
@@ -111,21 +100,8 @@ notify:
       on: [succeeded, failed, timed_out, lost, missed]
   max_age: 10m
 jobs:
-`, prefix, ttl, shutdownGrace, sharedLimit, sinkURL)
-	var out []Job
-	for _, j := range jobs {
-		fmt.Fprintf(&b, `  - name: %s
-    schedule: "@every %s"
-    max_concurrency: %d
-    catch_up: %s
-    starting_deadline: %s
-    history_limit: 100000
-    skipped_history_limit: 100000
-    %s
-`, j.Name, j.Every, j.MaxConcurrency, j.CatchUp, startingDeadline, j.yaml)
-		j.StartingDeadline = startingDeadline
-		out = append(out, j.Job)
-	}
+`, sharedLimit, sinkURL)
+	out := writeJobs(&b, jobs)
 	fmt.Fprintf(&b, `  - name: chained
     schedule: "@yearly"
     max_concurrency: 4
@@ -145,6 +121,47 @@ jobs:
 	}
 	b.WriteString(beatYAML(beats))
 	return strings.Replace(b.String(), "  - name: pair\n", "  - name: pair\n    notify: [receiver]\n", 1), out, map[string]int{"shared": sharedLimit}
+}
+
+// workloadJob is a job of a workload: what the checker knows of it, and
+// the rest of its YAML (its limits, retries and target).
+type workloadJob struct {
+	Job
+	yaml string
+}
+
+// writeJobs writes jobs into b, each with the workload's starting
+// deadline and history limits, and returns them as the checker knows them.
+func writeJobs(b *strings.Builder, jobs []workloadJob) []Job {
+	var out []Job
+	for _, j := range jobs {
+		fmt.Fprintf(b, `  - name: %s
+    schedule: "@every %s"
+    max_concurrency: %d
+    catch_up: %s
+    starting_deadline: %s
+    history_limit: 100000
+    skipped_history_limit: 100000
+    %s
+`, j.Name, j.Every, j.MaxConcurrency, j.CatchUp, startingDeadline, j.yaml)
+		j.StartingDeadline = startingDeadline
+		out = append(out, j.Job)
+	}
+	return out
+}
+
+// clusterYAML is the cluster and worker settings of every workload.
+func clusterYAML(ttl time.Duration) string {
+	return fmt.Sprintf(`cluster:
+  etcd:
+    prefix: %s
+    dial_timeout: 2s
+  session_ttl: %s
+  lease_margin: 1s
+worker:
+  max_parallel: 16
+  shutdown_grace: %s
+`, prefix, ttl, shutdownGrace)
 }
 
 // chains and notified are what the checker checks of the workload's chain

@@ -204,11 +204,12 @@ func (tw *testWorker) held(t *testing.T) []slots.Info {
 
 // running is how many slots job holds in etcd.
 func (tw *testWorker) running(t *testing.T, job string) int {
-	n := 0
-	for _, s := range tw.held(t) {
-		if s.Job == job {
-			n++
-		}
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	n, err := tw.sem.Running(ctx, job)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return n
+	return n[job]
 }
