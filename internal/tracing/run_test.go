@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/etcdsched/scheduler/internal/runs"
@@ -164,5 +166,51 @@ func TestTraceContext(t *testing.T) {
 	var none *Run
 	if p, s := none.TraceContext(); p != "" || s != "" {
 		t.Errorf("nil run: %q %q", p, s)
+	}
+}
+
+// Without a collector the engine only mints ids (mint): the target's
+// traceparent is sampled, as the SDK's default sampler marked it, so a
+// target that samples by its parent keeps its spans; a claim span joins
+// the run's trace; and nothing records, which is the point.
+func TestMintedSpansAreSampledAndJoinTheirTrace(t *testing.T) {
+	clearOTel(t)
+	p := newProvider(t)
+	if p.TracerProvider() != nil {
+		t.Fatalf("a provider exporting nothing hands the engine %v, want nil (ids only)", p.TracerProvider())
+	}
+	ctx, run := StartRun(t.Context(), Tracer(p.TracerProvider()), info)
+	defer run.End()
+	parent, _ := run.TraceContext()
+	if !strings.HasSuffix(parent, "-01") {
+		t.Errorf("traceparent %q: want the sampled flag, as before", parent)
+	}
+	if run.span.IsRecording() {
+		t.Error("a minted run span records")
+	}
+	_, child := Tracer(nil).Start(ctx, ClaimSpan)
+	root, _ := Tracer(nil).Start(ctx, RunSpan, trace.WithNewRoot())
+	runTrace, _, _ := tracingtest.ParseTraceParent(parent)
+	if got := child.SpanContext().TraceID().String(); got != runTrace {
+		t.Errorf("child span's trace %s, want the run's %s", got, runTrace)
+	}
+	if got := trace.SpanContextFromContext(root).TraceID().String(); got == runTrace {
+		t.Errorf("a new root kept the run's trace %s", got)
+	}
+	if child.SpanContext().SpanID() == run.span.SpanContext().SpanID() {
+		t.Error("child span has its parent's span id")
+	}
+}
+
+// A sampler named without a collector keeps the SDK's provider, so the
+// targets' trace context says what the sampler decided.
+func TestASamplerWithoutACollectorStillDecides(t *testing.T) {
+	clearOTel(t)
+	t.Setenv("OTEL_TRACES_SAMPLER", "always_off")
+	p := newProvider(t)
+	_, run := StartRun(t.Context(), Tracer(p.TracerProvider()), info)
+	defer run.End()
+	if parent, _ := run.TraceContext(); !strings.HasSuffix(parent, "-00") {
+		t.Errorf("traceparent %q: want the sampler's unsampled flag", parent)
 	}
 }
