@@ -219,3 +219,35 @@ func TestAPeerIsSilentWhenItClaimedNothingSinceAClaimLeadBefore(t *testing.T) {
 		}
 	}
 }
+
+// Changes of the peers' assignments and markers within peerScanGap of a
+// scan wait for the gap's end: at a burst each is a change, and a scan
+// per change read every peer assignment hundreds of times a second.
+func TestPeerChangesAreScannedAtMostOncePerGap(t *testing.T) {
+	layout := keys.New("/gap/")
+	t0 := time.Date(2026, 11, 30, 4, 0, 0, 0, time.UTC)
+	clock := clockwork.NewFakeClockAt(t0)
+	v := newPeerView(layout, clock, "self", 25*time.Millisecond, func() {})
+	put := func(key string) *clientv3.Event {
+		return &clientv3.Event{Type: clientv3.EventTypePut, Kv: &mvccpb.KeyValue{Key: []byte(key), Value: []byte(`["j"]`), ModRevision: 1}}
+	}
+	peer, at := keys.Incarnation("peer", 1), t0.Add(-time.Second) // due already
+	judged := 0
+	turn := func(*peerAssignment, bool) time.Time { judged++; return clock.Now().Add(time.Hour) }
+	v.Apply([]*clientv3.Event{put(layout.Assignment(peer, at, "a"))}, 1)
+	v.due(clock.Now(), time.Hour, turn)
+	if judged != 1 {
+		t.Fatalf("first scan judged %d assignments, want 1", judged)
+	}
+	clock.Advance(peerScanGap / 2)
+	v.Apply([]*clientv3.Event{put(layout.Assignment(peer, at, "b"))}, 2)
+	due, next, _ := v.due(clock.Now(), time.Hour, turn)
+	if judged != 1 || len(due) != 0 || !next.Equal(t0.Add(peerScanGap)) {
+		t.Fatalf("a change within the gap: judged %d, due %d, next %v; want no scan until %v", judged, len(due), next, t0.Add(peerScanGap))
+	}
+	clock.Advance(peerScanGap / 2)
+	v.due(clock.Now(), time.Hour, turn)
+	if judged != 2 {
+		t.Fatalf("at the gap's end judged %d assignments in all, want the new one judged too (2)", judged)
+	}
+}
