@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/etcdsched/scheduler/internal/jsonappend"
 )
 
 // A record is stored at runs/<job>/<run-id> without what its run id and
@@ -41,12 +43,67 @@ func EncodeRecord(r *Record) string {
 	if at, ok := ScheduledAtOf(r.RunID); !ok || !at.Equal(r.ScheduledAt) || r.ScheduledAt.Location() != time.UTC {
 		s.ScheduledAt = r.ScheduledAt
 	}
+	if len(r.Input) == 0 && len(r.Previous) == 0 {
+		return string(s.appendTo(make([]byte, 0, 256+len(r.Output)+len(r.Error))))
+	}
+	// Input is raw JSON, which encoding/json compacts and escapes, and
+	// the earlier attempts are a list: those records take its path.
 	b, err := json.Marshal(&s)
 	if err != nil {
 		// Every field is plain data; this cannot fail.
 		panic(fmt.Sprintf("runs: encode record: %v", err))
 	}
 	return string(b)
+}
+
+// appendTo writes s without Input and Previous as encoding/json writes
+// it (its differential test: TestEncodeRecordWritesWhatEncodingJSONWrites):
+// Record's fields in their order, then stored's own, which hide Record's
+// of the same name.
+func (s *stored) appendTo(b []byte) []byte {
+	b = append(b, '{')
+	b = jsonappend.String(jsonappend.Field(b, "run_id"), s.RunID)
+	b = optString(b, "team", s.Team)
+	b = optTime(b, "started_at", s.StartedAt)
+	b = optTime(b, "ended_at", s.EndedAt)
+	b = optString(b, "holder", s.Holder)
+	b = optInt(b, "fencing_token", s.FencingToken)
+	b = jsonappend.String(jsonappend.Field(b, "outcome"), string(s.Outcome))
+	if s.ExitCode != nil {
+		b = jsonappend.Int(jsonappend.Field(b, "exit_code"), int64(*s.ExitCode))
+	}
+	b = optInt(b, "http_status", int64(s.HTTPStatus))
+	b = optString(b, "error", s.Error)
+	b = optString(b, "output", s.Output)
+	b = optString(b, "upstream_run_id", s.UpstreamRunID)
+	b = optString(b, "concurrency_key", s.ConcurrencyKey)
+	b = optString(b, "job", s.Job)
+	b = optInt(b, "attempt", int64(s.Attempt))
+	b = optString(b, "trigger", string(s.Trigger))
+	b = optTime(b, "scheduled_at", s.ScheduledAt)
+	b = optInt(b, "slot", int64(s.Slot))
+	return append(b, '}')
+}
+
+func optString(b []byte, name, v string) []byte {
+	if v == "" {
+		return b
+	}
+	return jsonappend.String(jsonappend.Field(b, name), v)
+}
+
+func optInt(b []byte, name string, v int64) []byte {
+	if v == 0 {
+		return b
+	}
+	return jsonappend.Int(jsonappend.Field(b, name), v)
+}
+
+func optTime(b []byte, name string, v time.Time) []byte {
+	if v.IsZero() {
+		return b
+	}
+	return jsonappend.Time(jsonappend.Field(b, name), v)
 }
 
 // DecodeRecord reads a stored record, compact or written in full (by an

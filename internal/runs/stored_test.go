@@ -75,3 +75,67 @@ func TestStoredRecordLeavesOutWhatTheRunIDSays(t *testing.T) {
 		t.Error("a manual run's scheduled_at was left out")
 	}
 }
+
+// The stored form is written by hand for the records runs end with (no
+// input, no earlier attempts): byte for byte what encoding/json writes
+// for it, every field set and unset in turn.
+func TestEncodeRecordWritesWhatEncodingJSONWrites(t *testing.T) {
+	at := time.Date(2026, 11, 30, 4, 0, 1, 0, time.UTC)
+	code, zero := 3, 0
+	full := Record{RunID: ChainID("b", ID("a", at)), Job: "b", Team: "t<1>", Attempt: 2, Trigger: Chain,
+		ScheduledAt: at.Add(time.Millisecond), StartedAt: at.Add(2), EndedAt: at.Add(time.Second), Holder: "r1",
+		Slot: 3, FencingToken: 77, Outcome: Failed, ExitCode: &code, HTTPStatus: 502, Error: "bad \"gateway\"\n",
+		Output: "é & more", UpstreamRunID: ID("a", at), ConcurrencyKey: "k"}
+	records := []Record{full, {RunID: ID("a", at), Job: "a", Attempt: 1, Trigger: Schedule, ScheduledAt: at, Outcome: Succeeded, ExitCode: &zero}}
+	// Each field left at its zero value in turn.
+	for i := range 20 {
+		r := full
+		switch i {
+		case 0:
+			r.Team = ""
+		case 1:
+			r.StartedAt = time.Time{}
+		case 2:
+			r.EndedAt = time.Time{}
+		case 3:
+			r.Holder = ""
+		case 4:
+			r.FencingToken = 0
+		case 5:
+			r.ExitCode = nil
+		case 6:
+			r.HTTPStatus = 0
+		case 7:
+			r.Error, r.Output = "", ""
+		case 8:
+			r.UpstreamRunID, r.ConcurrencyKey = "", ""
+		case 9:
+			r.Slot, r.Attempt = 0, 1
+		case 10:
+			r.Slot = -1
+		case 11:
+			r.Trigger = Schedule
+		}
+		records = append(records, r)
+	}
+	for _, r := range records {
+		s := stored{Record: r, Slot: r.Slot}
+		if r.Job != JobOf(r.RunID) {
+			s.Job = r.Job
+		}
+		if r.Attempt != 1 {
+			s.Attempt = r.Attempt
+		}
+		if r.Trigger != Schedule {
+			s.Trigger = r.Trigger
+		}
+		s.ScheduledAt = r.ScheduledAt
+		want, err := json.Marshal(&s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.appendTo(nil); string(got) != string(want) {
+			t.Errorf("appendTo:\n %s\nencoding/json:\n %s", got, want)
+		}
+	}
+}

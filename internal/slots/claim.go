@@ -179,11 +179,7 @@ func (s *Semaphore) claimable(ctx context.Context, sess *session.Session, req Re
 	if err := s.waitReady(ctx); err != nil {
 		return nil, err
 	}
-	value, err := json.Marshal(req.Value)
-	if err != nil {
-		return nil, fmt.Errorf("slots: claim %s: %w", req.Job, err)
-	}
-	return value, nil
+	return req.Value.Encode(), nil
 }
 
 // claimTxn is the transaction that claims pick p and the rate places rp:

@@ -183,10 +183,7 @@ func (c *Claimer) runTxn(lease clientv3.LeaseID, a *Assignment, r Run) (clientv3
 	if holder == "" {
 		holder = a.Worker
 	}
-	value, err := json.Marshal(slots.Value{RunID: runID, Holder: holder, StartedAt: r.StartedAt.UTC(), ScheduledAt: a.At.UTC()})
-	if err != nil {
-		return clientv3.Op{}, fmt.Errorf("assign: claim %s: %w", runID, err)
-	}
+	value := slots.Value{RunID: runID, Holder: holder, StartedAt: r.StartedAt.UTC(), ScheduledAt: a.At.UTC()}.Encode()
 	record := c.keys.Record(r.Job, runID)
 	waiting := c.keys.JobQueue(r.Job)
 	cmps := []clientv3.Cmp{

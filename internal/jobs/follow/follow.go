@@ -99,7 +99,7 @@ func notifications(k keys.Layout, cfg *config.Config, job *config.Job, rec *runs
 		}
 	}
 	if rec.Outcome == runs.Succeeded {
-		f.Health = append(f.Health, clientv3.OpPut(k.LastSuccess(rec.Job), overdue.Encode(overdue.SucceededOf(rec))))
+		f.Health = append(f.Health, clientv3.OpPut(k.LastSuccess(rec.Job), overdue.SucceededOf(rec).Encode()))
 	}
 	if h := health(k, rec, recovered, failing); h != nil {
 		f.Health = append(f.Health, h...)

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/etcdsched/scheduler/internal/jsonappend"
 	"github.com/etcdsched/scheduler/internal/runs"
 )
 
@@ -23,6 +24,17 @@ type Succeeded struct {
 // SucceededOf is rec's value at succeeded/<job>.
 func SucceededOf(rec *runs.Record) Succeeded {
 	return Succeeded{RunID: rec.RunID, ScheduledAt: rec.ScheduledAt.UTC(), EndedAt: rec.EndedAt.UTC()}
+}
+
+// Encode is s as stored: what Encode writes for it, without reflection
+// (a succeeded run's end writes one).
+func (s Succeeded) Encode() string {
+	b := make([]byte, 0, 16+len(s.RunID)+2*len(time.RFC3339Nano)+40)
+	b = append(b, '{')
+	b = jsonappend.String(jsonappend.Field(b, "run_id"), s.RunID)
+	b = jsonappend.Time(jsonappend.Field(b, "scheduled_at"), s.ScheduledAt)
+	b = jsonappend.Time(jsonappend.Field(b, "ended_at"), s.EndedAt)
+	return string(append(b, '}'))
 }
 
 // State is a job's overdue state, as jobs/<job>/overdue holds it: the
