@@ -136,3 +136,53 @@ func TestAClaimFromAVersionWrittenAnewFails(t *testing.T) {
 		t.Fatalf("the withdrawn run holds %d slots", n)
 	}
 }
+
+// A claim carries no reads (each run's transaction has no Else): what
+// refused a run is read afterwards, at the revision its compares saw,
+// for as many refused runs as a chunk holds (three reads each: 124 runs
+// take three read transactions).
+func TestRefusalsAreReadAfterTheClaimAtItsRevision(t *testing.T) {
+	e := newEnv(t)
+	fence := e.elect("a")
+	st := e.authorize(fence, "w1", "a")
+	op, err := e.store.Claimer().runTxn(e.lease(), &st.Assignment, run("a", 0))
+	if _, _, els := op.Txn(); err != nil || len(els) != 0 {
+		t.Fatalf("a run's claim reads %d keys when refused (%v): want none in the request", len(els), err)
+	}
+
+	// Read at the revision before a slot was freed, a refusal says the
+	// slot was taken, as the compares saw it then.
+	slot := layout.Slot("a", 0)
+	put, err := e.cli.Put(e.ctx(), slot, `{"run_id":"other"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	taken := put.Header.Revision
+	if _, err := e.cli.Delete(e.ctx(), slot); err != nil {
+		t.Fatal(err)
+	}
+	claims := []Claim{{Job: "a", RunID: st.RunID("a"), Outcome: Refused}}
+	if err := e.store.Claimer().readRefusals(e.ctx(), e.lease(), taken, []Run{run("a", 0)}, claims, []int{0}); err != nil || claims[0].Reason != SlotTaken {
+		t.Fatalf("refusal read at revision %d: %+v, %v; want slot taken", taken, claims[0], err)
+	}
+
+	jobs := make([]string, 124)
+	rs := make([]Run, len(jobs))
+	for i := range jobs {
+		jobs[i] = fmt.Sprintf("j%03d", i)
+		rs[i] = run(jobs[i], 0)
+	}
+	many := e.authorize(fence, "w2", jobs...)
+	for _, j := range jobs {
+		e.put(layout.Record(j, many.RunID(j)), "{}")
+	}
+	got, err := e.claim(e.lease(), many, 0, rs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range got {
+		if c.Outcome != Refused || c.Reason != RecordExists {
+			t.Fatalf("run %s of a chunk of 124 with records: %+v, want refused: record exists", c.Job, c)
+		}
+	}
+}
