@@ -56,8 +56,29 @@ const (
 
 func footprintOf(t Txn) footprint {
 	var f footprint
+	r, w := spans(t.If, t.Then, nil)
+	f.reads, f.writes = make([]span, 0, r), make([]span, 0, w)
 	f.cost = f.add(t.If, t.Then, nil)
 	return f
+}
+
+// spans counts the reads and writes add appends, so a footprint is
+// allocated once (growing its lists was 3% of a replica at 2,000 runs/s).
+func spans(cmps []clientv3.Cmp, then, els []clientv3.Op) (reads, writes int) {
+	reads = len(cmps)
+	for _, ops := range [][]clientv3.Op{then, els} {
+		for _, op := range ops {
+			switch {
+			case op.IsTxn():
+				c, t, e := op.Txn()
+				r, w := spans(c, t, e)
+				reads, writes = reads+r, writes+w
+			case op.IsPut(), op.IsDelete():
+				writes++
+			}
+		}
+	}
+	return reads, writes
 }
 
 // add walks one transaction level and returns its cost: its own width
