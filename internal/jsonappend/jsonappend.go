@@ -34,10 +34,10 @@ func Time(b []byte, t time.Time) []byte {
 	if y := t.Year(); y < 0 || y > 9999 {
 		q, err := t.MarshalJSON()
 		if err != nil {
-			// As encoding/json would fail; callers store only times of
-			// this era, and a caller that did not would see its value
-			// decode as the zero time.
-			return append(b, `""`...)
+			// Where encoding/json fails (a year past 9999): null, which
+			// decodes as the zero time, rather than a value no decoder
+			// reads. Callers store times of this era.
+			return append(b, "null"...)
 		}
 		return append(b, q...)
 	}

@@ -32,3 +32,13 @@ func TestAppendersWriteWhatEncodingJSONWrites(t *testing.T) {
 		t.Errorf("fields: %s", got)
 	}
 }
+
+// A time encoding/json cannot write (a year past 9999) is written as null,
+// which decodes as the zero time instead of failing the whole value.
+func TestATimeBeyondRFC3339IsNull(t *testing.T) {
+	b := Time([]byte(`{"at":`), time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC))
+	var v struct{ At time.Time }
+	if err := json.Unmarshal(append(b, '}'), &v); err != nil || !v.At.IsZero() {
+		t.Errorf("%s decodes as %v, %v; want the zero time", b, v.At, err)
+	}
+}
