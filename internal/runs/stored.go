@@ -30,6 +30,22 @@ type stored struct {
 
 // EncodeRecord is r as stored.
 func EncodeRecord(r *Record) string {
+	s := storedOf(r)
+	if len(r.Input) == 0 && len(r.Previous) == 0 {
+		return string(s.appendTo(make([]byte, 0, 256+len(r.Output)+len(r.Error))))
+	}
+	// Input is raw JSON, which encoding/json compacts and escapes, and
+	// the earlier attempts are a list: those records take its path.
+	b, err := json.Marshal(&s)
+	if err != nil {
+		// Every field is plain data; this cannot fail.
+		panic(fmt.Sprintf("runs: encode record: %v", err))
+	}
+	return string(b)
+}
+
+// storedOf is r's stored form: what its run id and the defaults say left out.
+func storedOf(r *Record) stored {
 	s := stored{Record: *r, Slot: r.Slot}
 	if r.Job != JobOf(r.RunID) {
 		s.Job = r.Job
@@ -43,17 +59,7 @@ func EncodeRecord(r *Record) string {
 	if at, ok := ScheduledAtOf(r.RunID); !ok || !at.Equal(r.ScheduledAt) || r.ScheduledAt.Location() != time.UTC {
 		s.ScheduledAt = r.ScheduledAt
 	}
-	if len(r.Input) == 0 && len(r.Previous) == 0 {
-		return string(s.appendTo(make([]byte, 0, 256+len(r.Output)+len(r.Error))))
-	}
-	// Input is raw JSON, which encoding/json compacts and escapes, and
-	// the earlier attempts are a list: those records take its path.
-	b, err := json.Marshal(&s)
-	if err != nil {
-		// Every field is plain data; this cannot fail.
-		panic(fmt.Sprintf("runs: encode record: %v", err))
-	}
-	return string(b)
+	return s
 }
 
 // appendTo writes s without Input and Previous as encoding/json writes

@@ -119,17 +119,7 @@ func TestEncodeRecordWritesWhatEncodingJSONWrites(t *testing.T) {
 		records = append(records, r)
 	}
 	for _, r := range records {
-		s := stored{Record: r, Slot: r.Slot}
-		if r.Job != JobOf(r.RunID) {
-			s.Job = r.Job
-		}
-		if r.Attempt != 1 {
-			s.Attempt = r.Attempt
-		}
-		if r.Trigger != Schedule {
-			s.Trigger = r.Trigger
-		}
-		s.ScheduledAt = r.ScheduledAt
+		s := storedOf(&r)
 		want, err := json.Marshal(&s)
 		if err != nil {
 			t.Fatal(err)
