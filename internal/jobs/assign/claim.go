@@ -68,9 +68,10 @@ type Claim struct {
 // ClaimChunk claims runs of assignment a, read with ModRevision rev, in
 // one request: If(ModRevision(a) == rev) Then(put the claim marker of
 // chunk, naming every run tried, and per run If(no record, its slots free,
-// nobody of its job waiting in queue/<job>/) Then(put its slots under lease))
-// and reads what refused a run afterwards (readRefusals). An assignment moved, deleted or written anew
-// since it was read fails the whole request (ErrGone, every run Gone): the
+// nobody of its job waiting in queue/<job>/) Then(put its slots under lease)),
+// and reads what refused a run after it (readRefusals). An assignment
+// moved, deleted or written anew since it was read fails the whole request
+// (ErrGone, every run Gone): the
 // leader rewrites one to withdraw ticks of a paused, changed or removed job
 // (only while no chunk has claimed from it), and a worker holding the
 // version before must not claim a withdrawn run. A claim marker does not
@@ -95,11 +96,7 @@ func (c *Claimer) ClaimChunk(ctx context.Context, lease clientv3.LeaseID, a Assi
 	ahead := c.clock.Now().Before(a.At)
 	then = append(then, clientv3.OpPut(c.keys.ClaimMarker(a.Worker, a.At, a.Group, chunk), encodeMarker(names, ahead)))
 	for _, r := range rs {
-		op, err := c.runTxn(lease, &a, r)
-		if err != nil {
-			return nil, err
-		}
-		then = append(then, op)
+		then = append(then, c.runTxn(lease, &a, r))
 	}
 	resp, err := c.kv.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(a.Key(c.keys)), "=", rev)).Then(then...).Commit()
 	if err != nil {
@@ -181,7 +178,7 @@ func (c *Claimer) runKeys(r Run) []string {
 }
 
 // runTxn is one run's nested transaction.
-func (c *Claimer) runTxn(lease clientv3.LeaseID, a *Assignment, r Run) (clientv3.Op, error) {
+func (c *Claimer) runTxn(lease clientv3.LeaseID, a *Assignment, r Run) clientv3.Op {
 	runID := a.RunID(r.Job)
 	holder := r.Holder
 	if holder == "" {
@@ -202,5 +199,5 @@ func (c *Claimer) runTxn(lease clientv3.LeaseID, a *Assignment, r Run) (clientv3
 	// No Else: a refusal is read afterwards at the revision the compares
 	// saw (readRefusals), so the request etcd decodes, logs and applies
 	// carries no reads that almost never run.
-	return clientv3.OpTxn(cmps, puts, nil), nil
+	return clientv3.OpTxn(cmps, puts, nil)
 }
