@@ -2,6 +2,7 @@ package tracing
 
 import (
 	"context"
+	"encoding/binary"
 	"math/rand/v2"
 
 	"go.opentelemetry.io/otel/trace"
@@ -32,20 +33,14 @@ func (m mint) Start(ctx context.Context, _ string, opts ...trace.SpanStartOption
 func (mint) start(ctx context.Context, parent trace.SpanContext) (context.Context, trace.Span) {
 	tid := parent.TraceID()
 	for !tid.IsValid() {
-		putUint64(tid[:8], rand.Uint64())
-		putUint64(tid[8:], rand.Uint64())
+		binary.LittleEndian.PutUint64(tid[:8], rand.Uint64())
+		binary.LittleEndian.PutUint64(tid[8:], rand.Uint64())
 	}
 	var sid trace.SpanID
 	for !sid.IsValid() {
-		putUint64(sid[:], rand.Uint64())
+		binary.LittleEndian.PutUint64(sid[:], rand.Uint64())
 	}
 	sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: trace.FlagsSampled})
 	ctx = trace.ContextWithSpanContext(ctx, sc)
 	return ctx, trace.SpanFromContext(ctx)
-}
-
-func putUint64(b []byte, v uint64) {
-	for i := range b {
-		b[i] = byte(v >> (8 * i))
-	}
 }

@@ -6,6 +6,7 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/etcdsched/scheduler/internal/runs"
@@ -136,14 +137,9 @@ func (r *Run) TraceContext() (traceparent, tracestate string) {
 	if r == nil {
 		return "", ""
 	}
-	sc := r.span.SpanContext()
-	if !sc.IsValid() {
-		return "", ""
-	}
-	// As propagation.TraceContext writes it (version 00, only the sampled
-	// flag), without its carrier map.
-	flags := sc.TraceFlags() & trace.FlagsSampled
-	return "00-" + sc.TraceID().String() + "-" + sc.SpanID().String() + "-" + flags.String(), sc.TraceState().String()
+	c := propagation.MapCarrier{}
+	propagation.TraceContext{}.Inject(trace.ContextWithSpan(context.Background(), r.span), c)
+	return c.Get("traceparent"), c.Get("tracestate")
 }
 
 // Finish records how the executed attempt ended. Failed, timed out and
