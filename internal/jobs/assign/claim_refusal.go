@@ -22,23 +22,24 @@ import (
 func (c *Claimer) readRefusals(ctx context.Context, lease clientv3.LeaseID, rev int64, rs []Run, claims []Claim, refused []int) error {
 	for len(refused) > 0 {
 		var ops []clientv3.Op
-		n := 0
-		for ; n < len(refused); n++ {
-			reads := c.refusalReads(rs[refused[n]], claims[refused[n]].RunID, rev)
-			if n > 0 && len(ops)+len(reads) > c.maxOps {
+		var ends []int // where each run's reads end in ops
+		for _, i := range refused {
+			reads := c.refusalReads(rs[i], claims[i].RunID, rev)
+			if len(ends) > 0 && len(ops)+len(reads) > c.maxOps {
 				break
 			}
 			ops = append(ops, reads...)
+			ends = append(ends, len(ops))
 		}
+		n := len(ends)
 		resp, err := c.kv.Txn(ctx).Then(ops...).Commit()
 		if err != nil {
 			return fmt.Errorf("read what refused %d runs at revision %d: %w", n, rev, err)
 		}
 		at := 0
-		for _, i := range refused[:n] {
-			keys := c.runKeys(rs[i])
-			reads := resp.Responses[at : at+2+len(keys)]
-			at += len(reads)
+		for k, i := range refused[:n] {
+			reads := resp.Responses[at:ends[k]]
+			at = ends[k]
 			claims[i].Reason, claims[i].Token = refusal(lease, claims[i].RunID, reads)
 			if claims[i].Token != 0 {
 				claims[i].Outcome = Claimed
