@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -43,7 +44,9 @@ func (s *Semaphore) release(ctx context.Context, h *Held, then ...clientv3.Op) (
 		switch {
 		case err == nil && resp.Succeeded:
 			s.finish(h, ErrReleased)
-			s.logger.Debug("slot released", "job", h.Job, "slot", h.Slot, "token", h.Token, "run_id", h.Value.RunID)
+			if s.logger.Enabled(ctx, slog.LevelDebug) { // else its arguments cost a run three allocations
+				s.logger.Debug("slot released", "job", h.Job, "slot", h.Slot, "token", h.Token, "run_id", h.Value.RunID)
+			}
 			return resp, nil
 		case err == nil:
 			s.finish(h, ErrLost)

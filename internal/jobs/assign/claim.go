@@ -6,8 +6,6 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-
-	"github.com/etcdsched/scheduler/internal/slots"
 )
 
 // Run is one run a chunk tries to claim: its job, the slot indexes picked
@@ -88,17 +86,13 @@ func (c *Claimer) ClaimChunk(ctx context.Context, lease clientv3.LeaseID, a Assi
 	if err := c.checkChunk(a, rev, chunk, rs); err != nil {
 		return nil, err
 	}
-	then := make([]clientv3.Op, 0, 1+len(rs))
 	names := make([]string, len(rs))
 	for i, r := range rs {
 		names[i] = r.Job
 	}
 	ahead := c.clock.Now().Before(a.At)
-	then = append(then, clientv3.OpPut(c.keys.ClaimMarker(a.Worker, a.At, a.Group, chunk), encodeMarker(names, ahead)))
-	for _, r := range rs {
-		then = append(then, c.runTxn(lease, &a, r))
-	}
-	resp, err := c.kv.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(a.Key(c.keys)), "=", rev)).Then(then...).Commit()
+	marker := c.keys.ClaimMarker(a.Worker, a.At, a.Group, chunk)
+	resp, err := c.sendTxn(ctx, c.claimRequest(lease, &a, rev, marker, encodeMarker(names, ahead), rs))
 	if err != nil {
 		return nil, fmt.Errorf("assign: claim chunk %d of worker %s at %s: %w", chunk, a.Worker, a.Key(c.keys), err)
 	}
@@ -175,29 +169,4 @@ func (c *Claimer) runKeys(r Run) []string {
 		ks = append(ks, c.keys.ResourceSlot(res.Name, res.Index))
 	}
 	return ks
-}
-
-// runTxn is one run's nested transaction.
-func (c *Claimer) runTxn(lease clientv3.LeaseID, a *Assignment, r Run) clientv3.Op {
-	runID := a.RunID(r.Job)
-	holder := r.Holder
-	if holder == "" {
-		holder = a.Worker
-	}
-	value := slots.Value{RunID: runID, Holder: holder, StartedAt: r.StartedAt.UTC(), ScheduledAt: a.At.UTC()}.Encode()
-	record := c.keys.Record(r.Job, runID)
-	waiting := c.keys.JobQueue(r.Job)
-	cmps := []clientv3.Cmp{
-		clientv3.Compare(clientv3.CreateRevision(record), "=", 0),
-		clientv3.Compare(clientv3.CreateRevision(waiting), "=", 0).WithPrefix(),
-	}
-	var puts []clientv3.Op
-	for _, k := range c.runKeys(r) {
-		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(k), "=", 0))
-		puts = append(puts, clientv3.OpPut(k, string(value), clientv3.WithLease(lease)))
-	}
-	// No Else: a refusal is read afterwards at the revision the compares
-	// saw (readRefusals), so the request etcd decodes, logs and applies
-	// carries no reads that almost never run.
-	return clientv3.OpTxn(cmps, puts, nil)
 }

@@ -145,8 +145,8 @@ func TestRefusalsAreReadAfterTheClaimAtItsRevision(t *testing.T) {
 	e := newEnv(t)
 	fence := e.elect("a")
 	st := e.authorize(fence, "w1", "a")
-	op := e.store.Claimer().runTxn(e.lease(), &st.Assignment, run("a", 0))
-	if _, _, els := op.Txn(); len(els) != 0 {
+	req := e.store.Claimer().runRequest(e.lease(), &st.Assignment, run("a", 0))
+	if els := req.Failure; len(els) != 0 {
 		t.Fatalf("a run's claim reads %d keys when refused: want none in the request", len(els))
 	}
 

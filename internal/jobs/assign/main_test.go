@@ -28,13 +28,13 @@ var layout = keys.New(testPrefix)
 var instant = time.Date(2026, 11, 25, 17, 0, 0, 0, time.UTC)
 
 type env struct {
-	t     *testing.T
+	t     testing.TB
 	cli   *clientv3.Client
 	store *Store
 	clock *clockwork.FakeClock
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t testing.TB) *env {
 	t.Helper()
 	cli := etcdtest.Start(t).Client()
 	clock := clockwork.NewFakeClockAt(instant.Add(-time.Second))

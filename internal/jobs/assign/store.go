@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/jonboulle/clockwork"
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/internal/keys"
@@ -29,6 +30,7 @@ type Options struct {
 // and the Resolver each write through one; it holds no state that changes.
 type protocol struct {
 	kv     clientv3.KV
+	raw    pb.KVClient // kv's own connection, for requests built as protobuf (claim_request.go)
 	keys   keys.Layout
 	clock  clockwork.Clock
 	maxOps int
@@ -57,7 +59,7 @@ type Resolver struct{ protocol }
 
 // New is a Store writing through kv under layout; clock stamps the records
 // Resolve writes and judges starting deadlines.
-func New(kv clientv3.KV, layout keys.Layout, clock clockwork.Clock, opts Options) (*Store, error) {
+func New(kv *clientv3.Client, layout keys.Layout, clock clockwork.Clock, opts Options) (*Store, error) {
 	switch {
 	case kv == nil:
 		return nil, errors.New("assign: New needs an etcd KV")
@@ -71,7 +73,7 @@ func New(kv clientv3.KV, layout keys.Layout, clock clockwork.Clock, opts Options
 	if opts.MaxTxnOps == 0 {
 		opts.MaxTxnOps = DefaultMaxTxnOps
 	}
-	p := protocol{kv: kv, keys: layout, clock: clock, maxOps: opts.MaxTxnOps}
+	p := protocol{kv: kv, raw: clientv3.RetryKVClient(kv), keys: layout, clock: clock, maxOps: opts.MaxTxnOps}
 	return &Store{protocol: p, claimer: &Claimer{p}, resolver: &Resolver{p}}, nil
 }
 

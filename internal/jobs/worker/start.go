@@ -157,7 +157,7 @@ func (qr *queueRunner) claimAndRun(ctx context.Context, sess *session.Session, q
 	switch {
 	case err == nil:
 		qr.noteClaimed(q, st)
-		qr.core.execute(q, running, held, log, st.span)
+		qr.core.execute(q, running, held, runLog(log, held), st.span)
 		return time.Time{}, false, false
 	case errors.Is(err, slots.ErrConflict):
 		qr.d.Metrics.ClaimFails.WithLabelValues(metrics.ClaimTaken).Inc()
