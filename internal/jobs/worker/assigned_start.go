@@ -64,6 +64,7 @@ func (a *assignedRunner) runHeld(ctx context.Context, r *claimRound, h heldRun, 
 	r.running.Add(1)
 	a.wg.Add(1)
 	go func() {
+		growRunStack()
 		defer a.wg.Done()
 		defer r.running.Done()
 		defer a.core.finish(h.run.runID)

@@ -162,6 +162,7 @@ func (qr *queueRunner) dispatch(ctx context.Context) {
 func (qr *queueRunner) launch(ctx context.Context, q *queue.Item, st *waitState) {
 	qr.wg.Add(1)
 	go func() {
+		growRunStack()
 		defer qr.wg.Done()
 		defer qr.core.finish(q.RunID)
 		if until, wait := qr.start(ctx, q, st); wait {
