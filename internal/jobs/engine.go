@@ -106,7 +106,7 @@ func New(opts Options) (*Engine, error) {
 	}
 	layout := keys.New(opts.Prefix)
 	specs := queue.NewSpecs(layout, opts.Client, opts.Logger)
-	assigned, err := assign.New(opts.Client, layout, opts.Clock, assign.Options{})
+	assigned, err := assign.New(opts.Client, layout, opts.Clock, assign.Options{Batch: opts.Batch})
 	if err != nil {
 		return nil, fmt.Errorf("jobs: %w", err)
 	}

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
+
+	"github.com/etcdsched/scheduler/internal/txnbatch"
 )
 
 func TestAssignmentRoundTrip(t *testing.T) {
@@ -60,27 +62,43 @@ func TestNewRefusesWhatCannotWork(t *testing.T) {
 
 // Cleanup deletes nothing of what changed since it was read: here a chunk
 // claimed after the read, whose marker names a run that may be running.
+// The same through a group committer (Options.Batch), as a replica's
+// worker cleans up.
 func TestCleanupKeepsWhatChangedSinceRead(t *testing.T) {
-	e := newEnv(t)
-	st := e.authorize(e.elect("a"), "w1", "a", "b")
-	lease := e.lease()
-	if _, err := e.claim(lease, st, 0, run("a", 0)); err != nil {
-		t.Fatal(err)
-	}
-	read := e.stored("w1")
-	if _, err := e.claim(lease, st, 0, run("a", 0), run("b", 0)); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.store.Cleanup(e.ctx(), read); !errors.Is(err, ErrConflict) {
-		t.Fatalf("Cleanup of a stale read: %v, want ErrConflict", err)
-	}
-	if n := e.count(layout.WorkerClaimed("w1")) + e.count(layout.WorkerAssignments("w1")); n != 2 {
-		t.Fatalf("a refused cleanup left %d keys, want the assignment and its marker", n)
-	}
-	if err := e.store.Cleanup(e.ctx(), e.stored("w1")); err != nil {
-		t.Fatal(err)
-	}
-	if n := e.count(layout.WorkerClaimed("w1")) + e.count(layout.WorkerAssignments("w1")); n != 0 {
-		t.Fatalf("cleanup left %d keys", n)
+	for _, batched := range []bool{false, true} {
+		t.Run(map[bool]string{false: "alone", true: "batched"}[batched], func(t *testing.T) {
+			e := newEnv(t)
+			if batched {
+				c, err := txnbatch.New(e.cli, txnbatch.Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(c.Close)
+				if e.store, err = New(e.cli, layout, e.clock, Options{Batch: c}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			st := e.authorize(e.elect("a"), "w1", "a", "b")
+			lease := e.lease()
+			if _, err := e.claim(lease, st, 0, run("a", 0)); err != nil {
+				t.Fatal(err)
+			}
+			read := e.stored("w1")
+			if _, err := e.claim(lease, st, 0, run("a", 0), run("b", 0)); err != nil {
+				t.Fatal(err)
+			}
+			if err := e.store.Cleanup(e.ctx(), read); !errors.Is(err, ErrConflict) {
+				t.Fatalf("Cleanup of a stale read: %v, want ErrConflict", err)
+			}
+			if n := e.count(layout.WorkerClaimed("w1")) + e.count(layout.WorkerAssignments("w1")); n != 2 {
+				t.Fatalf("a refused cleanup left %d keys, want the assignment and its marker", n)
+			}
+			if err := e.store.Cleanup(e.ctx(), e.stored("w1")); err != nil {
+				t.Fatal(err)
+			}
+			if n := e.count(layout.WorkerClaimed("w1")) + e.count(layout.WorkerAssignments("w1")); n != 0 {
+				t.Fatalf("cleanup left %d keys", n)
+			}
+		})
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/etcdsched/scheduler/internal/txnbatch"
 )
 
 // Stored is an assignment as read, with the claim markers of its chunks.
@@ -139,9 +141,9 @@ func (p *protocol) cleanupOps(st *Stored) ([]clientv3.Cmp, []clientv3.Op) {
 }
 
 // Cleanup deletes an assignment and its markers as read, once every run
-// it names has a record (the worker's business; in the engine this goes
-// in the last release's transaction). ErrConflict: one of them changed
-// since it was read, and nothing was deleted.
+// it names has a record (the worker's business), through Options.Batch
+// when set. ErrConflict: one of them changed since it was read, and
+// nothing was deleted.
 func (s *Store) Cleanup(ctx context.Context, st Stored) error {
 	cmps, ops := s.cleanupOps(&st)
 	if len(ops) == 0 {
@@ -150,7 +152,13 @@ func (s *Store) Cleanup(ctx context.Context, st Stored) error {
 	if len(ops) > s.maxOps {
 		return fmt.Errorf("assign: clean up %s: %d keys: %w", st.Key(s.keys), len(ops), ErrTooLarge)
 	}
-	resp, err := s.kv.Txn(ctx).If(cmps...).Then(ops...).Commit()
+	var resp *clientv3.TxnResponse
+	var err error
+	if s.batch != nil {
+		resp, err = s.batch.Commit(ctx, txnbatch.Txn{If: cmps, Then: ops})
+	} else {
+		resp, err = s.kv.Txn(ctx).If(cmps...).Then(ops...).Commit()
+	}
 	if err != nil {
 		return fmt.Errorf("assign: clean up %s: %w", st.Key(s.keys), err)
 	}

@@ -9,6 +9,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/internal/keys"
+	"github.com/etcdsched/scheduler/internal/txnbatch"
 )
 
 // DefaultMaxTxnOps is etcd's default --max-txn-ops: the most compares, and
@@ -20,6 +21,13 @@ const DefaultMaxTxnOps = 128
 type Options struct {
 	// MaxTxnOps is the server's --max-txn-ops.
 	MaxTxnOps int
+	// Batch, when set, carries the worker's cleanups (Store.Cleanup) in
+	// the replica's group commits beside its releases; nil sends each
+	// alone. A worker cleans up each assignment as its last run ends, a
+	// dozen and more an instant at a burst: alone, each was a raft entry,
+	// fsync and apply of its own, and with the claims the most of the
+	// revisions a run made (docs/performance.md, "Bounds").
+	Batch *txnbatch.Committer
 }
 
 // protocol is what every transaction of the protocol is written with: the
@@ -34,6 +42,7 @@ type protocol struct {
 	keys   keys.Layout
 	clock  clockwork.Clock
 	maxOps int
+	batch  *txnbatch.Committer // Options.Batch
 }
 
 // Store owns the assignments' life outside a claim and a resolution: the
@@ -73,7 +82,7 @@ func New(kv *clientv3.Client, layout keys.Layout, clock clockwork.Clock, opts Op
 	if opts.MaxTxnOps == 0 {
 		opts.MaxTxnOps = DefaultMaxTxnOps
 	}
-	p := protocol{kv: kv, raw: clientv3.RetryKVClient(kv), keys: layout, clock: clock, maxOps: opts.MaxTxnOps}
+	p := protocol{kv: kv, raw: clientv3.RetryKVClient(kv), keys: layout, clock: clock, maxOps: opts.MaxTxnOps, batch: opts.Batch}
 	return &Store{protocol: p, claimer: &Claimer{p}, resolver: &Resolver{p}}, nil
 }
 
