@@ -70,7 +70,7 @@ func costCPUGoal(b *burstResult) goal {
 // host where both sides cost more than on the (docs/performance.md,
 // "The reference, calibrated").
 func againstReference(o, ref burstSide) string {
-	if ref.cpuPerRun() <= 0 || ref.EtcdCPUPerRun <= 0 || ref.ProcCPUPerRun <= 0 {
+	if ref.EtcdCPUPerRun <= 0 || ref.ProcCPUPerRun <= 0 {
 		return "no reference figures to divide by"
 	}
 	return fmt.Sprintf("÷ the reference's %.2f (etcd %.2f, replicas %.2f) against the goals ÷ the peer's %.2f (%.2f, %.2f)",

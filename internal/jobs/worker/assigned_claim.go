@@ -290,6 +290,6 @@ func (a *assignedRunner) runClaimed(ctx context.Context, r assignedRun, held *sl
 	q := &queue.Item{Entry: r.entry}
 	_, span := tracing.StartRun(ctx, a.d.Tracer, tracing.RunInfo{Job: r.job.Name, RunID: r.runID, Attempt: 1, Trigger: runs.Schedule, Holder: a.d.ID})
 	defer span.End()
-	log := a.d.Log.With("job", r.job.Name, "run_id", r.runID, "attempt", 1, "slot", held.Slot, "token", held.Token)
+	log := runLog(a.d.Log, held, "job", r.job.Name, "run_id", r.runID, "attempt", 1)
 	return a.core.execute(q, r.entry.Running(a.d.ID, held.Slot, startedAt), held, log, span) == nil
 }

@@ -68,11 +68,12 @@ func (c *core) execute(q *queue.Item, entry *queue.Entry, held *slots.Held, log 
 	return nil
 }
 
-// runLog is the logger of a run holding its slots: log, which names the
-// run, with the slot and its token. The lean path names all five at once
-// (one handler a run instead of two: 1 % of a replica at a burst).
-func runLog(log *slog.Logger, held *slots.Held) *slog.Logger {
-	return log.With("slot", held.Slot, "token", held.Token)
+// runLog is the logger of a run holding its slots: log with attrs (what
+// names the run, when log does not yet) and the slot and its token. The
+// lean path names all five in one With (one handler a run instead of two:
+// 1 % of a replica at a burst).
+func runLog(log *slog.Logger, held *slots.Held, attrs ...any) *slog.Logger {
+	return log.With(append(attrs, "slot", held.Slot, "token", held.Token)...)
 }
 
 // endKeys is the key layout a run's end writes by: it puts a last success
