@@ -8,7 +8,9 @@ import (
 	"testing"
 	"time"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc"
 
 	"github.com/etcdsched/scheduler/internal/etcdtest"
 	"github.com/etcdsched/scheduler/internal/poll"
@@ -18,33 +20,19 @@ import (
 // heldKV holds each commit until the test lets one go, and counts them:
 // claims submitted meanwhile queue behind it and go in one commit.
 type heldKV struct {
-	clientv3.KV
+	pb.KVClient
 	gate    chan struct{}
 	started chan struct{}
 }
 
-func (k *heldKV) Txn(ctx context.Context) clientv3.Txn {
-	return &heldTxn{Txn: k.KV.Txn(ctx), kv: k, ctx: ctx}
-}
-
-type heldTxn struct {
-	clientv3.Txn
-	kv  *heldKV
-	ctx context.Context
-}
-
-func (t *heldTxn) If(cs ...clientv3.Cmp) clientv3.Txn   { t.Txn = t.Txn.If(cs...); return t }
-func (t *heldTxn) Then(ops ...clientv3.Op) clientv3.Txn { t.Txn = t.Txn.Then(ops...); return t }
-func (t *heldTxn) Else(ops ...clientv3.Op) clientv3.Txn { t.Txn = t.Txn.Else(ops...); return t }
-
-func (t *heldTxn) Commit() (*clientv3.TxnResponse, error) {
-	t.kv.started <- struct{}{}
+func (k *heldKV) Txn(ctx context.Context, req *pb.TxnRequest, opts ...grpc.CallOption) (*pb.TxnResponse, error) {
+	k.started <- struct{}{}
 	select {
-	case <-t.kv.gate:
-	case <-t.ctx.Done():
-		return nil, t.ctx.Err()
+	case <-k.gate:
+	case <-ctx.Done():
+		return nil, ctx.Err()
 	}
-	return t.Txn.Commit()
+	return k.KVClient.Txn(ctx, req, opts...)
 }
 
 func waitWaiting(t *testing.T, c *txnbatch.Committer, n int) {
@@ -62,8 +50,8 @@ func waitWaiting(t *testing.T, c *txnbatch.Committer, n int) {
 // commit's revision, the slot keys' CreateRevision (rule 3).
 func TestBatchedClaimsKeepTheirOwnCompares(t *testing.T) {
 	cli := etcdtest.Start(t).Client()
-	kv := &heldKV{KV: cli, gate: make(chan struct{}), started: make(chan struct{}, 64)}
-	batch, err := txnbatch.New(kv, txnbatch.Options{InFlight: 1})
+	kv := &heldKV{KVClient: clientv3.RetryKVClient(cli), gate: make(chan struct{}), started: make(chan struct{}, 64)}
+	batch, err := txnbatch.NewOn(kv, cli, txnbatch.Options{InFlight: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

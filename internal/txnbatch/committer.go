@@ -22,8 +22,10 @@ import (
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -40,10 +42,12 @@ var (
 
 // Txn is one caller's transaction: Then applies if every compare of If
 // holds. A caller that wants to read what refused it nests a transaction
-// with its own else in Then (the slot claim does).
+// with its own else in Then (the slot claim does). A caller that builds
+// etcd's request itself sets Request instead of If and Then (request.go).
 type Txn struct {
-	If   []clientv3.Cmp
-	Then []clientv3.Op
+	If      []clientv3.Cmp
+	Then    []clientv3.Op
+	Request *pb.TxnRequest
 }
 
 // Options bound a batch; zero values take the defaults, which fit etcd's
@@ -72,12 +76,13 @@ type Options struct {
 // Committer batches transactions onto one etcd client. Its goroutines exist
 // only while a commit is in flight; Close ends them.
 type Committer struct {
-	kv      clientv3.KV
-	opts    Options
-	metrics *metrics
-	ctx     context.Context // ends at Close: cancels commits in flight
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
+	kv       pb.KVClient
+	callOpts []grpc.CallOption
+	opts     Options
+	metrics  *metrics
+	ctx      context.Context // ends at Close: cancels commits in flight
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
 
 	mu       sync.Mutex
 	queue    []*call
@@ -87,7 +92,7 @@ type Committer struct {
 
 type call struct {
 	ctx  context.Context
-	txn  Txn
+	req  *pb.TxnRequest
 	fp   footprint
 	done chan result // buffered: written once
 	sent bool        // guarded by Committer.mu
@@ -98,8 +103,17 @@ type result struct {
 	err  error
 }
 
-// New is a committer on kv; reg may be nil.
-func New(kv clientv3.KV, opts Options) (*Committer, error) {
+// New is a committer on client's connection.
+func New(client *clientv3.Client, opts Options) (*Committer, error) {
+	return NewOn(clientv3.RetryKVClient(client), client, opts)
+}
+
+// NewOn is a committer that sends through kv, a client's KV service (or a
+// test's wrapper of it), with the call options of client's own KV.
+func NewOn(kv pb.KVClient, client *clientv3.Client, opts Options) (*Committer, error) {
+	if kv == nil || client == nil {
+		return nil, errors.New("txnbatch: a committer needs a KV service and its client")
+	}
 	if opts.MaxMembers <= 0 {
 		opts.MaxMembers = 64
 	}
@@ -117,7 +131,7 @@ func New(kv clientv3.KV, opts Options) (*Committer, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Committer{kv: kv, opts: opts, metrics: m, ctx: ctx, cancel: cancel}, nil
+	return &Committer{kv: kv, callOpts: callOptions(client), opts: opts, metrics: m, ctx: ctx, cancel: cancel}, nil
 }
 
 // Commit applies t, alone or beside others, and returns its own outcome:
@@ -133,7 +147,8 @@ func (c *Committer) Commit(ctx context.Context, t Txn) (*clientv3.TxnResponse, e
 	if ctx.Err() != nil {
 		return nil, notSent(ctx)
 	}
-	cl := &call{ctx: ctx, txn: t, fp: footprintOf(t), done: make(chan result, 1)}
+	req := t.request()
+	cl := &call{ctx: ctx, req: req, fp: footprintOf(req), done: make(chan result, 1)}
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -268,11 +283,7 @@ func (c *Committer) commit(batch []*call) {
 		return
 	}
 	ctx, done := c.sendCtx(batch)
-	ops := make([]clientv3.Op, len(batch))
-	for i, cl := range batch {
-		ops[i] = clientv3.OpTxn(cl.txn.If, cl.txn.Then, nil)
-	}
-	resp, err := c.kv.Txn(ctx).Then(ops...).Commit()
+	resp, err := c.send(ctx, nest(batch))
 	done()
 	switch {
 	case err == nil:
@@ -303,7 +314,7 @@ func (c *Committer) alone(cl *call) result {
 	}
 	ctx, done := c.sendCtx([]*call{cl})
 	defer done()
-	resp, err := c.kv.Txn(ctx).If(cl.txn.If...).Then(cl.txn.Then...).Commit()
+	resp, err := c.send(ctx, cl.req)
 	return result{resp: resp, err: err}
 }
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -42,12 +43,12 @@ func await(t *testing.T, ch <-chan outcome) outcome {
 // newCommitter makes a committer with one commit in flight at most unless
 // opts says otherwise: what comes meanwhile queues, which the tests hold
 // and look at.
-func newCommitter(t *testing.T, kv clientv3.KV, opts Options) *Committer {
+func newCommitter(t *testing.T, kv *recordingKV, opts Options) *Committer {
 	t.Helper()
 	if opts.InFlight == 0 {
 		opts.InFlight = 1
 	}
-	c, err := New(kv, opts)
+	c, err := NewOn(kv, kv.cli, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,5 +258,46 @@ func TestTooManyOperationsFallsBack(t *testing.T) {
 	}
 	if got := kv.shapes(); len(got) != 4 || got[1].members != 2 {
 		t.Fatalf("commits %+v, want the first, the refused batch of two and two alone", got)
+	}
+}
+
+// createIfAbsentRequest is createIfAbsent built as etcd's request.
+func createIfAbsentRequest(key, value string) Txn {
+	return Txn{Request: &pb.TxnRequest{
+		Compare: []*pb.Compare{{Key: []byte(key), Target: pb.Compare_CREATE, Result: pb.Compare_EQUAL,
+			TargetUnion: &pb.Compare_CreateRevision{}}},
+		Success: []*pb.RequestOp{{Request: &pb.RequestOp_RequestPut{RequestPut: &pb.PutRequest{Key: []byte(key), Value: []byte(value)}}}},
+	}}
+}
+
+// A member built as etcd's request shares a commit with clientv3's by the
+// same rules: each keeps its own compares, and one that writes what another
+// writes goes in a commit of its own, after it.
+func TestRequestMembersBatchBesideClientv3s(t *testing.T) {
+	cli := etcdtest.Start(t).Client()
+	if _, err := cli.Put(t.Context(), "/taken", "someone"); err != nil {
+		t.Fatal(err)
+	}
+	kv := newRecordingKV(cli)
+	c := newCommitter(t, kv, Options{})
+	first, outs := queueBehind(t, c, kv,
+		createIfAbsentRequest("/a", "A"),     // 0
+		createIfAbsent("/b", "B"),            // 1
+		createIfAbsentRequest("/taken", "T"), // 2: fails, alone in its compare
+		createIfAbsentRequest("/b", "B2"),    // 3: writes /b as 1 does: after it, so fails
+	)
+	await(t, first)
+	if shapes := nextMembers(t, kv, 2); fmt.Sprint(shapes) != "[3 1]" {
+		t.Fatalf("commits of %v members, want [3 1]: {0,1,2}, {3}", shapes)
+	}
+	want := []bool{true, true, false, false}
+	for i, out := range outs {
+		o := await(t, out)
+		if o.err != nil || o.resp.Succeeded != want[i] {
+			t.Fatalf("member %d: %v, succeeded %v, want %v", i, o.err, o.resp != nil && o.resp.Succeeded, want[i])
+		}
+	}
+	if value(t, cli, "/a") != "A" || value(t, cli, "/b") != "B" || value(t, cli, "/taken") != "someone" {
+		t.Fatal("writes are not each member's own")
 	}
 }

@@ -1,7 +1,7 @@
 package txnbatch
 
 import (
-	clientv3 "go.etcd.io/etcd/client/v3"
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 )
 
 // A footprint is what decides whether a transaction may share a commit with
@@ -38,6 +38,13 @@ func (s span) last() (string, bool) {
 	return s.end, s.end != "\x00"
 }
 
+// isDir reports whether s is a directory: every key under a prefix that
+// ends in '/', [d, d with its '/' made '0'), as clientv3's WithPrefix reads.
+func (s span) isDir() bool {
+	n := len(s.key)
+	return n > 0 && s.key[n-1] == '/' && len(s.end) == n && s.end[n-1] == '0' && s.end[:n-1] == s.key[:n-1]
+}
+
 func (a span) overlaps(b span) bool {
 	if a.end == "" && b.end == "" {
 		return a.key == b.key
@@ -54,26 +61,25 @@ const (
 	txnOverhead = 8
 )
 
-func footprintOf(t Txn) footprint {
+func footprintOf(req *pb.TxnRequest) footprint {
 	var f footprint
-	r, w := spans(t.If, t.Then, nil)
+	r, w := spans(req)
 	f.reads, f.writes = make([]span, 0, r), make([]span, 0, w)
-	f.cost = f.add(t.If, t.Then, nil)
+	f.cost = f.add(req)
 	return f
 }
 
 // spans counts the reads and writes add appends, so a footprint is
 // allocated once (growing its lists was 3% of a replica at 2,000 runs/s).
-func spans(cmps []clientv3.Cmp, then, els []clientv3.Op) (reads, writes int) {
-	reads = len(cmps)
-	for _, ops := range [][]clientv3.Op{then, els} {
+func spans(req *pb.TxnRequest) (reads, writes int) {
+	reads = len(req.Compare)
+	for _, ops := range [][]*pb.RequestOp{req.Success, req.Failure} {
 		for _, op := range ops {
-			switch {
-			case op.IsTxn():
-				c, t, e := op.Txn()
-				r, w := spans(c, t, e)
-				reads, writes = reads+r, writes+w
-			case op.IsPut(), op.IsDelete():
+			switch r := op.Request.(type) {
+			case *pb.RequestOp_RequestTxn:
+				nr, nw := spans(r.RequestTxn)
+				reads, writes = reads+nr, writes+nw
+			case *pb.RequestOp_RequestPut, *pb.RequestOp_RequestDeleteRange:
 				writes++
 			}
 		}
@@ -86,109 +92,30 @@ func spans(cmps []clientv3.Cmp, then, els []clientv3.Op) (reads, writes int) {
 // transaction's. The server checks each level against what the levels
 // above it left (checkTxnRequest), so costs add along a path, not across
 // siblings.
-func (f *footprint) add(cmps []clientv3.Cmp, then, els []clientv3.Op) int {
+func (f *footprint) add(req *pb.TxnRequest) int {
 	f.size += txnOverhead
-	for _, c := range cmps {
-		pc := c.GetCompare()
-		f.reads = append(f.reads, span{string(pc.Key), string(pc.RangeEnd)})
-		f.size += opOverhead + len(pc.Key) + len(pc.RangeEnd) + len(pc.GetValue())
+	for _, c := range req.Compare {
+		f.reads = append(f.reads, span{string(c.Key), string(c.RangeEnd)})
+		f.size += opOverhead + len(c.Key) + len(c.RangeEnd) + len(c.GetValue())
 	}
 	nested := 0
-	for _, ops := range [][]clientv3.Op{then, els} {
+	for _, ops := range [][]*pb.RequestOp{req.Success, req.Failure} {
 		for _, op := range ops {
-			f.size += opOverhead + len(op.KeyBytes()) + len(op.RangeBytes()) + len(op.ValueBytes())
-			switch {
-			case op.IsTxn():
-				c, t, e := op.Txn()
-				nested = max(nested, f.add(c, t, e))
-			case op.IsPut(), op.IsDelete():
-				f.writes = append(f.writes, span{string(op.KeyBytes()), string(op.RangeBytes())})
+			f.size += opOverhead
+			switch r := op.Request.(type) {
+			case *pb.RequestOp_RequestTxn:
+				nested = max(nested, f.add(r.RequestTxn))
+			case *pb.RequestOp_RequestPut:
+				f.size += len(r.RequestPut.Key) + len(r.RequestPut.Value)
+				f.writes = append(f.writes, span{key: string(r.RequestPut.Key)})
+			case *pb.RequestOp_RequestDeleteRange:
+				d := r.RequestDeleteRange
+				f.size += len(d.Key) + len(d.RangeEnd)
+				f.writes = append(f.writes, span{string(d.Key), string(d.RangeEnd)})
+			case *pb.RequestOp_RequestRange:
+				f.size += len(r.RequestRange.Key) + len(r.RequestRange.RangeEnd)
 			}
 		}
 	}
-	return max(len(cmps), len(then), len(els)) + nested
-}
-
-// keyset is the union of footprints already in a batch (or waiting before
-// a member), indexed so a member is checked in time linear in its own keys.
-type keyset struct {
-	points map[string]access
-	ranges []ranged
-}
-
-type access uint8
-
-const (
-	read access = 1 << iota
-	write
-)
-
-type ranged struct {
-	span
-	access
-}
-
-func (s *keyset) reset() {
-	clear(s.points)
-	s.ranges = s.ranges[:0]
-}
-
-func (s *keyset) add(f *footprint) {
-	if s.points == nil {
-		s.points = map[string]access{}
-	}
-	for _, sp := range f.writes {
-		s.put(sp, write)
-	}
-	for _, sp := range f.reads {
-		s.put(sp, read)
-	}
-}
-
-func (s *keyset) put(sp span, a access) {
-	if sp.end == "" {
-		s.points[sp.key] |= a
-		return
-	}
-	s.ranges = append(s.ranges, ranged{sp, a})
-}
-
-// conflicts reports whether f writes what the set reads or writes, or reads
-// what the set writes.
-func (s *keyset) conflicts(f *footprint) bool {
-	for _, sp := range f.writes {
-		if s.touches(sp, read|write) {
-			return true
-		}
-	}
-	for _, sp := range f.reads {
-		if s.touches(sp, write) {
-			return true
-		}
-	}
-	return false
-}
-
-// touches reports whether the set has an access of a kind in mask that
-// overlaps sp.
-func (s *keyset) touches(sp span, mask access) bool {
-	if sp.end == "" {
-		if s.points[sp.key]&mask != 0 {
-			return true
-		}
-	} else {
-		// A range against every point: ranges are rare (none on the
-		// scheduler's hot path), so this stays cheap.
-		for k, a := range s.points {
-			if a&mask != 0 && sp.overlaps(span{key: k}) {
-				return true
-			}
-		}
-	}
-	for _, r := range s.ranges {
-		if r.access&mask != 0 && r.overlaps(sp) {
-			return true
-		}
-	}
-	return false
+	return max(len(req.Compare), len(req.Success), len(req.Failure)) + nested
 }

@@ -69,7 +69,7 @@ func TestFootprint(t *testing.T) {
 			[]clientv3.Op{clientv3.OpGet("/slots/j/", clientv3.WithPrefix())},
 		)},
 	}
-	f := footprintOf(claim)
+	f := footprintOf(claim.request())
 	if f.cost != 1+2 {
 		t.Fatalf("cost %d, want 3: one op at the top, two below", f.cost)
 	}
@@ -92,7 +92,7 @@ func TestFootprint(t *testing.T) {
 		{"a get of its slots", Txn{Then: []clientv3.Op{clientv3.OpGet("/slots/", clientv3.WithPrefix())}}, false},
 		{"a compare of what it only compares", Txn{If: []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision("/other"), "=", 0)}}, false},
 	} {
-		g := footprintOf(tc.txn)
+		g := footprintOf(tc.txn.request())
 		if got := set.conflicts(&g); got != tc.want {
 			t.Errorf("%s: conflict %v, want %v", tc.name, got, tc.want)
 		}

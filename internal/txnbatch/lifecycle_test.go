@@ -134,7 +134,7 @@ func TestBatchBounds(t *testing.T) {
 func TestClose(t *testing.T) {
 	cli := etcdtest.Start(t).Client()
 	kv := newRecordingKV(cli)
-	c, err := New(kv, Options{InFlight: 1})
+	c, err := NewOn(kv, kv.cli, Options{InFlight: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

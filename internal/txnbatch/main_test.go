@@ -7,7 +7,9 @@ import (
 	"testing"
 	"time"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc"
 
 	"github.com/etcdsched/scheduler/internal/etcdtest"
 	"github.com/etcdsched/scheduler/internal/poll"
@@ -15,12 +17,13 @@ import (
 
 func TestMain(m *testing.M) { etcdtest.VerifyNoLeaks(m) }
 
-// recordingKV passes transactions to a real client, noting each commit's
-// shape and, while hold is set, holding each commit until the test lets it
-// go: so a test can queue transactions behind a commit in flight without
-// timing anything.
+// recordingKV passes transactions to a real client's KV service, noting
+// each commit's shape and, while hold is set, holding each commit until the
+// test lets it go: so a test can queue transactions behind a commit in
+// flight without timing anything.
 type recordingKV struct {
-	clientv3.KV
+	pb.KVClient
+	cli     *clientv3.Client
 	hold    chan struct{} // when set, each commit waits for a value
 	started chan commitShape
 
@@ -35,12 +38,8 @@ type commitShape struct {
 	plain   bool
 }
 
-func newRecordingKV(kv clientv3.KV) *recordingKV {
-	return &recordingKV{KV: kv, started: make(chan commitShape, 1024)}
-}
-
-func (k *recordingKV) Txn(ctx context.Context) clientv3.Txn {
-	return &recordingTxn{Txn: k.KV.Txn(ctx), kv: k, ctx: ctx}
+func newRecordingKV(cli *clientv3.Client) *recordingKV {
+	return &recordingKV{KVClient: clientv3.RetryKVClient(cli), cli: cli, started: make(chan commitShape, 1024)}
 }
 
 func (k *recordingKV) shapes() []commitShape {
@@ -49,55 +48,30 @@ func (k *recordingKV) shapes() []commitShape {
 	return append([]commitShape(nil), k.commits...)
 }
 
-type recordingTxn struct {
-	clientv3.Txn
-	kv   *recordingKV
-	ctx  context.Context
-	cmps int
-	then []clientv3.Op
-}
-
-func (t *recordingTxn) If(cs ...clientv3.Cmp) clientv3.Txn {
-	t.cmps = len(cs)
-	t.Txn = t.Txn.If(cs...)
-	return t
-}
-
-func (t *recordingTxn) Then(ops ...clientv3.Op) clientv3.Txn {
-	t.then = ops
-	t.Txn = t.Txn.Then(ops...)
-	return t
-}
-
-func (t *recordingTxn) Else(ops ...clientv3.Op) clientv3.Txn {
-	t.Txn = t.Txn.Else(ops...)
-	return t
-}
-
-func (t *recordingTxn) Commit() (*clientv3.TxnResponse, error) {
+func (k *recordingKV) Txn(ctx context.Context, req *pb.TxnRequest, opts ...grpc.CallOption) (*pb.TxnResponse, error) {
 	shape := commitShape{members: 1, plain: true}
-	if t.cmps == 0 && len(t.then) > 1 {
+	if len(req.Compare) == 0 && len(req.Success) > 1 {
 		nested := true
-		for _, op := range t.then {
-			nested = nested && op.IsTxn()
+		for _, op := range req.Success {
+			nested = nested && op.GetRequestTxn() != nil
 		}
 		if nested {
-			shape = commitShape{members: len(t.then)}
+			shape = commitShape{members: len(req.Success)}
 		}
 	}
-	t.kv.mu.Lock()
-	t.kv.commits = append(t.kv.commits, shape)
-	hold := t.kv.hold
-	t.kv.mu.Unlock()
-	t.kv.started <- shape
+	k.mu.Lock()
+	k.commits = append(k.commits, shape)
+	hold := k.hold
+	k.mu.Unlock()
+	k.started <- shape
 	if hold != nil {
 		select {
 		case <-hold:
-		case <-t.ctx.Done():
-			return nil, t.ctx.Err()
+		case <-ctx.Done():
+			return nil, ctx.Err()
 		}
 	}
-	return t.Txn.Commit()
+	return k.KVClient.Txn(ctx, req, opts...)
 }
 
 // holdCommits makes every later commit wait for release.

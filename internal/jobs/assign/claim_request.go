@@ -5,9 +5,9 @@ import (
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"google.golang.org/grpc"
 
 	"github.com/etcdsched/scheduler/internal/slots"
+	"github.com/etcdsched/scheduler/internal/txnbatch"
 )
 
 // A chunk's claim is built as etcd's request itself, not through
@@ -79,13 +79,16 @@ func putOp[V string | []byte](key string, value V, lease clientv3.LeaseID) *pb.R
 	}}}
 }
 
-// sendTxn sends req as clientv3's KV.Txn does: through the client's
-// connection, waiting for it to be ready, its errors as clientv3 returns
-// them.
+// sendTxn sends req in a group commit (Options.Batch): the chunks of an
+// instant, each an assignment's, and the releases and cleanups sent
+// meanwhile share one raft entry (docs/design-etcd.md, group commit). The
+// chunk's compares see the revision before its commit there too: etcd
+// evaluates every compare of a request before its first write, and the
+// committer keeps apart members that write what another reads.
 func (c *Claimer) sendTxn(ctx context.Context, req *pb.TxnRequest) (*pb.TxnResponse, error) {
-	resp, err := c.raw.Txn(ctx, req, grpc.WaitForReady(true))
+	resp, err := c.batch.Commit(ctx, txnbatch.Txn{Request: req})
 	if err != nil {
-		return nil, clientv3.ContextError(ctx, err)
+		return nil, err
 	}
-	return resp, nil
+	return (*pb.TxnResponse)(resp), nil
 }

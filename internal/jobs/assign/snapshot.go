@@ -141,8 +141,8 @@ func (p *protocol) cleanupOps(st *Stored) ([]clientv3.Cmp, []clientv3.Op) {
 }
 
 // Cleanup deletes an assignment and its markers as read, once every run
-// it names has a record (the worker's business), through Options.Batch
-// when set. ErrConflict: one of them changed since it was read, and
+// it names has a record (the worker's business), in a group commit
+// (Options.Batch). ErrConflict: one of them changed since it was read, and
 // nothing was deleted.
 func (s *Store) Cleanup(ctx context.Context, st Stored) error {
 	cmps, ops := s.cleanupOps(&st)
@@ -152,13 +152,7 @@ func (s *Store) Cleanup(ctx context.Context, st Stored) error {
 	if len(ops) > s.maxOps {
 		return fmt.Errorf("assign: clean up %s: %d keys: %w", st.Key(s.keys), len(ops), ErrTooLarge)
 	}
-	var resp *clientv3.TxnResponse
-	var err error
-	if s.batch != nil {
-		resp, err = s.batch.Commit(ctx, txnbatch.Txn{If: cmps, Then: ops})
-	} else {
-		resp, err = s.kv.Txn(ctx).If(cmps...).Then(ops...).Commit()
-	}
+	resp, err := s.batch.Commit(ctx, txnbatch.Txn{If: cmps, Then: ops})
 	if err != nil {
 		return fmt.Errorf("assign: clean up %s: %w", st.Key(s.keys), err)
 	}

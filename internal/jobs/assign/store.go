@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/jonboulle/clockwork"
-	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/internal/keys"
@@ -21,12 +20,13 @@ const DefaultMaxTxnOps = 128
 type Options struct {
 	// MaxTxnOps is the server's --max-txn-ops.
 	MaxTxnOps int
-	// Batch, when set, carries the worker's cleanups (Store.Cleanup) in
-	// the replica's group commits beside its releases; nil sends each
-	// alone. A worker cleans up each assignment as its last run ends, a
-	// dozen and more an instant at a burst: alone, each was a raft entry,
-	// fsync and apply of its own, and with the claims the most of the
-	// revisions a run made (docs/performance.md, "Bounds").
+	// Batch carries the worker's claims (Claimer.ClaimChunk) and cleanups
+	// (Store.Cleanup) in the replica's group commits beside its releases;
+	// nil gives the Store a committer of its own. A worker claims and
+	// cleans up each assignment of an instant, a dozen and more at a
+	// burst: alone, each was a raft entry, fsync and apply of its own, and
+	// together the most of the revisions a run made (docs/performance.md,
+	// "Bounds").
 	Batch *txnbatch.Committer
 }
 
@@ -38,11 +38,10 @@ type Options struct {
 // and the Resolver each write through one; it holds no state that changes.
 type protocol struct {
 	kv     clientv3.KV
-	raw    pb.KVClient // kv's own connection, for requests built as protobuf (claim_request.go)
 	keys   keys.Layout
 	clock  clockwork.Clock
 	maxOps int
-	batch  *txnbatch.Committer // Options.Batch
+	batch  *txnbatch.Committer // Options.Batch, or the Store's own
 }
 
 // Store owns the assignments' life outside a claim and a resolution: the
@@ -82,7 +81,15 @@ func New(kv *clientv3.Client, layout keys.Layout, clock clockwork.Clock, opts Op
 	if opts.MaxTxnOps == 0 {
 		opts.MaxTxnOps = DefaultMaxTxnOps
 	}
-	p := protocol{kv: kv, raw: clientv3.RetryKVClient(kv), keys: layout, clock: clock, maxOps: opts.MaxTxnOps, batch: opts.Batch}
+	if opts.Batch == nil {
+		// Its goroutines live only while a commit is in flight, and each
+		// commit ends with its callers' contexts: nothing to close.
+		var err error
+		if opts.Batch, err = txnbatch.New(kv, txnbatch.Options{MaxTxnOps: opts.MaxTxnOps}); err != nil {
+			return nil, err
+		}
+	}
+	p := protocol{kv: kv, keys: layout, clock: clock, maxOps: opts.MaxTxnOps, batch: opts.Batch}
 	return &Store{protocol: p, claimer: &Claimer{p}, resolver: &Resolver{p}}, nil
 }
 
