@@ -133,7 +133,7 @@ func New(client *clientv3.Client, layout keys.Layout, logger *slog.Logger, reg p
 	m.jobInUse.running = func(ctx context.Context) (map[string]int, error) { return s.Running(ctx) }
 	if s.commit == nil {
 		// Its goroutines live only while a commit is in flight, and each
-		// commit ends with its callers' contexts: nothing to close.
+		// commit ends once its callers have all gone: nothing to close.
 		if s.commit, err = txnbatch.New(client, txnbatch.Options{}); err != nil {
 			return nil, err
 		}

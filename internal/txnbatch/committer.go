@@ -43,7 +43,8 @@ var (
 // Txn is one caller's transaction: Then applies if every compare of If
 // holds. A caller that wants to read what refused it nests a transaction
 // with its own else in Then (the slot claim does). A caller that builds
-// etcd's request itself sets Request instead of If and Then (request.go).
+// etcd's request itself sets Request instead of If and Then (request.go);
+// Commit refuses one with both.
 type Txn struct {
 	If      []clientv3.Cmp
 	Then    []clientv3.Op
@@ -146,6 +147,9 @@ func NewOn(kv pb.KVClient, client *clientv3.Client, opts Options) (*Committer, e
 func (c *Committer) Commit(ctx context.Context, t Txn) (*clientv3.TxnResponse, error) {
 	if ctx.Err() != nil {
 		return nil, notSent(ctx)
+	}
+	if t.Request != nil && (len(t.If) > 0 || len(t.Then) > 0) {
+		return nil, errors.New("txnbatch: a transaction given both as a request and as If and Then: not sent")
 	}
 	req := t.request()
 	cl := &call{ctx: ctx, req: req, fp: footprintOf(req), done: make(chan result, 1)}

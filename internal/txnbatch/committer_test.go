@@ -301,3 +301,19 @@ func TestRequestMembersBatchBesideClientv3s(t *testing.T) {
 		t.Fatal("writes are not each member's own")
 	}
 }
+
+// A transaction given both as a request and as If and Then is refused, not
+// sent: which of the two the caller meant is not the committer's guess.
+func TestRequestAndIfThenTogetherAreRefused(t *testing.T) {
+	cli := etcdtest.Start(t).Client()
+	kv := newRecordingKV(cli)
+	c := newCommitter(t, kv, Options{})
+	both := createIfAbsentRequest("/both", "R")
+	both.Then = []clientv3.Op{clientv3.OpPut("/both", "T")}
+	if _, err := c.Commit(t.Context(), both); err == nil {
+		t.Fatal("a transaction given twice was committed")
+	}
+	if got := kv.shapes(); len(got) != 0 || value(t, cli, "/both") != "" {
+		t.Fatalf("commits %+v, /both %q: want nothing sent", got, value(t, cli, "/both"))
+	}
+}

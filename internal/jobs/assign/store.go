@@ -26,7 +26,8 @@ type Options struct {
 	// cleans up each assignment of an instant, a dozen and more at a
 	// burst: alone, each was a raft entry, fsync and apply of its own, and
 	// together the most of the revisions a run made (docs/performance.md,
-	// "Bounds").
+	// "Bounds"). Its MaxTxnOps is the server's too: one that believes a
+	// wider bound has its batches refused and their members sent alone.
 	Batch *txnbatch.Committer
 }
 
@@ -83,7 +84,7 @@ func New(kv *clientv3.Client, layout keys.Layout, clock clockwork.Clock, opts Op
 	}
 	if opts.Batch == nil {
 		// Its goroutines live only while a commit is in flight, and each
-		// commit ends with its callers' contexts: nothing to close.
+		// commit ends once its callers have all gone: nothing to close.
 		var err error
 		if opts.Batch, err = txnbatch.New(kv, txnbatch.Options{MaxTxnOps: opts.MaxTxnOps}); err != nil {
 			return nil, err
