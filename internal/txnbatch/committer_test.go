@@ -40,6 +40,18 @@ func await(t *testing.T, ch <-chan outcome) outcome {
 	}
 }
 
+// awaitSucceeded waits for each outcome of outs and fails unless it has no
+// error and its Succeeded is want's of the same index.
+func awaitSucceeded(t *testing.T, outs []<-chan outcome, want ...bool) {
+	t.Helper()
+	for i, out := range outs {
+		o := await(t, out)
+		if o.err != nil || o.resp.Succeeded != want[i] {
+			t.Fatalf("member %d: %v, succeeded %v, want %v", i, o.err, o.resp != nil && o.resp.Succeeded, want[i])
+		}
+	}
+}
+
 // newCommitter makes a committer with one commit in flight at most unless
 // opts says otherwise: what comes meanwhile queues, which the tests hold
 // and look at.
@@ -192,13 +204,7 @@ func TestConflictingTransactionsSplit(t *testing.T) {
 	if shapes := nextMembers(t, kv, 3); fmt.Sprint(shapes) != "[2 1 1]" {
 		t.Fatalf("commits of %v members, want [2 1 1]: {0,3}, {1}, {2}", shapes)
 	}
-	want := []bool{true, false, true, true}
-	for i, out := range outs {
-		o := await(t, out)
-		if o.err != nil || o.resp.Succeeded != want[i] {
-			t.Fatalf("member %d: %v, succeeded %v, want %v", i, o.err, o.resp != nil && o.resp.Succeeded, want[i])
-		}
-	}
+	awaitSucceeded(t, outs, true, false, true, true)
 	if value(t, cli, "/k") != "A" || value(t, cli, "/saw-a") != "yes" {
 		t.Fatal("not what the members alone, in order, would have written")
 	}
@@ -290,13 +296,7 @@ func TestRequestMembersBatchBesideClientv3s(t *testing.T) {
 	if shapes := nextMembers(t, kv, 2); fmt.Sprint(shapes) != "[3 1]" {
 		t.Fatalf("commits of %v members, want [3 1]: {0,1,2}, {3}", shapes)
 	}
-	want := []bool{true, true, false, false}
-	for i, out := range outs {
-		o := await(t, out)
-		if o.err != nil || o.resp.Succeeded != want[i] {
-			t.Fatalf("member %d: %v, succeeded %v, want %v", i, o.err, o.resp != nil && o.resp.Succeeded, want[i])
-		}
-	}
+	awaitSucceeded(t, outs, true, true, false, false)
 	if value(t, cli, "/a") != "A" || value(t, cli, "/b") != "B" || value(t, cli, "/taken") != "someone" {
 		t.Fatal("writes are not each member's own")
 	}

@@ -62,11 +62,11 @@ func TestNewRefusesWhatCannotWork(t *testing.T) {
 
 // Cleanup deletes nothing of what changed since it was read: here a chunk
 // claimed after the read, whose marker names a run that may be running.
-// The same through a group committer (Options.Batch), as a replica's
-// worker cleans up.
+// Through the Store's own group committer and through one it is given
+// (Options.Batch), as a replica's worker cleans up.
 func TestCleanupKeepsWhatChangedSinceRead(t *testing.T) {
 	for _, batched := range []bool{false, true} {
-		t.Run(map[bool]string{false: "alone", true: "batched"}[batched], func(t *testing.T) {
+		t.Run(map[bool]string{false: "own committer", true: "given committer"}[batched], func(t *testing.T) {
 			e := newEnv(t)
 			if batched {
 				c, err := txnbatch.New(e.cli, txnbatch.Options{})
