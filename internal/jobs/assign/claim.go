@@ -54,6 +54,10 @@ type Claim struct {
 	Outcome Outcome
 	Token   int64  // Claimed: the slot keys' CreateRevision
 	Reason  Reason // Refused
+	// TakenSince (SlotTaken) is when the run holding the slot started,
+	// as its slot's value says: a run the slot was taken from before its
+	// instant met an overlap; one taken by an elder claimed after it did not.
+	TakenSince time.Time
 	// Revision is the chunk's commit (not Gone): its claim marker's
 	// ModRevision, which Cleanup compares.
 	Revision int64

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -40,7 +41,7 @@ func (c *Claimer) readRefusals(ctx context.Context, lease clientv3.LeaseID, rev 
 		for k, i := range refused[:n] {
 			reads := resp.Responses[at:ends[k]]
 			at = ends[k]
-			claims[i].Reason, claims[i].Token = refusal(lease, claims[i].RunID, reads)
+			claims[i].Reason, claims[i].Token, claims[i].TakenSince = refusal(lease, claims[i].RunID, reads)
 			if claims[i].Token != 0 {
 				claims[i].Outcome = Claimed
 			}
@@ -64,13 +65,15 @@ func (c *Claimer) refusalReads(r Run, runID string, rev int64) []clientv3.Op {
 }
 
 // refusal judges a refused run from its reads (refusalReads): which
-// compare failed, or, when its slots hold this run under this lease, the
-// token of the claim that took them.
-func refusal(lease clientv3.LeaseID, runID string, rs []*pb.ResponseOp) (Reason, int64) {
+// compare failed, and for a slot taken when its holder started (the
+// latest, of a run with resource slots too); or, when its slots hold this
+// run under this lease, the token of the claim that took them.
+func refusal(lease clientv3.LeaseID, runID string, rs []*pb.ResponseOp) (Reason, int64, time.Time) {
 	if rs[0].GetResponseRange().Count > 0 {
-		return RecordExists, 0
+		return RecordExists, 0, time.Time{}
 	}
 	var token int64
+	var since time.Time
 	mine := true
 	for _, r := range rs[2:] {
 		kvs := r.GetResponseRange().Kvs
@@ -83,13 +86,16 @@ func refusal(lease clientv3.LeaseID, runID string, rs []*pb.ResponseOp) (Reason,
 		if v.RunID != runID || clientv3.LeaseID(kvs[0].Lease) != lease || token != 0 && kvs[0].CreateRevision != token {
 			mine = false
 		}
+		if v.StartedAt.After(since) {
+			since = v.StartedAt
+		}
 		token = kvs[0].CreateRevision
 	}
 	if mine && token != 0 {
-		return "", token
+		return "", token, time.Time{}
 	}
 	if token != 0 {
-		return SlotTaken, 0
+		return SlotTaken, 0, since
 	}
-	return Waiting, 0
+	return Waiting, 0, time.Time{}
 }

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/jobs/admission"
 	"github.com/etcdsched/scheduler/internal/jobs/assign"
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
@@ -236,6 +237,7 @@ func (a *assignedRunner) claimChunk(ctx context.Context, r *claimRound, rs []ass
 	marker := r.addMarker(assign.Marker{Chunk: chunk, ModRevision: claims[0].Revision})
 	answered := a.d.Clock.Now()
 	var claimed []heldRun
+	var skipped []unclaimedEnd
 	for i, c := range claims {
 		run := rs[i]
 		switch {
@@ -250,6 +252,8 @@ func (a *assignedRunner) claimChunk(ctx context.Context, r *claimRound, rs []ass
 			// holding no place, as a queued run waits for its slot.
 			a.core.finish(run.runID)
 			r.later = append(r.later, run)
+		case skipsAtOnce(run.entry, c, st.At):
+			skipped = append(skipped, slotTakenSkip(run.entry))
 		default:
 			// A slot taken, or a run of the job waiting: the queue path
 			// applies overlap, fair order and queue_limit as for any run.
@@ -257,7 +261,36 @@ func (a *assignedRunner) claimChunk(ctx context.Context, r *claimRound, rs []ass
 		}
 	}
 	a.startClaimed(ctx, r, chunk, marker, claims[0].Ahead, claimed, startedAt)
+	a.endUnclaimed(ctx, st, skipped, unsettled)
 	return true
+}
+
+// skipsAtOnce reports whether a run etcd refused at its instant or after
+// (c) is skipped here, as the queue path's claim would skip it, in that
+// path's words (slotTakenSkip): its overlap is skip, its job has one slot
+// (the claim compared the one it picked; of more, another may be free),
+// and that slot's run started by the run's instant, so the slot was taken
+// when the run came due. One taken since by an elder claimed late (a tick
+// the queue path held, such as a new leader's) is the queue path's fair
+// order to decide: the run takes its turn after the elder (a worker that
+// skipped those at once skipped six ticks of jobs @every 100ms when the
+// bench's failover step stopped the leader).
+//
+// The skips of a chunk share one record transaction (endUnclaimed); on
+// the queue path each cost etcd an entry, a claim and a record apart, and
+// its replica followed the job slots meanwhile: at 4,000 jobs, where runs
+// claimed late still held their slots at their jobs' next ticks, that is
+// what tipped the step into falling behind (docs/performance.md, Bounds).
+func skipsAtOnce(e *queue.Entry, c assign.Claim, at time.Time) bool {
+	return c.Reason == assign.SlotTaken && e.Spec.Overlap == config.OverlapSkip &&
+		e.Spec.MaxConcurrency == 1 && !c.TakenSince.After(at)
+}
+
+// slotTakenSkip is the end of a run skipsAtOnce skips: the record and
+// reason the queue path writes (skipWhy).
+func slotTakenSkip(e *queue.Entry) unclaimedEnd {
+	reason, what := reasonOf(&slots.FullError{Limit: slots.LimitJob, Name: e.Job, Slots: e.Spec.MaxConcurrency})
+	return unclaimedEnd{entry: e, outcome: runs.Skipped, reason: reason, msg: skipWhy(what, e.Spec.Overlap)}
 }
 
 // claimTries sends one chunk until etcd answers it, the assignment is

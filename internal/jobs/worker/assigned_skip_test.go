@@ -1,0 +1,100 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
+	"github.com/etcdsched/scheduler/internal/runs"
+	"github.com/etcdsched/scheduler/internal/slots"
+)
+
+// How a lean run refused for its job's slot ends (assigned_claim.go,
+// skipsAtOnce): skipped by its worker when the slot was taken at its
+// instant, else on the queue path.
+
+// holdSlot puts job's slot 0 for another run, on a lease of its own,
+// which it returns.
+func (tw *testWorker) holdSlot(t *testing.T, job, runID string) clientv3.LeaseID {
+	t.Helper()
+	return tw.holdSlotSince(t, job, runID, time.Now())
+}
+
+// holdSlotSince is holdSlot for a run that started at started.
+func (tw *testWorker) holdSlotSince(t *testing.T, job, runID string, started time.Time) clientv3.LeaseID {
+	t.Helper()
+	lease, err := tw.cli.Grant(context.Background(), 60)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, _ := json.Marshal(slots.Value{RunID: runID, Holder: "elsewhere", StartedAt: started.UTC(), ScheduledAt: started.UTC()})
+	if _, err := tw.cli.Put(context.Background(), tw.layout.SlotOf(job, "", 0), string(v), clientv3.WithLease(lease.ID)); err != nil {
+		t.Fatal(err)
+	}
+	return lease.ID
+}
+
+// A run etcd refused at its instant because its slot is taken, under
+// overlap: skip, is recorded skipped by its worker, in the queue path's
+// words, without a queue entry: each such entry cost etcd a claim and a
+// record apart and had the replica follow the job slots. (Claimed ahead
+// of its instant and refused, it is tried again at the instant first.)
+func TestARefusedAssignedRunIsSkippedWithoutTheQueuePath(t *testing.T) {
+	tw, exec := startCounted(t, "/lean-c/", testWorkerOptions{}, "busy")
+	tw.holdSlot(t, "busy", "busy@earlier")
+	at := time.Now().Add(300 * time.Millisecond).UTC()
+	from := tw.revision(t)
+	tw.assignJobs(t, tw.incarnation(t), at, "busy")
+	id := runs.ID("busy", at)
+	rec := waitRecord(t, tw.cli, tw.layout, id)
+	if want := "all 1 slots taken (overlap: skip)"; rec.Outcome != runs.Skipped || rec.Error != want {
+		t.Errorf("recorded %s %q, want skipped %q", rec.Outcome, rec.Error, want)
+	}
+	tw.waitSettled(t)
+	if tw.existedBetween(t, tw.layout.Entry("busy", id), from, tw.revision(t)) {
+		t.Error("the run was queued: want it skipped on the lean path")
+	}
+	if n := exec.runs.Load(); n != 0 {
+		t.Errorf("%d runs executed, want none", n)
+	}
+}
+
+// A run whose slot an elder took after the run's instant (claimed late:
+// its slot's run started after it) was not met by an overlap when it came
+// due: the queue path decides, with its fair order.
+func TestARunWhoseSlotAnElderTookLateTakesTheQueuePath(t *testing.T) {
+	tw, exec := startCounted(t, "/lean-late/", testWorkerOptions{}, "busy")
+	at := time.Now().Add(300 * time.Millisecond).UTC()
+	tw.holdSlotSince(t, "busy", "busy@elder", at.Add(100*time.Millisecond))
+	from := tw.revision(t)
+	tw.assignJobs(t, tw.incarnation(t), at, "busy")
+	id := runs.ID("busy", at)
+	waitRecord(t, tw.cli, tw.layout, id)
+	if !tw.existedBetween(t, tw.layout.Entry("busy", id), from, tw.revision(t)) {
+		t.Error("the run was skipped on the lean path: want the queue path to decide")
+	}
+	if n := exec.runs.Load(); n != 0 {
+		t.Errorf("%d runs executed, want none", n)
+	}
+}
+
+// Of a job of two slots the lean claim compares the one it picked: refused
+// for it, the run is not skipped, for the other may be free, and the
+// queue path runs it there.
+func TestARunRefusedOneOfTwoSlotsRunsOnTheOther(t *testing.T) {
+	exec := &countingExecutor{started: make(chan string, 8)}
+	j := jobstest.Job("two", "@every 1h")
+	j.MaxConcurrency = 2
+	tw := startTestWorker(t, "/lean-two/", j, exec, testWorkerOptions{})
+	tw.holdSlot(t, "two", "two@earlier")
+	at := time.Now().Add(300 * time.Millisecond).UTC()
+	tw.assignJobs(t, tw.incarnation(t), at, "two")
+	rec := waitRecord(t, tw.cli, tw.layout, runs.ID("two", at))
+	if rec.Outcome != runs.Succeeded || rec.Slot != 1 {
+		t.Errorf("recorded %s %q in slot %d, want succeeded in slot 1", rec.Outcome, rec.Error, rec.Slot)
+	}
+}
