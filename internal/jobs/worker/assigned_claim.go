@@ -201,12 +201,12 @@ func pendingEntry(st *assign.Stored, j assign.Job) *queue.Entry {
 		Trigger: runs.Schedule, SpecRef: j.SpecRef, State: queue.Pending}
 }
 
-// claimChunk claims rs and starts those it got; the runs refused before
-// the instant because a slot was taken give their places back and go to
-// r.later, to be tried again at the instant (the run before may end by
-// then). False
-// when the assignment is gone (moved or deleted by the leader) or the
-// leader is to resolve it, and no more is to be claimed.
+// claimChunk claims rs and starts those it got; the runs a chunk sent
+// before the instant found their slot taken give their places back and go
+// to r.later, to be tried again at the instant (the run before may end by
+// then); refused after it, skipsAtOnce decides. False when the assignment
+// is gone (moved or deleted by the leader) or the leader is to resolve
+// it, and no more is to be claimed.
 func (a *assignedRunner) claimChunk(ctx context.Context, r *claimRound, rs []assignedRun) bool {
 	st, sess, chunk, unsettled := &r.st, r.sess, r.chunk, &r.unsettled
 	r.chunk++
@@ -235,7 +235,6 @@ func (a *assignedRunner) claimChunk(ctx context.Context, r *claimRound, rs []ass
 		return false
 	}
 	marker := r.addMarker(assign.Marker{Chunk: chunk, ModRevision: claims[0].Revision})
-	answered := a.d.Clock.Now()
 	var claimed []heldRun
 	var skipped []unclaimedEnd
 	for i, c := range claims {
@@ -247,8 +246,9 @@ func (a *assignedRunner) claimChunk(ctx context.Context, r *claimRound, rs []ass
 			claimed = append(claimed, heldRun{run: run, held: held})
 		case c.Reason == assign.RecordExists:
 			a.core.finish(run.runID) // decided already
-		case c.Reason == assign.SlotTaken && answered.Before(st.At):
-			// Tried again at the instant (claimLater); meanwhile it waits
+		case c.Reason == assign.SlotTaken && c.Ahead:
+			// Sent before the instant, so maybe refused before it: tried
+			// again at the instant (claimLater); meanwhile it waits
 			// holding no place, as a queued run waits for its slot.
 			a.core.finish(run.runID)
 			r.later = append(r.later, run)
@@ -266,7 +266,8 @@ func (a *assignedRunner) claimChunk(ctx context.Context, r *claimRound, rs []ass
 }
 
 // skipsAtOnce reports whether a run etcd refused at its instant or after
-// (c) is skipped here, as the queue path's claim would skip it, in that
+// (c, of a chunk sent then: its compares saw the slot after the instant)
+// is skipped here, as the queue path's claim would skip it, in that
 // path's words (slotTakenSkip): its overlap is skip, its job has one slot
 // (the claim compared the one it picked; of more, another may be free),
 // and that slot's run started by the run's instant, so the slot was taken

@@ -3,12 +3,17 @@ package worker
 import (
 	"context"
 	"encoding/json"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc"
 
 	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
+	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/runs"
 	"github.com/etcdsched/scheduler/internal/slots"
 )
@@ -96,5 +101,67 @@ func TestARunRefusedOneOfTwoSlotsRunsOnTheOther(t *testing.T) {
 	rec := waitRecord(t, tw.cli, tw.layout, runs.ID("two", at))
 	if rec.Outcome != runs.Succeeded || rec.Slot != 1 {
 		t.Errorf("recorded %s %q in slot %d, want succeeded in slot 1", rec.Outcome, rec.Error, rec.Slot)
+	}
+}
+
+// lateKV answers the first commit that writes a claim marker (under
+// prefix) only after late has run: a claim etcd refused before the
+// instant, its answer in after it.
+type lateKV struct {
+	pb.KVClient
+	prefix string
+	once   sync.Once
+	late   func()
+}
+
+func (k *lateKV) Txn(ctx context.Context, req *pb.TxnRequest, opts ...grpc.CallOption) (*pb.TxnResponse, error) {
+	resp, err := k.KVClient.Txn(ctx, req, opts...)
+	if err == nil && putsUnder(req, k.prefix) {
+		k.once.Do(k.late)
+	}
+	return resp, err
+}
+
+// putsUnder reports whether req, or a transaction it nests, puts a key
+// under prefix.
+func putsUnder(req *pb.TxnRequest, prefix string) bool {
+	for _, op := range req.Success {
+		if p := op.GetRequestPut(); p != nil && strings.HasPrefix(string(p.Key), prefix) {
+			return true
+		}
+		if t := op.GetRequestTxn(); t != nil && putsUnder(t, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// A chunk sent before its instant may be refused before it, whatever time
+// its answer comes: its runs refused for their slot are tried again at the
+// instant, not skipped. Here etcd refuses the chunk ahead (the tick
+// before holds the slot), and its answer comes after the instant, once
+// that run has ended: the run is claimed at the instant and succeeds.
+func TestARunRefusedAheadIsTriedAgainWhenItsAnswerComesLate(t *testing.T) {
+	const prefix = "/lean-ahead/"
+	layout := keys.New(prefix)
+	at := time.Now().Add(time.Second).UTC()
+	kv := &lateKV{prefix: layout.Claimed()}
+	kv.late = func() {
+		for time.Now().Before(at.Add(50 * time.Millisecond)) { // the answer comes after the instant
+			time.Sleep(10 * time.Millisecond)
+		}
+		if _, err := kv.KVClient.DeleteRange(context.Background(), &pb.DeleteRangeRequest{Key: []byte(layout.SlotOf("busy", "", 0))}); err != nil {
+			t.Error(err)
+		}
+	}
+	exec := &countingExecutor{started: make(chan string, 8)}
+	tw := startTestWorker(t, prefix, job("busy"), exec, testWorkerOptions{kv: func(inner pb.KVClient) pb.KVClient {
+		kv.KVClient = inner
+		return kv
+	}})
+	tw.holdSlot(t, "busy", "busy@earlier")
+	tw.assignJobs(t, tw.incarnation(t), at, "busy")
+	if rec := waitRecord(t, tw.cli, tw.layout, runs.ID("busy", at)); rec.Outcome != runs.Succeeded {
+		t.Errorf("recorded %s %q, want succeeded: refused ahead, tried again at the instant", rec.Outcome, rec.Error)
 	}
 }
