@@ -164,7 +164,7 @@ func TestRefusalsAreReadAfterTheClaimAtItsRevision(t *testing.T) {
 	}
 	claims := []Claim{{Job: "a", RunID: st.RunID("a"), Outcome: Refused}}
 	since := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
-	if err := e.store.Claimer().readRefusals(e.ctx(), e.lease(), taken, []Run{run("a", 0)}, claims, []int{0}); err != nil || claims[0].Reason != SlotTaken || !claims[0].TakenSince.Equal(since) {
+	if err := e.store.Claimer().readRefusals(e.ctx(), e.lease(), taken, []Run{run("a", 0)}, claims, []int{0}); err != nil || claims[0].Reason != SlotTaken || !claims[0].Holder.StartedAt.Equal(since) {
 		t.Fatalf("refusal read at revision %d: %+v, %v; want slot taken since %s", taken, claims[0], err, since)
 	}
 

@@ -26,17 +26,18 @@ import (
 // which it returns.
 func (tw *testWorker) holdSlot(t *testing.T, job, runID string) clientv3.LeaseID {
 	t.Helper()
-	return tw.holdSlotSince(t, job, runID, time.Now())
+	return tw.holdSlotSince(t, job, runID, time.Now(), time.Now())
 }
 
-// holdSlotSince is holdSlot for a run that started at started.
-func (tw *testWorker) holdSlotSince(t *testing.T, job, runID string, started time.Time) clientv3.LeaseID {
+// holdSlotSince is holdSlot for a run of the tick due at due that started
+// at started.
+func (tw *testWorker) holdSlotSince(t *testing.T, job, runID string, started, due time.Time) clientv3.LeaseID {
 	t.Helper()
 	lease, err := tw.cli.Grant(context.Background(), 60)
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, _ := json.Marshal(slots.Value{RunID: runID, Holder: "elsewhere", StartedAt: started.UTC(), ScheduledAt: started.UTC()})
+	v, _ := json.Marshal(slots.Value{RunID: runID, Holder: "elsewhere", StartedAt: started.UTC(), ScheduledAt: due.UTC()})
 	if _, err := tw.cli.Put(context.Background(), tw.layout.SlotOf(job, "", 0), string(v), clientv3.WithLease(lease.ID)); err != nil {
 		t.Fatal(err)
 	}
@@ -74,13 +75,35 @@ func TestARefusedAssignedRunIsSkippedWithoutTheQueuePath(t *testing.T) {
 func TestARunWhoseSlotAnElderTookLateTakesTheQueuePath(t *testing.T) {
 	tw, exec := startCounted(t, "/lean-late/", testWorkerOptions{}, "busy")
 	at := time.Now().Add(300 * time.Millisecond).UTC()
-	tw.holdSlotSince(t, "busy", "busy@elder", at.Add(100*time.Millisecond))
+	tw.holdSlotSince(t, "busy", "busy@elder", at.Add(100*time.Millisecond), at.Add(-time.Second))
 	from := tw.revision(t)
 	tw.assignJobs(t, tw.incarnation(t), at, "busy")
 	id := runs.ID("busy", at)
 	waitRecord(t, tw.cli, tw.layout, id)
 	if !tw.existedBetween(t, tw.layout.Entry("busy", id), from, tw.revision(t)) {
 		t.Error("the run was skipped on the lean path: want the queue path to decide")
+	}
+	if n := exec.runs.Load(); n != 0 {
+		t.Errorf("%d runs executed, want none", n)
+	}
+}
+
+// A run claimed so late that its job's next tick, claimed ahead, holds
+// the slot is skipped by its worker (no queue entry): no elder's turn is
+// owed, and the queue path would skip it too.
+func TestARunWhoseNextTickHoldsItsSlotIsSkippedAtOnce(t *testing.T) {
+	tw, exec := startCounted(t, "/lean-next/", testWorkerOptions{}, "busy")
+	at := time.Now().Add(300 * time.Millisecond).UTC()
+	next := at.Add(time.Second)
+	tw.holdSlotSince(t, "busy", runs.ID("busy", next), next, next)
+	from := tw.revision(t)
+	tw.assignJobs(t, tw.incarnation(t), at, "busy")
+	id := runs.ID("busy", at)
+	if rec := waitRecord(t, tw.cli, tw.layout, id); rec.Outcome != runs.Skipped {
+		t.Errorf("recorded %s %q, want skipped", rec.Outcome, rec.Error)
+	}
+	if tw.existedBetween(t, tw.layout.Entry("busy", id), from, tw.revision(t)) {
+		t.Error("the run was queued: want it skipped on the lean path")
 	}
 	if n := exec.runs.Load(); n != 0 {
 		t.Errorf("%d runs executed, want none", n)
