@@ -263,57 +263,6 @@ func (r *runner) leader() *cluster.Replica {
 	return l
 }
 
-// holder picks a replica other than the leader that holds a slot,
-// preferring one whose long run (longer than the TTL) started within the
-// last TTL/2, so that freezing it makes its lease expire while its run is
-// still in the target's handler. Any slot holder, or any non-leader, when
-// none shows up in time. It returns the leader as last seen too: over the
-// wait leadership may move, and a fault on the leader is a failover window.
-//
-// The wait covers about four cycles of the long job (a 3×TTL run, then the
-// next tick): each cycle's run lands on a non-leader about two times in
-// three, so the fallback is rare. Only a fresh long run can outlive the
-// lease; a fault that misses one tests little, and the positive control
-// needs at least one to show its overlap.
-func (r *runner) holder() (h, leader *cluster.Replica) {
-	var fresh, any *cluster.Replica
-	within := 12 * r.sc.ttl
-	long := "long"
-	if r.sc.lean {
-		long = "slow" // its 2.5 s run outlives a frozen holder's lease of 2 s
-	}
-	poll.Within(within, func() bool {
-		leader, any = r.leader(), nil
-		held, ok := r.heldSlots()
-		if !ok {
-			return false
-		}
-		for _, s := range held {
-			if s.Job == "" || s.Holder == leader.ID {
-				continue
-			}
-			if s.Job == long && time.Since(s.StartedAt) < r.sc.ttl/2 {
-				fresh = r.c.Replica(s.Holder)
-				return true
-			}
-			if any == nil {
-				any = r.c.Replica(s.Holder)
-			}
-		}
-		return false
-	})
-	switch {
-	case fresh != nil:
-		return fresh, leader
-	case any != nil:
-		r.t.Logf("no fresh long run on a non-leader within %s: freezing %s, which holds another slot", within, any.ID)
-		return any, leader
-	}
-	r.t.Logf("no slot held by a non-leader within %s: freezing a random non-leader", within)
-	others := slices.DeleteFunc(slices.Clone(r.c.Replicas), func(x *cluster.Replica) bool { return x == leader })
-	return others[r.rng.IntN(len(others))], leader
-}
-
 // failover measures from t0 to the first tick written by a leader other
 // than old, as the witness's own watch saw it.
 func (r *runner) failover(t0 time.Time, old string) time.Duration {
