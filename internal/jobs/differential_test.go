@@ -186,6 +186,9 @@ func decisions(t *testing.T, n *node, from, to time.Time) map[string]string {
 				continue
 			}
 			out[id] = fmt.Sprintf("%s (attempt %d)", r.Outcome, r.Attempt)
+			if r.Outcome == runs.Skipped {
+				out[id] += ": " + r.Error // both paths word a skip alike
+			}
 		}
 		for k, v := range triggered {
 			slices.Sort(v)

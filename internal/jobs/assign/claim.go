@@ -6,6 +6,8 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/etcdsched/scheduler/internal/slots"
 )
 
 // Run is one run a chunk tries to claim: its job, the slot indexes picked
@@ -54,6 +56,11 @@ type Claim struct {
 	Outcome Outcome
 	Token   int64  // Claimed: the slot keys' CreateRevision
 	Reason  Reason // Refused
+	// Holder (SlotTaken) is the value of the slot that refused it (of
+	// several, the one whose run started last): when that run started and
+	// which tick it is, which tell an overlap at the run's instant from a
+	// slot an elder took after it (worker/assigned_claim.go).
+	Holder slots.Value
 	// Revision is the chunk's commit (not Gone): its claim marker's
 	// ModRevision, which Cleanup compares.
 	Revision int64

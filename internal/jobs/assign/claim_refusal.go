@@ -40,7 +40,7 @@ func (c *Claimer) readRefusals(ctx context.Context, lease clientv3.LeaseID, rev 
 		for k, i := range refused[:n] {
 			reads := resp.Responses[at:ends[k]]
 			at = ends[k]
-			claims[i].Reason, claims[i].Token = refusal(lease, claims[i].RunID, reads)
+			claims[i].Reason, claims[i].Token, claims[i].Holder = refusal(lease, claims[i].RunID, reads)
 			if claims[i].Token != 0 {
 				claims[i].Outcome = Claimed
 			}
@@ -64,13 +64,15 @@ func (c *Claimer) refusalReads(r Run, runID string, rev int64) []clientv3.Op {
 }
 
 // refusal judges a refused run from its reads (refusalReads): which
-// compare failed, or, when its slots hold this run under this lease, the
+// compare failed, and for a slot taken the value of the one whose run
+// started last; or, when its slots hold this run under this lease, the
 // token of the claim that took them.
-func refusal(lease clientv3.LeaseID, runID string, rs []*pb.ResponseOp) (Reason, int64) {
+func refusal(lease clientv3.LeaseID, runID string, rs []*pb.ResponseOp) (Reason, int64, slots.Value) {
 	if rs[0].GetResponseRange().Count > 0 {
-		return RecordExists, 0
+		return RecordExists, 0, slots.Value{}
 	}
 	var token int64
+	var holder slots.Value
 	mine := true
 	for _, r := range rs[2:] {
 		kvs := r.GetResponseRange().Kvs
@@ -83,13 +85,16 @@ func refusal(lease clientv3.LeaseID, runID string, rs []*pb.ResponseOp) (Reason,
 		if v.RunID != runID || clientv3.LeaseID(kvs[0].Lease) != lease || token != 0 && kvs[0].CreateRevision != token {
 			mine = false
 		}
+		if token == 0 || v.StartedAt.After(holder.StartedAt) {
+			holder = v
+		}
 		token = kvs[0].CreateRevision
 	}
 	if mine && token != 0 {
-		return "", token
+		return "", token, slots.Value{}
 	}
 	if token != 0 {
-		return SlotTaken, 0
+		return SlotTaken, 0, holder
 	}
-	return Waiting, 0
+	return Waiting, 0, slots.Value{}
 }

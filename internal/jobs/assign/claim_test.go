@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -153,7 +154,7 @@ func TestRefusalsAreReadAfterTheClaimAtItsRevision(t *testing.T) {
 	// Read at the revision before a slot was freed, a refusal says the
 	// slot was taken, as the compares saw it then.
 	slot := layout.Slot("a", 0)
-	put, err := e.cli.Put(e.ctx(), slot, `{"run_id":"other"}`)
+	put, err := e.cli.Put(e.ctx(), slot, `{"run_id":"other","started_at":"2026-11-30T10:00:00Z"}`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,8 +163,9 @@ func TestRefusalsAreReadAfterTheClaimAtItsRevision(t *testing.T) {
 		t.Fatal(err)
 	}
 	claims := []Claim{{Job: "a", RunID: st.RunID("a"), Outcome: Refused}}
-	if err := e.store.Claimer().readRefusals(e.ctx(), e.lease(), taken, []Run{run("a", 0)}, claims, []int{0}); err != nil || claims[0].Reason != SlotTaken {
-		t.Fatalf("refusal read at revision %d: %+v, %v; want slot taken", taken, claims[0], err)
+	since := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	if err := e.store.Claimer().readRefusals(e.ctx(), e.lease(), taken, []Run{run("a", 0)}, claims, []int{0}); err != nil || claims[0].Reason != SlotTaken || !claims[0].Holder.StartedAt.Equal(since) {
+		t.Fatalf("refusal read at revision %d: %+v, %v; want slot taken since %s", taken, claims[0], err, since)
 	}
 
 	jobs := make([]string, 124)

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/jobs/admission"
 	"github.com/etcdsched/scheduler/internal/jobs/assign"
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
@@ -200,12 +201,12 @@ func pendingEntry(st *assign.Stored, j assign.Job) *queue.Entry {
 		Trigger: runs.Schedule, SpecRef: j.SpecRef, State: queue.Pending}
 }
 
-// claimChunk claims rs and starts those it got; the runs refused before
-// the instant because a slot was taken give their places back and go to
-// r.later, to be tried again at the instant (the run before may end by
-// then). False
-// when the assignment is gone (moved or deleted by the leader) or the
-// leader is to resolve it, and no more is to be claimed.
+// claimChunk claims rs and starts those it got; the runs a chunk sent
+// before the instant found their slot taken give their places back and go
+// to r.later, to be tried again at the instant (the run before may end by
+// then); refused after it, skipsAtOnce decides. False when the assignment
+// is gone (moved or deleted by the leader) or the leader is to resolve
+// it, and no more is to be claimed.
 func (a *assignedRunner) claimChunk(ctx context.Context, r *claimRound, rs []assignedRun) bool {
 	st, sess, chunk, unsettled := &r.st, r.sess, r.chunk, &r.unsettled
 	r.chunk++
@@ -234,8 +235,8 @@ func (a *assignedRunner) claimChunk(ctx context.Context, r *claimRound, rs []ass
 		return false
 	}
 	marker := r.addMarker(assign.Marker{Chunk: chunk, ModRevision: claims[0].Revision})
-	answered := a.d.Clock.Now()
 	var claimed []heldRun
+	var skipped []unclaimedEnd
 	for i, c := range claims {
 		run := rs[i]
 		switch {
@@ -245,11 +246,14 @@ func (a *assignedRunner) claimChunk(ctx context.Context, r *claimRound, rs []ass
 			claimed = append(claimed, heldRun{run: run, held: held})
 		case c.Reason == assign.RecordExists:
 			a.core.finish(run.runID) // decided already
-		case c.Reason == assign.SlotTaken && answered.Before(st.At):
-			// Tried again at the instant (claimLater); meanwhile it waits
+		case c.Reason == assign.SlotTaken && c.Ahead:
+			// Sent before the instant, so maybe refused before it: tried
+			// again at the instant (claimLater); meanwhile it waits
 			// holding no place, as a queued run waits for its slot.
 			a.core.finish(run.runID)
 			r.later = append(r.later, run)
+		case skipsAtOnce(run.entry, c, st.At):
+			skipped = append(skipped, slotTakenSkip(run.entry))
 		default:
 			// A slot taken, or a run of the job waiting: the queue path
 			// applies overlap, fair order and queue_limit as for any run.
@@ -257,7 +261,39 @@ func (a *assignedRunner) claimChunk(ctx context.Context, r *claimRound, rs []ass
 		}
 	}
 	a.startClaimed(ctx, r, chunk, marker, claims[0].Ahead, claimed, startedAt)
+	a.endUnclaimed(ctx, st, skipped, unsettled)
 	return true
+}
+
+// skipsAtOnce reports whether a run etcd refused at its instant or after
+// (c, of a chunk sent then: its compares saw the slot after the instant)
+// is skipped here, as the queue path's claim would skip it, in that
+// path's words (slotTakenSkip): its overlap is skip, its job has one slot
+// (the claim compared the one it picked; of more, another may be free),
+// and that slot's run either started by the run's instant, so the slot
+// was taken when the run came due, or is of a later tick of the job (the
+// run was claimed so late that the next tick, claimed ahead, runs). One
+// an elder took after the instant (a tick the queue path held, such as a
+// new leader's, claimed late) is the queue path's fair order to decide:
+// the run takes its turn after the elder (a worker that skipped those at
+// once skipped six ticks of jobs @every 100ms when the bench's failover
+// step stopped the leader).
+//
+// The skips of a chunk share one record transaction (endUnclaimed); on
+// the queue path each cost etcd an entry, a claim and a record apart, and
+// its replica followed the job slots meanwhile: at 4,000 jobs, where runs
+// claimed late still held their slots at their jobs' next ticks, that is
+// what tipped the step into falling behind (docs/performance.md, Bounds).
+func skipsAtOnce(e *queue.Entry, c assign.Claim, at time.Time) bool {
+	return c.Reason == assign.SlotTaken && e.Spec.Overlap == config.OverlapSkip && e.Spec.MaxConcurrency == 1 &&
+		(!c.Holder.StartedAt.After(at) || c.Holder.ScheduledAt.After(at))
+}
+
+// slotTakenSkip is the end of a run skipsAtOnce skips: the record and
+// reason the queue path writes (skipWhy).
+func slotTakenSkip(e *queue.Entry) unclaimedEnd {
+	reason, what := reasonOf(&slots.FullError{Limit: slots.LimitJob, Name: e.Job, Slots: e.Spec.MaxConcurrency})
+	return unclaimedEnd{entry: e, outcome: runs.Skipped, reason: reason, msg: skipWhy(what, e.Spec.Overlap)}
 }
 
 // claimTries sends one chunk until etcd answers it, the assignment is

@@ -11,6 +11,7 @@ import (
 	"github.com/etcdsched/scheduler/internal/jobs/assign"
 	"github.com/etcdsched/scheduler/internal/jobs/follow"
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
+	"github.com/etcdsched/scheduler/internal/txnbatch"
 )
 
 // How an assigned run that is not executed here ends: on the queue path
@@ -88,9 +89,7 @@ func (a *assignedRunner) recordUnclaimed(ctx context.Context, st *assign.Stored,
 	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.d.Config().Cluster.SessionTTL.D())
 	defer cancel()
-	resp, err := a.d.Client.Txn(wctx).If(
-		clientv3.Compare(clientv3.ModRevision(st.Key(a.d.Keys)), "=", st.ModRevision),
-	).Then(ops...).Commit()
+	resp, err := a.commit(wctx, []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(st.Key(a.d.Keys)), "=", st.ModRevision)}, ops)
 	switch {
 	case err != nil:
 		unsettled.Add(1)
@@ -125,6 +124,15 @@ func (a *assignedRunner) recordUnclaimed(ctx context.Context, st *assign.Stored,
 		a.d.Log.Info("runs not started", "runs", len(recorded), "due", st.At, "first_job", first.entry.Job,
 			"first_outcome", first.outcome, "first_reason", first.msg)
 	}
+}
+
+// commit sends a transaction of this worker's in its group commit when it
+// has one (Deps.Batch), else alone.
+func (a *assignedRunner) commit(ctx context.Context, cmps []clientv3.Cmp, ops []clientv3.Op) (*clientv3.TxnResponse, error) {
+	if a.d.Batch != nil {
+		return a.d.Batch.Commit(ctx, txnbatch.Txn{If: cmps, Then: ops})
+	}
+	return a.d.Client.Txn(ctx).If(cmps...).Then(ops...).Commit()
 }
 
 // cleanupTries bounds how often a cleanup reads again after a conflict (a

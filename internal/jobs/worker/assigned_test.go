@@ -2,7 +2,6 @@ package worker
 
 import (
 	"context"
-	"encoding/json"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -17,7 +16,6 @@ import (
 	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/poll"
 	"github.com/etcdsched/scheduler/internal/runs"
-	"github.com/etcdsched/scheduler/internal/slots"
 	"github.com/etcdsched/scheduler/internal/target"
 )
 
@@ -131,41 +129,6 @@ func TestAnAssignmentOfAnotherIncarnationIsNotClaimed(t *testing.T) {
 	}
 	if n := exec.runs.Load(); n != 1 {
 		t.Errorf("%d runs executed, want 1", n)
-	}
-}
-
-// holdSlot puts job's slot 0 for another run, on a lease of its own,
-// which it returns.
-func (tw *testWorker) holdSlot(t *testing.T, job, runID string) clientv3.LeaseID {
-	t.Helper()
-	lease, err := tw.cli.Grant(context.Background(), 60)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, _ := json.Marshal(slots.Value{RunID: runID, Holder: "elsewhere", StartedAt: time.Now().UTC(), ScheduledAt: time.Now().UTC()})
-	if _, err := tw.cli.Put(context.Background(), tw.layout.SlotOf(job, "", 0), string(v), clientv3.WithLease(lease.ID)); err != nil {
-		t.Fatal(err)
-	}
-	return lease.ID
-}
-
-// A run refused because its slot is taken becomes a pending queue entry,
-// and the queue path applies the job's overlap: skip records it skipped.
-func TestARefusedAssignedRunTakesTheQueuePath(t *testing.T) {
-	tw, exec := startCounted(t, "/lean-c/", testWorkerOptions{}, "busy")
-	tw.holdSlot(t, "busy", "busy@earlier")
-	at := time.Now().Add(300 * time.Millisecond).UTC()
-	tw.assignJobs(t, tw.incarnation(t), at, "busy")
-	rec := waitRecord(t, tw.cli, tw.layout, runs.ID("busy", at))
-	if rec.Outcome != runs.Skipped {
-		t.Errorf("recorded %s %q, want skipped (overlap)", rec.Outcome, rec.Error)
-	}
-	tw.waitSettled(t)
-	if n := tw.count(t, tw.layout.Queue()); n != 0 {
-		t.Errorf("%d queue entries left, want none", n)
-	}
-	if n := exec.runs.Load(); n != 0 {
-		t.Errorf("%d runs executed, want none", n)
 	}
 }
 

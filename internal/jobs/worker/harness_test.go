@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/config"
@@ -22,6 +23,7 @@ import (
 	"github.com/etcdsched/scheduler/internal/poll"
 	"github.com/etcdsched/scheduler/internal/session"
 	"github.com/etcdsched/scheduler/internal/slots"
+	"github.com/etcdsched/scheduler/internal/txnbatch"
 )
 
 // testWorker is one worker on real etcd with its session, slots view and
@@ -61,6 +63,9 @@ type testWorkerOptions struct {
 	leastPlaces int
 	// peers, when set, lists the lean incarnations of the other replicas.
 	peers LeanPeers
+	// kv, when set, wraps the KV service the assignment store's group
+	// commit sends through (its claims and cleanups).
+	kv func(pb.KVClient) pb.KVClient
 }
 
 // startTestWorker starts a worker for job under prefix.
@@ -112,7 +117,14 @@ func startTestWorker(t *testing.T, prefix string, job config.Job, exec Executor,
 	if o.writes != nil {
 		writes = o.writes(etcd.Endpoints())
 	}
-	store, err := assign.New(writes, layout, clock, assign.Options{})
+	var batch *txnbatch.Committer
+	if o.kv != nil {
+		if batch, err = txnbatch.NewOn(o.kv(clientv3.RetryKVClient(writes)), writes, txnbatch.Options{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(batch.Close)
+	}
+	store, err := assign.New(writes, layout, clock, assign.Options{Batch: batch})
 	if err != nil {
 		t.Fatal(err)
 	}

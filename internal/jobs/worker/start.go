@@ -278,7 +278,7 @@ func (qr *queueRunner) refused(ctx context.Context, sess *session.Session, q *qu
 		if full.View {
 			return st.confirmFirst(now)
 		}
-		retry := qr.finishUnstarted(ctx, q, st, runs.Skipped, reason, fmt.Sprintf("%s (overlap: %s)", what, q.Spec.Overlap))
+		retry := qr.finishUnstarted(ctx, q, st, runs.Skipped, reason, skipWhy(what, q.Spec.Overlap))
 		return retry, !retry.IsZero()
 	}
 }
@@ -345,6 +345,13 @@ func reasonOf(full *slots.FullError) (reason, what string) {
 		return metrics.ReasonOverlap, full.Error()
 	}
 	return metrics.ReasonOverlap, fmt.Sprintf("all %d slots taken", full.Slots)
+}
+
+// skipWhy is a skipped run's record: what was full, and the policy that
+// skipped it. Both paths write it (assigned_claim.go skips a lean run
+// etcd refused at its instant).
+func skipWhy(what, overlap string) string {
+	return fmt.Sprintf("%s (overlap: %s)", what, overlap)
 }
 
 // confirmFirst sends a run the view refused back for a claim that asks

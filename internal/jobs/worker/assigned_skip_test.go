@@ -1,0 +1,190 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc"
+
+	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
+	"github.com/etcdsched/scheduler/internal/keys"
+	"github.com/etcdsched/scheduler/internal/runs"
+	"github.com/etcdsched/scheduler/internal/slots"
+)
+
+// How a lean run refused for its job's slot ends (assigned_claim.go,
+// skipsAtOnce): skipped by its worker when the slot was taken at its
+// instant, else on the queue path.
+
+// holdSlot puts job's slot 0 for another run, on a lease of its own,
+// which it returns.
+func (tw *testWorker) holdSlot(t *testing.T, job, runID string) clientv3.LeaseID {
+	t.Helper()
+	return tw.holdSlotSince(t, job, runID, time.Now(), time.Now())
+}
+
+// holdSlotSince is holdSlot for a run of the tick due at due that started
+// at started.
+func (tw *testWorker) holdSlotSince(t *testing.T, job, runID string, started, due time.Time) clientv3.LeaseID {
+	t.Helper()
+	lease, err := tw.cli.Grant(context.Background(), 60)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, _ := json.Marshal(slots.Value{RunID: runID, Holder: "elsewhere", StartedAt: started.UTC(), ScheduledAt: due.UTC()})
+	if _, err := tw.cli.Put(context.Background(), tw.layout.SlotOf(job, "", 0), string(v), clientv3.WithLease(lease.ID)); err != nil {
+		t.Fatal(err)
+	}
+	return lease.ID
+}
+
+// A run etcd refused at its instant because its slot is taken, under
+// overlap: skip, is recorded skipped by its worker, in the queue path's
+// words, without a queue entry: each such entry cost etcd a claim and a
+// record apart and had the replica follow the job slots. (Claimed ahead
+// of its instant and refused, it is tried again at the instant first.)
+func TestARefusedAssignedRunIsSkippedWithoutTheQueuePath(t *testing.T) {
+	tw, exec := startCounted(t, "/lean-c/", testWorkerOptions{}, "busy")
+	tw.holdSlot(t, "busy", "busy@earlier")
+	at := time.Now().Add(300 * time.Millisecond).UTC()
+	from := tw.revision(t)
+	tw.assignJobs(t, tw.incarnation(t), at, "busy")
+	id := runs.ID("busy", at)
+	rec := waitRecord(t, tw.cli, tw.layout, id)
+	if want := "all 1 slots taken (overlap: skip)"; rec.Outcome != runs.Skipped || rec.Error != want {
+		t.Errorf("recorded %s %q, want skipped %q", rec.Outcome, rec.Error, want)
+	}
+	tw.waitSettled(t)
+	if tw.existedBetween(t, tw.layout.Entry("busy", id), from, tw.revision(t)) {
+		t.Error("the run was queued: want it skipped on the lean path")
+	}
+	if n := exec.runs.Load(); n != 0 {
+		t.Errorf("%d runs executed, want none", n)
+	}
+}
+
+// A run whose slot an elder took after the run's instant (claimed late:
+// its slot's run started after it) was not met by an overlap when it came
+// due: the queue path decides, with its fair order.
+func TestARunWhoseSlotAnElderTookLateTakesTheQueuePath(t *testing.T) {
+	tw, exec := startCounted(t, "/lean-late/", testWorkerOptions{}, "busy")
+	at := time.Now().Add(300 * time.Millisecond).UTC()
+	tw.holdSlotSince(t, "busy", "busy@elder", at.Add(100*time.Millisecond), at.Add(-time.Second))
+	from := tw.revision(t)
+	tw.assignJobs(t, tw.incarnation(t), at, "busy")
+	id := runs.ID("busy", at)
+	waitRecord(t, tw.cli, tw.layout, id)
+	if !tw.existedBetween(t, tw.layout.Entry("busy", id), from, tw.revision(t)) {
+		t.Error("the run was skipped on the lean path: want the queue path to decide")
+	}
+	if n := exec.runs.Load(); n != 0 {
+		t.Errorf("%d runs executed, want none", n)
+	}
+}
+
+// A run claimed so late that its job's next tick, claimed ahead, holds
+// the slot is skipped by its worker (no queue entry): no elder's turn is
+// owed, and the queue path would skip it too.
+func TestARunWhoseNextTickHoldsItsSlotIsSkippedAtOnce(t *testing.T) {
+	tw, exec := startCounted(t, "/lean-next/", testWorkerOptions{}, "busy")
+	at := time.Now().Add(300 * time.Millisecond).UTC()
+	next := at.Add(time.Second)
+	tw.holdSlotSince(t, "busy", runs.ID("busy", next), next, next)
+	from := tw.revision(t)
+	tw.assignJobs(t, tw.incarnation(t), at, "busy")
+	id := runs.ID("busy", at)
+	if rec := waitRecord(t, tw.cli, tw.layout, id); rec.Outcome != runs.Skipped {
+		t.Errorf("recorded %s %q, want skipped", rec.Outcome, rec.Error)
+	}
+	if tw.existedBetween(t, tw.layout.Entry("busy", id), from, tw.revision(t)) {
+		t.Error("the run was queued: want it skipped on the lean path")
+	}
+	if n := exec.runs.Load(); n != 0 {
+		t.Errorf("%d runs executed, want none", n)
+	}
+}
+
+// Of a job of two slots the lean claim compares the one it picked: refused
+// for it, the run is not skipped, for the other may be free, and the
+// queue path runs it there.
+func TestARunRefusedOneOfTwoSlotsRunsOnTheOther(t *testing.T) {
+	exec := &countingExecutor{started: make(chan string, 8)}
+	j := jobstest.Job("two", "@every 1h")
+	j.MaxConcurrency = 2
+	tw := startTestWorker(t, "/lean-two/", j, exec, testWorkerOptions{})
+	tw.holdSlot(t, "two", "two@earlier")
+	at := time.Now().Add(300 * time.Millisecond).UTC()
+	tw.assignJobs(t, tw.incarnation(t), at, "two")
+	rec := waitRecord(t, tw.cli, tw.layout, runs.ID("two", at))
+	if rec.Outcome != runs.Succeeded || rec.Slot != 1 {
+		t.Errorf("recorded %s %q in slot %d, want succeeded in slot 1", rec.Outcome, rec.Error, rec.Slot)
+	}
+}
+
+// lateKV answers the first commit that writes a claim marker (under
+// prefix) only after late has run: a claim etcd refused before the
+// instant, its answer in after it.
+type lateKV struct {
+	pb.KVClient
+	prefix string
+	once   sync.Once
+	late   func()
+}
+
+func (k *lateKV) Txn(ctx context.Context, req *pb.TxnRequest, opts ...grpc.CallOption) (*pb.TxnResponse, error) {
+	resp, err := k.KVClient.Txn(ctx, req, opts...)
+	if err == nil && putsUnder(req, k.prefix) {
+		k.once.Do(k.late)
+	}
+	return resp, err
+}
+
+// putsUnder reports whether req, or a transaction it nests, puts a key
+// under prefix.
+func putsUnder(req *pb.TxnRequest, prefix string) bool {
+	for _, op := range req.Success {
+		if p := op.GetRequestPut(); p != nil && strings.HasPrefix(string(p.Key), prefix) {
+			return true
+		}
+		if t := op.GetRequestTxn(); t != nil && putsUnder(t, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// A chunk sent before its instant may be refused before it, whatever time
+// its answer comes: its runs refused for their slot are tried again at the
+// instant, not skipped. Here etcd refuses the chunk ahead (the tick
+// before holds the slot), and its answer comes after the instant, once
+// that run has ended: the run is claimed at the instant and succeeds.
+func TestARunRefusedAheadIsTriedAgainWhenItsAnswerComesLate(t *testing.T) {
+	const prefix = "/lean-ahead/"
+	layout := keys.New(prefix)
+	at := time.Now().Add(time.Second).UTC()
+	kv := &lateKV{prefix: layout.Claimed()}
+	kv.late = func() {
+		for time.Now().Before(at.Add(50 * time.Millisecond)) { // the answer comes after the instant
+			time.Sleep(10 * time.Millisecond)
+		}
+		if _, err := kv.KVClient.DeleteRange(context.Background(), &pb.DeleteRangeRequest{Key: []byte(layout.SlotOf("busy", "", 0))}); err != nil {
+			t.Error(err)
+		}
+	}
+	exec := &countingExecutor{started: make(chan string, 8)}
+	tw := startTestWorker(t, prefix, job("busy"), exec, testWorkerOptions{kv: func(inner pb.KVClient) pb.KVClient {
+		kv.KVClient = inner
+		return kv
+	}})
+	tw.holdSlot(t, "busy", "busy@earlier")
+	tw.assignJobs(t, tw.incarnation(t), at, "busy")
+	if rec := waitRecord(t, tw.cli, tw.layout, runs.ID("busy", at)); rec.Outcome != runs.Succeeded {
+		t.Errorf("recorded %s %q, want succeeded: refused ahead, tried again at the instant", rec.Outcome, rec.Error)
+	}
+}
