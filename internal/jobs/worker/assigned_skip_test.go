@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc"
 
+	"github.com/etcdsched/scheduler/internal/jobs/assign"
 	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
 	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/runs"
@@ -129,34 +131,41 @@ func TestARunRefusedOneOfTwoSlotsRunsOnTheOther(t *testing.T) {
 
 // lateKV answers the first commit that writes a claim marker (under
 // prefix) only after late has run: a claim etcd refused before the
-// instant, its answer in after it.
+// instant, its answer in after it. ahead is what that marker said of its
+// chunk (assign.MarkerAhead).
 type lateKV struct {
 	pb.KVClient
 	prefix string
 	once   sync.Once
 	late   func()
+	ahead  atomic.Bool
 }
 
 func (k *lateKV) Txn(ctx context.Context, req *pb.TxnRequest, opts ...grpc.CallOption) (*pb.TxnResponse, error) {
 	resp, err := k.KVClient.Txn(ctx, req, opts...)
-	if err == nil && putsUnder(req, k.prefix) {
-		k.once.Do(k.late)
+	if marker := putUnder(req, k.prefix); err == nil && marker != nil {
+		k.once.Do(func() {
+			k.ahead.Store(assign.MarkerAhead(marker.Value))
+			k.late()
+		})
 	}
 	return resp, err
 }
 
-// putsUnder reports whether req, or a transaction it nests, puts a key
-// under prefix.
-func putsUnder(req *pb.TxnRequest, prefix string) bool {
+// putUnder is the first put under prefix in req, or in a transaction it
+// nests; nil if none.
+func putUnder(req *pb.TxnRequest, prefix string) *pb.PutRequest {
 	for _, op := range req.Success {
 		if p := op.GetRequestPut(); p != nil && strings.HasPrefix(string(p.Key), prefix) {
-			return true
+			return p
 		}
-		if t := op.GetRequestTxn(); t != nil && putsUnder(t, prefix) {
-			return true
+		if t := op.GetRequestTxn(); t != nil {
+			if p := putUnder(t, prefix); p != nil {
+				return p
+			}
 		}
 	}
-	return false
+	return nil
 }
 
 // A chunk sent before its instant may be refused before it, whatever time
@@ -164,12 +173,17 @@ func putsUnder(req *pb.TxnRequest, prefix string) bool {
 // instant, not skipped. Here etcd refuses the chunk ahead (the tick
 // before holds the slot), and its answer comes after the instant, once
 // that run has ended: the run is claimed at the instant and succeeds.
+// The instant is set once the worker and the slot are up, two seconds on:
+// set before, a loaded machine (the race detector, other packages' tests)
+// took so long starting them that the chunk went after it, was not ahead,
+// and the run was rightly skipped.
 func TestARunRefusedAheadIsTriedAgainWhenItsAnswerComesLate(t *testing.T) {
 	const prefix = "/lean-ahead/"
 	layout := keys.New(prefix)
-	at := time.Now().Add(time.Second).UTC()
+	instant := make(chan time.Time, 1)
 	kv := &lateKV{prefix: layout.Claimed()}
 	kv.late = func() {
+		at := <-instant
 		for time.Now().Before(at.Add(50 * time.Millisecond)) { // the answer comes after the instant
 			time.Sleep(10 * time.Millisecond)
 		}
@@ -183,8 +197,14 @@ func TestARunRefusedAheadIsTriedAgainWhenItsAnswerComesLate(t *testing.T) {
 		return kv
 	}})
 	tw.holdSlot(t, "busy", "busy@earlier")
+	at := time.Now().Add(2 * time.Second).UTC()
+	instant <- at
 	tw.assignJobs(t, tw.incarnation(t), at, "busy")
-	if rec := waitRecord(t, tw.cli, tw.layout, runs.ID("busy", at)); rec.Outcome != runs.Succeeded {
+	rec := waitRecord(t, tw.cli, tw.layout, runs.ID("busy", at))
+	if !kv.ahead.Load() {
+		t.Fatalf("recorded %s, but the chunk was sent after the instant: this test needs it sent ahead", rec.Outcome)
+	}
+	if rec.Outcome != runs.Succeeded {
 		t.Errorf("recorded %s %q, want succeeded: refused ahead, tried again at the instant", rec.Outcome, rec.Error)
 	}
 }

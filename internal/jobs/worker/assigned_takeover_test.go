@@ -101,7 +101,7 @@ func TestABackupLeavesABusyPeersAssignments(t *testing.T) {
 	})
 	clock.Advance(2 * time.Second) // past every backup's turn
 	if rec := waitRecord(t, tw.cli, tw.layout, runs.ID("b", at)); rec.Holder != "w1" {
-		t.Fatalf("b: recorded by %q, want the backup w1", rec.Holder)
+		t.Fatalf("b: recorded %s by %q (%q), want the backup w1", rec.Outcome, rec.Holder, rec.Error)
 	}
 	if n := tw.count(t, tw.layout.WorkerAssignments(busy)); n != 1 {
 		t.Errorf("busy's assignment: %d keys, want it left to busy", n)
