@@ -54,21 +54,29 @@ func (tw *testWorker) holdSlotSince(t *testing.T, job, runID string, started, du
 func TestARefusedAssignedRunIsSkippedWithoutTheQueuePath(t *testing.T) {
 	tw, exec := startCounted(t, "/lean-c/", testWorkerOptions{}, "busy")
 	tw.holdSlot(t, "busy", "busy@earlier")
-	at := time.Now().Add(300 * time.Millisecond).UTC()
-	from := tw.revision(t)
-	tw.assignJobs(t, tw.incarnation(t), at, "busy")
-	id := runs.ID("busy", at)
-	rec := waitRecord(t, tw.cli, tw.layout, id)
+	rec, queued := tw.assignBusy(t, time.Now().Add(300*time.Millisecond).UTC())
 	if want := "all 1 slots taken (overlap: skip)"; rec.Outcome != runs.Skipped || rec.Error != want {
 		t.Errorf("recorded %s %q, want skipped %q", rec.Outcome, rec.Error, want)
 	}
-	tw.waitSettled(t)
-	if tw.existedBetween(t, tw.layout.Entry("busy", id), from, tw.revision(t)) {
+	if queued {
 		t.Error("the run was queued: want it skipped on the lean path")
 	}
 	if n := exec.runs.Load(); n != 0 {
 		t.Errorf("%d runs executed, want none", n)
 	}
+}
+
+// assignBusy assigns job busy's tick at at to tw's worker and returns its
+// record, once the worker has settled it, and whether it went through a
+// queue entry (the queue path) meanwhile.
+func (tw *testWorker) assignBusy(t *testing.T, at time.Time) (runs.Record, bool) {
+	t.Helper()
+	from := tw.revision(t)
+	tw.assignJobs(t, tw.incarnation(t), at, "busy")
+	id := runs.ID("busy", at)
+	rec := waitRecord(t, tw.cli, tw.layout, id)
+	tw.waitSettled(t)
+	return rec, tw.existedBetween(t, tw.layout.Entry("busy", id), from, tw.revision(t))
 }
 
 // A run whose slot an elder took after the run's instant (claimed late:
@@ -78,11 +86,7 @@ func TestARunWhoseSlotAnElderTookLateTakesTheQueuePath(t *testing.T) {
 	tw, exec := startCounted(t, "/lean-late/", testWorkerOptions{}, "busy")
 	at := time.Now().Add(300 * time.Millisecond).UTC()
 	tw.holdSlotSince(t, "busy", "busy@elder", at.Add(100*time.Millisecond), at.Add(-time.Second))
-	from := tw.revision(t)
-	tw.assignJobs(t, tw.incarnation(t), at, "busy")
-	id := runs.ID("busy", at)
-	waitRecord(t, tw.cli, tw.layout, id)
-	if !tw.existedBetween(t, tw.layout.Entry("busy", id), from, tw.revision(t)) {
+	if _, queued := tw.assignBusy(t, at); !queued {
 		t.Error("the run was skipped on the lean path: want the queue path to decide")
 	}
 	if n := exec.runs.Load(); n != 0 {
@@ -98,13 +102,11 @@ func TestARunWhoseNextTickHoldsItsSlotIsSkippedAtOnce(t *testing.T) {
 	at := time.Now().Add(300 * time.Millisecond).UTC()
 	next := at.Add(time.Second)
 	tw.holdSlotSince(t, "busy", runs.ID("busy", next), next, next)
-	from := tw.revision(t)
-	tw.assignJobs(t, tw.incarnation(t), at, "busy")
-	id := runs.ID("busy", at)
-	if rec := waitRecord(t, tw.cli, tw.layout, id); rec.Outcome != runs.Skipped {
+	rec, queued := tw.assignBusy(t, at)
+	if rec.Outcome != runs.Skipped {
 		t.Errorf("recorded %s %q, want skipped", rec.Outcome, rec.Error)
 	}
-	if tw.existedBetween(t, tw.layout.Entry("busy", id), from, tw.revision(t)) {
+	if queued {
 		t.Error("the run was queued: want it skipped on the lean path")
 	}
 	if n := exec.runs.Load(); n != 0 {
