@@ -42,11 +42,9 @@ func (r *runner) holder() (h, leader *cluster.Replica) {
 			return false
 		}
 		for _, s := range held {
-			if s.Job == "" || s.Holder == leader.ID {
-				continue
-			}
-			if any == nil {
+			if s.Job != "" && s.Holder != leader.ID {
 				any = r.c.Replica(s.Holder)
+				break
 			}
 		}
 		return false
@@ -63,13 +61,12 @@ func (r *runner) holder() (h, leader *cluster.Replica) {
 	return others[r.rng.IntN(len(others))], leader
 }
 
-// inHandler is the replica, other than leader, whose run of job the
-// witness saw start within the last TTL/2 and not end; "" if none.
+// inHandler is the replica, other than leader, whose run of job is in the
+// witness's handler (Witness.InFlight) and started within the last TTL/2;
+// "" if none.
 func (r *runner) inHandler(job, leader string) string {
-	runs := r.w.Runs()
-	for i := len(runs) - 1; i >= 0; i-- {
-		x := runs[i]
-		if x.Job == job && !x.Rejected && x.End.IsZero() && x.Holder != leader && time.Since(x.Start) < r.sc.ttl/2 {
+	for _, x := range r.w.InFlight() {
+		if x.Job == job && x.Holder != leader && time.Since(x.Start) < r.sc.ttl/2 {
 			return x.Holder
 		}
 	}
