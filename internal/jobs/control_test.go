@@ -12,6 +12,7 @@ import (
 
 	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/jobs"
+	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
 	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/poll"
 	"github.com/etcdsched/scheduler/internal/runs"
@@ -23,13 +24,14 @@ import (
 func TestControl(t *testing.T) {
 	etcd := startEtcd(t)
 	w := startWitness(t)
-	slow := httpJob("slow", "@every 1h", w.url("sleep=3s"))
+	far := jobstest.FarTick(time.Now()) // slow and hold run only when triggered
+	slow := httpJob("slow", far, w.url("sleep=3s"))
 	slow.MaxConcurrency = 1
 	slow.Overlap = config.OverlapQueue
 	slow.QueueLimit = 5
 	// hold's runs last until cancelled: the cancel test must find the
 	// first still running however slow the machine.
-	hold := httpJob("hold", "@every 1h", w.url("sleep=5m"))
+	hold := httpJob("hold", far, w.url("sleep=5m"))
 	hold.Overlap = config.OverlapQueue
 	hold.QueueLimit = 5
 	quick := httpJob("quick", "@every 1s", w.url(""))
@@ -237,8 +239,9 @@ func TestWorkerRunsTheLeadersSpec(t *testing.T) {
 // job while the listing reads last runs (it did answer 404 before).
 func TestJobsListingSurvivesReload(t *testing.T) {
 	etcd := startEtcd(t)
-	before := newConfig(idleJob("old", "@every 1h"), idleJob("kept", "@every 1h"))
-	after := newConfig(idleJob("kept", "@every 1h"))
+	far := jobstest.FarTick(time.Now())
+	before := newConfig(idleJob("old", far), idleJob("kept", far))
+	after := newConfig(idleJob("kept", far))
 	n := etcd.node("a", before)
 	calls := 0
 	e, err := jobs.New(jobs.Options{Client: n.client, Prefix: testPrefix, ID: "lister", Sessions: n.Sessions, Slots: n.Slots, Executor: n.Exec,

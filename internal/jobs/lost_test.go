@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
 	"github.com/etcdsched/scheduler/internal/poll"
 	"github.com/etcdsched/scheduler/internal/runs"
 )
@@ -15,7 +16,7 @@ import (
 func TestCrashedHolderRunIsLostAndRetried(t *testing.T) {
 	etcd := startEtcd(t)
 	w := startWitness(t)
-	job := httpJob("work", "@every 1h", w.url("sleep=4s"))
+	job := httpJob("work", jobstest.FarTick(time.Now()), w.url("sleep=4s"))
 	job.Retries.Max = 2
 	cfg := newConfig(job)
 	nodes := etcd.nodes(cfg, "a", "b", "c")

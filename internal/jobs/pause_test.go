@@ -9,6 +9,7 @@ import (
 
 	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/jobs"
+	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
 	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/poll"
 )
@@ -19,8 +20,9 @@ import (
 func TestPausedGaugeAndPauseDetails(t *testing.T) {
 	etcd := startEtcd(t)
 	regA, regB := prometheus.NewRegistry(), prometheus.NewRegistry()
+	far := jobstest.FarTick(time.Now()) // once: both replicas' configs alike
 	cfg := func() *config.Config {
-		return newConfig(idleJob("a", "@every 1h"), idleJob("b", "@every 1h"))
+		return newConfig(idleJob("a", far), idleJob("b", far))
 	}
 	a := etcd.nodeWith("a", cfg(), timing{Reg: regA})
 	b := etcd.nodeWith("b", cfg(), timing{Reg: regB})

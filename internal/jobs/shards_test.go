@@ -103,10 +103,11 @@ func chainedRuns(t *testing.T, cli *clientv3.Client, job, tick string) int {
 func TestShardedTickChainsOnceOnItsOutcome(t *testing.T) {
 	etcd := etcdtest.Start(t)
 	st := startShardTarget(t)
-	up := jobstest.HTTPJob("split", "@yearly", st.srv.URL+"/run")
+	far := jobstest.FarTick(time.Now()) // both run only when triggered or chained
+	up := jobstest.HTTPJob("split", far, st.srv.URL+"/run")
 	up.Shards = 4
 	up.ShardInputs = []map[string]any{{"part": "a"}, {"part": "b"}, {}, {"part": "d"}}
-	down := jobstest.HTTPJob("merge", "@yearly", st.srv.URL+"/merge")
+	down := jobstest.HTTPJob("merge", far, st.srv.URL+"/merge")
 	down.After = &config.After{Job: "split", On: []string{"succeeded"}}
 	cfg := jobstest.Config(up, down)
 	var nodes []*node
@@ -166,9 +167,10 @@ func TestShardedTickChainsOnceOnItsOutcome(t *testing.T) {
 func TestOneShardIsUnsharded(t *testing.T) {
 	etcd := etcdtest.Start(t)
 	st := startShardTarget(t)
-	up := jobstest.HTTPJob("one", "@yearly", st.srv.URL+"/run")
+	far := jobstest.FarTick(time.Now())
+	up := jobstest.HTTPJob("one", far, st.srv.URL+"/run")
 	up.Shards = 1
-	down := jobstest.HTTPJob("after", "@yearly", st.srv.URL+"/after")
+	down := jobstest.HTTPJob("after", far, st.srv.URL+"/after")
 	down.After = &config.After{Job: "one", On: []string{"succeeded"}}
 	n := startNode(t, etcd.Endpoints(), "a", jobstest.Config(up, down))
 	leaderOf(t, []*node{n})
@@ -199,7 +201,7 @@ func TestShardsOfACrashedReplicaAreRetriedBeforeTheFanIn(t *testing.T) {
 	up := jobstest.HTTPJob("wide", "@every 30s", st.srv.URL+"/run?sleep=2s")
 	up.Shards = config.MaxShards
 	up.Retries.Max = 1
-	down := jobstest.HTTPJob("after", "@yearly", st.srv.URL+"/after")
+	down := jobstest.HTTPJob("after", jobstest.FarTick(time.Now()), st.srv.URL+"/after")
 	down.After = &config.After{Job: "wide", On: []string{"succeeded"}}
 	cfg := jobstest.Config(up, down)
 	byID := map[string]*node{}
@@ -342,7 +344,7 @@ func redoAfterAPartialWrite(t *testing.T, pruned bool) {
 func TestShardMaxConcurrencyPerIndex(t *testing.T) {
 	etcd := etcdtest.Start(t)
 	w := startWitness(t)
-	job := jobstest.HTTPJob("par", "@yearly", w.url("sleep=3s"))
+	job := jobstest.HTTPJob("par", jobstest.FarTick(time.Now()), w.url("sleep=3s"))
 	job.Shards = 3
 	n := startNode(t, etcd.Endpoints(), "a", jobstest.Config(job))
 	leaderOf(t, []*node{n})

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/etcdsched/scheduler/config"
+	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
 	"github.com/etcdsched/scheduler/internal/poll"
 	"github.com/etcdsched/scheduler/internal/runs"
 	"github.com/etcdsched/scheduler/internal/tracing"
@@ -96,9 +97,10 @@ func TestRunSpanReachesCollector(t *testing.T) {
 	collectTo(t, endpoint)
 	t.Setenv("OTEL_EXPORTER_OTLP_COMPRESSION", "gzip")
 	tgt := startTraceTarget(t)
+	far := jobstest.FarTick(time.Now())
 	cfg := newConfig(
-		httpJob("traced", "@every 1h", tgt.srv.URL),
-		httpJob("broken", "@every 1h", tgt.srv.URL+"?status=500"),
+		httpJob("traced", far, tgt.srv.URL),
+		httpJob("broken", far, tgt.srv.URL+"?status=500"),
 	)
 	n := etcd.node("solo", cfg)
 	if !n.Tracing.Exporting() {
@@ -173,7 +175,7 @@ func TestNoCollectorExportsNothing(t *testing.T) {
 	recv, _ := tracingtest.StartHTTP(t)
 	clearOTel(t)
 	tgt := startTraceTarget(t)
-	n := etcd.node("solo", newConfig(httpJob("quiet", "@every 1h", tgt.srv.URL)))
+	n := etcd.node("solo", newConfig(httpJob("quiet", jobstest.FarTick(time.Now()), tgt.srv.URL)))
 	if n.Tracing.Exporting() {
 		t.Fatal("no OTEL_* variable, yet the node exports")
 	}
@@ -201,7 +203,7 @@ func TestExecTargetGetsTraceparent(t *testing.T) {
 	recv, endpoint := tracingtest.StartHTTP(t)
 	collectTo(t, endpoint)
 	out := filepath.Join(t.TempDir(), "traceparent")
-	job := config.Job{Name: "script", Schedule: "@every 1h", Exec: &config.Exec{
+	job := config.Job{Name: "script", Schedule: jobstest.FarTick(time.Now()), Exec: &config.Exec{
 		Command: []string{"sh", "-c", `printf %s "$TRACEPARENT" > "$OUT"`},
 		Env:     map[string]string{"OUT": out, "TRACEPARENT": "00-forged"},
 	}}

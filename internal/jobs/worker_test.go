@@ -17,9 +17,10 @@ func TestMaxParallelBoundsOneReplica(t *testing.T) {
 	etcd := startEtcd(t)
 	w := startWitness(t)
 	var names []string
+	far := jobstest.FarTick(time.Now())
 	cfg := newConfig()
 	for _, name := range []string{"p1", "p2", "p3", "p4", "p5", "p6"} {
-		cfg.Jobs = append(cfg.Jobs, jobstest.WithDefaults(httpJob(name, "@every 1h", w.url("sleep=1s"))))
+		cfg.Jobs = append(cfg.Jobs, jobstest.WithDefaults(httpJob(name, far, w.url("sleep=1s"))))
 		names = append(names, name)
 	}
 	cfg.Worker.MaxParallel = 2
@@ -76,7 +77,7 @@ func TestMaxParallelBoundsOneReplica(t *testing.T) {
 func TestFailedRunIsRetried(t *testing.T) {
 	etcd := startEtcd(t)
 	w := startWitness(t)
-	job := httpJob("flaky", "@every 1h", w.url("status=500"))
+	job := httpJob("flaky", jobstest.FarTick(time.Now()), w.url("status=500"))
 	job.Retries.Max = 1
 	cfg := newConfig(job)
 	n := etcd.leading("solo", cfg)
@@ -110,7 +111,7 @@ func TestFailedRunIsRetried(t *testing.T) {
 func TestResourceSlotReachesTarget(t *testing.T) {
 	etcd := startEtcd(t)
 	w := startWitness(t)
-	job := httpJob("res", "@every 1h", w.url(""))
+	job := httpJob("res", jobstest.FarTick(time.Now()), w.url(""))
 	job.Resources = []string{"shared"}
 	n := etcd.leading("solo", newConfig(job))
 	n.trigger(t, "res", "")

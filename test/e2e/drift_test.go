@@ -7,10 +7,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
 	"github.com/etcdsched/scheduler/internal/poll"
 )
 
+// driftConfig's jobs run on schedule %[4]q: jobstest.FarTick, which
+// does not tick while the test runs (@every 1h ticks on whole hours).
 const driftConfig = `
 cluster:
   data_dir: %[2]s
@@ -18,7 +22,7 @@ api:
   listen: %[1]s
 jobs:
   - name: hello
-    schedule: "@every 1h"
+    schedule: %[4]q
     catch_up: none
     exec:
       command: ["true"]
@@ -29,14 +33,15 @@ jobs:
 func TestDashboardFlagsConfigDrift(t *testing.T) {
 	ctx := browser(t)
 
-	a := startScheduler(t, []string{"--id", "replica-a"}, driftConfig, "")
+	far := jobstest.FarTick(time.Now()) // once: the replicas differ by only-on-b alone
+	a := startScheduler(t, []string{"--id", "replica-a"}, driftConfig, "", far)
 	endpoints := etcdEndpoints(t, a)
-	extra := `  - name: only-on-b
-    schedule: "@every 1h"
+	extra := fmt.Sprintf(`  - name: only-on-b
+    schedule: %q
     exec:
       command: ["true"]
-`
-	startScheduler(t, []string{"--id", "replica-b", "--etcd-endpoints", strings.Join(endpoints, ",")}, driftConfig, extra)
+`, far)
+	startScheduler(t, []string{"--id", "replica-b", "--etcd-endpoints", strings.Join(endpoints, ",")}, driftConfig, extra, far)
 
 	// With two hashes and two members, the leader's is taken as the
 	// intended one: exactly the other member is flagged.
@@ -67,11 +72,12 @@ func etcdEndpoints(t *testing.T, r *replica) []string {
 }
 
 // sharedConfig is one file for every replica: each sets its own address,
-// data dir and etcd endpoints by flag.
+// data dir and etcd endpoints by flag. Its job runs on schedule %q
+// (jobstest.FarTick).
 const sharedConfig = `
 jobs:
   - name: hello
-    schedule: "@every 1h"
+    schedule: %q
     catch_up: none
     exec:
       command: ["true"]
@@ -85,7 +91,7 @@ func TestDashboardNoDriftAcrossListenAddresses(t *testing.T) {
 	bin := schedulerBinary(t)
 	dir := t.TempDir()
 	file := filepath.Join(dir, "scheduler.yaml")
-	if err := os.WriteFile(file, []byte(sharedConfig), 0o600); err != nil {
+	if err := os.WriteFile(file, []byte(fmt.Sprintf(sharedConfig, jobstest.FarTick(time.Now()))), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	start := func(id string, more ...string) *replica {

@@ -3,12 +3,16 @@ package e2e
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/etcdsched/scheduler/internal/etcdtest"
+	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
 )
 
 // outageConfig: the replica reaches etcd only through the test's proxy;
-// "long" holds a slot while the link goes away.
+// "long" holds a slot while the link goes away, run only when triggered:
+// its schedule %[4]q is jobstest.FarTick, which does not tick while the
+// test runs (@every 1h ticks on whole hours).
 const outageConfig = `
 cluster:
   etcd:
@@ -23,7 +27,7 @@ worker:
   shutdown_grace: 2s
 jobs:
   - name: long
-    schedule: "@every 1h"
+    schedule: %[4]q
     catch_up: none
     exec:
       command: ["sleep", "300"]
@@ -38,7 +42,7 @@ func TestDashboardEtcdOutage(t *testing.T) {
 	ctx := browser(t)
 	etcd := etcdtest.Start(t)
 	proxy := etcdtest.NewProxy(t, etcd.Endpoints()[0])
-	r := startScheduler(t, nil, outageConfig, proxy.Endpoint())
+	r := startScheduler(t, nil, outageConfig, proxy.Endpoint(), jobstest.FarTick(time.Now()))
 	id := replicaID(t, r, "")
 
 	navigate(t, ctx, "http://"+r.Addr+"/")

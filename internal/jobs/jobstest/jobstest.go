@@ -1,9 +1,11 @@
 // Package jobstest builds configurations for the engine's tests: a job with
-// every default the config loader would give it, and a cluster config with
-// short session timings.
+// every default the config loader would give it, a cluster config with
+// short session timings, and a schedule that does not tick while a test
+// runs (FarTick).
 package jobstest
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/etcdsched/scheduler/config"
@@ -69,4 +71,18 @@ func HTTPJob(name, schedule, url string) config.Job {
 // (127.0.0.1:1), for tests that never let its runs reach a target.
 func Job(name, schedule string) config.Job {
 	return HTTPJob(name, schedule, "http://127.0.0.1:1/")
+}
+
+// FarTick is an hourly cron schedule (six fields, seconds first) whose
+// ticks fall half an hour from now, for a job in UTC (the default
+// timezone) that must not tick while a test runs. @every 1h and @hourly
+// do not do that: they tick on whole hours, so a test run across one
+// sees a tick it did not expect (in the
+// worker's tests, a run taken up seconds late was recorded missed,
+// superseded by the tick at the hour: CI at 16:00 and a race run at 15:00
+// on 2026-11-30). Make it once per test and give every replica the same
+// string: the schedule is part of the config hash.
+func FarTick(now time.Time) string {
+	now = now.UTC()
+	return fmt.Sprintf("%d %d * * * *", now.Second(), (now.Minute()+30)%60)
 }

@@ -119,7 +119,7 @@ func TestARunWhoseNextTickHoldsItsSlotIsSkippedAtOnce(t *testing.T) {
 // queue path runs it there.
 func TestARunRefusedOneOfTwoSlotsRunsOnTheOther(t *testing.T) {
 	exec := &countingExecutor{started: make(chan string, 8)}
-	j := jobstest.Job("two", "@every 1h")
+	j := jobstest.Job("two", jobstest.FarTick(time.Now()))
 	j.MaxConcurrency = 2
 	tw := startTestWorker(t, "/lean-two/", j, exec, testWorkerOptions{})
 	tw.holdSlot(t, "two", "two@earlier")

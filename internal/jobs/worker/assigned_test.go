@@ -2,7 +2,6 @@ package worker
 
 import (
 	"context"
-	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -79,17 +78,11 @@ func (c *countingExecutor) Execute(_ context.Context, _ *config.Job, run target.
 }
 
 // job is an hourly job that does not tick while a test runs: its ticks
-// fall half an hour from now (farTick). An @every 1h job ticks on whole
-// hours, and a test run across one had its run taken up seconds late
-// recorded missed, superseded by the tick at the hour (CI at 16:00 and
-// a race run at 15:00 on 2026-11-30).
-func job(name string) config.Job { return jobstest.Job(name, farTick(time.Now())) }
-
-// farTick is an hourly cron schedule whose ticks are half an hour from now.
-func farTick(now time.Time) string {
-	now = now.UTC()
-	return fmt.Sprintf("%d %d * * * *", now.Second(), (now.Minute()+30)%60)
-}
+// fall half an hour from now (jobstest.FarTick). An @every 1h job ticks on
+// whole hours, and a test run across one had its run taken up seconds
+// late recorded missed, superseded by the tick at the hour (CI at 16:00
+// and a race run at 15:00 on 2026-11-30).
+func job(name string) config.Job { return jobstest.Job(name, jobstest.FarTick(time.Now())) }
 
 // An assignment of this incarnation runs each of its jobs once, through
 // no queue entry, and is deleted with its claim markers once every run has
@@ -323,25 +316,4 @@ func (tw *testWorker) existedBetween(t *testing.T, key string, from, to int64) b
 		}
 	}
 	return false
-}
-
-// farTick's schedule has no tick within ten minutes of the now it was
-// made at, whatever the hour (an @every 1h job has one at every whole
-// hour, so a test's late run was superseded across one).
-func TestFarTickDoesNotTickNearNow(t *testing.T) {
-	for _, now := range []time.Time{
-		time.Date(2026, 11, 30, 15, 59, 58, 0, time.UTC),
-		time.Date(2026, 11, 30, 16, 0, 1, 0, time.UTC),
-		time.Date(2026, 11, 30, 16, 29, 59, 0, time.UTC),
-		time.Date(2026, 11, 30, 16, 31, 0, 0, time.UTC),
-	} {
-		j := jobstest.Job("x", farTick(now))
-		sched, err := j.ParsedSchedule()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if next := sched.Next(now.Add(-10 * time.Minute)); next.Before(now.Add(10 * time.Minute)) {
-			t.Errorf("made at %s (%q): a tick at %s", now.Format(time.TimeOnly), farTick(now), next.Format(time.TimeOnly))
-		}
-	}
 }

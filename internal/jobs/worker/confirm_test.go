@@ -42,7 +42,7 @@ func (s *staleSlots) Claim(ctx context.Context, sess *session.Session, req slots
 // run ended. Without the confirming read the run here is recorded
 // "skipped: all 1 slots taken".
 func TestSkipWaitsForEtcdsRefusal(t *testing.T) {
-	job := jobstest.WithDefaults(jobstest.Job("j", "@every 1h"))
+	job := jobstest.WithDefaults(jobstest.Job("j", jobstest.FarTick(time.Now())))
 	job.MaxConcurrency, job.Overlap = 1, config.OverlapSkip
 	exec := doneExecutor{started: make(chan string, 4)}
 	wrapped := &staleSlots{}

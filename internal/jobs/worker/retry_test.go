@@ -45,7 +45,7 @@ func (s *slowToReturn) Release(ctx context.Context, h *slots.Held, then ...clien
 // brought it back: a replica alone never ran it (CI saw a retried run's
 // final record never come).
 func TestRetryWhilePreviousAttemptEndsRuns(t *testing.T) {
-	job := jobstest.WithDefaults(jobstest.Job("retried", "@every 1h"))
+	job := jobstest.WithDefaults(jobstest.Job("retried", jobstest.FarTick(time.Now())))
 	job.Retries.Max = 1
 	exec := failOnceExecutor{attempts: make(chan int, 4)}
 	wrapped := &slowToReturn{}

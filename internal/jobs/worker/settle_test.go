@@ -50,7 +50,7 @@ func (d doneExecutor) Execute(_ context.Context, _ *config.Job, run target.Run) 
 // after a fault). The test fails with one release attempt: the first run's
 // record never comes and the second run never starts.
 func TestReleaseThatFailsIsTriedAgainWhileTheSessionLives(t *testing.T) {
-	job := jobstest.WithDefaults(jobstest.Job("keyed", "@every 1h"))
+	job := jobstest.WithDefaults(jobstest.Job("keyed", jobstest.FarTick(time.Now())))
 	job.MaxConcurrency, job.Overlap = 1, config.OverlapQueue
 	job.ConcurrencyKey = "{{ .Input.customer_id }}"
 	flaky := &failingReleases{fail: 2}

@@ -54,7 +54,7 @@ func (l *logSeen) saw(prefix string) bool {
 // keyed job, after an etcd leader was killed). The test fails when the run
 // is not parked after the failed write: its record never comes.
 func TestUnstartedRecordThatFailsIsTriedAgain(t *testing.T) {
-	job := jobstest.WithDefaults(jobstest.Job("one", "@every 1h"))
+	job := jobstest.WithDefaults(jobstest.Job("one", jobstest.FarTick(time.Now())))
 	job.MaxConcurrency, job.Overlap = 1, config.OverlapSkip
 	exec := &heldExecutor{started: make(chan target.Run, 4), release: make(chan struct{})}
 	var proxy *netproxy.Proxy
