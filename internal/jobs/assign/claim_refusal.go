@@ -41,6 +41,7 @@ func (c *Claimer) readRefusals(ctx context.Context, lease clientv3.LeaseID, rev 
 			reads := resp.Responses[at:ends[k]]
 			at = ends[k]
 			claims[i].Reason, claims[i].Token, claims[i].Holder = refusal(lease, claims[i].RunID, reads)
+			claims[i].Queued = reads[1].GetResponseRange().Count > 0
 			if claims[i].Token != 0 {
 				claims[i].Outcome = Claimed
 			}

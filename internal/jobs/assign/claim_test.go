@@ -188,3 +188,25 @@ func TestRefusalsAreReadAfterTheClaimAtItsRevision(t *testing.T) {
 		}
 	}
 }
+
+// A run refused for its slot says whether a run of its job was in the
+// queue then (Claim.Queued): with none, the holder is a lean run and no
+// elder waits for a turn, and the worker skips the run as the queue path
+// would (worker/assigned_claim.go, skipsAtOnce).
+func TestARefusalForTheSlotSaysWhetherTheJobHadARunQueued(t *testing.T) {
+	e := newEnv(t)
+	st := e.authorize(e.elect("a"), "w1", "a")
+	e.put(layout.Slot("a", 0), `{"run_id":"a@elder","started_at":"2026-11-30T10:00:00Z"}`)
+	for chunk, queued := range []bool{false, true} {
+		if queued {
+			e.put(layout.Entry("a", "a@elder"), "{}")
+		}
+		claims, err := e.claim(e.lease(), st, chunk, run("a", 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c := claims[0]; c.Outcome != Refused || c.Reason != SlotTaken || c.Queued != queued {
+			t.Errorf("a run of the job queued %v: %+v; want refused, slot taken, Queued %v", queued, c, queued)
+		}
+	}
+}

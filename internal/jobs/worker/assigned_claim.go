@@ -272,12 +272,15 @@ func (a *assignedRunner) claimChunk(ctx context.Context, r *claimRound, rs []ass
 // (the claim compared the one it picked; of more, another may be free),
 // and that slot's run either started by the run's instant, so the slot
 // was taken when the run came due, or is of a later tick of the job (the
-// run was claimed so late that the next tick, claimed ahead, runs). One
-// an elder took after the instant (a tick the queue path held, such as a
-// new leader's, claimed late) is the queue path's fair order to decide:
-// the run takes its turn after the elder (a worker that skipped those at
-// once skipped six ticks of jobs @every 100ms when the bench's failover
-// step stopped the leader).
+// run was claimed so late that the next tick, claimed ahead, runs), or no
+// run of the job was in the queue (c.Queued): the holder is a lean run,
+// and with no elder waiting the queue path's claim skips it at once too
+// (TestALeanRunBehindALateLeanElderEndsAsOnTheQueuePath). One whose slot
+// an elder of the queue took after the instant (a tick the queue path
+// held, such as a new leader's, claimed late) is the queue path's fair
+// order to decide: the run takes its turn after the elder (a worker that
+// skipped those at once skipped six ticks of jobs @every 100ms when the
+// bench's failover step stopped the leader).
 //
 // The skips of a chunk share one record transaction (endUnclaimed); on
 // the queue path each cost etcd an entry, a claim and a record apart, and
@@ -286,7 +289,7 @@ func (a *assignedRunner) claimChunk(ctx context.Context, r *claimRound, rs []ass
 // what tipped the step into falling behind (docs/performance.md, Bounds).
 func skipsAtOnce(e *queue.Entry, c assign.Claim, at time.Time) bool {
 	return c.Reason == assign.SlotTaken && e.Spec.Overlap == config.OverlapSkip && e.Spec.MaxConcurrency == 1 &&
-		(!c.Holder.StartedAt.After(at) || c.Holder.ScheduledAt.After(at))
+		(!c.Holder.StartedAt.After(at) || c.Holder.ScheduledAt.After(at) || !c.Queued)
 }
 
 // slotTakenSkip is the end of a run skipsAtOnce skips: the record and

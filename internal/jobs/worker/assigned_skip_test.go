@@ -15,6 +15,7 @@ import (
 
 	"github.com/etcdsched/scheduler/internal/jobs/assign"
 	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
+	"github.com/etcdsched/scheduler/internal/jobs/queue"
 	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/runs"
 	"github.com/etcdsched/scheduler/internal/slots"
@@ -79,13 +80,59 @@ func (tw *testWorker) assignBusy(t *testing.T, at time.Time) (runs.Record, bool)
 	return rec, tw.existedBetween(t, tw.layout.Entry("busy", id), from, tw.revision(t))
 }
 
-// A run whose slot an elder took after the run's instant (claimed late:
-// its slot's run started after it) was not met by an overlap when it came
-// due: the queue path decides, with its fair order.
-func TestARunWhoseSlotAnElderTookLateTakesTheQueuePath(t *testing.T) {
-	tw, exec := startCounted(t, "/lean-late/", testWorkerOptions{}, "busy")
+// A lean run whose slot an elder took after the run's instant (claimed
+// late: its slot's run started after it), with no run of its job in the
+// queue, ends as the queue path ends the same run: skipped at once, in
+// its words, there being no elder waiting whose turn it would take; and
+// without a queue entry, each of which had every replica follow the job
+// slots for 5 s (at 4,000 jobs, what tipped a burst into falling behind).
+// The queue path's side runs the same run from a pending entry.
+func TestALeanRunBehindALateLeanElderEndsAsOnTheQueuePath(t *testing.T) {
+	end := func(t *testing.T, lean bool) (runs.Record, bool) {
+		tw, exec := startCounted(t, "/lean-late/", testWorkerOptions{}, "busy")
+		at := time.Now().Add(300 * time.Millisecond).UTC()
+		tw.holdSlotSince(t, "busy", "busy@elder", at.Add(100*time.Millisecond), at.Add(-time.Second))
+		defer func() {
+			if n := exec.runs.Load(); n != 0 {
+				t.Errorf("%d runs executed, want none", n)
+			}
+		}()
+		if lean {
+			return tw.assignBusy(t, at)
+		}
+		tw.put(t, queue.NewEntry(runs.ID("busy", at), tw.cfg.Job("busy"), nil, at, at, 1, runs.Schedule))
+		return waitRecord(t, tw.cli, tw.layout, runs.ID("busy", at)), true
+	}
+	var recs [2]runs.Record
+	for i, lean := range []bool{true, false} {
+		var queued bool
+		recs[i], queued = end(t, lean)
+		if lean && queued {
+			t.Error("the lean run was queued: want it skipped where it was refused")
+		}
+	}
+	want := "all 1 slots taken (overlap: skip)"
+	for i, path := range []string{"lean", "queue"} {
+		if recs[i].Outcome != runs.Skipped || recs[i].Error != want {
+			t.Errorf("%s path: recorded %s %q, want skipped %q", path, recs[i].Outcome, recs[i].Error, want)
+		}
+	}
+}
+
+// A lean run whose slot an elder of the queue took after the run's
+// instant (a run with an entry: a tick the queue path held, claimed late)
+// takes the queue path, whose fair order gives it its turn.
+func TestARunWhoseSlotAnElderOfTheQueueTookLateTakesTheQueuePath(t *testing.T) {
+	tw, exec := startCounted(t, "/lean-late-queued/", testWorkerOptions{}, "busy")
 	at := time.Now().Add(300 * time.Millisecond).UTC()
-	tw.holdSlotSince(t, "busy", "busy@elder", at.Add(100*time.Millisecond), at.Add(-time.Second))
+	due := at.Add(-time.Second)
+	elder := runs.ID("busy", due)
+	lease := tw.holdSlotSince(t, "busy", elder, at.Add(100*time.Millisecond), due)
+	e := queue.NewEntry(elder, tw.cfg.Job("busy"), nil, due, due, 1, runs.Schedule)
+	running := e.Running("elsewhere", 0, at.Add(100*time.Millisecond))
+	if _, err := tw.cli.Put(context.Background(), tw.layout.Entry("busy", elder), running.Encode(), clientv3.WithLease(lease)); err != nil {
+		t.Fatal(err)
+	}
 	if _, queued := tw.assignBusy(t, at); !queued {
 		t.Error("the run was skipped on the lean path: want the queue path to decide")
 	}
