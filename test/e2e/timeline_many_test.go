@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
 	"github.com/etcdsched/scheduler/internal/poll"
 )
 
@@ -17,9 +19,12 @@ const (
 	manyJobs = 1000 // in all; the others never run during the test
 )
 
-// manyConfig has manyBusy jobs running every 5s and idle ones ticking once
-// a day, with no catch-up, so they stay without a run.
+// manyConfig has manyBusy jobs running every 5s and idle ones ticking
+// hourly half an hour from now (jobstest.FarTick: @every 24h ticks at
+// midnight UTC, and a run across it had every idle job run once), with no
+// catch-up, so they stay without a run.
 func manyConfig() string {
+	idle := jobstest.FarTick(time.Now())
 	var b strings.Builder
 	b.WriteString(`
 cluster:
@@ -34,7 +39,7 @@ jobs:
 		if i < manyBusy {
 			fmt.Fprintf(&b, "  - {name: busy-%02d, schedule: \"@every 5s\", exec: {command: [\"true\"]}}\n", i)
 		} else {
-			fmt.Fprintf(&b, "  - {name: idle-%03d, schedule: \"@every 24h\", catch_up: none, exec: {command: [\"true\"]}}\n", i)
+			fmt.Fprintf(&b, "  - {name: idle-%03d, schedule: %q, catch_up: none, exec: {command: [\"true\"]}}\n", i, idle)
 		}
 	}
 	return b.String()
