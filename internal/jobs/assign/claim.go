@@ -61,10 +61,11 @@ type Claim struct {
 	// which tick it is, which tell an overlap at the run's instant from a
 	// slot an elder took after it (worker/assigned_claim.go).
 	Holder slots.Value
-	// Queued (SlotTaken): a run of the job was in its queue, waiting or
-	// running, at the revision the compares saw. None was: the holder is
-	// a lean run and no elder waits, so the queue path's fair order has
-	// nobody to give a turn to (worker/assigned_claim.go).
+	// Queued (SlotTaken): a run of the job was in its queue (pending,
+	// running or due later) at the revision the compares saw. None was:
+	// no queued elder goes first, and the holder is a lean run (or a
+	// queue run recorded lost whose lease still holds the slot), which
+	// the queue path's fair order does not see (worker/assigned_claim.go).
 	Queued bool
 	// Revision is the chunk's commit (not Gone): its claim marker's
 	// ModRevision, which Cleanup compares.

@@ -82,11 +82,12 @@ func (tw *testWorker) assignBusy(t *testing.T, at time.Time) (runs.Record, bool)
 
 // A lean run whose slot an elder took after the run's instant (claimed
 // late: its slot's run started after it), with no run of its job in the
-// queue, ends as the queue path ends the same run: skipped at once, in
-// its words, there being no elder waiting whose turn it would take; and
-// without a queue entry, each of which had every replica follow the job
-// slots for 5 s (at 4,000 jobs, what tipped a burst into falling behind).
-// The queue path's side runs the same run from a pending entry.
+// queue, ends as the queue path ends the same run while that elder holds
+// the slot: skipped at once, in its words (fair order sees no queued
+// elder to give the run its turn after); and without a queue entry, each
+// of which had every replica follow the job slots for 5 s (at 4,000
+// jobs, 1.0-1.5 slot events a replica a run). The queue path's side runs
+// the same run from a pending entry, the slot held throughout.
 func TestALeanRunBehindALateLeanElderEndsAsOnTheQueuePath(t *testing.T) {
 	end := func(t *testing.T, lean bool) (runs.Record, bool) {
 		tw, exec := startCounted(t, "/lean-late/", testWorkerOptions{}, "busy")
@@ -121,7 +122,8 @@ func TestALeanRunBehindALateLeanElderEndsAsOnTheQueuePath(t *testing.T) {
 
 // A lean run whose slot an elder of the queue took after the run's
 // instant (a run with an entry: a tick the queue path held, claimed late)
-// takes the queue path, whose fair order gives it its turn.
+// takes the queue path, which decides (behind a pending elder its fair
+// order gives the run its turn; this one, running, holds the slot).
 func TestARunWhoseSlotAnElderOfTheQueueTookLateTakesTheQueuePath(t *testing.T) {
 	tw, exec := startCounted(t, "/lean-late-queued/", testWorkerOptions{}, "busy")
 	at := time.Now().Add(300 * time.Millisecond).UTC()
