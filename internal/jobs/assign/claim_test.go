@@ -190,9 +190,10 @@ func TestRefusalsAreReadAfterTheClaimAtItsRevision(t *testing.T) {
 }
 
 // A run refused for its slot says whether a run of its job was in the
-// queue then (Claim.Queued): with none, the holder is a lean run and no
-// elder waits for a turn, and the worker skips the run as the queue path
-// would (worker/assigned_claim.go, skipsAtOnce).
+// queue then (Claim.Queued): with none, no queued elder goes first and
+// the holder is a lean run, and the worker skips the run as the queue
+// path would while that run holds the slot (worker/assigned_claim.go,
+// skipsAtOnce).
 func TestARefusalForTheSlotSaysWhetherTheJobHadARunQueued(t *testing.T) {
 	e := newEnv(t)
 	st := e.authorize(e.elect("a"), "w1", "a")

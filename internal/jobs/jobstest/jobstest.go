@@ -77,11 +77,11 @@ func Job(name, schedule string) config.Job {
 // ticks fall half an hour from now, for a job in UTC (the default
 // timezone) that must not tick while a test runs. @every 1h and @hourly
 // do not do that: they tick on whole hours, so a test run across one
-// sees a tick it did not expect (in the
-// worker's tests, a run taken up seconds late was recorded missed,
-// superseded by the tick at the hour: CI at 16:00 and a race run at 15:00
-// on 2026-11-30). Make it once per test and give every replica the same
-// string: the schedule is part of the config hash.
+// sees a tick it did not expect (in the worker's tests, a run taken up
+// seconds late was recorded missed, superseded by the tick at the hour:
+// CI at 16:00 and a race run at 15:00 on 2026-11-30). Make it once per
+// test and give every replica the same string: the schedule is part of
+// the config hash.
 func FarTick(now time.Time) string {
 	now = now.UTC()
 	return fmt.Sprintf("%d %d * * * *", now.Second(), (now.Minute()+30)%60)

@@ -275,9 +275,9 @@ func (a *assignedRunner) claimChunk(ctx context.Context, r *claimRound, rs []ass
 // run was claimed so late that the next tick, claimed ahead, runs), or no
 // run of the job was in the queue (c.Queued): the holder is a lean run,
 // which fair order does not see, and the queue path's claim skips the
-// run too while that run holds the slot (docs/design-admission.md,
-// fair order; TestALeanRunBehindALateLeanElderEndsAsOnTheQueuePath). One whose slot
-// an elder of the queue took after the instant (a tick the queue path
+// run too while that run holds the slot (docs/design-admission.md, fair
+// order; TestALeanRunBehindALateLeanElderEndsAsOnTheQueuePath). One whose
+// slot an elder of the queue took after the instant (a tick the queue path
 // held, such as a new leader's, claimed late) is the queue path's fair
 // order to decide: the run takes its turn after the elder (a worker that
 // skipped those at once skipped six ticks of jobs @every 100ms when the
