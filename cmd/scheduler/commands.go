@@ -74,6 +74,7 @@ func runCommand(args []string, stdout, stderr io.Writer, supervised bool) int {
 
 	ctx, reload, stop := signalContext()
 	defer stop()
+	stopFloor := startGCFloor(ctx, logger)
 	err = replica.Run(ctx, replica.Options{
 		Config:     cfg,
 		ConfigPath: f.config,
@@ -84,6 +85,7 @@ func runCommand(args []string, stdout, stderr io.Writer, supervised bool) int {
 		Overrides:  func(c *config.Config) { applyOverrides(c, &f, set) },
 		Supervised: supervised,
 	})
+	stopFloor()
 	if errors.Is(err, replica.ErrStart) {
 		logger.Error("scheduler refused to start", "err", err)
 		return exitFail

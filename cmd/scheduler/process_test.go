@@ -53,8 +53,15 @@ func writeConfigTTL(t *testing.T, endpoint, prefix string, ttl time.Duration, ex
 // cleanup if the test left it running.
 func startProc(t *testing.T, id, config string) *proc {
 	t.Helper()
+	return startProcEnv(t, id, config)
+}
+
+// startProcEnv is startProc with env (KEY=VALUE) added to the test's.
+func startProcEnv(t *testing.T, id, config string, env ...string) *proc {
+	t.Helper()
 	p := &proc{t: t, id: id, exited: make(chan struct{})}
 	p.cmd = exec.Command(binary, "run", "--config", config, "--id", id, "--log-format", "json", "--log-level", "debug")
+	p.cmd.Env = append(os.Environ(), env...)
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
