@@ -74,7 +74,7 @@ func runCommand(args []string, stdout, stderr io.Writer, supervised bool) int {
 
 	ctx, reload, stop := signalContext()
 	defer stop()
-	stopFloor := startGCFloor(ctx, logger)
+	defer startGCFloor(logger)()
 	err = replica.Run(ctx, replica.Options{
 		Config:     cfg,
 		ConfigPath: f.config,
@@ -85,7 +85,6 @@ func runCommand(args []string, stdout, stderr io.Writer, supervised bool) int {
 		Overrides:  func(c *config.Config) { applyOverrides(c, &f, set) },
 		Supervised: supervised,
 	})
-	stopFloor()
 	if errors.Is(err, replica.ErrStart) {
 		logger.Error("scheduler refused to start", "err", err)
 		return exitFail
