@@ -1,9 +1,8 @@
 package main
 
 import (
-	"bufio"
+	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -25,11 +24,11 @@ func TestAReplicaKeepsTheGCFloorUnlessGOGCIsSet(t *testing.T) {
 	etcd := etcdtest.Start(t)
 	floor := startProc(t, "floor", writeConfig(t, etcd.Endpoints()[0], "/gcfloor/", ""))
 	poll.Until(t, 30*time.Second, "the floor's GC percent", func() (bool, string) {
-		p, err := gogcPercent(floor.url)
+		p, err := gogcPercent(floor)
 		return err == nil && p > 100, fmt.Sprintf("go_gc_gogc_percent %v, %v", p, err)
 	})
 	set := startProcEnv(t, "set", writeConfig(t, etcd.Endpoints()[0], "/gcfloor-set/", ""), "GOGC=150")
-	if p, err := gogcPercent(set.url); err != nil || p != 150 {
+	if p, err := gogcPercent(set); err != nil || p != 150 {
 		t.Errorf("with GOGC=150: go_gc_gogc_percent %v, %v; want 150", p, err)
 	}
 	if set.logs.Find("GOGC is set: the garbage collector keeps it, with no headroom floor") == nil {
@@ -37,18 +36,16 @@ func TestAReplicaKeepsTheGCFloorUnlessGOGCIsSet(t *testing.T) {
 	}
 }
 
-func gogcPercent(url string) (float64, error) {
-	resp, err := http.Get(url + "/metrics")
+// gogcPercent is go_gc_gogc_percent on p's /metrics.
+func gogcPercent(p *proc) (float64, error) {
+	body, err := p.api.Metrics(context.Background())
 	if err != nil {
 		return 0, err
 	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "go_gc_gogc_percent "); ok {
+	for _, line := range strings.Split(body, "\n") {
+		if v, ok := strings.CutPrefix(line, "go_gc_gogc_percent "); ok {
 			return strconv.ParseFloat(v, 64)
 		}
 	}
-	return 0, fmt.Errorf("no go_gc_gogc_percent in %s/metrics (%v)", url, sc.Err())
+	return 0, fmt.Errorf("no go_gc_gogc_percent on %s's /metrics", p.id)
 }
