@@ -95,7 +95,7 @@ func leanSlotOf(workers []string, job string, at time.Time) leanSlot {
 // a job, and an assignment (a compare and a put) for every
 // leanJobsPerAssignment runs of one worker at one instant. Counting an
 // assignment a tick instead cut a window of jobs ticking every second,
-// assigned five ticks at a time, to about 20 jobs, so each assignment held
+// assigned several ticks at a time, to about 20 jobs, so each assignment held
 // a handful of runs and a worker's claims took as few.
 type windowCost struct {
 	workers []string

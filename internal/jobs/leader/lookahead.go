@@ -99,9 +99,12 @@ func (l *leader) near() time.Duration { return min(NearLookahead, l.d.Lookahead)
 // within its lookahead it wakes, and its ticks are assigned up to the next
 // multiple of leanGrid (in Unix time) beyond the lookahead, at most
 // leanBatchTicks beyond it. A job ticking every second so writes its
-// cursor once per five ticks, not once per tick (docs/protocol.md,
+// cursor once per ten ticks, not once per tick (docs/protocol.md,
 // "Authorize"), and every tick within the lookahead is still assigned after
-// every pass. In a term's first lookahead the batches are one grid (and
+// every pass. A grid of 5 s wrote it once per five: 0.2 index operations a
+// run more, and a cursor event on every replica every five runs
+// (docs/performance.md, "Bounds"); a longer one holds more ticks on a
+// worker a replica joining does not get and a stopping one hands back. In a term's first lookahead the batches are one grid (and
 // leanBatchTicks) longer: a new leader assigns each job's next batch at
 // its first look, whatever its predecessor left, so the handover shows at
 // once and the margin its own death would need starts from its passes.
@@ -110,8 +113,8 @@ func (l *leader) near() time.Duration { return min(NearLookahead, l.d.Lookahead)
 // of up to 40 runs): spread by job, the passes split each instant's
 // assignments into smaller ones, and a worker's claims with them.
 const (
-	leanBatchTicks = 8
-	leanGrid       = 5 * time.Second
+	leanBatchTicks = 12
+	leanGrid       = 10 * time.Second
 )
 
 // leanHorizon is how far ahead of now a lean job's ticks are assigned when
