@@ -60,7 +60,7 @@ type leanItem struct {
 // need nothing the lean claim does not compare (admission.Of), it is neither paused nor swept, and every tick is on time
 // (planned to run, not caught up, no jitter). Its spec goes with its
 // cursor when this term has not written it yet.
-func (l *leader) leanItem(cfg *config.Config, j *config.Job, now time.Time) (leanItem, bool) {
+func (l *leader) leanItem(cfg *config.Config, j *config.Job, now time.Time, b leanBatch) (leanItem, bool) {
 	sched, err := j.ParsedSchedule()
 	if err != nil || !admission.Of(j, cfg.Resources).Lean() {
 		return leanItem{}, false
@@ -73,7 +73,7 @@ func (l *leader) leanItem(cfg *config.Config, j *config.Job, now time.Time) (lea
 		return leanItem{}, false
 	}
 	la := l.lookahead(sched, now, false)
-	p := planTicks(j, sched, cursor, now, leanHorizon(sched, now, la, l.near(), now.Before(l.born.Add(l.d.Lookahead))))
+	p := planTicks(j, sched, cursor, now, leanHorizon(sched, now, la, l.near(), b, now.Before(l.born.Add(l.d.Lookahead))))
 	if p.Dropped > 0 || len(p.Ticks) == 0 || !p.Cursor.Equal(p.Ticks[len(p.Ticks)-1].At) {
 		return leanItem{}, false
 	}

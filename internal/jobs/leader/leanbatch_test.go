@@ -68,7 +68,7 @@ func TestALeanJobsCursorMovesOncePerSeveralTicks(t *testing.T) {
 		if !ok {
 			t.Fatalf("assignment key %q", key)
 		}
-		if at.After(leanStart.Add(3 * leanGrid)) {
+		if at.After(leanStart.Add(3 * leanBatchFor(1).grid)) {
 			perInstant[at]++
 		}
 	}
@@ -80,41 +80,59 @@ func TestALeanJobsCursorMovesOncePerSeveralTicks(t *testing.T) {
 }
 
 // Many jobs due at the same instants fill their assignments: a window
-// holds as many jobs as its transaction takes cursors and assignments, so
-// 300 jobs ticking every second on three workers, assigned ten ticks at a
-// time, come to 25 runs an assignment past the term's first passes (four
-// windows of 97, 97, 97 and 9 jobs; 40 runs at most). Counted as an
-// assignment per tick, a window held about 20 jobs, and an assignment 7
-// runs: as many claims more for the workers.
+// holds as many jobs as its transaction takes cursors and assignments (an
+// assignment a worker and instant), so 300 jobs ticking every second come
+// to 25 runs an assignment on three workers, assigned ten ticks at a time
+// (four windows of 97, 97, 97 and 9 jobs; 40 runs at most), and to about
+// 10 on seven, assigned five at a time (92, 92, 92, 24), where ten at a
+// time would leave 57 jobs a window and 7 runs an assignment
+// (leanBatchFor).
+// Counted as an assignment per tick, a window held about 20 jobs, and an
+// assignment 7 runs at three workers: as many claims more for the workers.
 func TestManyJobsFillTheirAssignments(t *testing.T) {
-	cli, clock, layout := leanEtcd(t, "/full/")
-	var jobs []config.Job
-	for i := range 300 {
-		jobs = append(jobs, jobstest.Job(fmt.Sprintf("j%03d", i), "@every 1s"))
-	}
-	l := newLeanLeader(t, cli, "/full/", jobstest.Config(jobs...), clock, memberKV(layout, "r1", 0x10, assign.Protocol),
-		memberKV(layout, "r2", 0x20, assign.Protocol), memberKV(layout, "r3", 0x30, assign.Protocol))
-	l.d.Lookahead = LookaheadFor(5 * time.Second)
-	for range 20 * 4 {
-		mustPass(t, l)
-		clock.Advance(250 * time.Millisecond)
-	}
-	resp, err := cli.Get(t.Context(), layout.Assignments(), clientv3.WithPrefix())
-	if err != nil {
-		t.Fatal(err)
-	}
-	assignments, runs := 0, 0
-	for _, kv := range resp.Kvs {
-		a, err := assign.Decode(layout, string(kv.Key), kv.Value)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if a.At.After(leanStart.Add(2 * leanGrid)) {
-			assignments, runs = assignments+1, runs+len(a.Jobs)
-		}
-	}
-	if assignments == 0 || runs < 24*assignments {
-		t.Errorf("%d runs in %d assignments after the first %s, want 24 or more an assignment", runs, assignments, 2*leanGrid)
+	for _, c := range []struct {
+		workers, least int
+	}{{3, 22}, {7, 9}} {
+		t.Run(fmt.Sprintf("%d workers", c.workers), func(t *testing.T) {
+			prefix := fmt.Sprintf("/full%d/", c.workers)
+			cli, clock, layout := leanEtcd(t, prefix)
+			var jobs []config.Job
+			for i := range 300 {
+				jobs = append(jobs, jobstest.Job(fmt.Sprintf("j%03d", i), "@every 1s"))
+			}
+			var members []*mvccpb.KeyValue
+			for i := range c.workers {
+				members = append(members, memberKV(layout, fmt.Sprintf("r%d", i+1), int64(0x10*(i+1)), assign.Protocol))
+			}
+			l := newLeanLeader(t, cli, prefix, jobstest.Config(jobs...), clock, members...)
+			l.d.Lookahead = LookaheadFor(5 * time.Second)
+			// Past the term's first passes (cut by farCap) and a full
+			// batch after them: the steady state.
+			steady := leanStart.Add(30 * time.Second)
+			for clock.Now().Before(steady.Add(5 * time.Second)) {
+				mustPass(t, l)
+				clock.Advance(250 * time.Millisecond)
+			}
+			resp, err := cli.Get(t.Context(), layout.Assignments(), clientv3.WithPrefix())
+			if err != nil {
+				t.Fatal(err)
+			}
+			assignments, runs := 0, 0
+			for _, kv := range resp.Kvs {
+				a, err := assign.Decode(layout, string(kv.Key), kv.Value)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if a.At.After(steady) {
+					assignments, runs = assignments+1, runs+len(a.Jobs)
+				}
+			}
+			t.Logf("%d runs in %d assignments after %s", runs, assignments, steady.Sub(leanStart))
+			if assignments == 0 || runs < c.least*assignments {
+				t.Errorf("%d runs in %d assignments after %s, want %d or more an assignment",
+					runs, assignments, steady.Sub(leanStart), c.least)
+			}
+		})
 	}
 }
 

@@ -23,9 +23,9 @@ func (l *leader) splitLean(due []*config.Job, now time.Time) (windows [][]leanIt
 	}
 	cfg := l.d.Config()
 	var cur []leanItem
-	cost := newWindowCost(workers)
+	cost, batch := newWindowCost(workers), leanBatchFor(len(workers))
 	for _, j := range due {
-		it, ok := l.leanItem(cfg, j, now)
+		it, ok := l.leanItem(cfg, j, now, batch)
 		if !ok {
 			rest = append(rest, j)
 			continue

@@ -97,42 +97,60 @@ func (l *leader) near() time.Duration { return min(NearLookahead, l.d.Lookahead)
 
 // A lean job's ticks are assigned in batches: when its next tick comes
 // within its lookahead it wakes, and its ticks are assigned up to the next
-// multiple of leanGrid (in Unix time) beyond the lookahead, at most
-// leanBatchTicks beyond it. A job ticking every second so writes its
-// cursor once per ten ticks, not once per tick (docs/protocol.md,
-// "Authorize"), and every tick within the lookahead is still assigned after
-// every pass. A grid of 5 s wrote it once per five: 0.2 index operations a
-// run more, and a cursor event on every replica every five runs
-// (docs/performance.md, "Bounds"); a longer one holds more ticks on a
-// worker a replica joining does not get and a stopping one hands back. In a term's first lookahead the batches are one grid (and
-// leanBatchTicks) longer: a new leader assigns each job's next batch at
-// its first look, whatever its predecessor left, so the handover shows at
-// once and the margin its own death would need starts from its passes.
-// The grid is common to all jobs, so that jobs due at the same
-// instants wake at the same pass and share their assignments (full chunks
-// of up to 40 runs): spread by job, the passes split each instant's
-// assignments into smaller ones, and a worker's claims with them.
-const (
-	leanBatchTicks = 12
-	leanGrid       = 10 * time.Second
-)
+// multiple of the batch's grid (in Unix time) beyond the lookahead, at
+// most its ticks beyond it. Every tick within the lookahead is still
+// assigned after every pass (docs/protocol.md, "Authorize"). In a term's
+// first lookahead the batches are one grid (and as many ticks) longer: a
+// new leader assigns each job's next batch at its first look, whatever its
+// predecessor left, so the handover shows at once and the margin its own
+// death would need starts from its passes. The grid is common to all jobs,
+// so that jobs due at the same instants wake at the same pass and share
+// their assignments (full chunks of up to 40 runs): spread by job, the
+// passes split each instant's assignments into smaller ones, and a
+// worker's claims with them.
+type leanBatch struct {
+	grid  time.Duration
+	ticks int
+}
+
+// wideBatchWorkers is the most live lean workers for which a job's batch
+// takes 10 s (10 ticks) rather than 5 s (8 ticks).
+const wideBatchWorkers = 5
+
+// leanBatchFor is the batch for n live lean workers. A longer batch
+// writes a job's cursor less often (a compare and a put a batch), but a
+// window's transaction also takes an assignment per worker and instant
+// (windowCost), so it leaves fewer jobs a window and fewer runs an
+// assignment, and each assignment costs a worker a chunk's claim. For jobs
+// ticking every second, I instants a batch and n workers, cursors,
+// assignments and chunks cost about 2/I + 7n/(127 - nI) index operations
+// a run: 10 instants 0.42 against 5's 0.59 at three workers, 0.65 against
+// 0.74 at five, the same at six, 1.06 against 0.93 at seven
+// (docs/performance.md, "Current figures", for three). Ten ticks, not
+// more: a pass writes at most maxFarPerPass ticks beyond NearLookahead.
+func leanBatchFor(n int) leanBatch {
+	if n <= wideBatchWorkers {
+		return leanBatch{grid: 10 * time.Second, ticks: maxFarPerPass}
+	}
+	return leanBatch{grid: 5 * time.Second, ticks: 8}
+}
 
 // leanHorizon is how far ahead of now a lean job's ticks are assigned when
-// it wakes with lookahead la, fresh in its term's first lookahead. A
-// lookahead cut to near (a full queue, a short TTL in tests) is kept as it
-// is.
-func leanHorizon(sched schedule.Schedule, now time.Time, la, near time.Duration, fresh bool) time.Duration {
+// it wakes with lookahead la, in batches of b, fresh in its term's first
+// lookahead. A lookahead cut to near (a full queue, a short TTL in tests)
+// is kept as it is.
+func leanHorizon(sched schedule.Schedule, now time.Time, la, near time.Duration, b leanBatch, fresh bool) time.Duration {
 	if la <= near {
 		return la
 	}
 	end := now.Add(la)
-	limit := end.Truncate(leanGrid)
+	limit := end.Truncate(b.grid)
 	if limit.Before(end) {
-		limit = limit.Add(leanGrid)
+		limit = limit.Add(b.grid)
 	}
-	batch := leanBatchTicks
+	batch := b.ticks
 	if fresh {
-		limit, batch = limit.Add(leanGrid), 2*leanBatchTicks
+		limit, batch = limit.Add(b.grid), 2*b.ticks
 	}
 	h := end
 	for range batch {
