@@ -35,6 +35,20 @@ func (c *cursorBook) get(job string) (time.Time, bool) {
 	return t, ok
 }
 
+// ahead lists the jobs whose cursor is after t: ticks materialized or
+// assigned past it.
+func (c *cursorBook) ahead(t time.Time) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var jobs []string
+	for job, at := range c.cursors {
+		if at.After(t) {
+			jobs = append(jobs, job)
+		}
+	}
+	return jobs
+}
+
 // is compares job's cursor with what the term knows of it.
 func (c *cursorBook) is(job string, known time.Time, ok bool) clientv3.Cmp {
 	return queue.CursorIs(c.keys.Cursor(job), known, ok)

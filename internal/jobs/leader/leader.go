@@ -278,14 +278,33 @@ func (l *leader) syncJobs() {
 	}
 	l.removed.note(noted...)
 	l.jobs = next
-	if first && l.d.Queue != nil {
-		// A job removed while another replica led, or while none did, may
-		// have ticks that leader materialized ahead.
+	if first {
+		l.goneAheadLocked(next, now)
+	}
+}
+
+// goneAheadLocked takes for removed, at a term's first look, the jobs not
+// in next that another replica's term (or none) left ticks ahead of: its
+// queue entries, or its cursor past now (assigned ticks, which workers
+// would run with the spec they name, for up to a lookahead and a batch).
+func (l *leader) goneAheadLocked(next map[string]*config.Job, now time.Time) {
+	var names []string
+	if l.d.Queue != nil {
 		for _, q := range l.d.Queue.List(func(q *queue.Item) bool { return next[q.Job] == nil && withdrawable(q.Entry) }) {
-			if _, ok := l.gone[q.Job]; !ok {
-				l.gen[q.Job]++
-				l.goneLocked(q.Job, now)
+			names = append(names, q.Job)
+		}
+	}
+	if l.cursors != nil {
+		for _, name := range l.cursors.ahead(now) {
+			if next[name] == nil {
+				names = append(names, name)
 			}
+		}
+	}
+	for _, name := range names {
+		if _, ok := l.gone[name]; !ok {
+			l.gen[name]++
+			l.goneLocked(name, now)
 		}
 	}
 }

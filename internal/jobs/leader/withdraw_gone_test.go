@@ -76,3 +76,34 @@ func assignmentVersions(t *testing.T, cli *clientv3.Client, layout keys.Layout) 
 	}
 	return out
 }
+
+// A job removed while another replica led (a reload beside a rolling
+// restart) leaves ticks assigned ahead that this term's config does not
+// name: its first look finds the job by its cursor past now and withdraws
+// them, so no worker runs a removed job for a lookahead and a batch more.
+func TestANewTermWithdrawsTheAssignedTicksOfAJobRemovedBeforeIt(t *testing.T) {
+	cli, clock, layout := leanEtcd(t, "/gonebefore/")
+	both := jobstest.Config(jobstest.Job("kept", "@every 1s"), jobstest.Job("removed", "@every 1s"))
+	first := newLeanLeader(t, cli, "/gonebefore/", both, clock, memberKV(layout, "r1", 0x10, assign.Protocol))
+	elect(t, first, "first")
+	passes(t, first, clock, 3)
+	if len(assignmentsOf(t, cli, layout, "removed")) == 0 {
+		t.Fatal("no tick of the job assigned ahead; the test needs some")
+	}
+
+	second := newLeanLeader(t, cli, "/gonebefore/", jobstest.Config(jobstest.Job("kept", "@every 1s")), clock,
+		memberKV(layout, "r1", 0x10, assign.Protocol))
+	elect(t, second, "second")
+	if err := second.ticks.loadCursors(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	second.jobs = nil // the term's first look, with the cursors read (leader.Run)
+	second.syncJobs()
+	mustPass(t, second)
+	for id, a := range assignmentsOf(t, cli, layout, "removed") {
+		t.Errorf("%s still assigned to %s after the job was removed before this term", id, a.Worker)
+	}
+	if len(assignmentsOf(t, cli, layout, "kept")) == 0 {
+		t.Error("the job still configured lost its assigned ticks")
+	}
+}
