@@ -115,7 +115,7 @@ type leanBatch struct {
 
 // wideBatchWorkers is the most live lean workers for which a job's batch
 // takes 10 s (10 ticks) rather than 5 s (8 ticks).
-const wideBatchWorkers = 5
+const wideBatchWorkers = 4
 
 // leanBatchFor is the batch for n live lean workers. A longer batch
 // writes a job's cursor less often (a compare and a put a batch), but a
@@ -124,10 +124,13 @@ const wideBatchWorkers = 5
 // assignment, and each assignment costs a worker a chunk's claim. For jobs
 // ticking every second, I instants a batch and n workers, cursors,
 // assignments and chunks cost about 2/I + 7n/(127 - nI) index operations
-// a run: 10 instants 0.42 against 5's 0.59 at three workers, 0.65 against
-// 0.74 at five, the same at six, 1.06 against 0.93 at seven
-// (docs/performance.md, "Current figures", for three). Ten ticks, not
-// more: a pass writes at most maxFarPerPass ticks beyond NearLookahead.
+// a run: 10 instants 0.42 against 5's 0.59 at three workers, 0.52 against
+// 0.66 at four, 0.65 against 0.74 at five, 1.06 against 0.93 at seven.
+// Measured at three, the cursors' events fell by 0.04-0.11 a replica a
+// run and the operations by less than the model says (the extra
+// assignments); at five neither fell (docs/performance.md, "Current
+// figures"), so the wide batch stops at four. Ten ticks, not more: a pass
+// writes at most maxFarPerPass ticks beyond NearLookahead.
 func leanBatchFor(n int) leanBatch {
 	if n <= wideBatchWorkers {
 		return leanBatch{grid: 10 * time.Second, ticks: maxFarPerPass}
