@@ -97,7 +97,7 @@ func TestANewTermWithdrawsTheAssignedTicksOfAJobRemovedBeforeIt(t *testing.T) {
 	if err := second.ticks.loadCursors(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	second.jobs = nil // the term's first look, with the cursors read (leader.Run)
+	second.jobs = nil // the term's first look, once the cursors are read (as leader.Run does)
 	second.syncJobs()
 	mustPass(t, second)
 	for id, a := range assignmentsOf(t, cli, layout, "removed") {
