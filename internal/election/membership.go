@@ -91,33 +91,37 @@ func (m *Membership) SetConfigHash(h string) {
 }
 
 // Run puts the member key with every new session and after every config
-// change until ctx ends, then deletes it.
+// change until ctx ends. It never deletes the key: the session's revoke at
+// shutdown, or its expiry, does, with the slots on the same lease.
+//
+// The key moves to a new session's lease only once the lease it names is
+// gone (put): the leader resolves an incarnation whose member key is off
+// its lease, writing lost records for its started runs, and a run's
+// release then needs that incarnation's slots gone too, so that it cannot
+// write its record over the leader's (docs/protocol.md#keys, "Members").
 func (m *Membership) Run(ctx context.Context) error {
 	retry := etcdRetry.Start()
-	var last *session.Session
-	defer func() {
-		if last != nil {
-			m.leave(ctx, last)
-		}
-	}()
 	for {
 		s, err := m.sessions.Current(ctx)
 		if err != nil {
 			return nil // ctx ended
 		}
-		// Before the put: a put cut by the stop may still be applied, and
-		// the leave must then delete it (it compares the lease, so it
-		// deletes nothing that is not this session's).
-		last = s
-		if err := m.put(ctx, s); err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
+		err = m.put(ctx, s)
+		var held *heldError
+		switch {
+		case err == nil:
+			retry.Reset()
+		case ctx.Err() != nil:
+			return nil
+		case errors.As(err, &held):
+			m.log.Info("member key still on the lease of this replica's earlier session; registering once it expires", "lease", held.lease, "in", held.left)
+			m.waitOr(ctx, s, held.left)
+			continue
+		default:
 			m.log.Warn("cannot register member; retrying", "err", err)
 			retry.WaitOr(ctx, m.clock, s.Done())
 			continue
 		}
-		retry.Reset()
 		select {
 		case <-ctx.Done():
 			return nil
@@ -127,6 +131,32 @@ func (m *Membership) Run(ctx context.Context) error {
 	}
 }
 
+// heldError: the member key is on another lease that still lives, left
+// more at most (an earlier session of this replica whose keepalives were
+// lost, or a process before this one under the same id).
+type heldError struct {
+	lease int64
+	left  time.Duration
+}
+
+func (e *heldError) Error() string {
+	return fmt.Sprintf("election: member key on lease %x, which lives %s more", e.lease, e.left)
+}
+
+// waitOr waits d, or until ctx or s ends.
+func (m *Membership) waitOr(ctx context.Context, s *session.Session, d time.Duration) {
+	t := m.clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-s.Done():
+	case <-t.Chan():
+	}
+}
+
+// put puts the member key on s's lease where it is absent or on that lease
+// already; on any other lease it answers a heldError with the time that
+// lease has left (a key on no lease, put by hand, is replaced).
 func (m *Membership) put(ctx context.Context, s *session.Session) error {
 	m.mu.Lock()
 	v := memberValue{ID: m.self.ID, APIAddr: m.self.APIAddr, Version: m.self.Version, ConfigHash: m.self.ConfigHash, StartedAt: m.self.StartedAt, Protocol: m.self.Protocol}
@@ -135,26 +165,42 @@ func (m *Membership) put(ctx context.Context, s *session.Session) error {
 	if err != nil {
 		return fmt.Errorf("election: encode member: %w", err)
 	}
-	if _, err := s.Client().Put(ctx, m.key(), string(data), clientv3.WithLease(s.Lease())); err != nil {
-		return fmt.Errorf("election: put member %s: %w", m.key(), err)
+	key, lease := m.key(), s.Lease()
+	put := clientv3.OpPut(key, string(data), clientv3.WithLease(lease))
+	resp, err := s.Client().Txn(ctx).If(clientv3.Compare(clientv3.LeaseValue(key), "=", lease)).Then(put).Else(clientv3.OpGet(key)).Commit()
+	if err != nil {
+		return fmt.Errorf("election: put member %s: %w", key, err)
 	}
-	m.log.Debug("member registered", "lease", int64(s.Lease()), "config_hash", v.ConfigHash)
+	if !resp.Succeeded {
+		cmp := clientv3.Compare(clientv3.CreateRevision(key), "=", 0)
+		if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
+			if kvs[0].Lease != 0 {
+				return m.held(ctx, s, kvs[0].Lease)
+			}
+			cmp = clientv3.Compare(clientv3.ModRevision(key), "=", kvs[0].ModRevision)
+		}
+		resp, err = s.Client().Txn(ctx).If(cmp).Then(put).Commit()
+		if err != nil {
+			return fmt.Errorf("election: put member %s: %w", key, err)
+		}
+		if !resp.Succeeded {
+			return fmt.Errorf("election: put member %s: changed while read", key)
+		}
+	}
+	m.log.Debug("member registered", "lease", int64(lease), "config_hash", v.ConfigHash)
 	return nil
 }
 
-// leave deletes the member key at shutdown so it vanishes now rather than
-// with the lease; only if it is still bound to our lease, so a newer
-// incarnation under the same id keeps its key.
-func (m *Membership) leave(ctx context.Context, s *session.Session) {
-	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.TTL())
-	defer cancel()
-	_, err := s.Client().Txn(lctx).
-		If(clientv3.Compare(clientv3.LeaseValue(m.key()), "=", s.Lease())).
-		Then(clientv3.OpDelete(m.key())).
-		Commit()
+// held is the heldError of a member key on lease, with the time the lease
+// has left as etcd counts it (a lease just gone: none).
+func (m *Membership) held(ctx context.Context, s *session.Session, lease int64) error {
+	ttl, err := s.Client().TimeToLive(ctx, clientv3.LeaseID(lease))
 	if err != nil {
-		m.log.Warn("cannot remove member key; it goes with the lease", "err", err)
+		return fmt.Errorf("election: member key on lease %x: read its time to live: %w", lease, err)
 	}
+	left := time.Duration(max(ttl.TTL, 0)) * time.Second
+	// etcd counts whole seconds; a little more so the next look finds it gone.
+	return &heldError{lease: lease, left: left + 100*time.Millisecond}
 }
 
 // List returns the live members, sorted by id, with IsLeader set from the

@@ -82,10 +82,68 @@ func TestMembersAreListedWithTheLeader(t *testing.T) {
 		t.Errorf("after a new session: %+v", got)
 	}
 
+	// The key goes with the session's revoke, not with the membership.
 	m1.stop()
+	if s, err = r1.sessions.Current(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cluster.Client().Revoke(ctx, s.Lease()); err != nil {
+		t.Fatal(err)
+	}
 	if got := list(); len(got) != 1 || got[0].ID != "r0" {
 		t.Errorf("after r1 left: %+v", got)
 	}
+}
+
+// The member key leaves a lease only once the lease is gone: a session
+// that ended without its revoke (keepalives lost) leaves its lease, and
+// the slots on it, alive until it expires, and the next session registers
+// only then. Moved at once, the key would tell the leader the incarnation
+// is dead while its slots live, and a run's release could then write its
+// record over the leader's lost one (docs/protocol.md#keys, "Members").
+func TestTheMemberKeyLeavesALeaseOnlyOnceItIsGone(t *testing.T) {
+	cluster := etcdtest.Start(t)
+	cli := cluster.Client()
+	ts := newTerms(t)
+	r := startReplica(t, cluster.Endpoints(), "r", ts.lead("r"))
+	startMembership(t, r, "h1")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	key := membersPrefix(testPrefix) + "r"
+	onLease := func() int64 {
+		resp, err := cli.Get(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(resp.Kvs) == 0 {
+			return 0
+		}
+		return resp.Kvs[0].Lease
+	}
+	s, err := r.sessions.Current(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := int64(s.Lease())
+	poll.For(t, 20*time.Second, "the member key on the session's lease", func() bool { return onLease() == old })
+	s.Orphan() // ended here, alive in etcd for up to its TTL
+	next, err := r.sessions.Current(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	poll.For(t, 20*time.Second, "the earlier lease gone", func() bool {
+		ttl, err := cli.TimeToLive(ctx, s.Lease())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ttl.TTL > 0 {
+			if got := onLease(); got != old {
+				t.Fatalf("the member key is on lease %x while the earlier lease %x lives %ds more; want it kept there", got, old, ttl.TTL)
+			}
+		}
+		return ttl.TTL <= 0
+	})
+	poll.For(t, 20*time.Second, "the member key on the next session's lease", func() bool { return onLease() == int64(next.Lease()) })
 }
 
 func TestSettingsAreChecked(t *testing.T) {

@@ -1,12 +1,6 @@
 package slots
 
 import (
-	"context"
-	"errors"
-	"fmt"
-
-	clientv3 "go.etcd.io/etcd/client/v3"
-
 	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/session"
 )
@@ -15,10 +9,6 @@ import (
 // transaction (assign.Claimer.ClaimChunk); what it took is then tracked and
 // released here like any claim: the view's delete of a key cancels the
 // holder, and the release is owner-checked.
-
-// ErrNotApplied: a ReleaseIf gave the slot up but its conditions failed, so
-// its writes were not applied (for a lean run: the leader recorded it first).
-var ErrNotApplied = errors.New("slots: released without its writes")
 
 // Adopt tracks slots that a transaction outside the semaphore put under
 // sess's lease with token as their CreateRevision: the job's (or its
@@ -51,24 +41,4 @@ func (s *Semaphore) FreeIndex(kind Kind, name string, limit int) (index int, ok 
 		return 0, false
 	}
 	return free[0], true
-}
-
-// ReleaseIf is Release whose writes then also need cmps: the slot is given
-// up when it is still this claim's either way, and then is applied only
-// when cmps hold too. ErrNotApplied says the slot was released without
-// them; ErrNotOwner, as for Release, that nothing was. A release whose
-// response was lost and that is read back as applied reports nil, not
-// knowing whether cmps held.
-func (s *Semaphore) ReleaseIf(ctx context.Context, h *Held, cmps []clientv3.Cmp, then ...clientv3.Op) error {
-	if len(cmps) == 0 {
-		return s.Release(ctx, h, then...)
-	}
-	resp, err := s.release(ctx, h, clientv3.OpTxn(cmps, then, nil))
-	if err != nil {
-		return err
-	}
-	if resp != nil && !resp.Responses[len(h.keys)].GetResponseTxn().Succeeded {
-		return fmt.Errorf("slots: release %s slot %d token %d: %w", h.Job, h.Slot, h.Token, ErrNotApplied)
-	}
-	return nil
 }

@@ -46,30 +46,29 @@ func TestAdoptedClaimIsCancelledWhenItsKeyGoes(t *testing.T) {
 	}
 }
 
-// ReleaseIf gives the slot up whatever its conditions, and applies its
-// writes only when they hold.
-func TestReleaseIfAppliesItsWritesOnlyWhenItsComparesHold(t *testing.T) {
+// An adopted claim's release writes its record only while its slot is
+// its own: once the slot is gone (its lease expired, and the leader may
+// then record the run lost), nothing of the release is applied. A lean
+// run's release compares nothing else (docs/protocol.md#keys, "Members").
+func TestAnAdoptedClaimsReleaseWritesNothingOnceItsSlotIsGone(t *testing.T) {
 	cli, sess, ctx := claimSetup(t)
 	s := startSemaphore(t, cli)
-	if _, err := cli.Put(ctx, "/scheduler/record", "theirs"); err != nil {
+	token := putSlot(t, cli, sess.Lease(), "j", 0, "j@1")
+	h := s.Adopt(sess, "j", "", 0, token, nil, Value{RunID: "j@1"})
+	if _, err := cli.Delete(ctx, "/scheduler/", clientv3.WithPrefix()); err != nil {
 		t.Fatal(err)
 	}
-	absent := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision("/scheduler/record"), "=", 0)}
-	h := s.Adopt(sess, "j", "", 0, putSlot(t, cli, sess.Lease(), "j", 0, "j@1"), nil, Value{RunID: "j@1"})
-	if err := s.ReleaseIf(ctx, h, absent, clientv3.OpPut("/scheduler/record", "mine")); !errors.Is(err, ErrNotApplied) {
-		t.Fatalf("ReleaseIf with a failing compare: %v, want ErrNotApplied", err)
+	if err := s.Release(ctx, h, clientv3.OpPut("/scheduler/record", "mine")); !errors.Is(err, ErrNotOwner) {
+		t.Fatalf("release of a slot gone: %v, want ErrNotOwner", err)
 	}
-	if resp, err := cli.Get(ctx, "/scheduler/", clientv3.WithPrefix()); err != nil || len(resp.Kvs) != 1 || string(resp.Kvs[0].Value) != "theirs" {
-		t.Fatalf("after ReleaseIf: %v %v, want only the record, unchanged", resp.Kvs, err)
-	}
-	if _, err := cli.Delete(ctx, "/scheduler/record"); err != nil {
-		t.Fatal(err)
+	if resp, err := cli.Get(ctx, "/scheduler/", clientv3.WithPrefix()); err != nil || len(resp.Kvs) != 0 {
+		t.Fatalf("after the release: %v %v, want nothing written", resp.Kvs, err)
 	}
 	h = s.Adopt(sess, "j", "", 0, putSlot(t, cli, sess.Lease(), "j", 0, "j@2"), nil, Value{RunID: "j@2"})
-	if err := s.ReleaseIf(ctx, h, absent, clientv3.OpPut("/scheduler/record", "mine")); err != nil {
+	if err := s.Release(ctx, h, clientv3.OpPut("/scheduler/record", "mine")); err != nil {
 		t.Fatal(err)
 	}
 	if resp, err := cli.Get(ctx, "/scheduler/", clientv3.WithPrefix()); err != nil || len(resp.Kvs) != 1 || string(resp.Kvs[0].Value) != "mine" {
-		t.Fatalf("after ReleaseIf: %v %v, want only the record written", resp.Kvs, err)
+		t.Fatalf("after the release: %v %v, want only the record written", resp.Kvs, err)
 	}
 }

@@ -58,6 +58,8 @@ type History struct {
 	// zero where it was not seen.
 	Records    map[string]runs.Record
 	RecordedAt map[string]time.Time
+	// Writes is how often each record's key was written (its Version).
+	Writes map[string]int64
 	// SessionTTL is the workload's cluster.session_ttl (G2's bound).
 	SessionTTL time.Duration
 	// Ticks scheduled in [TicksFrom, TicksUntil] must each be accounted for.
@@ -157,6 +159,7 @@ func Check(h *History) *Report {
 	checkSuperseded(h, r)
 	checkTwice(h, r)
 	checkAfterRecord(h, r)
+	checkRecordedOnce(h, r)
 	checkTokens(h, r)
 	checkTicks(h, jobs, r)
 	checkAccounted(h, r)

@@ -86,6 +86,17 @@ func TestCheckerProperties(t *testing.T) {
 			h.Runs[2] = run(1000, 2, 0, 14, "a", 2000, 2500)
 			h.Records[runs.ID("j", at(2000))] = runs.Record{Outcome: runs.Missed}
 		}, ""},
+		{"an attempt recorded twice", func(h *History) {
+			id := runs.ID("j", at(2000))
+			h.Records[id] = runs.Record{RunID: id, Job: "j", Attempt: 1, Outcome: runs.Failed, EndedAt: at(2500)}
+			h.Writes = map[string]int64{id: 2}
+		}, "recorded twice: j@"},
+		{"each attempt recorded once", func(h *History) {
+			id := runs.ID("j", at(2000))
+			h.Records[id] = runs.Record{RunID: id, Job: "j", Attempt: 2, Outcome: runs.Failed, EndedAt: at(2500),
+				Previous: []runs.Attempt{{Attempt: 1, Outcome: runs.Lost}}}
+			h.Writes = map[string]int64{id: 2}
+		}, ""},
 		{"token goes back", func(h *History) { h.Runs[2].Token = 11 }, "tokens: j/0 accepted token 11"},
 		{"tick lost", func(h *History) { h.Runs = h.Runs[:2]; h.Healed = at(900) }, "ticks: j@"},
 		{"tick lost in a failover window", func(h *History) {

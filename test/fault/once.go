@@ -77,6 +77,20 @@ func recordedEnd(h *History, id string, attempt int) (time.Time, runs.Outcome) {
 	return rec.EndedAt, rec.Outcome
 }
 
+// Property 2c: each attempt's end is recorded once: a record's key is
+// written once for its last attempt and once for each earlier one it
+// lists. A second write of one attempt is two deciders of one run (a
+// leader's lost record and the run's own end, which its release writes
+// only while its slot lives).
+func checkRecordedOnce(h *History, r *Report) {
+	for id, n := range h.Writes {
+		rec, ok := h.Records[id]
+		if ok && n > int64(1+len(rec.Previous)) {
+			r.violate("recorded twice: %s written %d times for %d attempts (last %s by %s)", id, n, 1+len(rec.Previous), rec.Outcome, rec.Holder)
+		}
+	}
+}
+
 // queuedOutcome marks, among the records, a run still queued (pending or
 // running) at the end: no record yet.
 const queuedOutcome runs.Outcome = "queued"

@@ -418,7 +418,7 @@ func (r *runner) history(jobs []Job, resources map[string]int, ticksFrom, healed
 	now := time.Now()
 	cli, ctx, done := r.etcd(30 * time.Second)
 	defer done()
-	records, recordedAt := map[string]runs.Record{}, map[string]time.Time{}
+	records, recordedAt, writes := map[string]runs.Record{}, map[string]time.Time{}, map[string]int64{}
 	resp, err := cli.Get(ctx, keys.New(prefix).Runs(), clientv3.WithPrefix())
 	if err != nil {
 		r.t.Fatal(err)
@@ -431,6 +431,7 @@ func (r *runner) history(jobs []Job, resources map[string]int, ticksFrom, healed
 		}
 		records[rec.RunID] = rec
 		recordedAt[rec.RunID] = obs.RevisionTime(kv.CreateRevision)
+		writes[rec.RunID] = kv.Version
 	}
 	fanIns := r.fanIns(ctx, cli, resp.Header.Revision)
 	// Ticks still queued (pending or running) are accounted for too.
@@ -462,7 +463,7 @@ func (r *runner) history(jobs []Job, resources map[string]int, ticksFrom, healed
 		windows = append(windows, Window{f.start.Add(-time.Second), to.Add(margin)})
 	}
 	return &History{
-		Jobs: jobs, Resources: resources, Runs: r.w.Runs(), Records: records, RecordedAt: recordedAt, SessionTTL: r.sc.ttl,
+		Jobs: jobs, Resources: resources, Runs: r.w.Runs(), Records: records, RecordedAt: recordedAt, Writes: writes, SessionTTL: r.sc.ttl,
 		TicksFrom: ticksFrom, TicksUntil: now.Add(-5 * time.Second),
 		Failover: windows, EtcdDown: r.etcdDown, RunStartGrace: r.sc.ttl,
 		Freezes: r.freezes, Kills: r.kills, SlotPeaks: obs.MaxSlots(), Healed: healed, Now: now,

@@ -1,7 +1,11 @@
 package worker
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -180,24 +184,44 @@ func TestAnAssignedRunPastItsStartingDeadlineIsMissed(t *testing.T) {
 	}
 }
 
-// An assigned run's release does not overwrite a record written meanwhile
-// (the leader's lost record, when it took this incarnation for dead): its
-// compare fails, and its slot is given up all the same.
-func TestAnAssignedRunsReleaseKeepsTheLeadersRecord(t *testing.T) {
+// An assigned run's release writes nothing once its incarnation's lease is
+// gone, which is when the leader may record the run lost (its member key
+// leaves the lease only then, election.Membership.Run): the release,
+// owner-checked, finds its slot gone and compares no record.
+func TestAnAssignedRunsReleaseWritesNothingOnceItsLeaseIsGone(t *testing.T) {
+	var mu sync.Mutex
+	var buf bytes.Buffer
+	log := slog.New(slog.NewJSONHandler(&lockedWriter{mu: &mu, w: &buf}, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	exec := &heldExecutor{started: make(chan target.Run, 4), release: make(chan struct{})}
-	tw := startTestWorker(t, "/lean-e/", job("gone"), exec, testWorkerOptions{})
+	tw := startTestWorker(t, "/lean-e/", job("gone"), exec, testWorkerOptions{log: log})
+	sess, err := tw.sess.Current(tw.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
 	at := time.Now().Add(300 * time.Millisecond).UTC()
-	tw.assignJobs(t, tw.incarnation(t), at, "gone")
+	tw.assignJobs(t, keys.Incarnation("w1", int64(sess.Lease())), at, "gone")
 	run := started(t, exec)
+	if _, err := tw.cli.Revoke(context.Background(), sess.Lease()); err != nil {
+		t.Fatal(err)
+	}
 	e := queue.NewEntry(run.RunID, tw.cfg.Job("gone"), nil, at, at, 1, runs.Schedule)
 	lost := e.Lost(run.FencingToken, time.Now())
-	if _, err := tw.cli.Put(context.Background(), tw.layout.Record("gone", run.RunID), runs.EncodeRecord(&lost)); err != nil {
+	put, err := tw.cli.Put(context.Background(), tw.layout.Record("gone", run.RunID), runs.EncodeRecord(&lost))
+	if err != nil {
 		t.Fatal(err)
 	}
 	close(exec.release)
-	poll.For(t, 30*time.Second, "the run's slot given up", func() bool { return tw.count(t, tw.layout.Slots()) == 0 })
-	if rec := waitRecord(t, tw.cli, tw.layout, run.RunID); rec.Outcome != runs.Lost {
-		t.Errorf("the record became %s, want the leader's lost kept", rec.Outcome)
+	poll.For(t, 30*time.Second, "the worker to find its slot gone at the release", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return strings.Contains(buf.String(), `"msg":"slot lost before release`)
+	})
+	resp, err := tw.cli.Get(context.Background(), tw.layout.Record("gone", run.RunID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Kvs) != 1 || resp.Kvs[0].ModRevision != put.Header.Revision {
+		t.Errorf("the record was written again after the leader's: %v", resp.Kvs)
 	}
 }
 

@@ -34,10 +34,8 @@ type Slots interface {
 	Claim(ctx context.Context, sess *session.Session, req slots.Request) (*slots.Held, error)
 	Release(ctx context.Context, h *slots.Held, then ...clientv3.Op) error
 	// Adopt tracks the slots an assignment's claim put (assign.ClaimChunk);
-	// ReleaseIf releases them with writes that need cmps too; FreeIndex
-	// picks the slot index a claim tries.
+	// FreeIndex picks the slot index a claim tries.
 	Adopt(sess *session.Session, job, key string, slot int, token int64, res []slots.HeldResource, v slots.Value) *slots.Held
-	ReleaseIf(ctx context.Context, h *slots.Held, cmps []clientv3.Cmp, then ...clientv3.Op) error
 	FreeIndex(kind slots.Kind, name string, limit int) (int, bool)
 	Changed() <-chan struct{}
 	// Keep and ClaimHeld carry a slot across a strict retry.

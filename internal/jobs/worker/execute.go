@@ -160,8 +160,6 @@ func logUnreleased(log *slog.Logger, err error, outcome runs.Outcome) {
 	switch {
 	case errors.Is(err, slots.ErrNotOwner):
 		log.Warn("slot lost before release: the leader records the run lost", "outcome", outcome)
-	case errors.Is(err, slots.ErrNotApplied):
-		log.Warn("the run was recorded before its release (the leader took this worker for dead): record kept", "outcome", outcome)
 	default:
 		log.Error("release failed: the leader records the run lost once the lease expires", "outcome", outcome, "err", err)
 	}
@@ -188,17 +186,13 @@ func (c *core) giveBack(q *queue.Item, held *slots.Held, stamped time.Time, log 
 // (the run's session may be gone); an interrupted attempt's replica is
 // going away, so its next attempt claims afresh elsewhere. When keeping
 // fails for any reason but a lost slot, the slot is released as usual;
-// that loses the strictness of
-// one retry, never a run.
+// that loses the strictness of one retry, never a run. An assigned run
+// keeps no slot (admission.Of), and its release compares its slot only:
+// the leader records such a run lost only once its incarnation's member
+// key is off its lease, which the key leaves only once the lease, and the
+// slot with it, is gone (election.Membership.Run).
 func (c *core) keepOrRelease(ctx context.Context, q *queue.Item, entry *queue.Entry, held *slots.Held, outcome runs.Outcome, retry *queue.Entry, ops []clientv3.Op) error {
-	if q.Key == "" {
-		// An assigned run: its record may be the leader's already (lost,
-		// when it took this worker for dead), which the release must not
-		// overwrite. It keeps no slot (admission.Of).
-		noRecord := clientv3.Compare(clientv3.CreateRevision(c.d.Keys.Record(entry.Job, entry.RunID)), "=", 0)
-		return c.d.Slots.ReleaseIf(ctx, held, []clientv3.Cmp{noRecord}, ops...)
-	}
-	if retry == nil || !entry.Spec.Retries.HoldSlot || outcome == runs.Lost || outcome == runs.Interrupted {
+	if q.Key == "" || retry == nil || !entry.Spec.Retries.HoldSlot || outcome == runs.Lost || outcome == runs.Interrupted {
 		return c.d.Slots.Release(ctx, held, ops...)
 	}
 	hold := queue.Hold{Holder: c.d.ID, Lease: int64(held.Lease), Slot: held.Slot, Token: held.Token}

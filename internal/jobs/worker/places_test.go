@@ -127,11 +127,6 @@ func (s *slowReleases) Release(ctx context.Context, h *slots.Held, then ...clien
 	return s.Semaphore.Release(ctx, h, then...)
 }
 
-func (s *slowReleases) ReleaseIf(ctx context.Context, h *slots.Held, cmps []clientv3.Cmp, then ...clientv3.Op) error {
-	defer s.begin()()
-	return s.Semaphore.ReleaseIf(ctx, h, cmps, then...)
-}
-
 // A worker whose ends etcd answers slowly takes fewer runs in hand: at
 // max_parallel 16 (cut to no fewer than 8 here, where leastPlaces would
 // leave 16 uncut) with every release slower than slowEnd and a window,

@@ -47,7 +47,7 @@ func (c *core) settle(held *slots.Held, log *slog.Logger, end func(ctx context.C
 		err := end(ctx)
 		cancelAttempt()
 		c.ended(c.d.Clock.Since(sent))
-		if err == nil || errors.Is(err, slots.ErrNotOwner) || errors.Is(err, slots.ErrNotApplied) || errors.Is(context.Cause(held.Context()), slots.ErrLost) {
+		if err == nil || errors.Is(err, slots.ErrNotOwner) || errors.Is(context.Cause(held.Context()), slots.ErrLost) {
 			return err
 		}
 		if stop.Err() != nil {
