@@ -14,14 +14,22 @@ import (
 // expires, a session TTL later; docs/protocol.md, "Take-over"). One
 // transaction deletes from and puts the same jobs in a new assignment of
 // to, and holds only if from is still as read, no chunk has claimed from
-// it (no claim marker) and the new key does not exist:
+// it (no claim marker), the new key does not exist and to is a member on
+// its lease:
 //   - a chunk of from's worker that commits first writes a marker, and
 //     the take-over fails; one that commits after finds from gone (its
 //     compare is from's ModRevision) and claims nothing;
 //   - a tick is in one assignment before and one after, so it is claimed
 //     from one (G1), and it is in one until its record (G2);
 //   - the leader's withdrawal, resolution and a second backup's take-over
-//     each compare from's ModRevision: one of them wins.
+//     each compare from's ModRevision: one of them wins;
+//   - an incarnation gets an assignment only once its member key has been
+//     on its lease (the leader's, a resolution's and a hand-back's go to
+//     incarnations they list), which it leaves only once the lease is
+//     gone (election.Membership.Run): while to's slots live the leader
+//     does not resolve it, and a run's release has no record to write
+//     over. A replica's next session waits for its member key, and takes
+//     nothing over meanwhile.
 //
 // It needs no fence: it moves what the leader authorized and authorizes
 // nothing. ErrConflict: from changed, was claimed from or is gone.
@@ -45,7 +53,8 @@ func (s *Store) move(ctx context.Context, from Assignment, modRev int64, to stri
 	oldKey, newKey := from.Key(s.keys), target.Key(s.keys)
 	cmps = append(cmps,
 		clientv3.Compare(clientv3.ModRevision(oldKey), "=", modRev),
-		clientv3.Compare(clientv3.CreateRevision(newKey), "=", 0))
+		clientv3.Compare(clientv3.CreateRevision(newKey), "=", 0),
+		s.living(to))
 	resp, err := s.kv.Txn(ctx).If(cmps...).Then(append(ops, clientv3.OpDelete(oldKey), clientv3.OpPut(newKey, target.Encode()))...).Commit()
 	if err != nil {
 		return Stored{}, fmt.Errorf("assign: take over %s: %w", oldKey, err)

@@ -14,6 +14,7 @@ func TestATakeOverOfAChunkClaimedAheadFreesItsSlotsAndStopsItsStart(t *testing.T
 	e := newEnv(t)
 	st := e.authorize(e.elect("a"), "w1", "a", "b")
 	lease := e.member("w1")
+	e.member("w2")
 	c, err := e.claimAhead(lease, st, 0, run("a", 0))
 	if err != nil || c[0].Outcome != Claimed {
 		t.Fatalf("claim ahead: %+v, %v", c, err)

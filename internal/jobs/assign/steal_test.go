@@ -4,6 +4,8 @@ import (
 	"errors"
 	"sync"
 	"testing"
+
+	"github.com/etcdsched/scheduler/internal/keys"
 )
 
 // G1: of two backups taking over one assignment at once, one wins; the
@@ -12,6 +14,8 @@ import (
 func TestOneTakeOverWinsAndTheOldWorkerClaimsNothing(t *testing.T) {
 	e := newEnv(t)
 	st := e.authorize(e.elect("a"), "w1", "a", "b")
+	e.member("w2")
+	e.member("w3")
 	var wg sync.WaitGroup
 	errs := make([]error, 2)
 	for i, to := range []string{"w2", "w3"} {
@@ -79,5 +83,25 @@ func TestNoTakeOverOfAnAssignmentChangedSinceRead(t *testing.T) {
 	}
 	if _, err := e.store.Steal(e.ctx(), st.Assignment, st.ModRevision, "w1"); err == nil {
 		t.Fatal("a take-over by the assignment's own worker was accepted")
+	}
+}
+
+// A take-over goes only to an incarnation whose member key is on its
+// lease: one not yet registered (its replica's next session, waiting out
+// the lease of the one before) would claim with slots the leader cannot
+// tell from a dead incarnation's, and record lost while they live.
+func TestNoTakeOverToAnIncarnationNotOnItsMemberKey(t *testing.T) {
+	e := newEnv(t)
+	st := e.authorize(e.elect("a"), "w1", "a")
+	earlier := e.member("w2")
+	next := keys.Incarnation("w2", int64(e.lease()))
+	if _, err := e.store.Steal(e.ctx(), st.Assignment, st.ModRevision, next); !errors.Is(err, ErrConflict) {
+		t.Fatalf("take-over to %s while w2's member key is on lease %x: %v, want ErrConflict", next, int64(earlier), err)
+	}
+	if n := e.count(layout.WorkerAssignments(next)); n != 0 {
+		t.Fatalf("%s got %d assignments", next, n)
+	}
+	if _, err := e.store.Steal(e.ctx(), st.Assignment, st.ModRevision, keys.Incarnation("w2", int64(earlier))); err != nil {
+		t.Fatalf("take-over to the incarnation on w2's member key: %v", err)
 	}
 }

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"sync"
 	"testing"
 	"time"
 
@@ -96,13 +97,43 @@ func (p fixedPeers) Lean() ([]string, bool) { return append([]string(nil), p...)
 
 func (p fixedPeers) Every(int) bool { return true }
 
+// laterPeers lists the lean incarnations set once they exist.
+type laterPeers struct {
+	mu    sync.Mutex
+	peers fixedPeers
+}
+
+func (p *laterPeers) set(peers ...string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.peers = peers
+}
+
+func (p *laterPeers) Lean() ([]string, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.peers.Lean()
+}
+
+func (p *laterPeers) Every(int) bool { return true }
+
 // With a live replica of the lean protocol to take them, a stopping
 // worker gives its assignments not taken up to it, as assignments: that
 // replica claims them when due, with no queue entry and no backup's wait.
 func TestAStoppingWorkerGivesItsAssignmentsToALeanPeer(t *testing.T) {
 	exec := &countingExecutor{started: make(chan string, 8)}
-	peer := keys.Incarnation("w2", 0xabc)
-	tw := startTestWorker(t, "/lean-give/", job("later"), exec, testWorkerOptions{peers: fixedPeers{peer}})
+	peers := &laterPeers{} // the peer, set below once it is a member
+	tw := startTestWorker(t, "/lean-give/", job("later"), exec, testWorkerOptions{peers: peers})
+	// A take-over goes only to a member on its lease.
+	lease, err := tw.cli.Grant(t.Context(), 60)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tw.cli.Put(t.Context(), tw.layout.Member("w2"), "{}", clientv3.WithLease(lease.ID)); err != nil {
+		t.Fatal(err)
+	}
+	peer := keys.Incarnation("w2", int64(lease.ID))
+	peers.set(peer)
 	at := time.Now().Add(time.Hour).UTC()
 	tw.assignJobs(t, tw.incarnation(t), at, "later")
 	poll.For(t, 30*time.Second, "the worker's view of its assignment", func() bool {

@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/etcdsched/scheduler/internal/jobs/assign"
@@ -93,7 +94,9 @@ func (m *mover) takeOverTurn(p *peerAssignment, silent bool) time.Time {
 }
 
 // takeOverAssignment moves p to this replica's current incarnation; its own view
-// then takes it up as any assignment of its own.
+// then takes it up as any assignment of its own. An incarnation not yet
+// on its member key (a next session waiting out the lease of the one
+// before) takes nothing over: the move would fail its compare.
 func (m *mover) takeOverAssignment(ctx context.Context, p peerAssignment) {
 	sess, err := m.d.Sessions.Current(ctx)
 	if err != nil {
@@ -101,7 +104,7 @@ func (m *mover) takeOverAssignment(ctx context.Context, p peerAssignment) {
 	}
 	me := keys.Incarnation(m.d.ID, int64(sess.Lease()))
 	asg, err := assign.Decode(m.d.Keys, p.key, p.value)
-	if err != nil || p.worker == me {
+	if err != nil || p.worker == me || !m.registered(me) {
 		return
 	}
 	wctx, cancel := context.WithTimeout(ctx, m.d.Config().Cluster.SessionTTL.D())
@@ -133,4 +136,15 @@ func (m *mover) suspectPeer(owner string) {
 		m.d.Log.Info("a member let an assignment pass: its next ones are taken over at their due time until it shows life or a session TTL passes",
 			"member", owner, "for", ttl)
 	}
+}
+
+// registered reports whether the members' view lists incarnation me (true
+// without a view of peers: the take-over's compare decides).
+func (m *mover) registered(me string) bool {
+	if m.d.Peers == nil {
+		return true
+	}
+	lean, _ := m.d.Peers.Lean()
+	_, found := slices.BinarySearch(lean, me)
+	return found
 }
