@@ -51,8 +51,8 @@ type Resolution struct {
 // that also deletes it and its markers, and holds only if, since the read,
 // the assignment did not change, no marker was written
 // (ModRevision(claimed/<w>/<t>/) <= the read's revision: a claim of a
-// worker restarted under the same id), the worker has no member key, and
-// no run got a record. When one of them changed it reads again.
+// worker restarted under the same id), the worker's member key is not on
+// its lease (gone), and no run got a record. When one of them changed it reads again.
 // ErrAlive: the worker has a member key.
 func (rv *Resolver) Resolve(ctx context.Context, fence clientv3.Cmp, worker string, place Placement) ([]Resolution, error) {
 	if place.StartingDeadline == nil || place.Worker == nil {
@@ -131,7 +131,10 @@ func (rv *Resolver) plan(ctx context.Context, st *Stored, place Placement, rev i
 	for _, j := range unrecorded {
 		runID := st.RunID(j.Name)
 		r := Resolution{Job: j.Name, RunID: runID, At: st.At}
-		it := planItem{cmps: []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(rv.keys.Record(j.Name, runID)), "=", 0)}}
+		it := planItem{cmps: []clientv3.Cmp{
+			clientv3.Compare(clientv3.CreateRevision(rv.keys.Record(j.Name, runID)), "=", 0),
+			clientv3.Compare(clientv3.CreateRevision(rv.keys.Entry(j.Name, runID)), "=", 0),
+		}}
 		// A run its chunk claimed ahead and never marked started did not
 		// start: it is late, not lost (StartChunk).
 		started := st.Started(j.Name)
@@ -165,25 +168,31 @@ func (rv *Resolver) plan(ctx context.Context, st *Stored, place Placement, rev i
 	return p, nil
 }
 
-// unrecorded are the assignment's jobs whose run has no record.
+// unrecorded are the assignment's jobs whose run has no record and no
+// queue entry. A run its worker handed to the queue path (refused at its
+// claim, or not taken up) is the queue path's, though a marker names it:
+// recorded lost, or moved, it would run there too and be recorded twice.
+// The resolution's transactions compare both absent.
 func (rv *Resolver) unrecorded(ctx context.Context, st *Stored) ([]Job, error) {
 	if len(st.Jobs) == 0 {
 		return nil, nil
 	}
-	if len(st.Jobs) > rv.maxOps {
+	if 2*len(st.Jobs) > rv.maxOps {
 		return nil, fmt.Errorf("assign: resolve %s: %d jobs: %w", st.Key(rv.keys), len(st.Jobs), ErrTooLarge)
 	}
-	gets := make([]clientv3.Op, len(st.Jobs))
-	for i, j := range st.Jobs {
-		gets[i] = clientv3.OpGet(rv.keys.Record(j.Name, st.RunID(j.Name)), clientv3.WithCountOnly())
+	gets := make([]clientv3.Op, 0, 2*len(st.Jobs))
+	for _, j := range st.Jobs {
+		id := st.RunID(j.Name)
+		gets = append(gets, clientv3.OpGet(rv.keys.Record(j.Name, id), clientv3.WithCountOnly()),
+			clientv3.OpGet(rv.keys.Entry(j.Name, id), clientv3.WithCountOnly()))
 	}
 	resp, err := rv.kv.Txn(ctx).Then(gets...).Commit()
 	if err != nil {
-		return nil, fmt.Errorf("assign: resolve %s: read records: %w", st.Key(rv.keys), err)
+		return nil, fmt.Errorf("assign: resolve %s: read records and entries: %w", st.Key(rv.keys), err)
 	}
 	var out []Job
 	for i, j := range st.Jobs {
-		if resp.Responses[i].GetResponseRange().Count == 0 {
+		if resp.Responses[2*i].GetResponseRange().Count == 0 && resp.Responses[2*i+1].GetResponseRange().Count == 0 {
 			out = append(out, j)
 		}
 	}

@@ -82,6 +82,38 @@ func TestResolveRecordsAClaimedRunLostAndMovesTheRest(t *testing.T) {
 	}
 }
 
+// G1: a run the dead worker's chunk tried and then handed to the queue
+// path (refused at its claim: its pending entry) is left to the queue
+// path: not recorded lost, not moved, so it runs and is recorded once.
+func TestResolveLeavesARunHandedToTheQueuePath(t *testing.T) {
+	e := newEnv(t)
+	fence := e.elect("a")
+	st := e.authorize(fence, "w1", "a", "b")
+	dead := e.lease()
+	if c, err := e.claim(dead, st, 0, run("a", 0), run("b", 0)); err != nil || c[0].Outcome != Claimed {
+		t.Fatalf("claim: %+v, %v", c, err)
+	}
+	entry := layout.Entry("a", runs.ID("a", instant))
+	e.put(entry, "pending")
+	e.revoke(dead)
+	done, err := e.store.Resolver().Resolve(e.ctx(), fence, "w1", toW2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(done) != 1 || done[0].Job != "b" || done[0].Outcome != runs.Lost {
+		t.Fatalf("resolutions %+v; want only b lost", done)
+	}
+	if r := e.record("a"); r != nil {
+		t.Fatalf("record of a: %+v, want none: its queue entry runs it", r)
+	}
+	if v := e.get(entry).Kvs; len(v) != 1 || string(v[0].Value) != "pending" || v[0].Version != 1 {
+		t.Fatalf("a's entry after the resolution: %v, want it as the worker wrote it", v)
+	}
+	if n := e.count(layout.WorkerAssignments("w2")); n != 0 {
+		t.Fatalf("w2 got %d assignments: a moved beside its queue entry", n)
+	}
+}
+
 // G1: a worker restarted under the same id claims from its old assignment
 // between the leader's read and its write: the leader's write fails (a
 // marker was written since its read) and the run is not moved.

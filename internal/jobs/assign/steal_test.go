@@ -58,6 +58,7 @@ func TestOneTakeOverWinsAndTheOldWorkerClaimsNothing(t *testing.T) {
 func TestNoTakeOverOfAnAssignmentAChunkClaimedFrom(t *testing.T) {
 	e := newEnv(t)
 	st := e.authorize(e.elect("a"), "w1", "a", "b")
+	e.member("w2")
 	if c, err := e.claim(e.lease(), st, 0, run("a", 0)); err != nil || c[0].Outcome != Claimed {
 		t.Fatalf("claim: %+v, %v", c, err)
 	}
@@ -77,6 +78,7 @@ func TestNoTakeOverOfAnAssignmentAChunkClaimedFrom(t *testing.T) {
 func TestNoTakeOverOfAnAssignmentChangedSinceRead(t *testing.T) {
 	e := newEnv(t)
 	st := e.authorize(e.elect("a"), "w1", "a", "b")
+	e.member("w2")
 	e.put(st.Key(layout), (&Assignment{Worker: "w1", At: instant, Group: "g", Jobs: st.Jobs[:1]}).Encode())
 	if _, err := e.store.Steal(e.ctx(), st.Assignment, st.ModRevision, "w2"); !errors.Is(err, ErrConflict) {
 		t.Fatalf("take-over of a changed assignment: %v, want ErrConflict", err)

@@ -324,7 +324,7 @@ func (a *assignedRunner) claimTries(ctx context.Context, sess *session.Session, 
 }
 
 // runClaimed executes a claimed run as a queued one is (execute), with no
-// entry: its release compares that the run has no record yet. It reports
+// entry: its release compares its slot only (keepOrRelease). It reports
 // whether the run's end was applied.
 func (a *assignedRunner) runClaimed(ctx context.Context, r assignedRun, held *slots.Held, startedAt time.Time) bool {
 	q := &queue.Item{Entry: r.entry}
