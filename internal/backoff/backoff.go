@@ -108,7 +108,13 @@ func (b *Backoff) WaitOr(ctx context.Context, clock clockwork.Clock, wake <-chan
 	if ctx.Err() != nil {
 		return false
 	}
-	t := clock.NewTimer(b.Next())
+	return SleepOr(ctx, clock, b.Next(), wake)
+}
+
+// SleepOr waits d on clock, cut short, returning true, when wake closes; it
+// returns false when ctx ended first. A nil wake never fires.
+func SleepOr(ctx context.Context, clock clockwork.Clock, d time.Duration, wake <-chan struct{}) bool {
+	t := clock.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():

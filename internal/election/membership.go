@@ -14,6 +14,7 @@ import (
 	"github.com/jonboulle/clockwork"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/etcdsched/scheduler/internal/backoff"
 	"github.com/etcdsched/scheduler/internal/session"
 	"github.com/etcdsched/scheduler/internal/wire"
 )
@@ -115,7 +116,7 @@ func (m *Membership) Run(ctx context.Context) error {
 			return nil
 		case errors.As(err, &held):
 			m.log.Info("member key still on the lease of this replica's earlier session; registering once it expires", "lease", held.lease, "in", held.left)
-			m.waitOr(ctx, s, held.left)
+			backoff.SleepOr(ctx, m.clock, held.left, s.Done())
 			continue
 		default:
 			m.log.Warn("cannot register member; retrying", "err", err)
@@ -141,17 +142,6 @@ type heldError struct {
 
 func (e *heldError) Error() string {
 	return fmt.Sprintf("election: member key on lease %x, which lives %s more", e.lease, e.left)
-}
-
-// waitOr waits d, or until ctx or s ends.
-func (m *Membership) waitOr(ctx context.Context, s *session.Session, d time.Duration) {
-	t := m.clock.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-s.Done():
-	case <-t.Chan():
-	}
 }
 
 // put puts the member key on s's lease where it is absent or on that lease

@@ -53,7 +53,7 @@ type Resolution struct {
 // (ModRevision(claimed/<w>/<t>/) <= the read's revision: a claim of a
 // worker restarted under the same id), the worker's member key is not on
 // its lease (gone), and no run got a record. When one of them changed it reads again.
-// ErrAlive: the worker has a member key.
+// ErrAlive: the worker's member key is on its lease.
 func (rv *Resolver) Resolve(ctx context.Context, fence clientv3.Cmp, worker string, place Placement) ([]Resolution, error) {
 	if place.StartingDeadline == nil || place.Worker == nil {
 		return nil, fmt.Errorf("assign: resolve worker %s: the placement needs a starting deadline and a worker per job", worker)
