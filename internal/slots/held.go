@@ -19,9 +19,12 @@ type HeldResource struct {
 // the fencing token of the run (docs/design.md#the-safety-rules, rule 6); a target guarding a resource
 // can compare the same number.
 type Held struct {
-	Job       string
-	Slot      int
-	Token     int64
+	Job   string
+	Slot  int
+	Token int64
+	// Claimed is the revision of the claim's transaction: Token for a
+	// claim that created its keys, later for one on a kept slot (ClaimHeld).
+	Claimed   int64
 	Resources []HeldResource
 	Value     Value
 	Lease     clientv3.LeaseID
@@ -43,6 +46,7 @@ func newHeld(sess *session.Session, job string, slot int, token int64, resources
 		Job:       job,
 		Slot:      slot,
 		Token:     token,
+		Claimed:   token,
 		Resources: resources,
 		Value:     v,
 		Lease:     sess.Lease(),

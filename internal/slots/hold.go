@@ -24,19 +24,80 @@ var ErrHoldLost = errors.New("slots: held slot lost")
 
 // Keep ends the claim's run but not its slot: then (the record and the
 // retry's entry) is applied only while every key is still this claim's
-// incarnation (rule 4), and the keys stay. The claim's context ends.
-func (s *Semaphore) Keep(ctx context.Context, h *Held, then ...clientv3.Op) error {
-	resp, err := s.commit.Commit(ctx, txnbatch.Txn{If: h.ownerCmps(), Then: then})
-	switch {
-	case err != nil:
-		return fmt.Errorf("slots: keep %s slot %d token %d: %w", h.Job, h.Slot, h.Token, err)
-	case !resp.Succeeded:
-		s.finish(h, ErrLost)
-		return fmt.Errorf("slots: keep %s slot %d token %d: %w", h.Job, h.Slot, h.Token, ErrNotOwner)
+// incarnation (rule 4) and witness, the key the claim wrote its run's
+// running state to, is as the claim left it (ModRevision h.Claimed); the
+// keys stay and the claim's context ends. Only the holder writes witness
+// while the keys are its (the leader's reaper records a run only once its
+// slot is gone), so witness changed under keys still held means this keep
+// applied: an answer that was lost is read back, and the keep is sent
+// again only while witness is unchanged, so it applies once
+// (docs/design.md#the-safety-rules, rule 7). ErrNotOwner: the keys are
+// gone (the keep may have applied; nothing more may be written).
+// ErrIndeterminate: the read-back did not finish; Keep can be called
+// again. Any other error: the keep certainly did not apply.
+func (s *Semaphore) Keep(ctx context.Context, h *Held, witness string, then ...clientv3.Op) error {
+	cmps := append(h.ownerCmps(), clientv3.Compare(clientv3.ModRevision(witness), "=", h.Claimed))
+	retry := etcdRetry.Start()
+	unanswered := false // a send of this call may have applied
+	for {
+		resp, err := s.commit.Commit(ctx, txnbatch.Txn{If: cmps, Then: then})
+		switch {
+		case err == nil && resp.Succeeded:
+			s.finish(h, ErrReleased)
+			s.logger.Debug("slot kept for the retry", "job", h.Job, "slot", h.Slot, "token", h.Token, "run_id", h.Value.RunID)
+			return nil
+		case errors.Is(err, txnbatch.ErrNotSent):
+			return fmt.Errorf("slots: keep %s slot %d token %d: %w", h.Job, h.Slot, h.Token, notSent(ctx, err))
+		case err != nil && definite(err):
+			return fmt.Errorf("slots: keep %s slot %d token %d: %w", h.Job, h.Slot, h.Token, err)
+		case err != nil:
+			unanswered = true
+			s.logger.Warn("keep outcome unknown; reading back", "job", h.Job, "slot", h.Slot, "token", h.Token, "err", err)
+		}
+		kept, err := s.keptBack(ctx, h, witness)
+		switch {
+		case err != nil:
+			return err
+		case kept && !unanswered:
+			// No send of ours applied, yet witness changed: the caller
+			// broke the contract above. Not kept; the caller releases.
+			s.logger.Error("the run's entry changed under its claim; not keeping the slot", "job", h.Job, "key", witness, "token", h.Token)
+			return fmt.Errorf("slots: keep %s slot %d token %d: %s changed under the claim: not kept", h.Job, h.Slot, h.Token, witness)
+		case kept:
+			s.finish(h, ErrReleased)
+			s.logger.Info("a keep whose answer was lost had applied", "job", h.Job, "slot", h.Slot, "token", h.Token, "run_id", h.Value.RunID)
+			return nil
+		}
+		if !retry.Wait(ctx, s.clock) { // read back as not applied
+			return fmt.Errorf("slots: keep %s slot %d token %d: not applied: %w", h.Job, h.Slot, h.Token, context.Cause(ctx))
+		}
 	}
-	s.finish(h, ErrReleased)
-	s.logger.Debug("slot kept for the retry", "job", h.Job, "slot", h.Slot, "token", h.Token, "run_id", h.Value.RunID)
-	return nil
+}
+
+// keptBack tells whether a keep applied: true once witness changed while
+// the keys are still h's; false with a nil error while witness is as the
+// claim left it, so the keep can be sent again. Like a claim's read-back
+// it goes on after ctx ends, until the holder's session does: the keep may
+// have applied, and walking away would leave the caller to guess.
+func (s *Semaphore) keptBack(ctx context.Context, h *Held, witness string) (bool, error) {
+	rctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer cancel(nil)
+	defer context.AfterFunc(h.Session(), func() { cancel(context.Cause(h.Session())) })()
+	retry := etcdRetry.Start()
+	for {
+		resp, err := s.client.Txn(rctx).If(h.ownerCmps()...).Then(clientv3.OpGet(witness, clientv3.WithKeysOnly())).Commit()
+		switch {
+		case err == nil && !resp.Succeeded:
+			s.finish(h, ErrLost)
+			return false, fmt.Errorf("slots: keep %s slot %d token %d: %w", h.Job, h.Slot, h.Token, ErrNotOwner)
+		case err == nil:
+			kvs := resp.Responses[0].GetResponseRange().Kvs
+			return len(kvs) == 0 || kvs[0].ModRevision != h.Claimed, nil
+		}
+		if rctx.Err() != nil || !retry.Wait(rctx, s.clock) {
+			return false, fmt.Errorf("slots: keep %s slot %d token %d: %w: %w", h.Job, h.Slot, h.Token, ErrIndeterminate, errors.Join(context.Cause(rctx), err))
+		}
+	}
 }
 
 // ClaimHeld claims req with the slot a previous attempt kept (job slot
@@ -85,6 +146,7 @@ func (s *Semaphore) ClaimHeld(ctx context.Context, sess *session.Session, req Re
 		inner := hold.Responses[0].GetResponseTxn()
 		if inner.Succeeded {
 			h := newHeld(sess, req.Job, slot, token, res, kept, req.Value)
+			h.Claimed = resp.Header.Revision // the entry's put; the keys' is token
 			s.track(h)
 			return h, nil
 		}

@@ -39,7 +39,7 @@ type Slots interface {
 	FreeIndex(kind slots.Kind, name string, limit int) (int, bool)
 	Changed() <-chan struct{}
 	// Keep and ClaimHeld carry a slot across a strict retry.
-	Keep(ctx context.Context, h *slots.Held, then ...clientv3.Op) error
+	Keep(ctx context.Context, h *slots.Held, witness string, then ...clientv3.Op) error
 	ClaimHeld(ctx context.Context, sess *session.Session, req slots.Request, slot int, token int64, res []slots.HeldResource) (*slots.Held, error)
 	// Free and FreePlaces say how much room the view shows, for fair order.
 	Free(kind slots.Kind, name string, limit int) int

@@ -184,9 +184,12 @@ func (c *core) giveBack(q *queue.Item, held *slots.Held, stamped time.Time, log 
 // retry (retries.hold_slot), keeps it: the retry's entry then says which
 // slot it holds. A lost attempt's slot cannot be trusted and is released
 // (the run's session may be gone); an interrupted attempt's replica is
-// going away, so its next attempt claims afresh elsewhere. When keeping
-// fails for any reason but a lost slot, the slot is released as usual;
-// that loses the strictness of one retry, never a run. An assigned run
+// going away, so its next attempt claims afresh elsewhere. When the keep
+// certainly did not apply (refused, not sent), the slot is released as
+// usual: that loses the strictness of one retry, never a run. A keep whose
+// outcome is still unknown is not followed by a release, which would
+// write the attempt's record again and could free the slot its retry
+// holds: settle sends it again, and slots.Keep applies it once. An assigned run
 // keeps no slot (admission.Of), and its release compares its slot only:
 // the leader records such a run lost only once its incarnation's member
 // key is off its lease, which the key leaves only once the lease, and the
@@ -199,8 +202,8 @@ func (c *core) keepOrRelease(ctx context.Context, q *queue.Item, entry *queue.En
 	for _, r := range held.Resources {
 		hold.Resources = append(hold.Resources, queue.HeldResource{Name: r.Name, Index: r.Index})
 	}
-	err := c.d.Slots.Keep(ctx, held, queue.Holding(ops, q.Key, retry, hold)...)
-	if err == nil || errors.Is(err, slots.ErrNotOwner) {
+	err := c.d.Slots.Keep(ctx, held, q.Key, queue.Holding(ops, q.Key, retry, hold)...)
+	if err == nil || errors.Is(err, slots.ErrNotOwner) || errors.Is(err, slots.ErrIndeterminate) {
 		return err
 	}
 	c.d.Log.Warn("keeping the slot for the retry failed; releasing it", "job", q.Job, "run_id", q.RunID, "err", err)
