@@ -30,7 +30,8 @@ const sharedLimit = 3
 // one shared resource, one rate-limited resource offered twice its rate,
 // a job with a concurrency key whose runs outlast its interval, a job of
 // two slots without shared limits whose runs outlast its interval, every
-// catch_up policy, retries on some jobs.
+// catch_up policy, retries on some jobs, strict on one (hold_slot: its
+// failed attempt keeps the slots for its retry).
 //
 // Beside them, a job chained after fast (chains), and a notification sink,
 // the receiver at sinkURL, for the runs of pair (notified). The exec job
@@ -61,7 +62,7 @@ func workload(ttl time.Duration, w *cluster.Witness, sinkURL, beats string, with
 			fmt.Sprintf(`overlap: queue
     queue_limit: 1
     resources: [shared]
-    retries: {max: 1, backoff: 100ms, max_backoff: 1s}
+    retries: {max: 1, backoff: 100ms, max_backoff: 1s, hold_slot: true}
     timeout: 5s
     http: {method: POST, url: %q}`, w.URL("sleep=700ms&fail=7"))},
 		{Job{Name: "metered", Every: 250 * time.Millisecond, MaxConcurrency: 2, CatchUp: "latest", Resources: []string{"metered"}},
