@@ -291,9 +291,16 @@ func frozenDuring(h *History, holder string, w Window) bool {
 }
 
 // Property 4: per job and slot, accepted tokens strictly increase in the
-// order they arrived.
+// order they arrived, but for a strict retry (retries.hold_slot): the next
+// attempt of the same run on the slot its attempt before kept carries
+// that slot's token again.
 func checkTokens(h *History, r *Report) {
-	last := map[string]int64{}
+	type accepted struct {
+		token int64
+		run   string
+		tries int
+	}
+	last := map[string]accepted{}
 	for _, run := range h.Runs {
 		if run.Rejected {
 			continue
@@ -302,10 +309,14 @@ func checkTokens(h *History, r *Report) {
 		if _, shard, ok := runs.ShardOf(run.RunID); ok {
 			k = fmt.Sprintf("%s#%d/%d", run.Job, shard, run.Slot) // slots of its own
 		}
-		if prev, ok := last[k]; ok && run.Token <= prev {
-			r.violate("tokens: %s accepted token %d after %d (%s#%d on %s)", k, run.Token, prev, run.RunID, run.Attempt, run.Holder)
+		prev, ok := last[k]
+		kept := ok && run.Token == prev.token && run.RunID == prev.run && run.Attempt > prev.tries
+		if ok && run.Token <= prev.token && !kept {
+			r.violate("tokens: %s accepted token %d after %d (%s#%d on %s)", k, run.Token, prev.token, run.RunID, run.Attempt, run.Holder)
 		}
-		last[k] = max(last[k], run.Token)
+		if !ok || run.Token >= prev.token {
+			last[k] = accepted{run.Token, run.RunID, run.Attempt}
+		}
 	}
 }
 

@@ -1,6 +1,7 @@
 package fault
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -98,6 +99,10 @@ func TestCheckerProperties(t *testing.T) {
 			h.Writes = map[string]int64{id: 2}
 		}, ""},
 		{"token goes back", func(h *History) { h.Runs[2].Token = 11 }, "tokens: j/0 accepted token 11"},
+		{"a strict retry on its kept slot carries its token again", func(h *History) {
+			h.Runs = slices.Insert(h.Runs, 2, run(1000, 2, 0, 12, "b", 1600, 1900))
+		}, ""},
+		{"another run with the token before", func(h *History) { h.Runs[2].Token = 12 }, "tokens: j/0 accepted token 12 after 12"},
 		{"tick lost", func(h *History) { h.Runs = h.Runs[:2]; h.Healed = at(900) }, "ticks: j@"},
 		{"tick lost in a failover window", func(h *History) {
 			h.Runs = h.Runs[:2]
