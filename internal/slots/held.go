@@ -34,6 +34,10 @@ type Held struct {
 	cancel  context.CancelCauseFunc
 	session context.Context
 
+	// keepUnanswered: a keep of this claim was sent and its answer lost,
+	// so it may apply yet (Keep).
+	keepUnanswered bool
+
 	// Guarded by Semaphore.mu.
 	releasing bool // a release is in flight: a delete is not a loss yet
 	deleted   bool // the view saw a delete while releasing

@@ -28,17 +28,18 @@ var ErrHoldLost = errors.New("slots: held slot lost")
 // running state to, is as the claim left it (ModRevision h.Claimed); the
 // keys stay and the claim's context ends. Only the holder writes witness
 // while the keys are its (the leader's reaper records a run only once its
-// slot is gone), so witness changed under keys still held means this keep
-// applied: an answer that was lost is read back, and the keep is sent
-// again only while witness is unchanged, so it applies once
+// slot is gone), so witness changed under keys still held means a keep
+// applied. A keep whose answer was lost may apply later still (a group
+// commit sends on after its caller gave up): it is read back, sent again
+// (the compare lets one apply), and never said not to have applied, so
+// the caller does not follow it with a release
 // (docs/design.md#the-safety-rules, rule 7). ErrNotOwner: the keys are
 // gone (the keep may have applied; nothing more may be written).
-// ErrIndeterminate: the read-back did not finish; Keep can be called
-// again. Any other error: the keep certainly did not apply.
+// ErrIndeterminate: not known yet; Keep can be called again. Any other
+// error: no keep of h was sent that could apply.
 func (s *Semaphore) Keep(ctx context.Context, h *Held, witness string, then ...clientv3.Op) error {
 	cmps := append(h.ownerCmps(), clientv3.Compare(clientv3.ModRevision(witness), "=", h.Claimed))
 	retry := etcdRetry.Start()
-	unanswered := false // a send of this call may have applied
 	for {
 		resp, err := s.commit.Commit(ctx, txnbatch.Txn{If: cmps, Then: then})
 		switch {
@@ -46,21 +47,22 @@ func (s *Semaphore) Keep(ctx context.Context, h *Held, witness string, then ...c
 			s.finish(h, ErrReleased)
 			s.logger.Debug("slot kept for the retry", "job", h.Job, "slot", h.Slot, "token", h.Token, "run_id", h.Value.RunID)
 			return nil
-		case errors.Is(err, txnbatch.ErrNotSent):
+		case err == nil: // refused: read why
+		case !h.keepUnanswered && errors.Is(err, txnbatch.ErrNotSent):
 			return fmt.Errorf("slots: keep %s slot %d token %d: %w", h.Job, h.Slot, h.Token, notSent(ctx, err))
-		case err != nil && definite(err):
+		case !h.keepUnanswered && definite(err):
 			return fmt.Errorf("slots: keep %s slot %d token %d: %w", h.Job, h.Slot, h.Token, err)
-		case err != nil:
-			unanswered = true
+		case !errors.Is(err, txnbatch.ErrNotSent) && !definite(err):
+			h.keepUnanswered = true
 			s.logger.Warn("keep outcome unknown; reading back", "job", h.Job, "slot", h.Slot, "token", h.Token, "err", err)
 		}
 		kept, err := s.keptBack(ctx, h, witness)
 		switch {
 		case err != nil:
 			return err
-		case kept && !unanswered:
-			// No send of ours applied, yet witness changed: the caller
-			// broke the contract above. Not kept; the caller releases.
+		case kept && !h.keepUnanswered:
+			// No keep of h was unanswered, yet witness changed: the
+			// caller broke the contract above. Not kept; it releases.
 			s.logger.Error("the run's entry changed under its claim; not keeping the slot", "job", h.Job, "key", witness, "token", h.Token)
 			return fmt.Errorf("slots: keep %s slot %d token %d: %s changed under the claim: not kept", h.Job, h.Slot, h.Token, witness)
 		case kept:
@@ -68,8 +70,8 @@ func (s *Semaphore) Keep(ctx context.Context, h *Held, witness string, then ...c
 			s.logger.Info("a keep whose answer was lost had applied", "job", h.Job, "slot", h.Slot, "token", h.Token, "run_id", h.Value.RunID)
 			return nil
 		}
-		if !retry.Wait(ctx, s.clock) { // read back as not applied
-			return fmt.Errorf("slots: keep %s slot %d token %d: not applied: %w", h.Job, h.Slot, h.Token, context.Cause(ctx))
+		if !retry.Wait(ctx, s.clock) {
+			return fmt.Errorf("slots: keep %s slot %d token %d: %w: %w", h.Job, h.Slot, h.Token, ErrIndeterminate, context.Cause(ctx))
 		}
 	}
 }

@@ -2,6 +2,7 @@ package slots
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"testing"
 	"time"
@@ -10,15 +11,16 @@ import (
 
 	"github.com/etcdsched/scheduler/internal/etcdtest"
 	"github.com/etcdsched/scheduler/internal/logtest"
+	"github.com/etcdsched/scheduler/internal/txnbatch"
 )
 
 // A strict retry's keep whose answer is lost (it arrives after the
 // caller's deadline) is read back (docs/design.md#the-safety-rules, rule 7): the entry the claim wrote
 // has changed under keys still held, so the keep applied, and the caller
 // is told so rather than left to release the slot and write the attempt's
-// record again. Sent again (as Keep does while its read-back says it did
-// not apply: a send still in flight may apply later), the keep writes
-// nothing: it compares the entry as the claim left it.
+// record again. Called again (as the worker does while an outcome is
+// unknown), the keep writes nothing: it compares the entry as the claim
+// left it.
 func TestAKeepWhoseAnswerWasLostAppliesOnce(t *testing.T) {
 	cluster := etcdtest.Start(t)
 	proxy := etcdtest.NewProxy(t, cluster.Endpoints()[0])
@@ -57,8 +59,8 @@ func TestAKeepWhoseAnswerWasLostAppliesOnce(t *testing.T) {
 	if err != nil {
 		t.Fatalf("a keep that applied, its answer lost: %v; the worker would release the kept slot", err)
 	}
-	if err := sem.Keep(ctx, h, entry, end...); err == nil {
-		t.Errorf("a keep sent again after it applied says it applied again")
+	if err := sem.Keep(ctx, h, entry, end...); err != nil {
+		t.Fatalf("the keep called again: %v", err)
 	}
 
 	keys := keysUnder(t, observer, testLayout.Slot("j", 0))
@@ -71,5 +73,92 @@ func TestAKeepWhoseAnswerWasLostAppliesOnce(t *testing.T) {
 	}
 	if len(resp.Kvs) != 1 || resp.Kvs[0].Version != 1 {
 		t.Errorf("the attempt's record after a lost answer and a second send: %v, want written once", resp.Kvs)
+	}
+}
+
+// A keep whose caller gave up while its group commit still waited to be
+// sent applies after its read-back found it not applied: Keep says the
+// outcome is unknown (never that it did not apply, which would have the
+// worker release the slot and write the record again), and called again
+// it finds its earlier send applied and writes nothing more.
+func TestAKeepStillInFlightIsNeverSaidNotToHaveApplied(t *testing.T) {
+	cli := etcdtest.Start(t).Client()
+	kv := &heldKV{KVClient: clientv3.RetryKVClient(cli), gate: make(chan struct{}), started: make(chan struct{}, 64)}
+	batch, err := txnbatch.NewOn(kv, cli, txnbatch.Options{InFlight: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(batch.Close)
+	sem, err := New(cli, testLayout, nil, nil, WithCommitter(batch))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runSemaphore(t, sem)
+	sess, ctx := sessionFor(t, cli)
+	let := func() { kv.gate <- struct{}{} }
+
+	entry, record := testLayout.Entry("j", "j@1"), testLayout.Record("j", "j@1")
+	read, err := cli.Put(ctx, entry, "pending")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h *Held
+	claimed := make(chan error, 1)
+	go func() {
+		var err error
+		h, err = sem.Claim(ctx, sess, Request{
+			Job: "j", MaxConcurrency: 1, Value: Value{RunID: "j@1"},
+			If:      []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(entry), "=", read.Header.Revision)},
+			ThenFor: func(slot int) []clientv3.Op { return []clientv3.Op{clientv3.OpPut(entry, runningOn(slot))} },
+		})
+		claimed <- err
+	}()
+	<-kv.started
+	let()
+	if err := <-claimed; err != nil {
+		t.Fatal(err)
+	}
+
+	// A commit in flight; the keep and a neighbour queue behind it and go
+	// in the next commit, which the neighbour keeps waiting for.
+	blocker := make(chan error, 2)
+	go func() { _, err := batch.Commit(ctx, txnbatch.Txn{Then: []clientv3.Op{clientv3.OpPut("/other/1", "x")}}); blocker <- err }()
+	<-kv.started
+	keepCtx, keepCancel := context.WithTimeout(ctx, 2*time.Second)
+	defer keepCancel()
+	kept := make(chan error, 1)
+	end := []clientv3.Op{clientv3.OpPut(entry, "retry holding the slot"), clientv3.OpPut(record, "attempt 1 failed")}
+	go func() { kept <- sem.Keep(keepCtx, h, entry, end...) }()
+	waitWaiting(t, batch, 1)
+	go func() { _, err := batch.Commit(ctx, txnbatch.Txn{Then: []clientv3.Op{clientv3.OpPut("/other/2", "x")}}); blocker <- err }()
+	waitWaiting(t, batch, 2)
+	let()
+	<-kv.started // the keep's commit, held until its caller gave up
+	err = <-kept
+	if !errors.Is(err, ErrIndeterminate) {
+		t.Fatalf("a keep still in flight, read back before it applied: %v, want %v", err, ErrIndeterminate)
+	}
+	let()
+	for range 2 {
+		if err := <-blocker; err != nil {
+			t.Fatal(err)
+		}
+	}
+	again := make(chan error, 1)
+	go func() { again <- sem.Keep(ctx, h, entry, end...) }()
+	<-kv.started
+	let()
+	if err := <-again; err != nil {
+		t.Fatalf("the keep called again after its earlier send applied: %v", err)
+	}
+	resp, err := cli.Get(ctx, record)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Kvs) != 1 || resp.Kvs[0].Version != 1 {
+		t.Errorf("the attempt's record: %v, want written once", resp.Kvs)
+	}
+	if keys := keysUnder(t, cli, testLayout.Slot("j", 0)); keys[h.Key()] != h.Token {
+		t.Errorf("slot keys after the keep: %v, want %s kept", keys, h.Key())
 	}
 }
