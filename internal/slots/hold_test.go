@@ -122,7 +122,10 @@ func TestAKeepStillInFlightIsNeverSaidNotToHaveApplied(t *testing.T) {
 	// A commit in flight; the keep and a neighbour queue behind it and go
 	// in the next commit, which the neighbour keeps waiting for.
 	blocker := make(chan error, 2)
-	go func() { _, err := batch.Commit(ctx, txnbatch.Txn{Then: []clientv3.Op{clientv3.OpPut("/other/1", "x")}}); blocker <- err }()
+	go func() {
+		_, err := batch.Commit(ctx, txnbatch.Txn{Then: []clientv3.Op{clientv3.OpPut("/other/1", "x")}})
+		blocker <- err
+	}()
 	<-kv.started
 	keepCtx, keepCancel := context.WithTimeout(ctx, 2*time.Second)
 	defer keepCancel()
@@ -130,7 +133,10 @@ func TestAKeepStillInFlightIsNeverSaidNotToHaveApplied(t *testing.T) {
 	end := []clientv3.Op{clientv3.OpPut(entry, "retry holding the slot"), clientv3.OpPut(record, "attempt 1 failed")}
 	go func() { kept <- sem.Keep(keepCtx, h, entry, end...) }()
 	waitWaiting(t, batch, 1)
-	go func() { _, err := batch.Commit(ctx, txnbatch.Txn{Then: []clientv3.Op{clientv3.OpPut("/other/2", "x")}}); blocker <- err }()
+	go func() {
+		_, err := batch.Commit(ctx, txnbatch.Txn{Then: []clientv3.Op{clientv3.OpPut("/other/2", "x")}})
+		blocker <- err
+	}()
 	waitWaiting(t, batch, 2)
 	let()
 	<-kv.started // the keep's commit, held until its caller gave up
