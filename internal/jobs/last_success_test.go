@@ -153,3 +153,40 @@ func TestALastSuccessGoesWhereAnOlderMemberReadsIt(t *testing.T) {
 	}
 	shownSuccess(t, a, reg, func() *overdue.Succeeded { return &late })
 }
+
+// A job succeeding every second has its last success put about once in
+// ten runs, not once a run (the worker's successes.go): the first success
+// by its run's release, the newest of the runs after it when ten seconds
+// are over; a graceful stop puts the one still waiting, so the stored
+// success is the newest run's.
+func TestALastSuccessIsPutOnceInTenSecondsNotOnceARun(t *testing.T) {
+	etcd := startEtcd(t)
+	w := startWitness(t)
+	a := etcd.node("a", newConfig(httpJob("report", "@every 1s", w.url(""))))
+	key := keys.New(testPrefix).LastSuccess("report")
+	watch := a.client.Watch(t.Context(), key)
+	var puts int
+	poll.Until(t, 90*time.Second, "25 succeeded runs of report", func() (bool, string) {
+		for {
+			select {
+			case resp := <-watch:
+				puts += len(resp.Events)
+				continue
+			default:
+			}
+			break
+		}
+		n := len(w.finished("report"))
+		return n >= 25, fmt.Sprint(n, " runs, ", puts, " puts")
+	})
+	a.stop(10 * time.Second)
+	ran := w.finished("report")
+	last := storedSuccess(t, etcd.Client(), key)
+	if newest := ran[len(ran)-1].RunID; last == nil || last.RunID != newest {
+		t.Errorf("stored last success %+v after a graceful stop, want the newest run's, %s", last, newest)
+	}
+	t.Logf("%d runs, their last success put %d times", len(ran), puts)
+	if puts == 0 || puts > len(ran)/5 {
+		t.Errorf("%d runs put their last success %d times, want about one in ten", len(ran), puts)
+	}
+}

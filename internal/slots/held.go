@@ -34,6 +34,9 @@ type Held struct {
 	cancel  context.CancelCauseFunc
 	session context.Context
 
+	// released is the revision of the release that applied; 0 before, or
+	// when its answer was lost and read back.
+	released int64
 	// keepUnanswered: a keep of this claim was sent and its answer lost,
 	// so it may apply yet (Keep).
 	keepUnanswered bool
@@ -80,6 +83,11 @@ func (h *Held) Context() context.Context { return h.ctx }
 
 // Key is the job slot key.
 func (h *Held) Key() string { return h.keys[0] }
+
+// Released is the revision at which Release applied: the writes it carried
+// are at it. 0 until then, and when the release's answer was lost and read
+// back (applied, at a revision unknown).
+func (h *Held) Released() int64 { return h.released }
 
 // IsOwner is true while the job slot key is still this claim's incarnation.
 // Add it to any transaction that must only apply while the slot is held.

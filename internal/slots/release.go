@@ -43,6 +43,7 @@ func (s *Semaphore) release(ctx context.Context, h *Held, then ...clientv3.Op) (
 		resp, err := s.commit.Commit(ctx, txnbatch.Txn{If: h.ownerCmps(), Then: ops})
 		switch {
 		case err == nil && resp.Succeeded:
+			h.released = resp.Header.Revision
 			s.finish(h, ErrReleased)
 			if s.logger.Enabled(ctx, slog.LevelDebug) { // else its arguments cost a run three allocations
 				s.logger.Debug("slot released", "job", h.Job, "slot", h.Slot, "token", h.Token, "run_id", h.Value.RunID)

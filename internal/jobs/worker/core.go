@@ -22,6 +22,8 @@ import (
 type core struct {
 	d       Deps
 	cancels *cancels
+	// successes puts the last successes a release leaves to it.
+	successes *successes
 	// onFinish is told of each run whose place freed (the queue runner
 	// sends back an attempt that came up while the run was active);
 	// signal then wakes the worker's loop.
@@ -56,7 +58,7 @@ type activeRun struct {
 // newCore is a core with no place taken; its onFinish, a no-op until New
 // sets the queue runner's, is set before the worker runs.
 func newCore(d Deps, signal func()) *core {
-	c := &core{d: d, signal: signal, onFinish: func(string) {}, active: map[string]*activeRun{}, freed: make(chan struct{}), leastPlaces: leastPlaces}
+	c := &core{d: d, successes: newSuccesses(d), signal: signal, onFinish: func(string) {}, active: map[string]*activeRun{}, freed: make(chan struct{}), leastPlaces: leastPlaces}
 	c.abandon, c.abandonCancel = context.WithCancel(context.Background())
 	c.cancels = newCancels(d.Keys, c.cancelRequested)
 	return c

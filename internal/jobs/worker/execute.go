@@ -50,13 +50,21 @@ func (c *core) execute(q *queue.Item, entry *queue.Entry, held *slots.Held, log 
 	if res.Outcome == runs.Interrupted {
 		rec.Error = interruptedWhy(entry, c.d.Config().Worker.MaxInterruptions)
 	}
-	ops, retry := follow.End(c.endKeys(), c.d.Config(), q.Key, entry, &rec, endedAt)
+	k := c.endKeys()
+	ops, retry := follow.End(k, c.d.Config(), q.Key, entry, &rec, endedAt)
+	var success *clientv3.Op // the last success, put later (successes.go)
+	if rec.Outcome == runs.Succeeded && !k.SuccessInJobs && entry.Spec.OverdueAfter == 0 {
+		ops, success = c.successes.take(entry.Job, k.LastSuccess(entry.Job), ops, endedAt)
+	}
 
 	// Release even though the run's context may be over, until etcd
 	// answers it or the session ends (settle.go).
 	err := c.settle(held, log, func(ctx context.Context) error {
 		return c.keepOrRelease(ctx, q, entry, held, res.Outcome, retry, ops)
 	})
+	if err == nil && success != nil {
+		c.successes.wait(entry.Job, success, held.Released())
+	}
 	span.Finish(res.Outcome, res.Error, err)
 	c.d.Metrics.Duration.WithLabelValues(entry.Job).Observe(endedAt.Sub(startedAt).Seconds())
 	if err != nil {

@@ -94,6 +94,11 @@ func (w *Worker) signal() {
 // view holds and of every change after; it is called once.
 func (w *Worker) Run(ctx context.Context) error {
 	w.queue.follow()
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		w.core.successes.Run(ctx)
+	}()
 	timer := w.d.Clock.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
@@ -160,7 +165,8 @@ func (w *Worker) nextWait(now time.Time) (time.Duration, bool) {
 }
 
 // Drain waits for running runs until ctx ends, then cancels them and waits
-// for their releases. Call after Run returned.
+// for their releases, and puts the last successes that wait
+// (successes.go). Call after Run returned.
 func (w *Worker) Drain(ctx context.Context) {
 	done := make(chan struct{})
 	go func() {
@@ -174,5 +180,8 @@ func (w *Worker) Drain(ctx context.Context) {
 		<-done
 	}
 	w.core.abandonCancel()
+	fctx, cancel := context.WithTimeout(context.Background(), w.d.Config().Cluster.SessionTTL.D())
+	w.core.successes.flush(fctx)
+	cancel()
 	close(w.drained)
 }

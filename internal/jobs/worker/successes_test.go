@@ -1,0 +1,102 @@
+package worker
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/etcdsched/scheduler/internal/etcdtest"
+	"github.com/etcdsched/scheduler/internal/keys"
+	"github.com/etcdsched/scheduler/internal/poll"
+)
+
+// A job's last success is put at most once per successEvery by one
+// worker (docs/protocol.md#last-successes): the first success of a job is
+// put by its release, the ones after it within the time wait, and the
+// newest of them is put when the time is over, never over a success
+// another worker put after its run's release; the drain puts what waits.
+func TestALastSuccessIsPutOncePerIntervalAndNeverGoesBack(t *testing.T) {
+	etcd := etcdtest.Start(t)
+	cli := etcd.Client()
+	clock := clockwork.NewFakeClockAt(time.Date(2026, 12, 1, 4, 0, 0, 0, time.UTC))
+	s := newSuccesses(Deps{Client: cli, Clock: clock, Log: slog.New(slog.DiscardHandler)})
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); s.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	layout := keys.New("/succ/")
+	key := layout.LastSuccess("j")
+	stored := func() (string, int64) {
+		resp, err := cli.Get(t.Context(), key)
+		if err != nil || len(resp.Kvs) == 0 {
+			return "", 0
+		}
+		return string(resp.Kvs[0].Value), resp.Kvs[0].Version
+	}
+	// succeed is a run's release: its record and its last success, as
+	// follow.End writes them; it says whether the success was left to wait.
+	succeed := func(value string) bool {
+		ops := []clientv3.Op{clientv3.OpPut(layout.Record("j", value), "rec"), clientv3.OpPut(key, value)}
+		ops, waiting := s.take("j", key, ops, clock.Now())
+		resp, err := cli.Txn(t.Context()).Then(ops...).Commit()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if waiting != nil {
+			s.wait("j", waiting, resp.Header.Revision)
+		}
+		return waiting != nil
+	}
+
+	if succeed("s1") {
+		t.Fatal("the job's first success waits; it is put by its release")
+	}
+	for i, v := range []string{"s2", "s3"} {
+		clock.Advance(time.Second)
+		if !succeed(v) {
+			t.Fatalf("success %d within %s of the put one was put at once", i+2, successEvery)
+		}
+	}
+	if v, version := stored(); v != "s1" || version != 1 {
+		t.Fatalf("stored %q (version %d) before the time is over, want s1 put once", v, version)
+	}
+	clock.Advance(successEvery)
+	poll.Until(t, 30*time.Second, "the newest waiting success put when its time is over", func() (bool, string) {
+		v, version := stored()
+		return v == "s3" && version == 2, v
+	})
+
+	// Another worker's success, ended after the one waiting here, stays.
+	clock.Advance(time.Second)
+	if !succeed("s4") {
+		t.Fatal("a success within the time after a put was put at once")
+	}
+	if _, err := cli.Put(t.Context(), key, "s5 from another worker"); err != nil {
+		t.Fatal(err)
+	}
+	s.flush(t.Context())
+	if v, _ := stored(); v != "s5 from another worker" {
+		t.Fatalf("stored %q: a waiting success went over one put after its release", v)
+	}
+
+	clock.Advance(time.Second)
+	if !succeed("s6") {
+		t.Fatal("a success within the time after a put was put at once")
+	}
+	s.flush(t.Context()) // the drain's
+	if v, _ := stored(); v != "s6" {
+		t.Fatalf("stored %q after the drain's flush, want s6", v)
+	}
+	clock.Advance(successEvery)
+	if succeed("s7") {
+		t.Fatalf("a success %s after the last put waits", successEvery)
+	}
+	if v, _ := stored(); v != "s7" {
+		t.Fatalf("stored %q, want s7 put by its release", v)
+	}
+}
