@@ -25,9 +25,12 @@ const successesPerTxn = 100
 // this worker (docs/protocol.md#last-successes): the first success of a
 // job in that time is put by its run's release, as every success's was;
 // the later ones wait, the newest replacing the older, and the newest is
-// put when the time is over, unless a later success's release put one
-// first. A job succeeding every second costs one put in ten runs, not one
-// a run. A waiting success is put only while the key was last written
+// put successEvery after it ended, unless a later success's release put
+// one first (the job's first here once the time since the last put is
+// over). So the stored success is never more than successEvery behind the
+// newest, and a job succeeding here every few seconds costs one put in
+// successEvery, whichever of the workers its ticks go to (rendezvous by
+// run id). A waiting success is put only while the key was last written
 // before its run's release (its revision): another worker's later success,
 // put since, stays. The drain puts what waits; a worker killed loses it,
 // and the stored success is then the one before it, at most successEvery
@@ -56,7 +59,7 @@ type jobSuccess struct {
 type waitingSuccess struct {
 	key, value string
 	rev        int64     // its run's release: the put compares the key older
-	due        time.Time // when the job's time since put is over
+	due        time.Time // successEvery after it waited
 }
 
 func newSuccesses(d Deps) *successes {
@@ -82,6 +85,9 @@ func (s *successes) take(job, key string, ops []clientv3.Op, now time.Time) ([]c
 	defer s.mu.Unlock()
 	js := s.jobs[job]
 	if js == nil || now.Sub(js.put) >= successEvery {
+		if js != nil && js.waiting != nil { // superseded by this put
+			s.waiting--
+		}
 		s.jobs[job] = &jobSuccess{put: now}
 		return ops, nil
 	}
@@ -90,9 +96,9 @@ func (s *successes) take(job, key string, ops []clientv3.Op, now time.Time) ([]c
 	return append(append(rest, ops[:at]...), ops[at+1:]...), &op
 }
 
-// wait keeps op, taken out of a release that applied at rev, until the
-// job's time since its last put is over. A release read back (rev 0)
-// leaves its success to the job's next.
+// wait keeps op, taken out of a release that applied at rev, for
+// successEvery, unless a later success of the job is put first. A release
+// read back (rev 0) leaves its success to the job's next.
 func (s *successes) wait(job string, op *clientv3.Op, rev int64) {
 	if rev == 0 {
 		return
@@ -100,7 +106,7 @@ func (s *successes) wait(job string, op *clientv3.Op, rev int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	js := s.jobs[job]
-	if js == nil { // forgotten meanwhile (its time was over): due at once
+	if js == nil { // forgotten meanwhile: its time since the last put was over
 		js = &jobSuccess{}
 		s.jobs[job] = js
 	}
@@ -110,7 +116,8 @@ func (s *successes) wait(job string, op *clientv3.Op, rev int64) {
 	if js.waiting == nil {
 		s.waiting++
 	}
-	js.waiting = &waitingSuccess{key: string(op.KeyBytes()), value: string(op.ValueBytes()), rev: rev, due: js.put.Add(successEvery)}
+	due := s.d.Clock.Now().Add(successEvery)
+	js.waiting = &waitingSuccess{key: string(op.KeyBytes()), value: string(op.ValueBytes()), rev: rev, due: due}
 	if s.waiting == 1 {
 		select {
 		case s.wake <- struct{}{}:

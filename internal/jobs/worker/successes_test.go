@@ -17,17 +17,13 @@ import (
 // A job's last success is put at most once per successEvery by one
 // worker (docs/protocol.md#last-successes): the first success of a job is
 // put by its release, the ones after it within the time wait, and the
-// newest of them is put when the time is over, never over a success
+// newest of them is put successEvery after it waited, never over a success
 // another worker put after its run's release; the drain puts what waits.
 func TestALastSuccessIsPutOncePerIntervalAndNeverGoesBack(t *testing.T) {
 	etcd := etcdtest.Start(t)
 	cli := etcd.Client()
 	clock := clockwork.NewFakeClockAt(time.Date(2026, 12, 1, 4, 0, 0, 0, time.UTC))
 	s := newSuccesses(Deps{Client: cli, Clock: clock, Log: slog.New(slog.DiscardHandler)})
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan struct{})
-	go func() { defer close(done); s.Run(ctx) }()
-	defer func() { cancel(); <-done }()
 
 	layout := keys.New("/succ/")
 	key := layout.LastSuccess("j")
@@ -57,16 +53,25 @@ func TestALastSuccessIsPutOncePerIntervalAndNeverGoesBack(t *testing.T) {
 		t.Fatal("the job's first success waits; it is put by its release")
 	}
 	for i, v := range []string{"s2", "s3"} {
-		clock.Advance(time.Second)
+		clock.Advance(4 * time.Second)
 		if !succeed(v) {
 			t.Fatalf("success %d within %s of the put one was put at once", i+2, successEvery)
 		}
 	}
-	if v, version := stored(); v != "s1" || version != 1 {
-		t.Fatalf("stored %q (version %d) before the time is over, want s1 put once", v, version)
+	// s3 waits successEvery from its end, not from s1's put.
+	clock.Advance(successEvery - time.Second)
+	if due, _ := s.due(clock.Now(), false); len(due) != 0 {
+		t.Fatalf("%d successes due %s after the newest waited", len(due), successEvery-time.Second)
 	}
-	clock.Advance(successEvery)
-	poll.Until(t, 30*time.Second, "the newest waiting success put when its time is over", func() (bool, string) {
+	if v, version := stored(); v != "s1" || version != 1 {
+		t.Fatalf("stored %q (version %d) before the newest waited its time, want s1 put once", v, version)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); s.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	clock.Advance(time.Second)
+	poll.Until(t, 30*time.Second, "the newest waiting success put once it waited its time", func() (bool, string) {
 		v, version := stored()
 		return v == "s3" && version == 2, v
 	})
@@ -98,5 +103,21 @@ func TestALastSuccessIsPutOncePerIntervalAndNeverGoesBack(t *testing.T) {
 	}
 	if v, _ := stored(); v != "s7" {
 		t.Fatalf("stored %q, want s7 put by its release", v)
+	}
+
+	// A release's put supersedes the success waiting: nothing waits after it.
+	clock.Advance(time.Second)
+	if !succeed("s8") {
+		t.Fatal("a success within the time after a put was put at once")
+	}
+	clock.Advance(successEvery)
+	if succeed("s9") {
+		t.Fatalf("a success %s after the last put waits", successEvery)
+	}
+	s.mu.Lock()
+	waiting := s.waiting
+	s.mu.Unlock()
+	if waiting != 0 {
+		t.Fatalf("%d successes counted waiting after a put superseded the only one", waiting)
 	}
 }
