@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/jobs/overdue"
 	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/poll"
@@ -158,11 +159,14 @@ func TestALastSuccessGoesWhereAnOlderMemberReadsIt(t *testing.T) {
 // ten runs, not once a run (the worker's successes.go): the first success
 // by its run's release, the newest of the runs after it when ten seconds
 // are over; a graceful stop puts the one still waiting, so the stored
-// success is the newest run's.
+// success is the newest run's. A job with overdue_after, whose alert
+// reads it, has every success put.
 func TestALastSuccessIsPutOnceInTenSecondsNotOnceARun(t *testing.T) {
 	etcd := startEtcd(t)
 	w := startWitness(t)
-	a := etcd.node("a", newConfig(httpJob("report", "@every 1s", w.url(""))))
+	watched := httpJob("watched", "@every 1s", w.url(""))
+	watched.OverdueAfter = config.Duration(time.Hour)
+	a := etcd.node("a", newConfig(httpJob("report", "@every 1s", w.url("")), watched))
 	key := keys.New(testPrefix).LastSuccess("report")
 	watch := a.client.Watch(t.Context(), key)
 	var puts int
@@ -188,5 +192,13 @@ func TestALastSuccessIsPutOnceInTenSecondsNotOnceARun(t *testing.T) {
 	t.Logf("%d runs, their last success put %d times", len(ran), puts)
 	if puts == 0 || puts > len(ran)/5 {
 		t.Errorf("%d runs put their last success %d times, want about one in ten", len(ran), puts)
+	}
+	every := w.finished("watched")
+	resp, err := etcd.Client().Get(t.Context(), keys.New(testPrefix).LastSuccess("watched"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Kvs) != 1 || resp.Kvs[0].Version < int64(len(every)-1) {
+		t.Errorf("a job with overdue_after: %d runs, its last success %v, want put by each run's release", len(every), resp.Kvs)
 	}
 }

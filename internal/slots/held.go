@@ -40,6 +40,9 @@ type Held struct {
 	// keepUnanswered: a keep of this claim was sent and its answer lost,
 	// so it may apply yet (Keep).
 	keepUnanswered bool
+	// releaseUnanswered: a release was sent and its answer lost, so it may
+	// apply yet: no keep is sent after it (Keep).
+	releaseUnanswered bool
 
 	// Guarded by Semaphore.mu.
 	releasing bool // a release is in flight: a delete is not a loss yet

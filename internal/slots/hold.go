@@ -36,8 +36,13 @@ var ErrHoldLost = errors.New("slots: held slot lost")
 // (docs/design.md#the-safety-rules, rule 7). ErrNotOwner: the keys are
 // gone (the keep may have applied; nothing more may be written).
 // ErrIndeterminate: not known yet; Keep can be called again. Any other
-// error: no keep of h was sent that could apply.
+// error: no keep of h was sent that could apply. A release of h whose
+// answer was lost may still apply, after a keep too: once one was sent,
+// Keep sends nothing and errs, so the caller releases again (one way).
 func (s *Semaphore) Keep(ctx context.Context, h *Held, witness string, then ...clientv3.Op) error {
+	if h.releaseUnanswered {
+		return fmt.Errorf("slots: keep %s slot %d token %d: a release of the claim was sent and may apply: not kept", h.Job, h.Slot, h.Token)
+	}
 	cmps := append(h.ownerCmps(), clientv3.Compare(clientv3.ModRevision(witness), "=", h.Claimed))
 	retry := etcdRetry.Start()
 	for {

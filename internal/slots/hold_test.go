@@ -4,13 +4,17 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc"
 
 	"github.com/etcdsched/scheduler/internal/etcdtest"
 	"github.com/etcdsched/scheduler/internal/logtest"
+	"github.com/etcdsched/scheduler/internal/poll"
 	"github.com/etcdsched/scheduler/internal/txnbatch"
 )
 
@@ -167,4 +171,118 @@ func TestAKeepStillInFlightIsNeverSaidNotToHaveApplied(t *testing.T) {
 	if keys := keysUnder(t, cli, testLayout.Slot("j", 0)); keys[h.Key()] != h.Token {
 		t.Errorf("slot keys after the keep: %v, want %s kept", keys, h.Key())
 	}
+}
+
+// A release whose answer was lost may apply yet (its group commit sends it
+// after its caller gave up). A keep sent after it could apply first, in a
+// commit of its own, and the release then delete the slot the retry holds
+// and write the attempt's record a second time. So once a release of the
+// claim went unanswered Keep sends nothing and errs as a keep that did not
+// apply (docs/design.md#the-safety-rules, rule 7): the worker releases
+// again, and the record is written once.
+func TestNoKeepIsSentAfterAReleaseWhoseAnswerWasLost(t *testing.T) {
+	cli := etcdtest.Start(t).Client()
+	kv := &holdNextKV{KVClient: clientv3.RetryKVClient(cli), gate: make(chan struct{}), started: make(chan struct{}, 1)}
+	batch, err := txnbatch.NewOn(kv, cli, txnbatch.Options{InFlight: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(batch.Close)
+	sem, err := New(cli, testLayout, nil, nil, WithCommitter(batch))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runSemaphore(t, sem)
+	sess, ctx := sessionFor(t, cli)
+	entry, record := testLayout.Entry("j", "j@1"), testLayout.Record("j", "j@1")
+	read, err := cli.Put(ctx, entry, "pending")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := sem.Claim(ctx, sess, Request{
+		Job: "j", MaxConcurrency: 1, Value: Value{RunID: "j@1"},
+		If:      []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(entry), "=", read.Header.Revision)},
+		ThenFor: func(slot int) []clientv3.Op { return []clientv3.Op{clientv3.OpPut(entry, runningOn(slot))} },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// A commit held in flight; the release and a neighbour queue behind
+	// it and go in the next, held too, which the neighbour keeps alive.
+	kv.holdNext.Store(true)
+	blocker := make(chan error, 2)
+	go func() {
+		_, err := batch.Commit(ctx, txnbatch.Txn{Then: []clientv3.Op{clientv3.OpPut("/other/1", "x")}})
+		blocker <- err
+	}()
+	<-kv.started
+	released := []clientv3.Op{clientv3.OpPut(entry, "pending retry"), clientv3.OpPut(record, "attempt 1 failed")}
+	relCtx, relCancel := context.WithTimeout(ctx, 2*time.Second)
+	defer relCancel()
+	relErr := make(chan error, 1)
+	go func() { relErr <- sem.Release(relCtx, h, released...) }()
+	waitWaiting(t, batch, 1)
+	go func() {
+		_, err := batch.Commit(ctx, txnbatch.Txn{Then: []clientv3.Op{clientv3.OpPut("/other/2", "x")}})
+		blocker <- err
+	}()
+	waitWaiting(t, batch, 2)
+	kv.holdNext.Store(true)
+	kv.gate <- struct{}{}
+	<-kv.started // the release's commit, held until its caller gave up
+	if err := <-relErr; err == nil {
+		t.Fatal("a release held in flight was answered")
+	}
+
+	kept := []clientv3.Op{clientv3.OpPut(entry, "retry holding the slot"), clientv3.OpPut(record, "attempt 1 failed")}
+	keepErr := make(chan error, 1)
+	go func() { keepErr <- sem.Keep(ctx, h, entry, kept...) }()
+	poll.Until(t, 30*time.Second, "the keep answered or queued", func() (bool, string) {
+		return len(keepErr) == 1 || batch.Waiting() == 1, "neither"
+	})
+	kv.gate <- struct{}{} // the release goes on
+	err = <-keepErr
+	if err == nil || errors.Is(err, ErrNotOwner) || errors.Is(err, ErrIndeterminate) {
+		t.Fatalf("a keep after a release whose answer was lost: %v, want an error before sending that has the worker release again", err)
+	}
+	for range 2 {
+		if err := <-blocker; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := sem.Release(ctx, h, released...); err != nil && !errors.Is(err, ErrNotOwner) {
+		t.Fatalf("the release sent again: %v", err)
+	}
+	if keys := keysUnder(t, cli, testLayout.Slot("j", 0)); len(keys) != 0 {
+		t.Errorf("slot keys after the releases: %v, want none", keys)
+	}
+	resp, err := cli.Get(ctx, record)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Kvs) != 1 || resp.Kvs[0].Version != 1 {
+		t.Errorf("the attempt's record: %v, want written once", resp.Kvs)
+	}
+}
+
+// holdNextKV holds the next commit once holdNext is set, until the test
+// lets it go; the others pass.
+type holdNextKV struct {
+	pb.KVClient
+	holdNext atomic.Bool
+	gate     chan struct{}
+	started  chan struct{}
+}
+
+func (k *holdNextKV) Txn(ctx context.Context, req *pb.TxnRequest, opts ...grpc.CallOption) (*pb.TxnResponse, error) {
+	if k.holdNext.CompareAndSwap(true, false) {
+		k.started <- struct{}{}
+		select {
+		case <-k.gate:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return k.KVClient.Txn(ctx, req, opts...)
 }

@@ -59,6 +59,7 @@ func (s *Semaphore) release(ctx context.Context, h *Held, then ...clientv3.Op) (
 			s.unrelease(h)
 			return nil, fmt.Errorf("slots: release %s slot %d token %d: %w", h.Job, h.Slot, h.Token, err)
 		}
+		h.releaseUnanswered = true
 		s.logger.Warn("release outcome unknown; reading back", "job", h.Job, "slot", h.Slot, "token", h.Token, "err", err)
 		released, err := s.releasedBack(ctx, h)
 		switch {

@@ -150,7 +150,9 @@ func (s *successes) due(now time.Time, all bool) (due []*waitingSuccess, next ti
 	return due, next
 }
 
-// Run puts the waiting successes as they come due, until ctx ends.
+// Run puts the waiting successes as they come due, until ctx ends. A put
+// it took out is finished when ctx ends meanwhile (bounded by a session
+// TTL), and what still waits is left to the drain's flush.
 func (s *successes) Run(ctx context.Context) {
 	timer := s.d.Clock.NewTimer(successEvery)
 	defer timer.Stop()
@@ -161,8 +163,13 @@ func (s *successes) Run(ctx context.Context) {
 		case <-s.wake:
 		case <-timer.Chan():
 		}
+		if ctx.Err() != nil {
+			return
+		}
 		due, next := s.due(s.d.Clock.Now(), false)
-		s.put(ctx, due)
+		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.d.Config().Cluster.SessionTTL.D())
+		s.put(pctx, due)
+		cancel()
 		wait := successEvery
 		if !next.IsZero() {
 			wait = min(max(next.Sub(s.d.Clock.Now()), successTick), successEvery)

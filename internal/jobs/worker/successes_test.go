@@ -9,7 +9,9 @@ import (
 	"github.com/jonboulle/clockwork"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/etcdtest"
+	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
 	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/poll"
 )
@@ -23,7 +25,8 @@ func TestALastSuccessIsPutOncePerIntervalAndNeverGoesBack(t *testing.T) {
 	etcd := etcdtest.Start(t)
 	cli := etcd.Client()
 	clock := clockwork.NewFakeClockAt(time.Date(2026, 12, 1, 4, 0, 0, 0, time.UTC))
-	s := newSuccesses(Deps{Client: cli, Clock: clock, Log: slog.New(slog.DiscardHandler)})
+	cfg := jobstest.Config()
+	s := newSuccesses(Deps{Client: cli, Clock: clock, Log: slog.New(slog.DiscardHandler), Config: func() *config.Config { return cfg }})
 
 	layout := keys.New("/succ/")
 	key := layout.LastSuccess("j")
@@ -70,8 +73,15 @@ func TestALastSuccessIsPutOncePerIntervalAndNeverGoesBack(t *testing.T) {
 	done := make(chan struct{})
 	go func() { defer close(done); s.Run(ctx) }()
 	defer func() { cancel(); <-done }()
-	clock.Advance(time.Second)
 	poll.Until(t, 30*time.Second, "the newest waiting success put once it waited its time", func() (bool, string) {
+		// A second a look till Run took it: Run may set its timer after
+		// an advance, so one advance might never reach it.
+		s.mu.Lock()
+		waiting := s.waiting
+		s.mu.Unlock()
+		if waiting > 0 {
+			clock.Advance(time.Second)
+		}
 		v, version := stored()
 		return v == "s3" && version == 2, v
 	})
