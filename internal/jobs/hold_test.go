@@ -7,7 +7,9 @@ import (
 	"time"
 
 	"github.com/etcdsched/scheduler/config"
+	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/poll"
+	"github.com/etcdsched/scheduler/internal/runs"
 )
 
 // retries.hold_slot: run A fails and is retried twice; run B, triggered
@@ -53,10 +55,14 @@ func TestHoldSlotKeepsTheSlotAcrossRetries(t *testing.T) {
 
 // A holder that dies during the backoff loses the kept slot with its lease
 // (docs/design.md#the-safety-rules, rule 7): the retry then claims afresh on another replica and runs.
+// Its entry names the fresh slot's token, not the dead hold's, so the
+// leader's reaper does not take the running retry for lost: its record is
+// written once, by its end (found by the long fault profile: written 3
+// times for 2 attempts).
 func TestHeldSlotEndsWithItsHolder(t *testing.T) {
 	etcd := startEtcd(t)
 	w := startWitness(t)
-	j := httpJob("strict", "@manually", w.url("status=500"))
+	j := httpJob("strict", "@manually", w.url("sleep=2s&status=500"))
 	j.Retries = config.Retries{Max: 1, Backoff: config.Duration(3 * time.Second), MaxBackoff: config.Duration(3 * time.Second), HoldSlot: true}
 	cfg := newConfig(j)
 	nodes := []*node{etcd.node("a", cfg), etcd.node("b", cfg)}
@@ -73,5 +79,14 @@ func TestHeldSlotEndsWithItsHolder(t *testing.T) {
 	retry := w.finished("strict")[1]
 	if retry.Attempt != 2 || retry.Holder == first.Holder {
 		t.Errorf("retry %+v after first attempt on %s", retry, first.Holder)
+	}
+	rec := awaitRecord(t, etcd.Client(), "strict", retry.RunID, func(r runs.Record) bool { return r.Attempt == 2 })
+	resp, err := etcd.Client().Get(t.Context(), keys.New(testPrefix).Record("strict", retry.RunID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Outcome != runs.Failed || len(resp.Kvs) != 1 || resp.Kvs[0].Version != 2 {
+		t.Errorf("the retry recorded %s; the run's record written %d times for 2 attempts, want failed, once each",
+			rec.Outcome, resp.Kvs[0].Version)
 	}
 }

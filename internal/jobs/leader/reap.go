@@ -53,7 +53,7 @@ func (rp *reaper) Run(ctx context.Context) error {
 			// Only the running entries' slots are looked up: held slots
 			// are mostly lean runs', which have no entry (a lookup each,
 			// not a decoded list of every held slot on every change).
-			if token, held := rp.d.Slots.Token(rp.d.Keys.SlotOf(q.Job, q.ConcurrencyKey, q.Slot)); held && token == q.Token() {
+			if token, held := rp.d.Slots.Token(rp.d.Keys.SlotOf(q.Job, q.ConcurrencyKey, q.Slot)); held && ownSlot(q, token) {
 				delete(suspects, q.Key)
 				continue
 			}
@@ -119,6 +119,7 @@ func (rp *reaper) markLost(ctx context.Context, q *queue.Item) error {
 		rp.fence,
 		clientv3.Compare(clientv3.ModRevision(q.Key), "=", q.ModRev),
 		clientv3.Compare(clientv3.CreateRevision(slotKey), "!=", q.Token()),
+		clientv3.Compare(clientv3.CreateRevision(slotKey), "!=", q.ModRev),
 	).Then(ops...).Else(clientv3.OpGet(rp.term.Key)).Commit()
 	if err != nil {
 		if ctx.Err() != nil {
@@ -138,4 +139,13 @@ func (rp *reaper) markLost(ctx context.Context, q *queue.Item) error {
 	rp.d.Log.Warn("run lost: holder died holding its slot", "job", q.Job, "run_id", q.RunID, "holder", q.Holder,
 		"slot", q.Slot, "token", q.Token(), "retry", retry != nil)
 	return nil
+}
+
+// ownSlot tells whether a slot key created at token is q's: created by the
+// claim that wrote q running (its ModRevision), or the slot a previous
+// attempt kept (q.Token). A replica of an earlier version wrote a retry claimed
+// afresh as still naming a dead hold's token; its slot is its own all the
+// same, and the run is not lost.
+func ownSlot(q *queue.Item, token int64) bool {
+	return token == q.Token() || token == q.ModRev
 }

@@ -178,20 +178,28 @@ func (e *Entry) RenderKey() error {
 	return nil
 }
 
-// Running is the entry as the claim rewrites it: held by holder since
-// startedAt in slot.
+// Running is the entry as a claim of a fresh slot rewrites it: held by
+// holder since startedAt in slot. The slot's own token fences the run: a
+// slot another attempt kept, which the entry may still name (its holder
+// gone), is not the run's, and the reaper would take the run for lost
+// were the entry to name that slot's token.
 func (e *Entry) Running(holder string, slot int, startedAt time.Time) *Entry {
 	r := *e
 	r.State = Running
 	r.Holder = holder
 	r.Slot = slot
 	r.StartedAt = startedAt.UTC()
-	r.HeldToken = 0
-	if e.Hold != nil {
-		r.HeldToken = e.Hold.Token
-	}
-	r.Hold = nil
+	r.HeldToken, r.Hold = 0, nil
 	return &r
+}
+
+// RunningHeld is the entry as a claim with the slot its previous attempt
+// kept rewrites it (slots.ClaimHeld): running on that slot, whose token,
+// not the claim's revision, fences the run. e must carry a Hold.
+func (e *Entry) RunningHeld(holder string, startedAt time.Time) *Entry {
+	r := e.Running(holder, e.Hold.Slot, startedAt)
+	r.HeldToken = e.Hold.Token
+	return r
 }
 
 // Retry is the pending entry of the next attempt after the attempt that

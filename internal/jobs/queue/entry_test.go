@@ -73,7 +73,7 @@ func TestEntryRoundTrip(t *testing.T) {
 	held := *entries[1]
 	held.Hold = &Hold{Holder: "r1", Lease: 5, Slot: 1, Token: 9, Resources: []HeldResource{{Name: "shared", Index: 0}}}
 	entries = append(entries, manual, retry, &second, &held,
-		entries[0].Running("r1", 1, at), held.Running("r2", 0, at.Add(time.Second)))
+		entries[0].Running("r1", 1, at), held.RunningHeld("r2", at.Add(time.Second)))
 	for i, e := range entries {
 		enc := e.Encode()
 		got, err := Decode([]byte(enc))
@@ -279,4 +279,23 @@ func benchConfig(tb testing.TB) *config.Config {
 		tb.Fatal(err)
 	}
 	return cfg
+}
+
+// A retry claimed afresh runs on its own slot, whose token is the claim's
+// revision: its entry names no kept slot's token, or the leader's reaper,
+// comparing the slot with Item.Token, would take it for lost while it
+// runs. Only a claim with the kept slot names its token.
+func TestARetryClaimedAfreshNamesNoKeptToken(t *testing.T) {
+	at := time.Date(2026, 12, 1, 6, 0, 0, 0, time.UTC)
+	job := jobstest.WithDefaults(jobstest.HTTPJob("j", "@manually", "http://127.0.0.1:1/"))
+	e := NewEntry(runs.ID("j", at), &job, nil, at, at, 2, runs.Retry)
+	e.Hold = &Hold{Holder: "gone", Lease: 5, Slot: 1, Token: 9}
+	fresh := &Item{Key: "/q/j", Entry: e.Running("r2", 0, at), ModRev: 40}
+	if fresh.HeldToken != 0 || fresh.Hold != nil || fresh.Token() != 40 {
+		t.Errorf("claimed afresh: held token %d, hold %v, token %d; want the claim's revision 40", fresh.HeldToken, fresh.Hold, fresh.Token())
+	}
+	kept := &Item{Key: "/q/j", Entry: e.RunningHeld("gone", at), ModRev: 41}
+	if kept.Slot != 1 || kept.Token() != 9 {
+		t.Errorf("claimed with the kept slot: slot %d, token %d; want slot 1, token 9", kept.Slot, kept.Token())
+	}
 }

@@ -26,6 +26,16 @@ func (qr *queueRunner) claim(ctx context.Context, sess *session.Session, q *queu
 	}
 	sent := qr.d.Clock.Now()
 	res, rates := limits(q.Entry)
+	// With the slot its previous attempt kept, on this session; else a
+	// fresh slot, whose own token then fences the run (Entry.Running),
+	// whatever kept slot the entry names.
+	kept := qr.holdsFor(sess, q)
+	running := func(slot int) *queue.Entry {
+		if kept {
+			return q.RunningHeld(qr.d.ID, started)
+		}
+		return q.Running(qr.d.ID, slot, started)
+	}
 	req := slots.Request{
 		Job:            q.Job,
 		Key:            q.ConcurrencyKey,
@@ -37,26 +47,17 @@ func (qr *queueRunner) claim(ctx context.Context, sess *session.Session, q *queu
 		Value:          slots.Value{RunID: q.RunID, Holder: qr.d.ID, StartedAt: started.UTC(), ScheduledAt: q.ScheduledAt},
 		If:             []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(q.Key), "=", q.ModRev)},
 		ThenFor: func(slot int) []clientv3.Op {
-			return []clientv3.Op{clientv3.OpPut(q.Key, q.Running(qr.d.ID, slot, started).Encode())}
+			return []clientv3.Op{clientv3.OpPut(q.Key, running(slot).Encode())}
 		},
 	}
 	var held *slots.Held
 	var err error
-	if qr.holdsFor(sess, q) {
+	if kept {
 		held, err = qr.d.Slots.ClaimHeld(ctx, sess, req, q.Hold.Slot, q.Hold.Token, heldResources(q.Hold))
 		if errors.Is(err, slots.ErrHoldLost) {
-			// The kept slot is gone: claim like any run, and the entry
-			// must no longer say it holds one.
 			qr.d.Log.Info("kept slot lost; claiming afresh", "job", q.Job, "run_id", q.RunID)
-			fresh := *q.Entry
-			fresh.Hold = nil
-			req.ThenFor = func(slot int) []clientv3.Op {
-				return []clientv3.Op{clientv3.OpPut(q.Key, fresh.Running(qr.d.ID, slot, started).Encode())}
-			}
+			kept = false
 			held, err = qr.d.Slots.Claim(ctx, sess, req)
-			if err == nil {
-				return held, fresh.Running(qr.d.ID, held.Slot, started), nil
-			}
 		}
 	} else {
 		held, err = qr.d.Slots.Claim(ctx, sess, req)
@@ -69,7 +70,7 @@ func (qr *queueRunner) claim(ctx context.Context, sess *session.Session, q *queu
 	if err != nil {
 		return nil, nil, err
 	}
-	return held, q.Running(qr.d.ID, held.Slot, started), nil
+	return held, running(held.Slot), nil
 }
 
 // limits are the slots and windows a run of e takes besides its job slot
