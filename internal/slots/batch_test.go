@@ -35,6 +35,23 @@ func (k *heldKV) Txn(ctx context.Context, req *pb.TxnRequest, opts ...grpc.CallO
 	return k.KVClient.Txn(ctx, req, opts...)
 }
 
+// batchedSemaphore is a running semaphore whose transactions go through a
+// group committer on kv, one commit in flight at a time.
+func batchedSemaphore(t *testing.T, cli *clientv3.Client, kv pb.KVClient) (*Semaphore, *txnbatch.Committer) {
+	t.Helper()
+	batch, err := txnbatch.NewOn(kv, cli, txnbatch.Options{InFlight: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(batch.Close)
+	sem, err := New(cli, testLayout, nil, nil, WithCommitter(batch))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runSemaphore(t, sem)
+	return sem, batch
+}
+
 func waitWaiting(t *testing.T, c *txnbatch.Committer, n int) {
 	t.Helper()
 	poll.Until(t, 30*time.Second, fmt.Sprintf("%d claims waiting on the committer", n), func() (bool, string) {
@@ -51,16 +68,7 @@ func waitWaiting(t *testing.T, c *txnbatch.Committer, n int) {
 func TestBatchedClaimsKeepTheirOwnCompares(t *testing.T) {
 	cli := etcdtest.Start(t).Client()
 	kv := &heldKV{KVClient: clientv3.RetryKVClient(cli), gate: make(chan struct{}), started: make(chan struct{}, 64)}
-	batch, err := txnbatch.NewOn(kv, cli, txnbatch.Options{InFlight: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(batch.Close)
-	sem, err := New(cli, testLayout, nil, nil, WithCommitter(batch))
-	if err != nil {
-		t.Fatal(err)
-	}
-	runSemaphore(t, sem)
+	sem, batch := batchedSemaphore(t, cli, kv)
 	sess, ctx := sessionFor(t, cli)
 	let := func() { kv.gate <- struct{}{} }
 

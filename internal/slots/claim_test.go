@@ -34,12 +34,7 @@ func TestClaimAppliesCallerOpsAtomically(t *testing.T) {
 		t.Fatal(err)
 	}
 	req := func(holder string) Request {
-		return Request{
-			Job: "j", MaxConcurrency: 2,
-			Value:   Value{RunID: "j@1", Holder: holder},
-			If:      []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(entry), "=", read.Header.Revision)},
-			ThenFor: func(slot int) []clientv3.Op { return []clientv3.Op{clientv3.OpPut(entry, runningOn(slot))} },
-		}
+		return onEntry(Request{Job: "j", MaxConcurrency: 2, Value: Value{RunID: "j@1", Holder: holder}}, entry, read.Header.Revision)
 	}
 	h, err := sem.Claim(ctx, sess, req("a"))
 	if err != nil {
@@ -72,6 +67,14 @@ func TestClaimAppliesCallerOpsAtomically(t *testing.T) {
 
 // runningOn is a test's running entry: what a claim of slot writes.
 func runningOn(slot int) string { return "running on slot " + strconv.Itoa(slot) }
+
+// onEntry makes req a queue run's claim: taken only while entry is as put
+// at rev, and writing entry running on the slot taken.
+func onEntry(req Request, entry string, rev int64) Request {
+	req.If = []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(entry), "=", rev)}
+	req.ThenFor = func(slot int) []clientv3.Op { return []clientv3.Op{clientv3.OpPut(entry, runningOn(slot))} }
+	return req
+}
 
 // frozenSemaphore has read the (empty) view once and stopped watching, so
 // its claims believe every slot is free and only the transaction can tell.
@@ -268,11 +271,7 @@ func TestLostClaimResponseIsReadBack(t *testing.T) {
 	proxy.SetDelay(0, time.Second)
 	claimCtx, claimCancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer claimCancel()
-	h, err := sem.Claim(claimCtx, sess, Request{
-		Job: "j", MaxConcurrency: 3, Value: Value{RunID: "j@1"},
-		If:      []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(entry), "=", read.Header.Revision)},
-		ThenFor: func(slot int) []clientv3.Op { return []clientv3.Op{clientv3.OpPut(entry, runningOn(slot))} },
-	})
+	h, err := sem.Claim(claimCtx, sess, onEntry(Request{Job: "j", MaxConcurrency: 3, Value: Value{RunID: "j@1"}}, entry, read.Header.Revision))
 	proxy.SetDelay(0, 0)
 	if err != nil {
 		t.Fatal(err)

@@ -42,11 +42,7 @@ func TestAKeepWhoseAnswerWasLostAppliesOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := sem.Claim(ctx, sess, Request{
-		Job: "j", MaxConcurrency: 1, Value: Value{RunID: "j@1"},
-		If:      []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(entry), "=", read.Header.Revision)},
-		ThenFor: func(slot int) []clientv3.Op { return []clientv3.Op{clientv3.OpPut(entry, runningOn(slot))} },
-	})
+	h, err := sem.Claim(ctx, sess, onEntry(Request{Job: "j", MaxConcurrency: 1, Value: Value{RunID: "j@1"}}, entry, read.Header.Revision))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,16 +84,7 @@ func TestAKeepWhoseAnswerWasLostAppliesOnce(t *testing.T) {
 func TestAKeepStillInFlightIsNeverSaidNotToHaveApplied(t *testing.T) {
 	cli := etcdtest.Start(t).Client()
 	kv := &heldKV{KVClient: clientv3.RetryKVClient(cli), gate: make(chan struct{}), started: make(chan struct{}, 64)}
-	batch, err := txnbatch.NewOn(kv, cli, txnbatch.Options{InFlight: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(batch.Close)
-	sem, err := New(cli, testLayout, nil, nil, WithCommitter(batch))
-	if err != nil {
-		t.Fatal(err)
-	}
-	runSemaphore(t, sem)
+	sem, batch := batchedSemaphore(t, cli, kv)
 	sess, ctx := sessionFor(t, cli)
 	let := func() { kv.gate <- struct{}{} }
 
@@ -110,11 +97,7 @@ func TestAKeepStillInFlightIsNeverSaidNotToHaveApplied(t *testing.T) {
 	claimed := make(chan error, 1)
 	go func() {
 		var err error
-		h, err = sem.Claim(ctx, sess, Request{
-			Job: "j", MaxConcurrency: 1, Value: Value{RunID: "j@1"},
-			If:      []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(entry), "=", read.Header.Revision)},
-			ThenFor: func(slot int) []clientv3.Op { return []clientv3.Op{clientv3.OpPut(entry, runningOn(slot))} },
-		})
+		h, err = sem.Claim(ctx, sess, onEntry(Request{Job: "j", MaxConcurrency: 1, Value: Value{RunID: "j@1"}}, entry, read.Header.Revision))
 		claimed <- err
 	}()
 	<-kv.started
@@ -183,27 +166,14 @@ func TestAKeepStillInFlightIsNeverSaidNotToHaveApplied(t *testing.T) {
 func TestNoKeepIsSentAfterAReleaseWhoseAnswerWasLost(t *testing.T) {
 	cli := etcdtest.Start(t).Client()
 	kv := &holdNextKV{KVClient: clientv3.RetryKVClient(cli), gate: make(chan struct{}), started: make(chan struct{}, 1)}
-	batch, err := txnbatch.NewOn(kv, cli, txnbatch.Options{InFlight: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(batch.Close)
-	sem, err := New(cli, testLayout, nil, nil, WithCommitter(batch))
-	if err != nil {
-		t.Fatal(err)
-	}
-	runSemaphore(t, sem)
+	sem, batch := batchedSemaphore(t, cli, kv)
 	sess, ctx := sessionFor(t, cli)
 	entry, record := testLayout.Entry("j", "j@1"), testLayout.Record("j", "j@1")
 	read, err := cli.Put(ctx, entry, "pending")
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := sem.Claim(ctx, sess, Request{
-		Job: "j", MaxConcurrency: 1, Value: Value{RunID: "j@1"},
-		If:      []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(entry), "=", read.Header.Revision)},
-		ThenFor: func(slot int) []clientv3.Op { return []clientv3.Op{clientv3.OpPut(entry, runningOn(slot))} },
-	})
+	h, err := sem.Claim(ctx, sess, onEntry(Request{Job: "j", MaxConcurrency: 1, Value: Value{RunID: "j@1"}}, entry, read.Header.Revision))
 	if err != nil {
 		t.Fatal(err)
 	}
