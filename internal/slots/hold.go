@@ -8,6 +8,7 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/session"
 	"github.com/etcdsched/scheduler/internal/txnbatch"
 )
@@ -185,13 +186,57 @@ func (s *Semaphore) claimHeldTxn(req Request, slot int, ours []clientv3.Cmp, rp 
 
 // dropHold deletes kept keys that are still the hold's incarnation.
 func (s *Semaphore) dropHold(ctx context.Context, kept []string, token int64) {
+	if err := s.dropKeys(ctx, kept, token); err != nil {
+		s.logger.Warn("dropping a held slot failed; it ends with the session", "key", kept[0], "token", token, "err", err)
+	}
+}
+
+// Kept names the keys a strict retry's hold keeps: its job's (or
+// concurrency key's) slot and its resource slots, created at Token.
+type Kept struct {
+	Job, Key  string
+	Slot      int
+	Token     int64
+	Resources []HeldResource
+}
+
+// DropKept deletes the keys of a hold whose retry no longer needs them
+// (cancelled, or claimed afresh by another worker while the holder lived):
+// else they would take a place until the holder's session ends, which for
+// a live replica is never. Only keys still created at k.Token go, so a
+// slot claimed since by anyone is left alone; dropping twice is harmless.
+func (s *Semaphore) DropKept(ctx context.Context, k Kept) error {
+	kept := []string{s.layout.Slot(keys.SlotGroup(k.Job, k.Key), k.Slot)}
+	for _, r := range k.Resources {
+		kept = append(kept, s.layout.ResourceSlot(r.Name, r.Index))
+	}
+	if err := s.dropKeys(ctx, kept, k.Token); err != nil {
+		return fmt.Errorf("slots: drop the slot %s kept for its retry (token %d): %w", kept[0], k.Token, err)
+	}
+	return nil
+}
+
+// Holds reports whether the view shows k's job slot still created at
+// k.Token: the hold lives, and its holder claims the retry or gives the
+// slot up. It waits for the view to be read (waitReady); false when ctx
+// ends first.
+func (s *Semaphore) Holds(ctx context.Context, k Kept) bool {
+	if s.waitReady(ctx) != nil {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.entries[s.layout.Slot(keys.SlotGroup(k.Job, k.Key), k.Slot)]
+	return ok && e.token == k.Token
+}
+
+func (s *Semaphore) dropKeys(ctx context.Context, kept []string, token int64) error {
 	cmps := make([]clientv3.Cmp, len(kept))
 	ops := make([]clientv3.Op, len(kept))
 	for i, k := range kept {
 		cmps[i] = clientv3.Compare(clientv3.CreateRevision(k), "=", token)
 		ops[i] = clientv3.OpDelete(k)
 	}
-	if _, err := s.client.Txn(ctx).If(cmps...).Then(ops...).Commit(); err != nil {
-		s.logger.Warn("dropping a held slot failed; it ends with the session", "key", kept[0], "token", token, "err", err)
-	}
+	_, err := s.client.Txn(ctx).If(cmps...).Then(ops...).Commit()
+	return err
 }

@@ -256,3 +256,56 @@ func (k *holdNextKV) Txn(ctx context.Context, req *pb.TxnRequest, opts ...grpc.C
 	}
 	return k.KVClient.Txn(ctx, req, opts...)
 }
+
+// DropKept gives up a hold's slot and resource slots only while they are
+// still the hold's incarnation: a slot claimed since by another run, on
+// the same index, stays. Holds reads the same from the view.
+func TestDropKeptTakesOnlyTheHoldsIncarnation(t *testing.T) {
+	cluster := etcdtest.Start(t)
+	cli := cluster.Client()
+	sem, err := New(cli, testLayout, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runSemaphore(t, sem)
+	sess, ctx := sessionFor(t, cli)
+	claim := func(run string) *Held {
+		var h *Held
+		var err error
+		poll.For(t, 10*time.Second, "a claim once the view shows room", func() bool {
+			h, err = sem.Claim(ctx, sess, Request{Job: "j", MaxConcurrency: 1, Resources: []Resource{{Name: "db", Limit: 1}}, Value: Value{RunID: run}})
+			return !errors.Is(err, ErrFull)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	first := claim("j@1")
+	kept := Kept{Job: "j", Slot: first.Slot, Token: first.Token, Resources: first.Resources}
+	poll.For(t, 10*time.Second, "the view to show the first claim", func() bool { return sem.Holds(ctx, kept) })
+	if err := sem.Release(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	second := claim("j@2")
+	if err := sem.DropKept(ctx, kept); err != nil {
+		t.Fatal(err)
+	}
+	if got := keysUnder(t, cli, testLayout.Slot("j", 0)); got[second.Key()] != second.Token {
+		t.Fatalf("slot keys after dropping the first claim's hold: %v, want %s at %d (claimed since)", got, second.Key(), second.Token)
+	}
+	poll.For(t, 10*time.Second, "the view to show the second claim", func() bool {
+		return sem.Holds(ctx, Kept{Job: "j", Slot: second.Slot, Token: second.Token})
+	})
+	if sem.Holds(ctx, kept) {
+		t.Error("Holds: true for a hold whose slot was claimed since")
+	}
+	if err := sem.DropKept(ctx, Kept{Job: "j", Slot: second.Slot, Token: second.Token, Resources: second.Resources}); err != nil {
+		t.Fatal(err)
+	}
+	for _, prefix := range []string{testLayout.Slot("j", 0), testLayout.Resources()} {
+		if got := keysUnder(t, cli, prefix); len(got) != 0 {
+			t.Errorf("keys under %s after dropping the second claim's hold: %v, want none", prefix, got)
+		}
+	}
+}

@@ -64,17 +64,18 @@ func NewView(layout keys.Layout, log *slog.Logger, specs *Specs) *View {
 	return v
 }
 
-// Subscribe registers callbacks, told of each put (pending or running)
-// and each delete once the view holds it; they run on the mirror
+// Subscribe registers callbacks, told of each put (pending or running,
+// with the entry it replaced, nil if none) and each delete (with the
+// entry deleted) once the view holds it; they run on the mirror
 // goroutine, outside the view's lock, and must not block.
-func (v *View) Subscribe(put func(*Item), del func(string, *Item)) {
+func (v *View) Subscribe(put func(q, prev *Item), del func(string, *Item)) {
 	v.entries.Subscribe(func(changes []mirror.Change[string, *Item]) {
 		for _, c := range changes {
 			switch {
 			case c.Deleted && del != nil:
 				del(c.Key, c.Prev)
 			case !c.Deleted && put != nil:
-				put(c.Value)
+				put(c.Value, c.Prev)
 			}
 		}
 	})

@@ -41,6 +41,10 @@ type Slots interface {
 	// Keep and ClaimHeld carry a slot across a strict retry.
 	Keep(ctx context.Context, h *slots.Held, witness string, then ...clientv3.Op) error
 	ClaimHeld(ctx context.Context, sess *session.Session, req slots.Request, slot int, token int64, res []slots.HeldResource) (*slots.Held, error)
+	// Holds says whether a kept slot lives; DropKept gives up one its
+	// retry no longer waits on.
+	Holds(ctx context.Context, k slots.Kept) bool
+	DropKept(ctx context.Context, k slots.Kept) error
 	// Free and FreePlaces say how much room the view shows, for fair order.
 	Free(kind slots.Kind, name string, limit int) int
 	FreePlaces(r slots.Rate, at time.Time) int

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
+	"github.com/etcdsched/scheduler/internal/slots"
 )
 
 // queueRunner claims pending runs from the queue view (runner.go): it
@@ -38,6 +39,9 @@ type queueRunner struct {
 	// previous attempt was still active (its release queued the retry and
 	// has not returned): released sends it back to pending.
 	behind map[string]due
+	// keptLeft are slots this worker kept for retries that no longer
+	// wait on them, for the loop to drop (kept.go).
+	keptLeft []slots.Kept
 }
 
 func newQueueRunner(d Deps, c *core, m *members, rtt *claimLatency, wg *sync.WaitGroup, signal func()) *queueRunner {
@@ -52,7 +56,7 @@ func newQueueRunner(d Deps, c *core, m *members, rtt *claimLatency, wg *sync.Wai
 func (qr *queueRunner) follow() {
 	qr.d.Queue.Subscribe(qr.onPut, qr.onDelete)
 	for _, q := range qr.d.Queue.List(func(q *queue.Item) bool { return q.State == queue.Pending }) {
-		qr.onPut(q)
+		qr.onPut(q, nil)
 	}
 }
 
@@ -62,7 +66,8 @@ func (qr *queueRunner) follow() {
 // queues ticks seconds ahead, and a rank taken at the put would still
 // count a member that has left since (a replica stopped, or dead and its
 // lease expired) as the run's first worker.
-func (qr *queueRunner) onPut(q *queue.Item) {
+func (qr *queueRunner) onPut(q, prev *queue.Item) {
+	qr.noteKeptLeft(q, prev)
 	if q.State != queue.Pending {
 		return
 	}
@@ -73,7 +78,8 @@ func (qr *queueRunner) onPut(q *queue.Item) {
 }
 
 // onDelete forgets a run that left the queue.
-func (qr *queueRunner) onDelete(key string, _ *queue.Item) {
+func (qr *queueRunner) onDelete(key string, prev *queue.Item) {
+	qr.noteKeptLeft(nil, prev)
 	qr.mu.Lock()
 	delete(qr.parked, key)
 	delete(qr.waits, key)

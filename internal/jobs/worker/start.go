@@ -99,6 +99,9 @@ func (qr *queueRunner) beforeClaim(ctx context.Context, sess *session.Session, q
 		return retry, !retry.IsZero(), true
 	}
 	st.slotsChanged, st.queueChanged = qr.d.Slots.Changed(), qr.d.Queue.Changed()
+	if qr.heldElsewhere(ctx, sess, q) {
+		return deadline, true, true // kept.go
+	}
 	return qr.behindElders(ctx, sess, q, st, now, deadline)
 }
 

@@ -126,6 +126,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		}
 		w.wakes.Add(1)
 		w.queue.unpark(changed)
+		w.queue.dropKept(ctx)
 		w.queue.dispatch(ctx)
 		w.runner.dispatchAssigned(ctx)
 		w.runner.mover.dispatchTakeOvers(ctx)
