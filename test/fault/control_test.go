@@ -46,6 +46,11 @@ func checkFabricated(t *testing.T, h *History) {
 	// their record in full, and the control's own may fill them.
 	again.Runs = append([]cluster.Run{dup}, h.Runs...)
 	expectViolation(t, Check(&again), "after record: "+id, "an attempt run again after its record")
+
+	stranded := *h
+	key := prefix + "slots/" + h.Records[id].Job + "/0"
+	stranded.Left = append(slices.Clone(h.Left), Left{Key: key, At: h.Now.Add(-time.Hour)})
+	expectViolation(t, Check(&stranded), "leftovers: "+key, "a slot held for an hour")
 }
 
 func expectViolation(t *testing.T, rep *Report, want, what string) {

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// An assignment past its bound is reported; one within it, or none, is not.
+// An assignment or slot past its bound is reported; one within it, or none, is not.
 func TestLeftovers(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	h := &History{
@@ -21,6 +21,8 @@ func TestLeftovers(t *testing.T) {
 		{"none", nil, ""},
 		{"within its bound", []Left{{Key: "/fault/assign/a.1/x/g", At: t0.Add(20 * time.Second)}}, ""},
 		{"past it", []Left{{Key: "/fault/assign/a.1/x/g", At: t0.Add(5 * time.Second)}}, "leftovers: /fault/assign/a.1/x/g"},
+		{"a slot within its bound", []Left{{Key: "/fault/slots/j/0", At: t0.Add(20 * time.Second)}}, ""},
+		{"a slot past it", []Left{{Key: "/fault/slots/j/0", At: t0.Add(5 * time.Second)}}, "leftovers: /fault/slots/j/0"},
 	} {
 		h.Left = tc.left
 		r := &Report{}

@@ -2,6 +2,7 @@ package fault
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -20,6 +21,7 @@ import (
 	"github.com/etcdsched/scheduler/internal/notify"
 	"github.com/etcdsched/scheduler/internal/poll"
 	"github.com/etcdsched/scheduler/internal/runs"
+	"github.com/etcdsched/scheduler/internal/slots"
 	"github.com/etcdsched/scheduler/test/cluster"
 )
 
@@ -498,11 +500,12 @@ func (r *runner) fanIns(ctx context.Context, cli *clientv3.Client, rev int64) ma
 }
 
 // leftovers are the assignments and claim markers in etcd now, with the
-// instant each was for.
+// instant each was for, and the job and resource slots, with when their
+// run started.
 func (r *runner) leftovers(ctx context.Context, cli *clientv3.Client) []Left {
 	r.t.Helper()
 	layout := keys.New(prefix)
-	var out []Left
+	out := r.slotsLeft(ctx, cli)
 	for _, dir := range []string{layout.Assignments(), layout.Claimed()} {
 		resp, err := cli.Get(ctx, dir, clientv3.WithPrefix(), clientv3.WithKeysOnly())
 		if err != nil {
@@ -517,6 +520,33 @@ func (r *runner) leftovers(ctx context.Context, cli *clientv3.Client) []Left {
 			} else {
 				r.problems = append(r.problems, "leftovers: "+key+" is neither an assignment nor a claim marker")
 			}
+		}
+	}
+	return out
+}
+
+// slotsLeft are the job and resource slots in etcd now, each with its
+// run's start (a strict retry's kept slot: its first attempt's).
+func (r *runner) slotsLeft(ctx context.Context, cli *clientv3.Client) []Left {
+	r.t.Helper()
+	layout := keys.New(prefix)
+	var out []Left
+	for _, dir := range []string{layout.Slots(), layout.Resources()} {
+		resp, err := cli.Get(ctx, dir, clientv3.WithPrefix())
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		for _, kv := range resp.Kvs {
+			key := string(kv.Key)
+			if _, _, _, ok := layout.ParseSlot(key); !ok {
+				continue // a resource's definition, not a slot
+			}
+			var v slots.Value
+			if err := json.Unmarshal(kv.Value, &v); err != nil || v.StartedAt.IsZero() {
+				r.problems = append(r.problems, fmt.Sprintf("leftovers: slot %s holds %q, not a run's slot value", key, kv.Value))
+				continue
+			}
+			out = append(out, Left{Key: key, At: v.StartedAt})
 		}
 	}
 	return out
