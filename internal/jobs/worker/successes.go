@@ -6,7 +6,10 @@ import (
 	"sync"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/etcdsched/scheduler/internal/jobs/overdue"
 )
 
 // successEvery is how often at most this worker puts one job's last
@@ -31,8 +34,8 @@ const successesPerTxn = 100
 // newest, and a job succeeding here every few seconds costs one put in
 // successEvery, whichever of the workers its ticks go to (rendezvous by
 // run id). A waiting success is put only while the key was last written
-// before its run's release (its revision): another worker's later success,
-// put since, stays. The drain puts what waits; a worker killed loses it,
+// before its run's release (its revision), or since by a success that
+// ended before it: another worker's later success, put since, stays. The drain puts what waits; a worker killed loses it,
 // and the stored success is then the one before it, at most successEvery
 // older. Releases whose writes nest the put (a sharded tick's fan-in),
 // those of a job with overdue_after (its overdue gauge clears on the put,
@@ -185,19 +188,60 @@ func (s *successes) flush(ctx context.Context) {
 }
 
 // put writes due, each only where its key was last written before its
-// run's release. What etcd does not take is lost, not retried: the job's
-// next success is put in its place.
+// run's release, or since by a success that ended before it (another
+// worker's, that waited too and was put late): a put refused reads the key
+// in the same transaction, and one that holds an older success is put
+// over once, compared on that read. A key gone (its job removed) is not
+// put again. What etcd does not take is lost, not retried: the job's next
+// success is put in its place.
 func (s *successes) put(ctx context.Context, due []*waitingSuccess) {
 	for len(due) > 0 {
-		n := min(len(due), successesPerTxn)
-		ops := make([]clientv3.Op, n)
-		for i, w := range due[:n] {
-			ops[i] = clientv3.OpTxn([]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(w.key), "<", w.rev)},
-				[]clientv3.Op{clientv3.OpPut(w.key, w.value)}, nil)
+		batch := due[:min(len(due), successesPerTxn)]
+		due = due[len(batch):]
+		ops := make([]clientv3.Op, len(batch))
+		for i, w := range batch {
+			ops[i] = clientv3.OpTxn([]clientv3.Cmp{
+				clientv3.Compare(clientv3.ModRevision(w.key), "<", w.rev),
+				clientv3.Compare(clientv3.CreateRevision(w.key), ">", 0),
+			}, []clientv3.Op{clientv3.OpPut(w.key, w.value)}, []clientv3.Op{clientv3.OpGet(w.key)})
 		}
-		if _, err := s.d.Client.Txn(ctx).Then(ops...).Commit(); err != nil {
-			s.d.Log.Warn("putting jobs' last successes failed; their next successes will be", "jobs", n, "err", err)
+		resp, err := s.d.Client.Txn(ctx).Then(ops...).Commit()
+		if err != nil {
+			s.d.Log.Warn("putting jobs' last successes failed; their next successes will be", "jobs", len(batch), "err", err)
+			continue
 		}
-		due = due[n:]
+		s.putOverOlder(ctx, batch, resp.Responses)
 	}
+}
+
+// putOverOlder puts each of batch whose put was refused over the success
+// its key held then, if that one ended before it.
+func (s *successes) putOverOlder(ctx context.Context, batch []*waitingSuccess, answers []*etcdserverpb.ResponseOp) {
+	var ops []clientv3.Op
+	for i, a := range answers {
+		t := a.GetResponseTxn()
+		if t == nil || t.Succeeded || len(t.Responses) == 0 {
+			continue
+		}
+		kvs := t.Responses[0].GetResponseRange().GetKvs()
+		if len(kvs) == 0 || !endedBefore(kvs[0].Value, batch[i].value) {
+			continue
+		}
+		ops = append(ops, clientv3.OpTxn([]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(batch[i].key), "=", kvs[0].ModRevision)},
+			[]clientv3.Op{clientv3.OpPut(batch[i].key, batch[i].value)}, nil))
+	}
+	if len(ops) == 0 {
+		return
+	}
+	if _, err := s.d.Client.Txn(ctx).Then(ops...).Commit(); err != nil {
+		s.d.Log.Warn("putting jobs' last successes over older ones failed; their next successes will be", "jobs", len(ops), "err", err)
+	}
+}
+
+// endedBefore reports whether the success stored ended before ours; a
+// value it cannot read is taken for newer.
+func endedBefore(stored []byte, ours string) bool {
+	a, ok := overdue.Decode[overdue.Succeeded](stored)
+	b, ok2 := overdue.Decode[overdue.Succeeded]([]byte(ours))
+	return ok && ok2 && a.EndedAt.Before(b.EndedAt)
 }

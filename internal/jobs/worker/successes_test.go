@@ -12,6 +12,7 @@ import (
 	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/etcdtest"
 	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
+	"github.com/etcdsched/scheduler/internal/jobs/overdue"
 	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/poll"
 )
@@ -129,5 +130,60 @@ func TestALastSuccessIsPutOncePerIntervalAndNeverGoesBack(t *testing.T) {
 	s.mu.Unlock()
 	if waiting != 0 {
 		t.Fatalf("%d successes counted waiting after a put superseded the only one", waiting)
+	}
+}
+
+// A waiting success put late goes over an older success put since its
+// release (another worker's, that waited too and was put first), never
+// over a newer one, and never brings back a key its job's removal deleted.
+func TestAWaitingSuccessGoesOverAnOlderOnePutSince(t *testing.T) {
+	etcd := etcdtest.Start(t)
+	cli := etcd.Client()
+	cfg := jobstest.Config()
+	s := newSuccesses(Deps{Client: cli, Clock: clockwork.NewRealClock(), Log: slog.New(slog.DiscardHandler), Config: func() *config.Config { return cfg }})
+	key := keys.New("/succ-late/").LastSuccess("j")
+	t0 := time.Date(2026, 12, 1, 4, 0, 0, 0, time.UTC)
+	success := func(run string, ended time.Duration) string {
+		return overdue.Succeeded{RunID: run, ScheduledAt: t0, EndedAt: t0.Add(ended)}.Encode()
+	}
+	put := func(value string) int64 {
+		resp, err := cli.Put(t.Context(), key, value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Header.Revision
+	}
+	stored := func() string {
+		resp, err := cli.Get(t.Context(), key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(resp.Kvs) == 0 {
+			return ""
+		}
+		return string(resp.Kvs[0].Value)
+	}
+
+	released := put(success("first", 0)) // our run's release, its success left to wait
+	put(success("older", time.Second))   // another worker's, ended before ours, put late
+	s.put(t.Context(), []*waitingSuccess{{key: key, value: success("ours", 2*time.Second), rev: released}})
+	if got := stored(); got != success("ours", 2*time.Second) {
+		t.Fatalf("stored %s, want ours: it ended after the one put since its release", got)
+	}
+
+	released = put(success("ours", 2*time.Second))
+	put(success("newer", 5*time.Second))
+	s.put(t.Context(), []*waitingSuccess{{key: key, value: success("ours again", 3*time.Second), rev: released}})
+	if got := stored(); got != success("newer", 5*time.Second) {
+		t.Fatalf("stored %s, want the newer success put since the release", got)
+	}
+
+	released = put(success("newer", 5*time.Second))
+	if _, err := cli.Delete(t.Context(), key); err != nil { // the job removed
+		t.Fatal(err)
+	}
+	s.put(t.Context(), []*waitingSuccess{{key: key, value: success("late", 6*time.Second), rev: released}})
+	if got := stored(); got != "" {
+		t.Fatalf("stored %s after the job's removal deleted the key", got)
 	}
 }
