@@ -93,6 +93,7 @@ type Engine struct {
 
 	configChanged chan struct{}
 	wg            sync.WaitGroup
+	drained       chan struct{} // closed when Drain returns
 }
 
 // New checks the options.
@@ -111,6 +112,7 @@ func New(opts Options) (*Engine, error) {
 		return nil, fmt.Errorf("jobs: %w", err)
 	}
 	e := &Engine{
+		drained:       make(chan struct{}),
 		opts:          opts,
 		keys:          layout,
 		clock:         opts.Clock,
@@ -237,7 +239,13 @@ func (e *Engine) Run(ctx context.Context) error {
 func (e *Engine) Drain(ctx context.Context) {
 	e.worker.Drain(ctx)
 	e.wg.Wait()
+	close(e.drained)
 }
+
+// Drained closes when Drain has returned: every goroutine of the engine
+// has ended. A shutdown bounds its wait for the drain (replica.Node.Stop),
+// and against an etcd out of reach the drain may outlive it.
+func (e *Engine) Drained() <-chan struct{} { return e.drained }
 
 // Ready closes once the queue and job state have been read.
 func (e *Engine) Ready() <-chan struct{} { return e.queue.Ready() }

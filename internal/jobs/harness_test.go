@@ -136,6 +136,16 @@ func (n *node) crash() {
 	n.stopped = true
 	_ = n.client.Close()
 	_ = n.Stop(10 * time.Second)
+	// With its client closed every etcd call of the drain waits out its
+	// context, and Stop does not wait that long: the test waits for the
+	// drain before it ends, so no goroutine of the node outlives it.
+	n.t.Cleanup(func() {
+		select {
+		case <-n.Engine.Drained():
+		case <-time.After(2 * time.Minute):
+			n.t.Errorf("node %s: the drain after its crash did not end", n.id)
+		}
+	})
 }
 
 // witness is a real HTTP target that records every request it gets, with

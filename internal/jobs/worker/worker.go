@@ -165,6 +165,13 @@ func (w *Worker) nextWait(now time.Time) (time.Duration, bool) {
 	return wait, parked
 }
 
+// flushWithin bounds the drain's put of the waiting last successes, as a
+// shutdown bounds each of its steps (replica.StopSteps): against an etcd
+// out of reach (or a client closed) the put would wait out its context,
+// and the drain, and what it holds, would outlive the shutdown. A put cut
+// short loses successes at most 10 s old (successes.go).
+const flushWithin = 2 * time.Second
+
 // Drain waits for running runs until ctx ends, then cancels them and waits
 // for their releases, and puts the last successes that wait
 // (successes.go). Call after Run returned.
@@ -181,7 +188,7 @@ func (w *Worker) Drain(ctx context.Context) {
 		<-done
 	}
 	w.core.abandonCancel()
-	fctx, cancel := context.WithTimeout(context.Background(), w.d.Config().Cluster.SessionTTL.D())
+	fctx, cancel := context.WithTimeout(context.Background(), flushWithin)
 	w.core.successes.flush(fctx)
 	cancel()
 	close(w.drained)
