@@ -123,10 +123,7 @@ func (s *Semaphore) ClaimHeld(ctx context.Context, sess *session.Session, req Re
 		return nil, err
 	}
 
-	kept := []string{s.layout.Slot(req.group(), slot)}
-	for _, r := range res {
-		kept = append(kept, s.layout.ResourceSlot(r.Name, r.Index))
-	}
+	kept := s.keptKeys(req.group(), slot, res)
 	ours := make([]clientv3.Cmp, 0, 2*len(kept))
 	for _, k := range kept {
 		ours = append(ours,
@@ -206,10 +203,7 @@ type Kept struct {
 // a live replica is never. Only keys still created at k.Token go, so a
 // slot claimed since by anyone is left alone; dropping twice is harmless.
 func (s *Semaphore) DropKept(ctx context.Context, k Kept) error {
-	kept := []string{s.layout.Slot(keys.SlotGroup(k.Job, k.Key), k.Slot)}
-	for _, r := range k.Resources {
-		kept = append(kept, s.layout.ResourceSlot(r.Name, r.Index))
-	}
+	kept := s.keptKeys(keys.SlotGroup(k.Job, k.Key), k.Slot, k.Resources)
 	if err := s.dropKeys(ctx, kept, k.Token); err != nil {
 		return fmt.Errorf("slots: drop the slot %s kept for its retry (token %d): %w", kept[0], k.Token, err)
 	}
@@ -228,6 +222,16 @@ func (s *Semaphore) Holds(ctx context.Context, k Kept) bool {
 	defer s.mu.Unlock()
 	e, ok := s.entries[s.layout.Slot(keys.SlotGroup(k.Job, k.Key), k.Slot)]
 	return ok && e.token == k.Token
+}
+
+// keptKeys are a hold's keys: slot of the job slot group (the job, or
+// "<job>/<key>"), then its resource slots res.
+func (s *Semaphore) keptKeys(group string, slot int, res []HeldResource) []string {
+	kept := []string{s.layout.Slot(group, slot)}
+	for _, r := range res {
+		kept = append(kept, s.layout.ResourceSlot(r.Name, r.Index))
+	}
+	return kept
 }
 
 func (s *Semaphore) dropKeys(ctx context.Context, kept []string, token int64) error {
