@@ -115,12 +115,16 @@ func (rp *reaper) markLost(ctx context.Context, q *queue.Item) error {
 	now := rp.d.Clock.Now()
 	rec := q.Lost(q.Token(), now)
 	ops, retry := follow.End(rp.d.Keys, rp.d.Config(), q.Key, q.Entry, &rec, now)
-	resp, err := rp.d.Client.Txn(ctx).If(
+	// The slot is neither of those ownSlot takes for the run's own.
+	cmps := []clientv3.Cmp{
 		rp.fence,
 		clientv3.Compare(clientv3.ModRevision(q.Key), "=", q.ModRev),
-		clientv3.Compare(clientv3.CreateRevision(slotKey), "!=", q.Token()),
 		clientv3.Compare(clientv3.CreateRevision(slotKey), "!=", q.ModRev),
-	).Then(ops...).Else(clientv3.OpGet(rp.term.Key)).Commit()
+	}
+	if q.Token() != q.ModRev {
+		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(slotKey), "!=", q.Token()))
+	}
+	resp, err := rp.d.Client.Txn(ctx).If(cmps...).Then(ops...).Else(clientv3.OpGet(rp.term.Key)).Commit()
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil
