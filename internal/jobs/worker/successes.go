@@ -35,12 +35,13 @@ const successesPerTxn = 100
 // successEvery, whichever of the workers its ticks go to (rendezvous by
 // run id). A waiting success is put only while the key was last written
 // before its run's release (its revision), or since by a success that
-// ended before it: another worker's later success, put since, stays. The drain puts what waits; a worker killed loses it,
-// and the stored success is then the one before it, at most successEvery
-// older. Releases whose writes nest the put (a sharded tick's fan-in),
-// those of a job with overdue_after (its overdue gauge clears on the put,
-// its notifications name the last success) and those while a member
-// reads successes under jobs/ put every success (execute.go).
+// ended before it: another worker's later success, put since, stays. The
+// drain puts what waits; a worker killed loses it, and the stored success
+// is then the one before it, at most successEvery older. Releases whose
+// writes nest the put (a sharded tick's fan-in), those of a job with
+// overdue_after (its overdue gauge clears on the put, its notifications
+// name the last success) and those while a member reads successes under
+// jobs/ put every success (execute.go).
 type successes struct {
 	d Deps
 
