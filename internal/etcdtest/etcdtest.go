@@ -91,3 +91,16 @@ func DeletedAt(t testing.TB, ctx context.Context, watch clientv3.WatchChan, what
 		}
 	}
 }
+
+// Value is key's value as cli reads it now, "" when there is none.
+func Value(t testing.TB, cli *clientv3.Client, key string) string {
+	t.Helper()
+	resp, err := cli.Get(t.Context(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Kvs) == 0 {
+		return ""
+	}
+	return string(resp.Kvs[0].Value)
+}

@@ -76,18 +76,6 @@ func createIfAbsent(key, value string) Txn {
 	}
 }
 
-func value(t *testing.T, cli *clientv3.Client, key string) string {
-	t.Helper()
-	resp, err := cli.Get(t.Context(), key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(resp.Kvs) == 0 {
-		return ""
-	}
-	return string(resp.Kvs[0].Value)
-}
-
 // queueBehind holds the commits, sends a first transaction and waits for it
 // to be in flight, then queues ts behind it: they go together once the
 // first commit returns. It returns the first's outcome and theirs.
@@ -175,7 +163,7 @@ func TestNeighboursAreIndependent(t *testing.T) {
 	if a.resp.Header.Revision != cc.resp.Header.Revision {
 		t.Fatalf("revisions %d and %d, want one commit's", a.resp.Header.Revision, cc.resp.Header.Revision)
 	}
-	if value(t, cli, "/a") != "A" || value(t, cli, "/taken") != "someone" || value(t, cli, "/c") != "C" {
+	if etcdtest.Value(t, cli, "/a") != "A" || etcdtest.Value(t, cli, "/taken") != "someone" || etcdtest.Value(t, cli, "/c") != "C" {
 		t.Fatal("writes are not each member's own")
 	}
 	if s := nextCommit(t, kv); s.plain || s.members != 3 {
@@ -205,7 +193,7 @@ func TestConflictingTransactionsSplit(t *testing.T) {
 		t.Fatalf("commits of %v members, want [2 1 1]: {0,3}, {1}, {2}", shapes)
 	}
 	awaitSucceeded(t, outs, true, false, true, true)
-	if value(t, cli, "/k") != "A" || value(t, cli, "/saw-a") != "yes" {
+	if etcdtest.Value(t, cli, "/k") != "A" || etcdtest.Value(t, cli, "/saw-a") != "yes" {
 		t.Fatal("not what the members alone, in order, would have written")
 	}
 }
@@ -297,7 +285,7 @@ func TestRequestMembersBatchBesideClientv3s(t *testing.T) {
 		t.Fatalf("commits of %v members, want [3 1]: {0,1,2}, {3}", shapes)
 	}
 	awaitSucceeded(t, outs, true, true, false, false)
-	if value(t, cli, "/a") != "A" || value(t, cli, "/b") != "B" || value(t, cli, "/taken") != "someone" {
+	if etcdtest.Value(t, cli, "/a") != "A" || etcdtest.Value(t, cli, "/b") != "B" || etcdtest.Value(t, cli, "/taken") != "someone" {
 		t.Fatal("writes are not each member's own")
 	}
 }
@@ -313,7 +301,7 @@ func TestRequestAndIfThenTogetherAreRefused(t *testing.T) {
 	if _, err := c.Commit(t.Context(), both); err == nil {
 		t.Fatal("a transaction given twice was committed")
 	}
-	if got := kv.shapes(); len(got) != 0 || value(t, cli, "/both") != "" {
-		t.Fatalf("commits %+v, /both %q: want nothing sent", got, value(t, cli, "/both"))
+	if got := kv.shapes(); len(got) != 0 || etcdtest.Value(t, cli, "/both") != "" {
+		t.Fatalf("commits %+v, /both %q: want nothing sent", got, etcdtest.Value(t, cli, "/both"))
 	}
 }

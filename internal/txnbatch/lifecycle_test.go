@@ -40,7 +40,7 @@ func TestContextEndingBeforeAndAfterSend(t *testing.T) {
 	if resp, err := c.Commit(t.Context(), createIfAbsent("/after", "v")); err != nil || !resp.Succeeded {
 		t.Fatalf("after: %v", err)
 	}
-	if v := value(t, cli, "/queued"); v != "" {
+	if v := etcdtest.Value(t, cli, "/queued"); v != "" {
 		t.Fatalf("the cancelled transaction was committed: %q", v)
 	}
 	for _, s := range kv.shapes() {
@@ -81,7 +81,7 @@ func TestBatchOutlivesOneCallerOnly(t *testing.T) {
 		t.Fatalf("stays: %v", o.err)
 	}
 	// The caller that left could not know; etcd applied it.
-	if value(t, cli, "/gone") != "v" {
+	if etcdtest.Value(t, cli, "/gone") != "v" {
 		t.Fatal("the batch did not apply the member whose caller left after it was sent")
 	}
 }

@@ -153,16 +153,7 @@ func TestAWaitingSuccessGoesOverAnOlderOnePutSince(t *testing.T) {
 		}
 		return resp.Header.Revision
 	}
-	stored := func() string {
-		resp, err := cli.Get(t.Context(), key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(resp.Kvs) == 0 {
-			return ""
-		}
-		return string(resp.Kvs[0].Value)
-	}
+	stored := func() string { return etcdtest.Value(t, cli, key) }
 
 	released := put(success("first", 0)) // our run's release, its success left to wait
 	put(success("older", time.Second))   // another worker's, ended before ours, put late
