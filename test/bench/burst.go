@@ -197,7 +197,11 @@ func burstOurs(ctx context.Context, e *env, bc burstConfig, n int) (burstSide, e
 	if e.profileDir != "" {
 		// The leader's and etcd's CPU over 10 s of the window.
 		done := make(chan struct{})
-		go func() { defer close(done); saveProfiles(ctx, e, e.profileDir, fmt.Sprintf("burst-%d", n)) }()
+		name := fmt.Sprintf("burst-%d", n)
+		if side.Procs != bc.replicas[0] {
+			name += fmt.Sprintf("-%dreplicas", side.Procs) // a step of -replicas 3,5 beyond the first count
+		}
+		go func() { defer close(done); saveProfiles(ctx, e, e.profileDir, name) }()
 		defer func() { <-done }()
 	}
 	w := burstWindow{procs: procs, replicaURL: e.replicaMetricURLs(), jobPrefix: step, window: bc.window, grace: bc.grace}
