@@ -33,6 +33,8 @@ type peerView struct {
 
 	mu  sync.Mutex
 	all map[string]*peerAssignment // by key
+	// instants is all by instant: what a scan walks.
+	instants peerInstants
 	// markers are the claim markers, by marker key, each with the prefix
 	// of its assignment's markers (keys.AssignmentClaimed) and whether it
 	// is ahead (assign.MarkerAhead); claimed counts them by that prefix,
@@ -103,7 +105,7 @@ func newPeerView(layout keys.Layout, clock clockwork.Clock, id string, claimLead
 // Reset implements mirror.Handler for keys.Assignments.
 func (v *peerView) Reset(kvs []*mvccpb.KeyValue, _ int64) {
 	v.mu.Lock()
-	v.all = map[string]*peerAssignment{}
+	v.all, v.instants = map[string]*peerAssignment{}, peerInstants{}
 	for _, kv := range kvs {
 		v.putLocked(kv)
 	}
@@ -116,7 +118,10 @@ func (v *peerView) Apply(events []*clientv3.Event, _ int64) {
 	v.mu.Lock()
 	for _, ev := range events {
 		if ev.Type == clientv3.EventTypeDelete {
-			delete(v.all, string(ev.Kv.Key))
+			if p := v.all[string(ev.Kv.Key)]; p != nil {
+				delete(v.all, p.key)
+				v.instants.remove(p)
+			}
 			v.changed = true
 			continue
 		}
@@ -143,8 +148,10 @@ func (v *peerView) putLocked(kv *mvccpb.KeyValue) {
 		from = prev.from
 	}
 	owner, _, _ := keys.ParseIncarnation(worker)
-	v.all[key] = &peerAssignment{key: key, worker: worker, owner: owner, group: group, at: at, from: from, value: kv.Value, modRevision: kv.ModRevision,
+	p := &peerAssignment{key: key, worker: worker, owner: owner, group: group, at: at, from: from, value: kv.Value, modRevision: kv.ModRevision,
 		claimedKey: v.keys.AssignmentClaimed(worker, at, group)}
+	v.all[key] = p
+	v.instants.put(p)
 	v.changed = true
 }
 
@@ -246,15 +253,17 @@ func (v *peerView) due(now time.Time, grace time.Duration, turn func(p *peerAssi
 		return nil, sooner(v.checkAt, gapEnd), nil
 	}
 	defer func() { v.changed, v.checkAt, v.scanned = false, next, now }()
-	for _, p := range v.all {
+	// Those of instants to come are judged at their instant: the first
+	// is when to look again, at the latest.
+	coming := v.instants.upTo(now, func(p *peerAssignment) {
 		if p.tried == p.modRevision || v.started[p.claimedKey] > 0 {
-			continue
+			return
 		}
 		if v.active[p.worker].After(p.from) {
 			// Its worker claimed since this one became due: alive and
 			// behind, not dead. Taking its work over would only move
 			// the backlog, at a transaction and an event a replica each.
-			continue
+			return
 		}
 		if lateAt := p.from.Add(grace); !now.Before(lateAt) {
 			if !slices.Contains(late, p.owner) {
@@ -266,16 +275,19 @@ func (v *peerView) due(now time.Time, grace time.Duration, turn func(p *peerAssi
 		if p.turn.IsZero() {
 			if now.Before(p.from) {
 				next = sooner(next, p.from) // judged then: whether its worker claimed by then
-				continue
+				return
 			}
 			p.turn = turn(p, v.silentLocked(p))
 		}
 		if p.turn.After(now) {
 			next = sooner(next, p.turn)
-			continue
+			return
 		}
 		p.tried, p.ahead = p.modRevision, v.claimed[p.claimedKey] > 0
 		due = append(due, *p)
+	})
+	if !coming.IsZero() {
+		next = sooner(next, coming)
 	}
 	return due, next, late
 }
