@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -13,9 +14,10 @@ import (
 
 // saveProfiles fetches a 10 s CPU profile and a heap profile of the leader
 // (replicas started with SCHEDULER_PPROF=1) into dir/profiles, and over the
-// same 10 s a CPU profile of one replica that does not lead (name-
-// follower-cpu.pprof): most runs are a follower's, and it decodes the same
-// watch events without the leader's work.
+// same 10 s a CPU profile of each replica that does not lead (name-
+// follower-cpu.pprof, then name-follower2-cpu.pprof on): most runs are a
+// follower's, and it decodes the same watch events without the leader's
+// work.
 func saveProfiles(ctx context.Context, e *env, dir, name string) {
 	leader, err := e.leader(ctx)
 	if err != nil {
@@ -31,23 +33,29 @@ func saveProfiles(ctx context.Context, e *env, dir, name string) {
 	done := make(chan struct{})
 	go func() { defer close(done); saveEtcdProfiles(ctx, e, out, name) }()
 	defer func() { <-done }()
-	follower := make(chan struct{})
-	go func() {
-		defer close(follower)
-		for _, r := range e.c.Replicas {
-			if r.ID == leader.ID {
-				continue
-			}
-			file := filepath.Join(out, name+"-follower-cpu.pprof")
+	// Every replica that does not lead, at once: the first as
+	// name-follower-cpu.pprof, the others numbered from 2 (merge them with
+	// go tool pprof to see what the replicas do together).
+	var followers sync.WaitGroup
+	k := 0
+	for _, r := range e.c.Replicas {
+		if r.ID == leader.ID {
+			continue
+		}
+		k++
+		file := filepath.Join(out, name+"-follower-cpu.pprof")
+		if k > 1 {
+			file = filepath.Join(out, fmt.Sprintf("%s-follower%d-cpu.pprof", name, k))
+		}
+		followers.Go(func() {
 			if err := fetch(ctx, r.URL()+"/debug/pprof/profile?seconds=10", file); err != nil {
 				logf("pprof: follower %s: %v", r.ID, err)
 				return
 			}
 			logf("pprof: saved %s (replica %s)", file, r.ID)
-			return
-		}
-	}()
-	defer func() { <-follower }()
+		})
+	}
+	defer followers.Wait()
 	for _, p := range []struct{ path, file string }{
 		{"/debug/pprof/profile?seconds=10", name + "-cpu.pprof"},
 		{"/debug/pprof/heap", name + "-heap.pprof"},
