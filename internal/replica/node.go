@@ -211,8 +211,9 @@ const StopSteps = 2 * time.Second
 // finish within grace, cancel the rest and release their slots with
 // records, then revoke the session, which deletes every key on its lease.
 // Each step is bounded, so Stop returns within grace + 3 × StopSteps; a
-// step cut short ends when the client closes. It returns the errors the
-// parts reported.
+// step cut short is cancelled and left to end by itself, or with the
+// process (a call etcd does not answer may outlive Stop). It returns the
+// errors the parts reported.
 func (n *Node) Stop(grace time.Duration) error {
 	// Both at once: the resign must not wait behind the worker, so a
 	// standby takes over in milliseconds.
