@@ -171,9 +171,11 @@ func (s *successes) Run(ctx context.Context) {
 			return
 		}
 		due, next := s.due(s.d.Clock.Now(), false)
-		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.d.Config().Cluster.SessionTTL.D())
-		s.put(pctx, due)
-		cancel()
+		if len(due) > 0 {
+			pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.d.Config().Cluster.SessionTTL.D())
+			s.put(pctx, due)
+			cancel()
+		}
 		wait := successEvery
 		if !next.IsZero() {
 			wait = min(max(next.Sub(s.d.Clock.Now()), successTick), successEvery)
