@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -108,10 +109,17 @@ func (l *leader) leanItem(cfg *config.Config, j *config.Job, now time.Time, b le
 // cursors moved and their ticks counted; a conflict re-reads the cursors
 // of the jobs not applied (one read), so the next pass plans them from
 // what is stored. applied tells which jobs were written.
-func (l *leader) authorize(ctx context.Context, items []leanItem) (applied map[string]bool, err error) {
+func (l *leader) authorize(ctx context.Context, win leanWin) (applied map[string]bool, err error) {
+	items := win.items
 	workers, ok := l.d.Workers.Lean()
 	if !ok {
 		return nil, fmt.Errorf("leader: assign %d jobs: a member left the lean protocol meanwhile: %w", len(items), assign.ErrConflict)
+	}
+	// The window's workers that are still live members: a window planned
+	// for one that left since goes to the others.
+	workers = slices.DeleteFunc(slices.Clone(win.workers), func(w string) bool { return !slices.Contains(workers, w) })
+	if len(workers) == 0 {
+		return nil, fmt.Errorf("leader: assign %d jobs: every worker planned for them left meanwhile: %w", len(items), assign.ErrConflict)
 	}
 	parts, err := l.store.Authorize(ctx, l.fence, leanWindow(items, workers))
 	applied = map[string]bool{}
@@ -180,8 +188,9 @@ func (l *leader) refreshCursors(ctx context.Context, jobs []string) error {
 // after its new cursor when written; half a second later, planned afresh
 // from the cursors a conflict re-read, when not; never once the term is
 // over.
-func (l *leader) passLean(ctx context.Context, items []leanItem, done lookDone) error {
-	applied, err := l.authorize(ctx, items)
+func (l *leader) passLean(ctx context.Context, win leanWin, done lookDone) error {
+	items := win.items
+	applied, err := l.authorize(ctx, win)
 	if err != nil && !errors.Is(err, errNotLeader) && ctx.Err() == nil {
 		l.d.Log.Warn("assigning ticks failed; planning the jobs again", "jobs", len(items), "err", err)
 	}

@@ -83,16 +83,17 @@ func TestALeanJobsCursorMovesOncePerSeveralTicks(t *testing.T) {
 // holds as many jobs as its transaction takes cursors and assignments (an
 // assignment a worker and instant), so 300 jobs ticking every second come
 // to 25 runs an assignment on three workers, assigned ten ticks at a time
-// (four windows of 97, 97, 97 and 9 jobs; 40 runs at most), and to about
-// 10 on seven, assigned five at a time (92, 92, 92, 24), where ten at a
-// time would leave 57 jobs a window and 7 runs an assignment
-// (leanBatchFor).
-// Counted as an assignment per tick, a window held about 20 jobs, and an
-// assignment 7 runs at three workers: as many claims more for the workers.
+// (four windows of 97, 97, 97 and 9 jobs; 40 runs at most). On seven, a
+// window goes to three of them (windowWorkers), the windows taking turns,
+// so as many runs an assignment, and each worker its share of the runs:
+// over all seven, a window of ten ticks held 57 jobs and an assignment 7
+// runs, and of five (leanBatchFor) 92 and 10, a cursor written twice as
+// often. Counted as an assignment per tick, a window held about 20 jobs,
+// and an assignment 7 runs at three workers: as many claims more.
 func TestManyJobsFillTheirAssignments(t *testing.T) {
 	for _, c := range []struct {
 		workers, least int
-	}{{3, 22}, {7, 9}} {
+	}{{3, 22}, {7, 22}} {
 		t.Run(fmt.Sprintf("%d workers", c.workers), func(t *testing.T) {
 			prefix := fmt.Sprintf("/full%d/", c.workers)
 			cli, clock, layout := leanEtcd(t, prefix)
@@ -118,6 +119,7 @@ func TestManyJobsFillTheirAssignments(t *testing.T) {
 				t.Fatal(err)
 			}
 			assignments, runs := 0, 0
+			byWorker := map[string]int{}
 			for _, kv := range resp.Kvs {
 				a, err := assign.Decode(layout, string(kv.Key), kv.Value)
 				if err != nil {
@@ -125,6 +127,15 @@ func TestManyJobsFillTheirAssignments(t *testing.T) {
 				}
 				if a.At.After(steady) {
 					assignments, runs = assignments+1, runs+len(a.Jobs)
+					byWorker[a.Worker] += len(a.Jobs)
+				}
+			}
+			if len(byWorker) != c.workers {
+				t.Errorf("runs went to %d workers, want all %d: %v", len(byWorker), c.workers, byWorker)
+			}
+			for w, n := range byWorker {
+				if share := float64(runs) / float64(c.workers); float64(n) < 0.6*share || float64(n) > 1.4*share {
+					t.Errorf("worker %s got %d of %d runs, want its share %.0f within 40%%", w, n, runs, share)
 				}
 			}
 			t.Logf("%d runs in %d assignments after %s", runs, assignments, steady.Sub(leanStart))

@@ -10,10 +10,29 @@ import (
 	"github.com/etcdsched/scheduler/internal/runs"
 )
 
+// windowWorkers is the most workers one window's ticks go to. A window's
+// transaction takes an assignment a worker and instant (windowCost): spread
+// over five workers, a batch of ten instants left 77 jobs a window and 15
+// runs an assignment, and the batch was cut to 5 s, so the cursors were
+// written twice as often and every replica decoded twice the cursor events
+// it does at three; an instant's work in smaller assignments cost each run
+// more claims, markers and cleanups (docs/performance.md, "Replicas, 5 ÷
+// 3"). Over three, a window holds 97 jobs and 32 runs an assignment, and
+// the windows take turns over the workers (leader.windowTurn), so each
+// worker gets its share of an instant's runs, in bigger assignments.
+const windowWorkers = 3
+
+// leanWin is a window of items, one transaction's, and the workers its
+// ticks go to.
+type leanWin struct {
+	items   []leanItem
+	workers []string
+}
+
 // splitLean takes out of due the jobs whose ticks this pass assigns, in
 // windows of one transaction each; none while a member runs an older
 // protocol.
-func (l *leader) splitLean(due []*config.Job, now time.Time) (windows [][]leanItem, rest []*config.Job) {
+func (l *leader) splitLean(due []*config.Job, now time.Time) (windows []leanWin, rest []*config.Job) {
 	if l.d.Workers == nil || l.store == nil {
 		return nil, due
 	}
@@ -22,24 +41,44 @@ func (l *leader) splitLean(due []*config.Job, now time.Time) (windows [][]leanIt
 		return nil, due
 	}
 	cfg := l.d.Config()
-	var cur []leanItem
-	cost, batch := newWindowCost(workers), leanBatchFor(len(workers))
+	var cur leanWin
+	var cost *windowCost
+	batch := leanBatchFor(min(len(workers), windowWorkers))
 	for _, j := range due {
 		it, ok := l.leanItem(cfg, j, now, batch)
 		if !ok {
 			rest = append(rest, j)
 			continue
 		}
-		if !cost.add(it) {
-			windows, cur, cost = append(windows, cur), nil, newWindowCost(workers)
+		if cost == nil || !cost.add(it) {
+			if len(cur.items) > 0 {
+				windows = append(windows, cur)
+			}
+			cur = leanWin{workers: l.nextWindowWorkers(workers)}
+			cost = newWindowCost(cur.workers)
 			cost.add(it)
 		}
-		cur = append(cur, it)
+		cur.items = append(cur.items, it)
 	}
-	if len(cur) > 0 {
+	if len(cur.items) > 0 {
 		windows = append(windows, cur)
 	}
 	return windows, rest
+}
+
+// nextWindowWorkers is the workers of the next window: all of them up to
+// windowWorkers, else the windowWorkers after the last window's, in the
+// order of workers (its rendezvous gives each tick of the window one).
+func (l *leader) nextWindowWorkers(workers []string) []string {
+	if len(workers) <= windowWorkers {
+		return workers
+	}
+	out := make([]string, windowWorkers)
+	for i := range out {
+		out[i] = workers[(l.windowTurn+i)%len(workers)]
+	}
+	l.windowTurn = (l.windowTurn + windowWorkers) % len(workers)
+	return out
 }
 
 // leanWindow is what Authorize writes for items: their cursors, and their

@@ -113,11 +113,12 @@ type leanBatch struct {
 	ticks int
 }
 
-// wideBatchWorkers is the most live lean workers for which a job's batch
-// takes 10 s (10 ticks) rather than 5 s (8 ticks).
+// wideBatchWorkers is the most workers of a window for which a job's
+// batch takes 10 s (10 ticks) rather than 5 s (8 ticks); a window goes to
+// windowWorkers at most, within it.
 const wideBatchWorkers = 4
 
-// leanBatchFor is the batch for n live lean workers. A longer batch
+// leanBatchFor is the batch for a window's n workers. A longer batch
 // writes a job's cursor less often (a compare and a put a batch), but a
 // window's transaction also takes an assignment per worker and instant
 // (windowCost), so it leaves fewer jobs a window and fewer runs an
@@ -128,8 +129,8 @@ const wideBatchWorkers = 4
 // 0.66 at four, 0.65 against 0.74 at five, 1.06 against 0.93 at seven.
 // Measured at three, the cursors' events fell by 0.04-0.11 a replica a
 // run and the operations by less than the model says (the extra
-// assignments); at five neither fell (docs/performance.md, "Current
-// figures"), so the wide batch stops at four. Ten ticks, not more: a pass
+// assignments); at five workers a window neither fell, and a window now
+// goes to three at most (windowWorkers). Ten ticks, not more: a pass
 // writes at most maxFarPerPass ticks beyond NearLookahead.
 func leanBatchFor(n int) leanBatch {
 	if n <= wideBatchWorkers {
