@@ -59,7 +59,10 @@ func TestFaults(t *testing.T) {
 			// is lean (lean_test.go).
 			{name: "long-lean-ttl2s", ttl: 2 * time.Second, faults: repeat(every, len(every)), gap: 3 * time.Second,
 				warmup: 5 * time.Second, settle: 12 * time.Second, seed: seed(), lean: true},
+			lean5(),
 		}
+	case "lean5":
+		scenarios = []scenario{lean5()}
 	case "rolling", "upgrade":
 		scenarios = rollScenarios(profile())
 	case "reload":
@@ -142,4 +145,13 @@ func TestPositiveControl(t *testing.T) {
 		}
 		t.Logf("control violation (expected): %s", v)
 	}
+}
+
+// lean5 is the lean workload on five replicas, where a window's ticks go
+// to three of them, the windows taking turns (leader/leanwindow.go), and
+// four are backups of each assignment: FAULT_PROFILE=lean5 alone, and in
+// long.
+func lean5() scenario {
+	return scenario{name: "long-lean5-ttl2s", ttl: 2 * time.Second, faults: repeat(every, len(every)), gap: 3 * time.Second,
+		warmup: 5 * time.Second, settle: 12 * time.Second, seed: seed(), lean: true, replicas: 5}
 }

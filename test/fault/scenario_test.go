@@ -64,6 +64,9 @@ type scenario struct {
 	// lean runs leanWorkload instead of workload: no chain, sink or
 	// sharded job to check.
 	lean bool
+	// replicas is the cluster's replica count (0: cluster.Options'
+	// three): from four on, a lean window goes to three of them.
+	replicas int
 }
 
 // injected is one fault as it happened.
@@ -135,7 +138,7 @@ func runScenario(t *testing.T, sc scenario) outcome {
 		// Keep data and logs after the test, for a post-mortem.
 		dir = filepath.Join(keep, fmt.Sprintf("%s-%d", sc.name, time.Now().Unix()))
 	}
-	c := cluster.StartT(t, cluster.Options{Dir: dir, Binaries: bins, Config: cfg})
+	c := cluster.StartT(t, cluster.Options{Dir: dir, Binaries: bins, Config: cfg, Replicas: sc.replicas})
 	if err := w.Watch(c.Endpoints(), prefix); err != nil {
 		t.Fatal(err)
 	}
