@@ -68,7 +68,7 @@ func TestALeanJobsCursorMovesOncePerSeveralTicks(t *testing.T) {
 		if !ok {
 			t.Fatalf("assignment key %q", key)
 		}
-		if at.After(leanStart.Add(3 * leanBatchFor(1).grid)) {
+		if at.After(leanStart.Add(3 * leanWindowBatch().grid)) {
 			perInstant[at]++
 		}
 	}
@@ -87,7 +87,7 @@ func TestALeanJobsCursorMovesOncePerSeveralTicks(t *testing.T) {
 // window goes to three of them (windowWorkers), the windows taking turns,
 // so as many runs an assignment, and each worker its share of the runs:
 // over all seven, a window of ten ticks held 57 jobs and an assignment 7
-// runs, and of five (leanBatchFor) 92 and 10, a cursor written twice as
+// runs, and of five (a 5 s batch) 92 and 10, a cursor written twice as
 // often. Counted as an assignment per tick, a window held about 20 jobs,
 // and an assignment 7 runs at three workers: as many claims more.
 func TestManyJobsFillTheirAssignments(t *testing.T) {

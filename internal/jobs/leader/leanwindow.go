@@ -43,7 +43,7 @@ func (l *leader) splitLean(due []*config.Job, now time.Time) (windows []leanWin,
 	cfg := l.d.Config()
 	var cur leanWin
 	var cost *windowCost
-	batch := leanBatchFor(min(len(workers), windowWorkers))
+	batch := leanWindowBatch()
 	for _, j := range due {
 		it, ok := l.leanItem(cfg, j, now, batch)
 		if !ok {

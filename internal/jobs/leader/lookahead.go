@@ -113,30 +113,22 @@ type leanBatch struct {
 	ticks int
 }
 
-// wideBatchWorkers is the most workers of a window for which a job's
-// batch takes 10 s (10 ticks) rather than 5 s (8 ticks); a window goes to
-// windowWorkers at most, within it.
-const wideBatchWorkers = 4
-
-// leanBatchFor is the batch for a window's n workers. A longer batch
-// writes a job's cursor less often (a compare and a put a batch), but a
-// window's transaction also takes an assignment per worker and instant
-// (windowCost), so it leaves fewer jobs a window and fewer runs an
-// assignment, and each assignment costs a worker a chunk's claim. For jobs
-// ticking every second, I instants a batch and n workers, cursors,
-// assignments and chunks cost about 2/I + 7n/(127 - nI) index operations
-// a run: 10 instants 0.42 against 5's 0.59 at three workers, 0.52 against
-// 0.66 at four, 0.65 against 0.74 at five, 1.06 against 0.93 at seven.
-// Measured at three, the cursors' events fell by 0.04-0.11 a replica a
-// run and the operations by less than the model says (the extra
-// assignments); at five workers a window neither fell, and a window now
-// goes to three at most (windowWorkers). Ten ticks, not more: a pass
-// writes at most maxFarPerPass ticks beyond NearLookahead.
-func leanBatchFor(n int) leanBatch {
-	if n <= wideBatchWorkers {
-		return leanBatch{grid: 10 * time.Second, ticks: maxFarPerPass}
-	}
-	return leanBatch{grid: 5 * time.Second, ticks: 8}
+// leanWindowBatch is a window's batch: a job's ticks up to the next 10 s
+// grid line, 10 at most. A longer batch writes a job's cursor less often
+// (a compare and a put a batch), but a window's transaction also takes an
+// assignment per worker and instant (windowCost), so it leaves fewer jobs
+// a window and fewer runs an assignment, and each assignment costs a
+// worker a chunk's claim. For jobs ticking every second, I instants a
+// batch and n workers, cursors, assignments and chunks cost about 2/I +
+// 7n/(127 - nI) index operations a run: 10 instants 0.42 against 5's
+// 0.59 at three workers, 0.65 against 0.74 at five, 1.06 against 0.93 at
+// seven. Measured at three, the cursors' events fell by 0.04-0.11 a
+// replica a run and the operations by less than the model says (the extra
+// assignments); over five workers neither fell, so a window goes to three
+// at most (windowWorkers), where 10 s is the better. Ten ticks, not more:
+// a pass writes at most maxFarPerPass ticks beyond NearLookahead.
+func leanWindowBatch() leanBatch {
+	return leanBatch{grid: 10 * time.Second, ticks: maxFarPerPass}
 }
 
 // leanHorizon is how far ahead of now a lean job's ticks are assigned when
