@@ -69,8 +69,16 @@ func burst(ctx context.Context, f flags, bins cluster.Binaries) (burstResult, er
 	if err := burstSteps(ctx, f, bins, &res); err != nil {
 		return res, err
 	}
+	seen := map[int]int{bc.replicas[0]: 1}
 	for _, k := range bc.replicas[1:] {
-		e, err := startBurstEnv(ctx, f, bins, k)
+		// Each further cluster's directory and profiles are its own: a
+		// count that comes again (-replicas 3,5,3) is numbered.
+		seen[k]++
+		tag := fmt.Sprintf("%dreplicas", k)
+		if seen[k] > 1 {
+			tag += fmt.Sprintf("-%d", seen[k])
+		}
+		e, err := startBurstEnv(ctx, f, bins, k, tag)
 		if err != nil {
 			return res, err
 		}
@@ -88,7 +96,7 @@ func burst(ctx context.Context, f flags, bins cluster.Binaries) (burstResult, er
 // step, on one cluster.
 func burstSteps(ctx context.Context, f flags, bins cluster.Binaries, res *burstResult) error {
 	bc := f.burst
-	e, err := startBurstEnv(ctx, f, bins, res.Replicas)
+	e, err := startBurstEnv(ctx, f, bins, res.Replicas, "")
 	if err != nil {
 		return err
 	}
@@ -128,12 +136,18 @@ func burstSteps(ctx context.Context, f flags, bins cluster.Binaries, res *burstR
 	return nil
 }
 
-func startBurstEnv(ctx context.Context, f flags, bins cluster.Binaries, replicas int) (*env, error) {
+// startBurstEnv starts a cluster of replicas; tag names a further
+// cluster's directory and profiles ("" for the steps' cluster).
+func startBurstEnv(ctx context.Context, f flags, bins cluster.Binaries, replicas int, tag string) (*env, error) {
 	logf("burst: starting 3 etcd members and %d replicas", replicas)
-	e, err := startEnv(ctx, bins, filepath.Join(f.dir, fmt.Sprintf("burst-%d", replicas)),
+	dir := fmt.Sprintf("burst-%d", replicas)
+	if tag != "" {
+		dir = "burst-" + tag
+	}
+	e, err := startEnv(ctx, bins, filepath.Join(f.dir, dir),
 		settings{SessionTTL: 5 * time.Second, MaxParallel: f.burst.maxParallel, Replicas: replicas, Fsync: f.burst.fsync}, func(string) []jobSpec { return nil })
 	if err == nil && f.pprof {
-		e.profileDir = f.dir
+		e.profileDir, e.profileTag = f.dir, tag
 	}
 	return e, err
 }
@@ -198,8 +212,8 @@ func burstOurs(ctx context.Context, e *env, bc burstConfig, n int) (burstSide, e
 		// The leader's and etcd's CPU over 10 s of the window.
 		done := make(chan struct{})
 		name := fmt.Sprintf("burst-%d", n)
-		if side.Procs != bc.replicas[0] {
-			name += fmt.Sprintf("-%dreplicas", side.Procs) // a step of -replicas 3,5 beyond the first count
+		if e.profileTag != "" {
+			name += "-" + e.profileTag // a step of -replicas 3,5 beyond the first count
 		}
 		go func() { defer close(done); saveProfiles(ctx, e, e.profileDir, name) }()
 		defer func() { <-done }()

@@ -120,36 +120,3 @@ func overloadGoal(b *burstResult) goal {
 		o.Jobs, o.RunsPerSec, b.CeilingOurs, o.Due, o.Delivered, o.Skipped, o.MissedRecorded, pct(unacc), o.Lateness.P50)
 	return measuredGoal(g, r, r >= goalOverloadRuns && unacc <= goalOverloadUnacc && o.Lateness.N > 0 && o.Lateness.P50 < goalOverloadP50Ms)
 }
-
-// replicasGoal: replica CPU per run at 5 replicas over 3, at 1,000 jobs.
-func replicasGoal(b *burstResult) goal {
-	g := goal{Issue: 24, Name: fmt.Sprintf("replica CPU per run, %d replicas / %d, at %d jobs", goalReplicasMore, goalReplicasBase, goalReplicasJobs),
-		Target: fmt.Sprintf("<= %.1f", goalReplicasCPURatio), Measured: burstNotRun, Verdict: verdictNotMeasured}
-	if b == nil {
-		return g
-	}
-	var base, more *burstSide
-	sides := append([]burstSide(nil), b.ReplicaSteps...)
-	for _, st := range b.Steps {
-		sides = append(sides, st.Ours)
-	}
-	for i := range sides {
-		if s := &sides[i]; s.Jobs == goalReplicasJobs && s.Runs > 0 {
-			switch s.Procs {
-			case goalReplicasBase:
-				base = s
-			case goalReplicasMore:
-				more = s
-			}
-		}
-	}
-	if base == nil || more == nil || base.ProcCPUPerRun <= 0 {
-		g.Measured = fmt.Sprintf("(needs a %d-job step at %d and at %d replicas: -replicas %d,%d and %d in -burst-jobs)",
-			goalReplicasJobs, goalReplicasBase, goalReplicasMore, goalReplicasBase, goalReplicasMore, goalReplicasJobs)
-		return g
-	}
-	r := more.ProcCPUPerRun / base.ProcCPUPerRun
-	g.Measured = fmt.Sprintf("%.3f ms at %d replicas (events per replica per run %s), %.3f ms at %d (%s)",
-		more.ProcCPUPerRun, goalReplicasMore, events(*more), base.ProcCPUPerRun, goalReplicasBase, events(*base))
-	return measuredGoal(g, r, r <= goalReplicasCPURatio)
-}

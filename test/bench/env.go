@@ -101,7 +101,8 @@ type env struct {
 	// profileDir, when set, receives leader profiles taken during each
 	// load step.
 	profileDir string
-	steps      int // load steps so far: each names its jobs anew
+	profileTag string // names a further cluster's profiles (burst: "5replicas")
+	steps      int    // load steps so far: each names its jobs anew
 }
 
 // startEnv starts the witness, then a cluster whose config holds jobs.

@@ -154,7 +154,7 @@ func defineFlags(f *flags, l *flagLists) {
 	flag.StringVar(&l.burstJobs, "burst-jobs", "500,1000,2000,4000,6000", "burst: jobs due every second, all on the same second, each a step (ours, then the reference)")
 	flag.DurationVar(&f.burst.warmup, "warmup", 8*time.Second, "burst: warm-up of each step before its window")
 	flag.DurationVar(&f.burst.grace, "burst-grace", 10*time.Second, "burst: how long after the window a tick due in it may still arrive and count as delivered")
-	flag.StringVar(&l.replicas, "replicas", "3", "burst: scheduler replicas of the steps' cluster; further counts each run one step of 1000 jobs on a cluster of their own (-replicas 3,5: issue 24's goal 6)")
+	flag.StringVar(&l.replicas, "replicas", "3", "burst: scheduler replicas of the steps' cluster; further counts each run one step of 1000 jobs on a cluster of their own, in order (-replicas 3,5,3: issue 24's goal 6, each 5-replica step over the 3-replica steps beside it)")
 	flag.IntVar(&f.burst.shards, "burst-shards", 0, "burst: a job of this many shards (1 to 256) due every second beside each step's jobs; its shard runs count as runs (0: none)")
 	flag.BoolVar(&f.burst.fsync, "burst-fsync", true, "burst: the etcd members fsync their log, as production members (and the peer's measured ones) do; false: --unsafe-no-fsync, as the other scenarios")
 	// 2048: above the runs due at once on a replica at 4,000 jobs (1,334
