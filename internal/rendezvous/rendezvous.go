@@ -5,7 +5,12 @@
 // assigned tick with it.
 package rendezvous
 
-import "hash/fnv"
+import (
+	"cmp"
+	"hash/fnv"
+	"slices"
+	"strings"
+)
 
 // Score is member's weight for key: the highest goes first.
 //
@@ -47,4 +52,28 @@ func Pick(members []string, key string) string {
 		}
 	}
 	return best
+}
+
+// Top is the k members of members that go first for key, in that order
+// (all of them, ranked, when they are k or fewer).
+func Top(members []string, key string, k int) []string {
+	type scored struct {
+		m string
+		s uint64
+	}
+	all := make([]scored, len(members))
+	for i, m := range members {
+		all[i] = scored{m, Score(key, m)}
+	}
+	slices.SortFunc(all, func(a, b scored) int {
+		if a.s != b.s {
+			return cmp.Compare(b.s, a.s)
+		}
+		return strings.Compare(a.m, b.m)
+	})
+	out := make([]string, 0, min(k, len(all)))
+	for _, x := range all[:min(k, len(all))] {
+		out = append(out, x.m)
+	}
+	return out
 }

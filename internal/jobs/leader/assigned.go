@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -111,17 +110,17 @@ func (l *leader) leanItem(cfg *config.Config, j *config.Job, now time.Time, b le
 // what is stored. applied tells which jobs were written.
 func (l *leader) authorize(ctx context.Context, win leanWin) (applied map[string]bool, err error) {
 	items := win.items
-	workers, ok := l.d.Workers.Lean()
+	live, ok := l.d.Workers.Lean()
 	if !ok {
 		return nil, fmt.Errorf("leader: assign %d jobs: a member left the lean protocol meanwhile: %w", len(items), assign.ErrConflict)
 	}
 	// The window's workers that are still live members: a window planned
 	// for one that left since goes to the others.
-	workers = slices.DeleteFunc(slices.Clone(win.workers), func(w string) bool { return !slices.Contains(workers, w) })
-	if len(workers) == 0 {
+	sets := win.workers.sets.among(live)
+	if sets == nil {
 		return nil, fmt.Errorf("leader: assign %d jobs: every worker planned for them left meanwhile: %w", len(items), assign.ErrConflict)
 	}
-	parts, err := l.store.Authorize(ctx, l.fence, leanWindow(items, workers))
+	parts, err := l.store.Authorize(ctx, l.fence, leanWindow(items, tickWorkers{sets, win.workers.turn}))
 	applied = map[string]bool{}
 	for _, p := range parts {
 		for _, job := range p.Jobs {

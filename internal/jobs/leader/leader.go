@@ -187,9 +187,6 @@ type leader struct {
 	// store writes the lean protocol's transactions (nil without a
 	// client).
 	store *assign.Store
-	// windowTurn is where the next lean window's workers begin among the
-	// live ones (nextWindowWorkers); the passes, one at a time, move it.
-	windowTurn int
 	// paused is each job's pause state as last looked at; sweep the jobs
 	// whose materialized ticks must be withdrawn first (withdraw.go), and
 	// gone the removed jobs whose ticks are still to withdraw, by the

@@ -83,17 +83,21 @@ func TestALeanJobsCursorMovesOncePerSeveralTicks(t *testing.T) {
 // holds as many jobs as its transaction takes cursors and assignments (an
 // assignment a worker and instant), so 300 jobs ticking every second come
 // to 25 runs an assignment on three workers, assigned ten ticks at a time
-// (four windows of 97, 97, 97 and 9 jobs; 40 runs at most). On seven, a
-// window goes to three of them (windowWorkers), the windows taking turns,
-// so as many runs an assignment, and each worker its share of the runs:
+// (four windows of 97, 97, 97 and 9 jobs; 40 runs at most). On seven,
+// whose places (max_parallel 64) an instant's 300 runs need all of, a
+// window's ticks of an instant go to three of them (windowWorkers), the
+// windows taking turns, so as many runs an assignment, and each worker its
+// share of the runs; on five with room for them, an instant's runs go to
+// three (an instant spread over five cost each run half as many revisions
+// again):
 // over all seven, a window of ten ticks held 57 jobs and an assignment 7
 // runs, and of five (a 5 s batch) 92 and 10, a cursor written twice as
 // often. Counted as an assignment per tick, a window held about 20 jobs,
 // and an assignment 7 runs at three workers: as many claims more.
 func TestManyJobsFillTheirAssignments(t *testing.T) {
 	for _, c := range []struct {
-		workers, least int
-	}{{3, 22}, {7, 22}} {
+		workers, least, maxParallel, perInstant int
+	}{{3, 22, 64, 3}, {7, 22, 64, 7}, {5, 22, 2048, 3}} {
 		t.Run(fmt.Sprintf("%d workers", c.workers), func(t *testing.T) {
 			prefix := fmt.Sprintf("/full%d/", c.workers)
 			cli, clock, layout := leanEtcd(t, prefix)
@@ -105,7 +109,9 @@ func TestManyJobsFillTheirAssignments(t *testing.T) {
 			for i := range c.workers {
 				members = append(members, memberKV(layout, fmt.Sprintf("r%d", i+1), int64(0x10*(i+1)), assign.Protocol))
 			}
-			l := newLeanLeader(t, cli, prefix, jobstest.Config(jobs...), clock, members...)
+			cfg := jobstest.Config(jobs...)
+			cfg.Worker.MaxParallel = c.maxParallel
+			l := newLeanLeader(t, cli, prefix, cfg, clock, members...)
 			l.d.Lookahead = LookaheadFor(5 * time.Second)
 			// Past the term's first passes (cut by farCap) and a full
 			// batch after them: the steady state.
@@ -120,6 +126,7 @@ func TestManyJobsFillTheirAssignments(t *testing.T) {
 			}
 			assignments, runs := 0, 0
 			byWorker := map[string]int{}
+			byInstant := map[time.Time]map[string]bool{}
 			for _, kv := range resp.Kvs {
 				a, err := assign.Decode(layout, string(kv.Key), kv.Value)
 				if err != nil {
@@ -128,10 +135,19 @@ func TestManyJobsFillTheirAssignments(t *testing.T) {
 				if a.At.After(steady) {
 					assignments, runs = assignments+1, runs+len(a.Jobs)
 					byWorker[a.Worker] += len(a.Jobs)
+					if byInstant[a.At] == nil {
+						byInstant[a.At] = map[string]bool{}
+					}
+					byInstant[a.At][a.Worker] = true
 				}
 			}
 			if len(byWorker) != c.workers {
 				t.Errorf("runs went to %d workers, want all %d: %v", len(byWorker), c.workers, byWorker)
+			}
+			for at, ws := range byInstant {
+				if len(ws) != c.perInstant {
+					t.Errorf("the runs at %s went to %d workers, want %d: %v", at, len(ws), c.perInstant, ws)
+				}
 			}
 			for w, n := range byWorker {
 				if share := float64(runs) / float64(c.workers); float64(n) < 0.6*share || float64(n) > 1.4*share {

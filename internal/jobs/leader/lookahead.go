@@ -124,9 +124,10 @@ type leanBatch struct {
 // 0.59 at three workers, 0.65 against 0.74 at five, 1.06 against 0.93 at
 // seven. Measured at three, the cursors' events fell by 0.04-0.11 a
 // replica a run and the operations by less than the model says (the extra
-// assignments); over five workers neither fell, so a window goes to three
-// at most (windowWorkers), where 10 s is the better. Ten ticks, not more:
-// a pass writes at most maxFarPerPass ticks beyond NearLookahead.
+// assignments); over five workers neither fell, so a window's ticks of an
+// instant go to three at most (windowWorkers), where 10 s is the better.
+// Ten ticks, not more: a pass writes at most maxFarPerPass ticks beyond
+// NearLookahead.
 func leanWindowBatch() leanBatch {
 	return leanBatch{grid: 10 * time.Second, ticks: maxFarPerPass}
 }
