@@ -147,7 +147,7 @@ func TestPositiveControl(t *testing.T) {
 	}
 }
 
-// lean5 is the lean workload on five replicas, where a window's ticks go
+// lean5 is the lean workload on five replicas, where an instant's ticks go
 // to three of them, the windows taking turns (leader/leanwindow.go), and
 // four are backups of each assignment: FAULT_PROFILE=lean5 alone, and in
 // long.
