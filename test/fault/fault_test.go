@@ -148,9 +148,8 @@ func TestPositiveControl(t *testing.T) {
 }
 
 // lean5 is the lean workload on five replicas, where an instant's ticks go
-// to three of them, the windows taking turns (leader/leanwindow.go), and
-// four are backups of each assignment: FAULT_PROFILE=lean5 alone, and in
-// long.
+// to the three ranked first for it (leader/leanwindow.go), and four are
+// backups of each assignment: FAULT_PROFILE=lean5 alone, and in long.
 func lean5() scenario {
 	return scenario{name: "long-lean5-ttl2s", ttl: 2 * time.Second, faults: repeat(every, len(every)), gap: 3 * time.Second,
 		warmup: 5 * time.Second, settle: 12 * time.Second, seed: seed(), lean: true, replicas: 5}
