@@ -32,6 +32,9 @@ type burstSide struct {
 	// "missed"): ticks the scheduler recorded as not run.
 	Skipped        float64 `json:"skipped_recorded"`
 	MissedRecorded float64 `json:"missed_recorded"`
+	// Records: the undelivered ticks' records by outcome, "none" for a
+	// tick without one (burstrecords.go); nil past maxRecordLookups.
+	Records map[string]int `json:"undelivered_records,omitempty"`
 	// Runs: witness arrivals of the step's jobs within the window.
 	Runs int `json:"runs"`
 	// ShardRuns: of Runs, those of the sharded job (-burst-shards).
@@ -129,7 +132,10 @@ func measureBurst(ctx context.Context, e *env, side *burstSide, w burstWindow) e
 	tl := tallyBurst(e.w.Runs(), w.jobPrefix, side.Jobs, t0, t1, t1.Add(w.grace))
 	tl.countShards(e.w.Runs(), w.shardJob, t0, t1)
 	side.apply(tl, perWindow(before, after, side.Seconds), len(e.c.Members))
-	return nil
+	if side.Engine == "ours" && side.Missed > 0 {
+		side.Records, err = e.recordsOf(ctx, undeliveredTicks(w.jobPrefix, side.Jobs, t0, t1, tl.seen))
+	}
+	return err
 }
 
 // perWindow is each counter's change from before to after, scaled to the
@@ -207,6 +213,7 @@ type burstTally struct {
 	due, delivered, duplicates, runs int
 	lateness                         []time.Duration
 	shardRuns                        int
+	seen                             map[string]bool // the ticks delivered, job@RFC3339Nano
 }
 
 // countShards adds the shard runs of job (if any) that arrived in
@@ -235,6 +242,7 @@ func tallyBurst(all []cluster.Run, jobPrefix string, jobs int, from, to, until t
 		}
 	}
 	seen := map[string]bool{}
+	t.seen = seen
 	for _, r := range all {
 		if !strings.HasPrefix(r.Job, jobPrefix) {
 			continue
@@ -270,8 +278,8 @@ func sleepUntil(ctx context.Context, t time.Time) error {
 
 // describe is the side's one-line summary for the progress log.
 func (s burstSide) describe() string {
-	return fmt.Sprintf("%s %d jobs: %.0f runs/s, delivered %s, lateness %s, missed %d (recorded skipped %.0f), cpu ms/run etcd %.3f + procs %.3f, revs/run %.3f, index ops/run %.2f, events/replica/run %s%s",
-		s.Engine, s.Jobs, s.RunsPerSec, pct(s.DeliveredFrac), s.Lateness, s.Missed, s.Skipped, s.EtcdCPUPerRun, s.ProcCPUPerRun, s.RevsPerRun, s.IndexOpsPerRun, events(s), kindsOf(s.EventsByKind))
+	return fmt.Sprintf("%s %d jobs: %.0f runs/s, delivered %s, lateness %s, missed %d (recorded skipped %.0f)%s, cpu ms/run etcd %.3f + procs %.3f, revs/run %.3f, index ops/run %.2f, events/replica/run %s%s",
+		s.Engine, s.Jobs, s.RunsPerSec, pct(s.DeliveredFrac), s.Lateness, s.Missed, s.Skipped, recordsNote(s.Records), s.EtcdCPUPerRun, s.ProcCPUPerRun, s.RevsPerRun, s.IndexOpsPerRun, events(s), kindsOf(s.EventsByKind))
 }
 
 // settle waits until etcd and the replicas are quiet (under quietCores

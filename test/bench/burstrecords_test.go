@@ -1,0 +1,47 @@
+package main
+
+import (
+	"testing"
+	"time"
+
+	"github.com/etcdsched/scheduler/internal/etcdtest"
+	"github.com/etcdsched/scheduler/internal/runs"
+)
+
+// The ticks a step did not deliver are looked up in etcd: each counted by
+// its record's outcome, and one with no record named as such.
+func TestUndeliveredTicksAreLookedUpByTheirRecords(t *testing.T) {
+	from := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	to := from.Add(2 * time.Second)
+	delivered := map[string]bool{
+		"b1-00000@" + from.Format(time.RFC3339Nano):                  true,
+		"b1-00001@" + from.Format(time.RFC3339Nano):                  true,
+		"b1-00000@" + from.Add(time.Second).Format(time.RFC3339Nano): true,
+	}
+	ticks := undeliveredTicks("b1-", 2, from, to, delivered)
+	if len(ticks) != 1 || ticks[0].job != "b1-00001" || !ticks[0].at.Equal(from.Add(time.Second)) {
+		t.Fatalf("undelivered %v, want b1-00001 at %s", ticks, from.Add(time.Second))
+	}
+	cli := etcdtest.Start(t).Client()
+	e := &env{cli: cli}
+	missing := []undelivered{{"b1-00001", from.Add(time.Second)}, {"b1-00002", from}, {"b1-00003", from}}
+	if _, err := cli.Put(t.Context(), layout.Record("b1-00001", runs.ID("b1-00001", from.Add(time.Second))), `{"outcome":"skipped"}`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.Put(t.Context(), layout.Record("b1-00002", runs.ID("b1-00002", from)), `{"outcome":"failed"}`); err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.recordsOf(t.Context(), missing)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got["skipped"] != 1 || got["failed"] != 1 || got["none"] != 1 {
+		t.Errorf("records %v, want one skipped, one failed, one none", got)
+	}
+	if note := recordsNote(got); note != " (records: NO RECORD 1, failed 1, skipped 1)" {
+		t.Errorf("note %q", note)
+	}
+	if got, _ := e.recordsOf(t.Context(), make([]undelivered, maxRecordLookups+1)); got != nil {
+		t.Errorf("past %d ticks: looked up %v, want none", maxRecordLookups, got)
+	}
+}
