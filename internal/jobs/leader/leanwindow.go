@@ -2,6 +2,7 @@ package leader
 
 import (
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/etcdsched/scheduler/config"
@@ -79,9 +80,13 @@ func instantWorkersFor(cfg *config.Config) int {
 // instantSets are each instant's workers: the k live workers rendezvous
 // ranks first for it, so that every window, pass and leader gives an
 // instant the same ones, and the instants take turns over the workers.
+// A pass's windows share one and are authorized at once (pass.go):
+// splitLean's costing has computed every instant of theirs by then, so
+// they only read it, but the lock does not rest on that.
 type instantSets struct {
 	all  []string
 	k    int
+	mu   sync.Mutex
 	byAt map[int64][]string // as computed
 }
 
@@ -109,6 +114,8 @@ func (s *instantSets) at(at time.Time) []string {
 		return s.all
 	}
 	n := at.UnixNano()
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	ws, ok := s.byAt[n]
 	if !ok {
 		ws = rendezvous.Top(s.all, at.UTC().Format(runs.TimeFormat), s.k)
