@@ -208,17 +208,17 @@ func burstOurs(ctx context.Context, e *env, bc burstConfig, n int) (burstSide, e
 	for _, r := range e.c.Replicas {
 		procs = append(procs, r.Pid())
 	}
+	w := burstWindow{procs: procs, replicaURL: e.replicaMetricURLs(), jobPrefix: step, window: bc.window, grace: bc.grace}
 	if e.profileDir != "" {
-		// The leader's and etcd's CPU over 10 s of the window.
-		done := make(chan struct{})
+		// The replicas' and etcd's CPU over 10 s of the window.
 		name := fmt.Sprintf("burst-%d", n)
 		if e.profileTag != "" {
 			name += "-" + e.profileTag // a step of -replicas 3,5 beyond the first count
 		}
-		go func() { defer close(done); saveProfiles(ctx, e, e.profileDir, name) }()
-		defer func() { <-done }()
+		var wait func()
+		w.atStart, wait = profileAtStart(func() { saveProfiles(ctx, e, e.profileDir, name) })
+		defer wait()
 	}
-	w := burstWindow{procs: procs, replicaURL: e.replicaMetricURLs(), jobPrefix: step, window: bc.window, grace: bc.grace}
 	if bc.shards > 0 {
 		w.shardJob = shardJob(step)
 	}
@@ -247,16 +247,16 @@ func burstReference(ctx context.Context, e *env, bc burstConfig, n int) (burstSi
 	if err := sleepUntil(ctx, time.Now().Add(bc.warmup)); err != nil {
 		return side, err
 	}
+	w := burstWindow{procs: procs.pids(), jobPrefix: step, window: bc.window, grace: bc.grace}
 	if e.profileDir != "" {
 		// etcd's CPU over 10 s of the window, as for ours.
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
+		var wait func()
+		w.atStart, wait = profileAtStart(func() {
 			saveEtcdProfiles(ctx, e, filepath.Join(e.profileDir, "profiles"), fmt.Sprintf("burst-%d-reference", n))
-		}()
-		defer func() { <-done }()
+		})
+		defer wait()
 	}
-	err = measureBurst(ctx, e, &side, burstWindow{procs: procs.pids(), jobPrefix: step, window: bc.window, grace: bc.grace})
+	err = measureBurst(ctx, e, &side, w)
 	logf("burst: %s", side.describe())
 	return side, err
 }
@@ -275,4 +275,23 @@ func (e *env) freshWitness(ctx context.Context) error {
 	e.w.Close()
 	e.w = w
 	return nil
+}
+
+// profileAtStart is a window's atStart that runs save (a profile of the
+// window's first seconds) beside the step, and a wait for it: nothing to
+// wait for when the window never started. Started at the window, not
+// before, a profile leaves out the bench's own reads of the replicas'
+// metrics just before it (at 1,000 jobs 7-12 % of a merged replica profile).
+func profileAtStart(save func()) (atStart, wait func()) {
+	done := make(chan struct{})
+	started := false
+	atStart = func() {
+		started = true
+		go func() { defer close(done); save() }()
+	}
+	return atStart, func() {
+		if started {
+			<-done
+		}
+	}
 }

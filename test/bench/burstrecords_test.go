@@ -45,3 +45,17 @@ func TestUndeliveredTicksAreLookedUpByTheirRecords(t *testing.T) {
 		t.Errorf("past %d ticks: looked up %v, want none", maxRecordLookups, got)
 	}
 }
+
+// A step's profiles start with its window and are waited for; a window
+// that never opened leaves nothing to wait for.
+func TestProfilesStartWithTheWindow(t *testing.T) {
+	_, wait := profileAtStart(func() { t.Error("saved though the window never opened") })
+	wait() // returns: nothing started
+	saved := false
+	atStart, wait := profileAtStart(func() { saved = true })
+	atStart()
+	wait()
+	if !saved {
+		t.Error("wait returned before the profile was saved")
+	}
+}

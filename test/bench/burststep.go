@@ -83,6 +83,9 @@ const (
 // burstWindow is where a side is measured: its processes and the metric
 // endpoints of its replicas (none for the reference).
 type burstWindow struct {
+	// atStart, when set, is called as the window opens (after the
+	// counters' first read): the profiles start there.
+	atStart    func()
 	procs      []int
 	replicaURL []string
 	jobPrefix  string
@@ -116,6 +119,9 @@ func measureBurst(ctx context.Context, e *env, side *burstSide, w burstWindow) e
 		return err
 	}
 	mark0, start := markCPU(pids), time.Now()
+	if w.atStart != nil {
+		w.atStart()
+	}
 	if err := sleepUntil(ctx, t1); err != nil {
 		return err
 	}
