@@ -3,7 +3,6 @@ package worker
 import (
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -95,11 +94,7 @@ func (m *members) passedOver(self, key string, now, until time.Time) []string {
 // orderLocked is the rendezvous order of the members ids for key, those
 // suspect at now left out (never self).
 func (m *members) orderLocked(ids []string, self, key string, now time.Time) []string {
-	type scored struct {
-		id    string
-		score uint64
-	}
-	list := make([]scored, 0, len(ids))
+	kept := make([]string, 0, len(ids))
 	for _, id := range ids {
 		if until, ok := m.suspects[id]; ok && id != self {
 			if until.After(now) {
@@ -107,22 +102,9 @@ func (m *members) orderLocked(ids []string, self, key string, now time.Time) []s
 			}
 			delete(m.suspects, id)
 		}
-		list = append(list, scored{id, rendezvous.Score(key, id)})
+		kept = append(kept, id)
 	}
-	slices.SortFunc(list, func(a, b scored) int {
-		if a.score != b.score {
-			if a.score > b.score {
-				return -1
-			}
-			return 1
-		}
-		return strings.Compare(a.id, b.id)
-	})
-	out := make([]string, len(list))
-	for i, s := range list {
-		out[i] = s.id
-	}
-	return out
+	return rendezvous.Top(kept, key, len(kept))
 }
 
 // rankWithout is self's place in the rendezvous order of live members for
