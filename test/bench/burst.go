@@ -168,13 +168,17 @@ func ceiling(sides []burstSide) int {
 func burstJobs(step string, n, shards int) []jobSpec {
 	jobs := make([]jobSpec, n)
 	for i := range jobs {
-		jobs[i] = jobSpec{Name: fmt.Sprintf("%s%05d", step, i), Schedule: "* * * * * *", DefaultDeadlines: true}
+		jobs[i] = jobSpec{Name: burstJobName(step, i), Schedule: "* * * * * *", DefaultDeadlines: true}
 	}
 	if shards > 0 {
 		jobs = append(jobs, jobSpec{Name: shardJob(step), Schedule: "* * * * * *", DefaultDeadlines: true, Shards: shards})
 	}
 	return jobs
 }
+
+// burstJobName is the name of a step's i-th job, ours or the reference's:
+// the tally counts the ticks of the names under the step's prefix.
+func burstJobName(step string, i int) string { return fmt.Sprintf("%s%05d", step, i) }
 
 // shardJob is the name of a step's sharded job: outside the step's prefix,
 // so its shard runs are not counted as ticks of the step's jobs.

@@ -32,17 +32,14 @@ type undelivered struct {
 	at  time.Time
 }
 
-// undeliveredTicks are those of jobs named prefix%05d (n of them) due on
-// the whole seconds of [from, to) not in delivered (job@RFC3339Nano).
-func undeliveredTicks(prefix string, n int, from, to time.Time, delivered map[string]bool) []undelivered {
+// undeliveredTicks are those of the step's n jobs (burstJobName) due on
+// the whole seconds of [from, to) not in delivered (by tickKey).
+func undeliveredTicks(step string, n int, from, to time.Time, delivered map[string]bool) []undelivered {
 	var out []undelivered
-	for s := from.Truncate(time.Second); s.Before(to); s = s.Add(time.Second) {
-		if s.Before(from) {
-			continue
-		}
+	for _, s := range dueSeconds(from, to) {
 		for i := range n {
-			job := fmt.Sprintf("%s%05d", prefix, i)
-			if !delivered[job+"@"+s.Format(time.RFC3339Nano)] {
+			job := burstJobName(step, i)
+			if !delivered[tickKey(job, s)] {
 				out = append(out, undelivered{job, s})
 			}
 		}

@@ -219,7 +219,7 @@ type burstTally struct {
 	due, delivered, duplicates, runs int
 	lateness                         []time.Duration
 	shardRuns                        int
-	seen                             map[string]bool // the ticks delivered, job@RFC3339Nano
+	seen                             map[string]bool // the ticks delivered, by tickKey
 }
 
 // countShards adds the shard runs of job (if any) that arrived in
@@ -241,12 +241,7 @@ func (t *burstTally) countShards(all []cluster.Run, job string, from, to time.Ti
 // them that arrived before until (once each; a second arrival is a
 // duplicate), their lateness, and every arrival in [from, to).
 func tallyBurst(all []cluster.Run, jobPrefix string, jobs int, from, to, until time.Time) burstTally {
-	var t burstTally
-	for s := from.Truncate(time.Second); s.Before(to); s = s.Add(time.Second) {
-		if !s.Before(from) {
-			t.due += jobs
-		}
-	}
+	t := burstTally{due: jobs * len(dueSeconds(from, to))}
 	seen := map[string]bool{}
 	t.seen = seen
 	for _, r := range all {
@@ -259,7 +254,7 @@ func tallyBurst(all []cluster.Run, jobPrefix string, jobs int, from, to, until t
 		if r.ScheduledAt.Before(from) || !r.ScheduledAt.Before(to) || !r.Start.Before(until) {
 			continue
 		}
-		key := r.Job + "@" + r.ScheduledAt.Format(time.RFC3339Nano)
+		key := tickKey(r.Job, r.ScheduledAt)
 		if seen[key] {
 			t.duplicates++
 			continue
@@ -270,6 +265,21 @@ func tallyBurst(all []cluster.Run, jobPrefix string, jobs int, from, to, until t
 	}
 	return t
 }
+
+// dueSeconds are the whole seconds in [from, to): when a step's jobs
+// are due.
+func dueSeconds(from, to time.Time) []time.Time {
+	var out []time.Time
+	for s := from.Truncate(time.Second); s.Before(to); s = s.Add(time.Second) {
+		if !s.Before(from) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// tickKey names a job's tick due at at in a tally's set of ticks.
+func tickKey(job string, at time.Time) string { return job + "@" + at.Format(time.RFC3339Nano) }
 
 func sleepUntil(ctx context.Context, t time.Time) error {
 	timer := time.NewTimer(time.Until(t))

@@ -140,7 +140,7 @@ func createRefJobs(ctx context.Context, cli *clientv3.Client, o refWorkerOptions
 		var ops []clientv3.Op
 		var batch []*refJob
 		for i := lo; i < min(lo+100, o.to); i++ {
-			j := &refJob{name: fmt.Sprintf("%s%05d", o.name, i), key: fmt.Sprintf("%sjobs/%05d", o.prefix, i)}
+			j := &refJob{name: burstJobName(o.name, i), key: fmt.Sprintf("%sjobs/%05d", o.prefix, i)}
 			batch = append(batch, j)
 			ops = append(ops, clientv3.OpPut(j.key, "0"))
 		}

@@ -45,23 +45,18 @@ func replicasGoal(b *burstResult) goal {
 // ran: the first cluster's step, then each further -replicas count's.
 func (b *burstResult) replicasSides() []burstSide {
 	var out []burstSide
-	for _, st := range b.Steps {
-		if st.Ours.Jobs == goalReplicasJobs {
-			out = append(out, st.Ours)
-		}
-	}
-	for _, s := range b.ReplicaSteps {
-		if s.Jobs == goalReplicasJobs {
+	add := func(s burstSide) {
+		if s.Jobs == goalReplicasJobs && s.Runs > 0 && s.ProcCPUPerRun > 0 {
 			out = append(out, s)
 		}
 	}
-	kept := out[:0]
-	for _, s := range out {
-		if s.Runs > 0 && s.ProcCPUPerRun > 0 {
-			kept = append(kept, s)
-		}
+	for _, st := range b.Steps {
+		add(st.Ours)
 	}
-	return kept
+	for _, s := range b.ReplicaSteps {
+		add(s)
+	}
+	return out
 }
 
 // bracket is a 5-replica step and the 3-replica steps next to it.
