@@ -65,7 +65,7 @@ type scenario struct {
 	// sharded job to check.
 	lean bool
 	// replicas is the cluster's replica count (0: cluster.Options'
-	// three): from four on, a lean window goes to three of them.
+	// three): from four on, an instant's lean ticks go to three of them.
 	replicas int
 }
 
