@@ -1,6 +1,7 @@
 package jobs_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -31,6 +32,17 @@ func TestMaxRunsAcrossALeaderKill(t *testing.T) {
 	poll.For(t, 60*time.Second, "remaining_runs 0", func() bool {
 		st, err := second.engine.Job(t.Context(), "limited")
 		return err == nil && st.RemainingRuns != nil && *st.RemainingRuns == 0
+	})
+	// remaining_runs reaches 0 as the sixth tick is materialized, up to a
+	// lookahead before it is due (a new leader plans its whole lookahead at
+	// once), and a run the crashed replica held waits for its session:
+	// wait for the six to reach the target, saying what the others became.
+	poll.Until(t, 60*time.Second, "six runs at the target", func() (bool, string) {
+		ids := map[string]bool{}
+		for _, h := range w.finished("limited") {
+			ids[h.RunID] = true
+		}
+		return len(ids) >= 6, fmt.Sprintf("%d reached; records %v", len(ids), outcomes(records(t, second.client, "limited")))
 	})
 	// The clock goes on: the leader moves the cursor past three more
 	// ticks without running them.
