@@ -116,7 +116,7 @@ func overloadGoal(b *burstResult) goal {
 	if o.Due > 0 {
 		unacc = o.unaccounted() / float64(o.Due)
 	}
-	g.Measured = fmt.Sprintf("%d jobs: %.0f runs/s (ceiling %d); of %d ticks due %d ran, %.0f recorded skipped (%.0f missed), %s unaccounted; p50 %.0f ms",
-		o.Jobs, o.RunsPerSec, b.CeilingOurs, o.Due, o.Delivered, o.Skipped, o.MissedRecorded, pct(unacc), o.Lateness.P50)
+	g.Measured = fmt.Sprintf("%d jobs: %.0f runs/s (ceiling %d); of %d ticks due %d ran, %.0f recorded skipped (%.0f missed), %s unaccounted (%s); p50 %.0f ms",
+		o.Jobs, o.RunsPerSec, b.CeilingOurs, o.Due, o.Delivered, o.Skipped, o.MissedRecorded, pct(unacc), o.unaccountedBy(), o.Lateness.P50)
 	return measuredGoal(g, r, r >= goalOverloadRuns && unacc <= goalOverloadUnacc && o.Lateness.N > 0 && o.Lateness.P50 < goalOverloadP50Ms)
 }

@@ -10,6 +10,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/runs"
 )
 
@@ -18,12 +19,18 @@ import (
 // failed: a target call that failed reached no witness), or it has none,
 // which is what G2 forbids. The skipped counter's change over the window
 // only approximates this: ticks recorded before the window opened or after
-// it closed, and records that are not skips, blur it.
+// it closed, and records that are not skips, blur it; so when the ticks
+// were looked up, they are what the step's unaccounted ticks are counted
+// from (burstSide.unaccounted).
+//
+// A job keeps skipped_history_limit records of ticks that did not run
+// (the bench leaves the default) and prunes the oldest beyond it: a tick
+// without a record, older than the oldest such record its job still has
+// while it has that many, was pruned, not lost ("pruned", told apart).
 
-// maxRecordLookups bounds the lookups: a step far past the ceiling misses
-// tens of thousands of ticks, whose records the skipped counter counts
-// well enough (and history_limit prunes).
-const maxRecordLookups = 2000
+// maxRecordLookups bounds the lookups (a transaction of 100 reads each):
+// twice the ceiling for a 20 s window misses some tens of thousands.
+const maxRecordLookups = 100_000
 
 // undelivered is a tick of the step's jobs due in the window that no run
 // of it reached the witness by the grace.
@@ -48,12 +55,14 @@ func undeliveredTicks(step string, n int, from, to time.Time, delivered map[stri
 }
 
 // recordsOf counts the outcomes of ticks' records ("none" for a tick with
-// no record), or nil when they are more than maxRecordLookups.
+// no record, "pruned" for one its job's history has pruned), or nil when
+// they are more than maxRecordLookups.
 func (e *env) recordsOf(ctx context.Context, ticks []undelivered) (map[string]int, error) {
 	if len(ticks) > maxRecordLookups {
 		return nil, nil
 	}
 	out := map[string]int{}
+	var none []undelivered
 	const perTxn = 100 // under etcd's --max-txn-ops
 	for len(ticks) > 0 {
 		batch := ticks[:min(perTxn, len(ticks))]
@@ -66,22 +75,70 @@ func (e *env) recordsOf(ctx context.Context, ticks []undelivered) (map[string]in
 		if err != nil {
 			return nil, fmt.Errorf("bench: reading the records of undelivered ticks: %w", err)
 		}
-		for _, r := range resp.Responses {
+		for i, r := range resp.Responses {
 			kvs := r.GetResponseRange().GetKvs()
 			if len(kvs) == 0 {
-				out["none"]++
+				none = append(none, batch[i])
 				continue
 			}
-			var rec struct {
-				Outcome string `json:"outcome"`
-			}
-			if json.Unmarshal(kvs[0].Value, &rec) != nil || rec.Outcome == "" {
-				rec.Outcome = "unreadable"
-			}
-			out[rec.Outcome]++
+			out[recordOutcome(kvs[0].Value)]++
 		}
 	}
-	return out, nil
+	return out, e.prunedOrNone(ctx, none, out)
+}
+
+// recordOutcome is a stored record's outcome, "unreadable" when it has none.
+func recordOutcome(v []byte) string {
+	var rec struct {
+		Outcome string `json:"outcome"`
+	}
+	if json.Unmarshal(v, &rec) != nil || rec.Outcome == "" {
+		return "unreadable"
+	}
+	return rec.Outcome
+}
+
+// prunedOrNone counts each of ticks, which have no record, in out as
+// "pruned" when its job holds skipped_history_limit records of ticks that
+// did not run, all due after it, else as "none".
+func (e *env) prunedOrNone(ctx context.Context, ticks []undelivered, out map[string]int) error {
+	oldest := map[string]string{} // job -> its oldest not-run record's run id; "" while under the limit
+	for _, t := range ticks {
+		first, ok := oldest[t.job]
+		if !ok {
+			var err error
+			if first, err = e.oldestNotRun(ctx, t.job); err != nil {
+				return err
+			}
+			oldest[t.job] = first
+		}
+		if first != "" && runs.ID(t.job, t.at) < first { // ids of whole seconds sort by time
+			out["pruned"]++
+		} else {
+			out["none"]++
+		}
+	}
+	return nil
+}
+
+// oldestNotRun is the run id of job's oldest record of a tick that did not
+// run (skipped, missed), when it holds skipped_history_limit of them or
+// more; "" otherwise.
+func (e *env) oldestNotRun(ctx context.Context, job string) (string, error) {
+	resp, err := e.cli.Get(ctx, layout.JobRuns(job), clientv3.WithPrefix())
+	if err != nil {
+		return "", fmt.Errorf("bench: reading the records of %s: %w", job, err)
+	}
+	var ids []string
+	for _, kv := range resp.Kvs { // in key order: by due time
+		if o := recordOutcome(kv.Value); o == string(runs.Skipped) || o == string(runs.Missed) {
+			ids = append(ids, strings.TrimPrefix(string(kv.Key), layout.JobRuns(job)))
+		}
+	}
+	if len(ids) < config.DefaultSkippedHistoryLimit {
+		return "", nil
+	}
+	return ids[0], nil
 }
 
 // recordsNote is " (records: skipped 35, failed 5)", "" when there were no
@@ -96,7 +153,7 @@ func recordsNote(byOutcome map[string]int) string {
 	}
 	var rest []string
 	for k := range byOutcome {
-		if k != "none" {
+		if k != "none" && byOutcome[k] > 0 {
 			rest = append(rest, k)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/etcdtest"
 	"github.com/etcdsched/scheduler/internal/runs"
 )
@@ -43,6 +44,48 @@ func TestUndeliveredTicksAreLookedUpByTheirRecords(t *testing.T) {
 	}
 	if got, _ := e.recordsOf(t.Context(), make([]undelivered, maxRecordLookups+1)); got != nil {
 		t.Errorf("past %d ticks: looked up %v, want none", maxRecordLookups, got)
+	}
+}
+
+// A tick with no record whose job holds skipped_history_limit records of
+// ticks that did not run, all due after it, was pruned by the job's
+// history: accounted, and told apart from one with no record, which is
+// what the step's unaccounted ticks are then counted from.
+func TestAPrunedTickIsToldApartFromOneWithNoRecord(t *testing.T) {
+	from := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	cli := etcdtest.Start(t).Client()
+	e := &env{cli: cli}
+	put := func(job string, at time.Time, outcome string) {
+		t.Helper()
+		if _, err := cli.Put(t.Context(), layout.Record(job, runs.ID(job, at)), `{"outcome":"`+outcome+`"}`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range config.DefaultSkippedHistoryLimit {
+		put("full", from.Add(time.Duration(i+1)*time.Second), "skipped")
+		put("short", from.Add(time.Duration(i+1)*time.Second), "succeeded")
+	}
+	put("short", from.Add(time.Hour), "skipped")
+	missing := []undelivered{
+		{"full", from},                  // older than every not-run record of a full history: pruned
+		{"full", from.Add(time.Minute)}, // newer than the oldest: not pruned
+		{"short", from},                 // the job holds one not-run record: nothing pruned
+		{"nothing", from},               // no record of the job at all
+	}
+	got, err := e.recordsOf(t.Context(), missing)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got["pruned"] != 1 || got["none"] != 3 {
+		t.Errorf("records %v, want one pruned, three none", got)
+	}
+	s := burstSide{Due: 100, Delivered: 50, Skipped: 50, Records: got}
+	if s.unaccounted() != 3 {
+		t.Errorf("unaccounted %v with the lookups %v, want 3 (the skipped counter says 0)", s.unaccounted(), got)
+	}
+	s.Records = nil
+	if s.unaccounted() != 0 {
+		t.Errorf("unaccounted %v without lookups, want the counter's 0", s.unaccounted())
 	}
 }
 

@@ -33,7 +33,8 @@ type burstSide struct {
 	Skipped        float64 `json:"skipped_recorded"`
 	MissedRecorded float64 `json:"missed_recorded"`
 	// Records: the undelivered ticks' records by outcome, "none" for a
-	// tick without one (burstrecords.go); nil past maxRecordLookups.
+	// tick without one, "pruned" for one its job's history pruned
+	// (burstrecords.go); nil past maxRecordLookups.
 	Records map[string]int `json:"undelivered_records,omitempty"`
 	// Runs: witness arrivals of the step's jobs within the window.
 	Runs int `json:"runs"`
@@ -70,9 +71,23 @@ func (s burstSide) held() bool {
 	return s.Due > 0 && s.DeliveredFrac >= burstHeldDelivered && s.Lateness.N > 0 && s.Lateness.P99 < burstHeldP99Ms
 }
 
-// unaccounted: ticks due that neither ran nor were recorded as skipped.
+// unaccounted: ticks due that neither reached the target nor have a
+// record, counted from the lookups when they were made (a tick pruned by
+// its job's history is accounted: burstrecords.go), else estimated from
+// the skipped counter's change over the window.
 func (s burstSide) unaccounted() float64 {
+	if s.Records != nil {
+		return float64(s.Records["none"] + s.Records["unreadable"])
+	}
 	return max(0, float64(s.Due-s.Delivered)-s.Skipped)
+}
+
+// unaccountedBy says what unaccounted counted from.
+func (s burstSide) unaccountedBy() string {
+	if s.Records != nil {
+		return "by the records looked up"
+	}
+	return "by the skipped counter"
 }
 
 const (

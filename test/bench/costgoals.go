@@ -159,8 +159,8 @@ func costOverloadGoal(b *burstResult) goal {
 		shedOps = max(0, float64(o.Runs)*(o.IndexOpsPerRun-ceil.IndexOpsPerRun)) / o.Skipped
 	}
 	r := o.RunsPerSec / float64(b.CeilingOurs)
-	g.Measured = fmt.Sprintf("%d jobs: %.0f runs/s (ceiling %d); %.0f recorded skipped, %s unaccounted; %.1f index operations per shed tick (%.2f per run there, %.2f at the ceiling)",
-		o.Jobs, o.RunsPerSec, b.CeilingOurs, o.Skipped, pct(unacc), shedOps, o.IndexOpsPerRun, ceil.IndexOpsPerRun)
+	g.Measured = fmt.Sprintf("%d jobs: %.0f runs/s (ceiling %d); %.0f recorded skipped, %s unaccounted (%s); %.1f index operations per shed tick (%.2f per run there, %.2f at the ceiling)",
+		o.Jobs, o.RunsPerSec, b.CeilingOurs, o.Skipped, pct(unacc), o.unaccountedBy(), shedOps, o.IndexOpsPerRun, ceil.IndexOpsPerRun)
 	return measuredGoal(g, r, r >= goalCostOverload && unacc <= goalOverloadUnacc && shedOps <= goalCostShedOps)
 }
 
