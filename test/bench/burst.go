@@ -227,7 +227,7 @@ func burstOurs(ctx context.Context, e *env, bc burstConfig, n int) (burstSide, e
 		w.shardJob = shardJob(step)
 	}
 	err := measureBurst(ctx, e, &side, w)
-	logf("burst: %s", side.describe())
+	logBurstSide(side)
 	return side, err
 }
 
@@ -261,7 +261,7 @@ func burstReference(ctx context.Context, e *env, bc burstConfig, n int) (burstSi
 		defer wait()
 	}
 	err = measureBurst(ctx, e, &side, w)
-	logf("burst: %s", side.describe())
+	logBurstSide(side)
 	return side, err
 }
 

@@ -42,6 +42,8 @@ type burstSide struct {
 	ShardRuns  int     `json:"shard_runs,omitempty"`
 	RunsPerSec float64 `json:"runs_per_s"`
 	Lateness   dist    `json:"lateness"` // of the delivered ticks: arrival - due
+	// PerSecond: the figures of each due second of the window.
+	PerSecond []secondFigures `json:"per_second,omitempty"`
 	// CPU by group in cores ("etcd", "procs", "bench", "other", "steal");
 	// the per-run figures are ms of CPU per run in the window.
 	CPU           map[string]float64 `json:"cpu_cores"`
@@ -153,6 +155,7 @@ func measureBurst(ctx context.Context, e *env, side *burstSide, w burstWindow) e
 	tl := tallyBurst(e.w.Runs(), w.jobPrefix, side.Jobs, t0, t1, t1.Add(w.grace))
 	tl.countShards(e.w.Runs(), w.shardJob, t0, t1)
 	side.apply(tl, perWindow(before, after, side.Seconds), len(e.c.Members))
+	side.PerSecond = timeline(tl.bySecond, side.Jobs, t0, t1)
 	if side.Engine == "ours" && side.Missed > 0 {
 		side.Records, err = e.recordsOf(ctx, undeliveredTicks(w.jobPrefix, side.Jobs, t0, t1, tl.seen))
 	}
@@ -233,6 +236,7 @@ func (s *burstSide) apply(tl burstTally, d map[string]float64, members int) {
 type burstTally struct {
 	due, delivered, duplicates, runs int
 	lateness                         []time.Duration
+	bySecond                         map[int64][]time.Duration // lateness by due second (bursttimeline.go)
 	shardRuns                        int
 	seen                             map[string]bool // the ticks delivered, by tickKey
 }
@@ -256,7 +260,7 @@ func (t *burstTally) countShards(all []cluster.Run, job string, from, to time.Ti
 // them that arrived before until (once each; a second arrival is a
 // duplicate), their lateness, and every arrival in [from, to).
 func tallyBurst(all []cluster.Run, jobPrefix string, jobs int, from, to, until time.Time) burstTally {
-	t := burstTally{due: jobs * len(dueSeconds(from, to))}
+	t := burstTally{due: jobs * len(dueSeconds(from, to)), bySecond: map[int64][]time.Duration{}}
 	seen := map[string]bool{}
 	t.seen = seen
 	for _, r := range all {
@@ -277,6 +281,7 @@ func tallyBurst(all []cluster.Run, jobPrefix string, jobs int, from, to, until t
 		seen[key] = true
 		t.delivered++
 		t.lateness = append(t.lateness, r.Start.Sub(r.ScheduledAt))
+		t.bySecond[r.ScheduledAt.Unix()] = append(t.bySecond[r.ScheduledAt.Unix()], r.Start.Sub(r.ScheduledAt))
 	}
 	return t
 }

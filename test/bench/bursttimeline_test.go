@@ -1,0 +1,44 @@
+package main
+
+import (
+	"testing"
+	"time"
+
+	"github.com/etcdsched/scheduler/test/cluster"
+)
+
+// A step's timeline has each due second of the window: its ticks due, the
+// first arrivals of those delivered (a duplicate does not count twice) and
+// their lateness; a second nothing arrived for says so.
+func TestTimelineHasEachDueSecond(t *testing.T) {
+	from := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	to := from.Add(3 * time.Second)
+	run := func(job string, due time.Time, late time.Duration) cluster.Run {
+		return cluster.Run{Job: job, ScheduledAt: due, Start: due.Add(late)}
+	}
+	all := []cluster.Run{
+		run("b1-00000", from, 10*time.Millisecond),
+		run("b1-00001", from, 30*time.Millisecond),
+		run("b1-00001", from, 900*time.Millisecond), // a duplicate
+		run("b1-00000", from.Add(time.Second), 2*time.Second),
+		run("b1-00000", from.Add(3*time.Second), 0), // after the window
+	}
+	tl := tallyBurst(all, "b1-", 2, from, to, to.Add(10*time.Second))
+	secs := timeline(tl.bySecond, 2, from, to)
+	if len(secs) != 3 {
+		t.Fatalf("%d seconds, want 3: %+v", len(secs), secs)
+	}
+	want := []struct {
+		delivered int
+		p99       float64
+	}{{2, 30}, {1, 2000}, {0, 0}}
+	for i, w := range want {
+		s := secs[i]
+		if !s.At.Equal(from.Add(time.Duration(i)*time.Second)) || s.Due != 2 || s.Delivered != w.delivered || s.Lateness.P99 != w.p99 {
+			t.Errorf("second %d: %+v, want due 2, delivered %d, p99 %.0f ms", i, s, w.delivered, w.p99)
+		}
+	}
+	if note := timelineNote(secs); note != "by due second (s delivered p50/p99 ms): 00 100.0% 10/30, 01 50.0% 2000/2000, 02 0.0% 0/0" {
+		t.Errorf("note %q", note)
+	}
+}
