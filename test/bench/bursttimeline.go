@@ -11,7 +11,9 @@ import (
 // ways that its totals do not tell apart: every second a little late (the
 // host short of CPU for the load), or some seconds very late and the rest
 // on time (a stall: a pause, a burst of other work, a spiral that sheds).
-// The progress line prints the timeline of a step that did not hold.
+// A step held can still have a p99 far above its p50: some seconds late
+// as a whole (a stall before the instant's runs start) or a tail in every
+// second. The progress log prints every step's timeline.
 
 // secondFigures are the ticks of one due second: how many were due and
 // delivered, and the delivered ones' lateness.
@@ -48,11 +50,14 @@ func timelineNote(secs []secondFigures) string {
 	return "by due second (s delivered p50/p99 ms): " + strings.Join(parts, ", ")
 }
 
-// logBurstSide prints the side's summary, and its timeline when it did
-// not hold.
+// logBurstSide prints the side's summary and its timeline.
 func logBurstSide(s burstSide) {
 	logf("burst: %s", s.describe())
-	if s.Due > 0 && !s.held() {
-		logf("burst: %s %d jobs, not held: %s", s.Engine, s.Jobs, timelineNote(s.PerSecond))
+	if s.Due > 0 {
+		held := "held"
+		if !s.held() {
+			held = "not held"
+		}
+		logf("burst: %s %d jobs, %s: %s", s.Engine, s.Jobs, held, timelineNote(s.PerSecond))
 	}
 }

@@ -18,6 +18,13 @@ const (
 	mvccPut    = "etcd_mvcc_put_total"
 	mvccDelete = "etcd_mvcc_delete_total"
 	mvccTxn    = "etcd_mvcc_txn_total"
+	// The members' disk: a start mark waits for its fsync, so one that
+	// stalls makes a whole instant late (a bare client's call does not
+	// wait). All fsyncs and backend commits, and those within 64 ms.
+	walFsyncs       = "etcd_disk_wal_fsync_duration_seconds_count"
+	walFsyncsFast   = `etcd_disk_wal_fsync_duration_seconds_bucket{le="0.064"}`
+	diskCommits     = "etcd_disk_backend_commit_duration_seconds_count"
+	diskCommitsFast = `etcd_disk_backend_commit_duration_seconds_bucket{le="0.064"}`
 	// watchEvents: the events each replica's etcd client decoded
 	// (internal/watch.EventCounter).
 	watchEvents = "scheduler_watch_events_total"
