@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -87,15 +86,14 @@ func (e *env) recordsOf(ctx context.Context, ticks []undelivered) (map[string]in
 	return out, e.prunedOrNone(ctx, none, out)
 }
 
-// recordOutcome is a stored record's outcome, "unreadable" when it has none.
+// recordOutcome is a stored record's outcome (runs.DecodeRecord),
+// "unreadable" when it does not decode or has none.
 func recordOutcome(v []byte) string {
-	var rec struct {
-		Outcome string `json:"outcome"`
-	}
-	if json.Unmarshal(v, &rec) != nil || rec.Outcome == "" {
+	rec, err := runs.DecodeRecord(v)
+	if err != nil || rec.Outcome == "" {
 		return "unreadable"
 	}
-	return rec.Outcome
+	return string(rec.Outcome)
 }
 
 // prunedOrNone counts each of ticks, which have no record, in out as
@@ -129,16 +127,18 @@ func (e *env) oldestNotRun(ctx context.Context, job string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("bench: reading the records of %s: %w", job, err)
 	}
-	var ids []string
+	first, n := "", 0
 	for _, kv := range resp.Kvs { // in key order: by due time
 		if o := recordOutcome(kv.Value); o == string(runs.Skipped) || o == string(runs.Missed) {
-			ids = append(ids, strings.TrimPrefix(string(kv.Key), layout.JobRuns(job)))
+			if n++; n == 1 {
+				first = strings.TrimPrefix(string(kv.Key), layout.JobRuns(job))
+			}
 		}
 	}
-	if len(ids) < config.DefaultSkippedHistoryLimit {
+	if n < config.DefaultSkippedHistoryLimit {
 		return "", nil
 	}
-	return ids[0], nil
+	return first, nil
 }
 
 // recordsNote is " (records: skipped 35, failed 5)", "" when there were no

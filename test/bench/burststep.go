@@ -285,8 +285,9 @@ func tallyBurst(all []cluster.Run, jobPrefix string, jobs int, from, to, until t
 		}
 		seen[key] = true
 		t.delivered++
-		t.lateness = append(t.lateness, r.Start.Sub(r.ScheduledAt))
-		t.bySecond[r.ScheduledAt.Unix()] = append(t.bySecond[r.ScheduledAt.Unix()], r.Start.Sub(r.ScheduledAt))
+		late, sec := r.Start.Sub(r.ScheduledAt), r.ScheduledAt.Unix()
+		t.lateness = append(t.lateness, late)
+		t.bySecond[sec] = append(t.bySecond[sec], late)
 	}
 	return t
 }

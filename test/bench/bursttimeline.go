@@ -6,14 +6,12 @@ import (
 	"time"
 )
 
-// A step's lateness second by second: a step that does not hold (fewer
-// than 98 % delivered, or a p99 of a second or more) fails in one of two
-// ways that its totals do not tell apart: every second a little late (the
-// host short of CPU for the load), or some seconds very late and the rest
-// on time (a stall: a pause, a burst of other work, a spiral that sheds).
-// A step held can still have a p99 far above its p50: some seconds late
-// as a whole (a stall before the instant's runs start) or a tail in every
-// second. The progress log prints every step's timeline.
+// A step's lateness second by second, printed for every step: its totals
+// do not tell apart every second a little late (the host short of CPU for
+// the load) from some seconds late as a whole and the rest on time (a
+// stall before an instant's runs start: a pause, a burst of other work, a
+// spiral that sheds). A step that holds can have the latter too: a p99
+// far above its p50.
 
 // secondFigures are the ticks of one due second: how many were due and
 // delivered, and the delivered ones' lateness.
