@@ -35,9 +35,12 @@ const (
 
 // Set is the engine's metrics.
 type Set struct {
-	Runs       JobCounter
-	Duration   JobHistogram
-	Lateness   prometheus.Histogram
+	Runs     JobCounter
+	Duration JobHistogram
+	Lateness prometheus.Histogram
+	// StartMarks is how long after its instant a lean worker's start
+	// marks committed: the runs claimed ahead for the instant wait for it.
+	StartMarks prometheus.Histogram
 	Skipped    JobCounter
 	Ticks      prometheus.Counter
 	ClaimFails *prometheus.CounterVec
@@ -67,6 +70,11 @@ func New(reg prometheus.Registerer) (*Set, error) {
 			Help:    "Start of a run minus its due time (the tick plus jitter), on this replica.",
 			Buckets: []float64{0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5, 30},
 		}),
+		StartMarks: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "scheduler_start_mark_seconds",
+			Help:    "Time from an instant to the commit of this replica's start marks for the runs it claimed ahead for it, which wait for it to start.",
+			Buckets: prometheus.ExponentialBucketsRange(0.001, 2, 16),
+		}),
 		Skipped: JobCounter{prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "scheduler_runs_skipped_total",
 			Help: "Runs that ended without starting, by job, its team and reason (" + strings.Join(SkipReasons, ", ") + ").",
@@ -85,7 +93,7 @@ func New(reg prometheus.Registerer) (*Set, error) {
 		}, []string{"sink", "result"}),
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.Runs, m.Duration, m.Lateness, m.Skipped, m.Ticks, m.ClaimFails, m.Notifications} {
+		for _, c := range []prometheus.Collector{m.Runs, m.Duration, m.Lateness, m.StartMarks, m.Skipped, m.Ticks, m.ClaimFails, m.Notifications} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}

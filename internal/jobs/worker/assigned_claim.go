@@ -99,8 +99,11 @@ func (a *assignedRunner) runAssignment(ctx context.Context, st assign.Stored) {
 	}
 	r.sess = sess
 	a.claiming.Add(1) // until every chunk is sent: no take-over meanwhile
+	began := a.d.Clock.Now()
 	settled := a.claimAll(ctx, r)
 	a.claimSent()
+	r.log.Debug("assignment's chunks sent", "due", st.At, "runs", len(st.Jobs), "chunks", r.chunk,
+		"began_before", st.At.Sub(began), "ended_before", st.At.Sub(a.d.Clock.Now()))
 	if settled {
 		a.claimLater(ctx, r)
 	}

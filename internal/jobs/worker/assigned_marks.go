@@ -2,8 +2,12 @@ package worker
 
 import (
 	"context"
+	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/jonboulle/clockwork"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/etcdsched/scheduler/internal/jobs/assign"
 )
@@ -23,6 +27,9 @@ import (
 // startMarks are a worker's groups of marks not sent yet, by instant.
 type startMarks struct {
 	claimer func() *assign.Claimer
+	clock   clockwork.Clock
+	log     *slog.Logger
+	waited  prometheus.Observer // from the instant to each transaction's answer
 
 	mu     sync.Mutex
 	groups map[time.Time]*markGroup
@@ -46,8 +53,8 @@ type markTicket struct {
 	err   error
 }
 
-func newStartMarks(claimer func() *assign.Claimer) *startMarks {
-	return &startMarks{claimer: claimer, groups: map[time.Time]*markGroup{}}
+func newStartMarks(claimer func() *assign.Claimer, clock clockwork.Clock, log *slog.Logger, waited prometheus.Observer) *startMarks {
+	return &startMarks{claimer: claimer, clock: clock, log: log, waited: waited, groups: map[time.Time]*markGroup{}}
 }
 
 // join adds chunk of r, claimed ahead with jobs, to the group of r's
@@ -138,7 +145,11 @@ func (m *startMarks) send(ctx context.Context, batch []*markTicket) {
 		for i, t := range batch[:n] {
 			starts[i] = t.start()
 		}
+		at, sent := batch[0].r.st.At, m.clock.Now()
 		revs, errs := m.claimer().StartChunks(ctx, starts)
+		answered := m.clock.Now()
+		m.waited.Observe(answered.Sub(at).Seconds())
+		m.log.Debug("start marks written", "due", at, "chunks", n, "sent_after", sent.Sub(at), "took", answered.Sub(sent))
 		for i, t := range batch[:n] {
 			t.rev, t.err = revs[i], errs[i]
 			close(t.done)

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -43,6 +45,14 @@ func TestTheStartMarksOfAnInstantAreOneTransaction(t *testing.T) {
 	}
 	if kvs[0].ModRevision != kvs[1].ModRevision {
 		t.Errorf("start marks written at revisions %d and %d, want one transaction", kvs[0].ModRevision, kvs[1].ModRevision)
+	}
+	// scheduler_start_mark_seconds: one transaction's wait, after the instant.
+	var waited dto.Metric
+	if err := tw.w.d.Metrics.StartMarks.(prometheus.Metric).Write(&waited); err != nil {
+		t.Fatal(err)
+	}
+	if n, sum := waited.GetHistogram().GetSampleCount(), waited.GetHistogram().GetSampleSum(); n != 1 || sum < 0 {
+		t.Errorf("scheduler_start_mark_seconds counted %d transactions (sum %.3fs), want 1 after its instant", n, sum)
 	}
 	close(exec.release)
 	for _, name := range []string{"m1", "m2"} {

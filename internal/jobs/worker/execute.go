@@ -72,6 +72,10 @@ func (c *core) execute(q *queue.Item, entry *queue.Entry, held *slots.Held, log 
 		return err
 	}
 	c.d.Metrics.Runs.WithLabelValues(entry.Job, string(res.Outcome)).Inc()
+	if rec.Error != "" {
+		log.Info("run finished", "outcome", res.Outcome, "duration", endedAt.Sub(startedAt), "retry", retry != nil, "error", rec.Error)
+		return nil
+	}
 	log.Info("run finished", "outcome", res.Outcome, "duration", endedAt.Sub(startedAt), "retry", retry != nil)
 	return nil
 }

@@ -53,3 +53,33 @@ func TestBothPathsLogARunsEndWithItsSlot(t *testing.T) {
 		t.Fatalf("run finished lines for %v, want lean (assigned) and queued:\n%s", seen, strings.Join(lines, "\n"))
 	}
 }
+
+// A failed run's "run finished" line says why it failed (the record's
+// error), so an operator reading the log need not look the run up.
+func TestAFailedRunsEndLogsItsError(t *testing.T) {
+	var mu sync.Mutex
+	var buf bytes.Buffer
+	log := slog.New(slog.NewJSONHandler(&lockedWriter{mu: &mu, w: &buf}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	exec := failOnceExecutor{attempts: make(chan int, 4)}
+	tw := startTestWorker(t, "/runlog-fail/", job("fails"), exec, testWorkerOptions{log: log})
+	at := time.Now().Add(300 * time.Millisecond).UTC()
+	tw.assignJobs(t, tw.incarnation(t), at, "fails")
+	if rec := waitRecord(t, tw.cli, tw.layout, runs.ID("fails", at)); rec.Outcome != runs.Failed {
+		t.Fatalf("the run ended %s, want failed", rec.Outcome)
+	}
+	tw.waitSettled(t)
+
+	mu.Lock()
+	defer mu.Unlock()
+	for _, l := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		var line map[string]any
+		if err := json.Unmarshal([]byte(l), &line); err != nil || line["msg"] != "run finished" {
+			continue
+		}
+		if line["outcome"] != "failed" || line["error"] != "first attempt fails" {
+			t.Errorf("run finished: outcome %v, error %v; want failed, first attempt fails: %s", line["outcome"], line["error"], l)
+		}
+		return
+	}
+	t.Fatalf("no run finished line:\n%s", buf.String())
+}

@@ -88,7 +88,7 @@ type mover struct {
 func newAssignedRunner(d Deps, core runCore, m *members, rtt *claimLatency, wg *sync.WaitGroup, signal func()) *assignedRunner {
 	a := &assignedRunner{d: d, core: core, members: m, rtt: rtt, wg: wg, signal: signal}
 	a.view = newAssignedView(d.Keys, signal, d.Config, d.ClaimLead)
-	a.marks = newStartMarks(d.Assign.Claimer)
+	a.marks = newStartMarks(d.Assign.Claimer, d.Clock, d.Log, d.Metrics.StartMarks)
 	a.mover = &mover{d: d, view: a.view, peers: newPeerView(d.Keys, d.Clock, d.ID, d.ClaimLead, signal), members: m, rtt: rtt, wg: wg,
 		busy: func() bool { return core.full() || a.claiming.Load() > 0 }}
 	m.ids.Subscribe(a.mover.peers.membersChanged)
