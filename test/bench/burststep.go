@@ -46,6 +46,8 @@ type burstSide struct {
 	// commits over 64 ms in the window, summed over the members.
 	SlowFsyncs  float64 `json:"wal_fsyncs_over_64ms"`
 	SlowCommits float64 `json:"backend_commits_over_64ms"`
+	// StartMarks: ours' start mark commits in the window (startmarks.go).
+	StartMarks *markWait `json:"start_marks,omitempty"`
 	// PerSecond: the figures of each due second of the window.
 	PerSecond []secondFigures `json:"per_second,omitempty"`
 	// CPU by group in cores ("etcd", "procs", "bench", "other", "steal");
@@ -193,7 +195,7 @@ func (e *env) burstCounters(ctx context.Context, replicas []string) (map[string]
 	if err != nil {
 		return nil, err
 	}
-	r, err := scrape(ctx, replicas, append([]string{watchEvents, runsSkipped, runsMissed}, eventKinds()...)...)
+	r, err := scrape(ctx, replicas, append([]string{watchEvents, runsSkipped, runsMissed, startMarkBuckets}, eventKinds()...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -218,6 +220,7 @@ func (s *burstSide) apply(tl burstTally, d map[string]float64, members int) {
 	s.Skipped, s.MissedRecorded = d[runsSkipped], d[runsMissed]
 	s.Revisions = int64(d["revision"])
 	s.SlowFsyncs, s.SlowCommits = max(0, d[walFsyncs]-d[walFsyncsFast]), max(0, d[diskCommits]-d[diskCommitsFast])
+	s.StartMarks = startMarkWait(d)
 	s.WatchEvents, s.EventsCounted = d[watchEvents]
 	s.MVCC = map[string]float64{}
 	for _, k := range []string{mvccRange, mvccPut, mvccDelete, mvccTxn} {
@@ -320,8 +323,8 @@ func sleepUntil(ctx context.Context, t time.Time) error {
 
 // describe is the side's one-line summary for the progress log.
 func (s burstSide) describe() string {
-	return fmt.Sprintf("%s %d jobs: %.0f runs/s, delivered %s, lateness %s, missed %d (recorded skipped %.0f)%s, cpu ms/run etcd %.3f + procs %.3f, revs/run %.3f, index ops/run %.2f, events/replica/run %s%s, etcd disk over 64 ms: %.0f fsyncs, %.0f commits",
-		s.Engine, s.Jobs, s.RunsPerSec, pct(s.DeliveredFrac), s.Lateness, s.Missed, s.Skipped, recordsNote(s.Records), s.EtcdCPUPerRun, s.ProcCPUPerRun, s.RevsPerRun, s.IndexOpsPerRun, events(s), kindsOf(s.EventsByKind), s.SlowFsyncs, s.SlowCommits)
+	return fmt.Sprintf("%s %d jobs: %.0f runs/s, delivered %s, lateness %s%s, missed %d (recorded skipped %.0f)%s, cpu ms/run etcd %.3f + procs %.3f, revs/run %.3f, index ops/run %.2f, events/replica/run %s%s, etcd disk over 64 ms: %.0f fsyncs, %.0f commits",
+		s.Engine, s.Jobs, s.RunsPerSec, pct(s.DeliveredFrac), s.Lateness, markNote(s.StartMarks), s.Missed, s.Skipped, recordsNote(s.Records), s.EtcdCPUPerRun, s.ProcCPUPerRun, s.RevsPerRun, s.IndexOpsPerRun, events(s), kindsOf(s.EventsByKind), s.SlowFsyncs, s.SlowCommits)
 }
 
 // settle waits until etcd and the replicas are quiet (under quietCores

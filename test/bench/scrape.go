@@ -35,7 +35,9 @@ const (
 
 // scrape sums each named metric over its samples at every url (a
 // Prometheus text endpoint). A name may carry one label selector,
-// `name{label="value"}`: then only samples with that label count.
+// `name{label="value"}`: then only samples with that label count. A
+// histogram's `…_bucket` name without one is summed series by series,
+// each under its series' text.
 func scrape(ctx context.Context, urls []string, names ...string) (map[string]float64, error) {
 	out := map[string]float64{}
 	for _, url := range urls {
@@ -79,6 +81,9 @@ func sumMetrics(r io.Reader, names []string, out map[string]float64) error {
 			v, err := strconv.ParseFloat(line[sp+1:], 64)
 			if err != nil {
 				return fmt.Errorf("%q: %w", line, err)
+			}
+			if !hasSel && strings.HasSuffix(name, "_bucket") {
+				want = series // each bucket apart (startmarks.go)
 			}
 			out[want] += v
 		}
