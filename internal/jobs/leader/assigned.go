@@ -189,7 +189,9 @@ func (l *leader) refreshCursors(ctx context.Context, jobs []string) error {
 // over.
 func (l *leader) passLean(ctx context.Context, win leanWin, done lookDone) error {
 	items := win.items
+	began := l.d.Clock.Now()
 	applied, err := l.authorize(ctx, win)
+	l.d.Log.Debug("lean window written", "jobs", len(items), "took", l.d.Clock.Since(began))
 	if err != nil && !errors.Is(err, errNotLeader) && ctx.Err() == nil {
 		l.d.Log.Warn("assigning ticks failed; planning the jobs again", "jobs", len(items), "err", err)
 	}
