@@ -18,7 +18,7 @@ import (
 // make a busy job to one host dial afresh for most runs. A host keeps as
 // many as the runs that used it at once (max_parallel bounds them), up to
 // 1,024: with 64, a worker of max_parallel 256 calling one host dialed
-// afresh for a fifth of its runs (docs/performance.md#profiling).
+// afresh for a fifth of its runs (docs/performance-profiles.md).
 func newTransport() *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConns = 4096

@@ -12,7 +12,7 @@ import (
 )
 
 // categoriesCommand is the first argument that makes the bench break CPU
-// profiles into the stages of a run (docs/performance.md#profiling):
+// profiles into the stages of a run (docs/performance-profiles.md):
 // `go run ./test/bench categories FILE...`.
 const categoriesCommand = "categories"
 
