@@ -178,10 +178,11 @@ func TestAlertRules(t *testing.T) {
 }
 
 // dashboardMetrics are what the board must show: runs by outcome, lateness,
-// slots, leadership, claims and reloads.
+// slots, leadership, claims, start marks and reloads.
 var dashboardMetrics = []string{
 	"scheduler_runs_total", "scheduler_schedule_lateness_seconds_bucket", "scheduler_slots_in_use",
-	"scheduler_is_leader", "scheduler_claim_duration_seconds_bucket", "scheduler_config_reloads_total",
+	"scheduler_is_leader", "scheduler_claim_duration_seconds_bucket", "scheduler_start_mark_seconds_bucket",
+	"scheduler_config_reloads_total",
 }
 
 // TestGrafanaDashboard: every panel's query parses as PromQL, the board
