@@ -46,6 +46,8 @@ type burstSide struct {
 	// commits over 64 ms in the window, summed over the members.
 	SlowFsyncs  float64 `json:"wal_fsyncs_over_64ms"`
 	SlowCommits float64 `json:"backend_commits_over_64ms"`
+	// StalledFsyncs: of SlowFsyncs, those over 1.024 s.
+	StalledFsyncs float64 `json:"wal_fsyncs_over_1s"`
 	// StartMarks: ours' start mark commits in the window (startmarks.go).
 	StartMarks *markWait `json:"start_marks,omitempty"`
 	// PerSecond: the figures of each due second of the window.
@@ -191,7 +193,7 @@ func (e *env) burstCounters(ctx context.Context, replicas []string) (map[string]
 	if err != nil {
 		return nil, err
 	}
-	m, err := scrape(ctx, e.memberMetricURLs(), mvccRange, mvccPut, mvccDelete, mvccTxn, walFsyncs, walFsyncsFast, diskCommits, diskCommitsFast)
+	m, err := scrape(ctx, e.memberMetricURLs(), mvccRange, mvccPut, mvccDelete, mvccTxn, walFsyncs, walFsyncsFast, walFsyncsSecond, diskCommits, diskCommitsFast)
 	if err != nil {
 		return nil, err
 	}
@@ -220,6 +222,7 @@ func (s *burstSide) apply(tl burstTally, d map[string]float64, members int) {
 	s.Skipped, s.MissedRecorded = d[runsSkipped], d[runsMissed]
 	s.Revisions = int64(d["revision"])
 	s.SlowFsyncs, s.SlowCommits = max(0, d[walFsyncs]-d[walFsyncsFast]), max(0, d[diskCommits]-d[diskCommitsFast])
+	s.StalledFsyncs = max(0, d[walFsyncs]-d[walFsyncsSecond])
 	s.StartMarks = startMarkWait(d)
 	s.WatchEvents, s.EventsCounted = d[watchEvents]
 	s.MVCC = map[string]float64{}
@@ -323,8 +326,8 @@ func sleepUntil(ctx context.Context, t time.Time) error {
 
 // describe is the side's one-line summary for the progress log.
 func (s burstSide) describe() string {
-	return fmt.Sprintf("%s %d jobs: %.0f runs/s, delivered %s, lateness %s%s, missed %d (recorded skipped %.0f)%s, cpu ms/run etcd %.3f + procs %.3f, revs/run %.3f, index ops/run %.2f, events/replica/run %s%s, etcd disk over 64 ms: %.0f fsyncs, %.0f commits",
-		s.Engine, s.Jobs, s.RunsPerSec, pct(s.DeliveredFrac), s.Lateness, markNote(s.StartMarks), s.Missed, s.Skipped, recordsNote(s.Records), s.EtcdCPUPerRun, s.ProcCPUPerRun, s.RevsPerRun, s.IndexOpsPerRun, events(s), kindsOf(s.EventsByKind), s.SlowFsyncs, s.SlowCommits)
+	return fmt.Sprintf("%s %d jobs: %.0f runs/s, delivered %s, lateness %s%s, missed %d (recorded skipped %.0f)%s, cpu ms/run etcd %.3f + procs %.3f, revs/run %.3f, index ops/run %.2f, events/replica/run %s%s, etcd disk over 64 ms: %.0f fsyncs (over 1 s: %.0f), %.0f commits",
+		s.Engine, s.Jobs, s.RunsPerSec, pct(s.DeliveredFrac), s.Lateness, markNote(s.StartMarks), s.Missed, s.Skipped, recordsNote(s.Records), s.EtcdCPUPerRun, s.ProcCPUPerRun, s.RevsPerRun, s.IndexOpsPerRun, events(s), kindsOf(s.EventsByKind), s.SlowFsyncs, s.StalledFsyncs, s.SlowCommits)
 }
 
 // settle waits until etcd and the replicas are quiet (under quietCores
