@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/config"
+	"github.com/etcdsched/scheduler/internal/netproxy"
 	"github.com/etcdsched/scheduler/internal/poll"
 	"github.com/etcdsched/scheduler/internal/runs"
 	"github.com/etcdsched/scheduler/internal/target"
@@ -71,4 +73,35 @@ func (tw *testWorker) markers(t *testing.T) []*mvccpb.KeyValue {
 		t.Fatal(err)
 	}
 	return resp.Kvs
+}
+
+// Start marks that etcd is slow to commit make their instant's runs late,
+// and with them maybe the next ticks of their jobs (skipped for the
+// overlap): the worker says so, naming the instant and the wait, once a
+// mark transaction answers over slowMarks after its instant.
+func TestStartMarksSlowToCommitAreLogged(t *testing.T) {
+	exec := &countingExecutor{started: make(chan string, 4)}
+	seen := &logSeen{}
+	var proxy *netproxy.Proxy
+	tw := startTestWorker(t, "/lean-slow-marks/", job("slow"), exec, testWorkerOptions{log: slog.New(seen), writes: proxiedWrites(t, &proxy)})
+	at := time.Now().Add(1500 * time.Millisecond).UTC() // claimed up to 500 ms ahead (assigned_lead.go)
+	tw.assignJobs(t, tw.incarnation(t), at, "slow")
+	poll.For(t, 30*time.Second, "the chunk claimed ahead", func() bool {
+		kvs := tw.markers(t)
+		return len(kvs) == 1 && strings.Contains(string(kvs[0].Value), "/ahead")
+	})
+	proxy.SetDelay(slowMarks+200*time.Millisecond, 0) // the mark reaches etcd over slowMarks late
+	select {
+	case <-exec.started:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the run did not start")
+	}
+	proxy.SetDelay(0, 0)
+	if !seen.saw("runs claimed ahead started late: etcd was slow to commit their start marks") {
+		t.Error("no warning of start marks that answered over a second after their instant")
+	}
+	if rec := waitRecord(t, tw.cli, tw.layout, runs.ID("slow", at)); rec.Outcome != runs.Succeeded {
+		t.Errorf("the run: %s, want succeeded (late, not lost)", rec.Outcome)
+	}
+	tw.waitSettled(t)
 }

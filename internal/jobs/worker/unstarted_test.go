@@ -60,23 +60,8 @@ func TestUnstartedRecordThatFailsIsTriedAgain(t *testing.T) {
 	var proxy *netproxy.Proxy
 	seen := &logSeen{}
 	tw := startTestWorker(t, "/unstarted/", job, exec, testWorkerOptions{
-		log: slog.New(seen),
-		writes: func(endpoints []string) *clientv3.Client {
-			u, err := url.Parse(endpoints[0])
-			if err != nil {
-				t.Fatal(err)
-			}
-			if proxy, err = netproxy.New(u.Host); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(proxy.Close)
-			cli, err := clientv3.New(clientv3.Config{Endpoints: []string{proxy.Endpoint()}, DialTimeout: 5 * time.Second})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = cli.Close() })
-			return cli
-		},
+		log:    slog.New(seen),
+		writes: proxiedWrites(t, &proxy),
 	})
 	put := func(at time.Time) string {
 		id := runs.ID("one", at)
@@ -100,5 +85,26 @@ func TestUnstartedRecordThatFailsIsTriedAgain(t *testing.T) {
 	close(exec.release)
 	if rec := waitRecord(t, tw.cli, tw.layout, first); rec.Outcome != runs.Succeeded {
 		t.Errorf("the first run: %s %q, want succeeded", rec.Outcome, rec.Error)
+	}
+}
+
+// proxiedWrites is a testWorkerOptions.writes whose client reaches the
+// member through a proxy, set in *proxy, that the test can cut or slow.
+func proxiedWrites(t *testing.T, proxy **netproxy.Proxy) func([]string) *clientv3.Client {
+	return func(endpoints []string) *clientv3.Client {
+		u, err := url.Parse(endpoints[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if *proxy, err = netproxy.New(u.Host); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup((*proxy).Close)
+		cli, err := clientv3.New(clientv3.Config{Endpoints: []string{(*proxy).Endpoint()}, DialTimeout: 5 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cli.Close() })
+		return cli
 	}
 }
