@@ -126,12 +126,7 @@ func TestAKilledReplicasClaimedAheadRunsAreLateNotLost(t *testing.T) {
 	cfg := newConfig(jobs...)
 	nodes := etcd.nodes(cfg, "a", "b", "c")
 	leader := leaderOf(t, nodes)
-	victim := except(nodes, leader)[0]
-	next := assignedAhead(t, victim)
-	<-time.After(time.Until(next.Add(-150 * time.Millisecond))) // the fault's instant, not a wait for a condition
-	share := assignedAt(t, victim, next)
-	killedAt := time.Now()
-	victim.crash()
+	victim, next, share, killedAt := killBeforeInstant(t, except(nodes, leader))
 
 	awaitRecordsAt(t, leader, jobs, next, 90*time.Second, "the tick after the kill")
 	// The leader resolves what the victim left once its lease is gone:
@@ -169,6 +164,30 @@ func TestAKilledReplicasClaimedAheadRunsAreLateNotLost(t *testing.T) {
 	if len(share) == 0 {
 		t.Errorf("%s had no run of %s when it was killed, and the test tried nothing", victim.id, next.Format(time.TimeOnly))
 	}
+}
+
+// killBeforeInstant kills one of victims 150ms before an instant it has
+// runs assigned at, and returns it, the instant, its jobs then and when
+// it was killed. A kill that comes at or after the instant (the test's
+// machine stalled: CI, 2026-12-01, a kill whose share was then recorded
+// lost, rightly, for it had marked them started) proves nothing about
+// runs claimed ahead, so the next victim is tried; the runs such a kill
+// leaves are its own second's, scheduled before it.
+func killBeforeInstant(t *testing.T, victims []*node) (*node, time.Time, map[string]bool, time.Time) {
+	t.Helper()
+	for _, victim := range victims {
+		next := assignedAhead(t, victim)
+		share := assignedAt(t, victim, next)                        // before the wait: nothing but the kill in its last 150ms
+		<-time.After(time.Until(next.Add(-150 * time.Millisecond))) // the fault's instant, not a wait for a condition
+		killedAt := time.Now()
+		victim.crash()
+		if killedAt.Before(next) {
+			return victim, next, share, killedAt
+		}
+		t.Logf("%s was killed %s after its instant %s, not before it: trying the next replica", victim.id, killedAt.Sub(next), next.Format(time.TimeOnly))
+	}
+	t.Fatal("every kill came after its instant: the machine stalled each time")
+	return nil, time.Time{}, nil, time.Time{}
 }
 
 // assignedAt is the jobs of n's assignments at the instant at.
