@@ -53,12 +53,17 @@ func undeliveredTicks(step string, n int, from, to time.Time, delivered map[stri
 	return out
 }
 
+// maxNamedNoRecord bounds the ticks without a record a step names (run
+// ids, to look for in the replicas' logs).
+const maxNamedNoRecord = 10
+
 // recordsOf counts the outcomes of ticks' records ("none" for a tick with
 // no record, "pruned" for one its job's history has pruned), or nil when
-// they are more than maxRecordLookups.
-func (e *env) recordsOf(ctx context.Context, ticks []undelivered) (map[string]int, error) {
+// they are more than maxRecordLookups, and names the first
+// maxNamedNoRecord ticks with none.
+func (e *env) recordsOf(ctx context.Context, ticks []undelivered) (map[string]int, []string, error) {
 	if len(ticks) > maxRecordLookups {
-		return nil, nil
+		return nil, nil, nil
 	}
 	out := map[string]int{}
 	var none []undelivered
@@ -72,7 +77,7 @@ func (e *env) recordsOf(ctx context.Context, ticks []undelivered) (map[string]in
 		}
 		resp, err := e.cli.Txn(ctx).Then(ops...).Commit()
 		if err != nil {
-			return nil, fmt.Errorf("bench: reading the records of undelivered ticks: %w", err)
+			return nil, nil, fmt.Errorf("bench: reading the records of undelivered ticks: %w", err)
 		}
 		for i, r := range resp.Responses {
 			kvs := r.GetResponseRange().GetKvs()
@@ -83,7 +88,8 @@ func (e *env) recordsOf(ctx context.Context, ticks []undelivered) (map[string]in
 			out[recordOutcome(kvs[0].Value)]++
 		}
 	}
-	return out, e.prunedOrNone(ctx, none, out)
+	named, err := e.prunedOrNone(ctx, none, out)
+	return out, named, err
 }
 
 // recordOutcome is a stored record's outcome (runs.DecodeRecord),
@@ -98,25 +104,31 @@ func recordOutcome(v []byte) string {
 
 // prunedOrNone counts each of ticks, which have no record, in out as
 // "pruned" when its job holds skipped_history_limit records of ticks that
-// did not run, all due after it, else as "none".
-func (e *env) prunedOrNone(ctx context.Context, ticks []undelivered, out map[string]int) error {
+// did not run, all due after it, else as "none"; it returns the run ids of
+// the first maxNamedNoRecord of those.
+func (e *env) prunedOrNone(ctx context.Context, ticks []undelivered, out map[string]int) ([]string, error) {
 	oldest := map[string]string{} // job -> its oldest not-run record's run id; "" while under the limit
+	var named []string
 	for _, t := range ticks {
 		first, ok := oldest[t.job]
 		if !ok {
 			var err error
 			if first, err = e.oldestNotRun(ctx, t.job); err != nil {
-				return err
+				return named, err
 			}
 			oldest[t.job] = first
 		}
-		if first != "" && runs.ID(t.job, t.at) < first { // ids of whole seconds sort by time
+		id := runs.ID(t.job, t.at)
+		if first != "" && id < first { // ids of whole seconds sort by time
 			out["pruned"]++
-		} else {
-			out["none"]++
+			continue
+		}
+		out["none"]++
+		if len(named) < maxNamedNoRecord {
+			named = append(named, id)
 		}
 	}
-	return nil
+	return named, nil
 }
 
 // oldestNotRun is the run id of job's oldest record of a tick that did not
@@ -142,14 +154,15 @@ func (e *env) oldestNotRun(ctx context.Context, job string) (string, error) {
 }
 
 // recordsNote is " (records: skipped 35, failed 5)", "" when there were no
-// lookups, and says "none N" first when some tick had no record.
-func recordsNote(byOutcome map[string]int) string {
+// lookups, and says "NO RECORD N" first when some tick had no record,
+// naming those of named.
+func recordsNote(byOutcome map[string]int, named []string) string {
 	if len(byOutcome) == 0 {
 		return ""
 	}
 	var parts []string
 	if n := byOutcome["none"]; n > 0 {
-		parts = append(parts, fmt.Sprintf("NO RECORD %d", n))
+		parts = append(parts, fmt.Sprintf("NO RECORD %d [%s]", n, strings.Join(named, " ")))
 	}
 	var rest []string
 	for k := range byOutcome {

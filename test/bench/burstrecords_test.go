@@ -32,17 +32,18 @@ func TestUndeliveredTicksAreLookedUpByTheirRecords(t *testing.T) {
 	if _, err := cli.Put(t.Context(), layout.Record("b1-00002", runs.ID("b1-00002", from)), `{"outcome":"failed"}`); err != nil {
 		t.Fatal(err)
 	}
-	got, err := e.recordsOf(t.Context(), missing)
+	got, named, err := e.recordsOf(t.Context(), missing)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got["skipped"] != 1 || got["failed"] != 1 || got["none"] != 1 {
 		t.Errorf("records %v, want one skipped, one failed, one none", got)
 	}
-	if note := recordsNote(got); note != " (records: NO RECORD 1, failed 1, skipped 1)" {
+	// The tick with no record is named, to be looked for in the logs.
+	if note := recordsNote(got, named); note != " (records: NO RECORD 1 [b1-00003@2026-12-01T10:00:00Z], failed 1, skipped 1)" {
 		t.Errorf("note %q", note)
 	}
-	if got, _ := e.recordsOf(t.Context(), make([]undelivered, maxRecordLookups+1)); got != nil {
+	if got, _, _ := e.recordsOf(t.Context(), make([]undelivered, maxRecordLookups+1)); got != nil {
 		t.Errorf("past %d ticks: looked up %v, want none", maxRecordLookups, got)
 	}
 }
@@ -72,7 +73,7 @@ func TestAPrunedTickIsToldApartFromOneWithNoRecord(t *testing.T) {
 		{"short", from},                 // the job holds one not-run record: nothing pruned
 		{"nothing", from},               // no record of the job at all
 	}
-	got, err := e.recordsOf(t.Context(), missing)
+	got, _, err := e.recordsOf(t.Context(), missing)
 	if err != nil {
 		t.Fatal(err)
 	}

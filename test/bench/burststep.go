@@ -36,6 +36,8 @@ type burstSide struct {
 	// tick without one, "pruned" for one its job's history pruned
 	// (burstrecords.go); nil past maxRecordLookups.
 	Records map[string]int `json:"undelivered_records,omitempty"`
+	// NoRecord names the first of those with no record (run ids).
+	NoRecord []string `json:"no_record,omitempty"`
 	// Runs: witness arrivals of the step's jobs within the window.
 	Runs int `json:"runs"`
 	// ShardRuns: of Runs, those of the sharded job (-burst-shards).
@@ -165,7 +167,7 @@ func measureBurst(ctx context.Context, e *env, side *burstSide, w burstWindow) e
 	side.apply(tl, perWindow(before, after, side.Seconds), len(e.c.Members))
 	side.PerSecond = timeline(tl.bySecond, side.Jobs, t0, t1)
 	if side.Engine == "ours" && side.Missed > 0 {
-		side.Records, err = e.recordsOf(ctx, undeliveredTicks(w.jobPrefix, side.Jobs, t0, t1, tl.seen))
+		side.Records, side.NoRecord, err = e.recordsOf(ctx, undeliveredTicks(w.jobPrefix, side.Jobs, t0, t1, tl.seen))
 	}
 	return err
 }
@@ -327,7 +329,7 @@ func sleepUntil(ctx context.Context, t time.Time) error {
 // describe is the side's one-line summary for the progress log.
 func (s burstSide) describe() string {
 	return fmt.Sprintf("%s %d jobs: %.0f runs/s, delivered %s, lateness %s%s, missed %d (recorded skipped %.0f)%s, cpu ms/run etcd %.3f + procs %.3f, revs/run %.3f, index ops/run %.2f, events/replica/run %s%s, etcd disk over 64 ms: %.0f fsyncs (over 1 s: %.0f), %.0f commits",
-		s.Engine, s.Jobs, s.RunsPerSec, pct(s.DeliveredFrac), s.Lateness, markNote(s.StartMarks), s.Missed, s.Skipped, recordsNote(s.Records), s.EtcdCPUPerRun, s.ProcCPUPerRun, s.RevsPerRun, s.IndexOpsPerRun, events(s), kindsOf(s.EventsByKind), s.SlowFsyncs, s.StalledFsyncs, s.SlowCommits)
+		s.Engine, s.Jobs, s.RunsPerSec, pct(s.DeliveredFrac), s.Lateness, markNote(s.StartMarks), s.Missed, s.Skipped, recordsNote(s.Records, s.NoRecord), s.EtcdCPUPerRun, s.ProcCPUPerRun, s.RevsPerRun, s.IndexOpsPerRun, events(s), kindsOf(s.EventsByKind), s.SlowFsyncs, s.StalledFsyncs, s.SlowCommits)
 }
 
 // settle waits until etcd and the replicas are quiet (under quietCores
