@@ -15,8 +15,9 @@ import (
 
 // The ticks a step of ours did not deliver, looked up in etcd after the
 // grace: each has a record saying why it did not run (skipped, missed,
-// failed: a target call that failed reached no witness), or it has none,
-// which is what G2 forbids. The skipped counter's change over the window
+// failed: a target call that failed reached no witness), or a queue entry
+// still waiting for the queue path to decide it ("pending"), or it has
+// neither, which is what G2 forbids. The skipped counter's change over the window
 // only approximates this: ticks recorded before the window opened or after
 // it closed, and records that are not skips, blur it; so when the ticks
 // were looked up, they are what the step's unaccounted ticks are counted
@@ -57,8 +58,9 @@ func undeliveredTicks(step string, n int, from, to time.Time, delivered map[stri
 // ids, to look for in the replicas' logs).
 const maxNamedNoRecord = 10
 
-// recordsOf counts the outcomes of ticks' records ("none" for a tick with
-// no record, "pruned" for one its job's history has pruned), or nil when
+// recordsOf counts the outcomes of ticks' records ("pending" for a tick
+// with no record and a queue entry, "none" for one with neither, "pruned"
+// for one its job's history has pruned), or nil when
 // they are more than maxRecordLookups, and names the first
 // maxNamedNoRecord ticks with none.
 func (e *env) recordsOf(ctx context.Context, ticks []undelivered) (map[string]int, []string, error) {
@@ -67,25 +69,29 @@ func (e *env) recordsOf(ctx context.Context, ticks []undelivered) (map[string]in
 	}
 	out := map[string]int{}
 	var none []undelivered
-	const perTxn = 100 // under etcd's --max-txn-ops
+	const perTxn = 50 // two reads a tick, under etcd's --max-txn-ops
 	for len(ticks) > 0 {
 		batch := ticks[:min(perTxn, len(ticks))]
 		ticks = ticks[len(batch):]
-		ops := make([]clientv3.Op, len(batch))
-		for i, t := range batch {
-			ops[i] = clientv3.OpGet(layout.Record(t.job, runs.ID(t.job, t.at)))
+		ops := make([]clientv3.Op, 0, 2*len(batch))
+		for _, t := range batch {
+			id := runs.ID(t.job, t.at)
+			ops = append(ops, clientv3.OpGet(layout.Record(t.job, id)), clientv3.OpGet(layout.Entry(t.job, id), clientv3.WithCountOnly()))
 		}
 		resp, err := e.cli.Txn(ctx).Then(ops...).Commit()
 		if err != nil {
 			return nil, nil, fmt.Errorf("bench: reading the records of undelivered ticks: %w", err)
 		}
-		for i, r := range resp.Responses {
-			kvs := r.GetResponseRange().GetKvs()
-			if len(kvs) == 0 {
-				none = append(none, batch[i])
-				continue
+		for i, t := range batch {
+			kvs := resp.Responses[2*i].GetResponseRange().GetKvs()
+			switch {
+			case len(kvs) > 0:
+				out[recordOutcome(kvs[0].Value)]++
+			case resp.Responses[2*i+1].GetResponseRange().Count > 0:
+				out["pending"]++ // queued: the queue path still decides it
+			default:
+				none = append(none, t)
 			}
-			out[recordOutcome(kvs[0].Value)]++
 		}
 	}
 	named, err := e.prunedOrNone(ctx, none, out)

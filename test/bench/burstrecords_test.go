@@ -25,7 +25,10 @@ func TestUndeliveredTicksAreLookedUpByTheirRecords(t *testing.T) {
 	}
 	cli := etcdtest.Start(t).Client()
 	e := &env{cli: cli}
-	missing := []undelivered{{"b1-00001", from.Add(time.Second)}, {"b1-00002", from}, {"b1-00003", from}}
+	missing := []undelivered{{"b1-00001", from.Add(time.Second)}, {"b1-00002", from}, {"b1-00003", from}, {"b1-00004", from}}
+	if _, err := cli.Put(t.Context(), layout.Entry("b1-00004", runs.ID("b1-00004", from)), `{}`); err != nil {
+		t.Fatal(err) // queued, not decided yet
+	}
 	if _, err := cli.Put(t.Context(), layout.Record("b1-00001", runs.ID("b1-00001", from.Add(time.Second))), `{"outcome":"skipped"}`); err != nil {
 		t.Fatal(err)
 	}
@@ -36,11 +39,11 @@ func TestUndeliveredTicksAreLookedUpByTheirRecords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got["skipped"] != 1 || got["failed"] != 1 || got["none"] != 1 {
-		t.Errorf("records %v, want one skipped, one failed, one none", got)
+	if got["skipped"] != 1 || got["failed"] != 1 || got["none"] != 1 || got["pending"] != 1 {
+		t.Errorf("records %v, want one skipped, one failed, one pending, one none", got)
 	}
 	// The tick with no record is named, to be looked for in the logs.
-	if note := recordsNote(got, named); note != " (records: NO RECORD 1 [b1-00003@2026-12-01T10:00:00Z], failed 1, skipped 1)" {
+	if note := recordsNote(got, named); note != " (records: NO RECORD 1 [b1-00003@2026-12-01T10:00:00Z], failed 1, pending 1, skipped 1)" {
 		t.Errorf("note %q", note)
 	}
 	if got, _, _ := e.recordsOf(t.Context(), make([]undelivered, maxRecordLookups+1)); got != nil {

@@ -33,6 +33,7 @@ type startMarks struct {
 
 	mu     sync.Mutex
 	groups map[time.Time]*markGroup
+	warned time.Time // the newest instant whose slow marks were warned of
 }
 
 type markGroup struct {
@@ -169,13 +170,28 @@ func (t *markTicket) start() assign.Start {
 const slowMarks = time.Second
 
 // observe counts a mark transaction of n marks for instant at, sent and
-// answered then, and warns when etcd took over slowMarks to answer.
+// answered then, and warns when etcd took over slowMarks to answer: once
+// an instant (past capacity an instant's marks go in tens of
+// transactions, as their claims answer).
 func (m *startMarks) observe(at, sent, answered time.Time, n int) {
 	waited := answered.Sub(at)
 	m.waited.Observe(waited.Seconds())
 	if waited > slowMarks {
-		m.log.Warn("runs claimed ahead started late: etcd was slow to commit their start marks", "due", at, "waited", waited, "chunks", n)
+		if m.firstSlow(at) {
+			m.log.Warn("runs claimed ahead started late: etcd was slow to commit their start marks", "due", at, "waited", waited, "chunks", n)
+		}
 		return
 	}
 	m.log.Debug("start marks written", "due", at, "chunks", n, "sent_after", sent.Sub(at), "took", answered.Sub(sent))
+}
+
+// firstSlow reports whether at is newer than every instant warned of.
+func (m *startMarks) firstSlow(at time.Time) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !at.After(m.warned) {
+		return false
+	}
+	m.warned = at
+	return true
 }

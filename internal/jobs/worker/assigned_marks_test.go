@@ -7,12 +7,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/config"
+	"github.com/etcdsched/scheduler/internal/jobs/metrics"
 	"github.com/etcdsched/scheduler/internal/netproxy"
 	"github.com/etcdsched/scheduler/internal/poll"
 	"github.com/etcdsched/scheduler/internal/runs"
@@ -104,4 +106,27 @@ func TestStartMarksSlowToCommitAreLogged(t *testing.T) {
 		t.Errorf("the run: %s, want succeeded (late, not lost)", rec.Outcome)
 	}
 	tw.waitSettled(t)
+}
+
+// Past capacity an instant's marks go in many transactions; a slow etcd
+// is one warning an instant, not one a transaction.
+func TestSlowMarksAreOneWarningAnInstant(t *testing.T) {
+	seen := &logSeen{}
+	m, err := metrics.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	marks := newStartMarks(nil, clockwork.NewRealClock(), slog.New(seen), m.StartMarks)
+	at := time.Date(2026, 12, 1, 20, 26, 14, 0, time.UTC)
+	late := at.Add(slowMarks + time.Second)
+	for range 3 {
+		marks.observe(at, at, late, 1)
+	}
+	marks.observe(at.Add(time.Second), late, late.Add(time.Second), 1)
+	marks.observe(at, late, late.Add(2*time.Second), 1) // an older instant answering last
+	seen.mu.Lock()
+	defer seen.mu.Unlock()
+	if len(seen.msgs) != 2 {
+		t.Errorf("%d warnings for two slow instants in five transactions, want 2: %q", len(seen.msgs), seen.msgs)
+	}
 }
