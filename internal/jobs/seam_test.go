@@ -169,10 +169,10 @@ func TestAKilledReplicasClaimedAheadRunsAreLateNotLost(t *testing.T) {
 // killBeforeInstant kills one of victims 150ms before an instant it has
 // runs assigned at, and returns it, the instant, its jobs then and when
 // it was killed. A kill that comes at or after the instant (the test's
-// machine stalled: CI, 2026-12-01, a kill whose share was then recorded
-// lost, rightly, for it had marked them started) proves nothing about
-// runs claimed ahead, so the next victim is tried; the runs such a kill
-// leaves are its own second's, scheduled before it.
+// machine stalled; CI, 2026-12-01, found the share recorded lost, which is
+// what a kill after its marks leaves) proves nothing about runs claimed
+// ahead, so the next victim is tried; the runs such a kill leaves are its
+// own second's, scheduled before it.
 func killBeforeInstant(t *testing.T, victims []*node) (*node, time.Time, map[string]bool, time.Time) {
 	t.Helper()
 	for _, victim := range victims {

@@ -17,11 +17,11 @@ import (
 // grace: each has a record saying why it did not run (skipped, missed,
 // failed: a target call that failed reached no witness), or a queue entry
 // still waiting for the queue path to decide it ("pending"), or it has
-// neither, which is what G2 forbids. The skipped counter's change over the window
-// only approximates this: ticks recorded before the window opened or after
-// it closed, and records that are not skips, blur it; so when the ticks
-// were looked up, they are what the step's unaccounted ticks are counted
-// from (burstSide.unaccounted).
+// neither, which is what G2 forbids. The skipped counter's change over the
+// window only approximates this: ticks recorded before the window opened
+// or after it closed, and records that are not skips, blur it; so when the
+// ticks were looked up, they are what the step's unaccounted ticks are
+// counted from (burstSide.unaccounted).
 //
 // A job keeps skipped_history_limit records of ticks that did not run
 // (the bench leaves the default) and prunes the oldest beyond it: a tick
@@ -60,9 +60,8 @@ const maxNamedNoRecord = 10
 
 // recordsOf counts the outcomes of ticks' records ("pending" for a tick
 // with no record and a queue entry, "none" for one with neither, "pruned"
-// for one its job's history has pruned), or nil when
-// they are more than maxRecordLookups, and names the first
-// maxNamedNoRecord ticks with none.
+// for one its job's history has pruned), or nil when they are more than
+// maxRecordLookups, and names the first maxNamedNoRecord ticks with none.
 func (e *env) recordsOf(ctx context.Context, ticks []undelivered) (map[string]int, []string, error) {
 	if len(ticks) > maxRecordLookups {
 		return nil, nil, nil

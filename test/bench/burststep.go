@@ -32,9 +32,10 @@ type burstSide struct {
 	// "missed"): ticks the scheduler recorded as not run.
 	Skipped        float64 `json:"skipped_recorded"`
 	MissedRecorded float64 `json:"missed_recorded"`
-	// Records: the undelivered ticks' records by outcome, "none" for a
-	// tick without one, "pruned" for one its job's history pruned
-	// (burstrecords.go); nil past maxRecordLookups.
+	// Records: the undelivered ticks' records by outcome, "pending" for a
+	// tick without one still queued, "none" for one with neither,
+	// "pruned" for one its job's history pruned (burstrecords.go); nil
+	// past maxRecordLookups.
 	Records map[string]int `json:"undelivered_records,omitempty"`
 	// NoRecord names the first of those with no record (run ids).
 	NoRecord []string `json:"no_record,omitempty"`
