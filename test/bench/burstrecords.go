@@ -24,9 +24,10 @@ import (
 // counted from (burstSide.unaccounted).
 //
 // A job keeps skipped_history_limit records of ticks that did not run
-// (the bench leaves the default) and prunes the oldest beyond it: a tick
-// without a record, older than the oldest such record its job still has
-// while it has that many, was pruned, not lost ("pruned", told apart).
+// (the bench leaves the default) and prunes the first written beyond it:
+// a tick without a record of a job that has that many may have been
+// pruned, not lost ("pruned", told apart); one of a job with fewer was
+// not.
 
 // maxRecordLookups bounds the lookups (a transaction of 100 reads each):
 // twice the ceiling for a 20 s window misses some tens of thousands.
@@ -109,53 +110,51 @@ func recordOutcome(v []byte) string {
 
 // prunedOrNone counts each of ticks, which have no record, in out as
 // "pruned" when its job holds skipped_history_limit records of ticks that
-// did not run, all due after it, else as "none"; it returns the run ids of
-// the first maxNamedNoRecord of those.
+// did not run (its history may have pruned it), else as "none"; it returns
+// the run ids of the first maxNamedNoRecord of those. The history prunes
+// the records written first, not those due first (leader/prune.go sorts
+// by ModRevision): past capacity a job's ticks are recorded out of their
+// order (a chunk late by seconds records its missed tick after the next
+// tick's), so a full history can lack a tick due after records it keeps.
+// Ticks of a job under the limit were not pruned.
 func (e *env) prunedOrNone(ctx context.Context, ticks []undelivered, out map[string]int) ([]string, error) {
-	oldest := map[string]string{} // job -> its oldest not-run record's run id; "" while under the limit
+	full := map[string]bool{} // job -> it holds skipped_history_limit not-run records
+	looked := map[string]bool{}
 	var named []string
 	for _, t := range ticks {
-		first, ok := oldest[t.job]
-		if !ok {
+		if !looked[t.job] {
 			var err error
-			if first, err = e.oldestNotRun(ctx, t.job); err != nil {
+			if full[t.job], err = e.notRunFull(ctx, t.job); err != nil {
 				return named, err
 			}
-			oldest[t.job] = first
+			looked[t.job] = true
 		}
-		id := runs.ID(t.job, t.at)
-		if first != "" && id < first { // ids of whole seconds sort by time
+		if full[t.job] {
 			out["pruned"]++
 			continue
 		}
 		out["none"]++
 		if len(named) < maxNamedNoRecord {
-			named = append(named, id)
+			named = append(named, runs.ID(t.job, t.at))
 		}
 	}
 	return named, nil
 }
 
-// oldestNotRun is the run id of job's oldest record of a tick that did not
-// run (skipped, missed), when it holds skipped_history_limit of them or
-// more; "" otherwise.
-func (e *env) oldestNotRun(ctx context.Context, job string) (string, error) {
+// notRunFull reports whether job holds skipped_history_limit records of
+// ticks that did not run (skipped, missed) or more.
+func (e *env) notRunFull(ctx context.Context, job string) (bool, error) {
 	resp, err := e.cli.Get(ctx, layout.JobRuns(job), clientv3.WithPrefix())
 	if err != nil {
-		return "", fmt.Errorf("bench: reading the records of %s: %w", job, err)
+		return false, fmt.Errorf("bench: reading the records of %s: %w", job, err)
 	}
-	first, n := "", 0
-	for _, kv := range resp.Kvs { // in key order: by due time
+	n := 0
+	for _, kv := range resp.Kvs {
 		if o := recordOutcome(kv.Value); o == string(runs.Skipped) || o == string(runs.Missed) {
-			if n++; n == 1 {
-				first = strings.TrimPrefix(string(kv.Key), layout.JobRuns(job))
-			}
+			n++
 		}
 	}
-	if n < config.DefaultSkippedHistoryLimit {
-		return "", nil
-	}
-	return first, nil
+	return n >= config.DefaultSkippedHistoryLimit, nil
 }
 
 // recordsNote is " (records: skipped 35, failed 5)", "" when there were no
