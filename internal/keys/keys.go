@@ -311,7 +311,10 @@ func (l Layout) RemovedName(key string) string { return strings.TrimPrefix(key, 
 // Unstarted holds a marker per record of a run that never started (skipped
 // or missed), written with the record: pruning reads keys only, and keeps
 // those records apart from runs that executed (skipped_history_limit).
-func (l Layout) Unstarted(job string) string { return l.Prefix + unstartedDir + job + "/" }
+func (l Layout) Unstarted(job string) string { return l.UnstartedMarks() + job + "/" }
+
+// UnstartedMarks holds every job's markers under Unstarted.
+func (l Layout) UnstartedMarks() string { return l.Prefix + unstartedDir }
 
 // UnstartedMark is the marker of runID's record.
 func (l Layout) UnstartedMark(job, runID string) string { return l.Unstarted(job) + runID }

@@ -58,6 +58,8 @@ type burstConfig struct {
 	fsync bool
 	// maxParallel is the replicas' worker.max_parallel.
 	maxParallel int
+	// history: ours' jobs start with full histories (bursthistory.go).
+	history bool
 }
 
 // refProcsCount: the peer runs three replicas.
@@ -196,6 +198,14 @@ func burstOurs(ctx context.Context, e *env, bc burstConfig, n int) (burstSide, e
 	e.steps++
 	step := fmt.Sprintf("b%d-", e.steps)
 	logf("burst: ours, %d jobs every second, %d replicas: %s warm-up, %s window", n, side.Procs, bc.warmup, bc.window)
+	if bc.history {
+		seeded, err := e.seedHistory(ctx, step, n, time.Now())
+		if err != nil {
+			return side, err
+		}
+		side.SeededRecords = seeded
+		logf("burst: ours, %d records seeded: every job's history full", seeded)
+	}
 	if err := e.reload(ctx, burstJobs(step, n, bc.shards)); err != nil {
 		return side, err
 	}

@@ -142,19 +142,14 @@ func (e *env) prunedOrNone(ctx context.Context, ticks []undelivered, out map[str
 }
 
 // notRunFull reports whether job holds skipped_history_limit records of
-// ticks that did not run (skipped, missed) or more.
+// ticks that did not run (skipped, missed) or more: their unstarted
+// markers, counted (each such record is written with one, queue.RecordOps).
 func (e *env) notRunFull(ctx context.Context, job string) (bool, error) {
-	resp, err := e.cli.Get(ctx, layout.JobRuns(job), clientv3.WithPrefix())
+	resp, err := e.cli.Get(ctx, layout.Unstarted(job), clientv3.WithPrefix(), clientv3.WithCountOnly())
 	if err != nil {
-		return false, fmt.Errorf("bench: reading the records of %s: %w", job, err)
+		return false, fmt.Errorf("bench: counting the records of %s that did not run: %w", job, err)
 	}
-	n := 0
-	for _, kv := range resp.Kvs {
-		if o := recordOutcome(kv.Value); o == string(runs.Skipped) || o == string(runs.Missed) {
-			n++
-		}
-	}
-	return n >= config.DefaultSkippedHistoryLimit, nil
+	return resp.Count >= config.DefaultSkippedHistoryLimit, nil
 }
 
 // recordsNote is " (records: skipped 35, failed 5)", "" when there were no

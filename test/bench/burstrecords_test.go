@@ -6,6 +6,7 @@ import (
 
 	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/etcdtest"
+	"github.com/etcdsched/scheduler/internal/jobs/queue"
 	"github.com/etcdsched/scheduler/internal/runs"
 )
 
@@ -59,17 +60,18 @@ func TestAPrunedTickIsToldApartFromOneWithNoRecord(t *testing.T) {
 	from := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	cli := etcdtest.Start(t).Client()
 	e := &env{cli: cli}
-	put := func(job string, at time.Time, outcome string) {
+	put := func(job string, at time.Time, outcome runs.Outcome) {
 		t.Helper()
-		if _, err := cli.Put(t.Context(), layout.Record(job, runs.ID(job, at)), `{"outcome":"`+outcome+`"}`); err != nil {
-			t.Fatal(err)
+		rec := runs.Record{Job: job, RunID: runs.ID(job, at), ScheduledAt: at, Outcome: outcome}
+		if _, err := cli.Txn(t.Context()).Then(queue.RecordOps(layout, &rec)...).Commit(); err != nil {
+			t.Fatal(err) // as the engine writes it: a record that did not run has its marker
 		}
 	}
 	for i := range config.DefaultSkippedHistoryLimit {
-		put("full", from.Add(time.Duration(i+1)*time.Second), "skipped")
-		put("short", from.Add(time.Duration(i+1)*time.Second), "succeeded")
+		put("full", from.Add(time.Duration(i+1)*time.Second), runs.Skipped)
+		put("short", from.Add(time.Duration(i+1)*time.Second), runs.Succeeded)
 	}
-	put("short", from.Add(time.Hour), "skipped")
+	put("short", from.Add(time.Hour), runs.Skipped)
 	missing := []undelivered{
 		{"full", from},                  // older than every not-run record of a full history: pruned
 		{"full", from.Add(time.Minute)}, // newer than the oldest: written before them, pruned

@@ -39,8 +39,8 @@ func printBurst(w io.Writer, reports []report) {
 	if b == nil {
 		return
 	}
-	fmt.Fprintf(w, "\nBurst: N jobs `* * * * * *`, jitter 0, all due on the same second; %s warm-up, %s window, ticks counted delivered up to %s after it; ours: %d replicas; reference: %d bare processes, per tick an HTTP GET then one conditional put of the job's counter. Per run: CPU (etcd + replicas or processes), etcd revisions, index operations (etcd_mvcc range+put+delete per member; a compare counts as a range), watch events decoded per replica.\n\n",
-		b.Warmup, b.Window, b.Grace, b.Replicas, b.RefProcs)
+	fmt.Fprintf(w, "\nBurst: N jobs `* * * * * *`, jitter 0, all due on the same second; %s warm-up, %s window, ticks counted delivered up to %s after it; ours: %d replicas%s; reference: %d bare processes, per tick an HTTP GET then one conditional put of the job's counter. Per run: CPU (etcd + replicas or processes), etcd revisions, index operations (etcd_mvcc range+put+delete per member; a compare counts as a range), watch events decoded per replica.\n\n",
+		b.Warmup, b.Window, b.Grace, b.Replicas, historyNote(b.Steps), b.RefProcs)
 	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', tabwriter.Debug)
 	fmt.Fprintln(tw, "| jobs due each second\t runs/s: ours / ref\t delivered: ours / ref\t lateness p50/p99/max ms: ours\t ref\t missed (recorded skipped): ours / ref\t CPU ms per run, etcd + procs: ours\t ref\t revisions per run: ours / ref\t index ops per run: ours / ref\t events per replica per run\t")
 	fmt.Fprintln(tw, "|---\t---\t---\t---\t---\t---\t---\t---\t---\t---\t---\t")
@@ -76,4 +76,15 @@ func lateMs(d dist) string {
 
 func cpuMs(s burstSide) string {
 	return fmt.Sprintf("%.3f + %.3f = %.3f", s.EtcdCPUPerRun, s.ProcCPUPerRun, s.cpuPerRun())
+}
+
+// historyNote says whether ours' jobs started with full histories
+// (bursthistory.go): the steps' figures then include the prune.
+func historyNote(steps []burstStep) string {
+	for _, st := range steps {
+		if st.Ours.SeededRecords > 0 {
+			return ", every job's history full from the start (history_limit records seeded)"
+		}
+	}
+	return ", jobs new (histories not full: no record pruned)"
 }

@@ -39,6 +39,9 @@ type burstSide struct {
 	Records map[string]int `json:"undelivered_records,omitempty"`
 	// NoRecord names the first of those with no record (run ids).
 	NoRecord []string `json:"no_record,omitempty"`
+	// SeededRecords: ours' records written before the step, its jobs'
+	// histories full (bursthistory.go).
+	SeededRecords int `json:"seeded_records,omitempty"`
 	// Runs: witness arrivals of the step's jobs within the window.
 	Runs int `json:"runs"`
 	// ShardRuns: of Runs, those of the sharded job (-burst-shards).

@@ -320,13 +320,14 @@ func readAll(pids map[string][]int) map[int]int64 {
 	return out
 }
 
-// forget deletes the run records and cursors of the step's jobs, gone from
-// the config: each step starts from the same store. Left in place, the
+// forget deletes the run records (with their unstarted markers) and
+// cursors of the step's jobs, gone from the config: each step starts from
+// the same store. Left in place, the
 // steps' records (up to history_limit per job, over 100,000 keys after the
 // default steps) made each later step run on a larger store than its own
 // jobs would leave.
 func (e *env) forget(ctx context.Context) {
-	for _, p := range []string{layout.Runs(), layout.Jobs()} {
+	for _, p := range []string{layout.Runs(), layout.UnstartedMarks(), layout.Jobs()} {
 		if _, err := e.cli.Delete(ctx, p, clientv3.WithPrefix()); err != nil {
 			logf("forgetting %s: %v", p, err)
 		}

@@ -161,6 +161,7 @@ func defineFlags(f *flags, l *flagLists) {
 	// on 3), as docs/configuration.md sizes worker.max_parallel; the
 	// places' cut keeps twice the ceiling from collapsing there.
 	flag.IntVar(&f.burst.maxParallel, "burst-max-parallel", 2048, "burst: the replicas' worker.max_parallel")
+	flag.BoolVar(&f.burst.history, "burst-history", true, "burst: ours' jobs start with history_limit records each, so the window pays the prune a steady state pays (false: new jobs, whose histories do not fill in a window)")
 	flag.BoolVar(&f.burst.overload, "burst-overload", true, "burst: run a step at twice our ceiling (when it is not one of -burst-jobs)")
 	flag.StringVar(&l.leanRuns, "leanfloor-runs", "500,1000,2000,4000", "leanfloor: runs due each second, each a step")
 	flag.IntVar(&f.limitConc, "limit-conc", 32, "limit: transactions in flight per client")

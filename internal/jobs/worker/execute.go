@@ -72,11 +72,11 @@ func (c *core) execute(q *queue.Item, entry *queue.Entry, held *slots.Held, log 
 		return err
 	}
 	c.d.Metrics.Runs.WithLabelValues(entry.Job, string(res.Outcome)).Inc()
+	attrs := []any{"outcome", res.Outcome, "duration", endedAt.Sub(startedAt), "retry", retry != nil}
 	if rec.Error != "" {
-		log.Info("run finished", "outcome", res.Outcome, "duration", endedAt.Sub(startedAt), "retry", retry != nil, "error", rec.Error)
-		return nil
+		attrs = append(attrs, "error", rec.Error)
 	}
-	log.Info("run finished", "outcome", res.Outcome, "duration", endedAt.Sub(startedAt), "retry", retry != nil)
+	log.Info("run finished", attrs...)
 	return nil
 }
 
