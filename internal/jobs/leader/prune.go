@@ -106,16 +106,14 @@ func (p *pruner) Run(ctx context.Context) error {
 // history_limit records of runs that executed, skipped_history_limit of
 // runs that never started (skipped, missed: those with an unstarted
 // marker), so that a flood of skips cannot push real history out. Keys are
-// read (keys only) a batch of jobs at a time and deleted up to
-// maxOpsPerTxn at a time (deleteUnchanged).
+// read (keys only) a batch of jobs at a time and deleted as key ranges
+// (prunespans.go), up to maxOpsPerTxn operations a transaction.
 func (p *pruner) pruneJobs(ctx context.Context, jobs []string) error {
-	var dels []seenKey
-	flush := func(force bool) error {
-		if len(dels) == 0 || !force && len(dels) < maxOpsPerTxn-1 {
-			return nil
-		}
-		err := p.deleteUnchanged(ctx, dels)
-		dels = dels[:0]
+	var spans []span
+	ops := 0
+	flush := func() error {
+		err := p.deleteSpans(ctx, spans)
+		spans, ops = spans[:0], 0
 		return err
 	}
 	history := func(job string) [2]clientv3.Op {
@@ -126,39 +124,47 @@ func (p *pruner) pruneJobs(ctx context.Context, jobs []string) error {
 		}
 	}
 	err := p.readJobs(ctx, jobs, "history", history, func(job string, records, unstartedMarks []*mvccpb.KeyValue) error {
-		executedLimit, unstartedLimit := p.limits(job)
-		marks := map[string]*mvccpb.KeyValue{}
-		for _, kv := range unstartedMarks {
-			marks[p.d.Keys.RecordRun(string(kv.Key))] = kv
-		}
-		var executed, unstarted []*mvccpb.KeyValue
-		for _, kv := range records {
-			if marks[p.d.Keys.RecordRun(string(kv.Key))] != nil {
-				unstarted = append(unstarted, kv)
-			} else {
-				executed = append(executed, kv)
+		for _, s := range spansOf(records, p.beyondLimits(job, records, unstartedMarks)) {
+			if ops+3 > maxOpsPerTxn-1 { // a span: a compare and up to two deletes; the fence
+				if err := flush(); err != nil {
+					return err
+				}
 			}
-		}
-		for _, kv := range executed[:max(0, len(executed)-executedLimit)] {
-			dels = append(dels, seenKey{key: string(kv.Key), rev: kv.ModRevision})
-			if err := flush(false); err != nil {
-				return err
-			}
-		}
-		for _, kv := range unstarted[:max(0, len(unstarted)-unstartedLimit)] {
-			mark := marks[p.d.Keys.RecordRun(string(kv.Key))]
-			dels = append(dels, seenKey{key: string(kv.Key), rev: kv.ModRevision},
-				seenKey{key: string(mark.Key), rev: mark.ModRevision})
-			if err := flush(false); err != nil {
-				return err
-			}
+			spans, ops = append(spans, s), ops+3
 		}
 		return nil
 	})
-	if err != nil {
+	if err != nil || len(spans) == 0 {
 		return err
 	}
-	return flush(true)
+	return flush()
+}
+
+// beyondLimits are job's records to delete, by key: the oldest written
+// (records, as read, sorted by ModRevision) beyond each limit, those of
+// runs that never started with their markers.
+func (p *pruner) beyondLimits(job string, records, unstartedMarks []*mvccpb.KeyValue) map[string]oldRecord {
+	executedLimit, unstartedLimit := p.limits(job)
+	marks := map[string]*mvccpb.KeyValue{}
+	for _, kv := range unstartedMarks {
+		marks[p.d.Keys.RecordRun(string(kv.Key))] = kv
+	}
+	var executed, unstarted []*mvccpb.KeyValue
+	for _, kv := range records {
+		if marks[p.d.Keys.RecordRun(string(kv.Key))] != nil {
+			unstarted = append(unstarted, kv)
+		} else {
+			executed = append(executed, kv)
+		}
+	}
+	old := map[string]oldRecord{}
+	for _, kv := range executed[:max(0, len(executed)-executedLimit)] {
+		old[string(kv.Key)] = oldRecord{}
+	}
+	for _, kv := range unstarted[:max(0, len(unstarted)-unstartedLimit)] {
+		old[string(kv.Key)] = oldRecord{mark: marks[p.d.Keys.RecordRun(string(kv.Key))]}
+	}
+	return old
 }
 
 // round trims the history of the jobs that finished enough runs since
