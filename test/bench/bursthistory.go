@@ -62,3 +62,12 @@ func seededRecord(job string, at time.Time) runs.Record {
 		Holder: "r1.seed", FencingToken: 1, Outcome: runs.Succeeded, HTTPStatus: 200,
 	}
 }
+
+// recordsHeld is how many run records etcd holds (count only).
+func (e *env) recordsHeld(ctx context.Context) (int64, error) {
+	resp, err := e.cli.Get(ctx, layout.Runs(), clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		return 0, fmt.Errorf("bench: counting the records held: %w", err)
+	}
+	return resp.Count, nil
+}

@@ -24,6 +24,9 @@ func TestSeededHistoriesAreFullAndBeforeTheStep(t *testing.T) {
 	if n != 3*config.DefaultHistoryLimit {
 		t.Errorf("seeded %d, want %d", n, 3*config.DefaultHistoryLimit)
 	}
+	if held, err := e.recordsHeld(t.Context()); err != nil || held != int64(n) {
+		t.Errorf("records held %d (%v), want the %d seeded", held, err, n)
+	}
 	for i := range 3 {
 		job := burstJobName("b7-", i)
 		resp, err := cli.Get(t.Context(), layout.JobRuns(job), clientv3.WithPrefix())

@@ -42,6 +42,9 @@ type burstSide struct {
 	// SeededRecords: ours' records written before the step, its jobs'
 	// histories full (bursthistory.go).
 	SeededRecords int `json:"seeded_records,omitempty"`
+	// RecordsHeld: ours' records in etcd as the window ends; with full
+	// histories about jobs × history_limit while the prune keeps up.
+	RecordsHeld int64 `json:"records_held,omitempty"`
 	// Runs: witness arrivals of the step's jobs within the window.
 	Runs int `json:"runs"`
 	// ShardRuns: of Runs, those of the sharded job (-burst-shards).
@@ -160,6 +163,11 @@ func measureBurst(ctx context.Context, e *env, side *burstSide, w burstWindow) e
 	after, err := e.burstCounters(ctx, w.replicaURL)
 	if err != nil {
 		return err
+	}
+	if side.Engine == "ours" {
+		if side.RecordsHeld, err = e.recordsHeld(ctx); err != nil {
+			return err
+		}
 	}
 	if err := sleepUntil(ctx, t1.Add(w.grace)); err != nil {
 		return err
@@ -332,8 +340,16 @@ func sleepUntil(ctx context.Context, t time.Time) error {
 
 // describe is the side's one-line summary for the progress log.
 func (s burstSide) describe() string {
-	return fmt.Sprintf("%s %d jobs: %.0f runs/s, delivered %s, lateness %s%s, missed %d (recorded skipped %.0f)%s, cpu ms/run etcd %.3f + procs %.3f, revs/run %.3f, index ops/run %.2f, events/replica/run %s%s, etcd disk over 64 ms: %.0f fsyncs (over 1 s: %.0f), %.0f commits",
-		s.Engine, s.Jobs, s.RunsPerSec, pct(s.DeliveredFrac), s.Lateness, markNote(s.StartMarks), s.Missed, s.Skipped, recordsNote(s.Records, s.NoRecord), s.EtcdCPUPerRun, s.ProcCPUPerRun, s.RevsPerRun, s.IndexOpsPerRun, events(s), kindsOf(s.EventsByKind), s.SlowFsyncs, s.StalledFsyncs, s.SlowCommits)
+	return fmt.Sprintf("%s %d jobs: %.0f runs/s, delivered %s, lateness %s%s, missed %d (recorded skipped %.0f)%s, cpu ms/run etcd %.3f + procs %.3f, revs/run %.3f, index ops/run %.2f, events/replica/run %s%s, etcd disk over 64 ms: %.0f fsyncs (over 1 s: %.0f), %.0f commits%s",
+		s.Engine, s.Jobs, s.RunsPerSec, pct(s.DeliveredFrac), s.Lateness, markNote(s.StartMarks), s.Missed, s.Skipped, recordsNote(s.Records, s.NoRecord), s.EtcdCPUPerRun, s.ProcCPUPerRun, s.RevsPerRun, s.IndexOpsPerRun, events(s), kindsOf(s.EventsByKind), s.SlowFsyncs, s.StalledFsyncs, s.SlowCommits, heldNote(s.RecordsHeld))
+}
+
+// heldNote says how many records ours held as its window ended.
+func heldNote(n int64) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", %d records held", n)
 }
 
 // settle waits until etcd and the replicas are quiet (under quietCores
