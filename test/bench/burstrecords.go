@@ -13,11 +13,12 @@ import (
 	"github.com/etcdsched/scheduler/internal/runs"
 )
 
-// The ticks a step of ours did not deliver, looked up in etcd after the
-// grace: each has a record saying why it did not run (skipped, missed,
-// failed: a target call that failed reached no witness), or a queue entry
-// still waiting for the queue path to decide it ("pending"), or it has
-// neither, which is what G2 forbids. The skipped counter's change over the
+// The ticks a step of ours did not deliver, looked up in etcd once the
+// step's jobs are removed and their runs drained (burstOurs): each has a
+// record saying why it did not run (skipped, missed, failed: a target call
+// that failed reached no witness), or had a queue entry as the grace ended,
+// the queue path still to decide it ("pending"; the removal withdraws it),
+// or it has neither, which is what G2 forbids. The skipped counter's change over the
 // window only approximates this: ticks recorded before the window opened
 // or after it closed, and records that are not skips, blur it; so when the
 // ticks were looked up, they are what the step's unaccounted ticks are
@@ -60,35 +61,35 @@ func undeliveredTicks(step string, n int, from, to time.Time, delivered map[stri
 const maxNamedNoRecord = 10
 
 // recordsOf counts the outcomes of ticks' records ("pending" for a tick
-// with no record and a queue entry, "none" for one with neither, "pruned"
-// for one its job's history has pruned), or nil when they are more than
+// with no record that was queued as the grace ended, in queued: its job's
+// removal withdrew the entry; "none" for one with neither, "pruned" for
+// one its job's history has pruned), or nil when they are more than
 // maxRecordLookups, and names the first maxNamedNoRecord ticks with none.
-func (e *env) recordsOf(ctx context.Context, ticks []undelivered) (map[string]int, []string, error) {
+func (e *env) recordsOf(ctx context.Context, ticks []undelivered, queued map[string]bool) (map[string]int, []string, error) {
 	if len(ticks) > maxRecordLookups {
 		return nil, nil, nil
 	}
 	out := map[string]int{}
 	var none []undelivered
-	const perTxn = 50 // two reads a tick, under etcd's --max-txn-ops
+	const perTxn = 100 // a read a tick, under etcd's --max-txn-ops
 	for len(ticks) > 0 {
 		batch := ticks[:min(perTxn, len(ticks))]
 		ticks = ticks[len(batch):]
-		ops := make([]clientv3.Op, 0, 2*len(batch))
+		ops := make([]clientv3.Op, 0, len(batch))
 		for _, t := range batch {
-			id := runs.ID(t.job, t.at)
-			ops = append(ops, clientv3.OpGet(layout.Record(t.job, id)), clientv3.OpGet(layout.Entry(t.job, id), clientv3.WithCountOnly()))
+			ops = append(ops, clientv3.OpGet(layout.Record(t.job, runs.ID(t.job, t.at))))
 		}
 		resp, err := e.cli.Txn(ctx).Then(ops...).Commit()
 		if err != nil {
 			return nil, nil, fmt.Errorf("bench: reading the records of undelivered ticks: %w", err)
 		}
 		for i, t := range batch {
-			kvs := resp.Responses[2*i].GetResponseRange().GetKvs()
+			kvs := resp.Responses[i].GetResponseRange().GetKvs()
 			switch {
 			case len(kvs) > 0:
 				out[recordOutcome(kvs[0].Value)]++
-			case resp.Responses[2*i+1].GetResponseRange().Count > 0:
-				out["pending"]++ // queued: the queue path still decides it
+			case queued[runs.ID(t.job, t.at)]:
+				out["pending"]++ // queued: the queue path still decided it
 			default:
 				none = append(none, t)
 			}
@@ -174,4 +175,17 @@ func recordsNote(byOutcome map[string]int, named []string) string {
 		parts = append(parts, fmt.Sprintf("%s %d", k, byOutcome[k]))
 	}
 	return " (records: " + strings.Join(parts, ", ") + ")"
+}
+
+// queuedRuns are the run ids of the queue's entries (keys only).
+func (e *env) queuedRuns(ctx context.Context) (map[string]bool, error) {
+	resp, err := e.cli.Get(ctx, layout.Queue(), clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err != nil {
+		return nil, fmt.Errorf("bench: reading the queue: %w", err)
+	}
+	out := make(map[string]bool, len(resp.Kvs))
+	for _, kv := range resp.Kvs {
+		out[layout.RecordRun(string(kv.Key))] = true
+	}
+	return out, nil
 }

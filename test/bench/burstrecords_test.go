@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/etcdtest"
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
@@ -36,7 +38,14 @@ func TestUndeliveredTicksAreLookedUpByTheirRecords(t *testing.T) {
 	if _, err := cli.Put(t.Context(), layout.Record("b1-00002", runs.ID("b1-00002", from)), `{"outcome":"failed"}`); err != nil {
 		t.Fatal(err)
 	}
-	got, named, err := e.recordsOf(t.Context(), missing)
+	queued, err := e.queuedRuns(t.Context()) // as the grace ends
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.Delete(t.Context(), layout.Queue(), clientv3.WithPrefix()); err != nil {
+		t.Fatal(err) // the job's removal withdraws its entry, recording nothing
+	}
+	got, named, err := e.recordsOf(t.Context(), missing, queued)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +56,7 @@ func TestUndeliveredTicksAreLookedUpByTheirRecords(t *testing.T) {
 	if note := recordsNote(got, named); note != " (records: NO RECORD 1 [b1-00003@2026-12-01T10:00:00Z], failed 1, pending 1, skipped 1)" {
 		t.Errorf("note %q", note)
 	}
-	if got, _, _ := e.recordsOf(t.Context(), make([]undelivered, maxRecordLookups+1)); got != nil {
+	if got, _, _ := e.recordsOf(t.Context(), make([]undelivered, maxRecordLookups+1), nil); got != nil {
 		t.Errorf("past %d ticks: looked up %v, want none", maxRecordLookups, got)
 	}
 }
@@ -78,7 +87,7 @@ func TestAPrunedTickIsToldApartFromOneWithNoRecord(t *testing.T) {
 		{"short", from},                 // the job holds one not-run record: nothing pruned
 		{"nothing", from},               // no record of the job at all
 	}
-	got, _, err := e.recordsOf(t.Context(), missing)
+	got, _, err := e.recordsOf(t.Context(), missing, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

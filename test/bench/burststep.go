@@ -33,12 +33,16 @@ type burstSide struct {
 	Skipped        float64 `json:"skipped_recorded"`
 	MissedRecorded float64 `json:"missed_recorded"`
 	// Records: the undelivered ticks' records by outcome, "pending" for a
-	// tick without one still queued, "none" for one with neither,
+	// tick without one queued as the grace ended, "none" for one with neither,
 	// "pruned" for one its job's history pruned (burstrecords.go); nil
 	// past maxRecordLookups.
 	Records map[string]int `json:"undelivered_records,omitempty"`
 	// NoRecord names the first of those with no record (run ids).
 	NoRecord []string `json:"no_record,omitempty"`
+	// undelivered and queued: ours' ticks to look up once the step's jobs
+	// are removed (burstOurs), and the run ids queued as the grace ended.
+	undelivered []undelivered
+	queued      map[string]bool
 	// SeededRecords: ours' records written before the step, its jobs'
 	// histories full (bursthistory.go).
 	SeededRecords int `json:"seeded_records,omitempty"`
@@ -179,7 +183,8 @@ func measureBurst(ctx context.Context, e *env, side *burstSide, w burstWindow) e
 	side.apply(tl, perWindow(before, after, side.Seconds), len(e.c.Members))
 	side.PerSecond = timeline(tl.bySecond, side.Jobs, t0, t1)
 	if side.Engine == "ours" && side.Missed > 0 {
-		side.Records, side.NoRecord, err = e.recordsOf(ctx, undeliveredTicks(w.jobPrefix, side.Jobs, t0, t1, tl.seen))
+		side.undelivered = undeliveredTicks(w.jobPrefix, side.Jobs, t0, t1, tl.seen)
+		side.queued, err = e.queuedRuns(ctx)
 	}
 	return err
 }
