@@ -23,8 +23,16 @@ import (
 // one for the unstarted markers of its skipped and missed records). A span
 // whose compare fails is deleted key by key (deleteUnchanged), as before.
 
+// maxSpanKeys bounds a span's records and markers: its compare reads
+// every key in its range (values too), and a span whose compare fails goes
+// to deleteUnchanged in one transaction of a compare a key and the fence,
+// under etcd's --max-txn-ops of 128. A removed job's or a lowered limit's
+// first round can delete thousands of consecutive records.
+const maxSpanKeys = 96
+
 // span is a run of a job's records consecutive in key order, every one
-// of them to be deleted, as read.
+// of them to be deleted, as read, with at most maxSpanKeys records and
+// markers.
 type span struct {
 	first, last string    // record keys
 	marks       [2]string // the first and last unstarted marker's keys; "" when it has none
@@ -56,7 +64,7 @@ func spansOf(records []*mvccpb.KeyValue, old map[string]oldRecord) []span {
 			cur = nil // a record kept ends the span
 			continue
 		}
-		if cur == nil {
+		if cur == nil || len(cur.seen) > maxSpanKeys-2 { // room for a record and its marker
 			out = append(out, span{first: string(kv.Key)})
 			cur = &out[len(out)-1]
 		}
@@ -93,6 +101,9 @@ func (b *base) deleteSpans(ctx context.Context, spans []span) error {
 	ok, err := try(spans)
 	if ok || err != nil {
 		return err
+	}
+	if len(spans) == 1 {
+		return b.deleteUnchanged(ctx, spans[0].seen)
 	}
 	for i := range spans {
 		if ok, err := try(spans[i : i+1]); ok || err != nil {

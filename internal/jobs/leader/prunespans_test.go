@@ -257,3 +257,46 @@ func TestASpanNeverCoversARecordToKeep(t *testing.T) {
 		t.Errorf("records left %v, want the skip and the newest run %v", got, want)
 	}
 }
+
+// A span is at most maxSpanKeys records and markers, so that one whose
+// compare fails goes key by key in a transaction etcd takes (at most 128
+// operations): a job's first round after its limit was lowered deletes
+// 149 consecutive records, one of them rewritten since the read.
+func TestALargePruneChangedSinceTheReadStillGoes(t *testing.T) {
+	ctx := t.Context()
+	j := jobstest.Job("lowered", "@every 1s")
+	j.HistoryLimit = 1
+	l, cli, _ := leaderOn(t, "/spans-large/", jobstest.Config(j), time.Time{})
+	at := func(i int) time.Time {
+		return time.Date(2026, 12, 1, 22, 0, 0, 0, time.UTC).Add(time.Duration(i) * time.Second)
+	}
+	put := func(i int) {
+		t.Helper()
+		rec := runs.Record{RunID: runs.ID("lowered", at(i)), Job: "lowered", ScheduledAt: at(i), Outcome: runs.Succeeded}
+		if _, err := cli.Txn(ctx).Then(queue.RecordOps(l.d.Keys, &rec)...).Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 150 {
+		put(i)
+	}
+	records, err := cli.Get(ctx, l.d.Keys.JobRuns("lowered"), clientv3.WithPrefix(), clientv3.WithKeysOnly(),
+		clientv3.WithSort(clientv3.SortByModRevision, clientv3.SortAscend))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spans := spansOf(records.Kvs, l.pruner.beyondLimits("lowered", records.Kvs, nil))
+	for _, s := range spans {
+		if len(s.seen) > maxSpanKeys {
+			t.Errorf("a span of %d keys, want at most %d", len(s.seen), maxSpanKeys)
+		}
+	}
+	put(3) // a retried run's final record, since the read
+	if err := l.deleteSpans(ctx, spans); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{runs.ID("lowered", at(3)), runs.ID("lowered", at(149))}
+	if got := stored(t, cli, l.d.Keys.JobRuns("lowered")); !slices.Equal(got, want) {
+		t.Errorf("records left %v, want the rewritten one and the newest: %v", got, want)
+	}
+}
