@@ -119,18 +119,18 @@ func recordOutcome(v []byte) string {
 // tick's), so a full history can lack a tick due after records it keeps.
 // Ticks of a job under the limit were not pruned.
 func (e *env) prunedOrNone(ctx context.Context, ticks []undelivered, out map[string]int) ([]string, error) {
-	full := map[string]bool{} // job -> it holds skipped_history_limit not-run records
-	looked := map[string]bool{}
+	full := map[string]bool{} // job -> it holds skipped_history_limit not-run records, once looked up
 	var named []string
 	for _, t := range ticks {
-		if !looked[t.job] {
+		isFull, looked := full[t.job]
+		if !looked {
 			var err error
-			if full[t.job], err = e.notRunFull(ctx, t.job); err != nil {
+			if isFull, err = e.notRunFull(ctx, t.job); err != nil {
 				return named, err
 			}
-			looked[t.job] = true
+			full[t.job] = isFull
 		}
-		if full[t.job] {
+		if isFull {
 			out["pruned"]++
 			continue
 		}

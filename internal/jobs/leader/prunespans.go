@@ -106,13 +106,11 @@ func (b *base) deleteSpans(ctx context.Context, spans []span) error {
 		return b.deleteUnchanged(ctx, spans[0].seen)
 	}
 	for i := range spans {
-		if ok, err := try(spans[i : i+1]); ok || err != nil {
-			if err != nil {
-				return err
-			}
-			continue
+		ok, err := try(spans[i : i+1])
+		if err == nil && !ok {
+			err = b.deleteUnchanged(ctx, spans[i].seen)
 		}
-		if err := b.deleteUnchanged(ctx, spans[i].seen); err != nil {
+		if err != nil {
 			return err
 		}
 	}

@@ -41,11 +41,8 @@ func TestPruningByRangesDeletesWhatPruningKeyByKeyDoes(t *testing.T) {
 	for round := range 12 {
 		for _, j := range jobs {
 			for _, rec := range randomHistory(rng, j.Name, round) {
-				for _, l := range []*leader{byRanges, byKeys} {
-					if _, err := cli.Txn(ctx).Then(queue.RecordOps(l.d.Keys, &rec)...).Commit(); err != nil {
-						t.Fatal(err)
-					}
-				}
+				writeRecord(t, byRanges, rec)
+				writeRecord(t, byKeys, rec)
 			}
 		}
 		names := []string{"a", "ab", "b", "c"}
@@ -72,7 +69,7 @@ func randomHistory(rng *rand.Rand, job string, round int) []runs.Record {
 	var out []runs.Record
 	for i := range 11 {
 		at := base.Add(time.Duration(i) * time.Second)
-		rec := runs.Record{RunID: runs.ID(job, at), Job: job, ScheduledAt: at, Outcome: runs.Succeeded}
+		rec := tickRecord(job, at, runs.Succeeded)
 		switch rng.IntN(4) {
 		case 0:
 			rec.Outcome = runs.Skipped
@@ -130,13 +127,7 @@ func TestASpanChangedSinceTheReadLosesNothingNew(t *testing.T) {
 	ctx := t.Context()
 	l, cli, _ := leaderOn(t, "/spans-changed/", jobstest.Config(jobstest.Job("p", "@every 1s")), time.Time{})
 	at := func(i int) time.Time { return time.Date(2026, 12, 1, 22, 0, i, 0, time.UTC) }
-	put := func(i int, outcome runs.Outcome) {
-		t.Helper()
-		rec := runs.Record{RunID: runs.ID("p", at(i)), Job: "p", ScheduledAt: at(i), Outcome: outcome}
-		if _, err := cli.Txn(ctx).Then(queue.RecordOps(l.d.Keys, &rec)...).Commit(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	put := func(i int, outcome runs.Outcome) { writeRecord(t, l, tickRecord("p", at(i), outcome)) }
 	for i := range 10 {
 		if i != 4 {
 			put(i, runs.Skipped)
@@ -191,10 +182,7 @@ func TestATickOrderedHistoryPrunesInOneSpan(t *testing.T) {
 	l, cli, _ := leaderOn(t, "/spans-steady/", jobstest.Config(j), time.Time{})
 	for i := range 110 {
 		at := time.Date(2026, 12, 1, 22, 0, 0, 0, time.UTC).Add(time.Duration(i) * time.Second)
-		rec := runs.Record{RunID: runs.ID("steady", at), Job: "steady", ScheduledAt: at, Outcome: runs.Succeeded}
-		if _, err := cli.Txn(ctx).Then(queue.RecordOps(l.d.Keys, &rec)...).Commit(); err != nil {
-			t.Fatal(err)
-		}
+		writeRecord(t, l, tickRecord("steady", at, runs.Succeeded))
 	}
 	before := indexOps(t)
 	if err := l.pruner.pruneJobs(ctx, []string{"steady"}); err != nil {
@@ -244,10 +232,7 @@ func TestASpanNeverCoversARecordToKeep(t *testing.T) {
 	l, cli, _ := leaderOn(t, "/spans-keep/", jobstest.Config(j), time.Time{})
 	at := func(i int) time.Time { return time.Date(2026, 12, 1, 22, 0, i, 0, time.UTC) }
 	for i, outcome := range []runs.Outcome{runs.Succeeded, runs.Skipped, runs.Succeeded, runs.Succeeded} {
-		rec := runs.Record{RunID: runs.ID("mixed", at(i)), Job: "mixed", ScheduledAt: at(i), Outcome: outcome}
-		if _, err := cli.Txn(ctx).Then(queue.RecordOps(l.d.Keys, &rec)...).Commit(); err != nil {
-			t.Fatal(err)
-		}
+		writeRecord(t, l, tickRecord("mixed", at(i), outcome))
 	}
 	if err := l.pruner.pruneJobs(ctx, []string{"mixed"}); err != nil {
 		t.Fatal(err)
@@ -270,13 +255,7 @@ func TestALargePruneChangedSinceTheReadStillGoes(t *testing.T) {
 	at := func(i int) time.Time {
 		return time.Date(2026, 12, 1, 22, 0, 0, 0, time.UTC).Add(time.Duration(i) * time.Second)
 	}
-	put := func(i int) {
-		t.Helper()
-		rec := runs.Record{RunID: runs.ID("lowered", at(i)), Job: "lowered", ScheduledAt: at(i), Outcome: runs.Succeeded}
-		if _, err := cli.Txn(ctx).Then(queue.RecordOps(l.d.Keys, &rec)...).Commit(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	put := func(i int) { writeRecord(t, l, tickRecord("lowered", at(i), runs.Succeeded)) }
 	for i := range 150 {
 		put(i)
 	}
@@ -299,4 +278,18 @@ func TestALargePruneChangedSinceTheReadStillGoes(t *testing.T) {
 	if got := stored(t, cli, l.d.Keys.JobRuns("lowered")); !slices.Equal(got, want) {
 		t.Errorf("records left %v, want the rewritten one and the newest: %v", got, want)
 	}
+}
+
+// writeRecord writes rec as the engine does (queue.RecordOps: a record of
+// a run that did not start with its marker).
+func writeRecord(t *testing.T, l *leader, rec runs.Record) {
+	t.Helper()
+	if _, err := l.d.Client.Txn(t.Context()).Then(queue.RecordOps(l.d.Keys, &rec)...).Commit(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// tickRecord is the record of job's tick at at, ended with outcome.
+func tickRecord(job string, at time.Time, outcome runs.Outcome) runs.Record {
+	return runs.Record{RunID: runs.ID(job, at), Job: job, ScheduledAt: at, Outcome: outcome}
 }
