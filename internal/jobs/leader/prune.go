@@ -105,17 +105,11 @@ func (p *pruner) Run(ctx context.Context) error {
 // pruneJobs deletes, for each job, its oldest records beyond its limits:
 // history_limit records of runs that executed, skipped_history_limit of
 // runs that never started (skipped, missed: those with an unstarted
-// marker), so that a flood of skips cannot push real history out. Keys are
-// read (keys only) a batch of jobs at a time and deleted as key ranges
+// marker), so that a flood of skips cannot push real history out, except
+// those of ticks an assignment still names (prunespare.go). Keys are read
+// (keys only) a batch of jobs at a time and deleted as key ranges
 // (prunespans.go), up to maxOpsPerTxn operations a transaction.
 func (p *pruner) pruneJobs(ctx context.Context, jobs []string) error {
-	var spans []span
-	ops := 0
-	flush := func() error {
-		err := p.deleteSpans(ctx, spans)
-		spans, ops = spans[:0], 0
-		return err
-	}
 	history := func(job string) [2]clientv3.Op {
 		return [2]clientv3.Op{
 			clientv3.OpGet(p.d.Keys.JobRuns(job), clientv3.WithPrefix(), clientv3.WithKeysOnly(),
@@ -123,21 +117,36 @@ func (p *pruner) pruneJobs(ctx context.Context, jobs []string) error {
 			clientv3.OpGet(p.d.Keys.Unstarted(job), clientv3.WithPrefix(), clientv3.WithKeysOnly()),
 		}
 	}
+	var hs []historyOf
 	err := p.readJobs(ctx, jobs, "history", history, func(job string, records, unstartedMarks []*mvccpb.KeyValue) error {
-		for _, s := range spansOf(records, p.beyondLimits(job, records, unstartedMarks)) {
-			if ops+3 > maxOpsPerTxn-1 { // a span: a compare and up to two deletes; the fence
-				if err := flush(); err != nil {
-					return err
-				}
-			}
-			spans, ops = append(spans, s), ops+3
+		if old := p.beyondLimits(job, records, unstartedMarks); len(old) > 0 {
+			hs = append(hs, historyOf{records: records, old: old})
 		}
 		return nil
 	})
-	if err != nil || len(spans) == 0 {
+	if err != nil || len(hs) == 0 {
 		return err
 	}
-	return flush()
+	if err := p.spareAssigned(ctx, hs); err != nil {
+		return err
+	}
+	var spans []span
+	ops := 0
+	for _, h := range hs {
+		for _, s := range spansOf(h.records, h.old) {
+			if ops+3 > maxOpsPerTxn-1 { // a span: a compare and up to two deletes; the fence
+				if err := p.deleteSpans(ctx, spans); err != nil {
+					return err
+				}
+				spans, ops = spans[:0], 0
+			}
+			spans, ops = append(spans, s), ops+3
+		}
+	}
+	if len(spans) == 0 {
+		return nil
+	}
+	return p.deleteSpans(ctx, spans)
 }
 
 // beyondLimits are job's records to delete, by key: the oldest written

@@ -2,6 +2,7 @@ package leader
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sync"
 	"testing"
@@ -105,7 +106,8 @@ func (e *resolveEnv) assign(worker string, at time.Time, jobs []string, claimed 
 	}
 	ops := []clientv3.Op{clientv3.OpPut(a.Key(e.layout), a.Encode())}
 	if len(claimed) > 0 {
-		ops = append(ops, clientv3.OpPut(e.layout.ClaimMarker(worker, at, a.Group, 0), fmt.Sprintf("%q", claimed)))
+		marker, _ := json.Marshal(claimed) // strings only
+		ops = append(ops, clientv3.OpPut(e.layout.ClaimMarker(worker, at, a.Group, 0), string(marker)))
 	}
 	if _, err := e.cli.Txn(e.ctx).Then(ops...).Commit(); err != nil {
 		e.t.Fatal(err)

@@ -1,0 +1,108 @@
+package leader
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/etcdsched/scheduler/internal/jobs/assign"
+	"github.com/etcdsched/scheduler/internal/runs"
+)
+
+// A record an assignment still names is kept, whatever the limits
+// (docs/design-leader.md#history). An assignment outlives the records of
+// its runs until its last run ends (its worker deletes it then) or, its
+// worker dead, until the leader resolves it; each late decider of its
+// runs (the resolution: lost, missed or moved; the worker's shed: missed)
+// writes only over no record. A record pruned before that is no record:
+// the fault suite, with history limits of 10 and 3, saw a tick recorded
+// missed twice (a skip-heavy job's missed record pruned within seconds,
+// then its dead worker's assignment resolved). A job's ticks are assigned
+// ahead, so a record to prune is rarely of an instant any assignment
+// names: a round reads the assignments' keys only, and the values of
+// those at an instant of a record to prune.
+
+// historyOf is a job's records as read and those to delete (prune.go).
+type historyOf struct {
+	records []*mvccpb.KeyValue
+	old     map[string]oldRecord
+}
+
+// spareAssigned takes out of each history's records to delete those of a
+// tick an assignment names. It reads after the histories: an assignment
+// there at their read and still there is seen; one written since names
+// only runs with no record (an authorization ahead of the cursor, or a
+// resolution's move of a run it read unrecorded).
+func (p *pruner) spareAssigned(ctx context.Context, hs []historyOf) error {
+	instants := map[time.Time]bool{}
+	for _, h := range hs {
+		for key := range h.old {
+			if at, ok := runs.ScheduledAtOf(p.d.Keys.RecordRun(key)); ok {
+				instants[at] = true
+			}
+		}
+	}
+	if len(instants) == 0 {
+		return nil
+	}
+	resp, err := p.d.Client.Get(ctx, p.d.Keys.Assignments(), clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err != nil {
+		return fmt.Errorf("leader: read assignments to prune: %w", err)
+	}
+	var named []string
+	for _, kv := range resp.Kvs {
+		if _, at, _, ok := p.d.Keys.ParseAssignment(string(kv.Key)); ok && instants[at] {
+			named = append(named, string(kv.Key))
+		}
+	}
+	spare, whole, err := p.assignedRecords(ctx, named)
+	if err != nil {
+		return err
+	}
+	for _, h := range hs {
+		for key := range h.old {
+			at, _ := runs.ScheduledAtOf(p.d.Keys.RecordRun(key))
+			if spare[key] || whole[at] {
+				delete(h.old, key)
+			}
+		}
+	}
+	return nil
+}
+
+// assignedRecords are the record keys of the runs the assignments at
+// keys name (an assignment gone since its key was read names none), and
+// the instants of any that does not decode: every record of those is
+// kept.
+func (p *pruner) assignedRecords(ctx context.Context, keys []string) (spare map[string]bool, whole map[time.Time]bool, err error) {
+	spare, whole = map[string]bool{}, map[time.Time]bool{}
+	for len(keys) > 0 {
+		batch := keys[:min(len(keys), maxOpsPerTxn)]
+		keys = keys[len(batch):]
+		ops := make([]clientv3.Op, len(batch))
+		for i, k := range batch {
+			ops[i] = clientv3.OpGet(k)
+		}
+		resp, err := p.d.Client.Txn(ctx).Then(ops...).Commit()
+		if err != nil {
+			return nil, nil, fmt.Errorf("leader: read assignments to prune: %w", err)
+		}
+		for _, r := range resp.Responses {
+			for _, kv := range r.GetResponseRange().Kvs {
+				a, err := assign.Decode(p.d.Keys, string(kv.Key), kv.Value)
+				if err != nil {
+					_, at, _, _ := p.d.Keys.ParseAssignment(string(kv.Key))
+					whole[at] = true
+					continue
+				}
+				for _, j := range a.Jobs {
+					spare[p.d.Keys.Record(j.Name, a.RunID(j.Name))] = true
+				}
+			}
+		}
+	}
+	return spare, whole, nil
+}
