@@ -53,13 +53,17 @@ type History struct {
 	Rates     map[string]Rate // resource name -> its rate window
 	// Runs as the witness saw them, in arrival order.
 	Runs []cluster.Run
-	// Records read from etcd at the end, by run id; RecordedAt is when the
-	// witness's watch saw each record first written (its create revision),
-	// zero where it was not seen.
+	// Records by run id, as last written, those pruned since too
+	// (recordlog.go); RecordedAt is when the witness's watch saw each
+	// record first written, zero where it was not seen.
 	Records    map[string]runs.Record
 	RecordedAt map[string]time.Time
-	// Writes is how often each record's key was written (its Version).
+	// Writes is how often each record's key was written.
 	Writes map[string]int64
+	// RecordLog is every write of a record, pruned ones too, and Limits
+	// each job's history limits (pruned.go).
+	RecordLog []RecordEvent
+	Limits    map[string]Limits
 	// SessionTTL is the workload's cluster.session_ttl (G2's bound).
 	SessionTTL time.Duration
 	// Ticks scheduled in [TicksFrom, TicksUntil] must each be accounted for.
@@ -124,6 +128,7 @@ type Report struct {
 	FanIns         int // ticks of sharded jobs fanned in
 	TicksLost      int // lost inside failover windows (allowed)
 	LostChecked    int // lost records checked against their holder's kills
+	Pruned         int // records deleted, each checked against its job's limits
 	// TicksAccounted: ticks G2 checked (run or recorded in time).
 	TicksAccounted int
 	Cuts           CutReport
@@ -173,6 +178,7 @@ func Check(h *History) *Report {
 	checkShards(h, r)
 	checkLeftovers(h, r)
 	checkLostAfterKill(h, r)
+	checkPruned(h, r)
 	return r
 }
 

@@ -86,7 +86,7 @@ func checkRecordedOnce(h *History, r *Report) {
 	for id, n := range h.Writes {
 		rec, ok := h.Records[id]
 		if ok && n > int64(1+len(rec.Previous)) {
-			r.violate("recorded twice: %s written %d times for %d attempts (last %s by %s)", id, n, 1+len(rec.Previous), rec.Outcome, rec.Holder)
+			r.violate("recorded twice: %s written %d times for %d attempts (last %s by %s; revisions: %s)", id, n, 1+len(rec.Previous), rec.Outcome, rec.Holder, writesOf(h.RecordLog, id))
 		}
 	}
 }

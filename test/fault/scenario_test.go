@@ -20,7 +20,6 @@ import (
 	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/notify"
 	"github.com/etcdsched/scheduler/internal/poll"
-	"github.com/etcdsched/scheduler/internal/runs"
 	"github.com/etcdsched/scheduler/internal/slots"
 	"github.com/etcdsched/scheduler/test/cluster"
 )
@@ -417,66 +416,6 @@ func (r *runner) checkNotReady(since time.Time) {
 	}
 }
 
-// history gathers the witness's runs, its watch and the records in etcd.
-func (r *runner) history(jobs []Job, resources map[string]int, ticksFrom, healed time.Time) *History {
-	r.t.Helper()
-	now := time.Now()
-	cli, ctx, done := r.etcd(30 * time.Second)
-	defer done()
-	records, recordedAt, writes := map[string]runs.Record{}, map[string]time.Time{}, map[string]int64{}
-	resp, err := cli.Get(ctx, keys.New(prefix).Runs(), clientv3.WithPrefix())
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	obs := r.w.Observer()
-	for _, kv := range resp.Kvs {
-		rec, err := runs.DecodeRecord(kv.Value)
-		if err != nil {
-			r.t.Fatalf("record %s: %v", kv.Key, err)
-		}
-		records[rec.RunID] = rec
-		recordedAt[rec.RunID] = obs.RevisionTime(kv.CreateRevision)
-		writes[rec.RunID] = kv.Version
-	}
-	fanIns := r.fanIns(ctx, cli, resp.Header.Revision)
-	// Ticks still queued (pending or running) are accounted for too.
-	// Read at the records' revision: a record and its run's retry entry
-	// are written together.
-	queued, err := cli.Get(ctx, keys.New(prefix).Queue(), clientv3.WithPrefix(), clientv3.WithKeysOnly(), clientv3.WithRev(resp.Header.Revision))
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	inQueue := map[string]bool{}
-	for _, kv := range queued.Kvs {
-		id := string(kv.Key[strings.LastIndex(string(kv.Key), "/")+1:])
-		inQueue[id] = true
-		if _, ok := records[id]; !ok {
-			records[id] = runs.Record{RunID: id, Outcome: "queued"}
-		}
-	}
-	left := r.leftovers(ctx, cli)
-	margin := 2*r.sc.ttl + 3*time.Second
-	var windows []Window
-	for _, f := range r.faults {
-		if !f.leader {
-			continue
-		}
-		to := f.end
-		if at := obs.FirstCursorWriteAfter(f.end); !at.IsZero() {
-			to = at
-		}
-		windows = append(windows, Window{f.start.Add(-time.Second), to.Add(margin)})
-	}
-	return &History{
-		Jobs: jobs, Resources: resources, Runs: r.w.Runs(), Records: records, RecordedAt: recordedAt, Writes: writes, SessionTTL: r.sc.ttl,
-		TicksFrom: ticksFrom, TicksUntil: now.Add(-5 * time.Second),
-		Failover: windows, EtcdDown: r.etcdDown, RunStartGrace: r.sc.ttl,
-		Freezes: r.freezes, Kills: r.kills, SlotPeaks: obs.MaxSlots(), Healed: healed, Now: now,
-		Left: left, LongestRun: 3 * r.sc.ttl, // the workload's long job
-		FanIns: fanIns, Queued: inQueue,
-	}
-}
-
 // fanIns are the fan-in keys of the sharded jobs' ticks at rev, the
 // revision the records were read at.
 func (r *runner) fanIns(ctx context.Context, cli *clientv3.Client, rev int64) map[string]FanIn {
@@ -586,11 +525,11 @@ func (r *runner) summary(rep *Report) string {
 	return fmt.Sprintf("fault summary %s: faults=%d runs=%d violations=%d rejected_stale_tokens=%d superseded=%d "+
 		"ticks=%d ticks_lost_in_failover=%d failover(kill-leader) min/median/max=%s resume_after_etcd=%s watched_revisions=%d watch_restarts=%d "+
 		"chained_runs=%d notifications=%d exec_kill_checks=%d rate_window_violations=%d rate_starts_excused=%d key_violations=%d cancelled_first=%d "+
-		"ticks_accounted=%d restarts=%d %s unenforced=%d take_overs=%d shard_ticks=%d fan_ins=%d lost_checked=%d",
+		"ticks_accounted=%d restarts=%d %s unenforced=%d take_overs=%d shard_ticks=%d fan_ins=%d lost_checked=%d pruned=%d",
 		r.sc.name, len(r.faults), rep.RunsChecked, len(rep.Violations), rep.Rejected, rep.Superseded,
 		rep.TicksChecked, rep.TicksLost, spread(kills), spread(r.resumes), revs, restarts, rep.ChainRuns, rep.Notified, r.beatChecks,
 		rep.RateWindows, rep.ExcusedRate, rep.KeyViolations, rep.CancelledFirst,
-		rep.TicksAccounted, len(r.restarts), rep.Cuts, len(rep.Unenforced), takeOvers(r.c.Dir), rep.ShardTicks, rep.FanIns, rep.LostChecked)
+		rep.TicksAccounted, len(r.restarts), rep.Cuts, len(rep.Unenforced), takeOvers(r.c.Dir), rep.ShardTicks, rep.FanIns, rep.LostChecked, rep.Pruned)
 }
 
 func spread(ds []time.Duration) string {

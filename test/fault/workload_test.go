@@ -131,6 +131,18 @@ type workloadJob struct {
 	yaml string
 }
 
+// historyLimit and skippedHistoryLimit are the history limits of the
+// jobs writeJobs writes: small, so that the leader prunes their records
+// all through the faults, a few seconds behind their runs (a job every
+// 500 ms keeps 5 s of runs), and the checker replays every record ever
+// written (recordlog.go) and checks each delete (pruned.go). With limits
+// of 100,000, as before 2026-12-02, no record was ever pruned under a
+// fault.
+const (
+	historyLimit        = 10
+	skippedHistoryLimit = 3
+)
+
 // writeJobs writes jobs into b, each with the workload's starting
 // deadline and history limits, and returns them as the checker knows them.
 func writeJobs(b *strings.Builder, jobs []workloadJob) []Job {
@@ -141,10 +153,10 @@ func writeJobs(b *strings.Builder, jobs []workloadJob) []Job {
     max_concurrency: %d
     catch_up: %s
     starting_deadline: %s
-    history_limit: 100000
-    skipped_history_limit: 100000
+    history_limit: %d
+    skipped_history_limit: %d
     %s
-`, j.Name, j.Every, j.MaxConcurrency, j.CatchUp, startingDeadline, j.yaml)
+`, j.Name, j.Every, j.MaxConcurrency, j.CatchUp, startingDeadline, historyLimit, skippedHistoryLimit, j.yaml)
 		j.StartingDeadline = startingDeadline
 		out = append(out, j.Job)
 	}

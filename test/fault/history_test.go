@@ -1,0 +1,117 @@
+package fault
+
+import (
+	"strings"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/etcdsched/scheduler/config"
+	"github.com/etcdsched/scheduler/internal/keys"
+	"github.com/etcdsched/scheduler/internal/runs"
+	"github.com/etcdsched/scheduler/test/cluster"
+)
+
+// history gathers the witness's runs, its watch and the records in etcd.
+func (r *runner) history(jobs []Job, resources map[string]int, ticksFrom, healed time.Time) *History {
+	r.t.Helper()
+	now := time.Now()
+	cli, ctx, done := r.etcd(90 * time.Second) // the record log replays etcd's history
+	defer done()
+	resp, err := cli.Get(ctx, keys.New(prefix).Runs(), clientv3.WithPrefix())
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	log, err := ReadRecordLog(ctx, cli, keys.New(prefix), resp.Header.Revision)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	f := recordsOf(log)
+	records, writes := f.last, f.writes
+	r.sameAsLive(f, resp.Kvs)
+	obs := r.w.Observer()
+	recordedAt := map[string]time.Time{}
+	for id, rev := range f.first {
+		recordedAt[id] = obs.RevisionTime(rev)
+	}
+	fanIns := r.fanIns(ctx, cli, resp.Header.Revision)
+	// Ticks still queued (pending or running) are accounted for too.
+	// Read at the records' revision: a record and its run's retry entry
+	// are written together.
+	queued, err := cli.Get(ctx, keys.New(prefix).Queue(), clientv3.WithPrefix(), clientv3.WithKeysOnly(), clientv3.WithRev(resp.Header.Revision))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	inQueue := map[string]bool{}
+	for _, kv := range queued.Kvs {
+		id := string(kv.Key[strings.LastIndex(string(kv.Key), "/")+1:])
+		inQueue[id] = true
+		if _, ok := records[id]; !ok {
+			records[id] = runs.Record{RunID: id, Outcome: "queued"}
+		}
+	}
+	left := r.leftovers(ctx, cli)
+	margin := 2*r.sc.ttl + 3*time.Second
+	var windows []Window
+	for _, f := range r.faults {
+		if !f.leader {
+			continue
+		}
+		to := f.end
+		if at := obs.FirstCursorWriteAfter(f.end); !at.IsZero() {
+			to = at
+		}
+		windows = append(windows, Window{f.start.Add(-time.Second), to.Add(margin)})
+	}
+	return &History{
+		Jobs: jobs, Resources: resources, Runs: r.w.Runs(), Records: records, RecordedAt: recordedAt, Writes: writes, SessionTTL: r.sc.ttl,
+		RecordLog: log, Limits: r.limits(),
+		TicksFrom: ticksFrom, TicksUntil: now.Add(-5 * time.Second),
+		Failover: windows, EtcdDown: r.etcdDown, RunStartGrace: r.sc.ttl,
+		Freezes: r.freezes, Kills: r.kills, SlotPeaks: obs.MaxSlots(), Healed: healed, Now: now,
+		Left: left, LongestRun: 3 * r.sc.ttl, // the workload's long job
+		FanIns: fanIns, Queued: inQueue,
+	}
+}
+
+// sameAsLive fails the test unless the record log's records not deleted
+// are exactly those in etcd at its end, as read there: a replay that
+// missed a write would check a history that never was.
+func (r *runner) sameAsLive(f folded, live []*mvccpb.KeyValue) {
+	r.t.Helper()
+	seen := map[string]bool{}
+	for _, kv := range live {
+		id := keys.New(prefix).RecordRun(string(kv.Key))
+		seen[id] = true
+		rec, ok := f.last[id]
+		want, err := runs.DecodeRecord(kv.Value)
+		if err != nil {
+			r.t.Fatalf("record %s: %v", kv.Key, err)
+		}
+		if !ok || f.deleted[id] || rec.Outcome != want.Outcome || rec.Attempt != want.Attempt {
+			r.t.Fatalf("record log: %s is %s#%d in etcd, the log's last write of it is %s#%d (deleted %v)",
+				kv.Key, want.Outcome, want.Attempt, rec.Outcome, rec.Attempt, f.deleted[id])
+		}
+	}
+	for id := range f.last {
+		if !seen[id] && !f.deleted[id] {
+			r.t.Fatalf("record log: %s written and never deleted, but not in etcd", id)
+		}
+	}
+}
+
+// limits are each job's history limits as the replicas read them, from
+// their config file.
+func (r *runner) limits() map[string]Limits {
+	r.t.Helper()
+	cfg, err := config.Load(cluster.ConfigPath(r.c.Dir))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	out := map[string]Limits{}
+	for _, j := range cfg.Jobs {
+		out[j.Name] = Limits{Executed: j.HistoryLimit, Unstarted: j.SkippedHistoryLimit}
+	}
+	return out
+}

@@ -1,0 +1,119 @@
+package fault
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/etcdsched/scheduler/internal/keys"
+	"github.com/etcdsched/scheduler/internal/runs"
+)
+
+// RecordEvent is one write of a run's record as etcd's history keeps it:
+// a put of its value, or a delete (the leader's prune of a history beyond
+// its limits, docs/design-leader.md#history). The checker reads every
+// record ever written from these, so that a tick whose record was pruned
+// is still accounted for, and checks each delete against the limits
+// (pruned.go).
+type RecordEvent struct {
+	Rev    int64
+	Job    string
+	RunID  string
+	Delete bool
+	Record runs.Record // a put's
+}
+
+// ReadRecordLog replays every write under l's records up to revision
+// until, from etcd's own history: the fault suite's members never compact
+// (test/etcdnode), so a watch from revision 1 sees each put and delete. The
+// watch is done once etcd says it is synced past until (a progress
+// notification, sent only to a watcher that has caught up) or an event
+// after until arrives.
+func ReadRecordLog(ctx context.Context, cli *clientv3.Client, l keys.Layout, until int64) ([]RecordEvent, error) {
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	wch := cli.Watch(wctx, l.Runs(), clientv3.WithPrefix(), clientv3.WithRev(1))
+	ask := time.NewTicker(200 * time.Millisecond)
+	defer ask.Stop()
+	var out []RecordEvent
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("record log: %d events read, not synced past revision %d: %w", len(out), until, ctx.Err())
+		case <-ask.C:
+			_ = cli.RequestProgress(wctx) // answered only once the watch is synced
+			continue
+		case resp, ok := <-wch:
+			if !ok {
+				return nil, errors.New("record log: the watch closed")
+			}
+			if err := resp.Err(); err != nil {
+				return nil, fmt.Errorf("record log: %w", err)
+			}
+			for _, ev := range resp.Events {
+				if ev.Kv.ModRevision > until {
+					return out, nil
+				}
+				e := RecordEvent{Rev: ev.Kv.ModRevision, Job: l.RecordJob(string(ev.Kv.Key)),
+					RunID: l.RecordRun(string(ev.Kv.Key)), Delete: ev.Type == clientv3.EventTypeDelete}
+				if !e.Delete {
+					rec, err := runs.DecodeRecord(ev.Kv.Value)
+					if err != nil {
+						return nil, fmt.Errorf("record log: %s at revision %d: %w", ev.Kv.Key, e.Rev, err)
+					}
+					e.Record = rec
+				}
+				out = append(out, e)
+			}
+			if resp.IsProgressNotify() && resp.Header.Revision >= until {
+				return out, nil
+			}
+		}
+	}
+}
+
+// folded is what the checker reads of records, folded from a record log:
+// each run's record as last written (pruned ones too), the revision it was
+// first written at, how often its key was written (across a prune and a
+// write again), and whether its last write was a delete.
+type folded struct {
+	last          map[string]runs.Record
+	first, writes map[string]int64
+	deleted       map[string]bool
+}
+
+func recordsOf(log []RecordEvent) folded {
+	f := folded{last: map[string]runs.Record{}, first: map[string]int64{}, writes: map[string]int64{}, deleted: map[string]bool{}}
+	for _, e := range log {
+		f.deleted[e.RunID] = e.Delete
+		if e.Delete {
+			continue
+		}
+		f.last[e.RunID] = e.Record
+		if _, ok := f.first[e.RunID]; !ok {
+			f.first[e.RunID] = e.Rev
+		}
+		f.writes[e.RunID]++
+	}
+	return f
+}
+
+// writesOf tells the writes of run id in log, for a violation's message:
+// each put's revision and outcome, each delete's revision.
+func writesOf(log []RecordEvent, id string) string {
+	var parts []string
+	for _, e := range log {
+		switch {
+		case e.RunID != id:
+		case e.Delete:
+			parts = append(parts, fmt.Sprintf("deleted at %d", e.Rev))
+		default:
+			parts = append(parts, fmt.Sprintf("%s#%d at %d by %s", e.Record.Outcome, e.Record.Attempt, e.Rev, e.Record.Holder))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
