@@ -1,6 +1,8 @@
 package fault
 
 import (
+	"time"
+
 	"github.com/etcdsched/scheduler/internal/runs"
 )
 
@@ -28,10 +30,7 @@ type heldRecord struct {
 // from h.RecordLog, every write of every record in revision order.
 func checkPruned(h *History, r *Report) {
 	live := map[string]map[string]heldRecord{} // job -> run id -> as last written
-	type gone struct {
-		job, id string
-		held    heldRecord
-	}
+	earliest := map[string]time.Time{}         // job -> earliest scheduled tick deleted
 	log := h.RecordLog
 	for i := 0; i < len(log); {
 		rev := log[i].Rev
@@ -52,27 +51,62 @@ func checkPruned(h *History, r *Report) {
 		}
 		for _, d := range deleted {
 			r.Pruned++
-			lim, ok := h.Limits[d.job]
-			if !ok {
-				r.violate("pruned: %s's record %s deleted at revision %d, a job of no known limits", d.job, d.id, rev)
-				continue
-			}
-			limit, kind := lim.Executed, "history_limit"
-			if d.held.unstarted {
-				limit, kind = lim.Unstarted, "skipped_history_limit"
-			}
-			// As late or later: a chunk's records share a revision, and the
-			// prune's sort by revision keeps some of them, not all.
-			later := 0
-			for _, o := range live[d.job] {
-				if o.unstarted == d.held.unstarted && o.rev >= d.held.rev {
-					later++
+			if at, ok := runs.ScheduledAtOf(d.id); ok {
+				if e, seen := earliest[d.job]; !seen || at.Before(e) {
+					earliest[d.job] = at
 				}
 			}
-			if later < limit {
-				r.violate("pruned: %s's record %s (written at revision %d) deleted at revision %d with %d of its kind as late or later kept, under %s %d",
-					d.job, d.id, d.held.rev, rev, later, kind, limit)
-			}
+			checkDelete(h, live[d.job], d, rev, r)
+		}
+	}
+	checkMarks(h, earliest, r)
+}
+
+// gone is a record deleted, as it was last written.
+type gone struct {
+	job, id string
+	held    heldRecord
+}
+
+// checkDelete checks d, deleted at rev, against its job's records left
+// then (kept).
+func checkDelete(h *History, kept map[string]heldRecord, d gone, rev int64, r *Report) {
+	lim, ok := h.Limits[d.job]
+	if !ok {
+		r.violate("pruned: %s's record %s deleted at revision %d, a job of no known limits", d.job, d.id, rev)
+		return
+	}
+	limit, kind := lim.Executed, "history_limit"
+	if d.held.unstarted {
+		limit, kind = lim.Unstarted, "skipped_history_limit"
+	}
+	// As late or later: a chunk's records share a revision, and the
+	// prune's sort by revision keeps some of them, not all.
+	later := 0
+	for _, o := range kept {
+		if o.unstarted == d.held.unstarted && o.rev >= d.held.rev {
+			later++
+		}
+	}
+	if later < limit {
+		r.violate("pruned: %s's record %s (written at revision %d) deleted at revision %d with %d of its kind as late or later kept, under %s %d",
+			d.job, d.id, d.held.rev, rev, later, kind, limit)
+	}
+}
+
+// Property: a backfill takes a tick for run when its record may have been
+// pruned (docs/design-leader.md#backfill-never-reruns-a-tick): each job's
+// prune mark at the end is at or before the earliest scheduled tick whose
+// record was deleted.
+func checkMarks(h *History, earliest map[string]time.Time, r *Report) {
+	for job, at := range earliest {
+		mark, ok := h.PruneMarks[job]
+		switch {
+		case !ok:
+			r.violate("pruned: %s's record of its tick at %s deleted, and the job has no prune mark", job, at.Format(time.RFC3339Nano))
+		case mark.After(at):
+			r.violate("pruned: %s's prune mark %s is after its tick at %s, whose record was deleted: a backfill would run it again",
+				job, mark.Format(time.RFC3339Nano), at.Format(time.RFC3339Nano))
 		}
 	}
 }
