@@ -3,7 +3,6 @@ package jobs_test
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -135,44 +134,5 @@ func TestBackfilledRunsWaitForTheSlotPastTheirStartingDeadline(t *testing.T) {
 	}
 	if m := w.maxConcurrent("yearly"); m != 1 {
 		t.Errorf("%d backfilled runs ran at once; max_concurrency is 1", m)
-	}
-}
-
-// A backfill over ticks that ran and whose records were pruned since
-// queues none of them: a job keeping two records runs for a while, its
-// history is pruned, and a backfill of every tick since it began finds
-// each one existing (run, its record pruned or kept), none to queue.
-// Without the prune mark (docs/design-leader.md#backfill-never-reruns-a-tick),
-// every pruned tick was queued and ran again.
-func TestABackfillRunsNoTickWhoseRecordWasPruned(t *testing.T) {
-	etcd := startEtcd(t)
-	w := startWitness(t)
-	job := httpJob("tick", "@every 1s", w.url(""))
-	job.HistoryLimit = 2
-	n := etcd.node("a", newConfig(job))
-	poll.For(t, 60*time.Second, "six runs of tick", func() bool { return len(w.finished("tick")) >= 6 })
-	poll.For(t, 30*time.Second, "tick's history pruned to its limit", func() bool { return len(records(t, n.client, "tick")) <= 3 })
-
-	ran := w.finished("tick")
-	from, to := ran[0].Scheduled, ran[0].Scheduled
-	for _, r := range ran {
-		if r.Scheduled.Before(from) {
-			from = r.Scheduled
-		}
-		if r.Scheduled.After(to) {
-			to = r.Scheduled
-		}
-	}
-	res, err := backfillWhenScheduled(t, n, "tick", from, to) // to: the last that ran, not in the future
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(res.Queued) != 0 {
-		t.Errorf("backfill queued %v, ticks that ran (%d ran, %d existing)", res.Queued, len(ran), len(res.SkippedExisting))
-	}
-	for _, r := range ran {
-		if r.Scheduled.Before(to) && !slices.Contains(res.SkippedExisting, r.RunID) {
-			t.Errorf("%s ran, but the backfill did not find it existing", r.RunID)
-		}
 	}
 }

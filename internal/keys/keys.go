@@ -44,7 +44,6 @@ const (
 	assignDir    = "assign/"
 	claimedDir   = "claimed/"
 	successDir   = "succeeded/"
-	prunedDir    = "pruned/"
 )
 
 // The scopes of a rate window: a job's own, or a shared resource's.
@@ -305,13 +304,6 @@ func (l Layout) Removed() string { return l.Prefix + removedDir }
 
 // RemovedJob is the removal marker of job.
 func (l Layout) RemovedJob(job string) string { return l.Removed() + job }
-
-// PrunedFrom is pruned/<job>: the earliest scheduled tick (InstantFormat,
-// so values sort in time order) whose record was deleted, by the
-// leader's prune or a removed job's cleanup. A tick at or after it, up to
-// the job's cursor, with no record may have run: a backfill does not run it
-// again (docs/design-leader.md#backfill-never-reruns-a-tick).
-func (l Layout) PrunedFrom(job string) string { return l.Prefix + prunedDir + job }
 
 // RemovedName is the job of a key under Removed.
 func (l Layout) RemovedName(key string) string { return strings.TrimPrefix(key, l.Removed()) }

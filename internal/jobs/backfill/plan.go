@@ -15,8 +15,7 @@ type plan struct {
 
 // classify sorts the job's ticks: after the cursor, the schedule runs or
 // records them; with a record, an entry or in an assignment, they exist;
-// so does one at or after the prune mark, whose record may have been
-// pruned; the rest were never authorized.
+// the rest were never authorized.
 func (s *snapshot) classify(job string, ticks []time.Time) plan {
 	var p plan
 	for _, t := range ticks {
@@ -26,8 +25,6 @@ func (s *snapshot) classify(job string, ticks []time.Time) plan {
 			p.left = append(p.left, id)
 		case s.records[id] || s.entries[id] || s.assigned[t.UnixNano()]:
 			p.existing = append(p.existing, id)
-		case s.prunedKnown && !t.Before(s.prunedFrom):
-			p.existing = append(p.existing, id) // its record may be pruned
 		default:
 			p.queue = append(p.queue, t)
 		}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/etcdsched/scheduler/internal/jobs/assign"
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
-	"github.com/etcdsched/scheduler/internal/keys"
 )
 
 // snapshot is what one revision says about a job's ticks: where its cursor
@@ -22,16 +21,11 @@ type snapshot struct {
 	records     map[string]bool // run ids
 	entries     map[string]bool // run ids
 	assigned    map[int64]bool  // instants (UnixNano) an assignment names the job at
-	// prunedFrom is the earliest tick whose record was pruned
-	// (keys.PrunedFrom), when prunedKnown: from it to the cursor, a tick
-	// with no record may have run.
-	prunedFrom  time.Time
-	prunedKnown bool
 }
 
 // read takes the snapshot in one transaction: the cursor, the job's
-// records and entries (keys only), every assignment (values: the jobs
-// they name are in them) and the job's prune mark.
+// records and entries (keys only) and every assignment (values: the jobs
+// they name are in them).
 func (b *Backfiller) read(ctx context.Context, job string) (*snapshot, error) {
 	k := b.keys
 	resp, err := b.kv.Txn(ctx).Then(
@@ -39,7 +33,6 @@ func (b *Backfiller) read(ctx context.Context, job string) (*snapshot, error) {
 		clientv3.OpGet(k.JobRuns(job), clientv3.WithPrefix(), clientv3.WithKeysOnly()),
 		clientv3.OpGet(k.JobQueue(job), clientv3.WithPrefix(), clientv3.WithKeysOnly()),
 		clientv3.OpGet(k.Assignments(), clientv3.WithPrefix()),
-		clientv3.OpGet(k.PrunedFrom(job)),
 	).Commit()
 	if err != nil {
 		return nil, fmt.Errorf("backfill: read job %s: %w", job, err)
@@ -61,12 +54,6 @@ func (b *Backfiller) read(ctx context.Context, job string) (*snapshot, error) {
 		if at, ok := b.assignedAt(job, string(kv.Key), kv.Value); ok {
 			s.assigned[at.UnixNano()] = true
 		}
-	}
-	if kvs := resp.Responses[4].GetResponseRange().Kvs; len(kvs) > 0 {
-		// One that cannot be read counts as the earliest: every tick up
-		// to the cursor without a record may have run.
-		s.prunedFrom, _ = time.Parse(keys.InstantFormat, string(kvs[0].Value))
-		s.prunedKnown = true
 	}
 	return s, nil
 }

@@ -80,8 +80,6 @@ type pruner struct {
 	// noteRemoved hands jobs whose runs ended to the removed jobs'
 	// keeper (removed.go).
 	noteRemoved func(jobs ...string)
-	// marks are the term's knowledge of pruned/<job> (prunemark.go).
-	marks marks
 }
 
 // Run keeps each job's history at history_limit records. A job is trimmed
@@ -107,12 +105,10 @@ func (p *pruner) Run(ctx context.Context) error {
 // pruneJobs deletes, for each job, its oldest records beyond its limits:
 // history_limit records of runs that executed, skipped_history_limit of
 // runs that never started (skipped, missed: those with an unstarted
-// marker), so that a flood of skips cannot push real history out. It keeps
-// those of ticks an assignment still names (prunespare.go), and lowers
-// each job's prune mark to the earliest tick it deletes before deleting
-// (prunemark.go). Keys are read (keys only) a batch of jobs at a time and
-// deleted as key ranges (prunespans.go), up to maxOpsPerTxn operations a
-// transaction.
+// marker), so that a flood of skips cannot push real history out, except
+// those of ticks an assignment still names (prunespare.go). Keys are read
+// (keys only) a batch of jobs at a time and deleted as key ranges
+// (prunespans.go), up to maxOpsPerTxn operations a transaction.
 func (p *pruner) pruneJobs(ctx context.Context, jobs []string) error {
 	history := func(job string) [2]clientv3.Op {
 		return [2]clientv3.Op{
@@ -132,9 +128,6 @@ func (p *pruner) pruneJobs(ctx context.Context, jobs []string) error {
 		return err
 	}
 	if err := p.spareAssigned(ctx, hs); err != nil {
-		return err
-	}
-	if err := p.lowerMarks(ctx, p.earliestTicks(hs)); err != nil {
 		return err
 	}
 	var spans []span

@@ -289,10 +289,7 @@ func (k *removedKeeper) unmark(ctx context.Context, job string, m *removal) erro
 }
 
 // purge deletes a removed job's records, their unstarted markers, its
-// last success and its marker, if the marker is as read and the job still
-// removed. Every record gone, its prune mark goes to the earliest instant
-// (prunemark.go): should the job come back, a backfill takes each tick up
-// to its cursor without a record as one that may have run.
+// last success and its marker, if the marker is as read and the job still removed.
 func (k *removedKeeper) purge(ctx context.Context, job string, m *removal) error {
 	var back bool
 	k.withJobs(func(jobs map[string]*config.Job) { _, back = jobs[job] })
@@ -306,7 +303,6 @@ func (k *removedKeeper) purge(ctx context.Context, job string, m *removal) error
 		clientv3.OpDelete(k.d.Keys.JobFanIns(job), clientv3.WithPrefix()),
 		clientv3.OpDelete(k.d.Keys.LastSuccess(job)),
 		clientv3.OpDelete(k.d.Keys.SucceededInJobs(job)),
-		clientv3.OpPut(k.d.Keys.PrunedFrom(job), markValue(time.Time{})),
 		clientv3.OpDelete(key))
 	if ok {
 		k.d.Log.Info("removed job: history deleted", "job", job, "removed_at", m.at)
