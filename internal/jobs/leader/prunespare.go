@@ -32,10 +32,15 @@ type historyOf struct {
 }
 
 // spareAssigned takes out of each history's records to delete those of a
-// tick an assignment names. It reads after the histories: an assignment
-// there at their read and still there is seen; one written since names
-// only runs with no record (an authorization ahead of the cursor, or a
-// resolution's move of a run it read unrecorded).
+// tick an assignment names. It reads the assignments at one revision,
+// after the histories: every assignment there when they were read, or
+// written since, naming a run with a record, is seen. An authorization
+// names ticks ahead of the cursor, a resolution's move runs it read
+// unrecorded; a take-over (assign.Store.Steal) deletes an assignment and
+// writes its jobs, recorded ones too, under a new key in one transaction,
+// so one of the two keys is there at any revision: the values are read at
+// the keys' revision, not later, when the old key may be gone and the new
+// one was not listed.
 func (p *pruner) spareAssigned(ctx context.Context, hs []historyOf) error {
 	instants := map[time.Time]bool{}
 	for _, h := range hs {
@@ -58,7 +63,7 @@ func (p *pruner) spareAssigned(ctx context.Context, hs []historyOf) error {
 			named = append(named, string(kv.Key))
 		}
 	}
-	spare, whole, err := p.assignedRecords(ctx, named)
+	spare, whole, err := p.assignedRecords(ctx, named, resp.Header.Revision)
 	if err != nil {
 		return err
 	}
@@ -74,17 +79,16 @@ func (p *pruner) spareAssigned(ctx context.Context, hs []historyOf) error {
 }
 
 // assignedRecords are the record keys of the runs the assignments at
-// keys name (an assignment gone since its key was read names none), and
-// the instants of any that does not decode: every record of those is
-// kept.
-func (p *pruner) assignedRecords(ctx context.Context, keys []string) (spare map[string]bool, whole map[time.Time]bool, err error) {
+// keys name at revision rev, and the instants of any that does not
+// decode: every record of those is kept.
+func (p *pruner) assignedRecords(ctx context.Context, keys []string, rev int64) (spare map[string]bool, whole map[time.Time]bool, err error) {
 	spare, whole = map[string]bool{}, map[time.Time]bool{}
 	for len(keys) > 0 {
 		batch := keys[:min(len(keys), maxOpsPerTxn)]
 		keys = keys[len(batch):]
 		ops := make([]clientv3.Op, len(batch))
 		for i, k := range batch {
-			ops[i] = clientv3.OpGet(k)
+			ops[i] = clientv3.OpGet(k, clientv3.WithRev(rev))
 		}
 		resp, err := p.d.Client.Txn(ctx).Then(ops...).Commit()
 		if err != nil {
