@@ -60,12 +60,10 @@ type History struct {
 	RecordedAt map[string]time.Time
 	// Writes is how often each record's key was written.
 	Writes map[string]int64
-	// RecordLog is every write of a record, pruned ones too, Limits each
-	// job's history limits, and PruneMarks each job's prune mark at the
-	// end (pruned.go).
-	RecordLog  []RecordEvent
-	Limits     map[string]Limits
-	PruneMarks map[string]time.Time
+	// RecordLog is every write of a record, pruned ones too, and Limits
+	// each job's history limits (pruned.go).
+	RecordLog []RecordEvent
+	Limits    map[string]Limits
 	// SessionTTL is the workload's cluster.session_ttl (G2's bound).
 	SessionTTL time.Duration
 	// Ticks scheduled in [TicksFrom, TicksUntil] must each be accounted for.

@@ -1,7 +1,6 @@
 package fault
 
 import (
-	"context"
 	"strings"
 	"time"
 
@@ -67,7 +66,7 @@ func (r *runner) history(jobs []Job, resources map[string]int, ticksFrom, healed
 	}
 	return &History{
 		Jobs: jobs, Resources: resources, Runs: r.w.Runs(), Records: records, RecordedAt: recordedAt, Writes: writes, SessionTTL: r.sc.ttl,
-		RecordLog: log, Limits: r.limits(), PruneMarks: r.pruneMarks(ctx, cli),
+		RecordLog: log, Limits: r.limits(),
 		TicksFrom: ticksFrom, TicksUntil: now.Add(-5 * time.Second),
 		Failover: windows, EtcdDown: r.etcdDown, RunStartGrace: r.sc.ttl,
 		Freezes: r.freezes, Kills: r.kills, SlotPeaks: obs.MaxSlots(), Healed: healed, Now: now,
@@ -113,25 +112,6 @@ func (r *runner) limits() map[string]Limits {
 	out := map[string]Limits{}
 	for _, j := range cfg.Jobs {
 		out[j.Name] = Limits{Executed: j.HistoryLimit, Unstarted: j.SkippedHistoryLimit}
-	}
-	return out
-}
-
-// pruneMarks are the jobs' prune marks at the end (keys.PrunedFrom).
-func (r *runner) pruneMarks(ctx context.Context, cli *clientv3.Client) map[string]time.Time {
-	r.t.Helper()
-	l := keys.New(prefix)
-	resp, err := cli.Get(ctx, l.PrunedFrom(""), clientv3.WithPrefix())
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	out := map[string]time.Time{}
-	for _, kv := range resp.Kvs {
-		at, err := time.Parse(keys.InstantFormat, string(kv.Value))
-		if err != nil {
-			r.t.Fatalf("prune mark %s: %q: %v", kv.Key, kv.Value, err)
-		}
-		out[strings.TrimPrefix(string(kv.Key), l.PrunedFrom(""))] = at
 	}
 	return out
 }

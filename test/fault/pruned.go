@@ -1,8 +1,6 @@
 package fault
 
 import (
-	"time"
-
 	"github.com/etcdsched/scheduler/internal/runs"
 )
 
@@ -30,7 +28,6 @@ type heldRecord struct {
 // from h.RecordLog, every write of every record in revision order.
 func checkPruned(h *History, r *Report) {
 	live := map[string]map[string]heldRecord{} // job -> run id -> as last written
-	earliest := map[string]time.Time{}         // job -> earliest scheduled tick deleted
 	log := h.RecordLog
 	for i := 0; i < len(log); {
 		rev := log[i].Rev
@@ -51,15 +48,9 @@ func checkPruned(h *History, r *Report) {
 		}
 		for _, d := range deleted {
 			r.Pruned++
-			if at, ok := runs.ScheduledAtOf(d.id); ok {
-				if e, seen := earliest[d.job]; !seen || at.Before(e) {
-					earliest[d.job] = at
-				}
-			}
 			checkDelete(h, live[d.job], d, rev, r)
 		}
 	}
-	checkMarks(h, earliest, r)
 }
 
 // gone is a record deleted, as it was last written.
@@ -91,22 +82,5 @@ func checkDelete(h *History, kept map[string]heldRecord, d gone, rev int64, r *R
 	if later < limit {
 		r.violate("pruned: %s's record %s (written at revision %d) deleted at revision %d with %d of its kind as late or later kept, under %s %d",
 			d.job, d.id, d.held.rev, rev, later, kind, limit)
-	}
-}
-
-// Property: a backfill takes a tick for run when its record may have been
-// pruned (docs/design-leader.md#backfill-never-reruns-a-tick): each job's
-// prune mark at the end is at or before the earliest scheduled tick whose
-// record was deleted.
-func checkMarks(h *History, earliest map[string]time.Time, r *Report) {
-	for job, at := range earliest {
-		mark, ok := h.PruneMarks[job]
-		switch {
-		case !ok:
-			r.violate("pruned: %s's record of its tick at %s deleted, and the job has no prune mark", job, at.Format(time.RFC3339Nano))
-		case mark.After(at):
-			r.violate("pruned: %s's prune mark %s is after its tick at %s, whose record was deleted: a backfill would run it again",
-				job, mark.Format(time.RFC3339Nano), at.Format(time.RFC3339Nano))
-		}
 	}
 }

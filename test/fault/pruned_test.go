@@ -3,7 +3,6 @@ package fault
 import (
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/etcdsched/scheduler/internal/runs"
 )
@@ -83,40 +82,5 @@ func TestRecordsOfKeepsPrunedRecords(t *testing.T) {
 	}
 	if f.deleted["b"] || f.writes["b"] != 1 {
 		t.Errorf("b: deleted %v, writes %d; want false, 1", f.deleted["b"], f.writes["b"])
-	}
-}
-
-// A job whose tick's record was deleted needs a prune mark at or before
-// that tick: a later mark, or none, is reported (a backfill would run the
-// tick again).
-func TestCheckPrunedHoldsTheMarkBeforeEachDeletedTick(t *testing.T) {
-	t0 := time.Date(2026, 12, 2, 1, 0, 0, 0, time.UTC)
-	a, b := runs.ID("j", t0), runs.ID("j", t0.Add(time.Second))
-	log := []RecordEvent{
-		{Rev: 1, Job: "j", RunID: "j@manual-x", Record: runs.Record{Outcome: runs.Succeeded}},
-		{Rev: 2, Job: "j", RunID: a, Record: runs.Record{Outcome: runs.Succeeded}},
-		{Rev: 3, Job: "j", RunID: b, Record: runs.Record{Outcome: runs.Succeeded}},
-		{Rev: 4, Job: "j", RunID: a, Delete: true},
-		{Rev: 4, Job: "j", RunID: "j@manual-x", Delete: true},
-	}
-	for _, tc := range []struct {
-		name  string
-		marks map[string]time.Time
-		want  string
-	}{
-		{"at the tick", map[string]time.Time{"j": t0}, ""},
-		{"before it", map[string]time.Time{"j": t0.Add(-time.Hour)}, ""},
-		{"after it", map[string]time.Time{"j": t0.Add(time.Second)}, "a backfill would run it again"},
-		{"none", nil, "has no prune mark"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			h := &History{RecordLog: log, Limits: map[string]Limits{"j": {Executed: 1, Unstarted: 1}}, PruneMarks: tc.marks}
-			r := &Report{}
-			checkPruned(h, r)
-			got := strings.Join(r.Violations, "\n")
-			if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
-				t.Fatalf("violations %q, want %q", got, tc.want)
-			}
-		})
 	}
 }
