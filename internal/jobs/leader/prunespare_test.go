@@ -107,3 +107,32 @@ func TestAPrunedHistoryLeavesAResolvedTickRecordedOnce(t *testing.T) {
 		t.Errorf("the run still running at the death: %+v (%v), want lost", other, err)
 	}
 }
+
+// The assignments' values are read at the revision their keys were
+// listed: a take-over between the two reads (assign.Store.Steal: the old
+// key deleted, the same jobs put under a new one, in one transaction)
+// would leave a later read with neither, and the record of a run it
+// names would go.
+func TestASpareReadsTheAssignmentsAtTheRevisionItListedThem(t *testing.T) {
+	cli := etcdtest.Start(t).Client()
+	l := newTestLeader(t, cli, "/steal/", jobstest.Config(jobstest.Job("j", "@every 1s")), clockwork.NewFakeClock())
+	at := time.Date(2026, 12, 2, 2, 0, 0, 0, time.UTC)
+	a := assign.Assignment{Worker: "r2.1f", At: at, Group: "j", Jobs: []assign.Job{{Name: "j", SpecRef: "x"}}}
+	put, err := cli.Put(t.Context(), a.Key(l.d.Keys), a.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := put.Header.Revision
+	b := a
+	b.Worker = "r3.2f"
+	if _, err := cli.Txn(t.Context()).Then(clientv3.OpDelete(a.Key(l.d.Keys)), clientv3.OpPut(b.Key(l.d.Keys), b.Encode())).Commit(); err != nil {
+		t.Fatal(err)
+	}
+	spare, _, err := l.pruner.assignedRecords(t.Context(), []string{a.Key(l.d.Keys)}, listed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !spare[l.d.Keys.Record("j", runs.ID("j", at))] {
+		t.Errorf("spared %v: the run the listed assignment named at revision %d is not among them", spare, listed)
+	}
+}
