@@ -105,9 +105,9 @@ func (p *pruner) Run(ctx context.Context) error {
 // pruneJobs deletes, for each job, its oldest records beyond its limits:
 // history_limit records of runs that executed, skipped_history_limit of
 // runs that never started (skipped, missed: those with an unstarted
-// marker), so that a flood of skips cannot push real history out, except
-// those of ticks an assignment still names (prunespare.go). Keys are read
-// (keys only) a batch of jobs at a time and deleted as key ranges
+// marker), so that a flood of skips cannot push real history out. A record
+// of a tick an assignment still names is kept (prunespare.go). Keys are
+// read (keys only) a batch of jobs at a time and deleted as key ranges
 // (prunespans.go), up to maxOpsPerTxn operations a transaction.
 func (p *pruner) pruneJobs(ctx context.Context, jobs []string) error {
 	history := func(job string) [2]clientv3.Op {
