@@ -126,6 +126,7 @@ type Report struct {
 	TicksChecked   int
 	ShardTicks     int // ticks of sharded jobs with every shard accounted
 	FanIns         int // ticks of sharded jobs fanned in
+	FanInsPruned   int // of the fan-ins checked, those the leader deleted since
 	TicksLost      int // lost inside failover windows (allowed)
 	LostChecked    int // lost records checked against their holder's kills
 	Pruned         int // records deleted, each checked against its job's limits

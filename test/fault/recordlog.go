@@ -2,7 +2,6 @@ package fault
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -28,49 +27,63 @@ type RecordEvent struct {
 }
 
 // ReadRecordLog replays every write under l's records up to revision
-// until, from etcd's own history: the fault suite's members never compact
-// (test/etcdnode), so a watch from revision 1 sees each put and delete. The
-// watch is done once etcd says it is synced past until (a progress
-// notification, sent only to a watcher that has caught up) or an event
-// after until arrives.
+// until (replay).
 func ReadRecordLog(ctx context.Context, cli *clientv3.Client, l keys.Layout, until int64) ([]RecordEvent, error) {
+	var out []RecordEvent
+	err := replay(ctx, cli, l.Runs(), until, func(ev *clientv3.Event) error {
+		e := RecordEvent{Rev: ev.Kv.ModRevision, Job: l.RecordJob(string(ev.Kv.Key)),
+			RunID: l.RecordRun(string(ev.Kv.Key)), Delete: ev.Type == clientv3.EventTypeDelete}
+		if !e.Delete {
+			rec, err := runs.DecodeRecord(ev.Kv.Value)
+			if err != nil {
+				return fmt.Errorf("%s at revision %d: %w", ev.Kv.Key, e.Rev, err)
+			}
+			e.Record = rec
+		}
+		out = append(out, e)
+		return nil
+	})
+	return out, err
+}
+
+// replay hands each write under prefix up to revision until to each, in
+// revision order, from etcd's own history: the fault suite's members never
+// compact (test/etcdnode), so a watch from revision 1 sees each put and
+// delete. The watch is done once etcd says it is synced past until (a
+// progress notification, sent only to a watcher that has caught up) or an
+// event after until arrives.
+func replay(ctx context.Context, cli *clientv3.Client, prefix string, until int64, each func(*clientv3.Event) error) error {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	wch := cli.Watch(wctx, l.Runs(), clientv3.WithPrefix(), clientv3.WithRev(1))
+	wch := cli.Watch(wctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(1))
 	ask := time.NewTicker(200 * time.Millisecond)
 	defer ask.Stop()
-	var out []RecordEvent
+	n := 0
 	for {
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("record log: %d events read, not synced past revision %d: %w", len(out), until, ctx.Err())
+			return fmt.Errorf("replay of %s: %d events read, not synced past revision %d: %w", prefix, n, until, ctx.Err())
 		case <-ask.C:
 			_ = cli.RequestProgress(wctx) // answered only once the watch is synced
 			continue
 		case resp, ok := <-wch:
 			if !ok {
-				return nil, errors.New("record log: the watch closed")
+				return fmt.Errorf("replay of %s: the watch closed", prefix)
 			}
 			if err := resp.Err(); err != nil {
-				return nil, fmt.Errorf("record log: %w", err)
+				return fmt.Errorf("replay of %s: %w", prefix, err)
 			}
 			for _, ev := range resp.Events {
 				if ev.Kv.ModRevision > until {
-					return out, nil
+					return nil
 				}
-				e := RecordEvent{Rev: ev.Kv.ModRevision, Job: l.RecordJob(string(ev.Kv.Key)),
-					RunID: l.RecordRun(string(ev.Kv.Key)), Delete: ev.Type == clientv3.EventTypeDelete}
-				if !e.Delete {
-					rec, err := runs.DecodeRecord(ev.Kv.Value)
-					if err != nil {
-						return nil, fmt.Errorf("record log: %s at revision %d: %w", ev.Kv.Key, e.Rev, err)
-					}
-					e.Record = rec
+				if err := each(ev); err != nil {
+					return fmt.Errorf("replay of %s: %w", prefix, err)
 				}
-				out = append(out, e)
+				n++
 			}
 			if resp.IsProgressNotify() && resp.Header.Revision >= until {
-				return out, nil
+				return nil
 			}
 		}
 	}

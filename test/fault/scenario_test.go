@@ -416,27 +416,34 @@ func (r *runner) checkNotReady(since time.Time) {
 	}
 }
 
-// fanIns are the fan-in keys of the sharded jobs' ticks at rev, the
-// revision the records were read at.
+// fanIns are the fan-in keys of the sharded jobs' ticks up to rev, those
+// the leader pruned since too (prunefanin.go), replayed from etcd's
+// history: Version counts every write of a tick's key, across a prune, so a
+// key written again after its prune is a fan-in too many.
 func (r *runner) fanIns(ctx context.Context, cli *clientv3.Client, rev int64) map[string]FanIn {
 	r.t.Helper()
-	layout := keys.New(prefix)
-	resp, err := cli.Get(ctx, layout.FanIns(), clientv3.WithPrefix(), clientv3.WithRev(rev))
-	if err != nil {
-		r.t.Fatal(err)
-	}
 	out := map[string]FanIn{}
-	for _, kv := range resp.Kvs {
-		key := string(kv.Key)
+	err := replay(ctx, cli, keys.New(prefix).FanIns(), rev, func(ev *clientv3.Event) error {
+		key := string(ev.Kv.Key)
 		if strings.HasSuffix(key, "/worst") {
-			continue
+			return nil
 		}
 		tick := key[strings.LastIndex(key, "/")+1:]
-		f := FanIn{Version: kv.Version}
-		if t, ok := queue.DecodeTick(kv.Value); ok {
+		if ev.Type == clientv3.EventTypeDelete {
+			f := out[tick]
+			f.Pruned = true
+			out[tick] = f
+			return nil
+		}
+		f := FanIn{Version: out[tick].Version + 1}
+		if t, ok := queue.DecodeTick(ev.Kv.Value); ok {
 			f.Done, f.Outcome = true, t.Outcome
 		}
 		out[tick] = f
+		return nil
+	})
+	if err != nil {
+		r.t.Fatal(err)
 	}
 	return out
 }
@@ -525,11 +532,11 @@ func (r *runner) summary(rep *Report) string {
 	return fmt.Sprintf("fault summary %s: faults=%d runs=%d violations=%d rejected_stale_tokens=%d superseded=%d "+
 		"ticks=%d ticks_lost_in_failover=%d failover(kill-leader) min/median/max=%s resume_after_etcd=%s watched_revisions=%d watch_restarts=%d "+
 		"chained_runs=%d notifications=%d exec_kill_checks=%d rate_window_violations=%d rate_starts_excused=%d key_violations=%d cancelled_first=%d "+
-		"ticks_accounted=%d restarts=%d %s unenforced=%d take_overs=%d shard_ticks=%d fan_ins=%d lost_checked=%d pruned=%d",
+		"ticks_accounted=%d restarts=%d %s unenforced=%d take_overs=%d shard_ticks=%d fan_ins=%d fan_ins_pruned=%d lost_checked=%d pruned=%d",
 		r.sc.name, len(r.faults), rep.RunsChecked, len(rep.Violations), rep.Rejected, rep.Superseded,
 		rep.TicksChecked, rep.TicksLost, spread(kills), spread(r.resumes), revs, restarts, rep.ChainRuns, rep.Notified, r.beatChecks,
 		rep.RateWindows, rep.ExcusedRate, rep.KeyViolations, rep.CancelledFirst,
-		rep.TicksAccounted, len(r.restarts), rep.Cuts, len(rep.Unenforced), takeOvers(r.c.Dir), rep.ShardTicks, rep.FanIns, rep.LostChecked, rep.Pruned)
+		rep.TicksAccounted, len(r.restarts), rep.Cuts, len(rep.Unenforced), takeOvers(r.c.Dir), rep.ShardTicks, rep.FanIns, rep.FanInsPruned, rep.LostChecked, rep.Pruned)
 }
 
 func spread(ds []time.Duration) string {

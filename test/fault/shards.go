@@ -24,13 +24,15 @@ type Sharded struct {
 	Chained string
 }
 
-// FanIn is a tick's fan-in key as read at the end: Version counts its
-// writes (1 at the tick's authorization, one a final shard end); Done
-// says the last end wrote the tick's Outcome.
+// FanIn is a tick's fan-in key as last written: Version counts its
+// writes (1 at the tick's authorization, one a final shard end), across a
+// prune; Done says the last end wrote the tick's Outcome; Pruned that the
+// leader deleted it since.
 type FanIn struct {
 	Version int64
 	Done    bool
 	Outcome runs.Outcome
+	Pruned  bool
 }
 
 // checkShards: for every tick of a sharded job, every shard accounted
@@ -134,6 +136,12 @@ func checkFanIn(h *History, j Sharded, tick string, f FanIn, ran map[string]bool
 	}
 	if f.Done {
 		r.FanIns++
+	}
+	if f.Pruned {
+		r.FanInsPruned++
+		if !f.Done { // its shards' final ends still count on it
+			r.violate("fan-in: %s deleted before it fanned in (version %d)", tick, f.Version)
+		}
 	}
 	if j.Chained == "" {
 		return

@@ -62,6 +62,12 @@ func TestCheckerShards(t *testing.T) {
 			h.Records[ok] = runs.Record{RunID: ok, Job: "sh", Outcome: runs.Missed}
 		}, ""},
 		{"a second fan-in", func(h *History) { h.FanIns[ok] = FanIn{Version: 5, Done: true, Outcome: runs.Succeeded} }, "fan-in: " + ok + " written 5 times"},
+		{"a fan-in pruned once done", func(h *History) { h.FanIns[ok] = FanIn{Version: 4, Done: true, Outcome: runs.Succeeded, Pruned: true} }, ""},
+		{"a fan-in pruned before it fanned in", func(h *History) {
+			h.Records[runs.ShardID(bad, 0)] = runs.Record{RunID: runs.ShardID(bad, 0), Outcome: queuedOutcome}
+			h.FanIns[bad] = FanIn{Version: 3, Pruned: true}
+		}, "fan-in: " + bad + " deleted before it fanned in"},
+		{"a fan-in written again after its prune", func(h *History) { h.FanIns[ok] = FanIn{Version: 5, Done: true, Outcome: runs.Succeeded, Pruned: true} }, "fan-in: " + ok + " written 5 times"},
 		{"no fan-in", func(h *History) { h.FanIns[bad] = FanIn{Version: 4} }, "fan-in: every shard of " + bad + " recorded, and no fan-in"},
 		{"fan-in before the last shard", func(h *History) {
 			h.Records[runs.ShardID(bad, 0)] = runs.Record{RunID: runs.ShardID(bad, 0), Outcome: queuedOutcome}

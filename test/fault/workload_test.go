@@ -109,13 +109,13 @@ jobs:
     overlap: queue
     queue_limit: 10
     starting_deadline: 30s
-    history_limit: 100000
-    skipped_history_limit: 100000
+    history_limit: %d
+    skipped_history_limit: %d
     retries: {max: 2, backoff: 100ms, max_backoff: 1s}
     timeout: 5s
     after: {job: fast, on: [succeeded]}
     http: {method: POST, url: %q}
-`, w.URL("sleep=20ms"))
+`, historyLimit, skippedHistoryLimit, w.URL("sleep=20ms"))
 	out = append(out, Job{Name: "chained", MaxConcurrency: 4})
 	if withShards {
 		b.WriteString(shardedYAML(w))
@@ -132,12 +132,12 @@ type workloadJob struct {
 }
 
 // historyLimit and skippedHistoryLimit are the history limits of the
-// jobs writeJobs writes: small, so that the leader prunes their records
-// all through the faults, a few seconds behind their runs (a job every
-// 500 ms keeps 5 s of runs), and the checker replays every record ever
-// written (recordlog.go) and checks each delete (pruned.go). With limits
-// of 100,000, as before 2026-12-02, no record was ever pruned under a
-// fault.
+// workload's jobs (the exec job's aside): small, so that the leader prunes
+// their records and the sharded job's fan-ins all through the faults, a
+// few seconds behind their runs (a job every 500 ms keeps 5 s of runs),
+// and the checker replays every record and fan-in ever written
+// (recordlog.go) and checks each delete (pruned.go). With limits of
+// 100,000, as before 2026-12-02, nothing was ever pruned under a fault.
 const (
 	historyLimit        = 10
 	skippedHistoryLimit = 3
@@ -198,8 +198,8 @@ func shardedYAML(w *cluster.Witness) string {
     overlap: skip
     catch_up: latest
     starting_deadline: 30s
-    history_limit: 100000
-    skipped_history_limit: 100000
+    history_limit: %[8]d
+    skipped_history_limit: %[9]d
     retries: {max: 1, backoff: 100ms, max_backoff: 1s}
     timeout: 5s
     http: {method: POST, url: %[5]q}
@@ -209,10 +209,11 @@ func shardedYAML(w *cluster.Witness) string {
     overlap: queue
     queue_limit: 10
     starting_deadline: 30s
-    history_limit: 100000
-    skipped_history_limit: 100000
+    history_limit: %[8]d
+    skipped_history_limit: %[9]d
     timeout: 5s
     after: {job: %[1]s, on: [succeeded]}
     http: {method: POST, url: %[7]q}
-`, sharded.Name, sharded.Every, sharded.Shards, sharded.MaxConcurrency, w.URL("sleep=300ms&fail=9"), sharded.Chained, w.URL("sleep=20ms"))
+`, sharded.Name, sharded.Every, sharded.Shards, sharded.MaxConcurrency, w.URL("sleep=300ms&fail=9"), sharded.Chained, w.URL("sleep=20ms"),
+		historyLimit, skippedHistoryLimit)
 }
