@@ -1,16 +1,13 @@
 package fault
 
 import (
-	"github.com/etcdsched/scheduler/internal/runs"
+	"github.com/etcdsched/scheduler/internal/jobs/queue"
 )
 
 // Limits are a job's history limits as its replicas read them:
 // history_limit records of runs that executed, skipped_history_limit of
 // runs that never started (skipped, missed).
 type Limits struct{ Executed, Unstarted int }
-
-// unstarted: a record the history counts against skipped_history_limit.
-func unstarted(o runs.Outcome) bool { return o == runs.Skipped || o == runs.Missed }
 
 // heldRecord is a record in etcd at some revision of the replay: the
 // revision it was last written at and which limit it counts against.
@@ -44,7 +41,7 @@ func checkPruned(h *History, r *Report) {
 				}
 				continue
 			}
-			live[e.Job][e.RunID] = heldRecord{rev: rev, unstarted: unstarted(e.Record.Outcome)}
+			live[e.Job][e.RunID] = heldRecord{rev: rev, unstarted: queue.Unstarted(e.Record.Outcome)}
 		}
 		for _, d := range deleted {
 			r.Pruned++

@@ -63,6 +63,9 @@ func (p *pruner) spareAssigned(ctx context.Context, hs []historyOf) error {
 			named = append(named, string(kv.Key))
 		}
 	}
+	if len(named) == 0 {
+		return nil // the steady state: no assignment at a record's instant
+	}
 	spare, whole, err := p.assignedRecords(ctx, named, resp.Header.Revision)
 	if err != nil {
 		return err
