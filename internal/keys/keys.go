@@ -44,6 +44,7 @@ const (
 	assignDir    = "assign/"
 	claimedDir   = "claimed/"
 	successDir   = "succeeded/"
+	prunedDir    = "pruned/"
 )
 
 // The scopes of a rate window: a job's own, or a shared resource's.
@@ -304,6 +305,12 @@ func (l Layout) Removed() string { return l.Prefix + removedDir }
 
 // RemovedJob is the removal marker of job.
 func (l Layout) RemovedJob(job string) string { return l.Removed() + job }
+
+// Pruned is pruned/<job>: the stretches of the job's ticks whose records
+// may have been deleted, by the leader's prune or a removed job's cleanup
+// (package jobs/pruned). A backfill takes a tick in one as existing
+// (docs/design-leader.md#backfill-never-reruns-a-tick).
+func (l Layout) Pruned(job string) string { return l.Prefix + prunedDir + job }
 
 // RemovedName is the job of a key under Removed.
 func (l Layout) RemovedName(key string) string { return strings.TrimPrefix(key, l.Removed()) }

@@ -202,6 +202,7 @@ func TestKindNamesEachKeysDirectoryOrJobState(t *testing.T) {
 		l.Entry("a", "r1"):              "queue",
 		l.Record("a", "r1"):             "runs",
 		l.UnstartedMark("a", "r1"):      "unstarted",
+		l.Pruned("a"):                   "pruned",
 		l.Member("m"):                   "members",
 		l.FanIn("a", "t"):               "fanin",
 		l.RatePlace(RateJob, "a", 0):    "rate",

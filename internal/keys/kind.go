@@ -22,7 +22,7 @@ var jobKinds = func() []string {
 // dirs are the directories directly under the prefix, without their "/".
 var dirs = []string{
 	electionDir, membersDir, jobsDir, queueDir, specsDir, slotsDir, resourcesDir, cancelDir, runsDir,
-	unstartedDir, outboxDir, ratesDir, removedDir, assignDir, claimedDir, fanInDir, successDir,
+	unstartedDir, outboxDir, ratesDir, removedDir, assignDir, claimedDir, fanInDir, successDir, prunedDir,
 }
 
 // Kinds are the values Kind returns: a directory's name ("slots"), for

@@ -97,6 +97,8 @@ type runner struct {
 	bins     versions  // the binaries a rolling upgrade swaps
 	rolled   int       // graceful restarts so far (the next replica in turn)
 	restarts []Restart // the graceful restarts, for the checker
+
+	backfilled backfills // what the backfiller asked (backfill_test.go)
 }
 
 // outcome of a scenario.
@@ -158,6 +160,10 @@ func runScenario(t *testing.T, sc scenario) outcome {
 		return sc.old != "" || sc.lean || seen[sharded.Name] // the upgrade's and the lean workload have none
 	})
 	ticksFrom := time.Now()
+	stopBackfills := func() backfills { return backfills{} }
+	if sc.old == "" && !sc.lean && !sc.control {
+		stopBackfills = r.startBackfills()
+	}
 	r.hold(sc.warmup)
 
 	for i, kind := range sc.faults {
@@ -169,6 +175,10 @@ func runScenario(t *testing.T, sc scenario) outcome {
 		r.hold(sc.gap)
 	}
 	healed := time.Now()
+	r.backfilled = stopBackfills()
+	if len(r.backfilled.queuedIDs) > 0 {
+		t.Logf("backfills queued %d ticks of %s, e.g. %v", r.backfilled.queued, backfilledJob, r.backfilled.queuedIDs)
+	}
 	r.hold(sc.settle)
 
 	hist := r.history(jobs, resources, ticksFrom, healed)
@@ -532,11 +542,11 @@ func (r *runner) summary(rep *Report) string {
 	return fmt.Sprintf("fault summary %s: faults=%d runs=%d violations=%d rejected_stale_tokens=%d superseded=%d "+
 		"ticks=%d ticks_lost_in_failover=%d failover(kill-leader) min/median/max=%s resume_after_etcd=%s watched_revisions=%d watch_restarts=%d "+
 		"chained_runs=%d notifications=%d exec_kill_checks=%d rate_window_violations=%d rate_starts_excused=%d key_violations=%d cancelled_first=%d "+
-		"ticks_accounted=%d restarts=%d %s unenforced=%d take_overs=%d shard_ticks=%d fan_ins=%d fan_ins_pruned=%d lost_checked=%d pruned=%d",
+		"ticks_accounted=%d restarts=%d %s unenforced=%d take_overs=%d shard_ticks=%d fan_ins=%d fan_ins_pruned=%d lost_checked=%d pruned=%d %s",
 		r.sc.name, len(r.faults), rep.RunsChecked, len(rep.Violations), rep.Rejected, rep.Superseded,
 		rep.TicksChecked, rep.TicksLost, spread(kills), spread(r.resumes), revs, restarts, rep.ChainRuns, rep.Notified, r.beatChecks,
 		rep.RateWindows, rep.ExcusedRate, rep.KeyViolations, rep.CancelledFirst,
-		rep.TicksAccounted, len(r.restarts), rep.Cuts, len(rep.Unenforced), takeOvers(r.c.Dir), rep.ShardTicks, rep.FanIns, rep.FanInsPruned, rep.LostChecked, rep.Pruned)
+		rep.TicksAccounted, len(r.restarts), rep.Cuts, len(rep.Unenforced), takeOvers(r.c.Dir), rep.ShardTicks, rep.FanIns, rep.FanInsPruned, rep.LostChecked, rep.Pruned, r.backfilled)
 }
 
 func spread(ds []time.Duration) string {

@@ -8,11 +8,13 @@
 // it is done the tick is at every revision in one of three places: its
 // record (runs/<job>/<run-id>), its queue entry (queue/<job>/<run-id>), or
 // an assignment naming the job at that instant (assign/..., the lean
-// protocol). The cursor moves back only over ticks not yet due that the
+// protocol); once done, in its record until the prune deletes it, and in
+// the job's pruned stretches (pruned/<job>, package jobs/pruned) from
+// before that delete on. The cursor moves back only over ticks not yet due that the
 // leader withdraws, and the leader writes a tick only where it has no entry
 // and no record. So one read at one revision tells every tick of the range
 // apart: after the cursor, the schedule will run or record it; in one of
-// the three places, it exists; in none, it was never authorized and never
+// those places, it exists; in none, it was never authorized and never
 // will be, and only a backfill may queue it, with a transaction that fails
 // when another writer did first.
 package backfill

@@ -8,6 +8,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/internal/jobs/assign"
+	"github.com/etcdsched/scheduler/internal/jobs/pruned"
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
 )
 
@@ -21,11 +22,14 @@ type snapshot struct {
 	records     map[string]bool // run ids
 	entries     map[string]bool // run ids
 	assigned    map[int64]bool  // instants (UnixNano) an assignment names the job at
+	pruned      pruned.Stretches
 }
 
 // read takes the snapshot in one transaction: the cursor, the job's
-// records and entries (keys only) and every assignment (values: the jobs
-// they name are in them).
+// records and entries (keys only), every assignment (values: the jobs
+// they name are in them) and the job's pruned stretches: a record is in
+// one before it is deleted, so a tick with none at this revision, in no
+// stretch, never had one.
 func (b *Backfiller) read(ctx context.Context, job string) (*snapshot, error) {
 	k := b.keys
 	resp, err := b.kv.Txn(ctx).Then(
@@ -33,6 +37,7 @@ func (b *Backfiller) read(ctx context.Context, job string) (*snapshot, error) {
 		clientv3.OpGet(k.JobRuns(job), clientv3.WithPrefix(), clientv3.WithKeysOnly()),
 		clientv3.OpGet(k.JobQueue(job), clientv3.WithPrefix(), clientv3.WithKeysOnly()),
 		clientv3.OpGet(k.Assignments(), clientv3.WithPrefix()),
+		clientv3.OpGet(k.Pruned(job)),
 	).Commit()
 	if err != nil {
 		return nil, fmt.Errorf("backfill: read job %s: %w", job, err)
@@ -53,6 +58,12 @@ func (b *Backfiller) read(ctx context.Context, job string) (*snapshot, error) {
 	for _, kv := range resp.Responses[3].GetResponseRange().Kvs {
 		if at, ok := b.assignedAt(job, string(kv.Key), kv.Value); ok {
 			s.assigned[at.UnixNano()] = true
+		}
+	}
+	if kvs := resp.Responses[4].GetResponseRange().Kvs; len(kvs) > 0 {
+		if s.pruned, err = pruned.Decode(kvs[0].Value); err != nil {
+			b.log.Warn("backfill: the job's pruned stretches cannot be read; every tick counts as existing", "job", job, "err", err)
+			s.pruned = pruned.Everything()
 		}
 	}
 	return s, nil

@@ -80,6 +80,9 @@ type pruner struct {
 	// noteRemoved hands jobs whose runs ended to the removed jobs'
 	// keeper (removed.go).
 	noteRemoved func(jobs ...string)
+	// stretches are the jobs' pruned stretches the term read or wrote
+	// (prunecover.go).
+	stretches map[string]stretchesOf
 }
 
 // Run keeps each job's history at history_limit records. A job is trimmed
@@ -106,7 +109,8 @@ func (p *pruner) Run(ctx context.Context) error {
 // history_limit records of runs that executed, skipped_history_limit of
 // runs that never started (skipped, missed: those with an unstarted
 // marker), so that a flood of skips cannot push real history out. A record
-// of a tick an assignment still names is kept (prunespare.go). Keys are
+// of a tick an assignment still names is kept (prunespare.go); the ticks
+// of those deleted are in the job's pruned stretches first (prunecover.go). Keys are
 // read (keys only) a batch of jobs at a time and deleted as key ranges
 // (prunespans.go), up to maxOpsPerTxn operations a transaction.
 func (p *pruner) pruneJobs(ctx context.Context, jobs []string) error {
@@ -120,7 +124,7 @@ func (p *pruner) pruneJobs(ctx context.Context, jobs []string) error {
 	var hs []historyOf
 	err := p.readJobs(ctx, jobs, "history", history, func(job string, records, unstartedMarks []*mvccpb.KeyValue) error {
 		if old := p.beyondLimits(job, records, unstartedMarks); len(old) > 0 {
-			hs = append(hs, historyOf{records: records, old: old})
+			hs = append(hs, historyOf{job: job, records: records, old: old})
 		}
 		return nil
 	})
@@ -128,6 +132,9 @@ func (p *pruner) pruneJobs(ctx context.Context, jobs []string) error {
 		return err
 	}
 	if err := p.spareAssigned(ctx, hs); err != nil {
+		return err
+	}
+	if err := p.coverPruned(ctx, hs); err != nil {
 		return err
 	}
 	var spans []span

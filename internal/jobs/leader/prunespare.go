@@ -27,6 +27,7 @@ import (
 
 // historyOf is a job's records as read and those to delete (prune.go).
 type historyOf struct {
+	job     string
 	records []*mvccpb.KeyValue
 	old     map[string]oldRecord
 }

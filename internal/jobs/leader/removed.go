@@ -289,21 +289,28 @@ func (k *removedKeeper) unmark(ctx context.Context, job string, m *removal) erro
 }
 
 // purge deletes a removed job's records, their unstarted markers, its
-// last success and its marker, if the marker is as read and the job still removed.
+// last success and its marker, if the marker is as read and the job still
+// removed; the ticks of the records stay in its pruned stretches
+// (purgeCover): should it come back, a backfill does not run them again.
 func (k *removedKeeper) purge(ctx context.Context, job string, m *removal) error {
 	var back bool
 	k.withJobs(func(jobs map[string]*config.Job) { _, back = jobs[job] })
 	if back {
 		return nil // the next round unmarks it
 	}
+	cover, put, err := k.purgeCover(ctx, job)
+	if err != nil {
+		return err
+	}
 	key := k.d.Keys.RemovedJob(job)
-	ok, err := k.fenced(ctx, []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", m.rev)},
-		clientv3.OpDelete(k.d.Keys.JobRuns(job), clientv3.WithPrefix()),
-		clientv3.OpDelete(k.d.Keys.Unstarted(job), clientv3.WithPrefix()),
-		clientv3.OpDelete(k.d.Keys.JobFanIns(job), clientv3.WithPrefix()),
-		clientv3.OpDelete(k.d.Keys.LastSuccess(job)),
-		clientv3.OpDelete(k.d.Keys.SucceededInJobs(job)),
-		clientv3.OpDelete(key))
+	ok, err := k.fenced(ctx, append([]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", m.rev)}, cover...),
+		append(put,
+			clientv3.OpDelete(k.d.Keys.JobRuns(job), clientv3.WithPrefix()),
+			clientv3.OpDelete(k.d.Keys.Unstarted(job), clientv3.WithPrefix()),
+			clientv3.OpDelete(k.d.Keys.JobFanIns(job), clientv3.WithPrefix()),
+			clientv3.OpDelete(k.d.Keys.LastSuccess(job)),
+			clientv3.OpDelete(k.d.Keys.SucceededInJobs(job)),
+			clientv3.OpDelete(key))...)
 	if ok {
 		k.d.Log.Info("removed job: history deleted", "job", job, "removed_at", m.at)
 	}
