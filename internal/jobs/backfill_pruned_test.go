@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/etcdsched/scheduler/internal/poll"
+	"github.com/etcdsched/scheduler/internal/runs"
 )
 
 // A backfill over a job's pruned history runs no tick again: a job
@@ -46,8 +47,9 @@ func TestABackfillOverAPrunedHistoryRerunsNoTick(t *testing.T) {
 		})
 	}
 
-	ran, last := ranIDs(w, "tick"), time.Time{}
+	ran, last := map[string]bool{}, time.Time{}
 	for _, h := range w.finished("tick") {
+		ran[h.RunID] = true
 		if h.Scheduled.After(last) {
 			last = h.Scheduled
 		}
@@ -66,13 +68,28 @@ func TestABackfillOverAPrunedHistoryRerunsNoTick(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	queued, existing := map[string]bool{}, map[string]bool{}
 	for _, id := range res.Queued {
-		if ran[id] {
+		queued[id] = true
+	}
+	for _, id := range res.SkippedExisting {
+		existing[id] = true
+	}
+	for id := range ran {
+		if queued[id] {
 			t.Errorf("%s ran, and the backfill queued it again (%d ran, %d records pruned)", id, len(ran), pruned)
 		}
+		if at, _ := runs.ScheduledAtOf(id); at.Before(last) && !existing[id] {
+			t.Errorf("%s ran, but the backfill did not find it existing", id)
+		}
 	}
-	if len(res.SkippedExisting) < len(ran)-1 {
-		t.Errorf("%d ticks existing, want every one of the %d that ran before %s", len(res.SkippedExisting), len(ran), last)
+	// Before born no leader had taken the job up: those ticks never ran
+	// but for the two chunks, and are queued (a backfill that refused
+	// everything would pass the checks above).
+	for tick := born.Add(-30 * time.Second); tick.Before(born); tick = tick.Add(time.Second) {
+		if id := runs.ID("tick", tick); !queued[id] {
+			t.Errorf("%s never ran, and the backfill did not queue it (existing: %v)", id, existing[id])
+		}
 	}
 }
 

@@ -22,9 +22,10 @@ type backfills struct {
 // (docs/design-leader.md#backfill-never-reruns-a-tick). Every tick there
 // was authorized by the schedule, and ran or was recorded (ticks_accounted),
 // so a backfill finds each existing, its record kept or pruned (the
-// job's pruned stretches); a backfill that queued one whose record was
-// pruned would run it again, which the checker reports (run twice,
-// recorded twice). Errors (a replica killed, frozen, cut off) are counted
+// job's pruned stretches), and a tick queued is a violation: dropped by
+// the schedule (which the backfill would otherwise hide from G2 and
+// property 3), or pruned with no stretch, and then also run twice,
+// recorded twice. Errors (a replica killed, frozen, cut off) are counted
 // as unanswered. Not for a cluster of mixed versions: an older replica's
 // backfill, or prune, knows no stretches.
 func (r *runner) startBackfills() (stop func() backfills) {
@@ -82,6 +83,15 @@ func (r *runner) backfillOnce(ctx context.Context, i int, out *backfills) {
 			out.queuedIDs = append(out.queuedIDs, id)
 		}
 	}
+}
+
+// problem is the violation of a backfill that queued a tick, or "".
+func (b backfills) problem() string {
+	if b.queued == 0 {
+		return ""
+	}
+	return fmt.Sprintf("backfill: %d ticks of %s queued (e.g. %v); every tick since its first run was authorized, "+
+		"so each was dropped by the schedule or its record pruned outside the pruned stretches", b.queued, backfilledJob, b.queuedIDs)
 }
 
 // String is the summary's part.

@@ -176,8 +176,8 @@ func runScenario(t *testing.T, sc scenario) outcome {
 	}
 	healed := time.Now()
 	r.backfilled = stopBackfills()
-	if len(r.backfilled.queuedIDs) > 0 {
-		t.Logf("backfills queued %d ticks of %s, e.g. %v", r.backfilled.queued, backfilledJob, r.backfilled.queuedIDs)
+	if p := r.backfilled.problem(); p != "" {
+		r.problems = append(r.problems, p)
 	}
 	r.hold(sc.settle)
 

@@ -27,6 +27,10 @@ import (
 type stretchesOf struct {
 	s   pruned.Stretches
 	rev int64 // pruned/<job>'s ModRevision; 0: absent
+	// unreadable: the value does not decode. The job's records are then
+	// kept (a delete could not be covered) and the key read again next
+	// round, until an operator mends it.
+	unreadable bool
 }
 
 // errStretchesMoved: another writer changed a job's stretches since the
@@ -34,7 +38,8 @@ type stretchesOf struct {
 var errStretchesMoved = errors.New("leader: pruned stretches changed meanwhile")
 
 // coverPruned writes, for each history, stretches that cover the ticks of
-// the records it is to delete, where the job's do not yet.
+// the records it is to delete, where the job's do not yet; a job whose
+// stretches cannot be read keeps its records.
 func (p *pruner) coverPruned(ctx context.Context, hs []historyOf) error {
 	if err := p.loadStretches(ctx, hs); err != nil {
 		return err
@@ -42,6 +47,11 @@ func (p *pruner) coverPruned(ctx context.Context, hs []historyOf) error {
 	var jobs []string
 	grown := map[string]pruned.Stretches{}
 	for _, h := range hs {
+		if p.stretches[h.job].unreadable {
+			clear(h.old)
+			delete(p.stretches, h.job)
+			continue
+		}
 		deleted, kept := p.ticksOf(h)
 		cur := p.stretches[h.job].s
 		s, changed := cur.Grow(p.nextTick(h.job), deleted, kept)
@@ -119,9 +129,10 @@ func (p *pruner) loadStretches(ctx context.Context, hs []historyOf) error {
 			if kvs := resp.Responses[i].GetResponseRange().Kvs; len(kvs) > 0 {
 				st.rev = kvs[0].ModRevision
 				if st.s, err = pruned.Decode(kvs[0].Value); err != nil {
-					p.d.Log.Warn("pruned stretches cannot be read: a backfill of the job queues no tick until the key is mended or deleted",
+					p.d.Log.Warn("pruned stretches cannot be read: the job's history is not pruned, and a backfill of it queues no tick, until the key is mended "+
+						"(deleting it forgets which ticks' records were pruned: a backfill may run them again)",
 						"job", job, "key", string(kvs[0].Key), "err", err)
-					st.s = pruned.Everything()
+					st.unreadable = true
 				}
 			}
 			p.stretches[job] = st
@@ -191,7 +202,7 @@ func (b *base) purgeCover(ctx context.Context, job string) ([]clientv3.Cmp, []cl
 	if kvs := resp.Responses[1].GetResponseRange().Kvs; len(kvs) > 0 {
 		rev = kvs[0].ModRevision
 		if cur, err = pruned.Decode(kvs[0].Value); err != nil {
-			cur = pruned.Everything()
+			return nil, nil, fmt.Errorf("removed job %s: its history is kept until its pruned stretches are mended: %w", job, err)
 		}
 	}
 	cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(k.Pruned(job)), "=", rev))

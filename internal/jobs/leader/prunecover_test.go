@@ -112,7 +112,7 @@ func TestThePruneLosesNoStretchAnotherWriterPut(t *testing.T) {
 	if _, err := cli.Put(ctx, l.d.Keys.Pruned("c"), other.Encode()); err != nil {
 		t.Fatal(err)
 	}
-	putTicks(t, cli, l, "c", 120, 121, 122, 123, 124, 125, 126, 127, 128, 129, 130, 131) // deletes up to 122: past the stretch
+	putTicks(t, cli, l, "c", 120, 121, 122, 123, 124, 125, 126, 127, 128, 129, 130, 131) // deletes 101-110, 120, 121: past the stretch
 	err := l.pruner.pruneJobs(ctx, []string{"c"})
 	if !errors.Is(err, errStretchesMoved) {
 		t.Fatalf("prune over moved stretches: %v, want errStretchesMoved", err)
@@ -124,7 +124,7 @@ func TestThePruneLosesNoStretchAnotherWriterPut(t *testing.T) {
 		t.Fatal(err)
 	}
 	s, _ := stretchesIn(t, cli, l, "c")
-	for _, n := range []int{0, 5, 100, 110, 120, 122, 131} {
+	for _, n := range []int{0, 5, 100, 110, 120, 121} {
 		if !s.Covers(tickAt(n)) {
 			t.Errorf("tick %d not in %v", n, s)
 		}
@@ -152,5 +152,49 @@ func TestAPurgedJobsTicksStayCovered(t *testing.T) {
 	}
 	if s, _ := stretchesIn(t, cli, l, "gone"); !slices.Equal(s, between(3, 9)) {
 		t.Errorf("stretches %v, want %v", s, between(3, 9))
+	}
+}
+
+// Stretches that cannot be read keep the job's records (a delete could
+// not be covered: a backfill would run them again once the key is
+// mended) and are read again each round; mended, the prune goes on from
+// them. A removed job's cleanup waits the same way.
+func TestUnreadableStretchesKeepTheRecords(t *testing.T) {
+	ctx := t.Context()
+	j := jobstest.Job("c", "@every 1s")
+	j.HistoryLimit = 10
+	l, cli, _ := leaderOn(t, "/cover4/", jobstest.Config(j), time.Time{})
+	if _, err := cli.Put(ctx, l.d.Keys.Pruned("c"), "yesterday"); err != nil {
+		t.Fatal(err)
+	}
+	putTicks(t, cli, l, "c", 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21)
+	if err := l.pruner.pruneJobs(ctx, []string{"c"}); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(recordIDs(t, l, "c")); n != 12 {
+		t.Fatalf("%d records left under unreadable stretches, want all 12", n)
+	}
+	if _, err := cli.Put(ctx, l.d.Keys.Pruned("c"), between(0, 5).Encode()); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.pruner.pruneJobs(ctx, []string{"c"}); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(recordIDs(t, l, "c")); n != 10 {
+		t.Errorf("%d records left once mended, want 10", n)
+	}
+	s, _ := stretchesIn(t, cli, l, "c")
+	for _, n := range []int{0, 5, 10, 11, 21} {
+		if !s.Covers(tickAt(n)) {
+			t.Errorf("tick %d not in %v", n, s)
+		}
+	}
+
+	if _, err := cli.Put(ctx, l.d.Keys.Pruned("gone"), "yesterday"); err != nil {
+		t.Fatal(err)
+	}
+	putTicks(t, cli, l, "gone", 1, 2)
+	if _, _, err := l.purgeCover(ctx, "gone"); err == nil {
+		t.Error("a removed job's cleanup went on over unreadable stretches")
 	}
 }

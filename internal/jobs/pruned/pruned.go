@@ -21,9 +21,10 @@ import (
 	"github.com/etcdsched/scheduler/internal/runs"
 )
 
-// MaxStretches bounds a job's stretches: past it, the two closest merge,
+// MaxStretches bounds a job's stretches: past it, the two oldest merge,
 // the ticks between them counted as existing. A backfill then refuses (as
-// skipped_existing) never-run ticks there, and reruns none.
+// skipped_existing) never-run ticks there, and reruns none; the oldest
+// gaps are the ones least likely to be backfilled.
 const MaxStretches = 64
 
 // Stretch is a closed range of ticks [From, To].
@@ -121,7 +122,7 @@ func gapBetween(next func(time.Time) time.Time, a, b time.Time) bool {
 }
 
 // merged sorts s and joins the stretches that overlap or have no tick of
-// the schedule between them; then, past MaxStretches, the closest.
+// the schedule between them; then, past MaxStretches, the oldest.
 func (s Stretches) merged(next func(time.Time) time.Time) Stretches {
 	slices.SortFunc(s, func(a, b Stretch) int { return a.From.Compare(b.From) })
 	var out Stretches
@@ -134,15 +135,9 @@ func (s Stretches) merged(next func(time.Time) time.Time) Stretches {
 		}
 		out = append(out, st)
 	}
-	for len(out) > MaxStretches {
-		c := 0
-		for i := 1; i+1 < len(out); i++ {
-			if out[i+1].From.Sub(out[i].To) < out[c+1].From.Sub(out[c].To) {
-				c = i
-			}
-		}
-		out[c].To = out[c+1].To
-		out = slices.Delete(out, c+1, c+2)
+	if n := len(out) - MaxStretches; n > 0 {
+		out[n].From = out[0].From
+		out = out[n:]
 	}
 	return out
 }

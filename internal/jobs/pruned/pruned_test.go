@@ -103,26 +103,25 @@ func TestCoversTheClosedRanges(t *testing.T) {
 	}
 }
 
-// Past MaxStretches the closest two join: the ticks between them count
-// as existing (a backfill refuses them, reruns none); no tick is dropped.
-func TestMergedBoundsTheStretchesByJoiningTheClosest(t *testing.T) {
+// Past MaxStretches the oldest join: the ticks between them count as
+// existing (a backfill refuses them, reruns none); no tick is dropped.
+// Grow gets there with a deleted tick beyond a gap in each round.
+func TestGrowBoundsTheStretchesByJoiningTheOldest(t *testing.T) {
+	next := everySecond(t)
 	var s Stretches
-	for i := range MaxStretches {
-		s = append(s, Stretch{sec(i * 10), sec(i*10 + 1)}) // 8 s apart
+	for i := range MaxStretches + 3 {
+		s, _ = s.Grow(next, secs(i*10), nil) // 9 s of ticks with no record between two
 	}
-	last := (MaxStretches-1)*10 + 1
-	s = append(s, Stretch{sec(last + 3), sec(last + 4)}) // the closest pair: 2 s apart
-	got := s.merged(nil)
-	if len(got) != MaxStretches {
-		t.Fatalf("%d stretches, want %d", len(got), MaxStretches)
+	if len(s) != MaxStretches {
+		t.Fatalf("%d stretches, want %d", len(s), MaxStretches)
 	}
-	for _, st := range s {
-		if !got.Covers(st.From) || !got.Covers(st.To) {
-			t.Errorf("%v lost", st)
+	for i := range MaxStretches + 3 {
+		if !s.Covers(sec(i * 10)) {
+			t.Errorf("deleted tick %d lost", i*10)
 		}
 	}
-	if !got.Covers(sec(last + 1)) {
-		t.Errorf("the closest pair did not join: %v", got[len(got)-2:])
+	if !s.Covers(sec(5)) || !s.Covers(sec(25)) || s.Covers(sec(35)) || s.Covers(sec((MaxStretches+2)*10-5)) {
+		t.Errorf("want the gaps after the first three ticks joined, the others kept: %v", s[:3])
 	}
 }
 
