@@ -28,9 +28,14 @@ import (
 const seedWriters = 8
 
 // seedHistory writes config.DefaultHistoryLimit succeeded records for
-// each of the step's n jobs, due on the seconds before before, as the
-// engine writes a run's record (queue.RecordOps), and returns how many.
+// each of the step's n jobs, due on the whole seconds before before (the
+// ticks of the jobs' schedule, as a record's run id always is: seeded at
+// before's fraction of a second, each record's tick was a gap of its own
+// in the pruned stretches, and every prune round wrote them, 0.5 index
+// operations a run), as the engine writes a run's record
+// (queue.RecordOps), and returns how many.
 func (e *env) seedHistory(ctx context.Context, step string, n int, before time.Time) (int, error) {
+	before = before.Truncate(time.Second)
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(seedWriters)
 	for i := range n {
