@@ -34,7 +34,7 @@ func MarkerAhead(value []byte) bool {
 // assignment changed, a chunk was marked started or claimed since, or it
 // is gone.
 func (s *Store) StealAhead(ctx context.Context, from Assignment, modRev int64, to string) (Stored, error) {
-	if 2*len(from.Jobs)+5 > s.maxOps {
+	if 3*len(from.Jobs)+5 > s.maxOps { // a marker, a slot and an entry a job
 		return Stored{}, fmt.Errorf("assign: take over %s: %d jobs: %w", from.Key(s.keys), len(from.Jobs), ErrTooLarge)
 	}
 	cmps, dels, err := s.aheadClaims(ctx, &from)
