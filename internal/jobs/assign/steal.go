@@ -35,20 +35,19 @@ import (
 // nothing. ErrConflict: from changed, was claimed from or is gone.
 func (s *Store) Steal(ctx context.Context, from Assignment, modRev int64, to string) (Stored, error) {
 	noMarker := clientv3.Compare(clientv3.CreateRevision(s.keys.AssignmentClaimed(from.Worker, from.At, from.Group)), "=", 0).WithPrefix()
-	return s.move(ctx, from, modRev, to, []clientv3.Cmp{noMarker}, nil)
+	jobs, cmps, err := s.unqueued(ctx, &from)
+	if err != nil {
+		return Stored{}, err
+	}
+	return s.move(ctx, from, modRev, to, jobs, append(cmps, noMarker), nil)
 }
 
 // move is a take-over's transaction: if cmps hold, from is as read
 // (ModRevision modRev) and to's new assignment does not exist yet, it
-// applies ops, deletes from and puts as an assignment of to the jobs of
-// from whose run has no queue entry (Steal, StealAhead). ErrConflict: a
-// compare failed, or every run is on the queue path; nothing was written.
-func (s *Store) move(ctx context.Context, from Assignment, modRev int64, to string, cmps []clientv3.Cmp, ops []clientv3.Op) (Stored, error) {
-	jobs, unqueued, err := s.unqueued(ctx, &from)
-	if err != nil {
-		return Stored{}, err
-	}
-	cmps = append(cmps, unqueued...)
+// applies ops, deletes from and puts jobs (from's whose run has no queue
+// entry: unqueued) as an assignment of to (Steal, StealAhead).
+// ErrConflict: a compare failed; nothing was written.
+func (s *Store) move(ctx context.Context, from Assignment, modRev int64, to string, jobs []Job, cmps []clientv3.Cmp, ops []clientv3.Op) (Stored, error) {
 	target := Assignment{Worker: to, At: from.At, Group: movedGroup(&from, modRev), Jobs: jobs}
 	if err := target.Validate(); err != nil {
 		return Stored{}, err

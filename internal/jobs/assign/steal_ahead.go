@@ -37,21 +37,26 @@ func (s *Store) StealAhead(ctx context.Context, from Assignment, modRev int64, t
 	if 3*len(from.Jobs)+5 > s.maxOps { // a marker, a slot and an entry a job
 		return Stored{}, fmt.Errorf("assign: take over %s: %d jobs: %w", from.Key(s.keys), len(from.Jobs), ErrTooLarge)
 	}
-	cmps, dels, err := s.aheadClaims(ctx, &from)
+	jobs, unqueued, err := s.unqueued(ctx, &from)
 	if err != nil {
 		return Stored{}, err
 	}
-	return s.move(ctx, from, modRev, to, cmps, dels)
+	cmps, dels, err := s.aheadClaims(ctx, &from, jobs)
+	if err != nil {
+		return Stored{}, err
+	}
+	return s.move(ctx, from, modRev, to, jobs, append(cmps, unqueued...), dels)
 }
 
-// aheadClaims reads from's markers and its runs' slots at one revision and
-// returns the compares that none changed since and the deletes of the
-// markers and of the slots the claims hold. ErrConflict: no marker, or
-// one marked started.
-func (s *Store) aheadClaims(ctx context.Context, from *Assignment) ([]clientv3.Cmp, []clientv3.Op, error) {
+// aheadClaims reads from's markers and the slots of its runs that move
+// (jobs) at one revision and returns the compares that none changed since
+// and the deletes of the markers and of the slots the claims hold (a run
+// left on the queue path keeps its slot, should its queue run hold one).
+// ErrConflict: no marker, or one marked started.
+func (s *Store) aheadClaims(ctx context.Context, from *Assignment, jobs []Job) ([]clientv3.Cmp, []clientv3.Op, error) {
 	prefix := s.keys.AssignmentClaimed(from.Worker, from.At, from.Group)
 	gets := []clientv3.Op{clientv3.OpGet(prefix, clientv3.WithPrefix())}
-	for _, j := range from.Jobs {
+	for _, j := range jobs {
 		gets = append(gets, clientv3.OpGet(s.keys.JobSlots(j.Name), clientv3.WithPrefix()))
 	}
 	resp, err := s.kv.Txn(ctx).Then(gets...).Commit()
@@ -72,7 +77,7 @@ func (s *Store) aheadClaims(ctx context.Context, from *Assignment) ([]clientv3.C
 		dels = append(dels, clientv3.OpDelete(string(kv.Key)))
 	}
 	_, lease, _ := keys.ParseIncarnation(from.Worker)
-	for i, j := range from.Jobs {
+	for i, j := range jobs {
 		for _, kv := range resp.Responses[1+i].GetResponseRange().Kvs {
 			var v slots.Value
 			if json.Unmarshal(kv.Value, &v) != nil || v.RunID != from.RunID(j.Name) || lease != 0 && kv.Lease != lease {

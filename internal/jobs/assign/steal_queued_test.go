@@ -29,6 +29,10 @@ func TestATakeOverLeavesARunOnTheQueuePathThere(t *testing.T) {
 			}
 			entry := layout.Entry("b", runs.ID("b", instant))
 			e.put(entry, "pending")
+			// Its queue run holds a slot on the owner's lease: not the
+			// take-over's to free.
+			slot := layout.Slot("b", 0)
+			e.put(slot, `{"run_id":"`+runs.ID("b", instant)+`"}`)
 			steal := e.store.Steal
 			if ahead {
 				steal = e.store.StealAhead
@@ -46,13 +50,30 @@ func TestATakeOverLeavesARunOnTheQueuePathThere(t *testing.T) {
 			if v := e.get(entry).Kvs; len(v) != 1 || string(v[0].Value) != "pending" || v[0].Version != 1 {
 				t.Fatalf("b's entry after the take-over: %v, want it as written", v)
 			}
+			if len(e.get(slot).Kvs) != 1 {
+				t.Fatalf("the take-over freed the slot of b's queue run")
+			}
 
 			e2 := newEnv(t)
-			st2 := e2.authorize(e2.elect("a"), "w1", "a")
+			st2 := e2.authorize(e2.elect("a"), "w1", "a", "b")
+			lease2 := e2.member("w1")
 			e2.member("w2")
+			if ahead {
+				if _, err := e2.claimAhead(lease2, st2, 0, run("a", 0)); err != nil {
+					t.Fatal(err)
+				}
+			}
 			e2.put(layout.Entry("a", runs.ID("a", instant)), "pending")
-			if _, err := e2.store.Steal(e2.ctx(), st2.Assignment, st2.ModRevision, "w2"); !errors.Is(err, ErrConflict) {
+			e2.put(layout.Entry("b", runs.ID("b", instant)), "pending")
+			steal2 := e2.store.Steal
+			if ahead {
+				steal2 = e2.store.StealAhead
+			}
+			if _, err := steal2(e2.ctx(), st2.Assignment, st2.ModRevision, "w2"); !errors.Is(err, ErrConflict) {
 				t.Fatalf("take-over of an assignment whose every run is queued: %v, want ErrConflict", err)
+			}
+			if cur := e2.stored("w1"); cur.ModRevision != st2.ModRevision {
+				t.Fatalf("w1's assignment changed by a take-over that moved nothing")
 			}
 		})
 	}

@@ -74,7 +74,11 @@ func (a *assignedRunner) endUnclaimed(ctx context.Context, st *assign.Stored, en
 // recordUnclaimed records ends, runs of st that were not claimed, with
 // what each record causes, in one transaction that holds if the
 // assignment is still as read (a moved one is its new worker's to
-// decide); each record only if its run has none.
+// decide); each record only if its run has none and no queue entry: a
+// run this worker handed to the queue path (settleAssigned) is named by
+// its assignment still, and by the version a leader's withdrawal of
+// another job rewrites, which the worker takes up again; the queue path
+// decides it (a record here too was a second decision).
 func (a *assignedRunner) recordUnclaimed(ctx context.Context, st *assign.Stored, ends []unclaimedEnd, unsettled *atomic.Int32) {
 	if len(ends) == 0 {
 		return
@@ -85,6 +89,7 @@ func (a *assignedRunner) recordUnclaimed(ctx context.Context, st *assign.Stored,
 		then := append(queue.RecordOps(a.d.Keys, &rec), follow.Record(a.d.Keys, a.d.Config(), end.entry.JobSpec(), &rec, end.entry.Input, rec.EndedAt).All()...)
 		ops[i] = clientv3.OpTxn([]clientv3.Cmp{
 			clientv3.Compare(clientv3.CreateRevision(a.d.Keys.Record(end.entry.Job, end.entry.RunID)), "=", 0),
+			clientv3.Compare(clientv3.CreateRevision(a.d.Keys.Entry(end.entry.Job, end.entry.RunID)), "=", 0),
 		}, then, nil)
 	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.d.Config().Cluster.SessionTTL.D())
