@@ -52,12 +52,12 @@ func (p *pruner) coverPruned(ctx context.Context, hs []historyOf) error {
 			delete(p.stretches, h.job)
 			continue
 		}
-		deleted, kept := p.ticksOf(h)
-		cur := p.stretches[h.job].s
-		s, changed := cur.Grow(p.nextTick(h.job), deleted, kept)
-		if changed {
-			jobs, grown[h.job] = append(jobs, h.job), s
+		cur, deleted := p.stretches[h.job].s, p.ticksOf(h, true)
+		if cur.CoversAll(deleted) {
+			continue // the steady round: the kept records' ticks are not parsed
 		}
+		s, _ := cur.Grow(p.nextTick(h.job), deleted, p.ticksOf(h, false))
+		jobs, grown[h.job] = append(jobs, h.job), s
 	}
 	for len(jobs) > 0 {
 		batch := jobs[:min(len(jobs), maxOpsPerTxn/2)]
@@ -141,21 +141,20 @@ func (p *pruner) loadStretches(ctx context.Context, hs []historyOf) error {
 	return nil
 }
 
-// ticksOf are the ticks of h's records to delete and of those kept
-// (scheduled and backfilled runs; a manual, keyed or chained run has none).
-func (p *pruner) ticksOf(h historyOf) (deleted, kept []time.Time) {
+// ticksOf are the ticks of h's records to delete (deleted), or of those
+// kept (scheduled and backfilled runs; a manual, keyed or chained run has
+// none).
+func (p *pruner) ticksOf(h historyOf, deleted bool) []time.Time {
+	var out []time.Time
 	for _, kv := range h.records {
-		at, ok := runs.ScheduledAtOf(p.d.Keys.RecordRun(string(kv.Key)))
-		if !ok {
+		if _, old := h.old[string(kv.Key)]; old != deleted {
 			continue
 		}
-		if _, old := h.old[string(kv.Key)]; old {
-			deleted = append(deleted, at)
-		} else {
-			kept = append(kept, at)
+		if at, ok := runs.ScheduledAtOf(p.d.Keys.RecordRun(string(kv.Key))); ok {
+			out = append(out, at)
 		}
 	}
-	return deleted, kept
+	return out
 }
 
 // nextTick is the job's schedule as the term knows it; nil for a job gone

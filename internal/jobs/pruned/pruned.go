@@ -39,8 +39,8 @@ func (s Stretches) Covers(t time.Time) bool {
 	return i < len(s) && !t.Before(s[i].From)
 }
 
-// coversAll reports whether every one of ts is in a stretch.
-func (s Stretches) coversAll(ts []time.Time) bool {
+// CoversAll reports whether every one of ts is in a stretch.
+func (s Stretches) CoversAll(ts []time.Time) bool {
 	for _, t := range ts {
 		if !s.Covers(t) {
 			return false
@@ -59,15 +59,11 @@ func (s Stretches) coversAll(ts []time.Time) bool {
 // schedule (nil: a job gone from the config) the deleted ticks make one
 // stretch, from the earliest to the latest.
 func (s Stretches) Grow(next func(time.Time) time.Time, deleted, kept []time.Time) (Stretches, bool) {
-	if s.coversAll(deleted) {
+	if s.CoversAll(deleted) {
 		return s, false
 	}
 	if next == nil {
-		lo, hi := deleted[0], deleted[0]
-		for _, t := range deleted {
-			lo, hi = minTime(lo, t), maxTime(hi, t)
-		}
-		return s.Add(lo, hi), true
+		return s.Add(slices.MinFunc(deleted, time.Time.Compare), slices.MaxFunc(deleted, time.Time.Compare)), true
 	}
 	all := append(slices.Clone(deleted), kept...)
 	slices.SortFunc(all, time.Time.Compare)
@@ -95,20 +91,6 @@ func (s Stretches) Grow(next func(time.Time) time.Time, deleted, kept []time.Tim
 // whose schedule is not known any more.
 func (s Stretches) Add(from, to time.Time) Stretches {
 	return append(slices.Clone(s), Stretch{from, to}).merged(nil)
-}
-
-func minTime(a, b time.Time) time.Time {
-	if b.Before(a) {
-		return b
-	}
-	return a
-}
-
-func maxTime(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
-	}
-	return a
 }
 
 // gapBetween reports whether a tick of the schedule lies strictly between
