@@ -20,16 +20,20 @@ import (
 
 // leanStep is one N: runs an instant, for the step's duration.
 type leanStep struct {
-	RunsPerInstant int     `json:"runs_per_instant"`
-	Workers        int     `json:"workers"`
-	Seconds        float64 `json:"seconds"`
-	Runs           int64   `json:"runs"`
-	RunsPerSec     float64 `json:"runs_per_s"`
-	Failed         int64   `json:"failed_txns"`
-	Errors         int64   `json:"errors"`
-	AuthorizeTxns  int64   `json:"authorize_txns"`
-	Revisions      int64   `json:"revisions"`
-	RevsPerRun     float64 `json:"revisions_per_run"`
+	RunsPerInstant int `json:"runs_per_instant"`
+	// History: records each job held from the step's start, kept so
+	// (leanDriver.prune); RecordsHeld: the records etcd held at its end.
+	History       int     `json:"history_per_job"`
+	RecordsHeld   int64   `json:"records_held"`
+	Workers       int     `json:"workers"`
+	Seconds       float64 `json:"seconds"`
+	Runs          int64   `json:"runs"`
+	RunsPerSec    float64 `json:"runs_per_s"`
+	Failed        int64   `json:"failed_txns"`
+	Errors        int64   `json:"errors"`
+	AuthorizeTxns int64   `json:"authorize_txns"`
+	Revisions     int64   `json:"revisions"`
+	RevsPerRun    float64 `json:"revisions_per_run"`
 	// MVCC: the members' etcd_mvcc_* deltas, per member (as the burst's).
 	MVCC           map[string]float64 `json:"mvcc_per_member"`
 	IndexOpsPerRun float64            `json:"index_ops_per_run"`
@@ -67,7 +71,7 @@ func leanCheck(n, w int) error {
 	return nil
 }
 
-func leanFloor(ctx context.Context, e *env, steps []int, d time.Duration) (leanResult, error) {
+func leanFloor(ctx context.Context, e *env, steps, histories []int, d time.Duration) (leanResult, error) {
 	w := len(e.c.Replicas)
 	res := leanResult{Workers: w, CursorWindow: leanWindow, Chunk: leanChunk, ReleaseBatch: leanRelease}
 	for _, n := range steps {
@@ -80,18 +84,20 @@ func leanFloor(ctx context.Context, e *env, steps []int, d time.Duration) (leanR
 		return res, err
 	}
 	logf("leanfloor: etcd idle: %.3f cores", res.EtcdIdleCores)
-	for _, n := range steps {
-		logf("leanfloor: %d runs an instant, %d workers, for %s", n, w, d)
-		st, err := leanStepRun(ctx, e, n, d)
-		if err != nil {
-			return res, err
-		}
-		st.EtcdCPUAboveIdle = aboveIdle(st.CPU["etcd"], res.EtcdIdleCores, st.Seconds, st.Runs)
-		logf("leanfloor: %.0f runs/s, etcd %.3f ms, %.2f index ops (predicted %.2f), %.3f revisions per run; %d failed, %d errors",
-			st.RunsPerSec, st.EtcdCPUPerRun, st.IndexOpsPerRun, st.Predicted.IndexOps, st.RevsPerRun, st.Failed, st.Errors)
-		res.Steps = append(res.Steps, st)
-		if err := e.compact(ctx); err != nil {
-			return res, err
+	for _, h := range histories {
+		for _, n := range steps {
+			logf("leanfloor: %d runs an instant, %d workers, %d records a job held, for %s", n, w, h, d)
+			st, err := leanStepRun(ctx, e, n, h, d)
+			if err != nil {
+				return res, err
+			}
+			st.EtcdCPUAboveIdle = aboveIdle(st.CPU["etcd"], res.EtcdIdleCores, st.Seconds, st.Runs)
+			logf("leanfloor: %.0f runs/s, etcd %.3f ms, %.2f index ops (predicted %.2f), %.3f revisions per run; %d records held; %d failed, %d errors",
+				st.RunsPerSec, st.EtcdCPUPerRun, st.IndexOpsPerRun, st.Predicted.IndexOps, st.RevsPerRun, st.RecordsHeld, st.Failed, st.Errors)
+			res.Steps = append(res.Steps, st)
+			if err := e.compact(ctx); err != nil {
+				return res, err
+			}
 		}
 	}
 	logf("leanfloor: today's floor, batches of %d, for %s", leanChunk, d)
@@ -103,8 +109,8 @@ func leanFloor(ctx context.Context, e *env, steps []int, d time.Duration) (leanR
 	return res, e.compact(ctx)
 }
 
-func leanStepRun(ctx context.Context, e *env, n int, d time.Duration) (leanStep, error) {
-	st := leanStep{RunsPerInstant: n, Workers: len(e.c.Replicas), Predicted: leanPredict(n, len(e.c.Replicas))}
+func leanStepRun(ctx context.Context, e *env, n, history int, d time.Duration) (leanStep, error) {
+	st := leanStep{RunsPerInstant: n, Workers: len(e.c.Replicas), History: history, Predicted: leanPredict(n, len(e.c.Replicas), history)}
 	clis, err := e.proxyClients()
 	defer closeAll(clis)
 	if err != nil {
@@ -121,8 +127,11 @@ func leanStepRun(ctx context.Context, e *env, n int, d time.Duration) (leanStep,
 	if err != nil {
 		return st, err
 	}
-	drv, err := newLeanDriver(clis, leases, fence, n, time.Now().UTC().Truncate(time.Second))
+	drv, err := newLeanDriver(clis, leases, fence, n, history, time.Now().UTC().Truncate(time.Second))
 	if err != nil {
+		return st, err
+	}
+	if err := drv.seed(ctx, e.cli); err != nil {
 		return st, err
 	}
 	pids := e.pids()
@@ -150,6 +159,11 @@ func leanStepRun(ctx context.Context, e *env, n int, d time.Duration) (leanStep,
 		st.RevsPerRun = float64(st.Revisions) / float64(st.Runs)
 		st.IndexOpsPerRun = indexOps(st.MVCC) / float64(st.Runs)
 	}
+	held, err := e.cli.Get(ctx, leanPrefix+"runs/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		return st, err
+	}
+	st.RecordsHeld = held.Count
 	_, err = e.cli.Delete(ctx, leanPrefix, clientv3.WithPrefix())
 	return st, err
 }

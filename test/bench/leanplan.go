@@ -89,26 +89,33 @@ type leanCost struct {
 }
 
 // leanPredict is the fast path's cost per run with n runs an instant among
-// w workers, averaged over a window of leanWindow instants (every cursor
-// moves once in it), when no compare fails.
-func leanPredict(n, w int) leanCost {
+// w workers, each job holding history records, averaged over leanWindow
+// times leanPruneEvery instants (every cursor moves and every history is
+// pruned a whole number of times in it), when no compare fails.
+func leanPredict(n, w, history int) leanCost {
 	if n <= 0 || w <= 0 {
 		return leanCost{}
 	}
 	var sum leanCost
-	for instant := range int64(leanWindow) {
-		c := leanInstantCost(n, w, instant)
+	const instants = leanWindow * leanPruneEvery
+	for instant := range int64(instants) {
+		c := leanInstantCost(n, w, history, instant)
 		sum.IndexOps += c.IndexOps
 		sum.Revisions += c.Revisions
 	}
-	runs := float64(n * leanWindow)
+	runs := float64(n * instants)
 	return leanCost{IndexOps: sum.IndexOps / runs, Revisions: sum.Revisions / runs}
 }
 
 // leanInstantCost is what one instant of n runs among w workers costs in
-// all: its authorization, then each worker's assignment.
-func leanInstantCost(n, w int, instant int64) leanCost {
+// all: its authorization, then each worker's assignment, and with a
+// history each job's prune when it is due (leanDriver.prune: a range
+// delete is one index operation, in the release's revision).
+func leanInstantCost(n, w, history int, instant int64) leanCost {
 	var c leanCost
+	if history > 0 && (instant+1)%leanPruneEvery == 0 {
+		c.IndexOps += float64(n)
+	}
 	jobs := leanAssign(n, w)
 	assignments := 0
 	for _, js := range jobs {

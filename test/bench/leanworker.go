@@ -9,6 +9,7 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/etcdsched/scheduler/internal/runs"
 )
@@ -36,6 +37,9 @@ type leanDriver struct {
 	cursorRev []int64   // the leader's: each cursor's ModRevision as last written
 	slotVal   string
 	recordVal string
+	// history: records each job holds before the step (seed), kept at
+	// that many to history+leanPruneEvery during it (prunes).
+	history int
 
 	runs, failed, errs, authTxns atomic.Int64
 }
@@ -49,11 +53,14 @@ type leanAssignment struct {
 
 // newLeanDriver validates the step: every worker's cleanup must fit one
 // transaction.
-func newLeanDriver(clis []*clientv3.Client, leases []clientv3.LeaseID, fence clientv3.Cmp, n int, first time.Time) (*leanDriver, error) {
+func newLeanDriver(clis []*clientv3.Client, leases []clientv3.LeaseID, fence clientv3.Cmp, n, history int, first time.Time) (*leanDriver, error) {
 	if len(clis) == 0 || len(leases) != len(clis) {
 		return nil, fmt.Errorf("leanfloor: %d clients and %d leases: want one lease per client, at least one", len(clis), len(leases))
 	}
-	d := &leanDriver{clis: clis, leases: leases, fence: fence, n: n, first: first,
+	if history < 0 || history > leanMaxSeed {
+		return nil, fmt.Errorf("leanfloor: a history of %d records a job: give 0 to %d (one transaction seeds a job's)", history, leanMaxSeed)
+	}
+	d := &leanDriver{clis: clis, leases: leases, fence: fence, n: n, history: history, first: first,
 		jobs: leanAssign(n, len(clis)), cursorRev: make([]int64, n),
 		slotVal: strings.Repeat("s", floorSlotBytes), recordVal: strings.Repeat("c", floorRecordBytes)}
 	for w, js := range d.jobs {
@@ -205,13 +212,12 @@ func (d *leanDriver) instant(ctx, stop context.Context, w int, a leanAssignment)
 // commit; it returns the claim's revision (the marker's and the token).
 func (d *leanDriver) chunk(ctx context.Context, w, c int, jobs []int, a leanAssignment) (int64, bool) {
 	stamp := d.stamp(a.instant)
-	tick := d.first.Add(time.Duration(a.instant) * time.Second)
 	then := []clientv3.Op{clientv3.OpPut(d.markerKey(w, stamp, c), leanNames(jobs))}
 	slots, records := make([]string, len(jobs)), make([]string, len(jobs))
 	for k, j := range jobs {
 		name := leanJobName(j)
 		slots[k] = leanPrefix + "slots/" + name + "/0"
-		records[k] = leanPrefix + "runs/" + name + "/" + runs.ID(name, tick)
+		records[k] = d.recordKey(j, a.instant)
 		then = append(then, clientv3.OpTxn(
 			[]clientv3.Cmp{
 				clientv3.Compare(clientv3.CreateRevision(records[k]), "=", 0),
@@ -230,9 +236,10 @@ func (d *leanDriver) chunk(ctx context.Context, w, c int, jobs []int, a leanAssi
 	for lo := 0; lo < len(jobs); lo += leanRelease {
 		var rel []clientv3.Op
 		for k := lo; k < min(lo+leanRelease, len(jobs)); k++ {
+			ops := []clientv3.Op{clientv3.OpDelete(slots[k]), clientv3.OpPut(records[k], d.recordVal)}
 			rel = append(rel, clientv3.OpTxn(
 				[]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(slots[k]), "=", token)},
-				[]clientv3.Op{clientv3.OpDelete(slots[k]), clientv3.OpPut(records[k], d.recordVal)}, nil))
+				append(ops, d.prune(jobs[k], a.instant)...), nil))
 		}
 		if _, ok := d.commit(ctx, d.clis[w], nil, rel); !ok {
 			return 0, false
@@ -291,4 +298,53 @@ func (d *leanDriver) assignKey(w int, stamp string) string {
 
 func (d *leanDriver) markerKey(w int, stamp string, c int) string {
 	return fmt.Sprintf("%sclaimed/replica-%d/%s/%d", leanPrefix, w+1, stamp, c)
+}
+
+// leanPruneEvery: instants between two prunes of a job's history, as the
+// leader prunes a job every tenth of its history_limit in runs.
+const leanPruneEvery = 10
+
+// leanMaxSeed bounds the history seeded: a job's in one transaction.
+const leanMaxSeed = 120
+
+// recordKey is the record of job j's tick at instant i (negative: seeded
+// before the step); run ids of whole seconds sort in time order.
+func (d *leanDriver) recordKey(j int, i int64) string {
+	name := leanJobName(j)
+	return leanPrefix + "runs/" + name + "/" + runs.ID(name, d.first.Add(time.Duration(i)*time.Second))
+}
+
+// prune is what job j's release at instant i deletes to keep its history
+// at d.history records: with a history, every leanPruneEvery instants its
+// oldest leanPruneEvery, as one range (the fewest operations a prune can
+// take; the leader's reads it before and compares, leader/prune.go).
+func (d *leanDriver) prune(j int, i int64) []clientv3.Op {
+	if d.history == 0 || (i+1)%leanPruneEvery != 0 {
+		return nil
+	}
+	from := i + 1 - leanPruneEvery - int64(d.history)
+	return []clientv3.Op{clientv3.OpDelete(d.recordKey(j, from), clientv3.WithRange(d.recordKey(j, from+leanPruneEvery)))}
+}
+
+// seed writes each job's history: d.history records of the ticks before
+// instant 0, a job a transaction, as a cluster that has run a while holds.
+func (d *leanDriver) seed(ctx context.Context, cli *clientv3.Client) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(seedWriters)
+	for j := range d.n {
+		if d.history == 0 {
+			break
+		}
+		g.Go(func() error {
+			ops := make([]clientv3.Op, 0, d.history)
+			for i := -int64(d.history); i < 0; i++ {
+				ops = append(ops, clientv3.OpPut(d.recordKey(j, i), d.recordVal))
+			}
+			if _, err := cli.Txn(gctx).Then(ops...).Commit(); err != nil {
+				return fmt.Errorf("leanfloor: seeding the history of %s: %w", leanJobName(j), err)
+			}
+			return nil
+		})
+	}
+	return g.Wait()
 }

@@ -12,8 +12,9 @@ import (
 )
 
 // leanSetup is a driver of n runs an instant among three workers, each
-// with its own client of one embedded member, and a fourth client to look.
-func leanSetup(t *testing.T, ctx context.Context, n int) (*leanDriver, *etcdtest.Cluster, *clientv3.Client) {
+// job holding history records, each worker with its own client of one
+// embedded member, and a fourth client to look.
+func leanSetup(t *testing.T, ctx context.Context, n, history int) (*leanDriver, *etcdtest.Cluster, *clientv3.Client) {
 	t.Helper()
 	c := etcdtest.Start(t)
 	admin := c.Client()
@@ -27,7 +28,7 @@ func leanSetup(t *testing.T, ctx context.Context, n int) (*leanDriver, *etcdtest
 		t.Fatal(err)
 	}
 	fence := clientv3.Compare(clientv3.CreateRevision(leanPrefix+"fence"), "=", fr.Header.Revision)
-	d, err := newLeanDriver(clis, leases, fence, n, time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC))
+	d, err := newLeanDriver(clis, leases, fence, n, history, time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +52,54 @@ func TestLeanDriverDoesThePlannedTransactions(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	const n, instants = 250, 3 // 84, 83, 83 runs a worker: chunks of 40, 40 and a few
-	d, c, admin := leanSetup(t, ctx, n)
+	d, c, admin := leanSetup(t, ctx, n, 0)
+	leanDrive(t, ctx, d, c, admin, instants)
+	if got := leanCount(t, ctx, admin, "runs/"); got != n*instants {
+		t.Errorf("%d records, want one per run: %d", got, n*instants)
+	}
+	for _, sub := range []string{"slots/", "assign/", "claimed/"} {
+		if got := leanCount(t, ctx, admin, sub); got != 0 {
+			t.Errorf("%d keys left under %s, want none after every release and cleanup", got, sub)
+		}
+	}
+}
+
+// With a history, each job starts with that many records, of the ticks
+// before the first instant, and keeps that many: every leanPruneEvery
+// instants its releases delete its oldest, as the plan predicts.
+func TestLeanDriverKeepsEachJobsHistory(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const n, history, instants = 30, 20, 2 * leanPruneEvery
+	d, c, admin := leanSetup(t, ctx, n, history)
+	if err := d.seed(ctx, admin); err != nil {
+		t.Fatal(err)
+	}
+	if got := leanCount(t, ctx, admin, "runs/"); got != n*history {
+		t.Fatalf("%d records seeded, want %d a job: %d", got, history, n*history)
+	}
+	leanDrive(t, ctx, d, c, admin, instants)
+	if got := leanCount(t, ctx, admin, "runs/"); got != n*history {
+		t.Errorf("%d records after %d instants, want the history kept: %d", got, instants, n*history)
+	}
+	for j := range n {
+		resp, err := admin.Get(ctx, leanPrefix+"runs/"+leanJobName(j)+"/", clientv3.WithPrefix(), clientv3.WithKeysOnly(), clientv3.WithLimit(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The seeded twenty went, ten a prune; the oldest kept is instant 0's.
+		if len(resp.Kvs) != 1 || string(resp.Kvs[0].Key) != d.recordKey(j, 0) {
+			t.Fatalf("%s's oldest record: %q, want %q", leanJobName(j), resp.Kvs, d.recordKey(j, 0))
+		}
+	}
+}
+
+// leanDrive runs instants of d, each authorized and every worker's
+// assignment claimed, released and cleaned up, and checks that etcd's
+// index counters and revision moved as leanInstantCost predicts and that
+// every run was released.
+func leanDrive(t *testing.T, ctx context.Context, d *leanDriver, c *etcdtest.Cluster, admin *clientv3.Client, instants int) {
+	t.Helper()
 	metrics := []string{c.Endpoints()[0] + "/metrics"}
 	r0, err := admin.Get(ctx, "x")
 	if err != nil {
@@ -70,7 +118,7 @@ func TestLeanDriverDoesThePlannedTransactions(t *testing.T) {
 		for w := range d.clis {
 			d.instant(ctx, ctx, w, leanAssignment{instant: i, rev: rev})
 		}
-		ic := leanInstantCost(n, len(d.clis), i)
+		ic := leanInstantCost(d.n, len(d.clis), d.history, i)
 		want.IndexOps, want.Revisions = want.IndexOps+ic.IndexOps, want.Revisions+ic.Revisions
 	}
 	c1, err := scrape(ctx, metrics, mvccRange, mvccPut, mvccDelete, mvccTxn)
@@ -81,22 +129,14 @@ func TestLeanDriverDoesThePlannedTransactions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.failed.Load() != 0 || d.errs.Load() != 0 || d.runs.Load() != n*instants {
-		t.Fatalf("%d runs released, %d failed transactions, %d errors; want %d runs, none failed", d.runs.Load(), d.failed.Load(), d.errs.Load(), n*instants)
+	if d.failed.Load() != 0 || d.errs.Load() != 0 || d.runs.Load() != int64(d.n*instants) {
+		t.Fatalf("%d runs released, %d failed transactions, %d errors; want %d runs, none failed", d.runs.Load(), d.failed.Load(), d.errs.Load(), d.n*instants)
 	}
 	if got := indexOps(mvccPerMember(c0, c1, 1)); got != want.IndexOps {
 		t.Errorf("etcd counted %.0f index operations, the plan predicts %.0f", got, want.IndexOps)
 	}
 	if got := r1.Header.Revision - r0.Header.Revision; float64(got) != want.Revisions {
 		t.Errorf("%d revisions, the plan predicts %.0f", got, want.Revisions)
-	}
-	if got := leanCount(t, ctx, admin, "runs/"); got != n*instants {
-		t.Errorf("%d records, want one per run: %d", got, n*instants)
-	}
-	for _, sub := range []string{"slots/", "assign/", "claimed/"} {
-		if got := leanCount(t, ctx, admin, sub); got != 0 {
-			t.Errorf("%d keys left under %s, want none after every release and cleanup", got, sub)
-		}
 	}
 }
 
@@ -106,7 +146,7 @@ func TestLeanDriverDoesThePlannedTransactions(t *testing.T) {
 func TestLeanDriverRunStopsWithEverySlotReleased(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	d, _, admin := leanSetup(t, ctx, 600) // 200 a worker: 5 chunks, 4 in flight
+	d, _, admin := leanSetup(t, ctx, 600, 0) // 200 a worker: 5 chunks, 4 in flight
 	stop, end := context.WithCancel(ctx)
 	defer end()
 	done := make(chan struct{})

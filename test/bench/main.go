@@ -61,6 +61,8 @@ type flags struct {
 	timeout   time.Duration
 	burst     burstConfig
 	leanRuns  []int
+	// leanHistory: records a job holds in the lean floor, a step each.
+	leanHistory []int
 	// schedulerAt: the replicas run cmd/scheduler as it was at this git
 	// ref (cluster.BuildAt); the bench, its references and etcd stay this
 	// commit's.
@@ -139,7 +141,7 @@ func run() error {
 
 // flagLists are the flags given as comma lists, before they are parsed.
 type flagLists struct {
-	jobs, rates, scaleJobs, coreCounts, burstJobs, replicas, leanRuns string
+	jobs, rates, scaleJobs, coreCounts, burstJobs, replicas, leanRuns, leanHistory string
 }
 
 // defineFlags declares the command line into f and l.
@@ -164,6 +166,7 @@ func defineFlags(f *flags, l *flagLists) {
 	flag.BoolVar(&f.burst.history, "burst-history", true, "burst: ours' jobs start with history_limit records each, so the window pays the prune a steady state pays (false: new jobs, whose histories do not fill in a window)")
 	flag.BoolVar(&f.burst.overload, "burst-overload", true, "burst: run a step at twice our ceiling (when it is not one of -burst-jobs)")
 	flag.StringVar(&l.leanRuns, "leanfloor-runs", "500,1000,2000,4000", "leanfloor: runs due each second, each a step")
+	flag.StringVar(&l.leanHistory, "leanfloor-history", "0", "leanfloor: records each job holds from a step's start, kept so by a range delete every 10 runs (a steady state's: 100, history_limit's default), each a step of its own at each -leanfloor-runs")
 	flag.IntVar(&f.limitConc, "limit-conc", 32, "limit: transactions in flight per client")
 	flag.BoolVar(&f.jsonOnly, "json-only", false, "print only the JSON objects")
 	flag.StringVar(&f.dir, "dir", "", "work directory for binaries, data and logs (default: a temporary one)")
@@ -194,6 +197,9 @@ func (l flagLists) into(f *flags) error {
 	}
 	if f.leanRuns, err = ints(l.leanRuns); err != nil {
 		return fmt.Errorf("-leanfloor-runs: %w", err)
+	}
+	if f.leanHistory, err = histories(l.leanHistory); err != nil {
+		return fmt.Errorf("-leanfloor-history: %w", err)
 	}
 	if f.burst.replicas, err = ints(l.replicas); err != nil {
 		return fmt.Errorf("-replicas: %w", err)
@@ -313,6 +319,26 @@ func ints(s string) ([]int, error) {
 			return nil, fmt.Errorf("%q is not a positive number", p)
 		}
 		out = append(out, n)
+	}
+	return out, nil
+}
+
+// histories parses a list of records held per job: 0 (none) to
+// leanMaxSeed, at least one.
+func histories(s string) ([]int, error) {
+	var out []int
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p == "" {
+			continue
+		}
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 0 || n > leanMaxSeed {
+			return nil, fmt.Errorf("%q: give records a job holds, 0 to %d", p, leanMaxSeed)
+		}
+		out = append(out, n)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%q: give at least one count (0: none)", s)
 	}
 	return out, nil
 }
