@@ -195,7 +195,7 @@ func burstOurs(ctx context.Context, e *env, bc burstConfig, n int) (burstSide, e
 	if err := e.freshWitness(ctx); err != nil {
 		return side, err
 	}
-	e.settle(ctx)
+	e.settle(ctx, "burst")
 	e.steps++
 	step := fmt.Sprintf("b%d-", e.steps)
 	logf("burst: ours, %d jobs every second, %d replicas: %s warm-up, %s window", n, side.Procs, bc.warmup, bc.window)
@@ -263,7 +263,7 @@ func burstReference(ctx context.Context, e *env, bc burstConfig, n int) (burstSi
 	if err := e.freshWitness(ctx); err != nil {
 		return side, err
 	}
-	e.settle(ctx)
+	e.settle(ctx, "burst")
 	e.steps++
 	step := fmt.Sprintf("bref%d-", e.steps)
 	logf("burst: reference, %d jobs every second, %d processes", n, side.Procs)

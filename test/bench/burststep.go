@@ -76,6 +76,8 @@ type burstSide struct {
 	// divided by their number (every member applies every write).
 	MVCC           map[string]float64 `json:"mvcc_per_member"`
 	IndexOpsPerRun float64            `json:"index_ops_per_run"`
+	// Wire: what etcd writes and moves a run besides (wire.go).
+	Wire *wireCost `json:"wire_per_run,omitempty"`
 	// EventsCounted: the replicas export scheduler_watch_events_total
 	// (not before it was added, nor the reference).
 	EventsCounted   bool    `json:"events_counted"`
@@ -212,7 +214,7 @@ func (e *env) burstCounters(ctx context.Context, replicas []string) (map[string]
 	if err != nil {
 		return nil, err
 	}
-	m, err := scrape(ctx, e.memberMetricURLs(), mvccRange, mvccPut, mvccDelete, mvccTxn, walFsyncs, walFsyncsFast, walFsyncsSecond, diskCommits, diskCommitsFast)
+	m, err := scrape(ctx, e.memberMetricURLs(), append([]string{mvccRange, mvccPut, mvccDelete, mvccTxn, walFsyncs, walFsyncsFast, walFsyncsSecond, diskCommits, diskCommitsFast}, wireNames...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -256,6 +258,7 @@ func (s *burstSide) apply(tl burstTally, d map[string]float64, members int) {
 	s.ProcCPUPerRun = s.CPU["procs"] * s.Seconds * 1000 / runs
 	s.RevsPerRun = float64(s.Revisions) / runs
 	s.IndexOpsPerRun = (d[mvccRange] + d[mvccPut] + d[mvccDelete]) / float64(members) / runs
+	s.Wire = wireOf(d, members, runs)
 	if s.Procs > 0 && s.EventsCounted {
 		s.EventsPerProcRn = s.WatchEvents / float64(s.Procs) / runs
 		s.EventsByKind = eventsByKind(d, float64(s.Procs)*runs)
@@ -345,8 +348,8 @@ func sleepUntil(ctx context.Context, t time.Time) error {
 
 // describe is the side's one-line summary for the progress log.
 func (s burstSide) describe() string {
-	return fmt.Sprintf("%s %d jobs: %.0f runs/s, delivered %s, lateness %s%s, missed %d (recorded skipped %.0f)%s, cpu ms/run etcd %.3f + procs %.3f, revs/run %.3f, index ops/run %.2f, events/replica/run %s%s, etcd disk over 64 ms: %.0f fsyncs (over 1 s: %.0f), %.0f commits%s",
-		s.Engine, s.Jobs, s.RunsPerSec, pct(s.DeliveredFrac), s.Lateness, markNote(s.StartMarks), s.Missed, s.Skipped, recordsNote(s.Records, s.NoRecord), s.EtcdCPUPerRun, s.ProcCPUPerRun, s.RevsPerRun, s.IndexOpsPerRun, events(s), kindsOf(s.EventsByKind), s.SlowFsyncs, s.StalledFsyncs, s.SlowCommits, heldNote(s.RecordsHeld))
+	return fmt.Sprintf("%s %d jobs: %.0f runs/s, delivered %s, lateness %s%s, missed %d (recorded skipped %.0f)%s, cpu ms/run etcd %.3f + procs %.3f, revs/run %.3f, index ops/run %.2f, events/replica/run %s%s, etcd disk over 64 ms: %.0f fsyncs (over 1 s: %.0f), %.0f commits%s; a run: %s",
+		s.Engine, s.Jobs, s.RunsPerSec, pct(s.DeliveredFrac), s.Lateness, markNote(s.StartMarks), s.Missed, s.Skipped, recordsNote(s.Records, s.NoRecord), s.EtcdCPUPerRun, s.ProcCPUPerRun, s.RevsPerRun, s.IndexOpsPerRun, events(s), kindsOf(s.EventsByKind), s.SlowFsyncs, s.StalledFsyncs, s.SlowCommits, heldNote(s.RecordsHeld), s.Wire)
 }
 
 // heldNote says how many records ours held as its window ended.
@@ -364,8 +367,8 @@ func heldNote(n int64) string {
 // job) kept etcd near a core busy for 16-53 s after ours at 1,000-2,000
 // jobs, 3-5 s since, and a window that began then charged it to the next
 // side (the reference's etcd 0.92 ms a run at 1,000 jobs against 0.21
-// alone).
-func (e *env) settle(ctx context.Context) {
+// alone). scenario names it in the log.
+func (e *env) settle(ctx context.Context, scenario string) {
 	const quietCores = 0.1
 	start := time.Now()
 	for time.Since(start) < time.Minute {
@@ -382,9 +385,9 @@ func (e *env) settle(ctx context.Context) {
 			}
 		}
 		if busy < quietCores {
-			logf("burst: quiet after %s", time.Since(start).Round(time.Second))
+			logf("%s: quiet after %s", scenario, time.Since(start).Round(time.Second))
 			return
 		}
 	}
-	logf("burst: etcd and the replicas still busy after a minute; going on")
+	logf("%s: etcd and the replicas still busy after a minute; going on", scenario)
 }

@@ -37,6 +37,7 @@ type leanStep struct {
 	// MVCC: the members' etcd_mvcc_* deltas, per member (as the burst's).
 	MVCC           map[string]float64 `json:"mvcc_per_member"`
 	IndexOpsPerRun float64            `json:"index_ops_per_run"`
+	Wire           *wireCost          `json:"wire_per_run,omitempty"`
 	Predicted      leanCost           `json:"predicted_per_run"`
 	EtcdCPUPerRun  float64            `json:"etcd_cpu_ms_per_run"`
 	// EtcdCPUAboveIdle: the same less the members' idle use (leanResult's
@@ -92,8 +93,8 @@ func leanFloor(ctx context.Context, e *env, steps, histories []int, d time.Durat
 				return res, err
 			}
 			st.EtcdCPUAboveIdle = aboveIdle(st.CPU["etcd"], res.EtcdIdleCores, st.Seconds, st.Runs)
-			logf("leanfloor: %.0f runs/s, etcd %.3f ms, %.2f index ops (predicted %.2f), %.3f revisions per run; %d records held; %d failed, %d errors",
-				st.RunsPerSec, st.EtcdCPUPerRun, st.IndexOpsPerRun, st.Predicted.IndexOps, st.RevsPerRun, st.RecordsHeld, st.Failed, st.Errors)
+			logf("leanfloor: %.0f runs/s, etcd %.3f ms, %.2f index ops (predicted %.2f), %.3f revisions per run; %d records held; %d failed, %d errors; a run: %s",
+				st.RunsPerSec, st.EtcdCPUPerRun, st.IndexOpsPerRun, st.Predicted.IndexOps, st.RevsPerRun, st.RecordsHeld, st.Failed, st.Errors, st.Wire)
 			res.Steps = append(res.Steps, st)
 			if err := e.compact(ctx); err != nil {
 				return res, err
@@ -134,6 +135,10 @@ func leanStepRun(ctx context.Context, e *env, n, history int, d time.Duration) (
 	if err := drv.seed(ctx, e.cli); err != nil {
 		return st, err
 	}
+	// The seeding's writes, and the compaction of the step before, are
+	// not the step's: each kept etcd busy into the window (a step after
+	// one with a history cost 0.38-0.41 ms a run, the first 0.33).
+	e.settle(ctx, "leanfloor")
 	pids := e.pids()
 	c0, err := e.burstCounters(ctx, nil)
 	if err != nil {
@@ -158,6 +163,7 @@ func leanStepRun(ctx context.Context, e *env, n, history int, d time.Duration) (
 		st.EtcdCPUPerRun = st.CPU["etcd"] * st.Seconds * 1000 / float64(st.Runs)
 		st.RevsPerRun = float64(st.Revisions) / float64(st.Runs)
 		st.IndexOpsPerRun = indexOps(st.MVCC) / float64(st.Runs)
+		st.Wire = wireOf(outcomesDelta(c0, c1), len(e.c.Members), float64(st.Runs))
 	}
 	held, err := e.cli.Get(ctx, leanPrefix+"runs/", clientv3.WithPrefix(), clientv3.WithCountOnly())
 	if err != nil {

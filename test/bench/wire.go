@@ -1,0 +1,52 @@
+package main
+
+import "fmt"
+
+// What etcd moves for a run besides its index operations: what its
+// members write to their logs, and what their clients send and receive.
+// Two sides with the same operations a run can cost etcd apart by these
+// (larger values, more requests, more watch events: each a message).
+const (
+	walBytes = "etcd_disk_wal_write_bytes_total"
+	// The members' gRPC with their clients: bytes each way, and messages
+	// each way (a unary call is one each; a watch or keep-alive stream
+	// one per request and per response).
+	clientBytesIn  = "etcd_network_client_grpc_received_bytes_total"
+	clientBytesOut = "etcd_network_client_grpc_sent_bytes_total"
+	grpcMsgsIn     = "grpc_server_msg_received_total"
+	grpcMsgsOut    = "grpc_server_msg_sent_total"
+)
+
+// wireNames are the counters wireOf reads, scraped from every member.
+var wireNames = []string{walBytes, clientBytesIn, clientBytesOut, grpcMsgsIn, grpcMsgsOut}
+
+// wireCost is a run's share of them: the log a member writes (every
+// member writes every entry), and the client traffic of all members.
+type wireCost struct {
+	WALBytes       float64 `json:"wal_bytes_per_member"`
+	ClientBytesIn  float64 `json:"client_bytes_in"`
+	ClientBytesOut float64 `json:"client_bytes_out"`
+	MsgsIn         float64 `json:"grpc_msgs_in"`
+	MsgsOut        float64 `json:"grpc_msgs_out"`
+}
+
+// wireOf is the run's share of the counters' deltas d over runs, with
+// members members; nil with no run.
+func wireOf(d map[string]float64, members int, runs float64) *wireCost {
+	if runs <= 0 || members <= 0 {
+		return nil
+	}
+	return &wireCost{
+		WALBytes:      d[walBytes] / float64(members) / runs,
+		ClientBytesIn: d[clientBytesIn] / runs, ClientBytesOut: d[clientBytesOut] / runs,
+		MsgsIn: d[grpcMsgsIn] / runs, MsgsOut: d[grpcMsgsOut] / runs,
+	}
+}
+
+// String is the figures for the progress log.
+func (w *wireCost) String() string {
+	if w == nil {
+		return "not measured"
+	}
+	return fmt.Sprintf("WAL %.0f B a member, clients' %.0f B in / %.0f B out, %.2f / %.2f gRPC messages", w.WALBytes, w.ClientBytesIn, w.ClientBytesOut, w.MsgsIn, w.MsgsOut)
+}
