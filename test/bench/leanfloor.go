@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -146,6 +147,13 @@ func leanStepRun(ctx context.Context, e *env, n, history int, d time.Duration) (
 	}
 	mark0, start := markCPU(pids), time.Now()
 	stop, cancel := context.WithTimeout(ctx, d)
+	if e.profileDir != "" { // -pprof: etcd's CPU over 10 s of the window, as the burst's
+		atStart, wait := profileAtStart(func() {
+			saveEtcdProfiles(ctx, e, filepath.Join(e.profileDir, "profiles"), fmt.Sprintf("leanfloor-%d-history%d-%s", n, history, start.Format("150405")))
+		})
+		atStart()
+		defer wait()
+	}
 	drv.run(ctx, stop)
 	cancel()
 	elapsed := time.Since(start)
