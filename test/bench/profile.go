@@ -75,6 +75,10 @@ func saveProfiles(ctx context.Context, e *env, dir, name string) {
 // -pprof sets). Every member applies every write; the leader also
 // replicates and answers the clients it has.
 func saveEtcdProfiles(ctx context.Context, e *env, out, name string) {
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		logf("pprof: %v", err)
+		return
+	}
 	leader, err := e.c.EtcdLeader(ctx)
 	if err != nil {
 		logf("pprof: etcd leader: %v", err)
