@@ -8,6 +8,10 @@ import "fmt"
 // (larger values, more requests, more watch events: each a message).
 const (
 	walBytes = "etcd_disk_wal_write_bytes_total"
+	// raftEntries: the entries a member's log committed, one per write
+	// request whether or not its compares held (a revision counts only
+	// those that wrote), and per lease grant or revoke.
+	raftEntries = "etcd_server_proposals_committed_total"
 	// The members' gRPC with their clients: bytes each way, and messages
 	// each way (a unary call is one each; a watch or keep-alive stream
 	// one per request and per response).
@@ -18,12 +22,13 @@ const (
 )
 
 // wireNames are the counters wireOf reads, scraped from every member.
-var wireNames = []string{walBytes, clientBytesIn, clientBytesOut, grpcMsgsIn, grpcMsgsOut}
+var wireNames = []string{walBytes, raftEntries, clientBytesIn, clientBytesOut, grpcMsgsIn, grpcMsgsOut}
 
 // wireCost is a run's share of them: the log a member writes (every
 // member writes every entry), and the client traffic of all members.
 type wireCost struct {
 	WALBytes       float64 `json:"wal_bytes_per_member"`
+	RaftEntries    float64 `json:"raft_entries"`
 	ClientBytesIn  float64 `json:"client_bytes_in"`
 	ClientBytesOut float64 `json:"client_bytes_out"`
 	MsgsIn         float64 `json:"grpc_msgs_in"`
@@ -38,6 +43,7 @@ func wireOf(d map[string]float64, members int, runs float64) *wireCost {
 	}
 	return &wireCost{
 		WALBytes:      d[walBytes] / float64(members) / runs,
+		RaftEntries:   d[raftEntries] / float64(members) / runs,
 		ClientBytesIn: d[clientBytesIn] / runs, ClientBytesOut: d[clientBytesOut] / runs,
 		MsgsIn: d[grpcMsgsIn] / runs, MsgsOut: d[grpcMsgsOut] / runs,
 	}
@@ -48,5 +54,5 @@ func (w *wireCost) String() string {
 	if w == nil {
 		return "not measured"
 	}
-	return fmt.Sprintf("WAL %.0f B a member, clients' %.0f B in / %.0f B out, %.2f / %.2f gRPC messages", w.WALBytes, w.ClientBytesIn, w.ClientBytesOut, w.MsgsIn, w.MsgsOut)
+	return fmt.Sprintf("%.3f raft entries, WAL %.0f B a member, clients' %.0f B in / %.0f B out, %.2f / %.2f gRPC messages", w.RaftEntries, w.WALBytes, w.ClientBytesIn, w.ClientBytesOut, w.MsgsIn, w.MsgsOut)
 }
