@@ -19,6 +19,13 @@ func MarkerAhead(value []byte) bool {
 	return bytes.HasSuffix(value, []byte(`"`+aheadMark+`"]`))
 }
 
+// MaxTakeOverJobs is the most jobs an assignment may name for each
+// take-over (Steal, StealAhead) to fit one transaction under maxOps
+// compares: at worst StealAhead's, an entry's, a slot's and a marker's
+// compare a job (a chunk a run), the markers' prefix and the move's three.
+// The leader writes no larger assignment (its leanJobsPerAssignment).
+func MaxTakeOverJobs(maxOps int) int { return (maxOps - 5) / 3 }
+
 // StealAhead is Steal for an assignment whose chunks were all claimed
 // ahead and none marked started: its worker holds the runs' slots and
 // started none. A worker killed then keeps those slots until its lease
@@ -34,8 +41,9 @@ func MarkerAhead(value []byte) bool {
 // assignment changed, a chunk was marked started or claimed since, or it
 // is gone.
 func (s *Store) StealAhead(ctx context.Context, from Assignment, modRev int64, to string) (Stored, error) {
-	if 3*len(from.Jobs)+5 > s.maxOps { // a marker, a slot and an entry a job
-		return Stored{}, fmt.Errorf("assign: take over %s: %d jobs: %w", from.Key(s.keys), len(from.Jobs), ErrTooLarge)
+	if len(from.Jobs) > MaxTakeOverJobs(s.maxOps) {
+		return Stored{}, fmt.Errorf("assign: take over %s: %d jobs; one transaction under etcd's --max-txn-ops %d moves at most %d: %w",
+			from.Key(s.keys), len(from.Jobs), s.maxOps, MaxTakeOverJobs(s.maxOps), ErrTooLarge)
 	}
 	jobs, unqueued, err := s.unqueued(ctx, &from)
 	if err != nil {

@@ -2,6 +2,7 @@ package assign
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 )
 
@@ -64,5 +65,39 @@ func TestNoTakeOverOfAStartedChunk(t *testing.T) {
 	}
 	if !MarkerAhead([]byte(encodeMarker([]string{"a"}, true))) || MarkerAhead([]byte(encodeMarker([]string{"a"}, false))) {
 		t.Fatal("MarkerAhead does not tell the two markers apart")
+	}
+}
+
+// The largest assignment a take-over accepts fits etcd's limit in the
+// worst case, each run claimed ahead in a chunk of its own (a marker, a
+// slot and an entry's compare a job), and one job more is refused before
+// anything is read.
+func TestATakeOverAtEtcdsLimit(t *testing.T) {
+	e := newEnv(t)
+	fence := e.elect("a")
+	n := MaxTakeOverJobs(DefaultMaxTxnOps)
+	names := func(prefix string, n int) []string {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = fmt.Sprintf("%s%03d", prefix, i)
+		}
+		return out
+	}
+	big := e.authorize(fence, "w0", names("x", n+1)...)
+	if _, err := e.store.StealAhead(e.ctx(), big.Assignment, big.ModRevision, "w2"); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("StealAhead of %d jobs: %v, want ErrTooLarge", n+1, err)
+	}
+	jobs := names("j", n)
+	st := e.authorize(fence, "w1", jobs...)
+	lease := e.member("w1")
+	e.member("w2")
+	for i, j := range jobs {
+		if c, err := e.claimAhead(lease, st, i, run(j, 0)); err != nil || c[0].Outcome != Claimed {
+			t.Fatalf("claim ahead of %s: %+v, %v", j, c, err)
+		}
+	}
+	moved, err := e.store.StealAhead(e.ctx(), st.Assignment, st.ModRevision, "w2")
+	if err != nil || len(moved.Jobs) != n {
+		t.Fatalf("StealAhead of %d jobs, each claimed in a chunk: %d moved, %v; want all", n, len(moved.Jobs), err)
 	}
 }

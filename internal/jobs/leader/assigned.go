@@ -25,7 +25,8 @@ import (
 
 const (
 	// leanJobsPerAssignment bounds an assignment's jobs: a worker claims
-	// them in chunks of up to 40 runs.
+	// them in chunks of up to 40 runs, and a backup takes the assignment
+	// over in one transaction (assign.MaxTakeOverJobs: 41).
 	leanJobsPerAssignment = 40
 	// leanWindowCost bounds a window's cursors and assignments, so that
 	// with the fence it is one transaction under etcd's default

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/etcdsched/scheduler/internal/jobs/assign"
 	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
 )
 
@@ -99,5 +100,16 @@ func TestInstantSetsAmongTheLive(t *testing.T) {
 	}
 	if got := sets.among([]string{"e"}); got != nil {
 		t.Errorf("none live: %v, want nil", got.all)
+	}
+}
+
+// Every assignment the leader writes can be taken over whole: its jobs fit
+// the take-overs' one transaction under etcd's default --max-txn-ops
+// (TestATakeOverAtEtcdsLimit shows that bound against etcd). Larger, a
+// worker killed holding runs claimed ahead would keep their slots until
+// its lease expired, and their ticks would be lost.
+func TestEveryAssignmentCanBeTakenOver(t *testing.T) {
+	if most := assign.MaxTakeOverJobs(assign.DefaultMaxTxnOps); leanJobsPerAssignment > most {
+		t.Fatalf("assignments of up to %d jobs; a take-over moves at most %d", leanJobsPerAssignment, most)
 	}
 }
