@@ -151,3 +151,19 @@ func TestAboveIdle(t *testing.T) {
 		t.Errorf("no runs: %v, want 0", got)
 	}
 }
+
+// -leanfloor-history takes counts from 0 to what one transaction seeds,
+// and says what it wants otherwise.
+func TestHistoriesParse(t *testing.T) {
+	if got, err := histories("0, 100,0"); err != nil || len(got) != 3 || got[0] != 0 || got[1] != 100 {
+		t.Fatalf("histories(0, 100,0) = %v, %v", got, err)
+	}
+	for _, bad := range []string{"-1", "121", "x", ""} {
+		if _, err := histories(bad); err == nil {
+			t.Errorf("histories(%q): no error", bad)
+		}
+	}
+	if _, err := ints("0"); err == nil {
+		t.Error("ints(0): no error, want a positive number")
+	}
+}

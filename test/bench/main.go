@@ -28,6 +28,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -308,37 +309,34 @@ func printReports(hdr header, reports []report, jsonOnly bool) {
 	}
 }
 
+// ints parses a comma list of positive numbers.
 func ints(s string) ([]int, error) {
-	var out []int
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p == "" {
-			continue
-		}
-		n, err := strconv.Atoi(p)
-		if err != nil || n <= 0 {
-			return nil, fmt.Errorf("%q is not a positive number", p)
-		}
-		out = append(out, n)
-	}
-	return out, nil
+	return intsWithin(s, 1, math.MaxInt, "is not a positive number")
 }
 
 // histories parses a list of records held per job: 0 (none) to
 // leanMaxSeed, at least one.
 func histories(s string) ([]int, error) {
+	out, err := intsWithin(s, 0, leanMaxSeed, fmt.Sprintf("is not a count of records a job holds, 0 to %d", leanMaxSeed))
+	if err == nil && len(out) == 0 {
+		return nil, fmt.Errorf("%q: give at least one count (0: none)", s)
+	}
+	return out, err
+}
+
+// intsWithin parses a comma list of numbers in [lo, hi]; a number outside,
+// or not a number, is named with what.
+func intsWithin(s string, lo, hi int, what string) ([]int, error) {
 	var out []int
 	for _, p := range strings.Split(s, ",") {
 		if p = strings.TrimSpace(p); p == "" {
 			continue
 		}
 		n, err := strconv.Atoi(p)
-		if err != nil || n < 0 || n > leanMaxSeed {
-			return nil, fmt.Errorf("%q: give records a job holds, 0 to %d", p, leanMaxSeed)
+		if err != nil || n < lo || n > hi {
+			return nil, fmt.Errorf("%q %s", p, what)
 		}
 		out = append(out, n)
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("%q: give at least one count (0: none)", s)
 	}
 	return out, nil
 }
