@@ -317,7 +317,8 @@ func (d *leanDriver) recordKey(j int, i int64) string {
 // prune is what job j's release at instant i deletes to keep its history
 // at d.history records: with a history, every leanPruneEvery instants its
 // oldest leanPruneEvery, as one range (the fewest operations a prune can
-// take; the leader's reads it before and compares, leader/prune.go).
+// take; the engine's leader reads the history first and compares the
+// range, leader/prune.go).
 func (d *leanDriver) prune(j int, i int64) []clientv3.Op {
 	if d.history == 0 || (i+1)%leanPruneEvery != 0 {
 		return nil
