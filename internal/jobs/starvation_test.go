@@ -17,9 +17,9 @@ import (
 // waiting run held a worker, both were slow's (one executing, one waiting)
 // and no run of tick could start until slow's run ended: never, here.
 //
-// It asserts that tick runs, not how late: on a starved two-core machine
-// under -race one free worker can fall seconds behind a 250ms schedule with
-// the rule intact.
+// It asserts that tick runs, not how late nor that no tick is shed: on a
+// starved two-core machine under -race one free worker can fall seconds
+// behind a 250ms schedule with the rule intact.
 func TestWaitingRunHoldsNoWorker(t *testing.T) {
 	etcd := startEtcd(t)
 	w := startWitness(t)
@@ -50,9 +50,14 @@ func TestWaitingRunHoldsNoWorker(t *testing.T) {
 	if q := waiting(t, n, "slow"); q == 0 {
 		t.Error("no run of slow is waiting: the test did not try what it is for")
 	}
+	// Ticks recorded missed are logged, not failed: a worker more than a
+	// second behind sheds a tick whose job's next is due (catch_up:
+	// latest), by design, and a starved host does fall behind (CI under
+	// -race, 2026-12-02: three ticks 1.0-1.2 s late). Were the rule gone,
+	// tick would shed every tick and run none, which the poll above finds.
 	for _, r := range records(t, etcd.Client(), "tick") {
 		if r.ScheduledAt.After(from) && r.Outcome == runs.Missed {
-			t.Errorf("%s: %s (%s)", r.RunID, r.Outcome, r.Error)
+			t.Logf("%s: %s (%s)", r.RunID, r.Outcome, r.Error)
 		}
 	}
 }

@@ -140,16 +140,31 @@ func leanStepRun(ctx context.Context, e *env, n, history int, d time.Duration) (
 	// not the step's: each kept etcd busy into the window (a step after
 	// one with a history cost 0.38-0.41 ms a run, the first 0.33).
 	e.settle(ctx, "leanfloor")
+	if err := st.measure(ctx, e, drv, d); err != nil {
+		return st, err
+	}
+	held, err := e.cli.Get(ctx, leanPrefix+"runs/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		return st, err
+	}
+	st.RecordsHeld = held.Count
+	_, err = e.cli.Delete(ctx, leanPrefix, clientv3.WithPrefix())
+	return st, err
+}
+
+// measure runs drv for d and fills in what the window cost: CPU, etcd's
+// counters and wire, a run.
+func (st *leanStep) measure(ctx context.Context, e *env, drv *leanDriver, d time.Duration) error {
 	pids := e.pids()
 	c0, err := e.burstCounters(ctx, nil)
 	if err != nil {
-		return st, err
+		return err
 	}
 	mark0, start := markCPU(pids), time.Now()
 	stop, cancel := context.WithTimeout(ctx, d)
 	if e.profileDir != "" { // -pprof: etcd's CPU over 10 s of the window, as the burst's
 		atStart, wait := profileAtStart(func() {
-			saveEtcdProfiles(ctx, e, filepath.Join(e.profileDir, "profiles"), fmt.Sprintf("leanfloor-%d-history%d-%s", n, history, start.Format("150405")))
+			saveEtcdProfiles(ctx, e, filepath.Join(e.profileDir, "profiles"), fmt.Sprintf("leanfloor-%d-history%d-%s", st.RunsPerInstant, st.History, start.Format("150405")))
 		})
 		atStart()
 		defer wait()
@@ -160,7 +175,7 @@ func leanStepRun(ctx context.Context, e *env, n, history int, d time.Duration) (
 	mark1 := markCPU(pids)
 	c1, err := e.burstCounters(ctx, nil)
 	if err != nil {
-		return st, err
+		return err
 	}
 	st.Seconds, st.CPU = elapsed.Seconds(), mark0.cores(mark1, elapsed)
 	st.Runs, st.Failed, st.Errors, st.AuthorizeTxns = drv.runs.Load(), drv.failed.Load(), drv.errs.Load(), drv.authTxns.Load()
@@ -173,13 +188,7 @@ func leanStepRun(ctx context.Context, e *env, n, history int, d time.Duration) (
 		st.IndexOpsPerRun = indexOps(st.MVCC) / float64(st.Runs)
 		st.Wire = wireOf(outcomesDelta(c0, c1), len(e.c.Members), float64(st.Runs))
 	}
-	held, err := e.cli.Get(ctx, leanPrefix+"runs/", clientv3.WithPrefix(), clientv3.WithCountOnly())
-	if err != nil {
-		return st, err
-	}
-	st.RecordsHeld = held.Count
-	_, err = e.cli.Delete(ctx, leanPrefix, clientv3.WithPrefix())
-	return st, err
+	return nil
 }
 
 // leanIdle: how long etcd's idle CPU is measured before the steps.
