@@ -36,26 +36,36 @@ const seedWriters = 8
 // (queue.RecordOps), and returns how many.
 func (e *env) seedHistory(ctx context.Context, step string, n int, before time.Time) (int, error) {
 	before = before.Truncate(time.Second)
+	err := seedJobs(ctx, e.cli, n, func(i int) string { return burstJobName(step, i) }, func(i int) []clientv3.Op {
+		job := burstJobName(step, i)
+		ops := make([]clientv3.Op, 0, config.DefaultHistoryLimit)
+		for k := range config.DefaultHistoryLimit {
+			rec := seededRecord(job, before.Add(-time.Duration(config.DefaultHistoryLimit-k)*time.Second))
+			ops = append(ops, queue.RecordOps(layout, &rec)...)
+		}
+		return ops
+	})
+	if err != nil {
+		return 0, err
+	}
+	return n * config.DefaultHistoryLimit, nil
+}
+
+// seedJobs writes each of n jobs' history, ops(i), in one transaction a
+// job, seedWriters at once; name(i) is the job's name in an error. The
+// burst's steps and the lean floor seed through it.
+func seedJobs(ctx context.Context, cli *clientv3.Client, n int, name func(int) string, ops func(int) []clientv3.Op) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(seedWriters)
 	for i := range n {
-		job := burstJobName(step, i)
 		g.Go(func() error {
-			ops := make([]clientv3.Op, 0, config.DefaultHistoryLimit)
-			for k := range config.DefaultHistoryLimit {
-				rec := seededRecord(job, before.Add(-time.Duration(config.DefaultHistoryLimit-k)*time.Second))
-				ops = append(ops, queue.RecordOps(layout, &rec)...)
-			}
-			if _, err := e.cli.Txn(gctx).Then(ops...).Commit(); err != nil {
-				return fmt.Errorf("bench: seeding the history of %s: %w", job, err)
+			if _, err := cli.Txn(gctx).Then(ops(i)...).Commit(); err != nil {
+				return fmt.Errorf("bench: seeding the history of %s: %w", name(i), err)
 			}
 			return nil
 		})
 	}
-	if err := g.Wait(); err != nil {
-		return 0, err
-	}
-	return n * config.DefaultHistoryLimit, nil
+	return g.Wait()
 }
 
 // seededRecord is the record of a run of job due at at that succeeded, as

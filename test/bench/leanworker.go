@@ -9,7 +9,6 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/etcdsched/scheduler/internal/runs"
 )
@@ -330,22 +329,14 @@ func (d *leanDriver) prune(j int, i int64) []clientv3.Op {
 // seed writes each job's history: d.history records of the ticks before
 // instant 0, a job a transaction, as a cluster that has run a while holds.
 func (d *leanDriver) seed(ctx context.Context, cli *clientv3.Client) error {
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(seedWriters)
-	for j := range d.n {
-		if d.history == 0 {
-			break
-		}
-		g.Go(func() error {
-			ops := make([]clientv3.Op, 0, d.history)
-			for i := -int64(d.history); i < 0; i++ {
-				ops = append(ops, clientv3.OpPut(d.recordKey(j, i), d.recordVal))
-			}
-			if _, err := cli.Txn(gctx).Then(ops...).Commit(); err != nil {
-				return fmt.Errorf("leanfloor: seeding the history of %s: %w", leanJobName(j), err)
-			}
-			return nil
-		})
+	if d.history == 0 {
+		return nil
 	}
-	return g.Wait()
+	return seedJobs(ctx, cli, d.n, leanJobName, func(j int) []clientv3.Op {
+		ops := make([]clientv3.Op, 0, d.history)
+		for i := -int64(d.history); i < 0; i++ {
+			ops = append(ops, clientv3.OpPut(d.recordKey(j, i), d.recordVal))
+		}
+		return ops
+	})
 }
