@@ -203,7 +203,7 @@ func TestShardsOfACrashedReplicaAreRetriedBeforeTheFanIn(t *testing.T) {
 	up.Retries.Max = 1
 	down := jobstest.HTTPJob("after", jobstest.FarTick(time.Now()), st.srv.URL+"/after")
 	down.After = &config.After{Job: "wide", On: []string{"succeeded"}}
-	cfg := jobstest.Config(up, down)
+	cfg := jobstest.WideConfig(up, down)
 	byID := map[string]*node{}
 	var list []*node
 	for _, id := range []string{"a", "b", "c"} {
@@ -291,7 +291,7 @@ func redoAfterAPartialWrite(t *testing.T, pruned bool) {
 	st := startShardTarget(t)
 	job := jobstest.HTTPJob("redo", "@every 10s", st.srv.URL+"/run?sleep=50ms")
 	job.Shards = 2*queue.ShardPart + 2 // three parts
-	cfg := jobstest.Config(job)
+	cfg := jobstest.WideConfig(job)
 	cfg.Cluster.Etcd.Prefix = testPrefix
 	k := keys.New(testPrefix)
 	cli := etcdtest.NewClient(t, etcd.Endpoints())
