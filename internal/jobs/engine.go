@@ -208,8 +208,12 @@ func (e *Engine) Run(ctx context.Context) error {
 		// members/ once too: the worker's view (backups' turns) and the
 		// leader's (whom it assigns to).
 		{e.keys.Members(), mirror.Tee(e.worker.Members(), e.workers)},
-		{e.keys.ReplicaAssignments(e.opts.ID), e.worker.Assignments()},
-		{e.keys.Assignments(), e.worker.PeerAssignments()},
+		// assign/ once too: the worker's own assignments are its keys of
+		// the watch its peers' view keeps (each of them an event once on
+		// this replica, not twice; the peers' view skips them).
+		{e.keys.Assignments(), mirror.Tee(
+			mirror.Only(e.keys.ReplicaAssignments(e.opts.ID), e.worker.Assignments()),
+			e.worker.PeerAssignments())},
 		{e.keys.Claimed(), e.worker.PeerMarkers()},
 		{e.keys.Outbox(), e.outbox},
 	} {

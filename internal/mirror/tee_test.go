@@ -30,3 +30,29 @@ func TestTeeFeedsEveryViewFromOneWatch(t *testing.T) {
 		h.mu.Unlock()
 	}
 }
+
+// A view behind Only follows its own keys of a wider watch, and is handed
+// nothing for a response without any (copyHandler notes an empty Apply).
+func TestOnlyFeedsAViewItsKeysOfAWiderWatch(t *testing.T) {
+	cluster := etcdtest.Start(t)
+	cli := cluster.Client()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	put := putter(t, ctx, cli)
+	put(testPrefix+"mine.1", "1")
+	first := put(testPrefix+"other", "1")
+	all, mine := &copyHandler{}, &copyHandler{}
+	defer runMirror(t, ctx, cli, Tee(all, Only(testPrefix+"mine.", mine)))()
+	// Read before what follows, so that mine's last revision is its event's.
+	waitFor(t, all, first, map[string]string{testPrefix + "mine.1": "1", testPrefix + "other": "1"})
+	put(testPrefix+"other", "2")
+	rev := put(testPrefix+"mine.2", "2")
+	last := put(testPrefix+"other", "3")
+	waitFor(t, mine, rev, map[string]string{testPrefix + "mine.1": "1", testPrefix + "mine.2": "2"})
+	waitFor(t, all, last, map[string]string{testPrefix + "mine.1": "1", testPrefix + "mine.2": "2", testPrefix + "other": "3"})
+	mine.mu.Lock()
+	defer mine.mu.Unlock()
+	if mine.resets != 1 || len(mine.Wrong) > 0 || mine.Rev != rev {
+		t.Errorf("resets %d (want 1), wrong %v, at revision %d (want %d: no later event was its)", mine.resets, mine.Wrong, mine.Rev, rev)
+	}
+}
