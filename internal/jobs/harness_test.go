@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"sort"
 	"strconv"
 	"sync"
@@ -44,13 +43,6 @@ type node struct {
 	cfg *config.Config
 
 	stopped bool
-}
-
-func testLogger(t *testing.T, id string) *slog.Logger {
-	if os.Getenv("TEST_LOG") != "" {
-		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug})).With("node", id)
-	}
-	return slog.New(slog.DiscardHandler)
 }
 
 func startNode(t *testing.T, endpoints []string, id string, cfg *config.Config) *node {

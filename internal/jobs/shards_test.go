@@ -69,18 +69,6 @@ func tickOf(t *testing.T, cli *clientv3.Client, job, tick string) (queue.TickRec
 	return queue.DecodeTick(resp.Kvs[0].Value)
 }
 
-// awaitTick waits up to within for the tick's fan-in record and returns it.
-func awaitTick(t *testing.T, cli *clientv3.Client, job, tick string, within time.Duration) queue.TickRecord {
-	t.Helper()
-	var rec queue.TickRecord
-	poll.For(t, within, "the fan-in of tick "+tick, func() bool {
-		var done bool
-		rec, done = tickOf(t, cli, job, tick)
-		return done
-	})
-	return rec
-}
-
 // chainedRuns counts the runs of job queued, running or recorded whose
 // upstream is tick.
 func chainedRuns(t *testing.T, cli *clientv3.Client, job, tick string) int {
