@@ -30,14 +30,15 @@ func TestChainedRunsOncePerUpstreamRun(t *testing.T) {
 	// Ticks of a that reached the target.
 	ticks := func() int { return len(w.finished("a")) }
 
-	// A handoff at tick 10.
-	poll.For(t, 30*time.Second, "ten ticks of a", func() bool { return ticks() >= 10 })
+	// A handoff at tick 10. The deadlines are generous: ten 1s ticks took
+	// over 30s once in CI, under the load of the packages beside this one.
+	poll.For(t, 90*time.Second, "ten ticks of a", func() bool { return ticks() >= 10 })
 	first.stop(5 * time.Second)
 	second := leaderOf(t, except(nodes, first))
 
 	// A worker crash after tick 20, while it holds a run of a.
 	var crashed *node
-	poll.For(t, 40*time.Second, "a run of a held by a worker, after tick 20", func() bool {
+	poll.For(t, 90*time.Second, "a run of a held by a worker, after tick 20", func() bool {
 		if ticks() < 20 {
 			return false
 		}
@@ -52,7 +53,7 @@ func TestChainedRunsOncePerUpstreamRun(t *testing.T) {
 	crashed.crash()
 	crashedAt := ticks()
 	survivor := second
-	poll.For(t, 40*time.Second, "thirty ticks", func() bool { return ticks() >= 30 })
+	poll.For(t, 90*time.Second, "thirty ticks", func() bool { return ticks() >= 30 })
 	// Stop a, then wait for the chain to settle: no a or b queued or running.
 	cfg2 := newConfig(b)
 	cfg2.Jobs = append(cfg2.Jobs, cfg.Jobs[0])

@@ -75,7 +75,9 @@ func TestDashboardTimelineManyJobs(t *testing.T) {
 	if err != nil {
 		t.Fatalf("load the page: %v", err)
 	}
-	waitPage(t, ctx, "see fifty rows and the note", fmt.Sprintf(`document.querySelectorAll('#timeline-svg g.tl-job').length === 50 &&
+	// The page reads four jobs' newest runs a poll, and a poll waits for
+	// its reads: beside a busy package sixty busy jobs took over a minute.
+	waitPageWithin(t, ctx, 3*patience, "see fifty rows and the note", fmt.Sprintf(`document.querySelectorAll('#timeline-svg g.tl-job').length === 50 &&
 		document.querySelectorAll('#lateness-charts figure').length === 50 &&
 		document.querySelector('#timeline-scope').textContent.includes('only the 50 most recently active of %d')`, manyBusy))
 
