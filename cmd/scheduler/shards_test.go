@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"syscall"
 	"testing"
@@ -61,8 +63,13 @@ func TestRunsCommandShowsTicks(t *testing.T) {
 
 // wideJobs: 256 shards of a second's work each, retried up to twice (a
 // shard lost with the killed replica, and again on a survivor whose session
-// a loaded CI machine starves), and a job chained after the tick.
-const wideJobs = `worker:
+// a loaded CI machine starves), and a job chained after the tick. The
+// shards call target, an HTTP server of the test's that answers after a
+// second: as commands (each started by a supervisor, docs/design-edges.md)
+// 162 processes ran at once, the load average passed 130 on two cores, and
+// the test failed alone.
+func wideJobs(target string) string {
+	return fmt.Sprintf(`worker:
   max_parallel: 64
 jobs:
   - name: wide
@@ -71,15 +78,14 @@ jobs:
     shards: 256
     history_limit: 1000
     retries: {max: 2, backoff: 100ms}
-    exec:
-      command: ["sleep", "1"]
+    http: {url: %q}
   - name: after
     schedule: "0 0 1 1 *"
     catch_up: none
     after: {job: wide, on: [succeeded]}
-    exec:
-      command: ["true"]
-`
+    http: {url: %q}
+`, target, target)
+}
 
 // A tick of 256 shards on three replicas, one SIGKILLed while it holds
 // shards: its shards are recorded lost and retried on the others, and the
@@ -90,7 +96,14 @@ func TestShardsOfAKilledProcessAreRetriedAndFannedInOnce(t *testing.T) {
 	// A 6 s session TTL: under -race with the other packages' tests beside
 	// it, CI starved both survivors past a 2 s TTL on every attempt, and the
 	// tick was recorded lost though the kill was the only fault meant.
-	cfg := writeConfigTTL(t, etcd.Endpoints()[0], "/shards-kill/", 6*time.Second, wideJobs)
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-time.After(time.Second):
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(target.Close)
+	cfg := writeConfigTTL(t, etcd.Endpoints()[0], "/shards-kill/", 6*time.Second, wideJobs(target.URL))
 	procs := map[string]*proc{}
 	for _, id := range []string{"a", "b", "c"} {
 		procs[id] = startProc(t, id, cfg)
