@@ -305,7 +305,7 @@ func redoAfterAPartialWrite(t *testing.T, pruned bool) {
 
 	n := startNode(t, etcd.Endpoints(), "a", cfg)
 	leaderOf(t, []*node{n})
-	done := awaitTick(t, cli, "redo", tick.RunID, 60*time.Second)
+	done := awaitTick(t, cli, "redo", tick.RunID, 2*time.Minute)
 	if done.Outcome != runs.Succeeded {
 		t.Errorf("tick %s: %+v, want succeeded", tick.RunID, done)
 	}

@@ -31,12 +31,14 @@ func Config(jobs ...config.Job) *config.Config {
 // WideConfig is Config with a 10s session TTL, for a test whose tick runs
 // a hundred shards or more at once. Such a tick loads the process, and the
 // etcd embedded in it, enough that beside a busy package (go test -p 2
-// runs two; test/e2e's many-jobs test spawns a process a run) no keepalive
-// was answered for over 3s: the guard ended every replica's session within
-// a second and each run in flight ended lost (CI, 12-02: three failures in
-// four runs). Beside test/e2e, 10 guard expiries and a failure in 9 runs
-// of the two wide tests with 4s; none in 10 with 10s. Tests of losses and
-// handoffs keep Config's 4s.
+// runs two) no keepalive was answered for over 3s: the guard ended every
+// replica's session within a second and each run in flight ended lost (CI,
+// 12-02: three failures in four runs). Beside test/e2e, 10 guard expiries
+// and a failure in 9 runs of the two wide tests with 4s; none in 10 with
+// 10s. The load then was mostly two tests of commands started by the
+// hundred (test/e2e's many-jobs page, cmd/scheduler's killed-process
+// shards), load averages of 70-130 on two cores; they call HTTP targets
+// since. Tests of losses and handoffs keep Config's 4s.
 func WideConfig(jobs ...config.Job) *config.Config {
 	cfg := Config(jobs...)
 	cfg.Cluster.SessionTTL = config.Duration(10 * time.Second)
