@@ -79,8 +79,17 @@ func (s *Semaphore) release(ctx context.Context, h *Held, then ...clientv3.Op) (
 
 // releasedBack tells whether a release whose response was lost was applied:
 // false with a nil error means the key is still held and the release can be
-// sent again.
+// sent again. Like a claim's and a keep's read-back it goes on after ctx
+// ends, until the holder's session does: a response is most often lost
+// because ctx ended while etcd was slow, and a read under that ctx could
+// not tell a release that applied, its record written, from a slot lost
+// (CI, 12-02: runs that succeeded were logged as lost and left out of
+// scheduler_runs_total).
 func (s *Semaphore) releasedBack(ctx context.Context, h *Held) (bool, error) {
+	rctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer cancel(nil)
+	defer context.AfterFunc(h.Session(), func() { cancel(context.Cause(h.Session())) })()
+	ctx = rctx
 	retry := etcdRetry.Start()
 	for {
 		resp, err := s.client.Get(ctx, h.keys[0])
