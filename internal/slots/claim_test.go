@@ -3,7 +3,6 @@ package slots
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"maps"
 	"slices"
 	"strconv"
@@ -16,7 +15,6 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/internal/etcdtest"
-	"github.com/etcdsched/scheduler/internal/logtest"
 	"github.com/etcdsched/scheduler/internal/poll"
 )
 
@@ -251,17 +249,8 @@ scheduler_slots_in_use{job="j",team=""} JOB
 // is resolved by reading the slot back: the caller gets the slot that was
 // created, with its token, and its queue entry rewritten running with it.
 func TestLostClaimResponseIsReadBack(t *testing.T) {
-	cluster := etcdtest.Start(t)
-	proxy := etcdtest.NewProxy(t, cluster.Endpoints()[0])
-	cli := etcdtest.NewClient(t, []string{proxy.Endpoint()})
-	observer := cluster.Client()
-	var logs logtest.Sink
-	sem, err := New(cli, testLayout, slog.New(slog.NewJSONHandler(&logs, nil)), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	runSemaphore(t, sem)
-	sess, ctx := sessionFor(t, cli)
+	p := startProxied(t)
+	sem, proxy, observer, logs, sess, ctx := p.sem, p.proxy, p.observer, p.logs, p.sess, p.ctx
 	entry := testLayout.Entry("j", "j@1")
 	read, err := observer.Put(ctx, entry, "pending")
 	if err != nil {

@@ -3,7 +3,6 @@ package slots
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,7 +12,6 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/etcdsched/scheduler/internal/etcdtest"
-	"github.com/etcdsched/scheduler/internal/logtest"
 	"github.com/etcdsched/scheduler/internal/poll"
 	"github.com/etcdsched/scheduler/internal/txnbatch"
 )
@@ -26,32 +24,15 @@ import (
 // unknown), the keep writes nothing: it compares the entry as the claim
 // left it.
 func TestAKeepWhoseAnswerWasLostAppliesOnce(t *testing.T) {
-	cluster := etcdtest.Start(t)
-	proxy := etcdtest.NewProxy(t, cluster.Endpoints()[0])
-	cli := etcdtest.NewClient(t, []string{proxy.Endpoint()})
-	observer := cluster.Client()
-	var logs logtest.Sink
-	sem, err := New(cli, testLayout, slog.New(slog.NewJSONHandler(&logs, nil)), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	runSemaphore(t, sem)
-	sess, ctx := sessionFor(t, cli)
-	entry, record := testLayout.Entry("j", "j@1"), testLayout.Record("j", "j@1")
-	read, err := observer.Put(ctx, entry, "pending")
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := sem.Claim(ctx, sess, onEntry(Request{Job: "j", MaxConcurrency: 1, Value: Value{RunID: "j@1"}}, entry, read.Header.Revision))
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := startProxied(t)
+	sem, proxy, observer, logs, ctx := p.sem, p.proxy, p.observer, p.logs, p.ctx
+	h, entry, record := p.claimEntry(t)
 
 	end := []clientv3.Op{clientv3.OpPut(entry, "retry holding the slot"), clientv3.OpPut(record, "attempt 1 failed")}
 	proxy.SetDelay(0, time.Second)
 	keepCtx, keepCancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer keepCancel()
-	err = sem.Keep(keepCtx, h, entry, end...)
+	err := sem.Keep(keepCtx, h, entry, end...)
 	proxy.SetDelay(0, 0)
 	if logs.Find("keep outcome unknown; reading back") == nil {
 		t.Fatalf("the answer was not lost, so nothing was read back (err %v); logs: %v", err, logs.Records())
