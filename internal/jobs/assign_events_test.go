@@ -19,7 +19,8 @@ import (
 // A witness's watch of assign/ from the first revision counts every change;
 // alone, the replica's assignments are all of them, so once the witness
 // has seen every revision up to after the replica's count was read, the
-// replica cannot have decoded more. (Counted over a window from a moment
+// replica cannot have decoded more; nor, its watch begun before the
+// first assignment, much fewer. (Counted over a window from a moment
 // both agreed on, a replica whose watch was still catching up decoded 42
 // for the witness's 30 and failed in one run in six.)
 func TestAReplicaDecodesItsAssignmentsOnce(t *testing.T) {
@@ -60,7 +61,7 @@ func TestAReplicaDecodesItsAssignmentsOnce(t *testing.T) {
 	})
 	dw := float64(witnessed.Load())
 	t.Logf("decoded %.0f events of assignments; they changed %.0f times", dd, dw)
-	if dd > dw {
+	if dd > dw || dd < dw*0.75-3 {
 		t.Errorf("the replica decoded %.0f events of assignments while they changed %.0f times; want each once", dd, dw)
 	}
 }

@@ -67,7 +67,9 @@ func browser(t *testing.T) context.Context {
 // above the tests: at its bursts (pages rendered in software, a dozen
 // processes) the package go test runs beside this one had no keepalive
 // answered for 3s and its lease guards ended its runs (internal/jobs' shard
-// tests, CI on 12-02, reproduced beside this package). Without the
+// tests, CI on 12-02, reproduced beside this package; the larger load
+// there turned out to be this package's many-jobs test starting sixty
+// commands at once, which calls an HTTP target since). Without the
 // capability its raises fail, and it runs at the tests' priority; below
 // theirs (SCHED_IDLE, tried) this package's own many-jobs test starved it
 // (CI, 12-02 11:22: its fifty rows not shown within a minute).
