@@ -49,9 +49,11 @@ func (s *Semaphore) release(ctx context.Context, h *Held, then ...clientv3.Op) (
 				s.logger.Debug("slot released", "job", h.Job, "slot", h.Slot, "token", h.Token, "run_id", h.Value.RunID)
 			}
 			return resp, nil
-		case err == nil:
+		case err == nil && !h.releaseUnanswered:
 			s.finish(h, ErrLost)
 			return nil, fmt.Errorf("slots: release %s slot %d token %d: %w", h.Job, h.Slot, h.Token, ErrNotOwner)
+		case err == nil:
+			return nil, s.refusedBack(ctx, h)
 		case errors.Is(err, txnbatch.ErrNotSent):
 			s.unrelease(h)
 			return nil, fmt.Errorf("slots: release %s slot %d token %d: %w", h.Job, h.Slot, h.Token, notSent(ctx, err))
@@ -112,11 +114,36 @@ func (s *Semaphore) releasedBack(ctx context.Context, h *Held) (bool, error) {
 	}
 }
 
+// refusedBack reads back a release refused after an earlier send of it
+// went unanswered: that send may have applied since (a group commit sends
+// on after its caller gave up; a read-back can overtake it), and its
+// delete is then what the compare failed on. Gone while the lease lives,
+// it applied; still held (a resource key gone), the claim was lost.
+func (s *Semaphore) refusedBack(ctx context.Context, h *Held) error {
+	released, err := s.releasedBack(ctx, h)
+	switch {
+	case err != nil:
+		s.unrelease(h)
+		return err
+	case released:
+		s.finish(h, ErrReleased)
+		return nil
+	}
+	s.finish(h, ErrLost)
+	return fmt.Errorf("slots: release %s slot %d token %d: %w", h.Job, h.Slot, h.Token, ErrNotOwner)
+}
+
 // unrelease hands the claim back to the view's watch after a release that
-// certainly did not apply; a delete seen meanwhile was a loss.
+// certainly did not apply; a delete seen meanwhile was a loss. Once a send
+// of it went unanswered the release may apply yet, and a delete the view
+// sees may be its: the claim stays releasing, and the next Release reads
+// back which it was (refusedBack); the session's end ends it otherwise.
 func (s *Semaphore) unrelease(h *Held) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if h.releaseUnanswered {
+		return
+	}
 	h.releasing = false
 	if h.deleted {
 		h.deleted = false
