@@ -24,6 +24,7 @@ import (
 // both agreed on, a replica whose watch was still catching up decoded 42
 // for the witness's 30 and failed in one run in six.)
 func TestAReplicaDecodesItsAssignmentsOnce(t *testing.T) {
+	t.Parallel()
 	etcd := startEtcd(t)
 	w := startWitness(t)
 	cfg := newConfig(httpJob("tick", "@every 1s", w.url("")))

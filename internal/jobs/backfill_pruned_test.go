@@ -19,6 +19,7 @@ import (
 // pruned tick was queued and ran again; with one low-water mark of the
 // pruned ticks (tried and reverted), the second chunk was refused.
 func TestABackfillOverAPrunedHistoryRerunsNoTick(t *testing.T) {
+	t.Parallel()
 	etcd := startEtcd(t)
 	w := startWitness(t)
 	job := httpJob("tick", "@every 1s", w.url(""))

@@ -16,6 +16,7 @@ import (
 // worker crash: every succeeded A run has exactly one B run, and every B
 // run has its succeeded A.
 func TestChainedRunsOncePerUpstreamRun(t *testing.T) {
+	t.Parallel()
 	etcd := startEtcd(t)
 	w := startWitness(t)
 	a := httpJob("a", "@every 1s", w.url("sleep=600ms"))

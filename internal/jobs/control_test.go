@@ -22,6 +22,7 @@ import (
 // cluster-wide and across restarts; cancel stops a running run and removes
 // a queued one; history is pruned to history_limit.
 func TestControl(t *testing.T) {
+	t.Parallel()
 	etcd := startEtcd(t)
 	w := startWitness(t)
 	far := jobstest.FarTick(time.Now()) // slow and hold run only when triggered

@@ -38,6 +38,7 @@ import (
 //
 // Set DIFF_SEED to replay a failure; the seed is printed on failure.
 func TestBothRunPathsDecideEveryTickAlike(t *testing.T) {
+	t.Parallel()
 	seed := uint64(time.Now().UnixNano())
 	if s, err := strconv.ParseUint(os.Getenv("DIFF_SEED"), 10, 64); err == nil {
 		seed = s

@@ -11,6 +11,7 @@ import (
 // Every tick of an @every 1s job runs exactly once across three engines:
 // the target counts run ids; none twice, no gap.
 func TestEveryTickRunsExactlyOnce(t *testing.T) {
+	t.Parallel()
 	etcd := startEtcd(t)
 	w := startWitness(t)
 	cfg := newConfig(httpJob("tick", "@every 1s", w.url("")))

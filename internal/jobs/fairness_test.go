@@ -16,6 +16,7 @@ import (
 // the one due first goes first, and ties are broken by a hash, not a name.
 // The admissions come in due order.
 func TestSharedResourceIsFair(t *testing.T) {
+	t.Parallel()
 	etcd := startEtcd(t)
 	w := startWitness(t)
 	job := func(name string) config.Job {

@@ -162,6 +162,7 @@ func TestALastSuccessGoesWhereAnOlderMemberReadsIt(t *testing.T) {
 // success is the newest run's. A job with overdue_after, whose alert
 // reads it, has every success put.
 func TestALastSuccessIsPutOnceInTenSecondsNotOnceARun(t *testing.T) {
+	t.Parallel()
 	etcd := startEtcd(t)
 	w := startWitness(t)
 	watched := httpJob("watched", "@every 1s", w.url(""))

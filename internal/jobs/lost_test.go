@@ -14,6 +14,7 @@ import (
 // rule 7) once the slot's lease is gone, and the retry runs on another
 // engine under a new, higher fencing token.
 func TestCrashedHolderRunIsLostAndRetried(t *testing.T) {
+	t.Parallel()
 	etcd := startEtcd(t)
 	w := startWitness(t)
 	job := httpJob("work", jobstest.FarTick(time.Now()), w.url("sleep=4s"))

@@ -15,6 +15,7 @@ import (
 // exactly six scheduled ticks, each once, and then stops ticking while
 // the clock goes on; the job's API says remaining_runs 0.
 func TestMaxRunsAcrossALeaderKill(t *testing.T) {
+	t.Parallel()
 	etcd := startEtcd(t)
 	w := startWitness(t)
 	job := httpJob("limited", "@every 1s", w.url("sleep=50ms"))

@@ -72,6 +72,7 @@ func awaitOverdue(t *testing.T, r *receiver, job, outcome string) string {
 // long run holds, or missed its starting deadline behind it. The
 // notification carries the job's last success, none here.
 func TestOverdueForEachWayATickFailsToSucceed(t *testing.T) {
+	t.Parallel()
 	etcd := startEtcd(t)
 	w := startWitness(t)
 	rcv := startReceiver(t, http.StatusOK)
@@ -155,6 +156,7 @@ func overdueState(t *testing.T, cli *clientv3.Client, job string) overdue.State 
 // replica. The job fails every tick, so every tick from the first
 // notified to the last is overdue.
 func TestOverdueOnceAcrossLeaderChangeAndRestart(t *testing.T) {
+	t.Parallel()
 	etcd := startEtcd(t)
 	w := startWitness(t)
 	rcv := startReceiver(t, http.StatusOK)
@@ -267,6 +269,7 @@ func TestOverdueForAShardedTickWithOneShardFailed(t *testing.T) {
 // A run lost with its replica (killed while the run went on) leaves its
 // tick overdue, as lost.
 func TestOverdueForARunLostWithItsReplica(t *testing.T) {
+	t.Parallel()
 	etcd := startEtcd(t)
 	w := startWitness(t)
 	rcv := startReceiver(t, http.StatusOK)

@@ -15,6 +15,7 @@ import (
 // target never sees more than two at once, and the records say what the
 // policy did with the ticks that found both slots taken.
 func TestOverlapPolicies(t *testing.T) {
+	t.Parallel()
 	etcd := startEtcd(t)
 	w := startWitness(t)
 	job := func(name, overlap string) config.Job {

@@ -20,6 +20,7 @@ import (
 // clock, never sees more than 20 starts in any 2s nor more than 3 runs at
 // once, and the window was busy (not vacuously quiet).
 func TestRateWindowHoldsAcrossHandoffAndCrash(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("30s hammer")
 	}

@@ -26,6 +26,7 @@ import (
 // tick's run of the same assignment waited for a place, and every other
 // tick of tick was recorded missed (1s late, shed).
 func TestASimpleJobRunsEveryTickBesideAJobWhoseRunsWait(t *testing.T) {
+	t.Parallel()
 	rows := []struct {
 		name   string
 		hog    func(j *config.Job, cfg *config.Config)
@@ -46,6 +47,7 @@ func TestASimpleJobRunsEveryTickBesideAJobWhoseRunsWait(t *testing.T) {
 	}
 	for _, row := range rows {
 		t.Run(row.name, func(t *testing.T) {
+			t.Parallel()
 			etcd := startEtcd(t)
 			w := startWitness(t)
 			hog := httpJob("hog", "@every 1s", w.url("sleep=5m"))
@@ -116,6 +118,7 @@ func ticksAfter(t *testing.T, n *node, job string, from time.Time) []runs.Record
 // for the overlap (CI, 2026-12-01: take-overs 1.0 s late): the jobs have
 // two slots.
 func TestAKilledReplicasClaimedAheadRunsAreLateNotLost(t *testing.T) {
+	t.Parallel()
 	etcd := startEtcd(t)
 	w := startWitness(t)
 	jobs := everySecond(w, 30)

@@ -184,6 +184,7 @@ func TestOneShardIsUnsharded(t *testing.T) {
 // others, every shard runs once per attempt, and the tick fans in once,
 // after the retries, on succeeded.
 func TestShardsOfACrashedReplicaAreRetriedBeforeTheFanIn(t *testing.T) {
+	t.Parallel()
 	etcd := etcdtest.Start(t)
 	st := startShardTarget(t)
 	up := jobstest.HTTPJob("wide", "@every 30s", st.srv.URL+"/run?sleep=2s")
@@ -269,6 +270,7 @@ func TestShardsOfACrashedReplicaAreRetriedBeforeTheFanIn(t *testing.T) {
 // shards show, so it is not written again (its guard, no entry and no
 // record, alone would let it).
 func TestShardedTickRedoneAfterAPartialWrite(t *testing.T) {
+	t.Parallel()
 	for _, pruned := range []bool{false, true} {
 		t.Run(fmt.Sprintf("record pruned %v", pruned), func(t *testing.T) { redoAfterAPartialWrite(t, pruned) })
 	}

@@ -21,6 +21,7 @@ import (
 // starved two-core machine under -race one free worker can fall seconds
 // behind a 250ms schedule with the rule intact.
 func TestWaitingRunHoldsNoWorker(t *testing.T) {
+	t.Parallel()
 	etcd := startEtcd(t)
 	w := startWitness(t)
 	slow := httpJob("slow", "@every 500ms", w.url("sleep=5m"))

@@ -13,6 +13,7 @@ import (
 // tick from the first run to the last runs once, and the job's status
 // shows the next tick after exclusions.
 func TestLeaderTicksTheUnion(t *testing.T) {
+	t.Parallel()
 	etcd := startEtcd(t)
 	w := startWitness(t)
 	job := httpJob("union", "", w.url(""))
