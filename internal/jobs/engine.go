@@ -141,14 +141,7 @@ func New(opts Options) (*Engine, error) {
 	if err := e.registerGauges(); err != nil {
 		return nil, err
 	}
-	e.worker, err = worker.New(worker.Deps{
-		Client: opts.Client, Keys: layout, ID: opts.ID,
-		Sessions: opts.Sessions, Slots: opts.Slots, Executor: opts.Executor, Batch: opts.Batch,
-		Queue: e.queue, Specs: specs, Paused: e.paused, Config: opts.Config, Metrics: m, Clock: opts.Clock, Log: opts.Logger,
-		Tracer: tracing.Tracer(opts.TracerProvider),
-		Assign: assigned, Peers: e.workers,
-	})
-	if err != nil {
+	if e.worker, err = e.newWorker(); err != nil {
 		return nil, fmt.Errorf("jobs: %w", err)
 	}
 	// A deleted queue entry is a finished run: count it for pruning.
@@ -158,6 +151,18 @@ func New(opts Options) (*Engine, error) {
 		}
 	})
 	return e, nil
+}
+
+// newWorker is the replica's worker, on the engine's views.
+func (e *Engine) newWorker() (*worker.Worker, error) {
+	o := &e.opts
+	return worker.New(worker.Deps{
+		Client: o.Client, Keys: e.keys, ID: o.ID,
+		Sessions: o.Sessions, Slots: o.Slots, Executor: o.Executor, Batch: o.Batch,
+		Queue: e.queue, Specs: e.specs, Paused: e.paused, Config: o.Config, Metrics: e.metrics, Clock: o.Clock, Log: o.Logger,
+		Tracer: tracing.Tracer(o.TracerProvider),
+		Assign: e.assign, Peers: e.workers,
+	})
 }
 
 // registerGauges registers the gauges read from the engine's views and
