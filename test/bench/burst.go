@@ -230,30 +230,38 @@ func burstOurs(ctx context.Context, e *env, bc burstConfig, n int) (burstSide, e
 	if err := sleepUntil(ctx, time.Now().Add(bc.warmup)); err != nil {
 		return side, err
 	}
-	var procs []int
-	for _, r := range e.c.Replicas {
-		procs = append(procs, r.Pid())
-	}
-	w := burstWindow{procs: procs, replicaURL: e.replicaMetricURLs(), jobPrefix: step, window: bc.window, grace: bc.grace}
-	if e.profileDir != "" {
-		// The replicas' and etcd's CPU over 10 s of the window.
-		name := fmt.Sprintf("burst-%d", n)
-		if e.profileTag != "" {
-			name += "-" + e.profileTag // a step of -replicas 3,5 beyond the first count
-		}
-		var wait func()
-		w.atStart, wait = profileAtStart(func() { saveProfiles(ctx, e, e.profileDir, name) })
-		defer wait()
-	}
-	if bc.shards > 0 {
-		w.shardJob = shardJob(step)
-	}
+	w, profiled := e.burstWindow(ctx, bc, step, n)
+	defer profiled()
 	err := measureBurst(ctx, e, &side, w)
 	if err == nil && side.undelivered != nil && removed() {
 		side.Records, side.NoRecord, err = e.recordsOf(ctx, side.undelivered, side.queued)
 	}
 	logBurstSide(side)
 	return side, err
+}
+
+// burstWindow is what a step of ours measures over its window: the
+// replicas' processes and metrics, the step's jobs; with -pprof, the
+// replicas' and etcd's CPU over 10 s of it (profiled waits for the
+// profiles).
+func (e *env) burstWindow(ctx context.Context, bc burstConfig, step string, n int) (w burstWindow, profiled func()) {
+	var procs []int
+	for _, r := range e.c.Replicas {
+		procs = append(procs, r.Pid())
+	}
+	w = burstWindow{procs: procs, replicaURL: e.replicaMetricURLs(), jobPrefix: step, window: bc.window, grace: bc.grace}
+	if bc.shards > 0 {
+		w.shardJob = shardJob(step)
+	}
+	profiled = func() {}
+	if e.profileDir != "" {
+		name := fmt.Sprintf("burst-%d", n)
+		if e.profileTag != "" {
+			name += "-" + e.profileTag // a step of -replicas 3,5 beyond the first count
+		}
+		w.atStart, profiled = profileAtStart(func() { saveProfiles(ctx, e, e.profileDir, name) })
+	}
+	return w, profiled
 }
 
 // burstReference runs the reference's processes with n jobs on e's etcd
