@@ -1,12 +1,9 @@
 package fault
 
-import (
-	"github.com/etcdsched/scheduler/internal/jobs/queue"
-)
-
 // Limits are a job's history limits as its replicas read them:
 // history_limit records of runs that executed, skipped_history_limit of
-// runs that never started (skipped, missed).
+// runs that never started (skipped, missed, with no attempt before: those
+// with an unstarted marker, RecordEvent.Unstarted).
 type Limits struct{ Executed, Unstarted int }
 
 // heldRecord is a record in etcd at some revision of the replay: the
@@ -41,7 +38,7 @@ func checkPruned(h *History, r *Report) {
 				}
 				continue
 			}
-			live[e.Job][e.RunID] = heldRecord{rev: rev, unstarted: queue.Unstarted(e.Record.Outcome)}
+			live[e.Job][e.RunID] = heldRecord{rev: rev, unstarted: e.Unstarted}
 		}
 		for _, d := range deleted {
 			r.Pruned++

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/etcdsched/scheduler/internal/jobs/queue"
 	"github.com/etcdsched/scheduler/internal/runs"
 )
 
@@ -12,7 +13,14 @@ import (
 // each kind against its own limit.
 func TestCheckPrunedHoldsDeletesToTheLimits(t *testing.T) {
 	put := func(rev int64, id string, o runs.Outcome) RecordEvent {
-		return RecordEvent{Rev: rev, Job: "j", RunID: id, Record: runs.Record{RunID: id, Job: "j", Outcome: o}}
+		rec := runs.Record{RunID: id, Job: "j", Outcome: o}
+		return RecordEvent{Rev: rev, Job: "j", RunID: id, Record: rec, Unstarted: queue.Unstarted(&rec)}
+	}
+	// d's retry after its lost attempt, skipped: no marker (it executed),
+	// or, as replicas before 12-02 wrote it, with one.
+	retrySkipped := func(rev int64, marked bool) RecordEvent {
+		rec := runs.Record{RunID: "d", Job: "j", Outcome: runs.Skipped, Previous: []runs.Attempt{{Attempt: 1, Outcome: runs.Lost}}}
+		return RecordEvent{Rev: rev, Job: "j", RunID: "d", Record: rec, Unstarted: marked}
 	}
 	del := func(rev int64, id string) RecordEvent {
 		return RecordEvent{Rev: rev, Job: "j", RunID: id, Delete: true}
@@ -32,6 +40,8 @@ func TestCheckPrunedHoldsDeletesToTheLimits(t *testing.T) {
 		{"a newer one deleted, an older kept", []RecordEvent{del(10, "a"), del(10, "d")}, "record d"},
 		{"both skips", []RecordEvent{del(10, "s1"), del(10, "s2")}, "under skipped_history_limit 1"},
 		{"a later prune of what is left", []RecordEvent{del(10, "a"), del(10, "b"), put(11, "e", runs.Succeeded), del(12, "c")}, ""},
+		{"a lost run's retry skipped counts as executed", []RecordEvent{retrySkipped(6, false), del(10, "a"), del(10, "b")}, ""},
+		{"by its marker where an older replica wrote one", []RecordEvent{retrySkipped(6, true), del(10, "a"), del(10, "b")}, "record b"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -24,6 +24,10 @@ type RecordEvent struct {
 	RunID  string
 	Delete bool
 	Record runs.Record // a put's
+	// Unstarted: a put's record had its unstarted marker then, which is
+	// what the pruner counts it by (skipped_history_limit, not
+	// history_limit), whichever version of the replicas wrote it.
+	Unstarted bool
 }
 
 // ReadRecordLog replays every write under l's records up to revision
@@ -43,7 +47,39 @@ func ReadRecordLog(ctx context.Context, cli *clientv3.Client, l keys.Layout, unt
 		out = append(out, e)
 		return nil
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	return out, markUnstarted(ctx, cli, l, until, out)
+}
+
+// markUnstarted sets Unstarted on each put of log whose record's marker
+// was there once its revision applied (a marker is put in the record's
+// transaction and deleted with it).
+func markUnstarted(ctx context.Context, cli *clientv3.Client, l keys.Layout, until int64, log []RecordEvent) error {
+	type markEvent struct {
+		rev int64
+		put bool
+	}
+	marks := map[string][]markEvent{} // job/run -> its marker's writes, in revision order
+	err := replay(ctx, cli, l.UnstartedMarks(), until, func(ev *clientv3.Event) error {
+		k := strings.TrimPrefix(string(ev.Kv.Key), l.UnstartedMarks())
+		marks[k] = append(marks[k], markEvent{ev.Kv.ModRevision, ev.Type == clientv3.EventTypePut})
+		return nil
+	})
+	for i := range log {
+		e := &log[i]
+		if e.Delete {
+			continue
+		}
+		for _, m := range marks[e.Job+"/"+e.RunID] {
+			if m.rev > e.Rev {
+				break
+			}
+			e.Unstarted = m.put
+		}
+	}
+	return err
 }
 
 // replay hands each write under prefix up to revision until to each, in

@@ -121,6 +121,37 @@ func TestPruneKeepsSkipsApart(t *testing.T) {
 	}
 }
 
+// A run that executed and was lost, whose retry was then skipped, still
+// counts against history_limit: its record never changes kind, so a
+// prune's count of the runs that executed cannot drop between its read
+// and its delete (the fault suite, 12-02: a lost record rewritten as a
+// skipped retry, with a marker, after the pruner's read, left 9 of
+// history_limit 10).
+func TestPruneCountsARetrySkippedAfterItsRunAsExecuted(t *testing.T) {
+	ctx := t.Context()
+	j := jobstest.Job("r", "@every 1s")
+	j.HistoryLimit, j.SkippedHistoryLimit = 2, 1
+	l, cli, _ := leaderOn(t, "/prune-retry/", jobstest.Config(j), time.Time{})
+	write := func(id string, o runs.Outcome, previous ...runs.Attempt) {
+		rec := runs.Record{RunID: id, Job: "r", Outcome: o, Previous: previous}
+		if _, err := cli.Txn(ctx).Then(queue.RecordOps(l.d.Keys, &rec)...).Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("r@1", runs.Succeeded)
+	write("r@2", runs.Succeeded)
+	write("r@3", runs.Lost)
+	write("r@3", runs.Skipped, runs.Attempt{Attempt: 1, Outcome: runs.Lost})
+	write("r@4", runs.Skipped)
+	write("r@5", runs.Skipped)
+	if err := l.pruner.pruneJobs(ctx, []string{"r"}); err != nil {
+		t.Fatal(err)
+	}
+	if left, want := stored(t, cli, l.d.Keys.JobRuns("r")), []string{"r@2", "r@3", "r@5"}; !slices.Equal(left, want) {
+		t.Errorf("records left %v, want %v: the 2 newest that executed (the skipped retry one of them) and the newest skip", left, want)
+	}
+}
+
 // A new term prunes nothing before it has taken the config: until then
 // every job looks removed, and a removed job is trimmed to the default
 // limits (a new leader cut a job with history_limit 100000 to 100 records).
