@@ -22,6 +22,9 @@ import (
 // the release did not apply and it is sent again; gone while the lease lives
 // means it applied (nothing else deletes a slot of a live lease); gone with
 // the lease gone cannot be told apart from an expiry (ErrIndeterminate).
+// A send refused after one whose response was lost is read back the same
+// way: that one may have applied since, and its delete refused this one
+// (refusedBack).
 func (s *Semaphore) Release(ctx context.Context, h *Held, then ...clientv3.Op) error {
 	_, err := s.release(ctx, h, then...)
 	return err
