@@ -61,25 +61,28 @@ func markUnstarted(ctx context.Context, cli *clientv3.Client, l keys.Layout, unt
 		rev int64
 		put bool
 	}
-	marks := map[string][]markEvent{} // job/run -> its marker's writes, in revision order
+	marks := map[string][]markEvent{} // marker key -> its writes, in revision order
 	err := replay(ctx, cli, l.UnstartedMarks(), until, func(ev *clientv3.Event) error {
-		k := strings.TrimPrefix(string(ev.Kv.Key), l.UnstartedMarks())
+		k := string(ev.Kv.Key)
 		marks[k] = append(marks[k], markEvent{ev.Kv.ModRevision, ev.Type == clientv3.EventTypePut})
 		return nil
 	})
+	if err != nil {
+		return err
+	}
 	for i := range log {
 		e := &log[i]
 		if e.Delete {
 			continue
 		}
-		for _, m := range marks[e.Job+"/"+e.RunID] {
+		for _, m := range marks[l.UnstartedMark(e.Job, e.RunID)] {
 			if m.rev > e.Rev {
 				break
 			}
 			e.Unstarted = m.put
 		}
 	}
-	return err
+	return nil
 }
 
 // replay hands each write under prefix up to revision until to each, in
