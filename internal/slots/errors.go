@@ -1,6 +1,9 @@
 package slots
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 var (
 	// ErrFull: every slot of the job, or of one of its resources, is taken.
@@ -21,3 +24,9 @@ var (
 	// tell what happened before the session (or the caller's context) ended.
 	ErrIndeterminate = errors.New("slots: outcome unknown")
 )
+
+// errGoneUnanswered ends a claim whose keys the view saw deleted after a
+// send of its release went unanswered and its caller gave up: most likely
+// by that release, applied late; a slot of a live lease is deleted
+// otherwise only by a take-over of an unstarted run (assign.StealAhead).
+var errGoneUnanswered = fmt.Errorf("slots: the slot was deleted after its release went unanswered: %w", ErrIndeterminate)

@@ -45,8 +45,9 @@ type Held struct {
 	releaseUnanswered bool
 
 	// Guarded by Semaphore.mu.
-	releasing bool // a release is in flight: a delete is not a loss yet
-	deleted   bool // the view saw a delete while releasing
+	releasing bool // a release may apply: a delete is not a loss yet
+	inRelease bool // a Release call runs: it tells what a delete was
+	deleted   bool // the view saw a delete while a Release call ran
 	expired   func() bool
 }
 
@@ -81,7 +82,8 @@ func (h *Held) Session() context.Context { return h.session }
 // ends (its guard fires at last_acknowledged_send + TTL - margin, before the
 // server can expire the lease), the view sees the key deleted, or the slot
 // is released. context.Cause says which (session.ErrGuardExpired,
-// session.ErrLeaseGone, ErrLost, ErrReleased, ...). A run executes under it.
+// session.ErrLeaseGone, ErrLost, ErrReleased, errGoneUnanswered, ...). A
+// run executes under it.
 func (h *Held) Context() context.Context { return h.ctx }
 
 // Key is the job slot key.
@@ -141,9 +143,20 @@ func (s *Semaphore) goneLocked(h *Held) bool {
 	return false
 }
 
+// lostLocked ends a claim whose key the view saw deleted. While a Release
+// call runs, that call tells whether the delete was its own (deleted).
+// Releasing with no call running, a send of the release went unanswered
+// and its caller gave up: the delete is most likely that send's, applied
+// late. The claim ends then, not as lost (errGoneUnanswered), so a caller
+// that tries the release again reads back what it was (refusedBack), and
+// one that gave up for good leaves nothing behind in held.
 func (s *Semaphore) lostLocked(h *Held) {
-	if h.releasing {
+	switch {
+	case h.releasing && h.inRelease:
 		h.deleted = true
+		return
+	case h.releasing:
+		s.finishLocked(h, errGoneUnanswered)
 		return
 	}
 	s.logger.Warn("slot lost", "job", h.Job, "slot", h.Slot, "token", h.Token, "run_id", h.Value.RunID)

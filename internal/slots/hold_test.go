@@ -145,46 +145,10 @@ func TestAKeepStillInFlightIsNeverSaidNotToHaveApplied(t *testing.T) {
 // apply (docs/design.md#the-safety-rules, rule 7): the worker releases
 // again, and the record is written once.
 func TestNoKeepIsSentAfterAReleaseWhoseAnswerWasLost(t *testing.T) {
-	cli := etcdtest.Start(t).Client()
-	kv := &holdNextKV{KVClient: clientv3.RetryKVClient(cli), gate: make(chan struct{}), started: make(chan struct{}, 1)}
-	sem, batch := batchedSemaphore(t, cli, kv)
-	sess, ctx := sessionFor(t, cli)
 	entry, record := testLayout.Entry("j", "j@1"), testLayout.Record("j", "j@1")
-	read, err := cli.Put(ctx, entry, "pending")
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := sem.Claim(ctx, sess, onEntry(Request{Job: "j", MaxConcurrency: 1, Value: Value{RunID: "j@1"}}, entry, read.Header.Revision))
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	// A commit held in flight; the release and a neighbour queue behind
-	// it and go in the next, held too, which the neighbour keeps alive.
-	kv.holdNext.Store(true)
-	blocker := make(chan error, 2)
-	go func() {
-		_, err := batch.Commit(ctx, txnbatch.Txn{Then: []clientv3.Op{clientv3.OpPut("/other/1", "x")}})
-		blocker <- err
-	}()
-	<-kv.started
 	released := []clientv3.Op{clientv3.OpPut(entry, "pending retry"), clientv3.OpPut(record, "attempt 1 failed")}
-	relCtx, relCancel := context.WithTimeout(ctx, 2*time.Second)
-	defer relCancel()
-	relErr := make(chan error, 1)
-	go func() { relErr <- sem.Release(relCtx, h, released...) }()
-	waitWaiting(t, batch, 1)
-	go func() {
-		_, err := batch.Commit(ctx, txnbatch.Txn{Then: []clientv3.Op{clientv3.OpPut("/other/2", "x")}})
-		blocker <- err
-	}()
-	waitWaiting(t, batch, 2)
-	kv.holdNext.Store(true)
-	kv.gate <- struct{}{}
-	<-kv.started // the release's commit, held until its caller gave up
-	if err := <-relErr; err == nil {
-		t.Fatal("a release held in flight was answered")
-	}
+	r := releaseHeldInFlight(t, released...)
+	cli, sem, batch, h, ctx := r.cli, r.sem, r.batch, r.h, r.ctx
 
 	kept := []clientv3.Op{clientv3.OpPut(entry, "retry holding the slot"), clientv3.OpPut(record, "attempt 1 failed")}
 	keepErr := make(chan error, 1)
@@ -192,16 +156,12 @@ func TestNoKeepIsSentAfterAReleaseWhoseAnswerWasLost(t *testing.T) {
 	poll.Until(t, 30*time.Second, "the keep answered or queued", func() (bool, string) {
 		return len(keepErr) == 1 || batch.Waiting() == 1, "neither"
 	})
-	kv.gate <- struct{}{} // the release goes on
-	err = <-keepErr
+	r.kv.gate <- struct{}{} // the release goes on
+	err := <-keepErr
 	if err == nil || errors.Is(err, ErrNotOwner) || errors.Is(err, ErrIndeterminate) {
 		t.Fatalf("a keep after a release whose answer was lost: %v, want an error before sending that has the worker release again", err)
 	}
-	for range 2 {
-		if err := <-blocker; err != nil {
-			t.Fatal(err)
-		}
-	}
+	r.awaitBlockers(t)
 	if err := sem.Release(ctx, h, released...); err != nil && !errors.Is(err, ErrNotOwner) {
 		t.Fatalf("the release sent again: %v", err)
 	}

@@ -20,8 +20,10 @@ import (
 //
 // When the response is lost the job slot key is read back: still ours means
 // the release did not apply and it is sent again; gone while the lease lives
-// means it applied (nothing else deletes a slot of a live lease); gone with
-// the lease gone cannot be told apart from an expiry (ErrIndeterminate).
+// means it applied; gone with the lease gone cannot be told apart from an
+// expiry (ErrIndeterminate). Only a take-over of an unstarted run
+// (assign.StealAhead) deletes another slot of a live lease, and that run's
+// release writes nothing: read back as applied, nothing is written twice.
 // A send refused after one whose response was lost is read back the same
 // way: that one may have applied since, and its delete refused this one
 // (refusedBack).
@@ -34,7 +36,7 @@ func (s *Semaphore) Release(ctx context.Context, h *Held, then ...clientv3.Op) e
 // (nil when a lost response was read back as applied).
 func (s *Semaphore) release(ctx context.Context, h *Held, then ...clientv3.Op) (*clientv3.TxnResponse, error) {
 	s.mu.Lock()
-	h.releasing = true
+	h.releasing, h.inRelease = true, true
 	s.mu.Unlock()
 	ops := make([]clientv3.Op, 0, len(h.keys)+len(then))
 	for _, k := range h.keys {
@@ -136,20 +138,25 @@ func (s *Semaphore) refusedBack(ctx context.Context, h *Held) error {
 	return fmt.Errorf("slots: release %s slot %d token %d: %w", h.Job, h.Slot, h.Token, ErrNotOwner)
 }
 
-// unrelease hands the claim back to the view's watch after a release that
-// certainly did not apply; a delete seen meanwhile was a loss. Once a send
-// of it went unanswered the release may apply yet, and a delete the view
-// sees may be its: the claim stays releasing, and the next Release reads
-// back which it was (refusedBack); the session's end ends it otherwise.
+// unrelease ends a Release call that did not finish the claim. A release
+// that certainly did not apply hands the claim back to the view's watch; a
+// delete seen meanwhile was a loss. Once a send of it went unanswered the
+// release may apply yet, and a delete the view sees may be its: the claim
+// stays releasing, and a delete seen (now or later: lostLocked) ends it
+// with errGoneUnanswered; a next Release reads back which it was
+// (refusedBack).
 func (s *Semaphore) unrelease(h *Held) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if h.releaseUnanswered {
-		return
-	}
-	h.releasing = false
-	if h.deleted {
-		h.deleted = false
-		s.lostLocked(h)
+	h.inRelease = false
+	switch {
+	case h.releaseUnanswered && h.deleted:
+		s.finishLocked(h, errGoneUnanswered)
+	case !h.releaseUnanswered:
+		h.releasing = false
+		if h.deleted {
+			h.deleted = false
+			s.lostLocked(h)
+		}
 	}
 }

@@ -67,10 +67,10 @@ func TestAReleaseThatAppliedAfterItsReadBackIsNotLost(t *testing.T) {
 			defer r.sem.mu.Unlock()
 			return r.sem.seen[slotsView] >= applied.Header.Revision, fmt.Sprintf("seen %d", r.sem.seen[slotsView])
 		})
-		if cause := context.Cause(r.h.Context()); cause != nil {
+		if cause := context.Cause(r.h.Context()); errors.Is(cause, ErrLost) {
 			t.Fatalf("the view ended the held slot with %v while its release was unanswered", cause)
 		}
-		r.releaseAgain(t, r.sem.Release(r.ctx, r.h, r.ops...))
+		r.releaseAgain(t, r.sem.Release(r.ctx, r.h, r.ops...), errGoneUnanswered)
 	})
 	t.Run("the second send was refused first", func(t *testing.T) {
 		r := releaseHeldInFlight(t)
@@ -79,8 +79,62 @@ func TestAReleaseThatAppliedAfterItsReadBackIsNotLost(t *testing.T) {
 		waitWaiting(t, r.batch, 1) // behind the held commit
 		r.kv.gate <- struct{}{}
 		r.awaitBlockers(t)
-		r.releaseAgain(t, <-again)
+		r.releaseAgain(t, <-again, ErrReleased)
 	})
+}
+
+// A claim whose release went unanswered and whose caller gave up (a run
+// dropped before its start tries once) is forgotten once the view sees its
+// keys deleted, by that release or by the lease's end; kept releasing, it
+// stayed in the semaphore's map of held keys for the process's life.
+func TestAClaimWhoseUnansweredReleaseWasGivenUpIsForgotten(t *testing.T) {
+	r := releaseHeldInFlight(t)
+	if !r.tracked() {
+		t.Fatal("the claim was forgotten while its release was still in flight")
+	}
+	r.kv.gate <- struct{}{} // the release applies; no caller waits for it
+	r.awaitBlockers(t)
+	poll.Until(t, 30*time.Second, "the claim forgotten", func() (bool, string) {
+		return !r.tracked(), fmt.Sprintf("cause %v", context.Cause(r.h.Context()))
+	})
+	if cause := context.Cause(r.h.Context()); !errors.Is(cause, errGoneUnanswered) {
+		t.Errorf("the held slot ended with %v, want %v (not a loss: its release may be what deleted it)", cause, errGoneUnanswered)
+	}
+}
+
+// A delete the view saw while a Release call ran that then gave up, its
+// release unanswered, ends the claim as that call returns: no later
+// delete will come to end it.
+func TestADeleteSeenDuringAReleaseThatGaveUpEndsTheClaim(t *testing.T) {
+	cli, sess, ctx := claimSetup(t)
+	sem := startSemaphore(t, cli)
+	h, err := claimWait(ctx, sem, sess, Request{Job: "j", MaxConcurrency: 1, Value: Value{RunID: "j@1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sem.mu.Lock()
+	h.releasing, h.inRelease, h.releaseUnanswered = true, true, true
+	sem.lostLocked(h) // the view's delete, while the call runs
+	sem.mu.Unlock()
+	if cause := context.Cause(h.Context()); cause != nil {
+		t.Fatalf("the claim ended with %v while its Release call ran, want the call to tell", cause)
+	}
+	sem.unrelease(h) // the call gives up
+	sem.mu.Lock()
+	_, kept := sem.held[h.Key()]
+	sem.mu.Unlock()
+	if kept {
+		t.Error("the claim stayed in held after its Release call gave up with the delete seen")
+	}
+	if cause := context.Cause(h.Context()); !errors.Is(cause, errGoneUnanswered) {
+		t.Errorf("the held slot ended with %v, want %v", cause, errGoneUnanswered)
+	}
+}
+
+func (r *inFlightRelease) tracked() bool {
+	r.sem.mu.Lock()
+	defer r.sem.mu.Unlock()
+	return r.sem.held[r.h.Key()] == r.h
 }
 
 // inFlightRelease is a claim whose release went unanswered and is held in
@@ -98,7 +152,9 @@ type inFlightRelease struct {
 	blocker chan error
 }
 
-func releaseHeldInFlight(t *testing.T) *inFlightRelease {
+// releaseHeldInFlight claims j's run j@1 and sends its release with ops
+// (by default the entry's delete and a record) until its caller gives up.
+func releaseHeldInFlight(t *testing.T, ops ...clientv3.Op) *inFlightRelease {
 	t.Helper()
 	r := &inFlightRelease{cli: etcdtest.Start(t).Client(), blocker: make(chan error, 2)}
 	r.kv = &holdNextKV{KVClient: clientv3.RetryKVClient(r.cli), gate: make(chan struct{}), started: make(chan struct{}, 1)}
@@ -106,7 +162,10 @@ func releaseHeldInFlight(t *testing.T) *inFlightRelease {
 	sess, ctx := sessionFor(t, r.cli)
 	r.ctx = ctx
 	entry, record := testLayout.Entry("j", "j@1"), testLayout.Record("j", "j@1")
-	r.record, r.ops = record, []clientv3.Op{clientv3.OpDelete(entry), clientv3.OpPut(record, "succeeded")}
+	r.record, r.ops = record, ops
+	if len(ops) == 0 {
+		r.ops = []clientv3.Op{clientv3.OpDelete(entry), clientv3.OpPut(record, "succeeded")}
+	}
 	read, err := r.cli.Put(ctx, entry, "pending")
 	if err != nil {
 		t.Fatal(err)
@@ -148,14 +207,14 @@ func (r *inFlightRelease) awaitBlockers(t *testing.T) {
 }
 
 // releaseAgain checks the second release's err: told the run's release
-// applied, its record written once.
-func (r *inFlightRelease) releaseAgain(t *testing.T, err error) {
+// applied, its record written once, the claim ended with cause.
+func (r *inFlightRelease) releaseAgain(t *testing.T, err, cause error) {
 	t.Helper()
 	if err != nil {
 		t.Fatalf("a release sent again after its first send applied: %v, want it read back as applied", err)
 	}
-	if cause := context.Cause(r.h.Context()); !errors.Is(cause, ErrReleased) {
-		t.Errorf("the held slot ended with %v, want %v", cause, ErrReleased)
+	if got := context.Cause(r.h.Context()); !errors.Is(got, cause) {
+		t.Errorf("the held slot ended with %v, want %v", got, cause)
 	}
 	resp, err := r.cli.Get(r.ctx, r.record)
 	if err != nil {
