@@ -22,14 +22,35 @@ import (
 // word; it leads only with a later session whose key is really the oldest.
 //
 // The lease is revoked behind the session's back and the session's clock
-// does not move, so it sends no keepalive and still believes in the lease
-// when Campaign returns: that is what a process pause or a slow keepalive
-// looks like, and only the confirmation read stands between it and a
-// phantom leader. (With a real clock a keepalive could fall between the
-// revoke and Campaign's return, end the session first and skip the
-// confirmation: CI saw it under load.) Once the confirmation has refused
-// the win, the clock passes the TTL and the session lapses.
+// does not move, so it sends no keepalive of its own and still believes in
+// the lease when Campaign returns: that is what a process pause or a slow
+// keepalive looks like, and the confirmation read stands between it and a
+// phantom leader (the proclaim behind it, fenced by the key's create
+// revision, refuses too: without both the test fails "phantom leader";
+// without the read alone, "not exercised"). Once the confirmation has
+// refused the win, the clock passes the TTL and the session lapses.
+//
+// clientv3's session beneath ours keeps the lease alive on the real clock,
+// and sends its first keepalive up to 500 ms after it starts (the lessor's
+// send loop, retryConnWait): sent after the revoke, it ends the session
+// before Campaign returns, and the next session leads rightly, the
+// confirmation not exercised (CI, 12-03, a test of 0.26 s). Such an attempt
+// is tried again; a lead with the revoked lease fails at once.
 func TestCampaignWonWithLostLeaseIsNotLeadership(t *testing.T) {
+	const attempts = 5
+	for i := 1; i <= attempts; i++ {
+		if campaignAfterRevoke(t) {
+			return
+		}
+		t.Logf("attempt %d: clientv3's own keepalive saw the revoke before Campaign returned; again", i)
+	}
+	t.Fatalf("the confirmation was not exercised in %d attempts", attempts)
+}
+
+// campaignAfterRevoke queues replica b behind a holder, revokes b's lease,
+// has the holder resign, and fails the test if b leads with the revoked
+// lease. It reports whether b's confirmation refused the win.
+func campaignAfterRevoke(t *testing.T) bool {
 	cluster := etcdtest.Start(t)
 	witness := cluster.Client()
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
@@ -60,6 +81,7 @@ func TestCampaignWonWithLostLeaseIsNotLeadership(t *testing.T) {
 	held := clockwork.NewFakeClock()
 	b := startReplica(t, cluster.Endpoints(), "b", ts.lead("b"),
 		replicaOpts{ttl: 10 * time.Second, margin: time.Second, logger: slog.New(logs), sessionClock: held})
+	defer b.stop()
 	s, err := b.sessions.Current(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -77,12 +99,16 @@ func TestCampaignWonWithLostLeaseIsNotLeadership(t *testing.T) {
 	if err := holder.Resign(ctx); err != nil {
 		t.Fatal(err)
 	}
-	poll.For(t, 30*time.Second, "the confirmation to refuse b's win", func() bool {
-		return logs.has("campaign returned, but our key is not the leader's") || len(ts.starts) > 0
+	const refused = "campaign returned, but our key is not the leader's"
+	poll.For(t, 30*time.Second, "the confirmation to refuse b's win, or b to lead", func() bool {
+		return logs.has(refused) || len(ts.starts) > 0
 	})
 	select {
 	case s := <-ts.starts:
-		t.Fatalf("phantom leader: lead called with lease %x (key %s) before the session lapsed", s.l.Lease, s.l.Key)
+		if s.l.Lease == doomed {
+			t.Fatalf("phantom leader: lead called with the revoked lease %x (key %s)", doomed, s.l.Key)
+		}
+		return logs.has(refused) // a new session led: the old one learned of the revoke first
 	default:
 	}
 	held.Advance(10 * time.Second) // past the TTL: the session lapses, the next one campaigns
@@ -91,6 +117,7 @@ func TestCampaignWonWithLostLeaseIsNotLeadership(t *testing.T) {
 		t.Fatalf("phantom leader: lead called with the revoked lease %x (key %s)", doomed, next.l.Key)
 	}
 	t.Logf("b led %s after the holder resigned, with new lease %x", next.at.Sub(resigned), next.l.Lease)
+	return true
 }
 
 // recorder is a slog.Handler that keeps the messages.
