@@ -27,6 +27,9 @@ var (
 
 // errGoneUnanswered ends a claim whose keys the view saw deleted after a
 // send of its release went unanswered and its caller gave up: most likely
-// by that release, applied late; a slot of a live lease is deleted
-// otherwise only by a take-over of an unstarted run (assign.StealAhead).
+// by that release, applied late; the slot of a tracked claim on a live
+// lease is deleted otherwise only by a take-over of an unstarted run
+// (assign.StealAhead), and with the lease gone the session's end has
+// ended the claim first. It must not wrap ErrLost: the worker's settle
+// stops on that, and here the next Release reads back what happened.
 var errGoneUnanswered = fmt.Errorf("slots: the slot was deleted after its release went unanswered: %w", ErrIndeterminate)

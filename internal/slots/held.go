@@ -43,6 +43,9 @@ type Held struct {
 	// releaseUnanswered: a release was sent and its answer lost, so it may
 	// apply yet: no keep is sent after it (Keep).
 	releaseUnanswered bool
+	// released, keepUnanswered and releaseUnanswered are written and read
+	// only by the caller of Release and Keep: a claim's calls of the two
+	// never overlap (the worker's settle, or one dropHeld), so no lock.
 
 	// Guarded by Semaphore.mu.
 	releasing bool // a release may apply: a delete is not a loss yet

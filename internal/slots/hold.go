@@ -39,7 +39,8 @@ var ErrHoldLost = errors.New("slots: held slot lost")
 // ErrIndeterminate: not known yet; Keep can be called again. Any other
 // error: no keep of h was sent that could apply. A release of h whose
 // answer was lost may still apply, after a keep too: once one was sent,
-// Keep sends nothing and errs, so the caller releases again (one way).
+// Keep sends nothing and errs, so the caller releases again (one way). A
+// claim's calls of Keep and Release must not overlap.
 func (s *Semaphore) Keep(ctx context.Context, h *Held, witness string, then ...clientv3.Op) error {
 	if h.releaseUnanswered {
 		return fmt.Errorf("slots: keep %s slot %d token %d: a release of the claim was sent and may apply: not kept", h.Job, h.Slot, h.Token)

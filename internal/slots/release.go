@@ -22,11 +22,13 @@ import (
 // the release did not apply and it is sent again; gone while the lease lives
 // means it applied; gone with the lease gone cannot be told apart from an
 // expiry (ErrIndeterminate). Only a take-over of an unstarted run
-// (assign.StealAhead) deletes another slot of a live lease, and that run's
-// release writes nothing: read back as applied, nothing is written twice.
+// (assign.StealAhead) deletes the slot of a tracked claim on a live lease
+// (DropKept and ClaimHeld delete only holds no claim tracks), and that
+// run's release writes nothing: read back as applied, nothing is written
+// twice.
 // A send refused after one whose response was lost is read back the same
 // way: that one may have applied since, and its delete refused this one
-// (refusedBack).
+// (refusedBack). A claim's calls of Release and Keep must not overlap.
 func (s *Semaphore) Release(ctx context.Context, h *Held, then ...clientv3.Op) error {
 	_, err := s.release(ctx, h, then...)
 	return err
