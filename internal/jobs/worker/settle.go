@@ -33,9 +33,9 @@ var settleRetry = backoff.Policy{Min: 100 * time.Millisecond, Max: 2 * time.Seco
 // lost (slots.ErrNotOwner, or the view saw its keys deleted outside a
 // release: slots.ErrLost; a delete after a release whose answer was lost
 // ends the claim otherwise, and the next attempt reads back whether that
-// release applied), when the session that holds it ends, or once the shutdown grace is over (the
-// drain's last attempt is its only one; the revoke that follows frees the
-// slot).
+// release applied), when the session that holds it ends, or once the
+// shutdown grace is over (the drain's last attempt is its only one; the
+// revoke that follows frees the slot).
 func (c *core) settle(held *slots.Held, log *slog.Logger, end func(ctx context.Context) error) error {
 	ttl := c.d.Config().Cluster.SessionTTL.D()
 	b := settleRetry.Start()
