@@ -29,6 +29,9 @@ type flags struct {
 	leanRuns  []int
 	// leanHistory: records a job holds in the lean floor, a step each.
 	leanHistory []int
+	// leanSlots: whether the lean floor's runs hold a slot each, a step
+	// each (true: the protocol's).
+	leanSlots []bool
 	// schedulerAt: the replicas run cmd/scheduler as it was at this git
 	// ref (cluster.BuildAt); the bench, its references and etcd stay this
 	// commit's.
@@ -37,7 +40,7 @@ type flags struct {
 
 // flagLists are the flags given as comma lists, before they are parsed.
 type flagLists struct {
-	jobs, rates, scaleJobs, coreCounts, burstJobs, replicas, leanRuns, leanHistory string
+	jobs, rates, scaleJobs, coreCounts, burstJobs, replicas, leanRuns, leanHistory, leanSlots string
 }
 
 // defineFlags declares the command line into f and l.
@@ -63,6 +66,7 @@ func defineFlags(f *flags, l *flagLists) {
 	flag.BoolVar(&f.burst.overload, "burst-overload", true, "burst: run a step at twice our ceiling (when it is not one of -burst-jobs)")
 	flag.StringVar(&l.leanRuns, "leanfloor-runs", "500,1000,2000,4000", "leanfloor: runs due each second, each a step")
 	flag.StringVar(&l.leanHistory, "leanfloor-history", "0", "leanfloor: records each job holds from a step's start, kept so by a range delete every 10 runs (a steady state's: 100, history_limit's default), each a step of its own at each -leanfloor-runs")
+	flag.StringVar(&l.leanSlots, "leanfloor-slot", "with", "leanfloor: with (each run holds a slot of its own, as the protocol's), without (the chunk's marker the only hold: what the slot's four operations a run cost etcd), or with,without: a step each, alternating")
 	flag.IntVar(&f.limitConc, "limit-conc", 32, "limit: transactions in flight per client")
 	flag.BoolVar(&f.jsonOnly, "json-only", false, "print only the JSON objects")
 	flag.StringVar(&f.dir, "dir", "", "work directory for binaries, data and logs (default: a temporary one)")
@@ -96,6 +100,9 @@ func (l flagLists) into(f *flags) error {
 	}
 	if f.leanHistory, err = histories(l.leanHistory); err != nil {
 		return fmt.Errorf("-leanfloor-history: %w", err)
+	}
+	if f.leanSlots, err = slotModes(l.leanSlots); err != nil {
+		return fmt.Errorf("-leanfloor-slot: %w", err)
 	}
 	if f.burst.replicas, err = ints(l.replicas); err != nil {
 		return fmt.Errorf("-replicas: %w", err)
@@ -167,6 +174,22 @@ func intsWithin(s string, lo, hi int, what string) ([]int, error) {
 			return nil, fmt.Errorf("%q %s", p, what)
 		}
 		out = append(out, n)
+	}
+	return out, nil
+}
+
+// slotModes parses -leanfloor-slot: a comma list of with and without.
+func slotModes(s string) ([]bool, error) {
+	var out []bool
+	for _, m := range strings.Split(s, ",") {
+		switch strings.TrimSpace(m) {
+		case "with":
+			out = append(out, true)
+		case "without":
+			out = append(out, false)
+		default:
+			return nil, fmt.Errorf("%q: give with, without, or both (with,without)", m)
+		}
 	}
 	return out, nil
 }

@@ -24,7 +24,10 @@ type leanStep struct {
 	RunsPerInstant int `json:"runs_per_instant"`
 	// History: records each job held from the step's start, kept so
 	// (leanDriver.prune); RecordsHeld: the records etcd held at its end.
-	History       int     `json:"history_per_job"`
+	History int `json:"history_per_job"`
+	// Slot: each run held a slot of its own, as the protocol's do; false:
+	// the chunk's marker alone (leanDriver.slot).
+	Slot          bool    `json:"slot_a_run"`
 	RecordsHeld   int64   `json:"records_held"`
 	Workers       int     `json:"workers"`
 	Seconds       float64 `json:"seconds"`
@@ -73,7 +76,7 @@ func leanCheck(n, w int) error {
 	return nil
 }
 
-func leanFloor(ctx context.Context, e *env, steps, histories []int, d time.Duration) (leanResult, error) {
+func leanFloor(ctx context.Context, e *env, steps, histories []int, slots []bool, d time.Duration) (leanResult, error) {
 	w := len(e.c.Replicas)
 	res := leanResult{Workers: w, CursorWindow: leanWindow, Chunk: leanChunk, ReleaseBatch: leanRelease}
 	for _, n := range steps {
@@ -88,17 +91,19 @@ func leanFloor(ctx context.Context, e *env, steps, histories []int, d time.Durat
 	logf("leanfloor: etcd idle: %.3f cores", res.EtcdIdleCores)
 	for _, h := range histories {
 		for _, n := range steps {
-			logf("leanfloor: %d runs an instant, %d workers, %d records a job held, for %s", n, w, h, d)
-			st, err := leanStepRun(ctx, e, n, h, d)
-			if err != nil {
-				return res, err
-			}
-			st.EtcdCPUAboveIdle = aboveIdle(st.CPU["etcd"], res.EtcdIdleCores, st.Seconds, st.Runs)
-			logf("leanfloor: %.0f runs/s, etcd %.3f ms, %.2f index ops (predicted %.2f), %.3f revisions per run; %d records held; %d failed, %d errors; a run: %s",
-				st.RunsPerSec, st.EtcdCPUPerRun, st.IndexOpsPerRun, st.Predicted.IndexOps, st.RevsPerRun, st.RecordsHeld, st.Failed, st.Errors, st.Wire)
-			res.Steps = append(res.Steps, st)
-			if err := e.compact(ctx); err != nil {
-				return res, err
+			for _, slot := range slots {
+				logf("leanfloor: %d runs an instant, %d workers, %d records a job held, %s, for %s", n, w, h, slotNote(slot), d)
+				st, err := leanStepRun(ctx, e, n, h, slot, d)
+				if err != nil {
+					return res, err
+				}
+				st.EtcdCPUAboveIdle = aboveIdle(st.CPU["etcd"], res.EtcdIdleCores, st.Seconds, st.Runs)
+				logf("leanfloor: %.0f runs/s, etcd %.3f ms, %.2f index ops (predicted %.2f), %.3f revisions per run; %d records held; %d failed, %d errors; a run: %s",
+					st.RunsPerSec, st.EtcdCPUPerRun, st.IndexOpsPerRun, st.Predicted.IndexOps, st.RevsPerRun, st.RecordsHeld, st.Failed, st.Errors, st.Wire)
+				res.Steps = append(res.Steps, st)
+				if err := e.compact(ctx); err != nil {
+					return res, err
+				}
 			}
 		}
 	}
@@ -111,8 +116,16 @@ func leanFloor(ctx context.Context, e *env, steps, histories []int, d time.Durat
 	return res, e.compact(ctx)
 }
 
-func leanStepRun(ctx context.Context, e *env, n, history int, d time.Duration) (leanStep, error) {
-	st := leanStep{RunsPerInstant: n, Workers: len(e.c.Replicas), History: history, Predicted: leanPredict(n, len(e.c.Replicas), history)}
+// slotNote says how a step's runs are held.
+func slotNote(slot bool) string {
+	if slot {
+		return "a slot a run"
+	}
+	return "no slot (the chunk's marker the only hold)"
+}
+
+func leanStepRun(ctx context.Context, e *env, n, history int, slot bool, d time.Duration) (leanStep, error) {
+	st := leanStep{RunsPerInstant: n, Workers: len(e.c.Replicas), History: history, Slot: slot, Predicted: leanPredict(n, len(e.c.Replicas), history, slot)}
 	clis, err := e.proxyClients()
 	defer closeAll(clis)
 	if err != nil {
@@ -129,7 +142,7 @@ func leanStepRun(ctx context.Context, e *env, n, history int, d time.Duration) (
 	if err != nil {
 		return st, err
 	}
-	drv, err := newLeanDriver(clis, leases, fence, n, history, time.Now().UTC().Truncate(time.Second))
+	drv, err := newLeanDriver(clis, leases, fence, n, history, slot, time.Now().UTC().Truncate(time.Second))
 	if err != nil {
 		return st, err
 	}

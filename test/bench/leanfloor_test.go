@@ -69,19 +69,29 @@ func TestLeanPredict(t *testing.T) {
 	// assignments (compare, put) = 7 ops, 3 cursors in all (6 ops); each
 	// worker's one run: claim 2 + 4, release 3, cleanup 2 x (1 + 1) = 13
 	// ops in 3 revisions. (7*7 + 6 + 7*3*13) / 21 runs; (7 + 7*3*3) / 21.
-	got := leanPredict(3, 3, 0)
+	got := leanPredict(3, 3, 0, true)
 	if math.Abs(got.IndexOps-328.0/21) > 1e-9 || math.Abs(got.Revisions-70.0/21) > 1e-9 {
-		t.Errorf("leanPredict(3, 3, 0) = %+v, want 328/21 ops and 70/21 revisions", got)
+		t.Errorf("leanPredict(3, 3, 0, true) = %+v, want 328/21 ops and 70/21 revisions", got)
 	}
 	// With a history each job's range delete every 10 instants, in a
 	// release: a tenth of an operation a run, no revision.
-	got = leanPredict(3, 3, 100)
+	got = leanPredict(3, 3, 100, true)
 	if math.Abs(got.IndexOps-(328.0/21+0.1)) > 1e-9 || math.Abs(got.Revisions-70.0/21) > 1e-9 {
-		t.Errorf("leanPredict(3, 3, 100) = %+v, want 328/21 + 0.1 ops and 70/21 revisions", got)
+		t.Errorf("leanPredict(3, 3, 100, true) = %+v, want 328/21 + 0.1 ops and 70/21 revisions", got)
 	}
 	// docs/protocol.md's table: about 7.4 at N = 1,000, W = 3.
-	if got := leanPredict(1000, 3, 0); got.IndexOps < 7.3 || got.IndexOps > 7.5 {
-		t.Errorf("leanPredict(1000, 3, 0) = %.3f index ops per run, docs/protocol.md predicts ~7.4", got.IndexOps)
+	if got := leanPredict(1000, 3, 0, true); got.IndexOps < 7.3 || got.IndexOps > 7.5 {
+		t.Errorf("leanPredict(1000, 3, 0, true) = %.3f index ops per run, docs/protocol.md predicts ~7.4", got.IndexOps)
+	}
+	// Without a slot a run: claim 2 + 2, release 1, cleanup 4 = 9 ops a
+	// worker's run in the same 3 revisions. (7*7 + 6 + 7*3*9) / 21 runs.
+	got = leanPredict(3, 3, 0, false)
+	if math.Abs(got.IndexOps-244.0/21) > 1e-9 || math.Abs(got.Revisions-70.0/21) > 1e-9 {
+		t.Errorf("leanPredict(3, 3, 0, false) = %+v, want 244/21 ops and 70/21 revisions", got)
+	}
+	// Four operations a run fewer at any size.
+	if with, without := leanPredict(1000, 3, 100, true), leanPredict(1000, 3, 100, false); math.Abs(with.IndexOps-without.IndexOps-4) > 1e-9 {
+		t.Errorf("1,000 runs: %.3f index ops a run with a slot, %.3f without: want 4 apart", with.IndexOps, without.IndexOps)
 	}
 }
 

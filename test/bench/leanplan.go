@@ -91,15 +91,17 @@ type leanCost struct {
 // leanPredict is the fast path's cost per run with n runs an instant among
 // w workers, each job holding history records, averaged over leanWindow
 // times leanPruneEvery instants (every cursor moves and every history is
-// pruned a whole number of times in it), when no compare fails.
-func leanPredict(n, w, history int) leanCost {
+// pruned a whole number of times in it), when no compare fails; slot: each
+// run holds a slot of its own (the protocol), or not (what the slot's four
+// operations cost, measured apart).
+func leanPredict(n, w, history int, slot bool) leanCost {
 	if n <= 0 || w <= 0 {
 		return leanCost{}
 	}
 	var sum leanCost
 	const instants = leanWindow * leanPruneEvery
 	for instant := range int64(instants) {
-		c := leanInstantCost(n, w, history, instant)
+		c := leanInstantCost(n, w, history, instant, slot)
 		sum.IndexOps += c.IndexOps
 		sum.Revisions += c.Revisions
 	}
@@ -111,7 +113,7 @@ func leanPredict(n, w, history int) leanCost {
 // all: its authorization, then each worker's assignment, and with a
 // history each job's prune when it is due (leanDriver.prune: a range
 // delete is one index operation, in the release's revision).
-func leanInstantCost(n, w, history int, instant int64) leanCost {
+func leanInstantCost(n, w, history int, instant int64, slot bool) leanCost {
 	var c leanCost
 	if history > 0 && (instant+1)%leanPruneEvery == 0 {
 		c.IndexOps += float64(n)
@@ -131,7 +133,7 @@ func leanInstantCost(n, w, history int, instant int64) leanCost {
 		c.Revisions++
 	}
 	for _, js := range jobs {
-		o, r := leanWorkerCost(len(js))
+		o, r := leanWorkerCost(len(js), slot)
 		c.IndexOps, c.Revisions = c.IndexOps+o, c.Revisions+r
 	}
 	return c
@@ -139,18 +141,22 @@ func leanInstantCost(n, w, history int, instant int64) leanCost {
 
 // leanWorkerCost is one worker's index operations and revisions for an
 // assignment of m runs: the claims, the releases and the cleanup.
-func leanWorkerCost(m int) (ops, revs float64) {
+func leanWorkerCost(m int, slot bool) (ops, revs float64) {
 	if m == 0 {
 		return 0, 0
 	}
+	// Claim: per run the record's and the queue range's compares, and
+	// with a slot its compare and put. Release: per run the record's put,
+	// and with a slot the token's compare and the slot's delete.
+	claim, release := 2.0, 1.0
+	if slot {
+		claim, release = 4, 3
+	}
 	for _, c := range leanChunks(make([]int, m), leanChunk) {
-		// Claim: the assignment's compare, the marker's put; per run the
-		// record's, the slot's and the queue range's compares, the slot put.
-		ops += 2 + 4*float64(len(c))
+		// The assignment's compare, the marker's put.
+		ops += 2 + claim*float64(len(c))
 		revs++
-		// Release: per run the token's compare, the slot's delete, the
-		// record's put.
-		ops += 3 * float64(len(c))
+		ops += release * float64(len(c))
 		revs += float64(len(leanChunks(c, leanRelease)))
 	}
 	// Cleanup: compare and delete the assignment and each marker.

@@ -39,6 +39,10 @@ type leanDriver struct {
 	// history: records each job holds before the step (seed), kept at
 	// that many to history+leanPruneEvery during it (prunes).
 	history int
+	// slot: each run claims and releases a slot of its own, as the
+	// protocol does; without, the chunk's marker is the only hold, and the
+	// step measures what the slot's four operations a run cost etcd.
+	slot bool
 
 	runs, failed, errs, authTxns atomic.Int64
 }
@@ -52,14 +56,14 @@ type leanAssignment struct {
 
 // newLeanDriver validates the step: every worker's cleanup must fit one
 // transaction.
-func newLeanDriver(clis []*clientv3.Client, leases []clientv3.LeaseID, fence clientv3.Cmp, n, history int, first time.Time) (*leanDriver, error) {
+func newLeanDriver(clis []*clientv3.Client, leases []clientv3.LeaseID, fence clientv3.Cmp, n, history int, slot bool, first time.Time) (*leanDriver, error) {
 	if len(clis) == 0 || len(leases) != len(clis) {
 		return nil, fmt.Errorf("leanfloor: %d clients and %d leases: want one lease per client, at least one", len(clis), len(leases))
 	}
 	if history < 0 || history > leanMaxSeed {
 		return nil, fmt.Errorf("leanfloor: a history of %d records a job: give 0 to %d (one transaction seeds a job's)", history, leanMaxSeed)
 	}
-	d := &leanDriver{clis: clis, leases: leases, fence: fence, n: n, history: history, first: first,
+	d := &leanDriver{clis: clis, leases: leases, fence: fence, n: n, history: history, slot: slot, first: first,
 		jobs: leanAssign(n, len(clis)), cursorRev: make([]int64, n),
 		slotVal: strings.Repeat("s", floorSlotBytes), recordVal: strings.Repeat("c", floorRecordBytes)}
 	for w, js := range d.jobs {
@@ -217,14 +221,7 @@ func (d *leanDriver) chunk(ctx context.Context, w, c int, jobs []int, a leanAssi
 		name := leanJobName(j)
 		slots[k] = leanPrefix + "slots/" + name + "/0"
 		records[k] = d.recordKey(j, a.instant)
-		then = append(then, clientv3.OpTxn(
-			[]clientv3.Cmp{
-				clientv3.Compare(clientv3.CreateRevision(records[k]), "=", 0),
-				clientv3.Compare(clientv3.CreateRevision(slots[k]), "=", 0),
-				clientv3.Compare(clientv3.CreateRevision(leanPrefix+"queue/"+name+"/"), "=", 0).WithPrefix(),
-			},
-			[]clientv3.Op{clientv3.OpPut(slots[k], d.slotVal, clientv3.WithLease(d.leases[w]))},
-			[]clientv3.Op{clientv3.OpGet(slots[k])}))
+		then = append(then, d.claimRun(w, records[k], slots[k], name))
 	}
 	assign := clientv3.Compare(clientv3.CreateRevision(d.assignKey(w, stamp)), "=", a.rev)
 	resp, ok := d.commit(ctx, d.clis[w], []clientv3.Cmp{assign}, then)
@@ -235,10 +232,7 @@ func (d *leanDriver) chunk(ctx context.Context, w, c int, jobs []int, a leanAssi
 	for lo := 0; lo < len(jobs); lo += leanRelease {
 		var rel []clientv3.Op
 		for k := lo; k < min(lo+leanRelease, len(jobs)); k++ {
-			ops := []clientv3.Op{clientv3.OpDelete(slots[k]), clientv3.OpPut(records[k], d.recordVal)}
-			rel = append(rel, clientv3.OpTxn(
-				[]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(slots[k]), "=", token)},
-				append(ops, d.prune(jobs[k], a.instant)...), nil))
+			rel = append(rel, d.releaseRun(records[k], slots[k], token, d.prune(jobs[k], a.instant)))
 		}
 		if _, ok := d.commit(ctx, d.clis[w], nil, rel); !ok {
 			return 0, false
@@ -246,6 +240,35 @@ func (d *leanDriver) chunk(ctx context.Context, w, c int, jobs []int, a leanAssi
 		d.runs.Add(int64(len(rel)))
 	}
 	return token, true
+}
+
+// claimRun is a run's part of its chunk's claim: the record absent and
+// nobody of the job waiting, and with a slot, the slot free and put under
+// the worker's lease.
+func (d *leanDriver) claimRun(w int, record, slot, job string) clientv3.Op {
+	cmps := []clientv3.Cmp{
+		clientv3.Compare(clientv3.CreateRevision(record), "=", 0),
+		clientv3.Compare(clientv3.CreateRevision(leanPrefix+"queue/"+job+"/"), "=", 0).WithPrefix(),
+	}
+	if !d.slot {
+		return clientv3.OpTxn(cmps, nil, nil)
+	}
+	cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(slot), "=", 0))
+	return clientv3.OpTxn(cmps,
+		[]clientv3.Op{clientv3.OpPut(slot, d.slotVal, clientv3.WithLease(d.leases[w]))},
+		[]clientv3.Op{clientv3.OpGet(slot)})
+}
+
+// releaseRun is a run's part of a release commit: its record (and the
+// prune when due), and with a slot, the slot's delete if it still holds
+// the claim's token.
+func (d *leanDriver) releaseRun(record, slot string, token int64, prune []clientv3.Op) clientv3.Op {
+	ops := append([]clientv3.Op{clientv3.OpPut(record, d.recordVal)}, prune...)
+	if !d.slot {
+		return clientv3.OpTxn(nil, ops, nil)
+	}
+	return clientv3.OpTxn([]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(slot), "=", token)},
+		append([]clientv3.Op{clientv3.OpDelete(slot)}, ops...), nil)
 }
 
 // cleanup deletes an assignment all of whose runs were released, and its

@@ -12,9 +12,9 @@ import (
 )
 
 // leanSetup is a driver of n runs an instant among three workers, each
-// job holding history records, each worker with its own client of one
-// embedded member, and a fourth client to look.
-func leanSetup(t *testing.T, ctx context.Context, n, history int) (*leanDriver, *etcdtest.Cluster, *clientv3.Client) {
+// job holding history records, each run a slot if slot, each worker with
+// its own client of one embedded member, and a fourth client to look.
+func leanSetup(t *testing.T, ctx context.Context, n, history int, slot bool) (*leanDriver, *etcdtest.Cluster, *clientv3.Client) {
 	t.Helper()
 	c := etcdtest.Start(t)
 	admin := c.Client()
@@ -28,7 +28,7 @@ func leanSetup(t *testing.T, ctx context.Context, n, history int) (*leanDriver, 
 		t.Fatal(err)
 	}
 	fence := clientv3.Compare(clientv3.CreateRevision(leanPrefix+"fence"), "=", fr.Header.Revision)
-	d, err := newLeanDriver(clis, leases, fence, n, history, time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC))
+	d, err := newLeanDriver(clis, leases, fence, n, history, slot, time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,22 +45,27 @@ func leanCount(t *testing.T, ctx context.Context, cli *clientv3.Client, sub stri
 	return resp.Count
 }
 
-// The driver does exactly the plan's transactions: etcd's index counters
-// and revision move by what leanInstantCost predicts, every run leaves one
-// record, and no slot, assignment or marker is left.
+// The driver does exactly the plan's transactions, with a slot a run and
+// without: etcd's index counters and revision move by what leanInstantCost
+// predicts, every run leaves one record, and no slot, assignment or marker
+// is left.
 func TestLeanDriverDoesThePlannedTransactions(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	const n, instants = 250, 3 // 84, 83, 83 runs a worker: chunks of 40, 40 and a few
-	d, c, admin := leanSetup(t, ctx, n, 0)
-	leanDrive(t, ctx, d, c, admin, instants)
-	if got := leanCount(t, ctx, admin, "runs/"); got != n*instants {
-		t.Errorf("%d records, want one per run: %d", got, n*instants)
-	}
-	for _, sub := range []string{"slots/", "assign/", "claimed/"} {
-		if got := leanCount(t, ctx, admin, sub); got != 0 {
-			t.Errorf("%d keys left under %s, want none after every release and cleanup", got, sub)
-		}
+	for _, slot := range []bool{true, false} {
+		t.Run(slotNote(slot), func(t *testing.T) {
+			d, c, admin := leanSetup(t, ctx, n, 0, slot)
+			leanDrive(t, ctx, d, c, admin, instants)
+			if got := leanCount(t, ctx, admin, "runs/"); got != n*instants {
+				t.Errorf("%d records, want one per run: %d", got, n*instants)
+			}
+			for _, sub := range []string{"slots/", "assign/", "claimed/"} {
+				if got := leanCount(t, ctx, admin, sub); got != 0 {
+					t.Errorf("%d keys left under %s, want none after every release and cleanup", got, sub)
+				}
+			}
+		})
 	}
 }
 
@@ -71,7 +76,7 @@ func TestLeanDriverKeepsEachJobsHistory(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	const n, history, instants = 30, 20, 2 * leanPruneEvery
-	d, c, admin := leanSetup(t, ctx, n, history)
+	d, c, admin := leanSetup(t, ctx, n, history, true)
 	if err := d.seed(ctx, admin); err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +123,7 @@ func leanDrive(t *testing.T, ctx context.Context, d *leanDriver, c *etcdtest.Clu
 		for w := range d.clis {
 			d.instant(ctx, ctx, w, leanAssignment{instant: i, rev: rev})
 		}
-		ic := leanInstantCost(d.n, len(d.clis), d.history, i)
+		ic := leanInstantCost(d.n, len(d.clis), d.history, i, d.slot)
 		want.IndexOps, want.Revisions = want.IndexOps+ic.IndexOps, want.Revisions+ic.Revisions
 	}
 	c1, err := scrape(ctx, metrics, mvccRange, mvccPut, mvccDelete, mvccTxn)
@@ -146,7 +151,7 @@ func leanDrive(t *testing.T, ctx context.Context, d *leanDriver, c *etcdtest.Clu
 func TestLeanDriverRunStopsWithEverySlotReleased(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	d, _, admin := leanSetup(t, ctx, 600, 0) // 200 a worker: 5 chunks, 4 in flight
+	d, _, admin := leanSetup(t, ctx, 600, 0, true) // 200 a worker: 5 chunks, 4 in flight
 	stop, end := context.WithCancel(ctx)
 	defer end()
 	done := make(chan struct{})

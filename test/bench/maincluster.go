@@ -73,7 +73,7 @@ func limitScenarios(ctx context.Context, e *env, f flags, want map[string]bool, 
 		emit(report{Scenario: "floor", Data: r, Rows: r.rows()})
 	}
 	if want["leanfloor"] {
-		r, err := leanFloor(ctx, e, f.leanRuns, f.leanHistory, f.duration)
+		r, err := leanFloor(ctx, e, f.leanRuns, f.leanHistory, f.leanSlots, f.duration)
 		if err != nil {
 			return fmt.Errorf("leanfloor: %w", err)
 		}

@@ -19,10 +19,20 @@ const (
 	clientBytesOut = "etcd_network_client_grpc_sent_bytes_total"
 	grpcMsgsIn     = "grpc_server_msg_received_total"
 	grpcMsgsOut    = "grpc_server_msg_sent_total"
+	// Where the members' work beside the operations goes: the raft
+	// traffic among them (appends, heartbeats, read indexes), and the
+	// client requests by kind (a read-only transaction or a range is a
+	// linearizable read: a read index, a heartbeat round of the leader).
+	peerBytesOut = "etcd_network_peer_sent_bytes_total"
+	txnCalls     = `grpc_server_handled_total{grpc_method="Txn"}`
+	rangeCalls   = `grpc_server_handled_total{grpc_method="Range"}`
+	watchMsgsOut = `grpc_server_msg_sent_total{grpc_method="Watch"}`
+	keepAlivesIn = `grpc_server_msg_received_total{grpc_method="LeaseKeepAlive"}`
 )
 
 // wireNames are the counters wireOf reads, scraped from every member.
-var wireNames = []string{walBytes, raftEntries, clientBytesIn, clientBytesOut, grpcMsgsIn, grpcMsgsOut}
+var wireNames = []string{walBytes, raftEntries, clientBytesIn, clientBytesOut, grpcMsgsIn, grpcMsgsOut,
+	peerBytesOut, txnCalls, rangeCalls, watchMsgsOut, keepAlivesIn}
 
 // wireCost is a run's share of them: the log a member writes (every
 // member writes every entry), and the client traffic of all members.
@@ -33,6 +43,11 @@ type wireCost struct {
 	ClientBytesOut float64 `json:"client_bytes_out"`
 	MsgsIn         float64 `json:"grpc_msgs_in"`
 	MsgsOut        float64 `json:"grpc_msgs_out"`
+	PeerBytesOut   float64 `json:"peer_bytes_out"`
+	Txns           float64 `json:"txn_calls"`
+	Ranges         float64 `json:"range_calls"`
+	WatchMsgs      float64 `json:"watch_msgs_out"`
+	KeepAlives     float64 `json:"keepalives_in"`
 }
 
 // wireOf is the run's share of the counters' deltas d over runs, with
@@ -46,6 +61,8 @@ func wireOf(d map[string]float64, members int, runs float64) *wireCost {
 		RaftEntries:   d[raftEntries] / float64(members) / runs,
 		ClientBytesIn: d[clientBytesIn] / runs, ClientBytesOut: d[clientBytesOut] / runs,
 		MsgsIn: d[grpcMsgsIn] / runs, MsgsOut: d[grpcMsgsOut] / runs,
+		PeerBytesOut: d[peerBytesOut] / runs, Txns: d[txnCalls] / runs, Ranges: d[rangeCalls] / runs,
+		WatchMsgs: d[watchMsgsOut] / runs, KeepAlives: d[keepAlivesIn] / runs,
 	}
 }
 
@@ -54,5 +71,6 @@ func (w *wireCost) String() string {
 	if w == nil {
 		return "not measured"
 	}
-	return fmt.Sprintf("%.3f raft entries, WAL %.0f B a member, clients' %.0f B in / %.0f B out, %.2f / %.2f gRPC messages", w.RaftEntries, w.WALBytes, w.ClientBytesIn, w.ClientBytesOut, w.MsgsIn, w.MsgsOut)
+	return fmt.Sprintf("%.3f raft entries, WAL %.0f B a member, clients' %.0f B in / %.0f B out, %.2f / %.2f gRPC messages (%.3f Txn, %.3f Range, %.3f Watch out, %.3f keep-alives), %.0f B among the members",
+		w.RaftEntries, w.WALBytes, w.ClientBytesIn, w.ClientBytesOut, w.MsgsIn, w.MsgsOut, w.Txns, w.Ranges, w.WatchMsgs, w.KeepAlives, w.PeerBytesOut)
 }
