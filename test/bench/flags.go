@@ -23,6 +23,9 @@ type flags struct {
 	dir       string
 	keep      bool
 	pprof     bool
+	// mainFsync: the members of the cluster the limit, floor, leanfloor
+	// and throughput scenarios share fsync their log.
+	mainFsync bool
 	logLevel  string
 	timeout   time.Duration
 	burst     burstConfig
@@ -30,8 +33,9 @@ type flags struct {
 	// leanHistory: records a job holds in the lean floor, a step each.
 	leanHistory []int
 	// leanSlots: whether the lean floor's runs hold a slot each, a step
-	// each (true: the protocol's).
-	leanSlots []bool
+	// each (true: the protocol's); leanWatch: whether its workers watch
+	// as replicas do, a step each.
+	leanSlots, leanWatch []bool
 	// schedulerAt: the replicas run cmd/scheduler as it was at this git
 	// ref (cluster.BuildAt); the bench, its references and etcd stay this
 	// commit's.
@@ -40,7 +44,7 @@ type flags struct {
 
 // flagLists are the flags given as comma lists, before they are parsed.
 type flagLists struct {
-	jobs, rates, scaleJobs, coreCounts, burstJobs, replicas, leanRuns, leanHistory, leanSlots string
+	jobs, rates, scaleJobs, coreCounts, burstJobs, replicas, leanRuns, leanHistory, leanSlots, leanWatch string
 }
 
 // defineFlags declares the command line into f and l.
@@ -64,9 +68,11 @@ func defineFlags(f *flags, l *flagLists) {
 	flag.IntVar(&f.burst.maxParallel, "burst-max-parallel", 2048, "burst: the replicas' worker.max_parallel")
 	flag.BoolVar(&f.burst.history, "burst-history", true, "burst: ours' jobs start with history_limit records each, so the window pays the prune a steady state pays (false: new jobs, whose histories do not fill in a window)")
 	flag.BoolVar(&f.burst.overload, "burst-overload", true, "burst: run a step at twice our ceiling (when it is not one of -burst-jobs)")
+	flag.BoolVar(&f.mainFsync, "fsync", false, "the etcd members of the cluster limit, floor, leanfloor and throughput share fsync their log, as -burst-fsync's do (default: --unsafe-no-fsync); the kernel's work of a sync counts in etcd's CPU, and grows with the bytes written")
 	flag.StringVar(&l.leanRuns, "leanfloor-runs", "500,1000,2000,4000", "leanfloor: runs due each second, each a step")
 	flag.StringVar(&l.leanHistory, "leanfloor-history", "0", "leanfloor: records each job holds from a step's start, kept so by a range delete every 10 runs (a steady state's: 100, history_limit's default), each a step of its own at each -leanfloor-runs")
 	flag.StringVar(&l.leanSlots, "leanfloor-slot", "with", "leanfloor: with (each run holds a slot of its own, as the protocol's), without (the chunk's marker the only hold: what the slot's four operations a run cost etcd), or with,without: a step each, alternating")
+	flag.StringVar(&l.leanWatch, "leanfloor-watch", "without", "leanfloor: without (nothing watches), with (each worker's client follows the assignments, the claim markers and the jobs' state, as a replica does: what the watches cost etcd), or with,without: a step each")
 	flag.IntVar(&f.limitConc, "limit-conc", 32, "limit: transactions in flight per client")
 	flag.BoolVar(&f.jsonOnly, "json-only", false, "print only the JSON objects")
 	flag.StringVar(&f.dir, "dir", "", "work directory for binaries, data and logs (default: a temporary one)")
@@ -101,8 +107,11 @@ func (l flagLists) into(f *flags) error {
 	if f.leanHistory, err = histories(l.leanHistory); err != nil {
 		return fmt.Errorf("-leanfloor-history: %w", err)
 	}
-	if f.leanSlots, err = slotModes(l.leanSlots); err != nil {
+	if f.leanSlots, err = withOrWithout(l.leanSlots); err != nil {
 		return fmt.Errorf("-leanfloor-slot: %w", err)
+	}
+	if f.leanWatch, err = withOrWithout(l.leanWatch); err != nil {
+		return fmt.Errorf("-leanfloor-watch: %w", err)
 	}
 	if f.burst.replicas, err = ints(l.replicas); err != nil {
 		return fmt.Errorf("-replicas: %w", err)
@@ -178,8 +187,8 @@ func intsWithin(s string, lo, hi int, what string) ([]int, error) {
 	return out, nil
 }
 
-// slotModes parses -leanfloor-slot: a comma list of with and without.
-func slotModes(s string) ([]bool, error) {
+// withOrWithout parses a comma list of with and without.
+func withOrWithout(s string) ([]bool, error) {
 	var out []bool
 	for _, m := range strings.Split(s, ",") {
 		switch strings.TrimSpace(m) {

@@ -26,18 +26,22 @@ type leanStep struct {
 	// (leanDriver.prune); RecordsHeld: the records etcd held at its end.
 	History int `json:"history_per_job"`
 	// Slot: each run held a slot of its own, as the protocol's do; false:
-	// the chunk's marker alone (leanDriver.slot).
-	Slot          bool    `json:"slot_a_run"`
-	RecordsHeld   int64   `json:"records_held"`
-	Workers       int     `json:"workers"`
-	Seconds       float64 `json:"seconds"`
-	Runs          int64   `json:"runs"`
-	RunsPerSec    float64 `json:"runs_per_s"`
-	Failed        int64   `json:"failed_txns"`
-	Errors        int64   `json:"errors"`
-	AuthorizeTxns int64   `json:"authorize_txns"`
-	Revisions     int64   `json:"revisions"`
-	RevsPerRun    float64 `json:"revisions_per_run"`
+	// the chunk's marker alone (leanDriver.slot). Watched: each worker's
+	// client followed leanWatched, as a replica does; EventsPerWatcher:
+	// the events each client was delivered a run.
+	Slot             bool    `json:"slot_a_run"`
+	Watched          bool    `json:"watched"`
+	EventsPerWatcher float64 `json:"events_per_watcher_per_run,omitempty"`
+	RecordsHeld      int64   `json:"records_held"`
+	Workers          int     `json:"workers"`
+	Seconds          float64 `json:"seconds"`
+	Runs             int64   `json:"runs"`
+	RunsPerSec       float64 `json:"runs_per_s"`
+	Failed           int64   `json:"failed_txns"`
+	Errors           int64   `json:"errors"`
+	AuthorizeTxns    int64   `json:"authorize_txns"`
+	Revisions        int64   `json:"revisions"`
+	RevsPerRun       float64 `json:"revisions_per_run"`
 	// MVCC: the members' etcd_mvcc_* deltas, per member (as the burst's).
 	MVCC           map[string]float64 `json:"mvcc_per_member"`
 	IndexOpsPerRun float64            `json:"index_ops_per_run"`
@@ -76,7 +80,35 @@ func leanCheck(n, w int) error {
 	return nil
 }
 
-func leanFloor(ctx context.Context, e *env, steps, histories []int, slots []bool, d time.Duration) (leanResult, error) {
+// leanShape is what a step's runs do beside the protocol's transactions.
+type leanShape struct {
+	slot  bool // a slot a run (the protocol's), or the chunk's marker alone
+	watch bool // each worker's client follows leanWatched
+}
+
+func (s leanShape) String() string {
+	out := "a slot a run"
+	if !s.slot {
+		out = "no slot (the chunk's marker the only hold)"
+	}
+	if s.watch {
+		out += ", each worker watching assignments, markers and cursors"
+	}
+	return out
+}
+
+// leanShapes are the steps' shapes, each slot mode with each watch mode.
+func leanShapes(slots, watches []bool) []leanShape {
+	var out []leanShape
+	for _, w := range watches {
+		for _, s := range slots {
+			out = append(out, leanShape{slot: s, watch: w})
+		}
+	}
+	return out
+}
+
+func leanFloor(ctx context.Context, e *env, steps, histories []int, shapes []leanShape, d time.Duration) (leanResult, error) {
 	w := len(e.c.Replicas)
 	res := leanResult{Workers: w, CursorWindow: leanWindow, Chunk: leanChunk, ReleaseBatch: leanRelease}
 	for _, n := range steps {
@@ -91,15 +123,15 @@ func leanFloor(ctx context.Context, e *env, steps, histories []int, slots []bool
 	logf("leanfloor: etcd idle: %.3f cores", res.EtcdIdleCores)
 	for _, h := range histories {
 		for _, n := range steps {
-			for _, slot := range slots {
-				logf("leanfloor: %d runs an instant, %d workers, %d records a job held, %s, for %s", n, w, h, slotNote(slot), d)
-				st, err := leanStepRun(ctx, e, n, h, slot, d)
+			for _, shape := range shapes {
+				logf("leanfloor: %d runs an instant, %d workers, %d records a job held, %s, for %s", n, w, h, shape, d)
+				st, err := leanStepRun(ctx, e, n, h, shape, d)
 				if err != nil {
 					return res, err
 				}
 				st.EtcdCPUAboveIdle = aboveIdle(st.CPU["etcd"], res.EtcdIdleCores, st.Seconds, st.Runs)
-				logf("leanfloor: %.0f runs/s, etcd %.3f ms, %.2f index ops (predicted %.2f), %.3f revisions per run; %d records held; %d failed, %d errors; a run: %s",
-					st.RunsPerSec, st.EtcdCPUPerRun, st.IndexOpsPerRun, st.Predicted.IndexOps, st.RevsPerRun, st.RecordsHeld, st.Failed, st.Errors, st.Wire)
+				logf("leanfloor: %.0f runs/s, etcd %.3f ms, %.2f index ops (predicted %.2f), %.3f revisions, %.2f events a watcher per run; %d records held; %d failed, %d errors; a run: %s",
+					st.RunsPerSec, st.EtcdCPUPerRun, st.IndexOpsPerRun, st.Predicted.IndexOps, st.RevsPerRun, st.EventsPerWatcher, st.RecordsHeld, st.Failed, st.Errors, st.Wire)
 				res.Steps = append(res.Steps, st)
 				if err := e.compact(ctx); err != nil {
 					return res, err
@@ -116,16 +148,9 @@ func leanFloor(ctx context.Context, e *env, steps, histories []int, slots []bool
 	return res, e.compact(ctx)
 }
 
-// slotNote says how a step's runs are held.
-func slotNote(slot bool) string {
-	if slot {
-		return "a slot a run"
-	}
-	return "no slot (the chunk's marker the only hold)"
-}
-
-func leanStepRun(ctx context.Context, e *env, n, history int, slot bool, d time.Duration) (leanStep, error) {
-	st := leanStep{RunsPerInstant: n, Workers: len(e.c.Replicas), History: history, Slot: slot, Predicted: leanPredict(n, len(e.c.Replicas), history, slot)}
+func leanStepRun(ctx context.Context, e *env, n, history int, shape leanShape, d time.Duration) (leanStep, error) {
+	st := leanStep{RunsPerInstant: n, Workers: len(e.c.Replicas), History: history, Slot: shape.slot, Watched: shape.watch,
+		Predicted: leanPredict(n, len(e.c.Replicas), history, shape.slot)}
 	clis, err := e.proxyClients()
 	defer closeAll(clis)
 	if err != nil {
@@ -142,7 +167,7 @@ func leanStepRun(ctx context.Context, e *env, n, history int, slot bool, d time.
 	if err != nil {
 		return st, err
 	}
-	drv, err := newLeanDriver(clis, leases, fence, n, history, slot, time.Now().UTC().Truncate(time.Second))
+	drv, err := newLeanDriver(clis, leases, fence, n, history, shape.slot, time.Now().UTC().Truncate(time.Second))
 	if err != nil {
 		return st, err
 	}
@@ -153,7 +178,19 @@ func leanStepRun(ctx context.Context, e *env, n, history int, slot bool, d time.
 	// not the step's: each kept etcd busy into the window (a step after
 	// one with a history cost 0.38-0.41 ms a run, the first 0.33).
 	e.settle(ctx, "leanfloor")
-	if err := st.measure(ctx, e, drv, d); err != nil {
+	var watchers *leanWatchers
+	if shape.watch {
+		at, err := e.cli.Get(ctx, leanPrefix+"fence")
+		if err != nil {
+			return st, err
+		}
+		watchers = watchLean(ctx, clis, at.Header.Revision)
+	}
+	err = st.measure(ctx, e, drv, d)
+	if events := watchers.stop(); shape.watch && st.Runs > 0 {
+		st.EventsPerWatcher = float64(events) / float64(len(clis)) / float64(st.Runs)
+	}
+	if err != nil {
 		return st, err
 	}
 	held, err := e.cli.Get(ctx, leanPrefix+"runs/", clientv3.WithPrefix(), clientv3.WithCountOnly())

@@ -54,7 +54,7 @@ func TestLeanDriverDoesThePlannedTransactions(t *testing.T) {
 	defer cancel()
 	const n, instants = 250, 3 // 84, 83, 83 runs a worker: chunks of 40, 40 and a few
 	for _, slot := range []bool{true, false} {
-		t.Run(slotNote(slot), func(t *testing.T) {
+		t.Run(leanShape{slot: slot}.String(), func(t *testing.T) {
 			d, c, admin := leanSetup(t, ctx, n, 0, slot)
 			leanDrive(t, ctx, d, c, admin, instants)
 			if got := leanCount(t, ctx, admin, "runs/"); got != n*instants {
@@ -170,5 +170,36 @@ func TestLeanDriverRunStopsWithEverySlotReleased(t *testing.T) {
 	}
 	if got := leanCount(t, ctx, admin, "runs/"); got != d.runs.Load() {
 		t.Errorf("%d records for %d runs released", got, d.runs.Load())
+	}
+}
+
+// A step's watchers are delivered what a replica's watches would be: each
+// worker's client, every assignment's and claim marker's put and delete,
+// and every cursor's put; and stop ends their goroutines.
+func TestLeanWatchersSeeAssignmentsMarkersAndCursors(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const n, instants = 250, 3
+	d, c, admin := leanSetup(t, ctx, n, 0, true)
+	at, err := admin.Get(ctx, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lw := watchLean(ctx, d.clis, at.Header.Revision)
+	leanDrive(t, ctx, d, c, admin, instants)
+	var want int64
+	for i := range int64(instants) {
+		chunks := 0
+		for _, js := range d.jobs {
+			chunks += len(leanChunks(js, leanChunk))
+		}
+		want += int64(2*len(d.jobs) + 2*chunks + len(leanCursorsDue(n, i, leanWindow)))
+	}
+	want *= int64(len(d.clis))
+	if !poll.Within(30*time.Second, func() bool { return lw.events.Load() >= want }) {
+		t.Fatalf("%d events delivered, want %d", lw.events.Load(), want)
+	}
+	if got := lw.stop(); got != want {
+		t.Errorf("%d events delivered, want %d", got, want)
 	}
 }

@@ -44,7 +44,7 @@ func mainCluster(ctx context.Context, f flags, bins cluster.Binaries, want map[s
 
 // startMainEnv starts a cluster with no jobs under f.dir/name.
 func startMainEnv(ctx context.Context, f flags, bins cluster.Binaries, name string) (*env, error) {
-	e, err := startEnv(ctx, bins, filepath.Join(f.dir, name), settings{SessionTTL: 5 * time.Second, MaxParallel: 256},
+	e, err := startEnv(ctx, bins, filepath.Join(f.dir, name), settings{SessionTTL: 5 * time.Second, MaxParallel: 256, Fsync: f.mainFsync},
 		func(string) []jobSpec { return nil })
 	if err == nil && f.pprof {
 		e.profileDir = f.dir
@@ -73,7 +73,7 @@ func limitScenarios(ctx context.Context, e *env, f flags, want map[string]bool, 
 		emit(report{Scenario: "floor", Data: r, Rows: r.rows()})
 	}
 	if want["leanfloor"] {
-		r, err := leanFloor(ctx, e, f.leanRuns, f.leanHistory, f.leanSlots, f.duration)
+		r, err := leanFloor(ctx, e, f.leanRuns, f.leanHistory, leanShapes(f.leanSlots, f.leanWatch), f.duration)
 		if err != nil {
 			return fmt.Errorf("leanfloor: %w", err)
 		}
