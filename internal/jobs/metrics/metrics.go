@@ -31,6 +31,9 @@ const (
 	ClaimTaken = "taken" // another worker claimed the run, or it was cancelled or changed
 	ClaimFull  = "full"  // a limit the run needs had no room
 	ClaimLate  = "late"  // claimed, then given back: it would begin too long after its rate stamp
+	// ClaimUntrusted: claimed, then given back unstarted: when it was due,
+	// the replica's session could have expired (its guard passed).
+	ClaimUntrusted = "untrusted"
 )
 
 // Set is the engine's metrics.
@@ -85,7 +88,7 @@ func New(reg prometheus.Registerer) (*Set, error) {
 		}),
 		ClaimFails: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "scheduler_claim_conflicts_total",
-			Help: "Claims this replica did not turn into a start, by reason (" + strings.Join([]string{ClaimTaken, ClaimFull, ClaimLate}, ", ") + ").",
+			Help: "Claims this replica did not turn into a start, by reason (" + strings.Join([]string{ClaimTaken, ClaimFull, ClaimLate, ClaimUntrusted}, ", ") + ").",
 		}, []string{"reason"}),
 		Notifications: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "scheduler_notifications_total",

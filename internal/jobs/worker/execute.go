@@ -13,7 +13,6 @@ import (
 	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/jobs/assign"
 	"github.com/etcdsched/scheduler/internal/jobs/follow"
-	"github.com/etcdsched/scheduler/internal/jobs/metrics"
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
 	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/runs"
@@ -37,6 +36,9 @@ func (c *core) execute(q *queue.Item, entry *queue.Entry, held *slots.Held, log 
 	defer cancel(nil)
 	c.setCancel(q.RunID, cancel)
 	c.untilStart(runCtx, cancel, entry, held)
+	if cause := context.Cause(runCtx); runCtx.Err() != nil && untrusted(cause) && q.Entry.Hold == nil {
+		return c.handBackUnstarted(q, held, cause, log)
+	}
 	startedAt := c.d.Clock.Now()
 	if _, rates := limits(entry); len(rates) > 0 && q.Key != "" && runCtx.Err() == nil && startedAt.Sub(entry.StartedAt) > slots.MaxStartLatency {
 		return c.giveBack(q, held, entry.StartedAt, log)
@@ -159,7 +161,7 @@ func (c *core) runTarget(runCtx context.Context, entry *queue.Entry, held *slots
 func outcomeOf(outcome runs.Outcome, cause error, onShutdown string) runs.Outcome {
 	switch {
 	case outcome != runs.Cancelled:
-	case errors.Is(cause, session.ErrGuardExpired), errors.Is(cause, session.ErrLeaseGone):
+	case untrusted(cause):
 		return runs.Lost
 	case errors.Is(cause, errShutdown) && onShutdown != config.OnShutdownCancel:
 		return runs.Interrupted
@@ -175,21 +177,6 @@ func logUnreleased(log *slog.Logger, err error, outcome runs.Outcome) {
 	default:
 		log.Error("release failed: the leader records the run lost once the lease expires", "outcome", outcome, "err", err)
 	}
-}
-
-// giveBack releases a claim whose run would begin more than
-// slots.MaxStartLatency after the start its rate places were stamped with
-// (a slow claim round trip, a paused process): the window's bound relies
-// on no run beginning later than that, so the run does not begin. The
-// entry goes back to pending, unchanged, in the release transaction; the
-// places stay stamped, so the window admits fewer, never more.
-func (c *core) giveBack(q *queue.Item, held *slots.Held, stamped time.Time, log *slog.Logger) error {
-	err := c.settle(held, log, func(ctx context.Context) error {
-		return c.d.Slots.Release(ctx, held, clientv3.OpPut(q.Key, q.Entry.Encode()))
-	})
-	c.d.Metrics.ClaimFails.WithLabelValues(metrics.ClaimLate).Inc()
-	log.Warn("run given back: it would begin too long after its rate stamp", "stamped", stamped, "err", err)
-	return err
 }
 
 // keepOrRelease releases the slot with the attempt's end, or, for a strict
@@ -234,4 +221,10 @@ func interruptedWhy(e *queue.Entry, maxInterruptions int) string {
 		return fmt.Sprintf("%s; not queued again: interrupted %s before (worker.max_interruptions %d)", cut, times, maxInterruptions)
 	}
 	return cut + "; queued again for another replica, without using a retry"
+}
+
+// untrusted says whether a run's context ended because its slot can no
+// longer be trusted: the session's guard passed or its lease is gone.
+func untrusted(cause error) bool {
+	return errors.Is(cause, session.ErrGuardExpired) || errors.Is(cause, session.ErrLeaseGone)
 }
