@@ -1,6 +1,9 @@
 package fault
 
 import (
+	"context"
+	"encoding/json"
+	"fmt"
 	"strings"
 	"time"
 
@@ -8,8 +11,11 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/config"
+	"github.com/etcdsched/scheduler/internal/jobs/queue"
 	"github.com/etcdsched/scheduler/internal/keys"
+	"github.com/etcdsched/scheduler/internal/notify"
 	"github.com/etcdsched/scheduler/internal/runs"
+	"github.com/etcdsched/scheduler/internal/slots"
 	"github.com/etcdsched/scheduler/test/cluster"
 )
 
@@ -114,4 +120,109 @@ func (r *runner) limits() map[string]Limits {
 		out[j.Name] = Limits{Executed: j.HistoryLimit, Unstarted: j.SkippedHistoryLimit}
 	}
 	return out
+}
+
+// fanIns are the fan-in keys of the sharded jobs' ticks up to rev, those
+// the leader pruned since too (prunefanin.go), replayed from etcd's
+// history: Version counts every write of a tick's key, across a prune, so a
+// key written again after its prune is a fan-in too many.
+func (r *runner) fanIns(ctx context.Context, cli *clientv3.Client, rev int64) map[string]FanIn {
+	r.t.Helper()
+	out := map[string]FanIn{}
+	err := replay(ctx, cli, keys.New(prefix).FanIns(), rev, func(ev *clientv3.Event) error {
+		key := string(ev.Kv.Key)
+		if strings.HasSuffix(key, "/worst") {
+			return nil
+		}
+		tick := key[strings.LastIndex(key, "/")+1:]
+		if ev.Type == clientv3.EventTypeDelete {
+			f := out[tick]
+			f.Pruned = true
+			out[tick] = f
+			return nil
+		}
+		f := FanIn{Version: out[tick].Version + 1}
+		if t, ok := queue.DecodeTick(ev.Kv.Value); ok {
+			f.Done, f.Outcome = true, t.Outcome
+		}
+		out[tick] = f
+		return nil
+	})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return out
+}
+
+// leftovers are the assignments and claim markers in etcd now, with the
+// instant each was for, and the job and resource slots, with when their
+// run started.
+func (r *runner) leftovers(ctx context.Context, cli *clientv3.Client) []Left {
+	r.t.Helper()
+	layout := keys.New(prefix)
+	out := r.slotsLeft(ctx, cli)
+	for _, dir := range []string{layout.Assignments(), layout.Claimed()} {
+		resp, err := cli.Get(ctx, dir, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		for _, kv := range resp.Kvs {
+			key := string(kv.Key)
+			if _, at, _, ok := layout.ParseAssignment(key); ok {
+				out = append(out, Left{Key: key, At: at})
+			} else if _, at, _, _, ok := layout.ParseClaimMarker(key); ok {
+				out = append(out, Left{Key: key, At: at})
+			} else {
+				r.problems = append(r.problems, "leftovers: "+key+" is neither an assignment nor a claim marker")
+			}
+		}
+	}
+	return out
+}
+
+// slotsLeft are the job and resource slots in etcd now, each with its
+// run's start (a strict retry's kept slot: its first attempt's).
+func (r *runner) slotsLeft(ctx context.Context, cli *clientv3.Client) []Left {
+	r.t.Helper()
+	layout := keys.New(prefix)
+	var out []Left
+	for _, dir := range []string{layout.Slots(), layout.Resources()} {
+		resp, err := cli.Get(ctx, dir, clientv3.WithPrefix())
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		for _, kv := range resp.Kvs {
+			key := string(kv.Key)
+			if _, _, _, ok := layout.ParseSlot(key); !ok {
+				continue // a resource's definition, not a slot
+			}
+			var v slots.Value
+			if err := json.Unmarshal(kv.Value, &v); err != nil || v.StartedAt.IsZero() {
+				r.problems = append(r.problems, fmt.Sprintf("leftovers: slot %s holds %q, not a run's slot value", key, kv.Value))
+				continue
+			}
+			out = append(out, Left{Key: key, At: v.StartedAt})
+		}
+	}
+	return out
+}
+
+// notificationsSeen are the notification ids still in the outbox, then
+// those the receiver took: read in this order, a notification deleted
+// between the two reads was taken before it.
+func (r *runner) notificationsSeen(rcv *receiver) map[string]bool {
+	r.t.Helper()
+	cli, ctx, done := r.etcd(30 * time.Second)
+	defer done()
+	resp, err := cli.Get(ctx, keys.New(prefix).Outbox(), clientv3.WithPrefix())
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	seen := rcv.taken()
+	for _, kv := range resp.Kvs {
+		if n, err := notify.Decode(kv.Value); err == nil {
+			seen[n.ID] = true
+		}
+	}
+	return seen
 }
