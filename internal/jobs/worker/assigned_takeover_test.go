@@ -10,6 +10,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/config"
+	"github.com/etcdsched/scheduler/internal/jobs/queue"
 	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/poll"
 	"github.com/etcdsched/scheduler/internal/runs"
@@ -249,5 +250,38 @@ func TestPeerChangesAreScannedAtMostOncePerGap(t *testing.T) {
 	v.due(clock.Now(), time.Hour, turn)
 	if judged != 2 {
 		t.Fatalf("at the gap's end judged %d assignments in all, want the new one judged too (2)", judged)
+	}
+}
+
+// G1: a run its dead worker recorded before any chunk claimed (shed, as a
+// worker behind does) is named still by the assignment a backup takes
+// over, and is not run again: the moved assignment is not pristine
+// (assign.Stored.Pristine), so its claim compares the run's record. The
+// other run of it runs once.
+func TestATakenOverRunItsWorkerRecordedDoesNotRunAgain(t *testing.T) {
+	tw, exec := startCounted(t, "/lean-takeover-shed/", testWorkerOptions{}, "a", "b")
+	dead := keys.Incarnation("killed", 0x4321)
+	at := time.Now().Add(300 * time.Millisecond).UTC()
+	shed := queue.NewEntry(runs.ID("a", at), tw.cfg.Job("a"), nil, at, at, 1, runs.Schedule).NotStarted(runs.Missed, at, "shed by its worker")
+	put, err := tw.cli.Put(context.Background(), tw.layout.Record("a", shed.RunID), queue.EncodeRecord(&shed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tw.assignJobs(t, dead, at, "a", "b")
+	if rec := waitRecord(t, tw.cli, tw.layout, runs.ID("b", at)); rec.Outcome != runs.Succeeded || rec.Holder != "w1" {
+		t.Errorf("b: recorded %s by %q (%q), want succeeded by the backup w1", rec.Outcome, rec.Holder, rec.Error)
+	}
+	poll.For(t, 30*time.Second, "the taken-over assignment settled and deleted", func() bool {
+		return tw.count(t, tw.layout.Assignments()) == 0
+	})
+	if n := exec.runs.Load(); n != 1 {
+		t.Errorf("%d runs executed, want 1 (b): a was recorded by its worker", n)
+	}
+	resp, err := tw.cli.Get(context.Background(), tw.layout.Record("a", shed.RunID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Kvs) != 1 || resp.Kvs[0].ModRevision != put.Header.Revision {
+		t.Errorf("a's record was written again after its worker's (%d keys): want it as its worker wrote it", len(resp.Kvs))
 	}
 }
