@@ -150,7 +150,7 @@ func startBurstEnv(ctx context.Context, f flags, bins cluster.Binaries, replicas
 	e, err := startEnv(ctx, bins, filepath.Join(f.dir, dir),
 		settings{SessionTTL: 5 * time.Second, MaxParallel: f.burst.maxParallel, Replicas: replicas, Fsync: f.burst.fsync}, func(string) []jobSpec { return nil })
 	if err == nil && f.pprof {
-		e.profileDir, e.profileTag = f.dir, tag
+		e.profileDir, e.profileTag, e.profileSeconds = f.dir, tag, f.pprofSeconds
 	}
 	return e, err
 }

@@ -102,7 +102,9 @@ type env struct {
 	// load step.
 	profileDir string
 	profileTag string // names a further cluster's profiles (burst: "5replicas")
-	steps      int    // load steps so far: each names its jobs anew
+	// profileSeconds is how long each CPU profile lasts (-pprof-seconds).
+	profileSeconds int
+	steps          int // load steps so far: each names its jobs anew
 }
 
 // startEnv starts the witness, then a cluster whose config holds jobs.

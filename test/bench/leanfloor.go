@@ -212,7 +212,7 @@ func (st *leanStep) measure(ctx context.Context, e *env, drv *leanDriver, d time
 	}
 	mark0, start := markCPU(pids), time.Now()
 	stop, cancel := context.WithTimeout(ctx, d)
-	if e.profileDir != "" { // -pprof: etcd's CPU over 10 s of the window, as the burst's
+	if e.profileDir != "" { // -pprof: etcd's CPU over -pprof-seconds of the window, as the burst's
 		atStart, wait := profileAtStart(func() {
 			saveEtcdProfiles(ctx, e, filepath.Join(e.profileDir, "profiles"), fmt.Sprintf("leanfloor-%d-history%d-%s", st.RunsPerInstant, st.History, start.Format("150405")))
 		})

@@ -47,7 +47,7 @@ func startMainEnv(ctx context.Context, f flags, bins cluster.Binaries, name stri
 	e, err := startEnv(ctx, bins, filepath.Join(f.dir, name), settings{SessionTTL: 5 * time.Second, MaxParallel: 256, Fsync: f.mainFsync},
 		func(string) []jobSpec { return nil })
 	if err == nil && f.pprof {
-		e.profileDir = f.dir
+		e.profileDir, e.profileSeconds = f.dir, f.pprofSeconds
 	}
 	return e, err
 }

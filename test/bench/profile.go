@@ -12,9 +12,9 @@ import (
 	"github.com/etcdsched/scheduler/test/cluster"
 )
 
-// saveProfiles fetches a 10 s CPU profile and a heap profile of the leader
+// saveProfiles fetches a CPU profile (-pprof-seconds long) and a heap profile of the leader
 // (replicas started with SCHEDULER_PPROF=1) into dir/profiles, and over the
-// same 10 s a CPU profile of each replica that does not lead (name-
+// same time a CPU profile of each replica that does not lead (name-
 // follower-cpu.pprof, then name-follower2-cpu.pprof on): most runs are a
 // follower's, and it decodes the same watch events without the leader's
 // work.
@@ -29,7 +29,7 @@ func saveProfiles(ctx context.Context, e *env, dir, name string) {
 		logf("pprof: %v", err)
 		return
 	}
-	// etcd's CPU over the same 10 s.
+	// etcd's CPU over the same time.
 	done := make(chan struct{})
 	go func() { defer close(done); saveEtcdProfiles(ctx, e, out, name) }()
 	defer func() { <-done }()
@@ -48,7 +48,7 @@ func saveProfiles(ctx context.Context, e *env, dir, name string) {
 			file = filepath.Join(out, fmt.Sprintf("%s-follower%d-cpu.pprof", name, k))
 		}
 		followers.Go(func() {
-			if err := fetch(ctx, r.URL()+"/debug/pprof/profile?seconds=10", file); err != nil {
+			if err := fetch(ctx, r.URL()+e.cpuProfile(), file); err != nil {
 				logf("pprof: follower %s: %v", r.ID, err)
 				return
 			}
@@ -57,7 +57,7 @@ func saveProfiles(ctx context.Context, e *env, dir, name string) {
 	}
 	defer followers.Wait()
 	for _, p := range []struct{ path, file string }{
-		{"/debug/pprof/profile?seconds=10", name + "-cpu.pprof"},
+		{e.cpuProfile(), name + "-cpu.pprof"},
 		{"/debug/pprof/heap", name + "-heap.pprof"},
 		{"/debug/pprof/heap?debug=1", name + "-heap.txt"}, // ends with runtime.MemStats
 	} {
@@ -69,7 +69,7 @@ func saveProfiles(ctx context.Context, e *env, dir, name string) {
 	}
 }
 
-// saveEtcdProfiles fetches 10 s CPU profiles of the etcd leader
+// saveEtcdProfiles fetches CPU profiles (-pprof-seconds) of the etcd leader
 // (name-etcd-cpu.pprof) and of one follower (name-etcd-follower-cpu.pprof)
 // into out, at once (etcdnode serves pprof with ETCDNODE_PPROF=1, which
 // -pprof sets). Every member applies every write; the leader also
@@ -97,7 +97,7 @@ func saveEtcdProfiles(ctx context.Context, e *env, out, name string) {
 		go func() {
 			defer wg.Done()
 			path := filepath.Join(out, file)
-			if err := fetch(ctx, m.ClientURL+"/debug/pprof/profile?seconds=10", path); err != nil {
+			if err := fetch(ctx, m.ClientURL+e.cpuProfile(), path); err != nil {
 				logf("pprof: etcd %s: %v", m.Name, err)
 				return
 			}
@@ -105,6 +105,20 @@ func saveEtcdProfiles(ctx context.Context, e *env, out, name string) {
 		}()
 	}
 	wg.Wait()
+}
+
+// maxProfileSeconds keeps a CPU profile's fetch inside longClient's
+// timeout.
+const maxProfileSeconds = 100
+
+// cpuProfile is the path of a CPU profile of e.profileSeconds (10 when
+// unset).
+func (e *env) cpuProfile() string {
+	s := e.profileSeconds
+	if s == 0 {
+		s = 10
+	}
+	return fmt.Sprintf("/debug/pprof/profile?seconds=%d", s)
 }
 
 func fetch(ctx context.Context, url, path string) error {
