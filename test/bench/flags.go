@@ -81,7 +81,7 @@ func defineFlags(f *flags, l *flagLists) {
 	flag.BoolVar(&f.keep, "keep", false, "keep the work directory")
 	flag.StringVar(&f.schedulerAt, "scheduler-at", "", "run the replicas as cmd/scheduler was at this git ref (a hash, tag or branch); the bench and its references stay this checkout's: two engines measured against one reference")
 	flag.BoolVar(&f.pprof, "pprof", false, "save CPU and heap profiles of the leader into the work directory")
-	flag.IntVar(&f.pprofSeconds, "pprof-seconds", 10, "pprof: how long each CPU profile lasts, from the window's start, at most -duration (a replica at a burst gives about 5 % of a core: 10 s is half a second of samples)")
+	flag.IntVar(&f.pprofSeconds, "pprof-seconds", defaultProfileSeconds, "pprof: how long each CPU profile lasts, from the window's start, at most -duration (a replica at a burst gives about 5 % of a core: 10 s is half a second of samples)")
 	flag.StringVar(&f.logLevel, "log-level", "info", "the replicas' log level (SCHEDULER_LOG_LEVEL)")
 	flag.DurationVar(&f.timeout, "timeout", 60*time.Minute, "stop everything after this long")
 }
@@ -126,7 +126,7 @@ func (l flagLists) into(f *flags) error {
 	if f.burst.warmup <= 0 || f.burst.window < time.Second || f.burst.grace < 0 {
 		return fmt.Errorf("burst: -warmup %s must be > 0, -duration %s at least 1s, -burst-grace %s not negative", f.burst.warmup, f.burst.window, f.burst.grace)
 	}
-	if f.pprofSeconds < 1 || f.pprofSeconds > maxProfileSeconds || time.Duration(f.pprofSeconds)*time.Second > f.duration {
+	if f.pprof && (f.pprofSeconds < 1 || f.pprofSeconds > maxProfileSeconds || time.Duration(f.pprofSeconds)*time.Second > f.duration) {
 		return fmt.Errorf("-pprof-seconds %d: want 1 to %d, and at most -duration %s (a profile longer than the window measures what follows it)", f.pprofSeconds, maxProfileSeconds, f.duration)
 	}
 	if f.burst.maxParallel < 1 {

@@ -107,16 +107,19 @@ func saveEtcdProfiles(ctx context.Context, e *env, out, name string) {
 	wg.Wait()
 }
 
-// maxProfileSeconds keeps a CPU profile's fetch inside longClient's
-// timeout.
-const maxProfileSeconds = 100
+// A CPU profile lasts defaultProfileSeconds unless -pprof-seconds says
+// otherwise; maxProfileSeconds keeps its fetch inside longClient's timeout.
+const (
+	defaultProfileSeconds = 10
+	maxProfileSeconds     = 100
+)
 
-// cpuProfile is the path of a CPU profile of e.profileSeconds (10 when
-// unset).
+// cpuProfile is the path of a CPU profile of e.profileSeconds
+// (defaultProfileSeconds when unset).
 func (e *env) cpuProfile() string {
 	s := e.profileSeconds
 	if s == 0 {
-		s = 10
+		s = defaultProfileSeconds
 	}
 	return fmt.Sprintf("/debug/pprof/profile?seconds=%d", s)
 }

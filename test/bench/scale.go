@@ -91,6 +91,7 @@ func scale(ctx context.Context, f flags, bins cluster.Binaries, n int) (report, 
 	}
 	logf("scale: %d jobs: GET /api/v1/jobs %s, %s", n, res.APIJobs, mib(res.APIBytes))
 	if f.pprof {
+		e.profileSeconds = f.pprofSeconds
 		saveProfiles(ctx, e, f.dir, fmt.Sprintf("scale-%d", n))
 	}
 	return report{Scenario: "scale", Data: res, Rows: res.rows()}, nil
