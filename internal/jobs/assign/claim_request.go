@@ -41,9 +41,10 @@ func (c *Claimer) claimRequest(lease clientv3.LeaseID, a *Assignment, rev int64,
 // authorization wrote it too: a take-over moves runs their dead worker
 // shed, and a withdrawal may move the cursor back past a tick recorded at
 // its lead, which a resume assigns again (docs/design-shed.md, "Every
-// claim compares its run's record"). No Else: a refusal is read afterwards at the revision the
-// compares saw (readRefusals), so the request etcd decodes, logs and
-// applies carries no reads that almost never run.
+// claim compares its run's record"). No Else: a refusal is read
+// afterwards at the revision the compares saw (readRefusals), so the
+// request etcd decodes, logs and applies carries no reads that almost
+// never run.
 func (c *Claimer) runRequest(lease clientv3.LeaseID, a *Assignment, r Run) *pb.TxnRequest {
 	runID := a.RunID(r.Job)
 	holder := r.Holder

@@ -255,8 +255,8 @@ func TestPeerChangesAreScannedAtMostOncePerGap(t *testing.T) {
 
 // G1: a run its dead worker recorded before any chunk claimed (shed, as a
 // worker behind does) is named still by the assignment a backup takes
-// over, and is not run again: the moved assignment is not pristine
-// (assign.Stored.Pristine), so its claim compares the run's record. The
+// over, and is not run again: the claim compares the run's record
+// (docs/design-shed.md, "Every claim compares its run's record"). The
 // other run of it runs once.
 func TestATakenOverRunItsWorkerRecordedDoesNotRunAgain(t *testing.T) {
 	tw, exec := startCounted(t, "/lean-takeover-shed/", testWorkerOptions{}, "a", "b")
