@@ -77,11 +77,11 @@ func TestBothRunPathsDecideEveryTickAlike(t *testing.T) {
 	got := [2]map[string]string{decisions(t, a, from, to), decisions(t, b, from, to)}
 	for _, id := range unionKeys(got[0], got[1]) {
 		if got[0][id] != got[1][id] {
-			t.Errorf("%s: lean path %q, queue path %q", id, got[0][id], got[1][id])
+			failLogOf(t).errorf("%s: lean path %q, queue path %q", id, got[0][id], got[1][id])
 		}
 	}
 	if len(got[0]) < 40 {
-		t.Errorf("only %d runs compared: the workload did not run", len(got[0]))
+		failLogOf(t).errorf("only %d runs compared: the workload did not run", len(got[0]))
 	}
 	t.Logf("seed %d: %d runs compared", seed, len(got[0]))
 }

@@ -2,6 +2,7 @@ package jobs_test
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -13,19 +14,23 @@ import (
 // fails: CI runs the suite without TEST_LOG, and a failure under a load no
 // one can reproduce at will is read from what it printed or not at all.
 // Every warning and error is kept (up to failLogWarns), and the last
-// failLogLines lines of any level.
+// failLogLines lines of any level. The failures a test reports through
+// errorf are printed again after them: a CI report that keeps only an
+// output's tail still shows what failed.
 const (
 	failLogLines = 1500
 	failLogWarns = 400
 )
 
 type failLog struct {
-	mu      sync.Mutex
-	ring    []string
-	next    int
-	wrapped bool
-	warns   []string
-	dropped int // warnings past failLogWarns
+	mu       sync.Mutex
+	ring     []string
+	next     int
+	wrapped  bool
+	warns    []string
+	dropped  int // warnings past failLogWarns
+	t        *testing.T
+	failures []string
 }
 
 var failLogs sync.Map // *testing.T -> *failLog
@@ -37,7 +42,7 @@ func failLogOf(t *testing.T) *failLog {
 	if l, ok := failLogs.Load(t); ok {
 		return l.(*failLog)
 	}
-	l := &failLog{ring: make([]string, 0, failLogLines)}
+	l := &failLog{ring: make([]string, 0, failLogLines), t: t}
 	if got, loaded := failLogs.LoadOrStore(t, l); loaded {
 		return got.(*failLog)
 	}
@@ -48,6 +53,16 @@ func failLogOf(t *testing.T) *failLog {
 		}
 	})
 	return l
+}
+
+// errorf is t.Errorf, the message kept to be printed after the logs.
+func (l *failLog) errorf(format string, args ...any) {
+	l.t.Helper()
+	msg := fmt.Sprintf(format, args...)
+	l.mu.Lock()
+	l.failures = append(l.failures, msg)
+	l.mu.Unlock()
+	l.t.Error(msg)
 }
 
 // Write takes one line: slog's text handler writes a record in one call.
@@ -82,6 +97,12 @@ func (l *failLog) print(t *testing.T) {
 	t.Logf("the nodes' last %d log lines (earlier ones dropped: %v):", len(l.ring), l.wrapped)
 	for i := range l.ring {
 		t.Log(l.ring[(l.next+i)%len(l.ring)])
+	}
+	if len(l.failures) > 0 {
+		t.Logf("the test's failures again (%d):", len(l.failures))
+		for _, f := range l.failures {
+			t.Log(f)
+		}
 	}
 }
 
