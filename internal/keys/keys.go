@@ -45,6 +45,7 @@ const (
 	claimedDir   = "claimed/"
 	successDir   = "succeeded/"
 	prunedDir    = "pruned/"
+	shedDir      = "shed/"
 )
 
 // The scopes of a rate window: a job's own, or a shared resource's.

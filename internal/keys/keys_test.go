@@ -203,6 +203,7 @@ func TestKindNamesEachKeysDirectoryOrJobState(t *testing.T) {
 		l.Record("a", "r1"):             "runs",
 		l.UnstartedMark("a", "r1"):      "unstarted",
 		l.Pruned("a"):                   "pruned",
+		l.ShedRecord(at, "w1", "g", 0):  "shed",
 		l.Member("m"):                   "members",
 		l.FanIn("a", "t"):               "fanin",
 		l.RatePlace(RateJob, "a", 0):    "rate",

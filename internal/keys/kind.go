@@ -23,6 +23,7 @@ var jobKinds = func() []string {
 var dirs = []string{
 	electionDir, membersDir, jobsDir, queueDir, specsDir, slotsDir, resourcesDir, cancelDir, runsDir,
 	unstartedDir, outboxDir, ratesDir, removedDir, assignDir, claimedDir, fanInDir, successDir, prunedDir,
+	shedDir,
 }
 
 // Kinds are the values Kind returns: a directory's name ("slots"), for

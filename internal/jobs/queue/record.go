@@ -15,7 +15,7 @@ import (
 // whoever wrote it. A run that never held a slot has slot -1.
 
 // noSlot is the slot of a record of a run that never held one.
-const noSlot = -1
+const noSlot = runs.NoSlot
 
 // base is what every record of the entry's run says.
 func (e *Entry) base(outcome runs.Outcome) runs.Record {
@@ -56,6 +56,19 @@ func (e *Entry) NotStarted(outcome runs.Outcome, endedAt time.Time, why string) 
 	r.EndedAt = endedAt.UTC()
 	r.Error = why
 	return r
+}
+
+// Shed is the tick of a chunk record (runs.ChunkRecord) that NotStarted
+// with outcome and why would record, and false for an entry whose record a
+// chunk record cannot say: anything but the first attempt of a scheduled
+// tick not started, with no input.
+func (e *Entry) Shed(outcome runs.Outcome, why string) (runs.ShedRun, bool) {
+	if e.Trigger != runs.Schedule || e.Attempt != 1 || len(e.Previous) > 0 || len(e.Input) > 0 ||
+		e.UpstreamRunID != "" || e.Holder != "" || !e.StartedAt.IsZero() || e.RunID != runs.ID(e.Job, e.ScheduledAt) ||
+		outcome != runs.Skipped && outcome != runs.Missed {
+		return runs.ShedRun{}, false
+	}
+	return runs.ShedRun{Job: e.Job, Outcome: outcome, Error: why, ConcurrencyKey: e.ConcurrencyKey}, true
 }
 
 // Lost records a running attempt whose holder's slot (token) is gone
