@@ -7,6 +7,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
+	"github.com/etcdsched/scheduler/internal/jobs/shed"
 	"github.com/etcdsched/scheduler/internal/runs"
 )
 
@@ -37,6 +38,9 @@ func (rr *runReader) FindRun(ctx context.Context, runID string) (RunStatus, erro
 	if tick, found, err := rr.findTick(ctx, job, runID); err != nil || found {
 		return tick, err
 	}
+	if shed, found, err := rr.findShed(ctx, job, runID); err != nil || found {
+		return shed, err
+	}
 	// An assigned run (the lean protocol, docs/protocol.md) has no queue
 	// entry: while it runs, its slot says so.
 	held, err := rr.slots.HeldOf(ctx, job)
@@ -52,6 +56,30 @@ func (rr *runReader) FindRun(ctx context.Context, runID string) (RunStatus, erro
 		}
 	}
 	return RunStatus{}, fmt.Errorf("%w %q", ErrUnknownRun, runID)
+}
+
+// findShed is the scheduled run runID as its instant's chunk records say
+// it (docs/design-shed.md): found is false when none names it. One that
+// cannot be read fails the lookup: it may be the run's.
+func (rr *runReader) findShed(ctx context.Context, job, runID string) (RunStatus, bool, error) {
+	at, ok := runs.ScheduledAtOf(runID)
+	if !ok {
+		return RunStatus{}, false, nil
+	}
+	resp, err := rr.kv.Do(ctx, shed.At(rr.keys, at))
+	if err != nil {
+		return RunStatus{}, false, fmt.Errorf("jobs: read run %s: %w", runID, err)
+	}
+	chunks, bad := shed.Decode(rr.keys, resp.Get().Kvs)
+	for _, c := range chunks {
+		if r, ok := c.Find(job); ok {
+			return RunStatus{State: "finished", Record: r}, true, nil
+		}
+	}
+	if len(bad) > 0 {
+		return RunStatus{}, false, fmt.Errorf("jobs: run %s may be in the chunk record %s, which cannot be read: %w", runID, bad[0].Key, bad[0].Err)
+	}
+	return RunStatus{}, false, nil
 }
 
 // findTick is the view of the tick tickID of a sharded job: its fan-in and

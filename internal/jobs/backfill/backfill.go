@@ -65,7 +65,7 @@ func (b *Backfiller) Run(ctx context.Context, req Request) (Result, error) {
 	if len(ts) == 0 {
 		return res, nil
 	}
-	snap, err := b.read(ctx, j.Name)
+	snap, err := b.read(ctx, j.Name, req.From, req.To)
 	if err != nil {
 		return Result{}, err
 	}

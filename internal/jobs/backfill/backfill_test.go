@@ -72,7 +72,7 @@ func TestConcurrentBackfillsWriteEachTickOnce(t *testing.T) {
 	ts, _ := ticks(mustSchedule(t, e), hour(0), hour(12), MaxTicks)
 	var plans []plan
 	for range 2 {
-		s, err := e.b.read(e.ctx(), "report")
+		s, err := e.b.read(e.ctx(), "report", hour(0), hour(12))
 		if err != nil {
 			t.Fatal(err)
 		}

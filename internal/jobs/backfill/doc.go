@@ -8,7 +8,8 @@
 // it is done the tick is at every revision in one of three places: its
 // record (runs/<job>/<run-id>), its queue entry (queue/<job>/<run-id>), or
 // an assignment naming the job at that instant (assign/..., the lean
-// protocol); once done, in its record until the prune deletes it, and in
+// protocol); once done, in its record or a chunk record naming it
+// (shed/<instant>/..., docs/design-shed.md) until the prune deletes it, and in
 // the job's pruned stretches (pruned/<job>, package jobs/pruned) from
 // before that delete on. The cursor moves back only over ticks not yet due that the
 // leader withdraws, and the leader writes a tick only where it has no entry
