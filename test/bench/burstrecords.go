@@ -10,12 +10,14 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/config"
+	"github.com/etcdsched/scheduler/internal/jobs/shed"
 	"github.com/etcdsched/scheduler/internal/runs"
 )
 
 // The ticks a step of ours did not deliver, looked up in etcd once the
 // step's jobs are removed and their runs drained (burstOurs): each has a
-// record saying why it did not run (skipped, missed, failed: a target call
+// record (its own, or a chunk record naming it: inChunkRecords) saying why
+// it did not run (skipped, missed, failed: a target call
 // that failed reached no witness), or had a queue entry as the grace ended,
 // the queue path still to decide it ("pending"; the removal withdraws it),
 // or it has neither, which is what G2 forbids. The skipped counter's change over the
@@ -95,8 +97,53 @@ func (e *env) recordsOf(ctx context.Context, ticks []undelivered, queued map[str
 			}
 		}
 	}
+	none, err := e.inChunkRecords(ctx, none, out)
+	if err != nil {
+		return nil, nil, err
+	}
 	named, err := e.prunedOrNone(ctx, none, out)
 	return out, named, err
+}
+
+// inChunkRecords counts each of ticks that a chunk record names (shed/,
+// docs/design-shed.md: the ticks of an instant a worker shed together) in
+// out by its outcome there, and returns the others. One read of the
+// chunk records of the ticks' instants; a chunk record that cannot be
+// read is counted "unreadable".
+func (e *env) inChunkRecords(ctx context.Context, ticks []undelivered, out map[string]int) ([]undelivered, error) {
+	if len(ticks) == 0 {
+		return nil, nil
+	}
+	from, to := ticks[0].at, ticks[0].at
+	for _, t := range ticks {
+		if t.at.Before(from) {
+			from = t.at
+		}
+		if t.at.After(to) {
+			to = t.at
+		}
+	}
+	resp, err := e.cli.Do(ctx, shed.Between(layout, from, to.Add(time.Nanosecond)))
+	if err != nil {
+		return nil, fmt.Errorf("bench: reading the chunk records of undelivered ticks: %w", err)
+	}
+	chunks, bad := shed.Decode(layout, resp.Get().Kvs)
+	out["unreadable"] += len(bad)
+	outcome := map[string]runs.Outcome{}
+	for _, c := range chunks {
+		for _, r := range c.Runs {
+			outcome[runs.ID(r.Job, c.At)] = r.Outcome
+		}
+	}
+	var left []undelivered
+	for _, t := range ticks {
+		if o, ok := outcome[runs.ID(t.job, t.at)]; ok {
+			out[string(o)]++
+			continue
+		}
+		left = append(left, t)
+	}
+	return left, nil
 }
 
 // recordOutcome is a stored record's outcome (runs.DecodeRecord),

@@ -13,7 +13,8 @@ import (
 )
 
 // The ticks a step did not deliver are looked up in etcd: each counted by
-// its record's outcome, and one with no record named as such.
+// its record's outcome (its own, or a chunk record's naming it), and one
+// with no record named as such.
 func TestUndeliveredTicksAreLookedUpByTheirRecords(t *testing.T) {
 	from := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	to := from.Add(2 * time.Second)
@@ -28,7 +29,11 @@ func TestUndeliveredTicksAreLookedUpByTheirRecords(t *testing.T) {
 	}
 	cli := etcdtest.Start(t).Client()
 	e := &env{cli: cli}
-	missing := []undelivered{{"b1-00001", from.Add(time.Second)}, {"b1-00002", from}, {"b1-00003", from}, {"b1-00004", from}}
+	missing := []undelivered{{"b1-00001", from.Add(time.Second)}, {"b1-00002", from}, {"b1-00003", from}, {"b1-00004", from}, {"b1-00005", from}}
+	shedAt := runs.ChunkRecord{At: from, EndedAt: from.Add(2 * time.Second), Runs: []runs.ShedRun{{Job: "b1-00005", Outcome: runs.Missed}}}
+	if _, err := cli.Put(t.Context(), layout.ShedRecord(from, "w.1", "g", 0), runs.EncodeChunkRecord(&shedAt)); err != nil {
+		t.Fatal(err) // shed in a chunk record: missed
+	}
 	if _, err := cli.Put(t.Context(), layout.Entry("b1-00004", runs.ID("b1-00004", from)), `{}`); err != nil {
 		t.Fatal(err) // queued, not decided yet
 	}
@@ -49,11 +54,11 @@ func TestUndeliveredTicksAreLookedUpByTheirRecords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got["skipped"] != 1 || got["failed"] != 1 || got["none"] != 1 || got["pending"] != 1 {
-		t.Errorf("records %v, want one skipped, one failed, one pending, one none", got)
+	if got["skipped"] != 1 || got["failed"] != 1 || got["none"] != 1 || got["pending"] != 1 || got["missed"] != 1 {
+		t.Errorf("records %v, want one skipped, one failed, one pending, one missed (in a chunk record), one none", got)
 	}
 	// The tick with no record is named, to be looked for in the logs.
-	if note := recordsNote(got, named); note != " (records: NO RECORD 1 [b1-00003@2026-12-01T10:00:00Z], failed 1, pending 1, skipped 1)" {
+	if note := recordsNote(got, named); note != " (records: NO RECORD 1 [b1-00003@2026-12-01T10:00:00Z], failed 1, missed 1, pending 1, skipped 1)" {
 		t.Errorf("note %q", note)
 	}
 	if got, _, _ := e.recordsOf(t.Context(), make([]undelivered, maxRecordLookups+1), nil); got != nil {

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/config"
@@ -35,7 +34,7 @@ func (r *runner) history(jobs []Job, resources map[string]int, ticksFrom, healed
 	}
 	f := recordsOf(log)
 	records, writes := f.last, f.writes
-	r.sameAsLive(f, resp.Kvs)
+	r.sameAsLive(ctx, cli, log, resp)
 	obs := r.w.Observer()
 	recordedAt := map[string]time.Time{}
 	for id, rev := range f.first {
@@ -81,28 +80,48 @@ func (r *runner) history(jobs []Job, resources map[string]int, ticksFrom, healed
 	}
 }
 
-// sameAsLive fails the test unless the record log's records not deleted
-// are exactly those in etcd at its end, as read there: a replay that
-// missed a write would check a history that never was.
-func (r *runner) sameAsLive(f folded, live []*mvccpb.KeyValue) {
+// sameAsLive checks the record log against etcd at its end: the records
+// and chunk records it leaves written are exactly those in etcd, as read
+// there (live, and shed/ at its revision), each as the log last wrote it:
+// a replay that missed a write would check a history that never was.
+func (r *runner) sameAsLive(ctx context.Context, cli *clientv3.Client, log []RecordEvent, live *clientv3.GetResponse) {
 	r.t.Helper()
-	seen := map[string]bool{}
-	for _, kv := range live {
-		id := keys.New(prefix).RecordRun(string(kv.Key))
-		seen[id] = true
-		rec, ok := f.last[id]
-		want, err := runs.DecodeRecord(kv.Value)
-		if err != nil {
+	l := keys.New(prefix)
+	shedKvs, err := cli.Get(ctx, l.Shed(), clientv3.WithPrefix(), clientv3.WithRev(live.Header.Revision))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	inEtcd := map[bool]map[string]runs.Record{false: {}, true: {}} // by Chunk, run id -> record
+	for _, kv := range live.Kvs {
+		if inEtcd[false][l.RecordRun(string(kv.Key))], err = runs.DecodeRecord(kv.Value); err != nil {
 			r.t.Fatalf("record %s: %v", kv.Key, err)
 		}
-		if !ok || f.deleted[id] || rec.Outcome != want.Outcome || rec.Attempt != want.Attempt {
-			r.t.Fatalf("record log: %s is %s#%d in etcd, the log's last write of it is %s#%d (deleted %v)",
-				kv.Key, want.Outcome, want.Attempt, rec.Outcome, rec.Attempt, f.deleted[id])
+	}
+	for _, kv := range shedKvs.Kvs {
+		c, err := runs.DecodeChunkRecord(kv.Value)
+		if err != nil {
+			r.t.Fatalf("chunk record %s: %v", kv.Key, err)
+		}
+		for _, rec := range c.Records() {
+			inEtcd[true][rec.RunID] = rec
 		}
 	}
-	for id := range f.last {
-		if !seen[id] && !f.deleted[id] {
-			r.t.Fatalf("record log: %s written and never deleted, but not in etcd", id)
+	logged := map[bool]map[string]RecordEvent{false: {}, true: {}}
+	for _, e := range log {
+		logged[e.Chunk][e.RunID] = e
+	}
+	for chunk, recs := range inEtcd {
+		for id, want := range recs {
+			e, ok := logged[chunk][id]
+			if !ok || e.Delete || e.Record.Outcome != want.Outcome || e.Record.Attempt != want.Attempt {
+				r.t.Fatalf("record log: %s (chunk record: %v) is %s#%d in etcd, the log's last write of it is %s#%d (found %v, deleted %v)",
+					id, chunk, want.Outcome, want.Attempt, e.Record.Outcome, e.Record.Attempt, ok, e.Delete)
+			}
+		}
+		for id, e := range logged[chunk] {
+			if _, ok := recs[id]; !ok && !e.Delete {
+				r.t.Fatalf("record log: %s (chunk record: %v) written and never deleted, but not in etcd", id, chunk)
+			}
 		}
 	}
 }

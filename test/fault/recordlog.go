@@ -28,6 +28,10 @@ type RecordEvent struct {
 	// what the pruner counts it by (skipped_history_limit, not
 	// history_limit), whichever version of the replicas wrote it.
 	Unstarted bool
+	// Chunk: the write is of a chunk record (shed/, docs/design-shed.md)
+	// naming the run, not of the run's own key: one event per tick it
+	// names. A tick written both ways is written twice (once.go).
+	Chunk bool
 }
 
 // ReadRecordLog replays every write under l's records up to revision
@@ -50,7 +54,55 @@ func ReadRecordLog(ctx context.Context, cli *clientv3.Client, l keys.Layout, unt
 	if err != nil {
 		return nil, err
 	}
-	return out, markUnstarted(ctx, cli, l, until, out)
+	if err := markUnstarted(ctx, cli, l, until, out); err != nil {
+		return nil, err
+	}
+	shed, err := readShedLog(ctx, cli, l, until)
+	if err != nil {
+		return nil, err
+	}
+	return mergeByRevision(out, shed), nil
+}
+
+// readShedLog replays every write of a chunk record up to until as the
+// writes of the ticks it names: a put of each, and on its delete a delete
+// of each (the replay saw the put: the members never compact).
+func readShedLog(ctx context.Context, cli *clientv3.Client, l keys.Layout, until int64) ([]RecordEvent, error) {
+	var out []RecordEvent
+	named := map[string][]runs.Record{} // chunk record key -> its ticks
+	err := replay(ctx, cli, l.Shed(), until, func(ev *clientv3.Event) error {
+		k := string(ev.Kv.Key)
+		if ev.Type == clientv3.EventTypeDelete {
+			for _, rec := range named[k] {
+				out = append(out, RecordEvent{Rev: ev.Kv.ModRevision, Job: rec.Job, RunID: rec.RunID, Delete: true, Chunk: true})
+			}
+			delete(named, k)
+			return nil
+		}
+		c, err := runs.DecodeChunkRecord(ev.Kv.Value)
+		if err != nil {
+			return fmt.Errorf("%s at revision %d: %w", k, ev.Kv.ModRevision, err)
+		}
+		named[k] = c.Records()
+		for _, rec := range named[k] {
+			out = append(out, RecordEvent{Rev: ev.Kv.ModRevision, Job: rec.Job, RunID: rec.RunID, Record: rec, Unstarted: true, Chunk: true})
+		}
+		return nil
+	})
+	return out, err
+}
+
+// mergeByRevision is a and b, each in revision order, in revision order.
+func mergeByRevision(a, b []RecordEvent) []RecordEvent {
+	out := make([]RecordEvent, 0, len(a)+len(b))
+	for len(a) > 0 && len(b) > 0 {
+		if b[0].Rev < a[0].Rev {
+			out, b = append(out, b[0]), b[1:]
+		} else {
+			out, a = append(out, a[0]), a[1:]
+		}
+	}
+	return append(append(out, a...), b...)
 }
 
 // markUnstarted sets Unstarted on each put of log whose record's marker
