@@ -26,6 +26,7 @@ import (
 	"github.com/etcdsched/scheduler/internal/jobs/overdue"
 	"github.com/etcdsched/scheduler/internal/jobs/pause"
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
+	"github.com/etcdsched/scheduler/internal/jobs/shed"
 	"github.com/etcdsched/scheduler/internal/jobs/worker"
 	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/mirror"
@@ -90,6 +91,7 @@ type Engine struct {
 	assign   *assign.Store   // the lean protocol's transactions, the worker's and the leader's
 	jobs     *jobReader      // the API's reads of jobs (status.go)
 	runs     *runReader      // the API's reads of runs (runs.go)
+	shed     *shed.Index     // chunk records by job, for a job's history (runspage.go)
 
 	configChanged chan struct{}
 	wg            sync.WaitGroup
@@ -127,9 +129,10 @@ func New(opts Options) (*Engine, error) {
 		overdue:       overdue.NewView(layout),
 		workers:       leader.NewWorkers(layout),
 		assign:        assigned,
+		shed:          shed.NewIndex(layout, opts.Logger),
 		configChanged: make(chan struct{}, 1),
 	}
-	e.runs = newRunReader(&opts, layout, e.queue)
+	e.runs = newRunReader(&opts, layout, e.queue, e.shed)
 	lasts, err := overdue.NewLast(opts.Client, layout, e.overdue, opts.Clock)
 	if err != nil {
 		return nil, fmt.Errorf("jobs: %w", err)
@@ -221,6 +224,7 @@ func (e *Engine) Run(ctx context.Context) error {
 			e.worker.PeerAssignments())},
 		{e.keys.Claimed(), e.worker.PeerMarkers()},
 		{e.keys.Outbox(), e.outbox},
+		{e.keys.Shed(), e.shed},
 	} {
 		wg.Add(1)
 		go func() {

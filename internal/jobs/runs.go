@@ -9,6 +9,7 @@ import (
 
 	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
+	"github.com/etcdsched/scheduler/internal/jobs/shed"
 	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/runs"
 	"github.com/etcdsched/scheduler/internal/slots"
@@ -20,7 +21,7 @@ import (
 // queue view, the removed jobs whose records are kept (removed.go), and
 // the refusal of a job name the config lacks (unknown.go). It owns no
 // state of its own: it reads etcd and the views the engine mirrors
-// (queue entries, held slots), and writes nothing.
+// (queue entries, held slots, chunk records by job), and writes nothing.
 type runReader struct {
 	kv     clientv3.KV
 	keys   keys.Layout
@@ -31,10 +32,10 @@ type runReader struct {
 	pages  runPages
 }
 
-func newRunReader(opts *Options, layout keys.Layout, q *queue.View) *runReader {
+func newRunReader(opts *Options, layout keys.Layout, q *queue.View, ticks *shed.Index) *runReader {
 	return &runReader{
 		kv: opts.Client, keys: layout, config: opts.Config, log: opts.Logger,
-		queue: q, slots: opts.Slots, pages: runPages{kv: opts.Client, keys: layout},
+		queue: q, slots: opts.Slots, pages: runPages{kv: opts.Client, keys: layout, shed: ticks},
 	}
 }
 

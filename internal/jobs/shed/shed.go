@@ -16,9 +16,11 @@ import (
 	"github.com/etcdsched/scheduler/internal/runs"
 )
 
-// Chunk is one chunk record and the key it is stored at.
+// Chunk is one chunk record, the key it is stored at and its mod
+// revision.
 type Chunk struct {
 	Key string
+	Rev int64
 	runs.ChunkRecord
 }
 
@@ -59,7 +61,7 @@ func Decode(k keys.Layout, kvs []*mvccpb.KeyValue) (chunks []Chunk, bad []Unread
 		case !keyOK || !c.At.Equal(at):
 			bad = append(bad, Unreadable{Key: string(kv.Key), At: at, Err: errKeyNotInstant})
 		default:
-			chunks = append(chunks, Chunk{Key: string(kv.Key), ChunkRecord: c})
+			chunks = append(chunks, Chunk{Key: string(kv.Key), Rev: kv.ModRevision, ChunkRecord: c})
 		}
 	}
 	return chunks, bad
