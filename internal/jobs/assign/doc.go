@@ -22,7 +22,7 @@ import "errors"
 
 // Protocol is the run protocol a replica advertises in its member key
 // (election.Member.Protocol), the highest of these it runs.
-const Protocol = SuccessApart
+const Protocol = ReadsChunks
 
 // The protocols, each a level of the one before.
 const (
@@ -33,6 +33,11 @@ const (
 	// succeeded/ (keys.LastSuccess). A run's end puts it there only while
 	// every member advertises at least it, under jobs/ otherwise.
 	SuccessApart = 3
+	// ReadsChunks: the replica reads chunk records (shed/, the ticks of an
+	// instant a worker shed together, docs/design-shed.md) wherever it
+	// reads a tick's record. A worker may write them only while every
+	// member advertises at least it; nothing writes them yet.
+	ReadsChunks = 4
 )
 
 var (
