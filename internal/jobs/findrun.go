@@ -38,8 +38,8 @@ func (rr *runReader) FindRun(ctx context.Context, runID string) (RunStatus, erro
 	if tick, found, err := rr.findTick(ctx, job, runID); err != nil || found {
 		return tick, err
 	}
-	if shed, found, err := rr.findShed(ctx, job, runID); err != nil || found {
-		return shed, err
+	if st, found, err := rr.findShed(ctx, job, runID); err != nil || found {
+		return st, err
 	}
 	// An assigned run (the lean protocol, docs/protocol.md) has no queue
 	// entry: while it runs, its slot says so.
@@ -72,7 +72,9 @@ func (rr *runReader) findShed(ctx context.Context, job, runID string) (RunStatus
 	}
 	chunks, bad := shed.Decode(rr.keys, resp.Get().Kvs)
 	for _, c := range chunks {
-		if r, ok := c.Find(job); ok {
+		// A shard's id ("tick#k") has its tick's instant; a chunk record
+		// holds no shard, so only the tick's own id is answered.
+		if r, ok := c.Find(job); ok && r.RunID == runID {
 			return RunStatus{State: "finished", Record: r}, true, nil
 		}
 	}

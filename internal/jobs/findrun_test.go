@@ -61,6 +61,9 @@ func TestAShedTickIsFoundInItsChunkRecord(t *testing.T) {
 	if err != nil || st.State != "finished" || !reflect.DeepEqual(st.Record, want) {
 		t.Errorf("FindRun(report's tick) = %+v, %v; want finished %+v", st, err, want)
 	}
+	if _, err := n.engine.FindRun(t.Context(), runs.ID("report", at)+"#1"); !errors.Is(err, jobs.ErrUnknownRun) {
+		t.Errorf("FindRun(a shard id of report's tick) = %v, want ErrUnknownRun: a chunk record holds no shard", err)
+	}
 	if _, err := n.engine.FindRun(t.Context(), runs.ID("sync", at)); !errors.Is(err, jobs.ErrUnknownRun) {
 		t.Errorf("FindRun(sync's tick, in no chunk record) = %v, want ErrUnknownRun", err)
 	}
