@@ -112,7 +112,7 @@ func (h runPages) ticks(job string) []listed {
 	for _, t := range h.shed.Job(job) {
 		out = append(out, listed{rev: t.Rev, id: t.Record.RunID, tick: t.Record})
 	}
-	return out
+	return sortNewestFirst(out)
 }
 
 // pageFrom reads where a page after run id after starts: the records and

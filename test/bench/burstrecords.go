@@ -131,8 +131,8 @@ func (e *env) inChunkRecords(ctx context.Context, ticks []undelivered, out map[s
 	out["unreadable"] += len(bad)
 	outcome := map[string]runs.Outcome{}
 	for _, c := range chunks {
-		for _, r := range c.Runs {
-			outcome[runs.ID(r.Job, c.At)] = r.Outcome
+		for _, r := range c.Records() {
+			outcome[r.RunID] = r.Outcome
 		}
 	}
 	var left []undelivered

@@ -2,7 +2,6 @@ package shed
 
 import (
 	"log/slog"
-	"sort"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 
@@ -53,10 +52,10 @@ func NewIndex(k keys.Layout, log *slog.Logger) *Index {
 // changed keeps byJob as the map changes (under its lock).
 func (x *Index) changed(c mirror.Change[string, Chunk]) {
 	if c.Had {
-		for _, r := range c.Prev.Runs {
-			delete(x.byJob[r.Job], runs.ID(r.Job, c.Prev.At))
-			if len(x.byJob[r.Job]) == 0 {
-				delete(x.byJob, r.Job)
+		for _, rec := range c.Prev.Records() {
+			delete(x.byJob[rec.Job], rec.RunID)
+			if len(x.byJob[rec.Job]) == 0 {
+				delete(x.byJob, rec.Job)
 			}
 		}
 	}
@@ -71,20 +70,14 @@ func (x *Index) changed(c mirror.Change[string, Chunk]) {
 	}
 }
 
-// Job lists job's ticks in chunk records, newest first: by mod revision,
-// then run id, descending, as a job's records are listed.
+// Job lists job's ticks in chunk records, in no order: the reader orders
+// them with the job's records (runspage.go's sortNewestFirst).
 func (x *Index) Job(job string) []Tick {
 	var out []Tick
 	x.With(func(func(string) (Chunk, bool), func(string, Chunk)) {
 		for _, t := range x.byJob[job] {
 			out = append(out, t)
 		}
-	})
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Rev != out[j].Rev {
-			return out[i].Rev > out[j].Rev
-		}
-		return out[i].Record.RunID > out[j].Record.RunID
 	})
 	return out
 }
