@@ -153,6 +153,9 @@ func New(opts Options) (*Engine, error) {
 			e.finished.Note(prev.Job)
 		}
 	})
+	// So is a tick a chunk record names (a shed tick with no record of its
+	// own), or a job that only sheds would never be pruned.
+	e.shed.OnNewTick(e.finished.Note)
 	return e, nil
 }
 
@@ -273,7 +276,7 @@ func (e *Engine) Waiting() bool { return e.queue.Len() > 0 }
 func (e *Engine) Lead(ctx context.Context, term election.Leadership) error {
 	return leader.Run(ctx, leader.Deps{
 		Client: e.opts.Client, Keys: e.keys, Config: e.opts.Config, ConfigChanged: e.configChanged,
-		Queue: e.queue, Specs: e.specs, Paused: e.paused, Slots: e.opts.Slots, Finished: e.finished, Outbox: e.outbox, Overdue: e.overdue, Last: e.jobs.lasts,
+		Queue: e.queue, Specs: e.specs, Paused: e.paused, Slots: e.opts.Slots, Finished: e.finished, Chunks: e.shed, Outbox: e.outbox, Overdue: e.overdue, Last: e.jobs.lasts,
 		Metrics: e.metrics, Clock: e.clock, Log: e.log, Lookahead: e.opts.Lookahead,
 		Workers: e.workers, Assign: e.assign,
 	}, term)

@@ -110,7 +110,7 @@ func (h runPages) ticks(job string) []listed {
 	}
 	var out []listed
 	for _, t := range h.shed.Job(job) {
-		out = append(out, listed{rev: t.Rev, id: t.Record.RunID, tick: t.Record})
+		out = append(out, listed{rev: t.Created, id: t.Record.RunID, tick: t.Record})
 	}
 	return sortNewestFirst(out)
 }

@@ -55,6 +55,18 @@ func (c *ChunkRecord) Find(job string) (Record, bool) {
 	return Record{}, false
 }
 
+// Without is c less the ticks of jobs: what a chunk record holds once the
+// prune took those out of it (docs/design-shed.md, "Retention").
+func (c *ChunkRecord) Without(jobs map[string]bool) ChunkRecord {
+	out := ChunkRecord{At: c.At, EndedAt: c.EndedAt}
+	for _, r := range c.Runs {
+		if !jobs[r.Job] {
+			out.Runs = append(out.Runs, r)
+		}
+	}
+	return out
+}
+
 func (c *ChunkRecord) record(r *ShedRun) Record {
 	return Record{
 		RunID: ID(r.Job, c.At), Job: r.Job, Attempt: 1, Trigger: Schedule, ScheduledAt: c.At.UTC(),

@@ -28,9 +28,6 @@ func checkPruned(h *History, r *Report) {
 		var deleted []gone
 		for ; i < len(log) && log[i].Rev == rev; i++ {
 			e := log[i]
-			if e.Chunk {
-				continue // a chunk record is kept by a count across jobs, not by its jobs' limits
-			}
 			if live[e.Job] == nil {
 				live[e.Job] = map[string]heldRecord{}
 			}

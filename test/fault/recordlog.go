@@ -3,6 +3,7 @@ package fault
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -65,31 +66,52 @@ func ReadRecordLog(ctx context.Context, cli *clientv3.Client, l keys.Layout, unt
 }
 
 // readShedLog replays every write of a chunk record up to until as the
-// writes of the ticks it names: a put of each, and on its delete a delete
-// of each (the replay saw the put: the members never compact).
+// writes of the ticks it names: a put of each tick it names anew, and a
+// delete of each it no longer names, on a rewrite (the prune taking ticks
+// out, docs/design-shed.md, "Retention") or its delete (the replay saw
+// the put: the members never compact). A tick a rewrite keeps is not
+// written again.
 func readShedLog(ctx context.Context, cli *clientv3.Client, l keys.Layout, until int64) ([]RecordEvent, error) {
 	var out []RecordEvent
 	named := map[string][]runs.Record{} // chunk record key -> its ticks
 	err := replay(ctx, cli, l.Shed(), until, func(ev *clientv3.Event) error {
 		k := string(ev.Kv.Key)
-		if ev.Type == clientv3.EventTypeDelete {
-			for _, rec := range named[k] {
-				out = append(out, RecordEvent{Rev: ev.Kv.ModRevision, Job: rec.Job, RunID: rec.RunID, Delete: true, Chunk: true})
+		var now []runs.Record
+		if ev.Type != clientv3.EventTypeDelete {
+			c, err := runs.DecodeChunkRecord(ev.Kv.Value)
+			if err != nil {
+				return fmt.Errorf("%s at revision %d: %w", k, ev.Kv.ModRevision, err)
 			}
+			now = c.Records()
+		}
+		out = append(out, chunkWrites(ev.Kv.ModRevision, named[k], now)...)
+		if named[k] = now; len(now) == 0 {
 			delete(named, k)
-			return nil
-		}
-		c, err := runs.DecodeChunkRecord(ev.Kv.Value)
-		if err != nil {
-			return fmt.Errorf("%s at revision %d: %w", k, ev.Kv.ModRevision, err)
-		}
-		named[k] = c.Records()
-		for _, rec := range named[k] {
-			out = append(out, RecordEvent{Rev: ev.Kv.ModRevision, Job: rec.Job, RunID: rec.RunID, Record: rec, Unstarted: true, Chunk: true})
 		}
 		return nil
 	})
 	return out, err
+}
+
+// chunkWrites are the writes of ticks a chunk record's write at rev
+// makes, from naming was to naming now: a delete of each tick gone, a put
+// of each new one.
+func chunkWrites(rev int64, was, now []runs.Record) []RecordEvent {
+	var out []RecordEvent
+	in := func(rs []runs.Record, id string) bool {
+		return slices.ContainsFunc(rs, func(r runs.Record) bool { return r.RunID == id })
+	}
+	for _, rec := range was {
+		if !in(now, rec.RunID) {
+			out = append(out, RecordEvent{Rev: rev, Job: rec.Job, RunID: rec.RunID, Delete: true, Chunk: true})
+		}
+	}
+	for _, rec := range now {
+		if !in(was, rec.RunID) {
+			out = append(out, RecordEvent{Rev: rev, Job: rec.Job, RunID: rec.RunID, Record: rec, Unstarted: true, Chunk: true})
+		}
+	}
+	return out
 }
 
 // mergeByRevision is a and b, each in revision order, in revision order.

@@ -25,6 +25,7 @@ func (d *Deps) check(term election.Leadership) error {
 		required.Field{Missing: d.Paused == nil, Name: "Paused", Role: "the view of pause state"},
 		required.Field{Missing: d.Slots == nil, Name: "Slots", Role: "the view of held slots the reaper reads"},
 		required.Field{Missing: d.Finished == nil, Name: "Finished", Role: "the jobs that ended runs, for pruning"},
+		required.Field{Missing: d.Chunks == nil, Name: "Chunks", Role: "the index of chunk records, whose ticks the prune counts"},
 		required.Field{Missing: d.Outbox == nil, Name: "Outbox", Role: "the notifications waiting for delivery"},
 		required.Field{Missing: d.Metrics == nil, Name: "Metrics", Role: "the engine's metrics"},
 	)

@@ -15,6 +15,7 @@ import (
 	"github.com/etcdsched/scheduler/internal/jobs/outbox"
 	"github.com/etcdsched/scheduler/internal/jobs/pause"
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
+	"github.com/etcdsched/scheduler/internal/jobs/shed"
 	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/slots"
 )
@@ -36,7 +37,7 @@ func TestRunRefuses(t *testing.T) {
 		return Deps{Client: &clientv3.Client{}, Keys: layout, Config: func() *config.Config { return &config.Config{} },
 			ConfigChanged: make(chan struct{}), Queue: queue.NewView(layout, nil, specs), Specs: specs,
 			Paused: pause.NewView(layout, clockwork.NewFakeClock()), Slots: &slots.Semaphore{}, Finished: NewFinished(),
-			Outbox: outbox.NewView(), Metrics: m}
+			Chunks: shed.NewIndex(layout, nil), Outbox: outbox.NewView(), Metrics: m}
 	}
 	for _, tc := range []struct {
 		name   string
@@ -52,6 +53,7 @@ func TestRunRefuses(t *testing.T) {
 		{"no pause view", func(d *Deps, _ *election.Leadership) { d.Paused = nil }, []string{"leader: Paused is required"}},
 		{"no slots view", func(d *Deps, _ *election.Leadership) { d.Slots = nil }, []string{"leader: Slots is required"}},
 		{"no finished", func(d *Deps, _ *election.Leadership) { d.Finished = nil }, []string{"leader: Finished is required"}},
+		{"no chunk index", func(d *Deps, _ *election.Leadership) { d.Chunks = nil }, []string{"leader: Chunks is required"}},
 		{"no outbox", func(d *Deps, _ *election.Leadership) { d.Outbox = nil }, []string{"leader: Outbox is required"}},
 		{"no metrics", func(d *Deps, _ *election.Leadership) { d.Metrics = nil }, []string{"leader: Metrics is required"}},
 		{"no term", func(_ *Deps, l *election.Leadership) { *l = election.Leadership{} },

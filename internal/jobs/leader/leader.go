@@ -26,6 +26,7 @@ import (
 	"github.com/etcdsched/scheduler/internal/jobs/overdue"
 	"github.com/etcdsched/scheduler/internal/jobs/pause"
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
+	"github.com/etcdsched/scheduler/internal/jobs/shed"
 	"github.com/etcdsched/scheduler/internal/keys"
 	"github.com/etcdsched/scheduler/internal/notify"
 	"github.com/etcdsched/scheduler/internal/slots"
@@ -66,6 +67,10 @@ type Deps struct {
 	Paused        *pause.View
 	Slots         SlotView
 	Finished      *Finished
+	// Chunks is the replica's index of chunk records by job, whose ticks
+	// the prune and a removed job's cleanup count and take out as the
+	// job's records (prunechunks.go).
+	Chunks *shed.Index
 	// Outbox is the notifications waiting for delivery; Sender POSTs them
 	// (nil: the default sender).
 	Outbox *outbox.View

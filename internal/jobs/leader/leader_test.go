@@ -12,6 +12,7 @@ import (
 	"github.com/etcdsched/scheduler/internal/etcdtest"
 	"github.com/etcdsched/scheduler/internal/jobs/metrics"
 	"github.com/etcdsched/scheduler/internal/jobs/pause"
+	"github.com/etcdsched/scheduler/internal/jobs/shed"
 	"github.com/etcdsched/scheduler/internal/keys"
 )
 
@@ -25,7 +26,7 @@ func newTestLeader(tb testing.TB, cli *clientv3.Client, prefix string, cfg *conf
 	}
 	layout := keys.New(prefix)
 	d := Deps{Client: cli, Keys: layout, Config: func() *config.Config { return cfg }, Clock: clock,
-		Paused: pause.NewView(layout, clock), Metrics: m, Finished: NewFinished()}
+		Paused: pause.NewView(layout, clock), Metrics: m, Finished: NewFinished(), Chunks: shed.NewIndex(layout, nil)}
 	d.defaults()
 	termKey := layout.Election() + "test"
 	put, err := cli.Put(tb.Context(), termKey, "test")

@@ -1,9 +1,11 @@
 package leader
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -11,6 +13,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/config"
+	"github.com/etcdsched/scheduler/internal/jobs/shed"
 )
 
 // maxOpsPerTxn stays under etcd's default --max-txn-ops of 128.
@@ -123,8 +126,9 @@ func (p *pruner) pruneJobs(ctx context.Context, jobs []string) error {
 	}
 	var hs []historyOf
 	err := p.readJobs(ctx, jobs, "history", history, func(job string, records, unstartedMarks []*mvccpb.KeyValue) error {
-		if old := p.beyondLimits(job, records, unstartedMarks); len(old) > 0 {
-			hs = append(hs, historyOf{job: job, records: records, old: old})
+		h := historyOf{job: job, records: records, ticks: p.d.Chunks.Job(job)}
+		if h.old, h.oldTicks = p.beyondLimits(job, records, unstartedMarks, h.ticks); len(h.old)+len(h.oldTicks) > 0 {
+			hs = append(hs, h)
 		}
 		return nil
 	})
@@ -150,37 +154,59 @@ func (p *pruner) pruneJobs(ctx context.Context, jobs []string) error {
 			spans, ops = append(spans, s), ops+3
 		}
 	}
-	if len(spans) == 0 {
-		return nil
+	if len(spans) > 0 {
+		if err := p.deleteSpans(ctx, spans); err != nil {
+			return err
+		}
 	}
-	return p.deleteSpans(ctx, spans)
+	return p.takeOutTicks(ctx, hs)
 }
 
-// beyondLimits are job's records to delete, by key: the oldest written
-// (records, as read, sorted by ModRevision) beyond each limit, those of
-// runs that never started with their markers.
-func (p *pruner) beyondLimits(job string, records, unstartedMarks []*mvccpb.KeyValue) map[string]oldRecord {
+// beyondLimits are job's records to delete, by key, and its ticks to take
+// out of chunk records: the oldest written (records, as read, sorted by
+// ModRevision; a chunk record's ticks by its create revision) beyond each
+// limit, those of runs that never started with their markers. A tick in a
+// chunk record is one more unstarted record.
+func (p *pruner) beyondLimits(job string, records, unstartedMarks []*mvccpb.KeyValue, ticks []shed.Tick) (map[string]oldRecord, []shed.Tick) {
 	executedLimit, unstartedLimit := p.limits(job)
 	marks := map[string]*mvccpb.KeyValue{}
 	for _, kv := range unstartedMarks {
 		marks[p.d.Keys.RecordRun(string(kv.Key))] = kv
 	}
-	var executed, unstarted []*mvccpb.KeyValue
+	var executed []*mvccpb.KeyValue
+	var unstarted []unstartedOf
 	for _, kv := range records {
-		if marks[p.d.Keys.RecordRun(string(kv.Key))] != nil {
-			unstarted = append(unstarted, kv)
+		if mark := marks[p.d.Keys.RecordRun(string(kv.Key))]; mark != nil {
+			unstarted = append(unstarted, unstartedOf{rev: kv.ModRevision, kv: kv, mark: mark})
 		} else {
 			executed = append(executed, kv)
 		}
 	}
+	for i := range ticks {
+		unstarted = append(unstarted, unstartedOf{rev: ticks[i].Created, tick: &ticks[i]})
+	}
+	slices.SortStableFunc(unstarted, func(a, b unstartedOf) int { return cmp.Compare(a.rev, b.rev) })
 	old := map[string]oldRecord{}
 	for _, kv := range executed[:max(0, len(executed)-executedLimit)] {
 		old[string(kv.Key)] = oldRecord{}
 	}
-	for _, kv := range unstarted[:max(0, len(unstarted)-unstartedLimit)] {
-		old[string(kv.Key)] = oldRecord{mark: marks[p.d.Keys.RecordRun(string(kv.Key))]}
+	var oldTicks []shed.Tick
+	for _, u := range unstarted[:max(0, len(unstarted)-unstartedLimit)] {
+		if u.tick != nil {
+			oldTicks = append(oldTicks, *u.tick)
+		} else {
+			old[string(u.kv.Key)] = oldRecord{mark: u.mark}
+		}
 	}
-	return old
+	return old, oldTicks
+}
+
+// unstartedOf is a record of a run that never started, with its marker,
+// or a tick in a chunk record, and the revision it was written at.
+type unstartedOf struct {
+	rev      int64
+	kv, mark *mvccpb.KeyValue
+	tick     *shed.Tick
 }
 
 // round trims the history of the jobs that finished enough runs since

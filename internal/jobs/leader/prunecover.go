@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -46,17 +47,19 @@ func (p *pruner) coverPruned(ctx context.Context, hs []historyOf) error {
 	}
 	var jobs []string
 	grown := map[string]pruned.Stretches{}
-	for _, h := range hs {
+	for i := range hs {
+		h := &hs[i]
 		if p.stretches[h.job].unreadable {
 			clear(h.old)
+			h.oldTicks = nil
 			delete(p.stretches, h.job)
 			continue
 		}
-		cur, deleted := p.stretches[h.job].s, p.ticksOf(h, true)
+		cur, deleted := p.stretches[h.job].s, p.ticksOf(*h, true)
 		if cur.CoversAll(deleted) {
 			continue // the steady round: the kept records' ticks are not parsed
 		}
-		s, _ := cur.Grow(p.nextTick(h.job), deleted, p.ticksOf(h, false))
+		s, _ := cur.Grow(p.nextTick(h.job), deleted, p.ticksOf(*h, false))
 		jobs, grown[h.job] = append(jobs, h.job), s
 	}
 	for len(jobs) > 0 {
@@ -141,9 +144,9 @@ func (p *pruner) loadStretches(ctx context.Context, hs []historyOf) error {
 	return nil
 }
 
-// ticksOf are the ticks of h's records to delete (deleted), or of those
-// kept (scheduled and backfilled runs; a manual, keyed or chained run has
-// none).
+// ticksOf are the ticks of h's records to delete and of its chunk
+// records' ticks to take out (deleted), or of those kept (scheduled and
+// backfilled runs; a manual, keyed or chained run has none).
 func (p *pruner) ticksOf(h historyOf, deleted bool) []time.Time {
 	var out []time.Time
 	for _, kv := range h.records {
@@ -152,6 +155,15 @@ func (p *pruner) ticksOf(h historyOf, deleted bool) []time.Time {
 		}
 		if at, ok := runs.ScheduledAtOf(p.d.Keys.RecordRun(string(kv.Key))); ok {
 			out = append(out, at)
+		}
+	}
+	takenOut := map[string]bool{}
+	for _, t := range h.oldTicks {
+		takenOut[t.Record.RunID] = true
+	}
+	for _, t := range h.ticks {
+		if takenOut[t.Record.RunID] == deleted {
+			out = append(out, t.Record.ScheduledAt)
 		}
 	}
 	return out
@@ -172,12 +184,12 @@ func (p *pruner) nextTick(job string) func(time.Time) time.Time {
 }
 
 // purgeCover is what a removed job's cleanup (removed.go) adds to its
-// transaction so that the ticks of the records it deletes stay covered:
-// a compare that no record was written since they were read, and the put
-// of the job's stretches with one more from the earliest to the latest of
-// them (the job has no schedule any more to tell gaps by), compared to be
-// as read.
-func (b *base) purgeCover(ctx context.Context, job string) ([]clientv3.Cmp, []clientv3.Op, error) {
+// transaction so that the ticks of the records it deletes, and chunked
+// (its ticks it takes out of chunk records), stay covered: a compare that
+// no record was written since they were read, and the put of the job's
+// stretches with one more from the earliest to the latest of them (the
+// job has no schedule any more to tell gaps by), compared to be as read.
+func (b *base) purgeCover(ctx context.Context, job string, chunked []time.Time) ([]clientv3.Cmp, []clientv3.Op, error) {
 	k := b.d.Keys
 	resp, err := b.d.Client.Txn(ctx).Then(
 		clientv3.OpGet(k.JobRuns(job), clientv3.WithPrefix(), clientv3.WithKeysOnly()),
@@ -186,7 +198,7 @@ func (b *base) purgeCover(ctx context.Context, job string) ([]clientv3.Cmp, []cl
 	if err != nil {
 		return nil, nil, fmt.Errorf("leader: read the records of removed job %s: %w", job, err)
 	}
-	var ticks []time.Time
+	ticks := slices.Clone(chunked)
 	for _, kv := range resp.Responses[0].GetResponseRange().Kvs {
 		if at, ok := runs.ScheduledAtOf(k.RecordRun(string(kv.Key))); ok {
 			ticks = append(ticks, at)

@@ -194,7 +194,7 @@ func TestUnreadableStretchesKeepTheRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	putTicks(t, cli, l, "gone", 1, 2)
-	if _, _, err := l.purgeCover(ctx, "gone"); err == nil {
+	if _, _, err := l.purgeCover(ctx, "gone", nil); err == nil {
 		t.Error("a removed job's cleanup went on over unreadable stretches")
 	}
 }

@@ -98,7 +98,8 @@ func pruneKeyByKey(t *testing.T, l *leader, jobs []string) {
 			t.Fatal(err)
 		}
 		var dels []seenKey
-		for key, o := range l.pruner.beyondLimits(job, records.Kvs, marks.Kvs) {
+		old, _ := l.pruner.beyondLimits(job, records.Kvs, marks.Kvs, nil)
+		for key, o := range old {
 			dels = append(dels, seenKey{key: key, rev: revOf(records.Kvs, key)})
 			if o.mark != nil {
 				dels = append(dels, seenKey{key: string(o.mark.Key), rev: o.mark.ModRevision})
@@ -278,7 +279,8 @@ func TestALargePruneChangedSinceTheReadStillGoes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	spans := spansOf(records.Kvs, l.pruner.beyondLimits("lowered", records.Kvs, nil))
+	old, _ := l.pruner.beyondLimits("lowered", records.Kvs, nil, nil)
+	spans := spansOf(records.Kvs, old)
 	for _, s := range spans {
 		if len(s.seen) > maxSpanKeys {
 			t.Errorf("a span of %d keys, want at most %d", len(s.seen), maxSpanKeys)

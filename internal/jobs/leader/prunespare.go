@@ -9,6 +9,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/internal/jobs/assign"
+	"github.com/etcdsched/scheduler/internal/jobs/shed"
 	"github.com/etcdsched/scheduler/internal/runs"
 )
 
@@ -25,11 +26,15 @@ import (
 // names: a round reads the assignments' keys only, and the values of
 // those at an instant of a record to prune.
 
-// historyOf is a job's records as read and those to delete (prune.go).
+// historyOf is a job's records as read and those to delete (prune.go),
+// and its ticks in chunk records as the index had them and those to take
+// out (prunechunks.go).
 type historyOf struct {
-	job     string
-	records []*mvccpb.KeyValue
-	old     map[string]oldRecord
+	job      string
+	records  []*mvccpb.KeyValue
+	old      map[string]oldRecord
+	ticks    []shed.Tick
+	oldTicks []shed.Tick
 }
 
 // spareAssigned takes out of each history's records to delete those of a

@@ -10,6 +10,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/config"
+	"github.com/etcdsched/scheduler/internal/jobs/shed"
 )
 
 // A removed job's history (docs/design-leader.md#a-removed-jobs-history), kept by a part of the term of
@@ -183,7 +184,7 @@ func (k *removedKeeper) round(ctx context.Context, full bool) (time.Time, error)
 }
 
 // candidates are the jobs to mark removed: not in the config, not
-// marked, with records. full lists every job with records; otherwise only
+// marked, with records (of their own or in chunk records). full lists every job with records; otherwise only
 // the noted jobs are looked at.
 func (k *removedKeeper) candidates(ctx context.Context, full bool, noted, known map[string]bool, marks map[string]*removal) ([]string, error) {
 	var withRecords []string
@@ -192,9 +193,14 @@ func (k *removedKeeper) candidates(ctx context.Context, full bool, noted, known 
 		if withRecords, err = k.jobsWithRecords(ctx); err != nil {
 			return nil, err
 		}
+		withRecords = append(withRecords, k.d.Chunks.Jobs()...) // twice is harmless
 	} else {
 		for job := range noted {
 			if known[job] || marks[job] != nil {
+				continue
+			}
+			if len(k.d.Chunks.Job(job)) > 0 {
+				withRecords = append(withRecords, job)
 				continue
 			}
 			resp, err := k.d.Client.Get(ctx, k.d.Keys.JobRuns(job), clientv3.WithPrefix(), clientv3.WithCountOnly())
@@ -289,30 +295,68 @@ func (k *removedKeeper) unmark(ctx context.Context, job string, m *removal) erro
 }
 
 // purge deletes a removed job's records, their unstarted markers, its
-// last success and its marker, if the marker is as read and the job still
-// removed; the ticks of the records stay in its pruned stretches
-// (purgeCover): should it come back, a backfill does not run them again.
+// ticks in chunk records, its last success and its marker, if the marker
+// is as read and the job still removed; the ticks of the records stay in
+// its pruned stretches (purgeCover): should it come back, a backfill does
+// not run them again. Its chunk ticks go maxPurgeTicks a transaction, the
+// records with the last.
 func (k *removedKeeper) purge(ctx context.Context, job string, m *removal) error {
 	var back bool
 	k.withJobs(func(jobs map[string]*config.Job) { _, back = jobs[job] })
 	if back {
 		return nil // the next round unmarks it
 	}
-	cover, put, err := k.purgeCover(ctx, job)
+	ticks := k.d.Chunks.Job(job)
+	for {
+		batch := ticks[:min(len(ticks), maxPurgeTicks)]
+		ticks = ticks[len(batch):]
+		done, err := k.purgeSome(ctx, job, m, batch, len(ticks) == 0)
+		if err != nil || !done || len(ticks) == 0 {
+			return err
+		}
+	}
+}
+
+// maxPurgeTicks bounds the chunk records a purge's transaction rewrites,
+// beside its other compares and operations, under etcd's --max-txn-ops.
+const maxPurgeTicks = maxOpsPerTxn - 10
+
+// errChunkMoved: a chunk record naming a removed job's tick changed since
+// the index read it; the purge is tried again.
+var errChunkMoved = errors.New("leader: a chunk record changed meanwhile")
+
+// purgeSome takes ticks, some of job's ticks in chunk records, out of
+// them, and when last deletes the rest of its history too, in one fenced
+// transaction that keeps every tick covered. done is false when the
+// marker changed or the job's records did.
+func (k *removedKeeper) purgeSome(ctx context.Context, job string, m *removal, ticks []shed.Tick, last bool) (done bool, err error) {
+	edits, stale := editsOf(k.d.Chunks, ticks)
+	if stale > 0 {
+		return false, errChunkMoved
+	}
+	at := make([]time.Time, len(ticks))
+	for i, t := range ticks {
+		at[i] = t.Record.ScheduledAt
+	}
+	cover, put, err := k.purgeCover(ctx, job, at)
 	if err != nil {
-		return err
+		return false, err
 	}
 	key := k.d.Keys.RemovedJob(job)
-	ok, err := k.fenced(ctx, append([]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", m.rev)}, cover...),
-		append(put,
+	cmps := append(append([]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", m.rev)}, cover...), cmpsOf(edits)...)
+	ops := append(put, opsOf(edits)...)
+	if last {
+		ops = append(ops,
 			clientv3.OpDelete(k.d.Keys.JobRuns(job), clientv3.WithPrefix()),
 			clientv3.OpDelete(k.d.Keys.Unstarted(job), clientv3.WithPrefix()),
 			clientv3.OpDelete(k.d.Keys.JobFanIns(job), clientv3.WithPrefix()),
 			clientv3.OpDelete(k.d.Keys.LastSuccess(job)),
 			clientv3.OpDelete(k.d.Keys.SucceededInJobs(job)),
-			clientv3.OpDelete(key))...)
-	if ok {
+			clientv3.OpDelete(key))
+	}
+	ok, err := k.fenced(ctx, cmps, ops...)
+	if ok && last {
 		k.d.Log.Info("removed job: history deleted", "job", job, "removed_at", m.at)
 	}
-	return err
+	return ok, err
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -223,4 +224,46 @@ func TestKeepRemovedHistoryPurgesAtTheTTL(t *testing.T) {
 	poll.For(t, 30*time.Second, "gone's history deleted at the TTL", func() bool {
 		return keysUnder(t, cli, l.d.Keys.JobRuns("gone")) == 0 && keysUnder(t, cli, l.d.Keys.Removed()) == 0
 	})
+}
+
+// A removed job whose history is only in chunk records (ticks it shed,
+// docs/design-shed.md) is found removed, and at the TTL its ticks go out
+// of them, more than one transaction holds, each covered in its pruned
+// stretches: a chunk record naming a job still configured keeps that
+// job's tick. Without the index among the candidates, gone was never
+// marked; without the take-out, its chunk records stayed.
+func TestRemovedJobsTicksInChunkRecordsGoAtTheTTL(t *testing.T) {
+	cfg := jobstest.Config(jobstest.Job("keep", "@every 1s"))
+	cfg.Cluster.RemovedHistoryTTL = config.Duration(time.Minute)
+	l, cli, clock := leaderOn(t, "/removed-chunks/", cfg, coverT0)
+	shared := putChunk(t, cli, l, 0, 0, "gone", "keep")
+	for n := 1; n <= maxPurgeTicks+5; n++ {
+		putChunk(t, cli, l, n, 0, "gone")
+	}
+	indexChunks(t, cli, l)
+	if _, err := l.removed.round(t.Context(), true); err != nil {
+		t.Fatal(err)
+	}
+	if n := keysUnder(t, cli, l.d.Keys.RemovedJob("gone")); n != 1 {
+		t.Fatalf("%d removal markers for gone, want 1: its history is in chunk records", n)
+	}
+	clock.Advance(time.Minute)
+	if _, err := l.removed.round(t.Context(), true); err != nil {
+		t.Fatal(err)
+	}
+	if n := keysUnder(t, cli, l.d.Keys.Shed()); n != 1 {
+		t.Errorf("%d chunk records left, want the one naming keep", n)
+	}
+	if got := chunkJobs(t, cli, shared); !slices.Equal(got, []string{"keep"}) {
+		t.Errorf("the shared chunk record names %v, want keep's tick only", got)
+	}
+	if n := keysUnder(t, cli, l.d.Keys.Removed()); n != 0 {
+		t.Errorf("%d removal markers left, want none", n)
+	}
+	s, _ := stretchesIn(t, cli, l, "gone")
+	for n := 0; n <= maxPurgeTicks+5; n++ {
+		if !s.Covers(tickAt(n)) {
+			t.Fatalf("gone's tick %d not in its stretches %v", n, s)
+		}
+	}
 }

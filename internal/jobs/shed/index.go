@@ -13,18 +13,22 @@ import (
 // Index is a replica's view of the chunk records under shed/ with their
 // ticks by job, filled by mirror.Run: a chunk record's key names no job, so
 // a job's history (a page of its runs, its last run) merges the job's
-// records with its ticks here rather than read every job's chunk records
-// over its span. One watch event for the many ticks of a chunk record.
+// records with its ticks here, and the leader's prune counts them among the
+// job's unstarted records, rather than read every job's chunk records over
+// its span. One watch event for the many ticks of a chunk record.
 type Index struct {
 	*mirror.Map[string, Chunk]
 	byJob map[string]map[string]Tick // job -> run id -> tick; under the map's lock
 }
 
-// Tick is one tick of a chunk record, with the record's mod revision: where
-// it sorts among its job's records, which are ordered by theirs.
+// Tick is one tick of a chunk record: the record's key and revisions, and
+// the tick's record. Where it sorts among its job's records, which are
+// ordered by their mod revision, is its chunk record's create revision
+// (Chunk.Created).
 type Tick struct {
-	Rev    int64
-	Record runs.Record
+	Key          string
+	Rev, Created int64
+	Record       runs.Record
 }
 
 // NewIndex is an empty index; mirror.Run fills it. A chunk record that
@@ -66,8 +70,26 @@ func (x *Index) changed(c mirror.Change[string, Chunk]) {
 		if x.byJob[rec.Job] == nil {
 			x.byJob[rec.Job] = map[string]Tick{}
 		}
-		x.byJob[rec.Job][rec.RunID] = Tick{Rev: c.Value.Rev, Record: rec}
+		x.byJob[rec.Job][rec.RunID] = Tick{Key: c.Key, Rev: c.Value.Rev, Created: c.Value.Created, Record: rec}
 	}
+}
+
+// OnNewTick has f called with the job of each tick a chunk record put
+// names that the record did not name before (a rewrite takes ticks out,
+// never adds one), under the map's lock: the prune's count of ended runs
+// (leader.Finished), so that a job that only sheds is pruned too. f must
+// be quick. OnNewTick before mirror.Run.
+func (x *Index) OnNewTick(f func(job string)) {
+	x.OnChange(func(c mirror.Change[string, Chunk]) {
+		if c.Deleted {
+			return
+		}
+		for _, r := range c.Value.Runs {
+			if _, had := c.Prev.Find(r.Job); !c.Had || !had {
+				f(r.Job)
+			}
+		}
+	})
 }
 
 // Job lists job's ticks in chunk records, in no order: the reader orders
@@ -77,6 +99,17 @@ func (x *Index) Job(job string) []Tick {
 	x.With(func(func(string) (Chunk, bool), func(string, Chunk)) {
 		for _, t := range x.byJob[job] {
 			out = append(out, t)
+		}
+	})
+	return out
+}
+
+// Jobs are the jobs with ticks in chunk records, in no order.
+func (x *Index) Jobs() []string {
+	var out []string
+	x.With(func(func(string) (Chunk, bool), func(string, Chunk)) {
+		for job := range x.byJob {
+			out = append(out, job)
 		}
 	})
 	return out

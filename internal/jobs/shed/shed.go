@@ -16,11 +16,15 @@ import (
 	"github.com/etcdsched/scheduler/internal/runs"
 )
 
-// Chunk is one chunk record, the key it is stored at and its mod
-// revision.
+// Chunk is one chunk record, the key it is stored at and its revisions.
 type Chunk struct {
 	Key string
-	Rev int64
+	// Rev is the key's mod revision, which a rewrite or delete of it
+	// compares; Created its create revision, when its ticks were recorded:
+	// the prune takes ticks out of a chunk record by rewriting it (the
+	// leader's prune, docs/design-shed.md), which must not make the ticks
+	// left look recorded later.
+	Rev, Created int64
 	runs.ChunkRecord
 }
 
@@ -61,7 +65,7 @@ func Decode(k keys.Layout, kvs []*mvccpb.KeyValue) (chunks []Chunk, bad []Unread
 		case !keyOK || !c.At.Equal(at):
 			bad = append(bad, Unreadable{Key: string(kv.Key), At: at, Err: errKeyNotInstant})
 		default:
-			chunks = append(chunks, Chunk{Key: string(kv.Key), Rev: kv.ModRevision, ChunkRecord: c})
+			chunks = append(chunks, Chunk{Key: string(kv.Key), Rev: kv.ModRevision, Created: kv.CreateRevision, ChunkRecord: c})
 		}
 	}
 	return chunks, bad
