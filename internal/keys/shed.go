@@ -24,8 +24,9 @@ func (l Layout) ShedBetween(from, to time.Time) (start, end string) {
 	return l.ShedAt(from), l.ShedAt(to)
 }
 
-// ShedRecord is the n-th chunk record of worker's assignment at instant in
-// group.
+// ShedRecord is a chunk record of worker's assignment at instant in
+// group; n tells apart those of one assignment (its writer uses the
+// assignment's revision as it read it, which each chunk record changes).
 func (l Layout) ShedRecord(instant time.Time, worker, group string, n int) string {
 	return l.ShedAt(instant) + worker + "/" + group + "/" + strconv.Itoa(n)
 }

@@ -57,7 +57,9 @@ type claimRound struct {
 	later     []assignedRun  // refused before the instant: tried again at it
 	gone      bool           // a chunk found the assignment moved or deleted
 
-	mu      sync.Mutex      // markers: a start mark rewrites one (assigned_start.go)
+	// mu guards markers (a start mark rewrites one, assigned_start.go)
+	// and st, which only the round's goroutine writes (rewrote).
+	mu      sync.Mutex
 	markers []assign.Marker // of the chunks that claimed: what the cleanup compares
 }
 
@@ -67,6 +69,23 @@ func (r *claimRound) addMarker(m assign.Marker) int {
 	defer r.mu.Unlock()
 	r.markers = append(r.markers, m)
 	return len(r.markers) - 1
+}
+
+// stored is r's assignment as the round last read or wrote it, for a
+// goroutine other than the round's (a chunk's start, its hand-off): the
+// round rewrites it when it sheds ticks in a chunk record (assigned_chunk.go).
+func (r *claimRound) stored() assign.Stored {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.st
+}
+
+// rewrote is r's assignment as the round wrote it: its jobs and revision
+// (the rest, its key and instant, which other goroutines read, stay).
+func (r *claimRound) rewrote(st assign.Stored) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.st.Jobs, r.st.ModRevision = st.Jobs, st.ModRevision
 }
 
 func (r *claimRound) markerRevision(i int) int64 {
@@ -109,7 +128,7 @@ func (a *assignedRunner) runAssignment(ctx context.Context, st assign.Stored) {
 	}
 	a.settleLater(ctx, r)
 	r.running.Wait()
-	if settled && r.unsettled.Load() == 0 {
+	if settled && r.unsettled.Load() == 0 && len(r.st.Jobs) > 0 { // none: deleted by its shed
 		r.st.Markers = r.markers // every start mark is written by now (running)
 		a.cleanup(ctx, r.st, r.log)
 	}
@@ -122,7 +141,7 @@ func (a *assignedRunner) runAssignment(ctx context.Context, st assign.Stored) {
 func (a *assignedRunner) claimAll(ctx context.Context, r *claimRound) bool {
 	todo := r.st.Jobs
 	for len(todo) > 0 {
-		if todo = a.shedLate(ctx, &r.st, todo, &r.unsettled); len(todo) == 0 {
+		if todo = a.shedLate(ctx, r, todo); len(todo) == 0 {
 			break
 		}
 		reserved, alive := a.reserve(ctx, r.sess, &r.st, todo)

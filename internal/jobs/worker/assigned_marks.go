@@ -161,7 +161,7 @@ func (m *startMarks) send(ctx context.Context, batch []*markTicket) {
 // start is t's mark as it is to be sent now: its marker's revision is the
 // one its claim (or its last mark) left.
 func (t *markTicket) start() assign.Start {
-	return assign.Start{Assignment: t.r.st.Assignment, Chunk: t.chunk, Rev: t.r.markerRevision(t.marker), Jobs: t.jobs}
+	return assign.Start{Assignment: t.r.stored().Assignment, Chunk: t.chunk, Rev: t.r.markerRevision(t.marker), Jobs: t.jobs}
 }
 
 // slowMarks is how long after their instant start marks may answer before

@@ -3,7 +3,6 @@ package worker
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"github.com/etcdsched/scheduler/config"
@@ -36,11 +35,13 @@ type unclaimedEnd struct {
 }
 
 // shedLate records the runs of jobs that are not to start (notToStart)
-// once st is more than shedAfter late, before they wait for room under
+// once r's assignment is more than shedAfter late (in chunk records where
+// they may go, assigned_chunk.go), before they wait for room under
 // max_parallel, and returns the others. A worker behind so sheds an old
 // instant's runs as soon as a newer tick of their job is due, instead of
 // when room frees: the room goes to the newest ticks.
-func (a *assignedRunner) shedLate(ctx context.Context, st *assign.Stored, jobs []assign.Job, unsettled *atomic.Int32) []assign.Job {
+func (a *assignedRunner) shedLate(ctx context.Context, r *claimRound, jobs []assign.Job) []assign.Job {
+	st := &r.st
 	now := a.d.Clock.Now()
 	if !now.After(st.At.Add(shedAfter)) {
 		return jobs
@@ -57,7 +58,7 @@ func (a *assignedRunner) shedLate(ctx context.Context, st *assign.Stored, jobs [
 		}
 		keep = append(keep, j) // prepare decides, as for a run on time
 	}
-	a.recordUnclaimed(ctx, st, ends, unsettled)
+	a.recordUnclaimed(ctx, &r.st, a.shedInChunks(ctx, r, ends), &r.unsettled)
 	return keep
 }
 

@@ -137,13 +137,14 @@ func (a *assignedRunner) dropHeld(ctx context.Context, h heldRun) {
 // replica starts nothing after it said it stopped claiming. Best effort:
 // another chunk of r marked started, or no replica left, keeps it here.
 func (m *mover) handOffAhead(r *claimRound) {
-	to := rendezvous.Pick(m.leanPeers(), r.st.Key(m.d.Keys))
+	st := r.stored()
+	to := rendezvous.Pick(m.leanPeers(), st.Key(m.d.Keys))
 	if to == "" {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), handBackTimeout)
 	defer cancel()
-	if _, err := m.d.Assign.StealAhead(ctx, r.st.Assignment, r.st.ModRevision, to); err == nil {
-		m.d.Log.Info("stopping: runs claimed ahead and not started given to a replica that stays", "to", to, "runs", len(r.st.Jobs), "due", r.st.At)
+	if _, err := m.d.Assign.StealAhead(ctx, st.Assignment, st.ModRevision, to); err == nil {
+		m.d.Log.Info("stopping: runs claimed ahead and not started given to a replica that stays", "to", to, "runs", len(st.Jobs), "due", st.At)
 	}
 }

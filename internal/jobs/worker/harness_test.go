@@ -66,6 +66,8 @@ type testWorkerOptions struct {
 	// kv, when set, wraps the KV service the assignment store's group
 	// commit sends through (its claims and cleanups).
 	kv func(pb.KVClient) pb.KVClient
+	// sinks are the config's notification sinks.
+	sinks []config.Sink
 }
 
 // startTestWorker starts a worker for job under prefix.
@@ -83,6 +85,7 @@ func startTestWorker(t *testing.T, prefix string, job config.Job, exec Executor,
 	if o.maxParallel > 0 {
 		cfg.Worker.MaxParallel = o.maxParallel
 	}
+	cfg.Notify.Sinks = o.sinks
 
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
