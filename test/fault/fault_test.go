@@ -1,7 +1,9 @@
 package fault
 
 import (
+	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -153,4 +155,38 @@ func TestPositiveControl(t *testing.T) {
 func lean5() scenario {
 	return scenario{name: "long-lean5-ttl2s", ttl: 2 * time.Second, faults: repeat(every, len(every)), gap: 3 * time.Second,
 		warmup: 5 * time.Second, settle: 12 * time.Second, seed: seed(), lean: true, replicas: 5}
+}
+
+// The chunk-record rule's positive control (docs/design-shed.md,
+// "Checks"): a scheduler built with -tags unsafe_shedtwice writes each
+// tick of a chunk record a record of its own too, and the checker must
+// report them recorded twice. etcd going away is what leaves workers
+// behind enough to shed late ticks in chunk records (the long profile's
+// saw 3 to 8 after each). In the long profile, or FAULT_PROFILE=control-shed.
+func TestPositiveControlShedTwice(t *testing.T) {
+	if testing.Short() || profile() != "long" && profile() != "control-shed" {
+		t.Skip("the long profile's, or FAULT_PROFILE=control-shed")
+	}
+	var out outcome
+	for round := 1; round <= 2; round++ {
+		out = runScenario(t, scenario{name: fmt.Sprintf("control-shedtwice-%d", round), ttl: 2 * time.Second,
+			faults: []faultKind{etcdDown, killEtcdLeader, etcdDown}, gap: 3 * time.Second, warmup: 5 * time.Second,
+			settle: 8 * time.Second, seed: seed() + uint64(round), tags: []string{"unsafe_shedtwice"}})
+		if slices.ContainsFunc(out.report.Violations, func(v string) bool { return strings.HasPrefix(v, "recorded twice:") }) {
+			break
+		}
+		t.Logf("shed-twice control: round %d found no tick recorded twice (%d violations); one more round", round, len(out.report.Violations))
+	}
+	twice := 0
+	for i, v := range out.report.Violations {
+		if strings.HasPrefix(v, "recorded twice:") {
+			twice++
+		}
+		if i < 10 {
+			t.Logf("control violation: %s", v)
+		}
+	}
+	if twice == 0 {
+		t.Fatalf("shed-twice control: no tick recorded twice found; violations: %q", out.report.Violations)
+	}
 }

@@ -27,7 +27,10 @@ type scenario struct {
 	warmup  time.Duration
 	settle  time.Duration
 	control bool // the unsafe_noguard binary and a witness without fencing
-	seed    uint64
+	// tags, when set, build the scheduler with these tags (a positive
+	// control of another rule: TestPositiveControlShedTwice).
+	tags []string
+	seed uint64
 	// old is a commit (any git ref): the cluster starts on the scheduler
 	// built at it, and the upgrade/downgrade faults swap binaries.
 	old string
@@ -79,9 +82,12 @@ type outcome struct {
 
 func runScenario(t *testing.T, sc scenario) outcome {
 	var bins cluster.Binaries
-	if sc.control {
+	switch {
+	case sc.control:
 		bins = binaries(t, "unsafe_noguard")
-	} else {
+	case len(sc.tags) > 0:
+		bins = binaries(t, sc.tags...)
+	default:
 		bins = binaries(t)
 	}
 	vers := versions{now: bins.Scheduler}

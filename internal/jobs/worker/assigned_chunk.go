@@ -88,6 +88,7 @@ func (a *assignedRunner) recordChunk(ctx context.Context, r *claimRound, chunk r
 		return false
 	}
 	r.rewrote(next)
+	a.shedTwice(wctx, ends)
 	for _, end := range ends {
 		a.d.Metrics.NotStarted(end.entry.Job, string(end.outcome), end.reason)
 	}
