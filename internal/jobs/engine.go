@@ -153,9 +153,6 @@ func New(opts Options) (*Engine, error) {
 			e.finished.Note(prev.Job)
 		}
 	})
-	// So is a tick a chunk record names (a shed tick with no record of its
-	// own), or a job that only sheds would never be pruned.
-	e.shed.OnNewTick(e.finished.Note)
 	return e, nil
 }
 

@@ -74,24 +74,6 @@ func (x *Index) changed(c mirror.Change[string, Chunk]) {
 	}
 }
 
-// OnNewTick has f called with the job of each tick a chunk record put
-// names that the record did not name before (a rewrite takes ticks out,
-// never adds one), under the map's lock: the prune's count of ended runs
-// (leader.Finished), so that a job that only sheds is pruned too. f must
-// be quick. OnNewTick before mirror.Run.
-func (x *Index) OnNewTick(f func(job string)) {
-	x.OnChange(func(c mirror.Change[string, Chunk]) {
-		if c.Deleted {
-			return
-		}
-		for _, r := range c.Value.Runs {
-			if _, had := c.Prev.Find(r.Job); !c.Had || !had {
-				f(r.Job)
-			}
-		}
-	})
-}
-
 // Job lists job's ticks in chunk records, in no order: the reader orders
 // them with the job's records (runspage.go's sortNewestFirst).
 func (x *Index) Job(job string) []Tick {
