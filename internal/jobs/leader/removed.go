@@ -184,8 +184,8 @@ func (k *removedKeeper) round(ctx context.Context, full bool) (time.Time, error)
 }
 
 // candidates are the jobs to mark removed: not in the config, not
-// marked, with records (of their own or in chunk records). full lists every job with records; otherwise only
-// the noted jobs are looked at.
+// marked, with records (of their own or in chunk records). full lists
+// every job with records; otherwise only the noted jobs are looked at.
 func (k *removedKeeper) candidates(ctx context.Context, full bool, noted, known map[string]bool, marks map[string]*removal) ([]string, error) {
 	var withRecords []string
 	if full {
