@@ -33,21 +33,21 @@ func TestShedTakesTicksOutOfTheAssignmentOrWritesNothing(t *testing.T) {
 	e.put(layout.Record("c", st.RunID("c")), `{"outcome":"missed"}`)
 	e.put(layout.Entry("d", st.RunID("d")), `{}`)
 	for _, job := range []string{"c", "d"} {
-		if _, _, err := e.store.Shed(e.ctx(), st, chunkOf("a", job)); !errors.Is(err, ErrConflict) {
+		if _, err := e.store.Shed(e.ctx(), st, chunkOf("a", job)); !errors.Is(err, ErrConflict) {
 			t.Errorf("shed of a and %s, which has a record or an entry: %v, want ErrConflict", job, err)
 		}
 	}
 	if n := e.get(layout.Shed(), clientv3.WithPrefix(), clientv3.WithCountOnly()).Count; n != 0 {
 		t.Fatalf("%d chunk records after refused sheds, want none", n)
 	}
-	next, left, err := e.store.Shed(e.ctx(), st, chunkOf("a", "b"))
-	if err != nil || !left {
-		t.Fatalf("shed of a and b: left %v, %v", left, err)
+	next, err := e.store.Shed(e.ctx(), st, chunkOf("a", "b"))
+	if err != nil || len(next.Jobs) == 0 {
+		t.Fatalf("shed of a and b: left %v, %v", next.Names(), err)
 	}
 	if got := e.stored("w1"); got.ModRevision != next.ModRevision || !slices.Equal(got.Names(), []string{"c", "d"}) {
 		t.Errorf("the assignment after the shed: %v at %d, want c and d at %d", got.Names(), got.ModRevision, next.ModRevision)
 	}
-	if _, _, err := e.store.Shed(e.ctx(), st, chunkOf("c")); !errors.Is(err, ErrConflict) {
+	if _, err := e.store.Shed(e.ctx(), st, chunkOf("c")); !errors.Is(err, ErrConflict) {
 		t.Errorf("a shed of the assignment as read before the last: %v, want ErrConflict", err)
 	}
 	for _, key := range []string{layout.Record("c", st.RunID("c")), layout.Entry("d", st.RunID("d"))} {
@@ -55,8 +55,8 @@ func TestShedTakesTicksOutOfTheAssignmentOrWritesNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, left, err := e.store.Shed(e.ctx(), next, chunkOf("c", "d")); err != nil || left {
-		t.Fatalf("shed of the last ticks: left %v, %v; want the assignment deleted", left, err)
+	if last, err := e.store.Shed(e.ctx(), next, chunkOf("c", "d")); err != nil || len(last.Jobs) > 0 {
+		t.Fatalf("shed of the last ticks: left %v, %v; want the assignment deleted", last.Names(), err)
 	}
 	if n := e.get(st.Key(layout), clientv3.WithCountOnly()).Count; n != 0 {
 		t.Errorf("the assignment is still there with none of its ticks")

@@ -67,10 +67,7 @@ type Deps struct {
 	Paused        *pause.View
 	Slots         SlotView
 	Finished      *Finished
-	// Chunks is the replica's index of chunk records by job, whose ticks
-	// the prune and a removed job's cleanup count and take out as the
-	// job's records (prunechunks.go).
-	Chunks *shed.Index
+	Chunks        *shed.Index // chunk records by job, pruned as records (prunechunks.go)
 	// Outbox is the notifications waiting for delivery; Sender POSTs them
 	// (nil: the default sender).
 	Outbox *outbox.View

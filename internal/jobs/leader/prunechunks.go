@@ -36,10 +36,10 @@ func (p *pruner) takeOutTicks(ctx context.Context, hs []historyOf) error {
 		batch := edits[:min(len(edits), maxOpsPerTxn-1)]
 		edits = edits[len(batch):]
 		ok, err := p.fenced(ctx, cmpsOf(batch), opsOf(batch)...)
-		if err != nil || ok {
-			if err != nil {
-				return err
-			}
+		if err != nil {
+			return err
+		}
+		if ok {
 			continue
 		}
 		for _, e := range batch {

@@ -42,7 +42,7 @@ func (a *assignedRunner) shedInChunks(ctx context.Context, r *claimRound, ends [
 	var in, rest []unclaimedEnd
 	now := a.d.Clock.Now()
 	for _, end := range ends {
-		if t, ok := a.chunkTick(end); ok && end.outcome == runs.Missed {
+		if t, ok := a.chunkTick(end); ok {
 			chunk, in = append(chunk, t), append(in, end)
 		} else {
 			rest = append(rest, end)
@@ -58,11 +58,12 @@ func (a *assignedRunner) shedInChunks(ctx context.Context, r *claimRound, ends [
 	return append(rest, in...)
 }
 
-// chunkTick is end's tick in a chunk record, if one may hold it: what
+// chunkTick is end's tick in a chunk record, if one may hold it: a late
+// tick (missed; a paused job's skipped tick keeps a record of its own), what
 // NotStarted records for it, and nothing its record causes.
 func (a *assignedRunner) chunkTick(end unclaimedEnd) (runs.ShedRun, bool) {
 	t, ok := end.entry.Shed(end.outcome, end.msg)
-	if !ok {
+	if !ok || end.outcome != runs.Missed {
 		return runs.ShedRun{}, false
 	}
 	rec := end.entry.NotStarted(end.outcome, a.d.Clock.Now(), end.msg)
@@ -80,7 +81,7 @@ func (a *assignedRunner) chunkTick(end unclaimedEnd) (runs.ShedRun, bool) {
 func (a *assignedRunner) recordChunk(ctx context.Context, r *claimRound, chunk runs.ChunkRecord, ends []unclaimedEnd) bool {
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.d.Config().Cluster.SessionTTL.D())
 	defer cancel()
-	next, _, err := a.d.Assign.Shed(wctx, r.stored(), chunk)
+	next, err := a.d.Assign.Shed(wctx, r.stored(), chunk)
 	if err != nil {
 		if !errors.Is(err, assign.ErrConflict) {
 			r.log.Warn("recording shed runs in a chunk record failed: each is recorded alone", "runs", len(ends), "err", err)
