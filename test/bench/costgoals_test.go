@@ -37,7 +37,7 @@ func TestCostGoals(t *testing.T) {
 		"keeps up at 4000 jobs: delivered / 98.0%, with p99 < 1000 ms":                                              {0.5 / 0.98, verdictNotMet},
 		"twice the ceiling: completed runs/s / ceiling; every tick run or recorded; index operations per shed tick": {1.0, verdictNotMet},
 	}
-	goals := costGoals(&b)
+	goals := costGoals(&b, nil)
 	checkGoals(t, goals, 38, want)
 	var measured []string
 	for _, g := range goals {
@@ -61,7 +61,7 @@ func TestCostGoalsCanBeMet(t *testing.T) {
 	b.Steps[0].Ours.Lateness.P50 = 19
 	over := &b.Steps[3].Ours
 	over.IndexOpsPerRun = 10.5 // 0.5 per shed tick
-	for _, g := range costGoals(&b) {
+	for _, g := range costGoals(&b, nil) {
 		want := verdictMet
 		if strings.HasPrefix(g.Name, "keeps up") {
 			want = verdictNotMet // the 4,000 step is the overload here
@@ -100,7 +100,7 @@ func TestCostGoalsCanBeMet(t *testing.T) {
 }
 
 func TestCostGoalsNotMeasured(t *testing.T) {
-	for _, g := range costGoals(nil) {
+	for _, g := range costGoals(nil, nil) {
 		if g.Verdict != verdictNotMeasured || g.Ratio != nil || g.Issue != 38 {
 			t.Errorf("%q without the scenario: %q %v", g.Name, g.Verdict, g.Ratio)
 		}
@@ -108,10 +108,36 @@ func TestCostGoalsNotMeasured(t *testing.T) {
 	b := costFixture()
 	b.Steps = b.Steps[:2] // 500 and 1,000: no 4,000 step, nothing at twice the ceiling
 	b.CeilingOurs = 1000
-	for _, g := range costGoals(&b) {
+	for _, g := range costGoals(&b, nil) {
 		measured := g.Verdict != verdictNotMeasured
 		if want := !strings.HasPrefix(g.Name, "keeps up") && !strings.HasPrefix(g.Name, "twice"); measured != want {
 			t.Errorf("%q: %q with steps of 500 and 1,000 jobs (%s)", g.Name, g.Verdict, g.Measured)
 		}
+	}
+}
+
+// With a lean floor step at 4,000 runs in the same invocation, the keep-up
+// row adds what that step needs of the host at the least: the floor's etcd
+// (the step with a slot a run holding the most records a job), the
+// reference's processes and the bench, in cores. A slot-less step, one of
+// another size or one with fewer records held is not the protocol's floor.
+func TestTheKeepUpRowSaysWhatTheStepNeedsOfTheHost(t *testing.T) {
+	b := costFixture()
+	st := b.step(4000)
+	st.Ref.CPU = map[string]float64{"bench": 0.26}
+	lean := &leanResult{Steps: []leanStep{
+		{RunsPerInstant: 4000, History: 100, Slot: false, Runs: 80_000, RunsPerSec: 4000, EtcdCPUPerRun: 0.2},
+		{RunsPerInstant: 4000, History: 0, Slot: true, Runs: 80_000, RunsPerSec: 4000, EtcdCPUPerRun: 0.25},
+		{RunsPerInstant: 4000, History: 100, Slot: true, Runs: 79_520, RunsPerSec: 3976, EtcdCPUPerRun: 0.313},
+		{RunsPerInstant: 2000, History: 100, Slot: true, Runs: 40_000, RunsPerSec: 2000, EtcdCPUPerRun: 0.3},
+	}}
+	// 0.313 ms × 4,000 a second = 1.25 cores; the reference's processes
+	// 0.10 ms, 0.40; the bench 0.26: 1.91 of 2.
+	want := "(leanfloor, 100 records a job, 3976 runs/s) 0.313 ms a run, 1.25 cores, + the reference's processes' work 0.100 ms, 0.40 + the bench 0.26 = 1.91 of 2 cores"
+	if g := costKeepUpGoal(&b, lean, 2); !strings.Contains(g.Measured, want) {
+		t.Errorf("the keep-up row does not say %q:\n%s", want, g.Measured)
+	}
+	if g := costKeepUpGoal(&b, nil, 2); strings.Contains(g.Measured, "leanfloor") || g.Verdict != verdictNotMet {
+		t.Errorf("without the lean floor: %q (%s)", g.Verdict, g.Measured)
 	}
 }

@@ -141,7 +141,7 @@ func evaluate(reports []report) []goal {
 	out.scale(sc)
 	out.writesAndHandover(resultOf[throughputResult](reports), fo)
 	burst := resultOf[burstResult](reports)
-	return append(append(out, burstGoals(burst)...), costGoals(burst)...)
+	return append(append(out, burstGoals(burst)...), costGoals(burst, resultOf[leanResult](reports))...)
 }
 
 // goalRows are the goals evaluated so far, in the order they are printed.
