@@ -141,23 +141,24 @@ func (p *pruner) pruneJobs(ctx context.Context, jobs []string) error {
 	if err := p.coverPruned(ctx, hs); err != nil {
 		return err
 	}
+	// Every stretch is written before any record goes; the deletes of
+	// distinct jobs' spans are independent, sent inFlight at once.
+	var batches [][]span
 	var spans []span
-	ops := 0
 	for _, h := range hs {
 		for _, s := range spansOf(h.records, h.old) {
-			if ops+3 > maxOpsPerTxn-1 { // a span: a compare and up to two deletes; the fence
-				if err := p.deleteSpans(ctx, spans); err != nil {
-					return err
-				}
-				spans, ops = spans[:0], 0
+			if 3*(len(spans)+1) > maxOpsPerTxn-1 { // a span: a compare and up to two deletes; the fence
+				batches, spans = append(batches, spans), nil
 			}
-			spans, ops = append(spans, s), ops+3
+			spans = append(spans, s)
 		}
 	}
 	if len(spans) > 0 {
-		if err := p.deleteSpans(ctx, spans); err != nil {
-			return err
-		}
+		batches = append(batches, spans)
+	}
+	err = eachInFlight(ctx, len(batches), func(ctx context.Context, i int) error { return p.deleteSpans(ctx, batches[i]) })
+	if err != nil {
+		return err
 	}
 	return p.takeOutTicks(ctx, hs)
 }

@@ -29,26 +29,23 @@ import (
 
 // takeOutTicks takes each history's oldTicks out of their chunk records,
 // many records a fenced transaction; when a compare failed, each record
-// alone.
+// alone. The batches touch distinct records: inFlight go at once.
 func (p *pruner) takeOutTicks(ctx context.Context, hs []historyOf) error {
 	edits := p.chunkEdits(hs)
-	for len(edits) > 0 {
-		batch := edits[:min(len(edits), maxOpsPerTxn-1)]
-		edits = edits[len(batch):]
+	per := maxOpsPerTxn - 1
+	return eachInFlight(ctx, (len(edits)+per-1)/per, func(ctx context.Context, i int) error {
+		batch := edits[i*per : min(len(edits), (i+1)*per)]
 		ok, err := p.fenced(ctx, cmpsOf(batch), opsOf(batch)...)
-		if err != nil {
+		if ok || err != nil {
 			return err
-		}
-		if ok {
-			continue
 		}
 		for _, e := range batch {
 			if _, err := p.fenced(ctx, cmpsOf([]chunkEdit{e}), opsOf([]chunkEdit{e})...); err != nil {
 				return err
 			}
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // chunkEdit is a chunk record as the index read it and what it is to

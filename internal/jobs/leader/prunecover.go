@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -62,37 +63,39 @@ func (p *pruner) coverPruned(ctx context.Context, hs []historyOf) error {
 		s, _ := cur.Grow(p.nextTick(h.job), deleted, p.ticksOf(*h, false))
 		jobs, grown[h.job] = append(jobs, h.job), s
 	}
-	for len(jobs) > 0 {
-		batch := jobs[:min(len(jobs), maxOpsPerTxn/2)]
-		jobs = jobs[len(batch):]
-		if err := p.putStretches(ctx, batch, grown); err != nil {
-			return err
-		}
-	}
-	return nil
+	// Batches of distinct jobs, inFlight at once; mu guards p.stretches
+	// meanwhile.
+	var mu sync.Mutex
+	per := maxOpsPerTxn / 2
+	return eachInFlight(ctx, (len(jobs)+per-1)/per, func(ctx context.Context, i int) error {
+		return p.putStretches(ctx, jobs[i*per:min(len(jobs), (i+1)*per)], grown, &mu)
+	})
 }
 
 // putStretches writes the stretches of jobs, each compared to be as the
-// term knows it, in one fenced transaction.
-func (p *pruner) putStretches(ctx context.Context, jobs []string, grown map[string]pruned.Stretches) error {
+// term knows it, in one fenced transaction; mu guards p.stretches.
+func (p *pruner) putStretches(ctx context.Context, jobs []string, grown map[string]pruned.Stretches, mu *sync.Mutex) error {
 	cmps := []clientv3.Cmp{p.fence}
 	ops := make([]clientv3.Op, 0, len(jobs))
+	mu.Lock()
 	for _, job := range jobs {
 		key := p.d.Keys.Pruned(job)
 		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(key), "=", p.stretches[job].rev))
 		ops = append(ops, clientv3.OpPut(key, grown[job].Encode()))
 	}
+	mu.Unlock()
 	tr, err := p.d.Client.Txn(ctx).If(cmps...).Then(ops...).Else(clientv3.OpGet(p.term.Key)).Commit()
-	if err != nil {
+	mu.Lock()
+	defer mu.Unlock()
+	switch {
+	case err != nil:
 		for _, job := range jobs {
 			delete(p.stretches, job) // written or not: read again
 		}
 		return fmt.Errorf("leader: write pruned stretches: %w", err)
-	}
-	if !tr.Succeeded {
-		if p.fenceGone(tr) {
-			return errNotLeader
-		}
+	case !tr.Succeeded && p.fenceGone(tr):
+		return errNotLeader
+	case !tr.Succeeded:
 		for _, job := range jobs {
 			delete(p.stretches, job)
 		}

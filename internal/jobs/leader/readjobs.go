@@ -10,26 +10,36 @@ import (
 
 // readJobs reads two ranges of each of jobs (reads names them), a batch of
 // jobs per transaction so that each read stays within pruneReadBatch
-// ranges, and hands each job its two results, read at one revision. what
-// names the ranges in an error.
+// ranges, and hands each job its two results, read at one revision, in the
+// order of jobs and from this goroutine. A wave of inFlight transactions is
+// sent at once (eachInFlight). what names the ranges in an error.
 func (b *base) readJobs(ctx context.Context, jobs []string, what string,
 	reads func(job string) [2]clientv3.Op, each func(job string, first, second []*mvccpb.KeyValue) error) error {
+	per := pruneReadBatch / 2
 	for len(jobs) > 0 {
-		batch := jobs[:min(len(jobs), pruneReadBatch/2)]
-		jobs = jobs[len(batch):]
-		ops := make([]clientv3.Op, 0, 2*len(batch))
-		for _, job := range batch {
-			r := reads(job)
-			ops = append(ops, r[0], r[1])
-		}
-		resp, err := b.d.Client.Txn(ctx).Then(ops...).Commit()
+		wave := jobs[:min(len(jobs), per*inFlight)]
+		jobs = jobs[len(wave):]
+		resps := make([]*clientv3.TxnResponse, (len(wave)+per-1)/per)
+		err := eachInFlight(ctx, len(resps), func(ctx context.Context, i int) error {
+			batch := wave[i*per : min(len(wave), (i+1)*per)]
+			ops := make([]clientv3.Op, 0, 2*len(batch))
+			for _, job := range batch {
+				r := reads(job)
+				ops = append(ops, r[0], r[1])
+			}
+			resp, err := b.d.Client.Txn(ctx).Then(ops...).Commit()
+			if err != nil {
+				return fmt.Errorf("leader: read %s: %w", what, err)
+			}
+			resps[i] = resp
+			return nil
+		})
 		if err != nil {
-			return fmt.Errorf("leader: read %s: %w", what, err)
+			return err
 		}
-		for i, job := range batch {
-			first := resp.Responses[2*i].GetResponseRange().Kvs
-			second := resp.Responses[2*i+1].GetResponseRange().Kvs
-			if err := each(job, first, second); err != nil {
+		for i, job := range wave {
+			rs := resps[i/per].Responses
+			if err := each(job, rs[2*(i%per)].GetResponseRange().Kvs, rs[2*(i%per)+1].GetResponseRange().Kvs); err != nil {
 				return err
 			}
 		}
