@@ -10,6 +10,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/config"
+	"github.com/etcdsched/scheduler/internal/jobs/pruned"
 	"github.com/etcdsched/scheduler/internal/jobs/shed"
 	"github.com/etcdsched/scheduler/internal/runs"
 )
@@ -27,10 +28,10 @@ import (
 // counted from (burstSide.unaccounted).
 //
 // A job keeps skipped_history_limit records of ticks that did not run
-// (the bench leaves the default) and prunes the first written beyond it:
-// a tick without a record of a job that has that many may have been
-// pruned, not lost ("pruned", told apart); one of a job with fewer was
-// not.
+// (the bench leaves the default) and prunes the first written beyond it,
+// its own or in a chunk record, having covered each in its pruned
+// stretches first: a tick without a record that they cover was pruned,
+// not lost ("pruned", told apart).
 
 // maxRecordLookups bounds the lookups (a transaction of 100 reads each):
 // twice the ceiling for a 20 s window misses some tens of thousands.
@@ -157,27 +158,37 @@ func recordOutcome(v []byte) string {
 }
 
 // prunedOrNone counts each of ticks, which have no record, in out as
-// "pruned" when its job holds skipped_history_limit records of ticks that
-// did not run (its history may have pruned it), else as "none"; it returns
-// the run ids of the first maxNamedNoRecord of those. The history prunes
-// the records written first, not those due first (leader/prune.go sorts
-// by ModRevision): past capacity a job's ticks are recorded out of their
+// "pruned" when its job's pruned stretches cover it (the prune writes them
+// before it deletes a record or takes a tick out of a chunk record:
+// docs/design-leader.md, History), or, for an engine that keeps none, when
+// its job holds skipped_history_limit records of ticks that did not run
+// (its history may have pruned it), else as "none"; it returns the run ids
+// of the first maxNamedNoRecord of those. The history prunes the records
+// written first, not those due first (leader/prune.go sorts by
+// ModRevision): past capacity a job's ticks are recorded out of their
 // order (a chunk late by seconds records its missed tick after the next
 // tick's), so a full history can lack a tick due after records it keeps.
-// Ticks of a job under the limit were not pruned.
 func (e *env) prunedOrNone(ctx context.Context, ticks []undelivered, out map[string]int) ([]string, error) {
-	full := map[string]bool{} // job -> it holds skipped_history_limit not-run records, once looked up
+	type history struct {
+		stretches pruned.Stretches
+		full      bool // skipped_history_limit not-run records or more
+	}
+	byJob := map[string]*history{} // looked up once a job
 	var named []string
 	for _, t := range ticks {
-		isFull, looked := full[t.job]
-		if !looked {
+		h := byJob[t.job]
+		if h == nil {
+			h = &history{}
 			var err error
-			if isFull, err = e.notRunFull(ctx, t.job); err != nil {
+			if h.stretches, err = e.prunedStretches(ctx, t.job); err != nil {
 				return named, err
 			}
-			full[t.job] = isFull
+			if h.full, err = e.notRunFull(ctx, t.job); err != nil {
+				return named, err
+			}
+			byJob[t.job] = h
 		}
-		if isFull {
+		if h.stretches.Covers(t.at) || h.full {
 			out["pruned"]++
 			continue
 		}
@@ -187,6 +198,24 @@ func (e *env) prunedOrNone(ctx context.Context, ticks []undelivered, out map[str
 		}
 	}
 	return named, nil
+}
+
+// prunedStretches are the ticks of job whose records its history pruned
+// (none when it has no such key or it does not decode: the tick is then
+// judged by notRunFull).
+func (e *env) prunedStretches(ctx context.Context, job string) (pruned.Stretches, error) {
+	resp, err := e.cli.Get(ctx, layout.Pruned(job))
+	if err != nil {
+		return pruned.Stretches{}, fmt.Errorf("bench: reading the pruned stretches of %s: %w", job, err)
+	}
+	if len(resp.Kvs) == 0 {
+		return pruned.Stretches{}, nil
+	}
+	st, err := pruned.Decode(resp.Kvs[0].Value)
+	if err != nil {
+		return pruned.Stretches{}, nil
+	}
+	return st, nil
 }
 
 // notRunFull reports whether job holds skipped_history_limit records of

@@ -8,6 +8,7 @@ import (
 
 	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/etcdtest"
+	"github.com/etcdsched/scheduler/internal/jobs/pruned"
 	"github.com/etcdsched/scheduler/internal/jobs/queue"
 	"github.com/etcdsched/scheduler/internal/runs"
 )
@@ -66,10 +67,11 @@ func TestUndeliveredTicksAreLookedUpByTheirRecords(t *testing.T) {
 	}
 }
 
-// A tick with no record whose job holds skipped_history_limit records of
-// ticks that did not run may have been pruned by the job's history (which
-// prunes the first written, whatever their ticks): accounted, and told apart from one with no record, which is
-// what the step's unaccounted ticks are then counted from.
+// A tick with no record that its job's pruned stretches cover was pruned;
+// one whose job holds skipped_history_limit records of ticks that did not
+// run may have been (the history prunes the first written, whatever their
+// ticks). Both are accounted, and told apart from one with no record,
+// which is what the step's unaccounted ticks are then counted from.
 func TestAPrunedTickIsToldApartFromOneWithNoRecord(t *testing.T) {
 	from := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	cli := etcdtest.Start(t).Client()
@@ -86,22 +88,33 @@ func TestAPrunedTickIsToldApartFromOneWithNoRecord(t *testing.T) {
 		put("short", from.Add(time.Duration(i+1)*time.Second), runs.Succeeded)
 	}
 	put("short", from.Add(time.Hour), runs.Skipped)
+	// covered: its history under the limit (its ticks were taken out of
+	// chunk records, which leave no marker), its stretches covering the
+	// first minute.
+	put("covered", from.Add(time.Hour), runs.Skipped)
+	st := pruned.Stretches{}.Add(from, from.Add(time.Minute))
+	if _, err := cli.Put(t.Context(), layout.Pruned("covered"), st.Encode()); err != nil {
+		t.Fatal(err)
+	}
 	missing := []undelivered{
-		{"full", from},                  // older than every not-run record of a full history: pruned
-		{"full", from.Add(time.Minute)}, // newer than the oldest: written before them, pruned
-		{"short", from},                 // the job holds one not-run record: nothing pruned
-		{"nothing", from},               // no record of the job at all
+		{"full", from},                     // older than every not-run record of a full history: pruned
+		{"full", from.Add(time.Minute)},    // newer than the oldest: written before them, pruned
+		{"covered", from.Add(time.Second)}, // in its pruned stretches: pruned
+		{"covered", from.Add(time.Hour)},   // has its record
+		{"covered", from.Add(2 * time.Hour)},
+		{"short", from},   // the job holds one not-run record: nothing pruned
+		{"nothing", from}, // no record of the job at all
 	}
 	got, _, err := e.recordsOf(t.Context(), missing, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got["pruned"] != 2 || got["none"] != 2 {
-		t.Errorf("records %v, want two pruned, two none", got)
+	if got["pruned"] != 3 || got["none"] != 3 || got["skipped"] != 1 {
+		t.Errorf("records %v, want three pruned, three none, one skipped", got)
 	}
 	s := burstSide{Due: 100, Delivered: 50, Skipped: 50, Records: got}
-	if s.unaccounted() != 2 {
-		t.Errorf("unaccounted %v with the lookups %v, want 2 (the skipped counter says 0)", s.unaccounted(), got)
+	if s.unaccounted() != 3 {
+		t.Errorf("unaccounted %v with the lookups %v, want 3 (the skipped counter says 0)", s.unaccounted(), got)
 	}
 	s.Records = nil
 	if s.unaccounted() != 0 {
