@@ -11,7 +11,7 @@ import (
 // take-outs) are sent at once. Each is cheap for etcd but waits its turn
 // behind the runs' commits: under a load of 4,000 jobs a second a read of
 // 16 jobs' histories answered in about 0.3 s, and a round of every job,
-// sent a transaction at a time, took 72 s to read and 30 more to write
+// sent a transaction at a time, took 72 s to read and 39 more to write
 // while the histories grew past their limits (docs/design-leader.md,
 // History).
 const inFlight = 8
