@@ -159,10 +159,14 @@ func costKeepUpGoal(b *burstResult, lean *leanResult, cores int) goal {
 // protocol keeps up there (docs/performance.md, Bounds). Empty without
 // such a lean step.
 func keepUpBound(lean *leanResult, st *burstStep, cores int) string {
+	if lean == nil {
+		return ""
+	}
 	var s *leanStep
-	for i, l := range leanSteps(lean) {
+	for i := range lean.Steps {
+		l := &lean.Steps[i]
 		if l.RunsPerInstant == st.Jobs && l.Slot && l.Runs > 0 && (s == nil || l.History > s.History) {
-			s = &lean.Steps[i]
+			s = l
 		}
 	}
 	if s == nil {
@@ -172,14 +176,6 @@ func keepUpBound(lean *leanResult, st *burstStep, cores int) string {
 	etcd, procs, bench := s.EtcdCPUPerRun*perSec, st.Ref.ProcCPUPerRun*perSec, st.Ref.CPU["bench"]
 	return fmt.Sprintf("; the least that step needs of this host: the protocol's transactions from bare clients (leanfloor, %d records a job, %.0f runs/s) %.3f ms a run, %.2f cores, + the reference's processes' work %.3f ms, %.2f + the bench %.2f = %.2f of %d cores",
 		s.History, s.RunsPerSec, s.EtcdCPUPerRun, etcd, st.Ref.ProcCPUPerRun, procs, bench, etcd+procs+bench, cores)
-}
-
-// leanSteps is lean's steps, none when it did not run.
-func leanSteps(lean *leanResult) []leanStep {
-	if lean == nil {
-		return nil
-	}
-	return lean.Steps
 }
 
 // costOverloadGoal: at twice our ceiling, completed runs/s over the
