@@ -320,16 +320,48 @@ func readAll(pids map[string][]int) map[int]int64 {
 	return out
 }
 
-// forget deletes the run records (with their unstarted markers) and
-// cursors of the step's jobs, gone from the config: each step starts from
-// the same store. Left in place, the
+// forget deletes the run records (with their unstarted markers), the
+// chunk records of shed ticks and the cursors of the step's jobs, gone from
+// the config: each step starts from the same store. Left in place, the
 // steps' records (up to history_limit per job, over 100,000 keys after the
 // default steps) made each later step run on a larger store than its own
-// jobs would leave.
+// jobs would leave. Each prefix goes forgetPage keys a transaction: one
+// delete of a long overload's 589,308 records kept etcd applying for tens
+// of seconds and answered "request timed out".
 func (e *env) forget(ctx context.Context) {
-	for _, p := range []string{layout.Runs(), layout.UnstartedMarks(), layout.Jobs()} {
-		if _, err := e.cli.Delete(ctx, p, clientv3.WithPrefix()); err != nil {
-			logf("forgetting %s: %v", p, err)
+	for _, p := range []string{layout.Runs(), layout.UnstartedMarks(), layout.Shed(), layout.Jobs()} {
+		if n, err := deletePaged(ctx, e.cli, p, forgetPage); err != nil {
+			logf("forgetting %s (%d keys deleted): %v", p, n, err)
+		}
+	}
+}
+
+// forgetPage bounds the keys of one of forget's deletes.
+const forgetPage = 10000
+
+// deletePaged deletes every key under prefix, at most page keys a
+// transaction: it reads the next page's keys (keys only, from etcd's
+// index) and deletes from the first to the last of them. It returns how
+// many it deleted.
+func deletePaged(ctx context.Context, cli *clientv3.Client, prefix string, page int64) (int64, error) {
+	var deleted int64
+	end := clientv3.GetPrefixRangeEnd(prefix)
+	for {
+		resp, err := cli.Get(ctx, prefix, clientv3.WithRange(end), clientv3.WithKeysOnly(), clientv3.WithLimit(page))
+		if err != nil {
+			return deleted, err
+		}
+		if len(resp.Kvs) == 0 {
+			return deleted, nil
+		}
+		first, last := string(resp.Kvs[0].Key), string(resp.Kvs[len(resp.Kvs)-1].Key)
+		del, err := cli.Delete(ctx, first, clientv3.WithRange(last+"\x00"))
+		if err != nil {
+			return deleted, err
+		}
+		deleted += del.Deleted
+		if !resp.More {
+			return deleted, nil
 		}
 	}
 }
