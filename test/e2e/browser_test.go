@@ -46,6 +46,10 @@ func browser(t *testing.T) context.Context {
 		chromedp.Flag("disable-quic", true),
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("crash-dumps-dir", filepath.Join(profile, "crashes")),
+		// Its singleton socket's directory too: made under TMPDIR, and
+		// left in /tmp when the browser is killed at the test's end
+		// (sixteen a CI run, org.chromium.Chromium.*).
+		chromedp.Env("TMPDIR="+profile),
 		chromedp.ModifyCmdFunc(samePriority),
 	)
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
