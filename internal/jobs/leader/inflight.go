@@ -16,14 +16,15 @@ import (
 // History).
 const inFlight = 8
 
-// eachInFlight calls send(ctx, i) for each i in [0, n), up to inFlight at
-// once, and returns the first error; the others' ctx then ends. The sends
-// must be independent: no order among them is kept.
-func eachInFlight(ctx context.Context, n int, send func(ctx context.Context, i int) error) error {
+// eachBatchInFlight cuts [0, n) into batches of per, the last shorter, and
+// calls send(ctx, i, lo, hi) for the i-th batch [lo, hi), up to inFlight
+// at once; it returns the first error, and the others' ctx then ends. The
+// sends must be independent: no order among them is kept.
+func eachBatchInFlight(ctx context.Context, n, per int, send func(ctx context.Context, i, lo, hi int) error) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(inFlight)
-	for i := range n {
-		g.Go(func() error { return send(gctx, i) })
+	for i := range (n + per - 1) / per {
+		g.Go(func() error { return send(gctx, i, i*per, min(n, (i+1)*per)) })
 	}
 	return g.Wait()
 }

@@ -143,20 +143,14 @@ func (p *pruner) pruneJobs(ctx context.Context, jobs []string) error {
 	}
 	// Every stretch is written before any record goes; the deletes of
 	// distinct jobs' spans are independent, sent inFlight at once.
-	var batches [][]span
 	var spans []span
 	for _, h := range hs {
-		for _, s := range spansOf(h.records, h.old) {
-			if 3*(len(spans)+1) > maxOpsPerTxn-1 { // a span: a compare and up to two deletes; the fence
-				batches, spans = append(batches, spans), nil
-			}
-			spans = append(spans, s)
-		}
+		spans = append(spans, spansOf(h.records, h.old)...)
 	}
-	if len(spans) > 0 {
-		batches = append(batches, spans)
-	}
-	err = eachInFlight(ctx, len(batches), func(ctx context.Context, i int) error { return p.deleteSpans(ctx, batches[i]) })
+	perTxn := (maxOpsPerTxn - 1) / 3 // a span: a compare and up to two deletes; the fence
+	err = eachBatchInFlight(ctx, len(spans), perTxn, func(ctx context.Context, _, lo, hi int) error {
+		return p.deleteSpans(ctx, spans[lo:hi])
+	})
 	if err != nil {
 		return err
 	}

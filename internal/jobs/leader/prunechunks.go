@@ -32,9 +32,8 @@ import (
 // alone. The batches touch distinct records: inFlight go at once.
 func (p *pruner) takeOutTicks(ctx context.Context, hs []historyOf) error {
 	edits := p.chunkEdits(hs)
-	per := maxOpsPerTxn - 1
-	return eachInFlight(ctx, (len(edits)+per-1)/per, func(ctx context.Context, i int) error {
-		batch := edits[i*per : min(len(edits), (i+1)*per)]
+	return eachBatchInFlight(ctx, len(edits), maxOpsPerTxn-1, func(ctx context.Context, _, lo, hi int) error {
+		batch := edits[lo:hi]
 		ok, err := p.fenced(ctx, cmpsOf(batch), opsOf(batch)...)
 		if ok || err != nil {
 			return err

@@ -66,9 +66,8 @@ func (p *pruner) coverPruned(ctx context.Context, hs []historyOf) error {
 	// Batches of distinct jobs, inFlight at once; mu guards p.stretches
 	// meanwhile.
 	var mu sync.Mutex
-	per := maxOpsPerTxn / 2
-	return eachInFlight(ctx, (len(jobs)+per-1)/per, func(ctx context.Context, i int) error {
-		return p.putStretches(ctx, jobs[i*per:min(len(jobs), (i+1)*per)], grown, &mu)
+	return eachBatchInFlight(ctx, len(jobs), maxOpsPerTxn/2, func(ctx context.Context, _, lo, hi int) error {
+		return p.putStretches(ctx, jobs[lo:hi], grown, &mu)
 	})
 }
 

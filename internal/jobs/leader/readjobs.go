@@ -12,7 +12,7 @@ import (
 // jobs per transaction so that each read stays within pruneReadBatch
 // ranges, and hands each job its two results, read at one revision, in the
 // order of jobs and from this goroutine. A wave of inFlight transactions is
-// sent at once (eachInFlight). what names the ranges in an error.
+// sent at once (eachBatchInFlight). what names the ranges in an error.
 func (b *base) readJobs(ctx context.Context, jobs []string, what string,
 	reads func(job string) [2]clientv3.Op, each func(job string, first, second []*mvccpb.KeyValue) error) error {
 	per := pruneReadBatch / 2
@@ -20,8 +20,8 @@ func (b *base) readJobs(ctx context.Context, jobs []string, what string,
 		wave := jobs[:min(len(jobs), per*inFlight)]
 		jobs = jobs[len(wave):]
 		resps := make([]*clientv3.TxnResponse, (len(wave)+per-1)/per)
-		err := eachInFlight(ctx, len(resps), func(ctx context.Context, i int) error {
-			batch := wave[i*per : min(len(wave), (i+1)*per)]
+		err := eachBatchInFlight(ctx, len(wave), per, func(ctx context.Context, i, lo, hi int) error {
+			batch := wave[lo:hi]
 			ops := make([]clientv3.Op, 0, 2*len(batch))
 			for _, job := range batch {
 				r := reads(job)

@@ -73,7 +73,7 @@ func TestReadJobsSendsItsReadsAtOnceAndAnswersInOrder(t *testing.T) {
 }
 
 // A round of more jobs than a transaction of each kind holds sends its
-// reads, stretches, deletes and take-outs a few at once (eachInFlight),
+// reads, stretches, deletes and take-outs a few at once (eachBatchInFlight),
 // and leaves each job what a round of it alone leaves: its newest records
 // within its limits, the rest covered in its stretches, its tick taken out
 // of its chunk record. Under -race this also checks the stretches' writes
