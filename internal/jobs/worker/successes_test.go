@@ -117,13 +117,16 @@ func TestALastSuccessIsPutOncePerIntervalAndNeverGoesBack(t *testing.T) {
 	}
 
 	// A release's put supersedes the success waiting: nothing waits after it.
+	// s9 comes successEvery after s7's put but before s8's wait is over
+	// (successEvery after s8): at that instant the loop would put s8 and
+	// race the release.
 	clock.Advance(time.Second)
 	if !succeed("s8") {
 		t.Fatal("a success within the time after a put was put at once")
 	}
-	clock.Advance(successEvery)
+	clock.Advance(successEvery - time.Second/2)
 	if succeed("s9") {
-		t.Fatalf("a success %s after the last put waits", successEvery)
+		t.Fatalf("a success %s after the last put waits", successEvery+time.Second/2)
 	}
 	s.mu.Lock()
 	waiting := s.waiting
