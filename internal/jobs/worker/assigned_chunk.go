@@ -30,10 +30,16 @@ const maxShedChunk = 40
 // the assignment's) than in records of their own.
 const minShedChunk = 2
 
+// shed records ends, runs of r not to start, in chunk records where they
+// may go and the rest a record each (recordUnclaimed). It gives back no
+// place: a caller whose runs hold places gives them back after it.
+func (a *assignedRunner) shed(ctx context.Context, r *claimRound, ends []unclaimedEnd) {
+	a.recordUnclaimed(ctx, &r.st, a.shedInChunks(ctx, r, ends), &r.unsettled)
+}
+
 // shedInChunks records those of ends a chunk record may hold in chunk
 // records, taking them out of r's assignment, and returns the others for
-// records of their own. Each tick recorded gives back nothing: shedLate's
-// runs hold no place.
+// records of their own.
 func (a *assignedRunner) shedInChunks(ctx context.Context, r *claimRound, ends []unclaimedEnd) []unclaimedEnd {
 	if a.d.Peers == nil || !a.d.Peers.Every(assign.ReadsChunks) {
 		return ends

@@ -2,16 +2,21 @@ package worker
 
 import (
 	"context"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/jobs/assign"
 	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
+	"github.com/etcdsched/scheduler/internal/poll"
 	"github.com/etcdsched/scheduler/internal/runs"
+	"github.com/etcdsched/scheduler/internal/target"
 )
 
 // protocolPeers is a cluster whose every member advertises at least this
@@ -104,4 +109,138 @@ func TestNoChunkRecordWhileAMemberCannotReadThem(t *testing.T) {
 	if chunks := chunkRecords(t, tw, at); len(chunks) != 0 {
 		t.Errorf("%d chunk records with a member that cannot read them, want none", len(chunks))
 	}
+}
+
+// Ticks found not to start only when their claim is prepared, after they
+// took their places (past a starting deadline shorter than shedAfter here;
+// at twice the ceiling, superseded while they waited for a place), go in
+// a chunk record as shedLate's do, and give their places back. Recorded a
+// tick each, they were 1.6 % of the ticks a 4,000-job step shed
+// (docs/performance.md).
+func TestTicksFoundLateAtTheirClaimAreShedInAChunkRecord(t *testing.T) {
+	t0 := time.Now().Truncate(time.Second).Add(time.Hour).UTC()
+	clock := clockwork.NewFakeClockAt(t0)
+	names := []string{"d1", "d2", "d3"}
+	var jobs []config.Job
+	for _, name := range names {
+		j := job(name)
+		j.StartingDeadline = config.Duration(100 * time.Millisecond)
+		jobs = append(jobs, j)
+	}
+	exec := &countingExecutor{started: make(chan string, 8)}
+	tw := startTestWorker(t, "/lean-chunk-prepare/", jobs[0], exec,
+		testWorkerOptions{clock: clock, jobs: jobs[1:], peers: protocolPeers(assign.Protocol), maxParallel: 4})
+	// Half a second late when taken up: shedLate keeps them (not a
+	// second late), prepare finds each past its deadline.
+	at := t0.Add(-500 * time.Millisecond)
+	tw.assignJobs(t, tw.incarnation(t), at, names...)
+	tw.waitSettled(t)
+	chunks := chunkRecords(t, tw, at)
+	if len(chunks) != 1 {
+		t.Fatalf("%d chunk records at %s, want 1", len(chunks), at)
+	}
+	var got []string
+	for _, rec := range chunks[0].Records() {
+		got = append(got, rec.Job)
+		if rec.Outcome != runs.Missed || !strings.Contains(rec.Error, "starting deadline") {
+			t.Errorf("%s's tick in the chunk record: %s %q, want missed by its starting deadline", rec.Job, rec.Outcome, rec.Error)
+		}
+	}
+	if slices.Sort(got); !slices.Equal(got, names) {
+		t.Errorf("the chunk record names %v, want %v", got, names)
+	}
+	for _, name := range names {
+		if n := tw.count(t, tw.layout.JobRuns(name)); n != 0 {
+			t.Errorf("%s: %d records of its own beside its tick in the chunk record, want none", name, n)
+		}
+	}
+	if n := exec.runs.Load(); n != 0 {
+		t.Errorf("%d runs executed, want none", n)
+	}
+	// The chunk record deleted the assignment; the places go back after it.
+	poll.Until(t, 30*time.Second, "every place given back", func() (bool, string) {
+		tw.w.core.mu.Lock()
+		defer tw.w.core.mu.Unlock()
+		return len(tw.w.core.active) == 0, fmt.Sprintf("%d runs still hold a place", len(tw.w.core.active))
+	})
+}
+
+// armClock is a fake clock that tells armed of every timer set for
+// shedAfter past the instant (shedTimer's): the test knows the worker
+// waits for lateness before it moves the clock past it.
+type armClock struct {
+	*clockwork.FakeClock
+	armed chan struct{}
+}
+
+func (c *armClock) NewTimer(d time.Duration) clockwork.Timer {
+	if d == shedAfter+time.Millisecond {
+		select {
+		case c.armed <- struct{}{}:
+		default:
+		}
+	}
+	return c.FakeClock.NewTimer(d)
+}
+
+// Runs refused ahead (their slots held) that find no place at their
+// instant wait holding none, and those not to start once they are
+// shedAfter late (past their starting deadline here) are shed in a chunk
+// record too (shedWaiting).
+func TestRunsWaitingForAPlaceAreShedInAChunkRecord(t *testing.T) {
+	t0 := time.Now().Truncate(time.Second).Add(time.Hour).UTC()
+	clock := &armClock{FakeClock: clockwork.NewFakeClockAt(t0), armed: make(chan struct{}, 1)}
+	waiting := []string{"w1", "w2"}
+	jobs := []config.Job{job("h2")}
+	for _, name := range waiting {
+		j := job(name)
+		j.StartingDeadline = config.Duration(500 * time.Millisecond)
+		jobs = append(jobs, j)
+	}
+	exec := &heldExecutor{started: make(chan target.Run, 4), release: make(chan struct{})}
+	tw := startTestWorker(t, "/lean-chunk-waiting/", job("h1"), exec,
+		testWorkerOptions{clock: clock, jobs: jobs, peers: protocolPeers(assign.Protocol), maxParallel: 2})
+	for _, name := range waiting {
+		tw.holdSlot(t, name, name+"@before")
+	}
+	at := t0.Add(10 * time.Second)
+	a := tw.assignJobs(t, tw.incarnation(t), at, waiting...)
+	poll.For(t, 30*time.Second, "the assignment in the worker's view", func() bool { return !tw.w.runner.view.next().IsZero() })
+	clock.Advance(at.Add(-maxAssignedLead).Sub(clock.Now()))
+	poll.For(t, 30*time.Second, "the claim ahead, refused", func() bool {
+		return tw.count(t, tw.layout.ClaimMarker(a.Worker, a.At, a.Group, 0)) == 1
+	})
+	// Both places taken by runs due before the instant, held until the
+	// test lets them end.
+	tw.assignJobs(t, tw.incarnation(t), at.Add(-100*time.Millisecond), "h1", "h2")
+	clock.Advance(at.Add(-100 * time.Millisecond).Sub(clock.Now()))
+	exec.next(t, "h1 or h2 did not start")
+	exec.next(t, "h1 or h2 did not start")
+	defer close(exec.release)
+	clock.Advance(at.Sub(clock.Now()))
+	select {
+	case <-clock.armed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the refused runs did not wait for a place at their instant")
+	}
+	clock.Advance(shedAfter + 2*time.Millisecond)
+	poll.For(t, 30*time.Second, "the waiting runs' chunk record", func() bool { return len(chunkRecords(t, tw, at)) == 1 })
+	var got []string
+	for _, rec := range chunkRecords(t, tw, at)[0].Records() {
+		got = append(got, rec.Job)
+		if rec.Outcome != runs.Missed || !strings.Contains(rec.Error, "starting deadline") {
+			t.Errorf("%s's tick in the chunk record: %s %q, want missed by its starting deadline", rec.Job, rec.Outcome, rec.Error)
+		}
+	}
+	if !slices.Equal(got, waiting) {
+		t.Errorf("the chunk record names %v, want %v", got, waiting)
+	}
+	for _, name := range waiting {
+		if n := tw.count(t, tw.layout.JobRuns(name)); n != 0 {
+			t.Errorf("%s: %d records of its own beside its tick in the chunk record, want none", name, n)
+		}
+	}
+	poll.For(t, 30*time.Second, "the shed assignment's claim marker deleted", func() bool {
+		return tw.count(t, tw.layout.ClaimMarker(a.Worker, a.At, a.Group, 0)) == 0
+	})
 }

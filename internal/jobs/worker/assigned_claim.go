@@ -128,8 +128,14 @@ func (a *assignedRunner) runAssignment(ctx context.Context, st assign.Stored) {
 	}
 	a.settleLater(ctx, r)
 	r.running.Wait()
-	if settled && r.unsettled.Load() == 0 && len(r.st.Jobs) > 0 { // none: deleted by its shed
+	if settled && r.unsettled.Load() == 0 {
 		r.st.Markers = r.markers // every start mark is written by now (running)
+		if len(r.st.Jobs) == 0 {
+			// Deleted by the chunk record that shed its last runs; the
+			// markers of chunks whose runs were all refused ahead and
+			// shed since (shedWaiting) are left to delete.
+			r.st.ModRevision = 0
+		}
 		a.cleanup(ctx, r.st, r.log)
 	}
 }
@@ -152,7 +158,7 @@ func (a *assignedRunner) claimAll(ctx context.Context, r *claimRound) bool {
 			continue // woke to shed what is late now
 		}
 		todo = todo[len(reserved):]
-		rs := a.prepare(ctx, &r.st, reserved, &r.unsettled)
+		rs := a.prepare(ctx, r, reserved)
 		if len(rs) == 0 {
 			continue
 		}
@@ -179,14 +185,20 @@ func (a *assignedRunner) claimSent() {
 }
 
 // prepare resolves each run's spec and settles at once what needs no claim:
-// past its starting deadline (missed), paused (skipped), or of a job the
-// lean path does not take (a pending entry). It returns the runs to claim.
-func (a *assignedRunner) prepare(ctx context.Context, st *assign.Stored, jobs []assign.Job, unsettled *atomic.Int32) []assignedRun {
+// past its starting deadline or superseded while it waited for its place
+// (missed: in a chunk record where it may go, as shedLate's), paused
+// (skipped), or of a job the lean path does not take (a pending entry). It
+// returns the runs to claim; the others give their places back.
+func (a *assignedRunner) prepare(ctx context.Context, r *claimRound, jobs []assign.Job) []assignedRun {
+	st, unsettled := &r.st, &r.unsettled
 	var rs []assignedRun
 	var ends []unclaimedEnd
-	defer func() { a.endUnclaimed(ctx, st, ends, unsettled) }()
+	defer func() {
+		a.shed(ctx, r, ends)
+		a.finishEnds(ends)
+	}()
 	for _, j := range jobs {
-		r := assignedRun{job: j, runID: st.RunID(j.Name)}
+		run := assignedRun{job: j, runID: st.RunID(j.Name)}
 		base := pendingEntry(st, j)
 		it, err := a.d.Specs.Resolve(ctx, &queue.Item{Entry: base})
 		if err != nil {
@@ -195,23 +207,23 @@ func (a *assignedRunner) prepare(ctx context.Context, st *assign.Stored, jobs []
 			a.settleAssigned(ctx, st, base, "its spec is not readable yet: "+err.Error(), unsettled)
 			continue
 		}
-		r.entry = it.Entry
-		r.entry.Input = r.entry.Spec.DefaultInput()
+		run.entry = it.Entry
+		run.entry.Input = run.entry.Spec.DefaultInput()
 		// The leader assigned it by the same description; a spec changed
 		// since may need more, which the queue path grants.
-		if why := admission.Of(&r.entry.Spec, resourceDefs(r.entry)).Beyond(); why != "" {
-			a.settleAssigned(ctx, st, r.entry, why, unsettled)
+		if why := admission.Of(&run.entry.Spec, resourceDefs(run.entry)).Beyond(); why != "" {
+			a.settleAssigned(ctx, st, run.entry, why, unsettled)
 			continue
 		}
 		now := a.d.Clock.Now()
-		if end, ok := a.notToStart(r.entry, st.At, now); ok {
+		if end, ok := a.notToStart(run.entry, st.At, now); ok {
 			ends = append(ends, end)
 			continue
 		}
-		if i, ok := a.d.Slots.FreeIndex(slots.JobSlot, keys.SlotGroup(j.Name, ""), r.entry.Spec.MaxConcurrency); ok {
-			r.slot = i
+		if i, ok := a.d.Slots.FreeIndex(slots.JobSlot, keys.SlotGroup(j.Name, ""), run.entry.Spec.MaxConcurrency); ok {
+			run.slot = i
 		}
-		rs = append(rs, r)
+		rs = append(rs, run)
 	}
 	return rs
 }

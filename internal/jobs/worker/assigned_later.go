@@ -60,6 +60,6 @@ func (a *assignedRunner) shedWaiting(ctx context.Context, r *claimRound, later [
 		}
 		keep = append(keep, run)
 	}
-	a.recordUnclaimed(ctx, &r.st, ends, &r.unsettled)
+	a.shed(ctx, r, ends)
 	return keep
 }

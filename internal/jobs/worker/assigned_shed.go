@@ -58,7 +58,7 @@ func (a *assignedRunner) shedLate(ctx context.Context, r *claimRound, jobs []ass
 		}
 		keep = append(keep, j) // prepare decides, as for a run on time
 	}
-	a.recordUnclaimed(ctx, &r.st, a.shedInChunks(ctx, r, ends), &r.unsettled)
+	a.shed(ctx, r, ends) // they hold no place
 	return keep
 }
 
