@@ -12,9 +12,10 @@ import (
 // back when refused (a run waiting for its slot holds no place under
 // max_parallel, docs/design-admission.md) and take them again here, as
 // many as are free. With none free they wait for one as a chunk does
-// (reserve), holding none, and what falls behind meanwhile is shed
-// (shedWaiting); those refused again take the queue path (claimChunk),
-// and so do the rest when the worker stops (settleLater). Sending every
+// (reserve), holding none. What is not to start is shed before each chunk
+// and after each wait (shedWaiting); those refused again take the queue
+// path (claimChunk), and so do the rest when the worker stops
+// (settleLater). Sending every
 // run that found no place to the queue path made a worker behind pay a
 // queue entry, its ranking and its claim for each: at twice the ceiling
 // it completed half the runs.
@@ -26,7 +27,14 @@ func (a *assignedRunner) claimLater(ctx context.Context, r *claimRound) {
 	r.later = nil
 	late, stop := shedTimer(a.d.Clock, r.st.At) // once: after it every wake sheds what is late
 	defer stop()
-	for len(later) > 0 {
+	for {
+		// Before each chunk and after each wait: the instant may be
+		// long past when the round gets here (a worker behind sends an
+		// assignment's chunks for seconds), and a tick past its
+		// starting deadline is never started.
+		if later = a.shedWaiting(ctx, r, later); len(later) == 0 {
+			return
+		}
 		n, freed := a.core.takePlaces(min(maxChunk, len(later)), func(i int) string { return later[i].runID })
 		if n == 0 {
 			switch awaitPlace(ctx, r.sess, freed, late) {
@@ -36,7 +44,6 @@ func (a *assignedRunner) claimLater(ctx context.Context, r *claimRound) {
 			case becameLate:
 				late = nil
 			}
-			later = a.shedWaiting(ctx, r, later)
 			continue
 		}
 		if !a.claimChunk(ctx, r, later[:n]) {

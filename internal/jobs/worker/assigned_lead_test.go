@@ -118,3 +118,36 @@ func TestRunsRefusedAheadGiveTheirPlacesBackWhenTheAssignmentGoes(t *testing.T) 
 		return len(tw.w.core.active) == 0, fmt.Sprintf("%d runs still active", len(tw.w.core.active))
 	})
 }
+
+// A run refused ahead whose round comes back to it after its starting
+// deadline (a worker behind sends an assignment's chunks for seconds) is
+// recorded missed, not started, though its slot and a place are free by
+// then: a tick past its starting deadline is never started.
+func TestARunRefusedAheadIsNotStartedPastItsStartingDeadline(t *testing.T) {
+	t0 := time.Now().Truncate(time.Second).Add(time.Hour).UTC()
+	clock := clockwork.NewFakeClockAt(t0)
+	exec := &countingExecutor{started: make(chan string, 8)}
+	j := job("hourly")
+	j.StartingDeadline = config.Duration(500 * time.Millisecond)
+	tw := startTestWorker(t, "/lean-again-late/", j, exec, testWorkerOptions{clock: clock})
+	before := tw.holdSlot(t, "hourly", "hourly@before")
+	at := t0.Add(10 * time.Second)
+	a := tw.assignJobs(t, tw.incarnation(t), at, "hourly")
+	poll.For(t, 30*time.Second, "the assignment in the worker's view", func() bool { return !tw.w.runner.view.next().IsZero() })
+	clock.Advance(at.Add(-maxAssignedLead).Sub(clock.Now()))
+	poll.For(t, 30*time.Second, "the claim ahead, refused", func() bool {
+		return tw.count(t, tw.layout.ClaimMarker(a.Worker, a.At, a.Group, 0)) == 1
+	})
+	if _, err := tw.cli.Revoke(context.Background(), before); err != nil {
+		t.Fatal(err)
+	}
+	poll.For(t, 30*time.Second, "the slot freed", func() bool { return tw.running(t, "hourly") == 0 })
+	clock.Advance(at.Add(2 * time.Second).Sub(clock.Now()))
+	if rec := waitRecord(t, tw.cli, tw.layout, runs.ID("hourly", at)); rec.Outcome != runs.Missed {
+		t.Errorf("recorded %s %q, want missed: two seconds late, its starting deadline 500ms", rec.Outcome, rec.Error)
+	}
+	tw.waitSettled(t)
+	if n := exec.runs.Load(); n != 0 {
+		t.Errorf("%d runs executed, want none", n)
+	}
+}
