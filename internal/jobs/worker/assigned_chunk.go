@@ -34,6 +34,9 @@ const minShedChunk = 2
 // may go and the rest a record each (recordUnclaimed). It gives back no
 // place: a caller whose runs hold places gives them back after it.
 func (a *assignedRunner) shed(ctx context.Context, r *claimRound, ends []unclaimedEnd) {
+	if len(ends) == 0 {
+		return // the common case: prepare's and shedWaiting's every call
+	}
 	a.recordUnclaimed(ctx, &r.st, a.shedInChunks(ctx, r, ends), &r.unsettled)
 }
 
