@@ -111,6 +111,32 @@ func TestNoChunkRecordWhileAMemberCannotReadThem(t *testing.T) {
 	}
 }
 
+// pastDeadlineInAChunk checks that the ticks at at of jobs (sorted) are
+// in one chunk record, each missed by its starting deadline, with no
+// record of their own.
+func (tw *testWorker) pastDeadlineInAChunk(t *testing.T, at time.Time, jobs []string) {
+	t.Helper()
+	chunks := chunkRecords(t, tw, at)
+	if len(chunks) != 1 {
+		t.Fatalf("%d chunk records at %s, want 1", len(chunks), at)
+	}
+	var got []string
+	for _, rec := range chunks[0].Records() {
+		got = append(got, rec.Job)
+		if rec.Outcome != runs.Missed || !strings.Contains(rec.Error, "starting deadline") {
+			t.Errorf("%s's tick in the chunk record: %s %q, want missed by its starting deadline", rec.Job, rec.Outcome, rec.Error)
+		}
+	}
+	if slices.Sort(got); !slices.Equal(got, jobs) {
+		t.Errorf("the chunk record names %v, want %v", got, jobs)
+	}
+	for _, name := range jobs {
+		if n := tw.count(t, tw.layout.JobRuns(name)); n != 0 {
+			t.Errorf("%s: %d records of its own beside its tick in the chunk record, want none", name, n)
+		}
+	}
+}
+
 // Ticks found not to start only when their claim is prepared, after they
 // took their places (past a starting deadline shorter than shedAfter here;
 // at twice the ceiling, superseded while they waited for a place), go in
@@ -135,25 +161,7 @@ func TestTicksFoundLateAtTheirClaimAreShedInAChunkRecord(t *testing.T) {
 	at := t0.Add(-500 * time.Millisecond)
 	tw.assignJobs(t, tw.incarnation(t), at, names...)
 	tw.waitSettled(t)
-	chunks := chunkRecords(t, tw, at)
-	if len(chunks) != 1 {
-		t.Fatalf("%d chunk records at %s, want 1", len(chunks), at)
-	}
-	var got []string
-	for _, rec := range chunks[0].Records() {
-		got = append(got, rec.Job)
-		if rec.Outcome != runs.Missed || !strings.Contains(rec.Error, "starting deadline") {
-			t.Errorf("%s's tick in the chunk record: %s %q, want missed by its starting deadline", rec.Job, rec.Outcome, rec.Error)
-		}
-	}
-	if slices.Sort(got); !slices.Equal(got, names) {
-		t.Errorf("the chunk record names %v, want %v", got, names)
-	}
-	for _, name := range names {
-		if n := tw.count(t, tw.layout.JobRuns(name)); n != 0 {
-			t.Errorf("%s: %d records of its own beside its tick in the chunk record, want none", name, n)
-		}
-	}
+	tw.pastDeadlineInAChunk(t, at, names)
 	if n := exec.runs.Load(); n != 0 {
 		t.Errorf("%d runs executed, want none", n)
 	}
@@ -200,16 +208,8 @@ func TestRunsWaitingForAPlaceAreShedInAChunkRecord(t *testing.T) {
 	exec := &heldExecutor{started: make(chan target.Run, 4), release: make(chan struct{})}
 	tw := startTestWorker(t, "/lean-chunk-waiting/", job("h1"), exec,
 		testWorkerOptions{clock: clock, jobs: jobs, peers: protocolPeers(assign.Protocol), maxParallel: 2})
-	for _, name := range waiting {
-		tw.holdSlot(t, name, name+"@before")
-	}
 	at := t0.Add(10 * time.Second)
-	a := tw.assignJobs(t, tw.incarnation(t), at, waiting...)
-	poll.For(t, 30*time.Second, "the assignment in the worker's view", func() bool { return !tw.w.runner.view.next().IsZero() })
-	clock.Advance(at.Add(-maxAssignedLead).Sub(clock.Now()))
-	poll.For(t, 30*time.Second, "the claim ahead, refused", func() bool {
-		return tw.count(t, tw.layout.ClaimMarker(a.Worker, a.At, a.Group, 0)) == 1
-	})
+	a, _ := tw.refusedAhead(t, clock.FakeClock, at, waiting...)
 	// Both places taken by runs due before the instant, held until the
 	// test lets them end.
 	tw.assignJobs(t, tw.incarnation(t), at.Add(-100*time.Millisecond), "h1", "h2")
@@ -225,21 +225,7 @@ func TestRunsWaitingForAPlaceAreShedInAChunkRecord(t *testing.T) {
 	}
 	clock.Advance(shedAfter + 2*time.Millisecond)
 	poll.For(t, 30*time.Second, "the waiting runs' chunk record", func() bool { return len(chunkRecords(t, tw, at)) == 1 })
-	var got []string
-	for _, rec := range chunkRecords(t, tw, at)[0].Records() {
-		got = append(got, rec.Job)
-		if rec.Outcome != runs.Missed || !strings.Contains(rec.Error, "starting deadline") {
-			t.Errorf("%s's tick in the chunk record: %s %q, want missed by its starting deadline", rec.Job, rec.Outcome, rec.Error)
-		}
-	}
-	if !slices.Equal(got, waiting) {
-		t.Errorf("the chunk record names %v, want %v", got, waiting)
-	}
-	for _, name := range waiting {
-		if n := tw.count(t, tw.layout.JobRuns(name)); n != 0 {
-			t.Errorf("%s: %d records of its own beside its tick in the chunk record, want none", name, n)
-		}
-	}
+	tw.pastDeadlineInAChunk(t, at, waiting)
 	poll.For(t, 30*time.Second, "the shed assignment's claim marker deleted", func() bool {
 		return tw.count(t, tw.layout.ClaimMarker(a.Worker, a.At, a.Group, 0)) == 0
 	})

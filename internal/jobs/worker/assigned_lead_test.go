@@ -7,8 +7,10 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcdsched/scheduler/config"
+	"github.com/etcdsched/scheduler/internal/jobs/assign"
 	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
 	"github.com/etcdsched/scheduler/internal/poll"
 	"github.com/etcdsched/scheduler/internal/runs"
@@ -62,19 +64,10 @@ func TestARunRefusedAheadIsClaimedAgainAtItsInstant(t *testing.T) {
 	clock := clockwork.NewFakeClockAt(t0)
 	exec := &countingExecutor{started: make(chan string, 8)}
 	tw := startTestWorker(t, "/lean-again/", job("hourly"), exec, testWorkerOptions{clock: clock})
-	before := tw.holdSlot(t, "hourly", "hourly@before")
 	at := t0.Add(10 * time.Second)
 	from := tw.revision(t)
-	a := tw.assignJobs(t, tw.incarnation(t), at, "hourly")
-	poll.For(t, 30*time.Second, "the assignment in the worker's view", func() bool { return !tw.w.runner.view.next().IsZero() })
-	clock.Advance(at.Add(-maxAssignedLead).Sub(clock.Now()))
-	poll.For(t, 30*time.Second, "the claim ahead, refused", func() bool {
-		return tw.count(t, tw.layout.ClaimMarker(a.Worker, a.At, a.Group, 0)) == 1
-	})
-	if _, err := tw.cli.Revoke(context.Background(), before); err != nil {
-		t.Fatal(err)
-	}
-	poll.For(t, 30*time.Second, "the slot freed", func() bool { return tw.running(t, "hourly") == 0 })
+	_, before := tw.refusedAhead(t, clock, at, "hourly")
+	tw.freeSlot(t, "hourly", before[0])
 	clock.Advance(at.Sub(clock.Now()))
 	id := runs.ID("hourly", at)
 	if rec := waitRecord(t, tw.cli, tw.layout, id); rec.Outcome != runs.Succeeded {
@@ -130,18 +123,9 @@ func TestARunRefusedAheadIsNotStartedPastItsStartingDeadline(t *testing.T) {
 	j := job("hourly")
 	j.StartingDeadline = config.Duration(500 * time.Millisecond)
 	tw := startTestWorker(t, "/lean-again-late/", j, exec, testWorkerOptions{clock: clock})
-	before := tw.holdSlot(t, "hourly", "hourly@before")
 	at := t0.Add(10 * time.Second)
-	a := tw.assignJobs(t, tw.incarnation(t), at, "hourly")
-	poll.For(t, 30*time.Second, "the assignment in the worker's view", func() bool { return !tw.w.runner.view.next().IsZero() })
-	clock.Advance(at.Add(-maxAssignedLead).Sub(clock.Now()))
-	poll.For(t, 30*time.Second, "the claim ahead, refused", func() bool {
-		return tw.count(t, tw.layout.ClaimMarker(a.Worker, a.At, a.Group, 0)) == 1
-	})
-	if _, err := tw.cli.Revoke(context.Background(), before); err != nil {
-		t.Fatal(err)
-	}
-	poll.For(t, 30*time.Second, "the slot freed", func() bool { return tw.running(t, "hourly") == 0 })
+	_, before := tw.refusedAhead(t, clock, at, "hourly")
+	tw.freeSlot(t, "hourly", before[0])
 	clock.Advance(at.Add(2 * time.Second).Sub(clock.Now()))
 	if rec := waitRecord(t, tw.cli, tw.layout, runs.ID("hourly", at)); rec.Outcome != runs.Missed {
 		t.Errorf("recorded %s %q, want missed: two seconds late, its starting deadline 500ms", rec.Outcome, rec.Error)
@@ -150,4 +134,33 @@ func TestARunRefusedAheadIsNotStartedPastItsStartingDeadline(t *testing.T) {
 	if n := exec.runs.Load(); n != 0 {
 		t.Errorf("%d runs executed, want none", n)
 	}
+}
+
+// refusedAhead holds each of jobs' slots by a run before, assigns their
+// ticks at at, and moves clock to where the worker claims them ahead: the
+// claim, refused, leaves its marker. It returns the assignment and the
+// holds' leases, in jobs' order.
+func (tw *testWorker) refusedAhead(t *testing.T, clock *clockwork.FakeClock, at time.Time, jobs ...string) (assign.Assignment, []clientv3.LeaseID) {
+	t.Helper()
+	var leases []clientv3.LeaseID
+	for _, name := range jobs {
+		leases = append(leases, tw.holdSlot(t, name, name+"@before"))
+	}
+	a := tw.assignJobs(t, tw.incarnation(t), at, jobs...)
+	poll.For(t, 30*time.Second, "the assignment in the worker's view", func() bool { return !tw.w.runner.view.next().IsZero() })
+	clock.Advance(at.Add(-maxAssignedLead).Sub(clock.Now()))
+	poll.For(t, 30*time.Second, "the claim ahead, refused", func() bool {
+		return tw.count(t, tw.layout.ClaimMarker(a.Worker, a.At, a.Group, 0)) == 1
+	})
+	return a, leases
+}
+
+// freeSlot ends the hold of job's slot on lease and waits until the slot
+// is free.
+func (tw *testWorker) freeSlot(t *testing.T, job string, lease clientv3.LeaseID) {
+	t.Helper()
+	if _, err := tw.cli.Revoke(context.Background(), lease); err != nil {
+		t.Fatal(err)
+	}
+	poll.For(t, 30*time.Second, "the slot freed", func() bool { return tw.running(t, job) == 0 })
 }
