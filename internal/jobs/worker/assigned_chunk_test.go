@@ -73,23 +73,9 @@ func TestLateTicksAreShedInOneChunkRecord(t *testing.T) {
 		t.Errorf("told: recorded %s %q, want missed", rec.Outcome, rec.Error)
 	}
 	tw.waitSettled(t)
-	chunks := chunkRecords(t, tw, at)
-	if len(chunks) != 1 {
-		t.Fatalf("%d chunk records at %s, want 1", len(chunks), at)
-	}
-	var jobs []string
-	for _, rec := range chunks[0].Records() {
-		jobs = append(jobs, rec.Job)
+	for _, rec := range tw.soleChunk(t, at, []string{"s1", "s2", "s3"}) {
 		if rec.Outcome != runs.Missed || rec.Slot != runs.NoSlot || !rec.ScheduledAt.Equal(at) {
 			t.Errorf("%s's tick in the chunk record: %+v, want missed at %s with no slot", rec.Job, rec, at)
-		}
-	}
-	if slices.Sort(jobs); !slices.Equal(jobs, []string{"s1", "s2", "s3"}) {
-		t.Errorf("the chunk record names %v, want s1-s3", jobs)
-	}
-	for _, job := range []string{"s1", "s2", "s3"} {
-		if n := tw.count(t, tw.layout.JobRuns(job)); n != 0 {
-			t.Errorf("%s: %d records of its own beside its tick in the chunk record, want none", job, n)
 		}
 	}
 }
@@ -111,21 +97,19 @@ func TestNoChunkRecordWhileAMemberCannotReadThem(t *testing.T) {
 	}
 }
 
-// pastDeadlineInAChunk checks that the ticks at at of jobs (sorted) are
-// in one chunk record, each missed by its starting deadline, with no
-// record of their own.
-func (tw *testWorker) pastDeadlineInAChunk(t *testing.T, at time.Time, jobs []string) {
+// soleChunk checks that the ticks at at are in one chunk record, of
+// jobs (sorted), none with a record of its own, and returns that chunk's
+// records.
+func (tw *testWorker) soleChunk(t *testing.T, at time.Time, jobs []string) []runs.Record {
 	t.Helper()
 	chunks := chunkRecords(t, tw, at)
 	if len(chunks) != 1 {
 		t.Fatalf("%d chunk records at %s, want 1", len(chunks), at)
 	}
+	recs := chunks[0].Records()
 	var got []string
-	for _, rec := range chunks[0].Records() {
+	for _, rec := range recs {
 		got = append(got, rec.Job)
-		if rec.Outcome != runs.Missed || !strings.Contains(rec.Error, "starting deadline") {
-			t.Errorf("%s's tick in the chunk record: %s %q, want missed by its starting deadline", rec.Job, rec.Outcome, rec.Error)
-		}
 	}
 	if slices.Sort(got); !slices.Equal(got, jobs) {
 		t.Errorf("the chunk record names %v, want %v", got, jobs)
@@ -135,6 +119,18 @@ func (tw *testWorker) pastDeadlineInAChunk(t *testing.T, at time.Time, jobs []st
 			t.Errorf("%s: %d records of its own beside its tick in the chunk record, want none", name, n)
 		}
 	}
+	return recs
+}
+
+// pastDeadlineInAChunk is soleChunk for ticks each missed by its starting
+// deadline.
+func (tw *testWorker) pastDeadlineInAChunk(t *testing.T, at time.Time, jobs []string) {
+	t.Helper()
+	for _, rec := range tw.soleChunk(t, at, jobs) {
+		if rec.Outcome != runs.Missed || !strings.Contains(rec.Error, "starting deadline") {
+			t.Errorf("%s's tick in the chunk record: %s %q, want missed by its starting deadline", rec.Job, rec.Outcome, rec.Error)
+		}
+	}
 }
 
 // Ticks found not to start only when their claim is prepared, after they
@@ -142,7 +138,7 @@ func (tw *testWorker) pastDeadlineInAChunk(t *testing.T, at time.Time, jobs []st
 // at twice the ceiling, superseded while they waited for a place), go in
 // a chunk record as shedLate's do, and give their places back. Recorded a
 // tick each, they were 1.6 % of the ticks a 4,000-job step shed
-// (docs/performance.md).
+// (docs/design-shed.md, "Writer").
 func TestTicksFoundLateAtTheirClaimAreShedInAChunkRecord(t *testing.T) {
 	t0 := time.Now().Truncate(time.Second).Add(time.Hour).UTC()
 	clock := clockwork.NewFakeClockAt(t0)
