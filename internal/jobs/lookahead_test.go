@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/etcdsched/scheduler/config"
 	"github.com/etcdsched/scheduler/internal/poll"
 	"github.com/etcdsched/scheduler/internal/runs"
@@ -52,12 +54,28 @@ func TestLeaderCrashMissesNoTick(t *testing.T) {
 				return cursor(t, old.client, "tick").After(time.Now().Add(time.Second))
 			})
 
+			term, err := old.Elector.Leadership()
+			if err != nil {
+				t.Fatalf("the leader's term ended before its crash: %v", err)
+			}
+			last := cursor(t, old.client, "tick")
 			crashAt := time.Now()
 			old.crash()
+			ahead := last.Sub(crashAt)
+			survivors := others(nodes, old)
 			from, to := crashAt.Add(-time.Second), crashAt.Add(ttl+2*time.Second)
 			// Every tick of the window has come due, and a backup worker
-			// had its turn at the last of them.
-			poll.For(t, 60*time.Second, "the window's ticks due", func() bool { return time.Since(to) > 2*time.Second })
+			// had its turn at the last of them. The new term's first look
+			// is when the test sees a survivor lead.
+			var tookOver, left time.Duration
+			poll.For(t, 60*time.Second, "the window's ticks due", func() bool {
+				if tookOver == 0 && anyLeads(survivors) {
+					tookOver = time.Since(crashAt)
+				} else if tookOver == 0 {
+					left = time.Since(crashAt) + leaseLeft(t, survivors[0].client, term.Lease)
+				}
+				return time.Since(to) > 2*time.Second
+			})
 
 			count := map[string]int{}
 			var maxLate time.Duration
@@ -67,11 +85,7 @@ func TestLeaderCrashMissesNoTick(t *testing.T) {
 					maxLate = max(maxLate, h.Start.Sub(h.Scheduled))
 				}
 			}
-			survivor := nodes[0]
-			if survivor == old {
-				survivor = nodes[1]
-			}
-			recs := records(t, survivor.client, "tick")
+			recs := records(t, survivors[0].client, "tick")
 			lost, withHolder := 0, 0
 			first := from.Truncate(200 * time.Millisecond).Add(200 * time.Millisecond)
 			for tick := first; !tick.After(to); tick = tick.Add(200 * time.Millisecond) {
@@ -96,8 +110,9 @@ func TestLeaderCrashMissesNoTick(t *testing.T) {
 					t.Errorf("tick %s ran %d times", tick.Format("15:04:05.000"), n)
 				}
 			}
-			t.Logf("ticks in [crash-1s, crash+ttl+2s]: %d lost, %d lost with the crashed holder; max lateness after the crash %s",
-				lost, withHolder, maxLate.Round(time.Millisecond))
+			t.Logf("ticks in [crash-1s, crash+ttl+2s]: %d lost, %d lost with the crashed holder; max lateness after the crash %s; "+
+				"ticks were materialized %s ahead at the crash, its lease was to last %s after it (last read), a survivor led %s after it",
+				lost, withHolder, maxLate.Round(time.Millisecond), ahead.Round(time.Millisecond), left.Round(time.Millisecond), tookOver.Round(time.Millisecond))
 			if withHolder > 2 {
 				t.Errorf("%d runs lost with the crashed replica; it can hold only those it had claimed when it crashed", withHolder)
 			}
@@ -106,4 +121,36 @@ func TestLeaderCrashMissesNoTick(t *testing.T) {
 			}
 		})
 	}
+}
+
+// others are nodes but n.
+func others(nodes []*node, n *node) []*node {
+	var out []*node
+	for _, o := range nodes {
+		if o != n {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// anyLeads reports whether one of nodes holds a term.
+func anyLeads(nodes []*node) bool {
+	for _, n := range nodes {
+		if !n.stopped && n.Elector.IsLeader() {
+			return true
+		}
+	}
+	return false
+}
+
+// leaseLeft is how long etcd will keep lease (whole seconds, rounded
+// down), or -1s when it is gone.
+func leaseLeft(t *testing.T, cli *clientv3.Client, lease clientv3.LeaseID) time.Duration {
+	t.Helper()
+	resp, err := cli.TimeToLive(t.Context(), lease)
+	if err != nil {
+		t.Fatalf("reading the crashed leader's lease: %v", err)
+	}
+	return time.Duration(resp.TTL) * time.Second
 }
