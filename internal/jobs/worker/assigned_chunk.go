@@ -3,16 +3,19 @@ package worker
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/etcdsched/scheduler/internal/jobs/assign"
 	"github.com/etcdsched/scheduler/internal/jobs/follow"
+	"github.com/etcdsched/scheduler/internal/jobs/metrics"
 	"github.com/etcdsched/scheduler/internal/runs"
 )
 
 // Late ticks shed in chunk records (docs/design-shed.md, "Writer"): a
 // worker behind sheds thousands of ticks a second, and a record and an
 // unstarted marker each were what an overload spent etcd on. Those whose
-// record says all there is (the first attempt of a scheduled tick, missed,
+// record says all there is (the first attempt of a scheduled tick, due
+// well before the shed, missed or skipped for its overlap: dueBeforeShed,
 // with no input, whose record causes nothing: no notification, chain or
 // health) go, up to maxShedChunk at a time, in one chunk record that takes
 // them out of the assignment in the same transaction (assign.Store.Shed);
@@ -51,7 +54,7 @@ func (a *assignedRunner) shedInChunks(ctx context.Context, r *claimRound, ends [
 	var in, rest []unclaimedEnd
 	now := a.d.Clock.Now()
 	for _, end := range ends {
-		if t, ok := a.chunkTick(end); ok {
+		if t, ok := a.chunkTick(end, now); ok {
 			chunk, in = append(chunk, t), append(in, end)
 		} else {
 			rest = append(rest, end)
@@ -67,19 +70,37 @@ func (a *assignedRunner) shedInChunks(ctx context.Context, r *claimRound, ends [
 	return append(rest, in...)
 }
 
-// chunkTick is end's tick in a chunk record, if one may hold it: a late
-// tick (missed; a paused job's skipped tick keeps a record of its own), what
-// NotStarted records for it, and nothing its record causes.
-func (a *assignedRunner) chunkTick(end unclaimedEnd) (runs.ShedRun, bool) {
+// chunkTick is end's tick in a chunk record, if one may hold it: a tick
+// due before the shed (dueBeforeShed), what NotStarted records for it,
+// and nothing its record causes.
+func (a *assignedRunner) chunkTick(end unclaimedEnd, now time.Time) (runs.ShedRun, bool) {
 	t, ok := end.entry.Shed(end.outcome, end.msg)
-	if !ok || end.outcome != runs.Missed {
+	if !ok || !dueBeforeShed(end, now) {
 		return runs.ShedRun{}, false
 	}
-	rec := end.entry.NotStarted(end.outcome, a.d.Clock.Now(), end.msg)
+	rec := end.entry.NotStarted(end.outcome, now, end.msg)
 	if len(follow.Record(a.d.Keys, a.d.Config(), end.entry.JobSpec(), &rec, end.entry.Input, rec.EndedAt).All()) > 0 {
 		return runs.ShedRun{}, false
 	}
 	return t, true
+}
+
+// dueBeforeShed reports whether end's tick was due well before now: a
+// leader's withdrawal takes a job's cursor back to its own now (a pause),
+// and plans again a tick due after it, whose claim compares the run's own
+// record only (docs/design-shed.md, "Writer"). A late tick (missed) was;
+// one skipped for its overlap only once more than shedAfter late (the
+// round behind that an overload makes), so that a leader's clock behind
+// this one's by less than that plans none again; a paused job's tick,
+// skipped at its lead, never.
+func dueBeforeShed(end unclaimedEnd, now time.Time) bool {
+	switch {
+	case end.outcome == runs.Missed:
+		return true
+	case end.outcome == runs.Skipped && end.reason == metrics.ReasonOverlap:
+		return now.Sub(end.entry.ScheduledAt) > shedAfter
+	}
+	return false
 }
 
 // recordChunk writes chunk, the records of ends, and takes them out of r's

@@ -226,3 +226,53 @@ func TestRunsWaitingForAPlaceAreShedInAChunkRecord(t *testing.T) {
 		return tw.count(t, tw.layout.ClaimMarker(a.Worker, a.At, a.Group, 0)) == 0
 	})
 }
+
+// Runs refused for their overlap (their slots held by runs that started
+// before their instant) go in a chunk record once their round is more
+// than shedAfter behind their instant, as an overload's rounds are (a
+// 4,000-job step recorded 1,865 such skips a tick each,
+// docs/design-shed.md, "Writer"). At their instant they keep records of
+// their own (dueBeforeShed): a pause then taken back by a leader whose
+// clock is a little behind plans them again, and only their own records
+// keep a resume's claims from running them.
+func TestOverlapSkipsOfARoundBehindAreShedInAChunkRecord(t *testing.T) {
+	names := []string{"o1", "o2"}
+	for _, c := range []struct {
+		name  string
+		due   time.Duration // the instant, from now
+		chunk bool
+	}{
+		{name: "two seconds behind", due: -2 * time.Second, chunk: true},
+		{name: "at the instant", due: 300 * time.Millisecond},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tw, exec := startCounted(t, "/lean-chunk-overlap/", testWorkerOptions{peers: protocolPeers(assign.Protocol)}, names...)
+			at := time.Now().Add(c.due).UTC()
+			for _, name := range names {
+				tw.holdSlotSince(t, name, name+"@earlier", at.Add(-time.Second), at.Add(-time.Second))
+			}
+			tw.assignJobs(t, tw.incarnation(t), at, names...)
+			var recs []runs.Record
+			if c.chunk {
+				tw.waitSettled(t)
+				recs = tw.soleChunk(t, at, names)
+			} else {
+				for _, name := range names {
+					recs = append(recs, waitRecord(t, tw.cli, tw.layout, runs.ID(name, at)))
+				}
+				tw.waitSettled(t)
+				if n := len(chunkRecords(t, tw, at)); n != 0 {
+					t.Errorf("%d chunk records of ticks skipped at their instant, want none", n)
+				}
+			}
+			for _, rec := range recs {
+				if want := "all 1 slots taken (overlap: skip)"; rec.Outcome != runs.Skipped || rec.Error != want {
+					t.Errorf("%s: recorded %s %q, want skipped %q", rec.Job, rec.Outcome, rec.Error, want)
+				}
+			}
+			if n := exec.runs.Load(); n != 0 {
+				t.Errorf("%d runs executed, want none", n)
+			}
+		})
+	}
+}

@@ -295,7 +295,8 @@ func (a *assignedRunner) claimChunk(ctx context.Context, r *claimRound, rs []ass
 		}
 	}
 	a.startClaimed(ctx, r, chunk, marker, claims[0].Ahead, claimed, startedAt)
-	a.endUnclaimed(ctx, st, skipped, unsettled)
+	a.shed(ctx, r, skipped)
+	a.finishEnds(skipped)
 	return true
 }
 
@@ -317,8 +318,10 @@ func (a *assignedRunner) claimChunk(ctx context.Context, r *claimRound, rs []ass
 // skipped those at once skipped six ticks of jobs @every 100ms when the
 // bench's failover step stopped the leader).
 //
-// The skips of a chunk share one record transaction (endUnclaimed); on
-// the queue path each cost etcd an entry, a claim and a record apart, and
+// The skips of a chunk go as a shed's (shed): more than shedAfter late, in
+// chunk records (the round behind an overload makes), else their records
+// in one transaction; on the queue path each cost etcd an entry, a claim
+// and a record apart, and
 // its replica followed the job slots meanwhile: at 4,000 jobs, where runs
 // claimed late still held their slots at their jobs' next ticks, that is
 // what tipped the step into falling behind (docs/performance.md, Bounds).

@@ -62,13 +62,6 @@ func (a *assignedRunner) settleLater(ctx context.Context, r *claimRound) {
 	}
 }
 
-// endUnclaimed records ends, runs of st this worker counted active that
-// were not claimed (recordUnclaimed), and gives back each run's place.
-func (a *assignedRunner) endUnclaimed(ctx context.Context, st *assign.Stored, ends []unclaimedEnd, unsettled *atomic.Int32) {
-	a.recordUnclaimed(ctx, st, ends, unsettled)
-	a.finishEnds(ends)
-}
-
 // finishEnds gives back the places of ends' runs.
 func (a *assignedRunner) finishEnds(ends []unclaimedEnd) {
 	for _, end := range ends {
