@@ -88,11 +88,12 @@ func (a *assignedRunner) chunkTick(end unclaimedEnd, now time.Time) (runs.ShedRu
 // dueBeforeShed reports whether end's tick was due well before now: a
 // leader's withdrawal takes a job's cursor back to its own now (a pause),
 // and plans again a tick due after it, whose claim compares the run's own
-// record only (docs/design-shed.md, "Writer"). A late tick (missed) was;
-// one skipped for its overlap only once more than shedAfter late (the
-// round behind that an overload makes), so that a leader's clock behind
-// this one's by less than that plans none again; a paused job's tick,
-// skipped at its lead, never.
+// record only (docs/design-shed.md, "Writer"). A missed tick was due at
+// least its starting deadline before (shedAfter, superseded); one skipped
+// for its overlap goes only once more than shedAfter late (the round
+// behind that an overload makes), so that a leader's clock behind this
+// one's by less than that plans none again; a paused job's tick, skipped
+// at its lead, never.
 func dueBeforeShed(end unclaimedEnd, now time.Time) bool {
 	switch {
 	case end.outcome == runs.Missed:
