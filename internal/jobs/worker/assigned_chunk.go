@@ -9,6 +9,7 @@ import (
 	"github.com/etcdsched/scheduler/internal/jobs/follow"
 	"github.com/etcdsched/scheduler/internal/jobs/metrics"
 	"github.com/etcdsched/scheduler/internal/runs"
+	"github.com/etcdsched/scheduler/internal/slots"
 )
 
 // Late ticks shed in chunk records (docs/design-shed.md, "Writer"): a
@@ -88,18 +89,20 @@ func (a *assignedRunner) chunkTick(end unclaimedEnd, now time.Time) (runs.ShedRu
 // dueBeforeShed reports whether end's tick was due well before now: a
 // leader's withdrawal takes a job's cursor back to its own now (a pause),
 // and plans again a tick due after it, whose claim compares the run's own
-// record only (docs/design-shed.md, "Writer"). A missed tick was due at
-// least its starting deadline before (shedAfter, superseded); one skipped
-// for its overlap goes only once more than shedAfter late (the round
-// behind that an overload makes), so that a leader's clock behind this
-// one's by less than that plans none again; a paused job's tick, skipped
-// at its lead, never.
+// record only (docs/design-shed.md, "Writer"). Replicas' clocks agree
+// within slots.MaxClockSkew (docs/design-admission.md), so a tick due
+// more than that before the shed is not planned again: a missed tick once
+// that late (a starting deadline may be shorter); one skipped for its
+// overlap only once more than shedAfter late, the round behind that an
+// overload makes (a round that keeps up sheds few); a paused job's tick,
+// skipped at its lead, never.
 func dueBeforeShed(end unclaimedEnd, now time.Time) bool {
+	late := now.Sub(end.entry.ScheduledAt)
 	switch {
 	case end.outcome == runs.Missed:
-		return true
+		return late > slots.MaxClockSkew
 	case end.outcome == runs.Skipped && end.reason == metrics.ReasonOverlap:
-		return now.Sub(end.entry.ScheduledAt) > shedAfter
+		return late > shedAfter
 	}
 	return false
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/etcdsched/scheduler/internal/jobs/jobstest"
 	"github.com/etcdsched/scheduler/internal/poll"
 	"github.com/etcdsched/scheduler/internal/runs"
+	"github.com/etcdsched/scheduler/internal/slots"
 	"github.com/etcdsched/scheduler/internal/target"
 )
 
@@ -140,24 +141,11 @@ func (tw *testWorker) pastDeadlineInAChunk(t *testing.T, at time.Time, jobs []st
 // tick each, they were 1.6 % of the ticks a 4,000-job step shed
 // (docs/design-shed.md, "Writer").
 func TestTicksFoundLateAtTheirClaimAreShedInAChunkRecord(t *testing.T) {
-	t0 := time.Now().Truncate(time.Second).Add(time.Hour).UTC()
-	clock := clockwork.NewFakeClockAt(t0)
-	names := []string{"d1", "d2", "d3"}
-	var jobs []config.Job
-	for _, name := range names {
-		j := job(name)
-		j.StartingDeadline = config.Duration(100 * time.Millisecond)
-		jobs = append(jobs, j)
-	}
-	exec := &countingExecutor{started: make(chan string, 8)}
-	tw := startTestWorker(t, "/lean-chunk-prepare/", jobs[0], exec,
-		testWorkerOptions{clock: clock, jobs: jobs[1:], peers: protocolPeers(assign.Protocol), maxParallel: 4})
 	// Half a second late when taken up: shedLate keeps them (not a
 	// second late), prepare finds each past its deadline.
-	at := t0.Add(-500 * time.Millisecond)
-	tw.assignJobs(t, tw.incarnation(t), at, names...)
+	tw, exec, at := prepareLate(t, "/lean-chunk-prepare/", 100*time.Millisecond, 500*time.Millisecond)
 	tw.waitSettled(t)
-	tw.pastDeadlineInAChunk(t, at, names)
+	tw.pastDeadlineInAChunk(t, at, []string{"d1", "d2", "d3"})
 	if n := exec.runs.Load(); n != 0 {
 		t.Errorf("%d runs executed, want none", n)
 	}
@@ -167,6 +155,49 @@ func TestTicksFoundLateAtTheirClaimAreShedInAChunkRecord(t *testing.T) {
 		defer tw.w.core.mu.Unlock()
 		return len(tw.w.core.active) == 0, fmt.Sprintf("%d runs still hold a place", len(tw.w.core.active))
 	})
+}
+
+// Ticks missed by a starting deadline shorter than the clocks' skew, found
+// within it, keep records of their own (dueBeforeShed): a pause and a
+// quick resume by a leader whose clock is behind plan them again, and
+// only their own records keep the resumed claims from running them.
+func TestTicksMissedWithinTheClockSkewKeepTheirOwnRecords(t *testing.T) {
+	late := slots.MaxClockSkew - 10*time.Millisecond
+	tw, exec, at := prepareLate(t, "/lean-chunk-skew/", 10*time.Millisecond, late)
+	for _, name := range []string{"d1", "d2", "d3"} {
+		if rec := waitRecord(t, tw.cli, tw.layout, runs.ID(name, at)); rec.Outcome != runs.Missed {
+			t.Errorf("%s: recorded %s %q, want missed", name, rec.Outcome, rec.Error)
+		}
+	}
+	tw.waitSettled(t)
+	if n := len(chunkRecords(t, tw, at)); n != 0 {
+		t.Errorf("%d chunk records of ticks missed %s after they were due, want none", n, late)
+	}
+	if n := exec.runs.Load(); n != 0 {
+		t.Errorf("%d runs executed, want none", n)
+	}
+}
+
+// prepareLate starts a worker of jobs d1-d3 of starting deadline deadline
+// on a fake clock and assigns it their ticks due late before its now, with
+// a place for each: the claim's preparation judges them.
+func prepareLate(t *testing.T, prefix string, deadline, late time.Duration) (*testWorker, *countingExecutor, time.Time) {
+	t.Helper()
+	t0 := time.Now().Truncate(time.Second).Add(time.Hour).UTC()
+	clock := clockwork.NewFakeClockAt(t0)
+	names := []string{"d1", "d2", "d3"}
+	var jobs []config.Job
+	for _, name := range names {
+		j := job(name)
+		j.StartingDeadline = config.Duration(deadline)
+		jobs = append(jobs, j)
+	}
+	exec := &countingExecutor{started: make(chan string, 8)}
+	tw := startTestWorker(t, prefix, jobs[0], exec,
+		testWorkerOptions{clock: clock, jobs: jobs[1:], peers: protocolPeers(assign.Protocol), maxParallel: 4})
+	at := t0.Add(-late)
+	tw.assignJobs(t, tw.incarnation(t), at, names...)
+	return tw, exec, at
 }
 
 // armClock is a fake clock that tells armed of every timer set for
