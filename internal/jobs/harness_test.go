@@ -319,19 +319,23 @@ func (n *node) held(t *testing.T) []slots.Info {
 // leaderOf returns the node that leads, once exactly one does.
 func leaderOf(t *testing.T, nodes []*node) *node {
 	t.Helper()
-	var leader *node
+	var ls []*node
 	poll.For(t, 30*time.Second, "a leader", func() bool {
-		leader = nil
-		count := 0
-		for _, n := range nodes {
-			if !n.stopped && n.Elector.IsLeader() {
-				leader = n
-				count++
-			}
-		}
-		return count == 1
+		ls = leaders(nodes)
+		return len(ls) == 1
 	})
-	return leader
+	return ls[0]
+}
+
+// leaders are those of nodes, not stopped, that hold a term.
+func leaders(nodes []*node) []*node {
+	var out []*node
+	for _, n := range nodes {
+		if !n.stopped && n.Elector.IsLeader() {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // cursor reads job's cursor: the last tick a leader materialized.
