@@ -321,10 +321,10 @@ func (a *assignedRunner) claimChunk(ctx context.Context, r *claimRound, rs []ass
 // The skips of a chunk go as a shed's (shed): more than shedAfter late, in
 // chunk records (the round behind an overload makes), else their records
 // in one transaction; on the queue path each cost etcd an entry, a claim
-// and a record apart, and
-// its replica followed the job slots meanwhile: at 4,000 jobs, where runs
-// claimed late still held their slots at their jobs' next ticks, that is
-// what tipped the step into falling behind (docs/performance.md, Bounds).
+// and a record apart, and its replica followed the job slots meanwhile:
+// at 4,000 jobs, where runs claimed late still held their slots at their
+// jobs' next ticks, that is what tipped the step into falling behind
+// (docs/performance.md, Bounds).
 func skipsAtOnce(e *queue.Entry, c assign.Claim, at time.Time) bool {
 	return c.Reason == assign.SlotTaken && e.Spec.Overlap == config.OverlapSkip && e.Spec.MaxConcurrency == 1 &&
 		(!c.Holder.StartedAt.After(at) || c.Holder.ScheduledAt.After(at) || !c.Queued)
